@@ -197,6 +197,20 @@ static int cfg_section_known(const orr_config *cfg, const char *section)
     return 0;
 }
 
+/* Sections of the platform's other daemons: one orrery.conf serves them all,
+ * so a daemon skips these (their owner checks them) but refuses any other. */
+static const char *const cfg_platform_sections[] = {
+    "halley", "galaxy", "kepler", "executor", "wormhole", "sort", "stack", NULL,
+};
+
+static int cfg_section_foreign(const char *section)
+{
+    for (const char *const *s = cfg_platform_sections; *s; s++)
+        if (strcmp(*s, section) == 0)
+            return 1;
+    return 0;
+}
+
 static char *cfg_trim(char *s)
 {
     while (isspace((unsigned char)*s))
@@ -216,6 +230,7 @@ static orr_status cfg_read_file(orr_config *cfg, const char *path, orr_err *err)
     char line[4096];
     char section[64] = "";
     char origin[160];
+    int skipping = 0; /* inside another daemon's section */
     int lineno = 0;
     orr_status rc = ORR_OK;
     while (fgets(line, sizeof(line), f)) {
@@ -229,6 +244,8 @@ static orr_status cfg_read_file(orr_config *cfg, const char *path, orr_err *err)
         char *s = cfg_trim(line);
         if (*s == '\0' || *s == '#' || *s == ';')
             continue;
+        if (skipping && *s != '[')
+            continue;
         if (*s == '[') {
             char *end = strchr(s, ']');
             if (!end || end[1] != '\0') {
@@ -237,6 +254,9 @@ static orr_status cfg_read_file(orr_config *cfg, const char *path, orr_err *err)
             }
             *end = '\0';
             char *name = cfg_trim(s + 1);
+            skipping = !cfg_section_known(cfg, name) && cfg_section_foreign(name);
+            if (skipping)
+                continue;
             if (!cfg_section_known(cfg, name)) {
                 rc = orr_err_set(err, ORR_EINVAL, name, "%s: unknown section [%s]", origin, name);
                 goto out;

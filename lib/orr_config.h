@@ -13,6 +13,10 @@
  * the environment variable ORRERY_<SECTION>_<KEY> (upper-cased). Every daemon
  * also knows [log] level and [log] file.
  *
+ * One file can serve the whole platform: a daemon skips the sections of the
+ * other daemons ([halley], [galaxy], [kepler], [executor], [wormhole], [sort],
+ * [stack]) that are not in its schema; their owners check them.
+ *
  * An unknown section or key, a bad value or a missing required key is an error
  * whose field is "section.key" and whose message names the file and line (or
  * the environment variable) — e.g.
