@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define ARENA_ALIGN alignof(max_align_t)
+#define ARENA_ALIGN         alignof(max_align_t)
 #define ARENA_DEFAULT_BLOCK 8192
 
 struct arena_block {

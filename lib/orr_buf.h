@@ -18,7 +18,10 @@ typedef struct orr_buf {
     size_t cap;
 } orr_buf;
 
-#define ORR_BUF_INIT {NULL, 0, 0}
+#define ORR_BUF_INIT                                                                               \
+    {                                                                                              \
+        NULL, 0, 0                                                                                 \
+    }
 
 /* Make room for at least extra more bytes (plus the terminating NUL). */
 void orr_buf_reserve(orr_buf *b, size_t extra);

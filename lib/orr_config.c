@@ -315,8 +315,8 @@ static const char *cfg_env_get(char *const *envp, const char *name)
     return NULL;
 }
 
-orr_status orr_config_load(const orr_cfg_key *schema, size_t n, const char *path,
-                           char *const *envp, orr_config **out, orr_err *err)
+orr_status orr_config_load(const orr_cfg_key *schema, size_t n, const char *path, char *const *envp,
+                           orr_config **out, orr_err *err)
 {
     *out = NULL;
     orr_config *cfg = calloc(1, sizeof(*cfg));
@@ -458,8 +458,8 @@ static void cfg_usage(const char *prog, FILE *f)
             prog);
 }
 
-orr_config *orr_config_from_args(const char *prog, int argc, char **argv,
-                                 const orr_cfg_key *schema, size_t n, int *argi, int *exit_code)
+orr_config *orr_config_from_args(const char *prog, int argc, char **argv, const orr_cfg_key *schema,
+                                 size_t n, int *argi, int *exit_code)
 {
     const char *path = NULL;
     int print = 0, i = 1;
@@ -499,7 +499,8 @@ orr_config *orr_config_from_args(const char *prog, int argc, char **argv,
     }
     orr_log_level lvl;
     if (orr_log_level_parse(orr_config_str(cfg, "log", "level"), &lvl) != ORR_OK) {
-        fprintf(stderr, "%s: config error: %s: [log] level: must be debug, info, warn, error or fatal\n",
+        fprintf(stderr,
+                "%s: config error: %s: [log] level: must be debug, info, warn, error or fatal\n",
                 prog, orr_config_origin(cfg, "log", "level"));
         orr_config_free(cfg);
         *exit_code = 2;

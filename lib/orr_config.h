@@ -59,8 +59,8 @@ typedef struct orr_config orr_config;
 /* Load schema keys from path (NULL = no file) and the environment envp (NULL =
  * the process environment). On success *out owns everything; free with
  * orr_config_free(). On failure *out is NULL and err says file, line and key. */
-orr_status orr_config_load(const orr_cfg_key *schema, size_t n, const char *path,
-                           char *const *envp, orr_config **out, orr_err *err);
+orr_status orr_config_load(const orr_cfg_key *schema, size_t n, const char *path, char *const *envp,
+                           orr_config **out, orr_err *err);
 void orr_config_free(orr_config *cfg);
 
 /* Getters of a schema key; an unknown key aborts (a programming error).
@@ -81,8 +81,8 @@ void orr_config_print(const orr_config *cfg, FILE *f);
  * prints the message to stderr and sets *exit_code = 2. *argi is the index of
  * the first argument that is not an option (a subcommand). prog names the
  * daemon in messages. Returns NULL whenever the caller should exit. */
-orr_config *orr_config_from_args(const char *prog, int argc, char **argv,
-                                 const orr_cfg_key *schema, size_t n, int *argi, int *exit_code);
+orr_config *orr_config_from_args(const char *prog, int argc, char **argv, const orr_cfg_key *schema,
+                                 size_t n, int *argi, int *exit_code);
 
 /* Parse helpers, exposed for tests and for other parsers. */
 orr_status orr_config_parse_duration(const char *s, int64_t *ms);

@@ -68,8 +68,8 @@ static int json_lookup(const json_t *obj, const char *path, const char *key, int
     *v = json_object_get(obj, key);
     if (!*v || (json_is_null(*v) && !required)) {
         if (required) {
-            *rc = orr_err_set(err, ORR_EINVAL, orr_json_path(p, sizeof(p), path, key),
-                              "is required");
+            *rc =
+                orr_err_set(err, ORR_EINVAL, orr_json_path(p, sizeof(p), path, key), "is required");
             return -1;
         }
         return 0;
@@ -189,8 +189,8 @@ json_t *orr_json_error_body(const orr_err *err)
 {
     json_t *e = json_object();
     json_object_set_new(e, "code", json_string(orr_status_name(err->code)));
-    json_object_set_new(e, "message", json_string(err->msg[0] ? err->msg
-                                                              : orr_status_msg(err->code)));
+    json_object_set_new(e, "message",
+                        json_string(err->msg[0] ? err->msg : orr_status_msg(err->code)));
     if (err->field[0])
         json_object_set_new(e, "field", json_string(err->field));
     else

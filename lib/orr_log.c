@@ -123,8 +123,8 @@ void orr_log(orr_log_level l, const char *msg, const char *kvfmt, ...)
     clock_gettime(CLOCK_REALTIME, &ts);
     gmtime_r(&ts.tv_sec, &tm);
     size_t o = strftime(line, sizeof(line), "ts=%Y-%m-%dT%H:%M:%S", &tm);
-    o += (size_t)snprintf(line + o, sizeof(line) - o, ".%03ldZ level=%s msg=",
-                          ts.tv_nsec / 1000000L, orr_log_level_name(l));
+    o += (size_t)snprintf(line + o, sizeof(line) - o,
+                          ".%03ldZ level=%s msg=", ts.tv_nsec / 1000000L, orr_log_level_name(l));
     o += log_quote_into(line + o, sizeof(line) - o - 2, msg);
     if (kvfmt && kvfmt[0] && o < sizeof(line) - 2) {
         line[o++] = ' ';

@@ -69,8 +69,8 @@ static void test_values_and_defaults(void **state)
 static void test_env_overrides_file(void **state)
 {
     (void)state;
-    char *const env[] = {"ORRERY_HALLEY_POOL_SIZE=32", "ORRERY_HALLEY_TOKEN=from-env",
-                         "OTHER=1", NULL};
+    char *const env[] = {"ORRERY_HALLEY_POOL_SIZE=32", "ORRERY_HALLEY_TOKEN=from-env", "OTHER=1",
+                         NULL};
     orr_config *cfg;
     orr_err e;
     assert_int_equal(load("[halley]\npool_size = 16\n", env, &cfg, &e), ORR_OK);
@@ -109,11 +109,10 @@ static void test_errors_name_file_line_key(void **state)
     expect_error("[halley]\ntoken=x\npool_size = 1000\n", no_env, "halley.pool_size", 3,
                  "between 1 and 256");
     expect_error("[halley]\ntoken=x\ntls = maybe\n", no_env, "halley.tls", 3, "boolean");
-    expect_error("[halley]\ntoken=x\nevent_retention = 10\n", no_env, "halley.event_retention",
-                 3, "duration");
+    expect_error("[halley]\ntoken=x\nevent_retention = 10\n", no_env, "halley.event_retention", 3,
+                 "duration");
     expect_error("[halley]\ntoken=x\nmax_msg = 4x\n", no_env, "halley.max_msg", 3, "size");
-    expect_error("[halley]\npool_size = 2\n", no_env, "halley.token", 0,
-                 "required key is missing");
+    expect_error("[halley]\npool_size = 2\n", no_env, "halley.token", 0, "required key is missing");
     expect_error("[galaxi]\nport = 1\n", no_env, "galaxi", 1, "unknown section");
     /* Another daemon's section is skipped, but checking resumes after it. */
     expect_error("[galaxy]\nanything = 1\n[halley]\ntoken=x\nbogus = 1\n", no_env, "halley.bogus",
@@ -131,9 +130,9 @@ static void test_other_daemons_sections_skipped(void **state)
     (void)state;
     orr_config *cfg;
     orr_err e;
-    assert_int_equal(load("[galaxy]\nlisten = :8080\nwhatever = 1\n[halley]\ntoken = t\n", no_env,
-                          &cfg, &e),
-                     ORR_OK);
+    assert_int_equal(
+        load("[galaxy]\nlisten = :8080\nwhatever = 1\n[halley]\ntoken = t\n", no_env, &cfg, &e),
+        ORR_OK);
     assert_string_equal(orr_config_str(cfg, "halley", "token"), "t");
     orr_config_free(cfg);
 }
@@ -143,8 +142,7 @@ static void test_missing_file(void **state)
     (void)state;
     orr_config *cfg;
     orr_err e;
-    assert_int_equal(orr_config_load(schema, NSCHEMA, "/nonexistent/orrery.conf", no_env, &cfg,
-                                     &e),
+    assert_int_equal(orr_config_load(schema, NSCHEMA, "/nonexistent/orrery.conf", no_env, &cfg, &e),
                      ORR_EIO);
     assert_non_null(strstr(e.msg, "/nonexistent/orrery.conf"));
 }

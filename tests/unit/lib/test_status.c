@@ -22,8 +22,7 @@ static void test_names_and_messages(void **state)
         assert_true(strlen(orr_status_name((orr_status)i)) > 0);
         assert_true(strlen(orr_status_msg((orr_status)i)) > 0);
         for (int j = 0; j < i; j++)
-            assert_string_not_equal(orr_status_name((orr_status)i),
-                                    orr_status_name((orr_status)j));
+            assert_string_not_equal(orr_status_name((orr_status)i), orr_status_name((orr_status)j));
     }
 }
 

@@ -1,0 +1,122 @@
+# deploy/daemons.sh - start and stop Orrery's own daemons for the quickstart.
+#
+# Sourced by deploy/quickstart.sh (start) and deploy/stack.sh (stop). Each
+# daemon runs in the background with its log in $ORRERY_VAR_DIR/log/NAME.log
+# and its pid in $ORRERY_VAR_DIR/run/NAME.pid; a daemon whose pid file names
+# a live process is left alone. Only daemons that are built are started.
+# Needs ORRERY_VAR_DIR, ORRERY_PORT_BASE and the stack's env (ORRERY_PG_DSN...).
+
+# Ports of the daemons, above the stack's (base+0..3).
+orr_daemon_ports() {
+    ORR_HALLEY_PORT=$((ORRERY_PORT_BASE + 10))
+    ORR_HALLEY_METRICS_PORT=$((ORRERY_PORT_BASE + 11))
+    ORR_GALAXY_PORT=$((ORRERY_PORT_BASE + 20))
+}
+
+orr_random_hex() {
+    od -An -tx1 -N"$1" /dev/urandom | tr -d ' \n'
+}
+
+# Write the platform's config once, with fresh secrets.
+orr_write_config() {
+    local conf=$ORRERY_VAR_DIR/orrery.conf
+    [ -f "$conf" ] && return 0
+    orr_daemon_ports
+    umask 077
+    cat >"$conf" <<CONF
+# Orrery platform configuration, written by deploy/quickstart.sh.
+# Every key can be overridden by ORRERY_<SECTION>_<KEY>; see docs/configuration.md.
+[log]
+level = info
+
+[halley]
+listen = 127.0.0.1:$ORR_HALLEY_PORT
+metrics_listen = 127.0.0.1:$ORR_HALLEY_METRICS_PORT
+pg_dsn = $ORRERY_PG_DSN
+token = $(orr_random_hex 24)
+secret_key = $(orr_random_hex 32)
+CONF
+    umask 022
+}
+
+orr_pid_alive() {
+    local pidfile=$1
+    [ -f "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null
+}
+
+# orr_daemon_start NAME READY_CMD ARGS... : start build/bin/NAME ARGS in the
+# background unless already running, then wait (<= 30 s) for READY_CMD.
+orr_daemon_start() {
+    local name=$1 ready=$2
+    shift 2
+    local bin=$ORR_ROOT/build/bin/$name
+    local pidfile=$ORRERY_VAR_DIR/run/$name.pid
+    local log=$ORRERY_VAR_DIR/log/$name.log
+    mkdir -p "$ORRERY_VAR_DIR/run" "$ORRERY_VAR_DIR/log"
+    if orr_pid_alive "$pidfile"; then
+        echo "$name: already running (pid $(cat "$pidfile"))"
+        return 0
+    fi
+    nohup "$bin" --config "$ORRERY_VAR_DIR/orrery.conf" "$@" >>"$log" 2>&1 </dev/null &
+    echo $! >"$pidfile"
+    local i
+    for i in $(seq 1 60); do
+        if ! kill -0 "$(cat "$pidfile")" 2>/dev/null; then
+            echo "$name: exited at start; last lines of $log:" >&2
+            tail -n 20 "$log" >&2
+            rm -f "$pidfile"
+            return 1
+        fi
+        if eval "$ready" >/dev/null 2>&1; then
+            echo "$name: running (pid $(cat "$pidfile"))"
+            return 0
+        fi
+        sleep 0.5
+    done
+    echo "$name: not ready after 30 s; see $log" >&2
+    return 1
+}
+
+orr_daemons_start() {
+    ORR_ROOT=$1
+    orr_daemon_ports
+    orr_write_config
+    local conf=$ORRERY_VAR_DIR/orrery.conf
+    if [ -x "$ORR_ROOT/build/bin/halleyd" ]; then
+        "$ORR_ROOT/build/bin/halleyd" --config "$conf" migrate
+        orr_daemon_start halleyd \
+            "bash -c 'exec 3<>/dev/tcp/127.0.0.1/$ORR_HALLEY_PORT'" serve
+    fi
+}
+
+orr_daemons_summary() {
+    orr_daemon_ports
+    echo
+    echo "Orrery is running. Config: $ORRERY_VAR_DIR/orrery.conf, logs: $ORRERY_VAR_DIR/log/"
+    [ -f "$ORRERY_VAR_DIR/run/halleyd.pid" ] &&
+        echo "  halleyd  gRPC 127.0.0.1:$ORR_HALLEY_PORT, metrics http://127.0.0.1:$ORR_HALLEY_METRICS_PORT/metrics"
+    echo "  stack    $(./deploy/stack.sh env | tr '\n' ' ')"
+    echo "Stop everything with: ./deploy/stack.sh stop"
+}
+
+# Stop every daemon with a pid file (SIGTERM, then SIGKILL after 10 s).
+orr_daemons_stop() {
+    local pidfile pid i
+    for pidfile in "$ORRERY_VAR_DIR"/run/*d.pid; do
+        [ -f "$pidfile" ] || continue
+        case "$(basename "$pidfile")" in
+        halleyd.pid | galaxyd.pid | keplerd*.pid | executord*.pid | sortd*.pid) ;;
+        *) continue ;;
+        esac
+        pid=$(cat "$pidfile")
+        if kill -0 "$pid" 2>/dev/null; then
+            kill -TERM "$pid" 2>/dev/null || true
+            for i in $(seq 1 100); do
+                kill -0 "$pid" 2>/dev/null || break
+                sleep 0.1
+            done
+            kill -0 "$pid" 2>/dev/null && kill -KILL "$pid" 2>/dev/null || true
+        fi
+        rm -f "$pidfile"
+    done
+}

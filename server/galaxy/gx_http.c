@@ -1,0 +1,626 @@
+/*
+ * gx_http.c - galaxyd's HTTP layer (see gx_http.h for the request steps).
+ *
+ * Threading: MHD runs an epoll thread pool (MHD_USE_EPOLL_INTERNAL_THREAD with
+ * MHD_OPTION_THREAD_POOL_SIZE). Every callback of one connection runs on the
+ * same pool thread, so a gx_req is never shared. Metrics are atomics.
+ */
+#include "gx_http.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "orr_json.h"
+#include "orr_log.h"
+
+#define GX_LAT_BUCKETS 10
+static const double gx_lat_bounds_s[GX_LAT_BUCKETS] = {0.0005, 0.001, 0.0025, 0.005, 0.01,
+                                                       0.025,  0.05,  0.1,    0.5,   2.5};
+
+/* Per-route counters. Index nroutes is "static", nroutes+1 is "unmatched". */
+struct gx_route_stats {
+    atomic_uint_fast64_t by_class[6]; /* 1xx..5xx, [0] unused */
+    atomic_uint_fast64_t lat[GX_LAT_BUCKETS + 1];
+    atomic_uint_fast64_t lat_sum_us;
+};
+
+struct gx_server {
+    struct MHD_Daemon *mhd;
+    gx_server_opts o;
+    int port;
+    struct gx_route_stats *stats;
+    atomic_int in_flight;
+};
+
+/* Per-connection request state, MHD's *con_cls. */
+struct gx_conn {
+    gx_req req;
+    orr_buf body;
+    int too_big;
+    struct timespec start;
+    int stats_index;
+    int counted;
+};
+
+static const char gx_csp[] = "default-src 'self'; img-src 'self' data:; style-src 'self' "
+                             "'unsafe-inline'; connect-src 'self'; frame-ancestors 'none'; "
+                             "base-uri 'none'; form-action 'self'";
+
+int gx_http_status(orr_status s)
+{
+    switch (s) {
+    case ORR_OK:
+        return 200;
+    case ORR_EINVAL:
+        return 400;
+    case ORR_ENOTFOUND:
+        return 404;
+    case ORR_EEXIST:
+    case ORR_ESTATE:
+    case ORR_ECONFLICT:
+        return 409;
+    case ORR_EAUTH:
+        return 401;
+    case ORR_EPERM:
+        return 403;
+    case ORR_ETOOBIG:
+        return 413;
+    case ORR_EUNAVAIL:
+        return 503;
+    case ORR_ETIMEOUT:
+        return 504;
+    default:
+        return 500;
+    }
+}
+
+void gx_resp_json(gx_resp *r, int status, json_t *v)
+{
+    r->status = status;
+    r->content_type = "application/json";
+    orr_buf_reset(&r->body);
+    orr_json_dump_buf(v, &r->body);
+    json_decref(v);
+}
+
+void gx_resp_err(gx_resp *r, const orr_err *err)
+{
+    gx_resp_json(r, gx_http_status(err->code), orr_json_error_body(err));
+}
+
+void gx_resp_fail(gx_resp *r, orr_status code, const char *field, const char *fmt, ...)
+{
+    orr_err e;
+    orr_err_set(&e, code, field, NULL);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(e.msg, sizeof(e.msg), fmt, ap);
+    va_end(ap);
+    gx_resp_err(r, &e);
+}
+
+void gx_resp_header(gx_resp *r, const char *name, const char *value)
+{
+    if (r->nheaders < GX_MAX_HEADERS) {
+        r->hname[r->nheaders] = name;
+        r->hvalue[r->nheaders] = value;
+        r->nheaders++;
+    }
+}
+
+const char *gx_req_header(gx_req *r, const char *name)
+{
+    return MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, name);
+}
+
+const char *gx_req_query(gx_req *r, const char *name)
+{
+    return MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, name);
+}
+
+const char *gx_req_cookie(gx_req *r, const char *name)
+{
+    return MHD_lookup_connection_value(r->conn, MHD_COOKIE_KIND, name);
+}
+
+const char *gx_req_param(gx_req *r, int i)
+{
+    return i >= 0 && i < r->nparams ? r->params[i] : NULL;
+}
+
+static void gx_json_decref_cb(void *p)
+{
+    json_decref((json_t *)p);
+}
+
+json_t *gx_req_json(gx_req *r, gx_resp *resp)
+{
+    orr_err e;
+    json_t *v = NULL;
+    if (!r->body || r->body_len == 0) {
+        gx_resp_fail(resp, ORR_EINVAL, "body", "a JSON object body is required");
+        return NULL;
+    }
+    const char *ct = gx_req_header(r, "Content-Type");
+    if (ct && strncmp(ct, "application/json", 16) != 0) {
+        gx_resp_fail(resp, ORR_EINVAL, "Content-Type", "must be application/json");
+        return NULL;
+    }
+    if (orr_json_parse(r->body, r->body_len, &v, &e) != ORR_OK) {
+        e.field[0] = '\0';
+        snprintf(e.field, sizeof(e.field), "body");
+        gx_resp_err(resp, &e);
+        return NULL;
+    }
+    orr_arena_on_cleanup(r->arena, gx_json_decref_cb, v);
+    if (!json_is_object(v)) {
+        gx_resp_fail(resp, ORR_EINVAL, "body", "must be a JSON object");
+        return NULL;
+    }
+    return v;
+}
+
+int gx_req_query_int(gx_req *r, gx_resp *resp, const char *name, int64_t def, int64_t min,
+                     int64_t max, int64_t *out)
+{
+    const char *s = gx_req_query(r, name);
+    if (!s) {
+        *out = def;
+        return 0;
+    }
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || end == s || *end || v < min || v > max) {
+        gx_resp_fail(resp, ORR_EINVAL, name, "must be an integer between %lld and %lld",
+                     (long long)min, (long long)max);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+int gx_route_match(const char *pattern, const char *path, orr_arena *a,
+                   const char *params[GX_MAX_PARAMS], int *nparams)
+{
+    const char *p = pattern, *s = path;
+    int n = 0;
+    while (*p) {
+        if (p[0] == '/' && p[1] == '*' && p[2] == '\0')
+            return *s == '/' || *s == '\0';
+        if (*p == '{') {
+            const char *close = strchr(p, '}');
+            if (!close)
+                return 0;
+            size_t len = strcspn(s, "/");
+            if (len == 0 || n >= GX_MAX_PARAMS)
+                return 0;
+            if (params)
+                params[n] = orr_arena_strndup(a, s, len);
+            n++;
+            s += len;
+            p = close + 1;
+            continue;
+        }
+        if (*p != *s)
+            return 0;
+        p++;
+        s++;
+    }
+    if (*s != '\0')
+        return 0;
+    if (nparams)
+        *nparams = n;
+    return 1;
+}
+
+const char *gx_static_path(orr_arena *a, const char *root, const char *url_path)
+{
+    if (!url_path || url_path[0] != '/')
+        return NULL;
+    if (strchr(url_path, '\\') || strstr(url_path, "//"))
+        return NULL;
+    /* Check every segment: no "", ".", "..", or hidden names. */
+    const char *seg = url_path + 1;
+    while (*seg) {
+        size_t len = strcspn(seg, "/");
+        if (len == 0 || seg[0] == '.')
+            return NULL;
+        for (size_t i = 0; i < len; i++)
+            if ((unsigned char)seg[i] < 0x20)
+                return NULL;
+        seg += len;
+        if (*seg == '/')
+            seg++;
+    }
+    return orr_arena_sprintf(a, "%s%s", root, url_path);
+}
+
+static const char *gx_mime(const char *path)
+{
+    static const struct {
+        const char *ext, *type;
+    } types[] = {
+        {".html", "text/html; charset=utf-8"},
+        {".js", "text/javascript; charset=utf-8"},
+        {".mjs", "text/javascript; charset=utf-8"},
+        {".css", "text/css; charset=utf-8"},
+        {".json", "application/json"},
+        {".svg", "image/svg+xml"},
+        {".png", "image/png"},
+        {".ico", "image/x-icon"},
+        {".woff2", "font/woff2"},
+        {".txt", "text/plain; charset=utf-8"},
+        {".map", "application/json"},
+    };
+    const char *dot = strrchr(path, '.');
+    if (dot)
+        for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++)
+            if (strcmp(dot, types[i].ext) == 0)
+                return types[i].type;
+    return "application/octet-stream";
+}
+
+/* Open a regular file for the static handler; -1 if absent or not regular. */
+static int gx_open_regular(const char *path, uint64_t *size)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0)
+        return -1;
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return -1;
+    }
+    *size = (uint64_t)st.st_size;
+    return fd;
+}
+
+/* Serve a file from static_dir. "/" -> "/index.html"; a path with no file
+ * under /app/ falls back to /app/index.html (the UI routes in the browser).
+ * Returns 1 if it answered. */
+static int gx_serve_static(gx_server *s, gx_req *req, gx_resp *resp)
+{
+    if (!s->o.static_dir || (strcmp(req->method, "GET") != 0 && strcmp(req->method, "HEAD") != 0))
+        return 0;
+    const char *url = strcmp(req->path, "/") == 0 ? "/index.html" : req->path;
+    const char *file = gx_static_path(req->arena, s->o.static_dir, url);
+    if (!file)
+        return 0;
+    uint64_t size = 0;
+    int fd = gx_open_regular(file, &size);
+    if (fd < 0 && strncmp(url, "/app/", 5) == 0 && !strrchr(strrchr(url, '/'), '.')) {
+        file = orr_arena_sprintf(req->arena, "%s/app/index.html", s->o.static_dir);
+        fd = gx_open_regular(file, &size);
+    }
+    if (fd < 0)
+        return 0;
+    resp->status = 200;
+    resp->fd = fd;
+    resp->fd_size = size;
+    resp->content_type = gx_mime(file);
+    if (strstr(file, "/assets/"))
+        gx_resp_header(resp, "Cache-Control", "public, max-age=31536000, immutable");
+    else
+        gx_resp_header(resp, "Cache-Control", "no-cache");
+    return 1;
+}
+
+static void gx_route_request(gx_server *s, struct gx_conn *c, gx_resp *resp)
+{
+    gx_req *req = &c->req;
+    int path_matched = 0;
+    for (size_t i = 0; i < s->o.nroutes; i++) {
+        const gx_route *rt = &s->o.routes[i];
+        const char *params[GX_MAX_PARAMS];
+        int n = 0;
+        if (!gx_route_match(rt->pattern, req->path, req->arena, params, &n))
+            continue;
+        path_matched = 1;
+        if (strcmp(rt->method, req->method) != 0)
+            continue;
+        c->stats_index = (int)i;
+        req->route = rt;
+        memcpy(req->params, params, sizeof(params));
+        req->nparams = n;
+        if (rt->min_role != GX_ROLE_NONE && s->o.auth && s->o.auth(req, resp) != 0)
+            return;
+        rt->fn(req, resp);
+        return;
+    }
+    if (path_matched) {
+        gx_resp_fail(resp, ORR_EINVAL, "method", "method %s not allowed here", req->method);
+        resp->status = 405;
+        return;
+    }
+    if (strncmp(req->path, "/api/", 5) != 0 && gx_serve_static(s, req, resp)) {
+        c->stats_index = (int)s->o.nroutes;
+        return;
+    }
+    gx_resp_fail(resp, ORR_ENOTFOUND, "path", "no such resource: %s", req->path);
+}
+
+static void gx_add_common_headers(struct MHD_Response *r)
+{
+    MHD_add_response_header(r, "Content-Security-Policy", gx_csp);
+    MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+    MHD_add_response_header(r, "X-Frame-Options", "DENY");
+    MHD_add_response_header(r, "Referrer-Policy", "no-referrer");
+}
+
+static enum MHD_Result gx_send(struct MHD_Connection *conn, gx_resp *resp)
+{
+    struct MHD_Response *r;
+    if (resp->stream) {
+        r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16 * 1024, resp->stream,
+                                              resp->stream_cls, resp->stream_free);
+    } else if (resp->fd >= 0) {
+        r = MHD_create_response_from_fd64(resp->fd_size, resp->fd);
+        resp->fd = -1; /* MHD owns it now */
+    } else {
+        size_t len;
+        char *body = orr_buf_detach(&resp->body, &len);
+        r = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
+        if (!r)
+            free(body);
+    }
+    if (!r)
+        return MHD_NO;
+    gx_add_common_headers(r);
+    if (resp->content_type)
+        MHD_add_response_header(r, "Content-Type", resp->content_type);
+    for (int i = 0; i < resp->nheaders; i++)
+        MHD_add_response_header(r, resp->hname[i], resp->hvalue[i]);
+    enum MHD_Result ret = MHD_queue_response(conn, (unsigned)resp->status, r);
+    MHD_destroy_response(r);
+    return ret;
+}
+
+static void gx_resp_init(gx_resp *resp)
+{
+    memset(resp, 0, sizeof(*resp));
+    resp->fd = -1;
+    resp->status = 500;
+}
+
+static enum MHD_Result gx_access(void *cls, struct MHD_Connection *conn, const char *url,
+                                 const char *method, const char *version, const char *upload_data,
+                                 size_t *upload_data_size, void **con_cls)
+{
+    (void)version;
+    gx_server *s = cls;
+    struct gx_conn *c = *con_cls;
+    if (!c) {
+        c = calloc(1, sizeof(*c));
+        if (!c)
+            return MHD_NO;
+        clock_gettime(CLOCK_MONOTONIC, &c->start);
+        c->req.arena = orr_arena_create(0);
+        c->req.conn = conn;
+        c->req.method = orr_arena_strdup(c->req.arena, method);
+        c->req.path = orr_arena_strdup(c->req.arena, url);
+        c->req.app = s->o.app;
+        c->stats_index = (int)s->o.nroutes + 1;
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+        char addr[INET6_ADDRSTRLEN] = "unknown";
+        if (ci && ci->client_addr) {
+            const struct sockaddr *sa = ci->client_addr;
+            if (sa->sa_family == AF_INET)
+                inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, addr, sizeof(addr));
+            else if (sa->sa_family == AF_INET6)
+                inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, addr,
+                          sizeof(addr));
+        }
+        c->req.peer = orr_arena_strdup(c->req.arena, addr);
+        const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Length");
+        if (cl && strtoull(cl, NULL, 10) > s->o.max_body)
+            c->too_big = 1;
+        atomic_fetch_add(&s->in_flight, 1);
+        c->counted = 1;
+        *con_cls = c;
+        return MHD_YES;
+    }
+    if (*upload_data_size) {
+        /* Drain without storing once the limit is passed; answer at the end. */
+        if (!c->too_big && c->body.len + *upload_data_size > s->o.max_body)
+            c->too_big = 1;
+        if (!c->too_big)
+            orr_buf_append(&c->body, upload_data, *upload_data_size);
+        *upload_data_size = 0;
+        return MHD_YES;
+    }
+    gx_resp resp;
+    gx_resp_init(&resp);
+    if (c->too_big) {
+        gx_resp_fail(&resp, ORR_ETOOBIG, "body", "request body larger than %zu bytes",
+                     s->o.max_body);
+    } else {
+        if (c->body.len) {
+            c->req.body = orr_arena_strndup(c->req.arena, c->body.data, c->body.len);
+            c->req.body_len = c->body.len;
+        }
+        orr_buf_free(&c->body);
+        gx_route_request(s, c, &resp);
+    }
+    enum MHD_Result ret = gx_send(conn, &resp);
+    if (resp.fd >= 0)
+        close(resp.fd);
+    orr_buf_free(&resp.body);
+    int cls_idx = resp.status / 100;
+    if (cls_idx >= 1 && cls_idx <= 5)
+        atomic_fetch_add(&s->stats[c->stats_index].by_class[cls_idx], 1);
+    return ret;
+}
+
+static void gx_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+    (void)conn;
+    (void)toe;
+    gx_server *s = cls;
+    struct gx_conn *c = *con_cls;
+    if (!c)
+        return;
+    struct timespec end;
+    clock_gettime(CLOCK_MONOTONIC, &end);
+    double secs =
+        (double)(end.tv_sec - c->start.tv_sec) + (double)(end.tv_nsec - c->start.tv_nsec) / 1e9;
+    struct gx_route_stats *st = &s->stats[c->stats_index];
+    int b = 0;
+    while (b < GX_LAT_BUCKETS && secs > gx_lat_bounds_s[b])
+        b++;
+    atomic_fetch_add(&st->lat[b], 1);
+    atomic_fetch_add(&st->lat_sum_us, (uint64_t)(secs * 1e6));
+    if (c->counted)
+        atomic_fetch_sub(&s->in_flight, 1);
+    orr_buf_free(&c->body);
+    orr_arena_destroy(c->req.arena);
+    free(c);
+    *con_cls = NULL;
+}
+
+static orr_status gx_parse_listen(const char *listen, struct sockaddr_in *sa, orr_err *err)
+{
+    char host[64];
+    const char *colon = strrchr(listen, ':');
+    if (!colon || (size_t)(colon - listen) >= sizeof(host))
+        return orr_err_set(err, ORR_EINVAL, "galaxy.listen", "must be HOST:PORT, got \"%s\"",
+                           listen);
+    memcpy(host, listen, (size_t)(colon - listen));
+    host[colon - listen] = '\0';
+    char *end;
+    long port = strtol(colon + 1, &end, 10);
+    if (*end || port < 0 || port > 65535)
+        return orr_err_set(err, ORR_EINVAL, "galaxy.listen", "bad port in \"%s\"", listen);
+    memset(sa, 0, sizeof(*sa));
+    sa->sin_family = AF_INET;
+    sa->sin_port = htons((uint16_t)port);
+    if (host[0] == '\0' || strcmp(host, "0.0.0.0") == 0)
+        sa->sin_addr.s_addr = htonl(INADDR_ANY);
+    else if (strcmp(host, "localhost") == 0)
+        sa->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    else if (inet_pton(AF_INET, host, &sa->sin_addr) != 1)
+        return orr_err_set(err, ORR_EINVAL, "galaxy.listen", "bad IPv4 address in \"%s\"", listen);
+    return ORR_OK;
+}
+
+orr_status gx_server_start(const gx_server_opts *o, gx_server **out, orr_err *err)
+{
+    struct sockaddr_in sa;
+    orr_status rc = gx_parse_listen(o->listen, &sa, err);
+    if (rc != ORR_OK)
+        return rc;
+    gx_server *s = calloc(1, sizeof(*s));
+    if (!s)
+        abort();
+    s->o = *o;
+    if (s->o.threads <= 0)
+        s->o.threads = 4;
+    if (!s->o.max_body)
+        s->o.max_body = 1 << 20;
+    s->stats = calloc(o->nroutes + 2, sizeof(*s->stats));
+    if (!s->stats)
+        abort();
+    s->mhd = MHD_start_daemon(
+        MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG, 0, NULL, NULL,
+        gx_access, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa, MHD_OPTION_THREAD_POOL_SIZE,
+        (unsigned)s->o.threads, MHD_OPTION_NOTIFY_COMPLETED, gx_completed, s,
+        MHD_OPTION_CONNECTION_TIMEOUT, 120u, MHD_OPTION_LISTENING_ADDRESS_REUSE, 0, MHD_OPTION_END);
+    if (!s->mhd) {
+        free(s->stats);
+        free(s);
+        return orr_err_set(err, ORR_EIO, "galaxy.listen", "cannot listen on %s", o->listen);
+    }
+    const union MHD_DaemonInfo *di = MHD_get_daemon_info(s->mhd, MHD_DAEMON_INFO_BIND_PORT);
+    s->port = di ? di->port : 0;
+    *out = s;
+    return ORR_OK;
+}
+
+int gx_server_port(const gx_server *s)
+{
+    return s->port;
+}
+
+void gx_server_stop(gx_server *s)
+{
+    if (!s)
+        return;
+    MHD_stop_daemon(s->mhd);
+    free(s->stats);
+    free(s);
+}
+
+void gx_server_resume(struct MHD_Connection *conn)
+{
+    MHD_resume_connection(conn);
+}
+
+/* One metric family at a time: Prometheus wants each family's lines together. */
+static void gx_metrics_counts(orr_buf *out, const char *method, const char *pattern,
+                              struct gx_route_stats *st)
+{
+    for (int k = 1; k <= 5; k++) {
+        uint64_t n = atomic_load(&st->by_class[k]);
+        if (n)
+            orr_buf_appendf(out,
+                            "galaxy_http_requests_total{method=\"%s\",route=\"%s\",code=\"%dxx\"} "
+                            "%llu\n",
+                            method, pattern, k, (unsigned long long)n);
+    }
+}
+
+static void gx_metrics_latency(orr_buf *out, const char *method, const char *pattern,
+                               struct gx_route_stats *st)
+{
+    uint64_t cum = 0;
+    for (int b = 0; b <= GX_LAT_BUCKETS; b++) {
+        cum += atomic_load(&st->lat[b]);
+        char le[32];
+        if (b < GX_LAT_BUCKETS)
+            snprintf(le, sizeof(le), "%g", gx_lat_bounds_s[b]);
+        else
+            snprintf(le, sizeof(le), "+Inf");
+        orr_buf_appendf(out,
+                        "galaxy_http_request_seconds_bucket{method=\"%s\",route=\"%s\",le=\"%s\"} "
+                        "%llu\n",
+                        method, pattern, le, (unsigned long long)cum);
+    }
+    orr_buf_appendf(out, "galaxy_http_request_seconds_sum{method=\"%s\",route=\"%s\"} %.6f\n",
+                    method, pattern, (double)atomic_load(&st->lat_sum_us) / 1e6);
+    orr_buf_appendf(out, "galaxy_http_request_seconds_count{method=\"%s\",route=\"%s\"} %llu\n",
+                    method, pattern, (unsigned long long)cum);
+}
+
+void gx_server_metrics(gx_server *s, orr_buf *out)
+{
+    size_t n = s->o.nroutes;
+    orr_buf_append_str(out, "# HELP galaxy_http_requests_total HTTP requests by route and "
+                            "status class.\n# TYPE galaxy_http_requests_total counter\n");
+    for (size_t i = 0; i < n; i++)
+        gx_metrics_counts(out, s->o.routes[i].method, s->o.routes[i].pattern, &s->stats[i]);
+    gx_metrics_counts(out, "GET", "static", &s->stats[n]);
+    gx_metrics_counts(out, "ANY", "unmatched", &s->stats[n + 1]);
+    orr_buf_append_str(out, "# HELP galaxy_http_request_seconds HTTP request latency.\n"
+                            "# TYPE galaxy_http_request_seconds histogram\n");
+    for (size_t i = 0; i < n; i++)
+        gx_metrics_latency(out, s->o.routes[i].method, s->o.routes[i].pattern, &s->stats[i]);
+    gx_metrics_latency(out, "GET", "static", &s->stats[n]);
+    gx_metrics_latency(out, "ANY", "unmatched", &s->stats[n + 1]);
+    orr_buf_appendf(out,
+                    "# HELP galaxy_http_in_flight Requests being served.\n"
+                    "# TYPE galaxy_http_in_flight gauge\ngalaxy_http_in_flight %d\n",
+                    atomic_load(&s->in_flight));
+}

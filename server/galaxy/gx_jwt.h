@@ -1,0 +1,37 @@
+/*
+ * gx_jwt.h - galaxyd's session tokens: HS256 JWTs checked by our own code.
+ *
+ * libjwt 1.10 decodes and verifies a signature but pins no algorithm and
+ * checks no expiry (an HS384 token made with the same secret is accepted, and
+ * a NULL key accepts alg=none). So gx_jwt_verify never passes a NULL key,
+ * requires alg == HS256, requires exp and iat, refuses exp <= now, and copies
+ * every claim before the token is freed.
+ *
+ * Claims: sub (user id), name, role (viewer|developer|admin), teams (array of
+ * team names), iat, exp.
+ */
+#ifndef GX_JWT_H
+#define GX_JWT_H
+
+#include <stdint.h>
+#include <time.h>
+
+#include "gx_http.h"
+#include "orr_arena.h"
+#include "orr_status.h"
+
+/* Create a token valid for ttl_s seconds from now. *out is malloc'd (free()).
+ * secret must be at least 32 bytes. */
+orr_status gx_jwt_issue(const unsigned char *secret, size_t secret_len, const gx_principal *who,
+                        int64_t ttl_s, time_t now, char **out, orr_err *err);
+
+/* Verify token; on success fill *who with arena copies. ORR_EAUTH with a
+ * reason ("expired", "bad signature", "algorithm must be HS256", ...) otherwise. */
+orr_status gx_jwt_verify(const unsigned char *secret, size_t secret_len, const char *token,
+                         time_t now, orr_arena *a, gx_principal *who, orr_err *err);
+
+const char *gx_role_name(gx_role r);
+/* "viewer" -> GX_ROLE_VIEWER; GX_ROLE_NONE for anything else. */
+gx_role gx_role_parse(const char *s);
+
+#endif
