@@ -82,6 +82,11 @@ orr_arena *orr_rpc_call_arena(orr_rpc_call *call);
 const char *orr_rpc_call_method(const orr_rpc_call *call); /* "GetTask" */
 const char *orr_rpc_call_peer(const orr_rpc_call *call);
 int orr_rpc_call_cancelled(orr_rpc_call *call);
+/* Wait up to wait_ms (< 0: no limit) for the call to be cancelled; returns
+ * orr_rpc_call_cancelled(call). Lets a streaming handler sleep between polls
+ * of its own event source yet wake at once when the client leaves. On a
+ * unary call it sleeps in short slices until the deadline or server stop. */
+int orr_rpc_call_wait_cancelled(orr_rpc_call *call, int wait_ms);
 /* Send one message on a server-streaming call. Blocks until gRPC accepted it.
  * ORR_ECANCELLED if the client went away. */
 orr_status orr_rpc_stream_send(orr_rpc_call *call, const ProtobufCMessage *msg);
@@ -110,7 +115,9 @@ orr_status orr_rpc_client_create(const ProtobufCServiceDescriptor *svc, const ch
                                  const char *token, orr_rpc_client **out, orr_err *err);
 void orr_rpc_client_destroy(orr_rpc_client *c);
 
-/* Unary call of method (by name) with a deadline. On ORR_OK *resp is a new
+/* Unary call of method (by name) with a deadline (timeout_ms <= 0: none).
+ * The call waits for the channel to (re)connect within its deadline. A method
+ * name that svc does not have is ORR_EINVAL (field "method") without I/O. On ORR_OK *resp is a new
  * message of the output type: free it with protobuf_c_message_free_unpacked(
  * *resp, NULL). On failure err holds the server's status (mapped back to an
  * orr_status), field and message; ORR_EUNAVAIL when the server cannot be
@@ -123,7 +130,9 @@ orr_status orr_rpc_stream_open(orr_rpc_client *c, const char *method, const Prot
                                int timeout_ms, orr_rpc_stream **out, orr_err *err);
 /* Next message: ORR_OK with *msg (free with protobuf_c_message_free_unpacked),
  * ORR_EOF when the server finished with OK, ORR_ETIMEOUT if nothing arrived
- * within wait_ms (the stream stays usable), or the call's error status. */
+ * within wait_ms (< 0: no limit; the stream stays usable), or the call's
+ * error status. After EOF or an error every later call returns the same.
+ * A stream is used by one thread at a time. */
 orr_status orr_rpc_stream_next(orr_rpc_stream *st, ProtobufCMessage **msg, int wait_ms,
                                orr_err *err);
 /* Cancel (if still open) and free. */

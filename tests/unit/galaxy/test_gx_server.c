@@ -17,6 +17,7 @@
 #include "gx_http.h"
 
 static char root[64];
+static char sdir[256];
 static gx_server *srv;
 
 static void h_echo(gx_req *req, gx_resp *resp)
@@ -150,12 +151,11 @@ static int setup(void **state)
     write_file("static/app/main.js", "console.log(1)");
     write_file("static/.hidden", "hidden");
     write_file("outside.txt", "outside-secret");
-    char sdir[256];
     snprintf(sdir, sizeof(sdir), "%s/static", root);
     gx_server_opts o = {.listen = "127.0.0.1:0",
                         .threads = 2,
                         .max_body = 1024,
-                        .static_dir = strdup(sdir),
+                        .static_dir = sdir,
                         .routes = routes,
                         .nroutes = sizeof(routes) / sizeof(routes[0]),
                         .auth = auth_hook};
