@@ -1,0 +1,138 @@
+/*
+ * galaxyd.c - Orrery's HTTP server: REST API, login, static UI.
+ *
+ *   galaxyd [--config FILE] serve    run the server until SIGTERM/SIGINT
+ *   galaxyd routes                   print "METHOD PATH role" of every route
+ *
+ * galaxyd is stateless (see gx_app.h): it needs halleyd and the shared
+ * session secret, nothing else, so several copies can run behind nginx.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gx_app.h"
+#include "gx_jwt.h"
+#include "orr_log.h"
+
+static const orr_cfg_key gx_schema[] = {
+    {"galaxy", "listen", ORR_CFG_STRING, "127.0.0.1:8080", 0, 0, 0, "HTTP listen address"},
+    {"galaxy", "threads", ORR_CFG_INT, "8", 0, 1, 256,
+     "HTTP worker threads (handlers block on halleyd calls)"},
+    {"galaxy", "halley", ORR_CFG_STRING, NULL, 1, 0, 0, "halleyd gRPC address, host:port"},
+    {"galaxy", "halley_token", ORR_CFG_SECRET, NULL, 1, 0, 0, "service token for halleyd"},
+    {"galaxy", "jwt_secret", ORR_CFG_SECRET, NULL, 1, 0, 0,
+     "session signing secret, at least 32 bytes, the same on every galaxyd"},
+    {"galaxy", "session_ttl", ORR_CFG_DURATION, "12h", 0, 60000, 30LL * 86400000,
+     "how long a login lasts"},
+    {"galaxy", "cookie_secure", ORR_CFG_BOOL, "false", 0, 0, 0,
+     "mark the session cookie Secure (set when served over HTTPS)"},
+    {"galaxy", "static_dir", ORR_CFG_STRING, "static", 0, 0, 0, "folder served for the UI"},
+    {"galaxy", "max_body", ORR_CFG_SIZE, "1m", 0, 1024, 64LL << 20, "largest request body"},
+    {"galaxy", "rpc_timeout", ORR_CFG_DURATION, "5s", 0, 100, 60000, "deadline of halleyd calls"},
+    {"galaxy", "login_max_failures", ORR_CFG_INT, "5", 0, 1, 1000,
+     "failed logins allowed per user and per address in a window"},
+    {"galaxy", "login_window", ORR_CFG_DURATION, "5m", 0, 1000, 86400000,
+     "window of the failed-login limit"},
+};
+
+static int gx_cmd_routes(void)
+{
+    for (size_t i = 0; i < gx_nroutes; i++)
+        printf("%s %s %s\n", gx_routes[i].method, gx_routes[i].pattern,
+               gx_routes[i].min_role == GX_ROLE_NONE ? "public"
+                                                     : gx_role_name(gx_routes[i].min_role));
+    return 0;
+}
+
+static int gx_cmd_serve(orr_config *cfg)
+{
+    gx_app app;
+    memset(&app, 0, sizeof(app));
+    app.cfg = cfg;
+    orr_err e;
+    orr_err_clear(&e);
+    const char *secret = orr_config_str(cfg, "galaxy", "jwt_secret");
+    if (strlen(secret) < 32 || strlen(secret) > sizeof(app.jwt_secret)) {
+        fprintf(stderr, "galaxyd: config error: [galaxy] jwt_secret: must be 32 to %zu bytes\n",
+                sizeof(app.jwt_secret));
+        return 2;
+    }
+    memcpy(app.jwt_secret, secret, strlen(secret));
+    app.jwt_secret_len = strlen(secret);
+    app.session_ttl_s = orr_config_int(cfg, "galaxy", "session_ttl") / 1000;
+    app.cookie_secure = orr_config_bool(cfg, "galaxy", "cookie_secure");
+    app.rpc_timeout_ms = (int)orr_config_int(cfg, "galaxy", "rpc_timeout");
+    int window_s = (int)(orr_config_int(cfg, "galaxy", "login_window") / 1000);
+    int max_fail = (int)orr_config_int(cfg, "galaxy", "login_max_failures");
+    app.login_by_user = gx_ratelimit_create(max_fail, window_s, 8192);
+    app.login_by_addr = gx_ratelimit_create(max_fail * 4, window_s, 8192);
+    const char *static_dir = orr_config_str(cfg, "galaxy", "static_dir");
+    char openapi[4096];
+    snprintf(openapi, sizeof(openapi), "%s/openapi.json", static_dir);
+    app.openapi_path = openapi;
+    int rc = 1;
+    if (orr_rpc_client_create(
+            &orrery__halley__v1__halley__descriptor, orr_config_str(cfg, "galaxy", "halley"),
+            orr_config_str(cfg, "galaxy", "halley_token"), &app.halley, &e) != ORR_OK) {
+        fprintf(stderr, "galaxyd: %s\n", e.msg);
+        goto out;
+    }
+    /* Block the stop signals in every thread; the main thread waits for them. */
+    sigset_t stop;
+    sigemptyset(&stop);
+    sigaddset(&stop, SIGTERM);
+    sigaddset(&stop, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &stop, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    gx_server_opts o = {
+        .listen = orr_config_str(cfg, "galaxy", "listen"),
+        .threads = (int)orr_config_int(cfg, "galaxy", "threads"),
+        .max_body = (size_t)orr_config_int(cfg, "galaxy", "max_body"),
+        .static_dir = static_dir,
+        .routes = gx_routes,
+        .nroutes = gx_nroutes,
+        .auth = gx_auth_check,
+        .app = &app,
+    };
+    if (gx_server_start(&o, &app.server, &e) != ORR_OK) {
+        fprintf(stderr, "galaxyd: %s\n", e.msg);
+        goto out;
+    }
+    ORR_INFO("galaxyd serving", "listen=%s port=%d halley=%s static=%s", o.listen,
+             gx_server_port(app.server), orr_config_str(cfg, "galaxy", "halley"), static_dir);
+    int sig = 0;
+    sigwait(&stop, &sig);
+    ORR_INFO("galaxyd stopping", "signal=%d", sig);
+    gx_server_stop(app.server);
+    rc = 0;
+out:
+    orr_rpc_client_destroy(app.halley);
+    gx_ratelimit_destroy(app.login_by_user);
+    gx_ratelimit_destroy(app.login_by_addr);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    int argi = 1, code = 0;
+    /* `routes` needs no configuration. */
+    if (argc == 2 && strcmp(argv[1], "routes") == 0)
+        return gx_cmd_routes();
+    orr_config *cfg = orr_config_from_args("galaxyd", argc, argv, gx_schema,
+                                           sizeof(gx_schema) / sizeof(gx_schema[0]), &argi, &code);
+    if (!cfg)
+        return code;
+    const char *cmd = argi < argc ? argv[argi] : "";
+    if (strcmp(cmd, "serve") == 0)
+        code = gx_cmd_serve(cfg);
+    else if (strcmp(cmd, "routes") == 0)
+        code = gx_cmd_routes();
+    else {
+        fprintf(stderr, "usage: galaxyd [--config FILE] [--print-config] serve|routes\n");
+        code = 2;
+    }
+    orr_config_free(cfg);
+    return code;
+}

@@ -1,0 +1,252 @@
+/* gx_app.c - what every galaxyd handler shares: authorisation, Halley calls,
+ * state names, times and the JSON shapes of tasks, instances and users. */
+#include "gx_app.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "gx_jwt.h"
+#include "orr_log.h"
+
+static const char *bearer_token(gx_req *req)
+{
+    const char *h = gx_req_header(req, "Authorization");
+    if (h && strncmp(h, "Bearer ", 7) == 0)
+        return h + 7;
+    return gx_req_cookie(req, "orrery_session");
+}
+
+int gx_auth_check(gx_req *req, gx_resp *resp)
+{
+    gx_app *app = req->app;
+    const char *tok = bearer_token(req);
+    orr_err e;
+    if (!tok) {
+        gx_resp_fail(resp, ORR_EAUTH, "authorization", "login required");
+        return 1;
+    }
+    if (gx_jwt_verify(app->jwt_secret, app->jwt_secret_len, tok, time(NULL), req->arena, &req->who,
+                      &e) != ORR_OK) {
+        gx_resp_err(resp, &e);
+        return 1;
+    }
+    if (req->who.role < req->route->min_role) {
+        gx_resp_fail(resp, ORR_EPERM, "role", "%s role required",
+                     gx_role_name(req->route->min_role));
+        return 1;
+    }
+    return 0;
+}
+
+int gx_require_team(gx_req *req, gx_resp *resp, const char *team)
+{
+    if (req->who.role == GX_ROLE_ADMIN)
+        return 1;
+    if (req->who.role == GX_ROLE_DEVELOPER && team)
+        for (const char *const *t = req->who.teams; t && *t; t++)
+            if (strcmp(*t, team) == 0)
+                return 1;
+    gx_resp_fail(resp, ORR_EPERM, "team", "only developers of team %s (or admins) may change this",
+                 team ? team : "?");
+    return 0;
+}
+
+const char *gx_actor(gx_req *req)
+{
+    return orr_arena_sprintf(req->arena, "user:%s", req->who.name ? req->who.name : "anonymous");
+}
+
+static void gx_free_msg(void *p)
+{
+    protobuf_c_message_free_unpacked((ProtobufCMessage *)p, NULL);
+}
+
+orr_status gx_halley(gx_req *req, gx_resp *resp, const char *method, const ProtobufCMessage *in,
+                     ProtobufCMessage **out)
+{
+    gx_app *app = req->app;
+    orr_err e;
+    orr_err_clear(&e);
+    *out = NULL;
+    orr_status rc = orr_rpc_call_unary(app->halley, method, in, out, app->rpc_timeout_ms, &e);
+    if (rc != ORR_OK) {
+        if (rc == ORR_EUNAVAIL || rc == ORR_ETIMEOUT) {
+            ORR_WARN("halley call failed", "method=%s code=%s err=%s", method, orr_status_name(rc),
+                     orr_log_q(e.msg));
+            orr_err_set(&e, ORR_EUNAVAIL, NULL, "metadata service unavailable; retry shortly");
+        } else if (rc == ORR_EAUTH) {
+            /* Our service token was refused: a deployment problem, not the user's. */
+            ORR_ERROR("halley refused the service token", "method=%s", method);
+            orr_err_set(&e, ORR_EINTERNAL, NULL, "galaxyd is misconfigured (service token)");
+        }
+        gx_resp_err(resp, &e);
+        return rc;
+    }
+    orr_arena_on_cleanup(req->arena, gx_free_msg, *out);
+    return ORR_OK;
+}
+
+static const char *const gx_state_names[] = {
+    [HL_STATE(WAITING)] = "waiting",       [HL_STATE(READY)] = "ready",
+    [HL_STATE(DISPATCHED)] = "dispatched", [HL_STATE(RUNNING)] = "running",
+    [HL_STATE(SUCCESS)] = "success",       [HL_STATE(FAILED)] = "failed",
+    [HL_STATE(KILLED)] = "killed",         [HL_STATE(TIMED_OUT)] = "timed_out",
+    [HL_STATE(SUSPENDED)] = "suspended",   [HL_STATE(MARKED_SUCCESS)] = "marked_success",
+};
+#define GX_NSTATES (sizeof(gx_state_names) / sizeof(gx_state_names[0]))
+
+const char *gx_state_name(HL(InstanceState) s)
+{
+    if ((int)s <= 0 || (size_t)s >= GX_NSTATES)
+        return NULL;
+    return gx_state_names[s];
+}
+
+HL(InstanceState) gx_state_parse(const char *name)
+{
+    for (size_t i = 1; name && i < GX_NSTATES; i++)
+        if (gx_state_names[i] && strcmp(gx_state_names[i], name) == 0)
+            return (HL(InstanceState))i;
+    return HL_STATE(UNSPECIFIED);
+}
+
+json_t *gx_json_time(int64_t ms)
+{
+    if (ms <= 0)
+        return json_null();
+    time_t secs = (time_t)(ms / 1000);
+    struct tm tm;
+    gmtime_r(&secs, &tm);
+    char buf[40];
+    strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
+    return json_string(buf);
+}
+
+/* Days from 1970-01-01 of a civil date (proleptic Gregorian). */
+static int64_t gx_days_from_civil(int64_t y, unsigned m, unsigned d)
+{
+    y -= m <= 2;
+    const int64_t era = (y >= 0 ? y : y - 399) / 400;
+    const unsigned yoe = (unsigned)(y - era * 400);
+    const unsigned doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+    const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    return era * 146097 + (int64_t)doe - 719468;
+}
+
+orr_status gx_parse_time(const char *s, int64_t *ms)
+{
+    int y, mo, d, h = 0, mi = 0, se = 0, n = 0;
+    if (!s || sscanf(s, "%4d-%2d-%2d%n", &y, &mo, &d, &n) != 3 || n != 10)
+        return ORR_EINVAL;
+    const char *p = s + 10;
+    int offset_s = 0;
+    if (*p == 'T' || *p == ' ') {
+        if (sscanf(p + 1, "%2d:%2d:%2d%n", &h, &mi, &se, &n) != 3 || n != 8)
+            return ORR_EINVAL;
+        p += 1 + n;
+        if (*p == '.') { /* fractional seconds are ignored */
+            p++;
+            while (*p >= '0' && *p <= '9')
+                p++;
+        }
+        if (*p == 'Z') {
+            p++;
+        } else if (*p == '+' || *p == '-') {
+            int oh, om;
+            if (sscanf(p + 1, "%2d:%2d%n", &oh, &om, &n) != 2 || n != 5 || oh > 23 || om > 59)
+                return ORR_EINVAL;
+            offset_s = (oh * 3600 + om * 60) * (*p == '-' ? -1 : 1);
+            p += 1 + n;
+        }
+    }
+    if (*p || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || se > 60 || y < 1970)
+        return ORR_EINVAL;
+    static const int mdays[] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    int leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+    if (d > mdays[mo - 1] || (mo == 2 && d == 29 && !leap))
+        return ORR_EINVAL;
+    int64_t days = gx_days_from_civil(y, (unsigned)mo, (unsigned)d);
+    *ms = ((days * 86400 + h * 3600 + mi * 60 + se) - offset_s) * 1000;
+    return ORR_OK;
+}
+
+json_t *gx_task_json(const HL(Task) * t)
+{
+    json_t *spec = json_loads(t->spec_json ? t->spec_json : "{}", 0, NULL);
+    json_t *o = json_object();
+    json_object_set_new(o, "id", json_integer(t->id));
+    json_object_set_new(o, "name", json_string(t->name));
+    json_object_set_new(o, "team", json_string(t->team));
+    json_object_set_new(o, "type", json_string(t->type));
+    json_object_set_new(o, "active", json_boolean(t->active));
+    json_object_set_new(o, "version", json_integer(t->version));
+    json_object_set_new(o, "current_version", json_integer(t->current_version));
+    json_object_set_new(o, "schedule", json_string(t->schedule));
+    json_object_set_new(o, "timezone", json_string(t->timezone));
+    json_object_set_new(o, "created_by", json_string(t->created_by));
+    json_object_set_new(o, "created_at", gx_json_time(t->created_at_ms));
+    json_object_set_new(o, "spec", spec ? spec : json_object());
+    return o;
+}
+
+static json_t *gx_deps_json(size_t n, HL(DepState) * *deps)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; i < n; i++) {
+        const HL(DepState) *d = deps[i];
+        json_t *o = json_object();
+        json_object_set_new(o, "task_id", json_integer(d->task_id));
+        json_object_set_new(o, "task_name", json_string(d->task_name));
+        json_object_set_new(o, "kind", json_string(d->kind));
+        json_object_set_new(o, "instance_id",
+                            d->instance_id ? json_integer(d->instance_id) : json_null());
+        json_object_set_new(o, "schedule_time", gx_json_time(d->schedule_time_ms));
+        const char *st = gx_state_name(d->state);
+        json_object_set_new(o, "state", st ? json_string(st) : json_null());
+        json_array_append_new(a, o);
+    }
+    return a;
+}
+
+json_t *gx_instance_json(const HL(Instance) * in)
+{
+    json_t *o = json_object();
+    const char *st = gx_state_name(in->state);
+    json_object_set_new(o, "id", json_integer(in->id));
+    json_object_set_new(o, "task_id", json_integer(in->task_id));
+    json_object_set_new(o, "task_name", json_string(in->task_name));
+    json_object_set_new(o, "task_version", json_integer(in->task_version));
+    json_object_set_new(o, "schedule_time", gx_json_time(in->schedule_time_ms));
+    json_object_set_new(o, "state", st ? json_string(st) : json_null());
+    json_object_set_new(o, "attempt", json_integer(in->attempt));
+    json_object_set_new(o, "executor",
+                        in->executor && *in->executor ? json_string(in->executor) : json_null());
+    json_object_set_new(o, "priority", json_integer(in->priority));
+    json_object_set_new(o, "created_at", gx_json_time(in->created_at_ms));
+    json_object_set_new(o, "updated_at", gx_json_time(in->updated_at_ms));
+    json_object_set_new(o, "started_at", gx_json_time(in->started_at_ms));
+    json_object_set_new(o, "finished_at", gx_json_time(in->finished_at_ms));
+    json_object_set_new(o, "reason", json_string(in->reason ? in->reason : ""));
+    if (in->n_upstreams || in->n_downstreams) {
+        json_object_set_new(o, "upstreams", gx_deps_json(in->n_upstreams, in->upstreams));
+        json_object_set_new(o, "downstreams", gx_deps_json(in->n_downstreams, in->downstreams));
+    }
+    return o;
+}
+
+json_t *gx_user_json(const HL(User) * u)
+{
+    static const char *const roles[] = {"", "admin", "developer", "viewer"};
+    json_t *o = json_object();
+    json_object_set_new(o, "id", json_integer(u->id));
+    json_object_set_new(o, "name", json_string(u->name));
+    json_object_set_new(
+        o, "role", json_string((int)u->role >= 1 && (int)u->role <= 3 ? roles[u->role] : "none"));
+    json_t *teams = json_array();
+    for (size_t i = 0; i < u->n_teams; i++)
+        json_array_append_new(teams, json_string(u->teams[i]));
+    json_object_set_new(o, "teams", teams);
+    json_object_set_new(o, "active", json_boolean(u->active));
+    return o;
+}

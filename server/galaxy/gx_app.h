@@ -1,0 +1,102 @@
+/*
+ * gx_app.h - galaxyd's application: configuration, the Halley client, the
+ * session secret, and the helpers every API handler shares (authorisation,
+ * Halley calls that answer errors for the handler, JSON shapes).
+ *
+ * galaxyd keeps no state of its own: users, tasks and instances live in
+ * halleyd; sessions are signed tokens; so any number of copies can run
+ * behind nginx.
+ */
+#ifndef GX_APP_H
+#define GX_APP_H
+
+#include <jansson.h>
+#include <stdint.h>
+
+#include "gx_http.h"
+#include "gx_ratelimit.h"
+#include "halley.pb-c.h"
+#include "orr_config.h"
+#include "orr_rpc.h"
+
+/* Short names for the generated Halley types: HL(Task), HL_INIT(TASK). */
+#define HL(name)       Orrery__Halley__V1__##name
+#define HL_INIT(NAME)  ORRERY__HALLEY__V1__##NAME##__INIT
+#define HL_STATE(NAME) ORRERY__HALLEY__V1__INSTANCE_STATE__INSTANCE_STATE_##NAME
+#define HL_ROLE(NAME)  ORRERY__HALLEY__V1__ROLE__ROLE_##NAME
+
+typedef struct gx_app {
+    orr_config *cfg;
+    orr_rpc_client *halley;
+    unsigned char jwt_secret[128];
+    size_t jwt_secret_len;
+    int64_t session_ttl_s;
+    int cookie_secure;
+    int rpc_timeout_ms;
+    gx_ratelimit *login_by_user;
+    gx_ratelimit *login_by_addr;
+    gx_server *server;
+    const char *openapi_path;
+} gx_app;
+
+/* The route table (gx_routes.c). */
+extern const gx_route gx_routes[];
+extern const size_t gx_nroutes;
+
+/* Authentication hook for gx_server: session cookie "orrery_session" or
+ * "Authorization: Bearer <token>"; 401 without a valid token, 403 when the
+ * role is below the route's. */
+int gx_auth_check(gx_req *req, gx_resp *resp);
+
+/* 1 if the caller may change things owned by team (admin, or a developer in
+ * that team). Otherwise answers 403 into resp and returns 0. */
+int gx_require_team(gx_req *req, gx_resp *resp, const char *team);
+
+/* "user:alice" for audit fields; arena string. */
+const char *gx_actor(gx_req *req);
+
+/* Call Halley's method. On success *out is the reply, freed with the request.
+ * On failure answers the mapped error into resp (503 when Halley is down) and
+ * returns the status. */
+orr_status gx_halley(gx_req *req, gx_resp *resp, const char *method, const ProtobufCMessage *in,
+                     ProtobufCMessage **out);
+
+/* Instance states: "waiting" <-> enum; NULL / 0 when unknown. */
+const char *gx_state_name(Orrery__Halley__V1__InstanceState s);
+Orrery__Halley__V1__InstanceState gx_state_parse(const char *name);
+
+/* ISO-8601 UTC ("2026-11-30T10:00:00Z") of epoch milliseconds; JSON null for 0. */
+json_t *gx_json_time(int64_t ms);
+/* Parse "2026-11-30T10:00:00Z" / "...+02:00" / "2026-11-30" into epoch ms. */
+orr_status gx_parse_time(const char *s, int64_t *ms);
+
+json_t *gx_task_json(const Orrery__Halley__V1__Task *t);
+json_t *gx_instance_json(const Orrery__Halley__V1__Instance *in);
+json_t *gx_user_json(const Orrery__Halley__V1__User *u);
+
+/* Handlers, by area. */
+void gx_h_login(gx_req *, gx_resp *);
+void gx_h_logout(gx_req *, gx_resp *);
+void gx_h_me(gx_req *, gx_resp *);
+void gx_h_tasks_list(gx_req *, gx_resp *);
+void gx_h_task_create(gx_req *, gx_resp *);
+void gx_h_task_get(gx_req *, gx_resp *);
+void gx_h_task_version(gx_req *, gx_resp *);
+void gx_h_task_update(gx_req *, gx_resp *);
+void gx_h_task_delete(gx_req *, gx_resp *);
+void gx_h_instances_list(gx_req *, gx_resp *);
+void gx_h_instance_get(gx_req *, gx_resp *);
+void gx_h_instance_action(gx_req *, gx_resp *);
+void gx_h_instances_bulk(gx_req *, gx_resp *);
+void gx_h_pools_list(gx_req *, gx_resp *);
+void gx_h_pool_put(gx_req *, gx_resp *);
+void gx_h_users_create(gx_req *, gx_resp *);
+void gx_h_user_get(gx_req *, gx_resp *);
+void gx_h_teams_create(gx_req *, gx_resp *);
+void gx_h_datasource_get(gx_req *, gx_resp *);
+void gx_h_datasource_put(gx_req *, gx_resp *);
+void gx_h_healthz(gx_req *, gx_resp *);
+void gx_h_metrics(gx_req *, gx_resp *);
+void gx_h_openapi(gx_req *, gx_resp *);
+
+#endif

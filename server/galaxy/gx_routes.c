@@ -1,0 +1,46 @@
+/* gx_routes.c - every route of galaxyd in one table: method, path, handler,
+ * the least role that may call it, and a summary. The OpenAPI document
+ * (static/openapi.json) must describe each of them; a test checks it
+ * (`galaxyd routes` prints this table). */
+#include "gx_app.h"
+
+const gx_route gx_routes[] = {
+    /* operations, no login */
+    {"GET", "/healthz", gx_h_healthz, GX_ROLE_NONE, "Liveness and Halley reachability"},
+    {"GET", "/metrics", gx_h_metrics, GX_ROLE_NONE, "Prometheus metrics"},
+    {"GET", "/api/v1/openapi.json", gx_h_openapi, GX_ROLE_NONE, "This API's OpenAPI 3 document"},
+    /* sessions */
+    {"POST", "/api/v1/auth/login", gx_h_login, GX_ROLE_NONE, "Log in; returns a session token"},
+    {"POST", "/api/v1/auth/logout", gx_h_logout, GX_ROLE_NONE, "Clear the session cookie"},
+    {"GET", "/api/v1/auth/me", gx_h_me, GX_ROLE_VIEWER, "The logged-in user"},
+    /* tasks */
+    {"GET", "/api/v1/tasks", gx_h_tasks_list, GX_ROLE_VIEWER, "List tasks"},
+    {"POST", "/api/v1/tasks", gx_h_task_create, GX_ROLE_DEVELOPER, "Create a task"},
+    {"GET", "/api/v1/tasks/{id}", gx_h_task_get, GX_ROLE_VIEWER, "A task's current version"},
+    {"PUT", "/api/v1/tasks/{id}", gx_h_task_update, GX_ROLE_DEVELOPER,
+     "Update a task (writes a new version)"},
+    {"DELETE", "/api/v1/tasks/{id}", gx_h_task_delete, GX_ROLE_DEVELOPER, "Deactivate a task"},
+    {"GET", "/api/v1/tasks/{id}/versions/{version}", gx_h_task_version, GX_ROLE_VIEWER,
+     "One version of a task"},
+    /* instances */
+    {"GET", "/api/v1/instances", gx_h_instances_list, GX_ROLE_VIEWER, "List instances"},
+    {"GET", "/api/v1/instances/{id}", gx_h_instance_get, GX_ROLE_VIEWER,
+     "An instance with its dependencies and transitions"},
+    {"POST", "/api/v1/instances/{id}/actions/{action}", gx_h_instance_action, GX_ROLE_DEVELOPER,
+     "Rerun, suspend, resume, mark-success or kill an instance"},
+    {"POST", "/api/v1/instances/actions", gx_h_instances_bulk, GX_ROLE_DEVELOPER,
+     "Apply one action to many instances"},
+    /* administration */
+    {"GET", "/api/v1/pools", gx_h_pools_list, GX_ROLE_VIEWER, "Resource pools and their usage"},
+    {"PUT", "/api/v1/pools/{name}", gx_h_pool_put, GX_ROLE_ADMIN,
+     "Create a pool or change its capacity"},
+    {"POST", "/api/v1/users", gx_h_users_create, GX_ROLE_ADMIN, "Create a user"},
+    {"GET", "/api/v1/users/{name}", gx_h_user_get, GX_ROLE_VIEWER, "A user"},
+    {"POST", "/api/v1/teams", gx_h_teams_create, GX_ROLE_ADMIN, "Create a team"},
+    {"GET", "/api/v1/datasources/{name}", gx_h_datasource_get, GX_ROLE_VIEWER,
+     "A data source (never its password)"},
+    {"PUT", "/api/v1/datasources/{name}", gx_h_datasource_put, GX_ROLE_ADMIN,
+     "Create or replace a data source"},
+};
+
+const size_t gx_nroutes = sizeof(gx_routes) / sizeof(gx_routes[0]);
