@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# deploy/nginx/render.sh - write a complete nginx.conf for a private nginx
+# (no root needed) in front of several galaxyd, from deploy/nginx/orrery.conf.
+#
+#   render.sh PREFIX_DIR LISTEN GALAXY_ADDR...
+#
+# PREFIX_DIR gets nginx.conf, logs/, tmp/ and the pid file. Run nginx with:
+#   nginx -p PREFIX_DIR -c PREFIX_DIR/nginx.conf
+set -euo pipefail
+if [ $# -lt 3 ]; then
+    echo "usage: $0 PREFIX_DIR LISTEN GALAXY_ADDR..." >&2
+    exit 2
+fi
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+prefix=$1
+listen=$2
+shift 2
+mkdir -p "$prefix/logs" "$prefix/tmp"
+# Workers drop privileges when nginx starts as root: let them write buffers.
+chmod 1777 "$prefix/tmp"
+ups=""
+for g in "$@"; do
+    ups="${ups}server $g max_fails=1 fail_timeout=5s; "
+done
+server_block=$(sed -e "s|@LISTEN@|$listen|" -e "s|@UPSTREAMS@|$ups|" "$here/orrery.conf")
+cat >"$prefix/nginx.conf" <<CONF
+# Rendered by deploy/nginx/render.sh; do not edit.
+worker_processes 1;
+daemon off;
+pid $prefix/nginx.pid;
+error_log $prefix/logs/error.log warn;
+events { worker_connections 1024; }
+http {
+    access_log $prefix/logs/access.log;
+    client_body_temp_path $prefix/tmp/body;
+    proxy_temp_path $prefix/tmp/proxy;
+    fastcgi_temp_path $prefix/tmp/fastcgi;
+    uwsgi_temp_path $prefix/tmp/uwsgi;
+    scgi_temp_path $prefix/tmp/scgi;
+$server_block
+}
+CONF
+echo "$prefix/nginx.conf"
