@@ -84,6 +84,8 @@ void gx_h_task_get(gx_req *, gx_resp *);
 void gx_h_task_version(gx_req *, gx_resp *);
 void gx_h_task_update(gx_req *, gx_resp *);
 void gx_h_task_delete(gx_req *, gx_resp *);
+void gx_h_schedule_next(gx_req *, gx_resp *);
+void gx_h_task_backfill(gx_req *, gx_resp *);
 void gx_h_instances_list(gx_req *, gx_resp *);
 void gx_h_instance_get(gx_req *, gx_resp *);
 void gx_h_instance_action(gx_req *, gx_resp *);

@@ -22,6 +22,10 @@ const gx_route gx_routes[] = {
     {"DELETE", "/api/v1/tasks/{id}", gx_h_task_delete, GX_ROLE_DEVELOPER, "Deactivate a task"},
     {"GET", "/api/v1/tasks/{id}/versions/{version}", gx_h_task_version, GX_ROLE_VIEWER,
      "One version of a task"},
+    {"POST", "/api/v1/tasks/{id}/backfill", gx_h_task_backfill, GX_ROLE_DEVELOPER,
+     "Create the task's instances for every fire time in a date range"},
+    {"GET", "/api/v1/schedule/next", gx_h_schedule_next, GX_ROLE_VIEWER,
+     "Next fire times of a cron expression in a time zone"},
     /* instances */
     {"GET", "/api/v1/instances", gx_h_instances_list, GX_ROLE_VIEWER, "List instances"},
     {"GET", "/api/v1/instances/{id}", gx_h_instance_get, GX_ROLE_VIEWER,

@@ -1,0 +1,244 @@
+#!/usr/bin/env python3
+"""test_api.py - galaxyd's REST API against real halleyd and PostgreSQL.
+
+Login and sessions, tasks and versions, backfill and instance actions,
+schedules, pools, users, data sources, bad input (never a crash, never a
+half-applied change), the operational endpoints. The role x team x action
+matrix lives in test_authz.py.
+
+usage: test_api.py BUILD_DIR
+"""
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
+import orrery_it  # noqa: E402
+
+BUILD = None
+P = None
+TOK = {}
+
+
+def shell_task(name, team, **extra):
+    spec = {"name": name, "team": team, "type": "shell", "schedule": "0 * * * *",
+            "timezone": "UTC", "config": {"command": "/bin/true"}}
+    spec.update(extra)
+    return spec
+
+
+def setUpModule():
+    global P
+    P = orrery_it.Platform(BUILD).__enter__()
+    P.add_user("root", "root-password-1", "admin")
+    P.add_user("ann", "ann-password-1", "developer", teams=["etl"])
+    P.add_user("bob", "bob-password-1", "developer", teams=["ads"])
+    P.add_user("vic", "vic-password-1", "viewer", teams=["etl"])
+    for u in ("root", "ann", "bob", "vic"):
+        TOK[u] = P.login(u, f"{u}-password-1")
+
+
+def tearDownModule():
+    if P:
+        P.__exit__(None, None, None)
+
+
+class Auth(unittest.TestCase):
+    def test_login_sets_strict_httponly_cookie(self):
+        r = P.http("POST", "/api/v1/auth/login", {"name": "ann", "password": "ann-password-1"})
+        self.assertEqual(r.status, 200, r)
+        body = r.json()
+        self.assertEqual(body["user"]["name"], "ann")
+        self.assertEqual(body["user"]["role"], "developer")
+        cookie = r.headers["Set-Cookie"]
+        self.assertIn("orrery_session=" + body["token"], cookie)
+        self.assertIn("HttpOnly", cookie)
+        self.assertIn("SameSite=Strict", cookie)
+        # The cookie alone authenticates.
+        me = P.http("GET", "/api/v1/auth/me", headers={"Cookie": "orrery_session=" + body["token"]})
+        self.assertEqual(me.status, 200, me)
+        self.assertEqual(me.json()["teams"], ["etl"])
+
+    def test_wrong_password_and_unknown_user_look_the_same(self):
+        a = P.http("POST", "/api/v1/auth/login", {"name": "vic", "password": "nope"})
+        b = P.http("POST", "/api/v1/auth/login", {"name": "nobody", "password": "nope"})
+        self.assertEqual(a.status, 401)
+        self.assertEqual(b.status, 401)
+        self.assertEqual(a.json()["error"]["message"], b.json()["error"]["message"])
+
+    def test_failed_logins_are_rate_limited(self):
+        P.add_user("rl_user", "rl-password-1", "viewer")
+        for _ in range(5):
+            r = P.http("POST", "/api/v1/auth/login", {"name": "rl_user", "password": "bad"})
+            self.assertEqual(r.status, 401)
+        r = P.http("POST", "/api/v1/auth/login", {"name": "rl_user", "password": "rl-password-1"})
+        self.assertEqual(r.status, 429, r)
+        self.assertTrue(int(r.headers["Retry-After"]) > 0)
+        # Another user is not affected.
+        r = P.http("POST", "/api/v1/auth/login", {"name": "vic", "password": "vic-password-1"})
+        self.assertEqual(r.status, 200)
+
+    def test_tokens_are_checked(self):
+        self.assertEqual(P.http("GET", "/api/v1/tasks").status, 401)
+        self.assertEqual(P.http("GET", "/api/v1/tasks", token="garbage").status, 401)
+        t = TOK["vic"]
+        tampered = t[:-3] + ("AAA" if not t.endswith("AAA") else "BBB")
+        r = P.http("GET", "/api/v1/tasks", token=tampered)
+        self.assertEqual(r.status, 401)
+        self.assertEqual(r.json()["error"]["code"], "EAUTH")
+
+    def test_login_bad_input(self):
+        for body in ({"name": "ann"}, {"name": 5, "password": "x"},
+                     {"name": "ann", "password": "x", "extra": 1}):
+            r = P.http("POST", "/api/v1/auth/login", body)
+            self.assertEqual(r.status, 400, (body, r))
+            self.assertIn("field", r.json()["error"])
+        r = P.http("POST", "/api/v1/auth/login", raw=b"{not json",
+                   headers={"Content-Type": "application/json"})
+        self.assertEqual(r.status, 400)
+
+
+class Tasks(unittest.TestCase):
+    def test_create_read_update_versions_deactivate(self):
+        r = P.http("POST", "/api/v1/tasks", shell_task("etl.orders", "etl"), token=TOK["ann"])
+        self.assertEqual(r.status, 201, r)
+        t = r.json()
+        self.assertEqual(t["version"], 1)
+        self.assertEqual(t["spec"]["config"]["command"], "/bin/true")
+        tid = t["id"]
+        self.assertEqual(r.headers["Location"], f"/api/v1/tasks/{tid}")
+        spec2 = shell_task("etl.orders", "etl", config={"command": "/bin/echo", "args": ["v2"]})
+        r = P.http("PUT", f"/api/v1/tasks/{tid}", spec2, token=TOK["ann"])
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual(r.json()["version"], 2)
+        # Version 1 is kept.
+        r = P.http("GET", f"/api/v1/tasks/{tid}/versions/1", token=TOK["vic"])
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual(r.json()["spec"]["config"]["command"], "/bin/true")
+        # Compare-and-set with If-Match.
+        r = P.http("PUT", f"/api/v1/tasks/{tid}", spec2, token=TOK["ann"], headers={"If-Match": "1"})
+        self.assertEqual(r.status, 409, r)
+        r = P.http("PUT", f"/api/v1/tasks/{tid}", spec2, token=TOK["ann"], headers={"If-Match": "2"})
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual(r.json()["version"], 3)
+        # Listing and filters.
+        r = P.http("GET", "/api/v1/tasks?team=etl&q=etl.ord", token=TOK["vic"])
+        self.assertEqual(r.status, 200)
+        self.assertIn(tid, [x["id"] for x in r.json()["items"]])
+        r = P.http("DELETE", f"/api/v1/tasks/{tid}", token=TOK["ann"])
+        self.assertEqual(r.status, 200, r)
+        self.assertFalse(r.json()["active"])
+        r = P.http("GET", "/api/v1/tasks?team=etl", token=TOK["vic"])
+        self.assertNotIn(tid, [x["id"] for x in r.json()["items"]])
+        r = P.http("GET", "/api/v1/tasks?team=etl&active=any", token=TOK["vic"])
+        self.assertIn(tid, [x["id"] for x in r.json()["items"]])
+
+    def test_invalid_spec_names_the_field_and_saves_nothing(self):
+        bad = shell_task("etl.bad", "etl", retries={"max": -1})
+        r = P.http("POST", "/api/v1/tasks", bad, token=TOK["ann"])
+        self.assertEqual(r.status, 400, r)
+        self.assertEqual(r.json()["error"]["field"], "spec.retries.max")
+        bad = shell_task("etl.bad", "etl", config={"command": "x", "bogus": 1})
+        r = P.http("POST", "/api/v1/tasks", bad, token=TOK["ann"])
+        self.assertEqual(r.status, 400, r)
+        self.assertIn("bogus", r.json()["error"]["field"])
+        r = P.http("GET", "/api/v1/tasks?q=etl.bad&active=any", token=TOK["ann"])
+        self.assertEqual(r.json()["items"], [])
+
+    def test_duplicate_name_is_409(self):
+        s = shell_task("etl.dup", "etl")
+        self.assertEqual(P.http("POST", "/api/v1/tasks", s, token=TOK["ann"]).status, 201)
+        r = P.http("POST", "/api/v1/tasks", s, token=TOK["ann"])
+        self.assertEqual(r.status, 409, r)
+
+    def test_not_found_and_bad_ids(self):
+        self.assertEqual(P.http("GET", "/api/v1/tasks/999999", token=TOK["vic"]).status, 404)
+        r = P.http("GET", "/api/v1/tasks/abc", token=TOK["vic"])
+        self.assertEqual(r.status, 400)
+        self.assertEqual(r.json()["error"]["field"], "id")
+        self.assertEqual(P.http("GET", "/api/v1/tasks?limit=0", token=TOK["vic"]).status, 400)
+
+
+class BadInput(unittest.TestCase):
+    def test_oversized_body_is_413(self):
+        r = P.http("POST", "/api/v1/tasks", raw=b"{" + b" " * (2 << 20) + b"}",
+                   headers={"Content-Type": "application/json"}, token=TOK["ann"])
+        self.assertEqual(r.status, 413, r)
+        self.assertEqual(r.json()["error"]["code"], "ETOOBIG")
+
+    def test_wrong_types_and_shapes(self):
+        cases = [b"[]", b"null", b"42", b"{\"name\": 1}", b"\xff\xfe"]
+        for raw in cases:
+            r = P.http("POST", "/api/v1/tasks", raw=raw, token=TOK["ann"],
+                       headers={"Content-Type": "application/json"})
+            self.assertEqual(r.status, 400, (raw, r))
+            self.assertIn("error", r.json())
+        r = P.http("POST", "/api/v1/tasks", raw=b"{}", token=TOK["ann"],
+                   headers={"Content-Type": "text/plain"})
+        self.assertEqual(r.status, 400)
+
+    def test_unknown_route_and_method(self):
+        self.assertEqual(P.http("GET", "/api/v1/nope", token=TOK["vic"]).status, 404)
+        self.assertEqual(P.http("PATCH", "/api/v1/tasks", token=TOK["vic"]).status, 405)
+
+
+class Admin(unittest.TestCase):
+    def test_pools(self):
+        r = P.http("PUT", "/api/v1/pools/mysql-main", {"capacity": 20}, token=TOK["root"])
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual(r.json(), {"name": "mysql-main", "capacity": 20, "used": 0})
+        r = P.http("GET", "/api/v1/pools", token=TOK["vic"])
+        self.assertIn({"name": "mysql-main", "capacity": 20, "used": 0}, r.json()["items"])
+        r = P.http("PUT", "/api/v1/pools/mysql-main", {"capacity": "20"}, token=TOK["root"])
+        self.assertEqual(r.status, 400)
+        self.assertEqual(r.json()["error"]["field"], "capacity")
+
+    def test_users_and_teams(self):
+        r = P.http("POST", "/api/v1/teams", {"name": "finance"}, token=TOK["root"])
+        self.assertEqual(r.status, 201, r)
+        r = P.http("POST", "/api/v1/users", {"name": "fay", "password": "fay-password-1",
+                                              "role": "developer", "teams": ["finance"]},
+                   token=TOK["root"])
+        self.assertEqual(r.status, 201, r)
+        self.assertNotIn("password", r.json())
+        self.assertEqual(P.login("fay", "fay-password-1") != "", True)
+        r = P.http("POST", "/api/v1/users", {"name": "x", "password": "p", "role": "god"},
+                   token=TOK["root"])
+        self.assertEqual(r.status, 400)
+        self.assertEqual(r.json()["error"]["field"], "role")
+
+    def test_datasource_password_is_write_only(self):
+        body = {"kind": "postgresql", "params": {"host": "127.0.0.1", "port": 5432, "user": "etl"},
+                "password": "s3cret-pw"}
+        r = P.http("PUT", "/api/v1/datasources/dw", body, token=TOK["root"])
+        self.assertEqual(r.status, 200, r)
+        self.assertNotIn(b"s3cret-pw", r.body)
+        self.assertTrue(r.json()["has_password"])
+        r = P.http("GET", "/api/v1/datasources/dw", token=TOK["vic"])
+        self.assertEqual(r.status, 200)
+        self.assertNotIn(b"s3cret-pw", r.body)
+        r = P.http("PUT", "/api/v1/datasources/dw2",
+                   {"kind": "postgresql", "params": {"password": "x"}}, token=TOK["root"])
+        self.assertEqual(r.status, 400)
+        self.assertEqual(r.json()["error"]["field"], "params.password")
+
+
+class Ops(unittest.TestCase):
+    def test_healthz_metrics_openapi_headers(self):
+        r = P.http("GET", "/healthz")
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual(r.json()["status"], "ok")
+        r = P.http("GET", "/metrics")
+        self.assertEqual(r.status, 200)
+        self.assertIn(b"galaxy_http_requests_total", r.body)
+        self.assertIn(b"galaxy_http_request_seconds_bucket", r.body)
+        r = P.http("GET", "/api/v1/openapi.json")
+        self.assertEqual(r.status, 200)
+        self.assertTrue(r.json()["openapi"].startswith("3."))
+        self.assertEqual(r.headers["X-Content-Type-Options"], "nosniff")
+        self.assertIn("frame-ancestors 'none'", r.headers["Content-Security-Policy"])
+
+
+if __name__ == "__main__":
+    BUILD = sys.argv.pop(1)
+    unittest.main(verbosity=2)

@@ -1,0 +1,205 @@
+"""orrery_it.py - shared fixture of Orrery's integration tests (Python side).
+
+Starts real daemons from the build against the private stack that the test
+command started (deploy/test.sh exports ORRERY_PG_DSN and friends):
+
+    with Platform(build_dir) as p:          # fresh database, halleyd, galaxyd
+        p.admin_token()                     # logged-in admin
+        p.http("GET", "/api/v1/tasks", token=...)
+
+Every daemon runs on free loopback ports and is stopped by its pid; the test
+database is created for the run and dropped at the end. A missing stack is a
+failure, never a skip.
+"""
+import json
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+
+
+def require_env(name):
+    value = os.environ.get(name)
+    if not value:
+        raise RuntimeError(
+            f"{name} is not set: run the tests through deploy/test.sh, or start the stack "
+            f"with deploy/stack.sh start and eval \"$(deploy/stack.sh env)\"")
+    return value
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_port(port, proc, what, timeout=20.0):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if proc is not None and proc.poll() is not None:
+            raise RuntimeError(f"{what} exited with {proc.returncode} at start")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"{what} did not listen on port {port} within {timeout} s")
+
+
+def dsn_with_db(dsn, db):
+    u = urllib.parse.urlsplit(dsn)
+    return urllib.parse.urlunsplit((u.scheme, u.netloc, "/" + db, u.query, u.fragment))
+
+
+def psql(dsn, sql):
+    subprocess.run(["psql", dsn, "-v", "ON_ERROR_STOP=1", "-qAtc", sql], check=True,
+                   capture_output=True, text=True)
+
+
+class Response:
+    def __init__(self, status, headers, body):
+        self.status = status
+        self.headers = headers
+        self.body = body
+
+    def json(self):
+        return json.loads(self.body.decode("utf-8"))
+
+    def __repr__(self):
+        return f"<{self.status} {self.body[:300]!r}>"
+
+
+def http(base, method, path, body=None, token=None, headers=None, raw=None, timeout=15):
+    data = raw
+    hdrs = dict(headers or {})
+    if body is not None:
+        data = json.dumps(body).encode("utf-8")
+        hdrs.setdefault("Content-Type", "application/json")
+    if token:
+        hdrs["Authorization"] = f"Bearer {token}"
+    req = urllib.request.Request(base + path, data=data, method=method, headers=hdrs)
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            return Response(r.status, r.headers, r.read())
+    except urllib.error.HTTPError as e:
+        return Response(e.code, e.headers, e.read())
+
+
+class Platform:
+    """halleyd + galaxyd (n copies) on a fresh database."""
+
+    def __init__(self, build_dir, galaxies=1, root=None):
+        self.build = os.path.abspath(build_dir)
+        self.root = root or os.path.abspath(os.path.join(os.path.dirname(__file__), "../../.."))
+        self.n_galaxies = galaxies
+        self.procs = []
+        self.galaxy_procs = []
+        self.tmp = tempfile.mkdtemp(prefix="orr-it-")
+        self.db = f"orr_it_{os.getpid()}_{secrets.token_hex(3)}"
+        self.admin_dsn = require_env("ORRERY_PG_DSN")
+        self.dsn = dsn_with_db(self.admin_dsn, self.db)
+        self.token = secrets.token_hex(16)
+        self.jwt_secret = secrets.token_hex(32)
+        self.halley_port = free_port()
+        self.galaxy_ports = []
+
+    def bin(self, name):
+        return os.path.join(self.build, "bin", name)
+
+    def _spawn(self, args, env, log):
+        out = open(os.path.join(self.tmp, log), "ab")
+        p = subprocess.Popen(args, env=env, stdout=out, stderr=subprocess.STDOUT,
+                             stdin=subprocess.DEVNULL)
+        self.procs.append(p)
+        return p
+
+    def halley_env(self):
+        env = dict(os.environ)
+        env.update({
+            "ORRERY_HALLEY_LISTEN": f"127.0.0.1:{self.halley_port}",
+            "ORRERY_HALLEY_TOKEN": self.token,
+            "ORRERY_HALLEY_PG_DSN": self.dsn,
+            "ORRERY_HALLEY_SECRET_KEY": "ab" * 32,
+            "ORRERY_HALLEY_METRICS_LISTEN": f"127.0.0.1:{free_port()}",
+            "ORRERY_HALLEY_POOL_SIZE": "4",
+        })
+        return env
+
+    def start_galaxy(self):
+        port = free_port()
+        env = dict(os.environ)
+        env.update({
+            "ORRERY_GALAXY_LISTEN": f"127.0.0.1:{port}",
+            "ORRERY_GALAXY_HALLEY": f"127.0.0.1:{self.halley_port}",
+            "ORRERY_GALAXY_HALLEY_TOKEN": self.token,
+            "ORRERY_GALAXY_JWT_SECRET": self.jwt_secret,
+            "ORRERY_GALAXY_STATIC_DIR": os.path.join(self.root, "static"),
+            "ORRERY_GALAXY_THREADS": "4",
+        })
+        p = self._spawn([self.bin("galaxyd"), "serve"], env, f"galaxyd-{port}.log")
+        wait_port(port, p, "galaxyd")
+        self.galaxy_ports.append(port)
+        self.galaxy_procs.append(p)
+        return port
+
+    def __enter__(self):
+        psql(self.admin_dsn, f'CREATE DATABASE "{self.db}"')
+        try:
+            env = self.halley_env()
+            subprocess.run([self.bin("halleyd"), "migrate"], env=env, check=True,
+                           capture_output=True, text=True)
+            p = self._spawn([self.bin("halleyd"), "serve"], env, "halleyd.log")
+            wait_port(self.halley_port, p, "halleyd")
+            for _ in range(self.n_galaxies):
+                self.start_galaxy()
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
+        return self
+
+    def __exit__(self, *exc):
+        for p in self.procs:
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+        for p in self.procs:
+            try:
+                p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+        try:
+            psql(self.admin_dsn, f'DROP DATABASE IF EXISTS "{self.db}" WITH (FORCE)')
+        except subprocess.CalledProcessError:
+            pass
+        return False
+
+    def log(self, name):
+        with open(os.path.join(self.tmp, name), "rb") as f:
+            return f.read().decode("utf-8", "replace")
+
+    @property
+    def base(self):
+        return f"http://127.0.0.1:{self.galaxy_ports[0]}"
+
+    def http(self, method, path, body=None, token=None, **kw):
+        return http(self.base, method, path, body=body, token=token, **kw)
+
+    def add_user(self, name, password, role, teams=()):
+        """Bootstrap a user straight through halleyd's CLI (no API needed)."""
+        args = [self.bin("halleyd"), "user-add", name, "--role", role]
+        for t in teams:
+            args += ["--team", t]
+        subprocess.run(args, env=self.halley_env(), input=password + "\n", check=True,
+                       capture_output=True, text=True)
+
+    def login(self, name, password):
+        r = self.http("POST", "/api/v1/auth/login", {"name": name, "password": password})
+        if r.status != 200:
+            raise AssertionError(f"login {name}: {r}")
+        return r.json()["token"]
