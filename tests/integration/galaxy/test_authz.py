@@ -1,0 +1,164 @@
+#!/usr/bin/env python3
+"""test_authz.py - the authorisation matrix of galaxyd: every route x
+{anonymous, viewer, developer of the owning team, developer of another team,
+admin}. The expectations are written here by hand; the test also fails when
+galaxyd serves a route this matrix does not cover, so a new route cannot
+ship without its authorisation test.
+
+usage: test_authz.py BUILD_DIR
+"""
+import os
+import subprocess
+import sys
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
+import orrery_it  # noqa: E402
+
+BUILD = None
+P = None
+TOK = {}
+WHO = ("anon", "vic", "ann", "bob", "root")  # viewer(etl), dev(etl), dev(ads), admin
+
+# Outcome per caller: "ok" (2xx), or the refusal code.
+PUBLIC = dict(anon="ok", vic="ok", ann="ok", bob="ok", root="ok")
+READ = dict(anon=401, vic="ok", ann="ok", bob="ok", root="ok")
+TEAM = dict(anon=401, vic=403, ann="ok", bob=403, root="ok")
+ADMIN = dict(anon=401, vic=403, ann=403, bob=403, root="ok")
+
+
+def spec(name, team="etl"):
+    return {"name": name, "team": team, "type": "shell", "schedule": "0 * * * *",
+            "timezone": "UTC", "config": {"command": "/bin/true"}}
+
+
+class Matrix(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        global P
+        P = orrery_it.Platform(BUILD).__enter__()
+        P.add_user("root", "root-password-1", "admin")
+        P.add_user("ann", "ann-password-1", "developer", teams=["etl"])
+        P.add_user("bob", "bob-password-1", "developer", teams=["ads"])
+        P.add_user("vic", "vic-password-1", "viewer", teams=["etl"])
+        TOK["anon"] = None
+        for u in WHO[1:]:
+            TOK[u] = P.login(u, f"{u}-password-1")
+        r = P.http("POST", "/api/v1/tasks", spec("etl.base"), token=TOK["root"])
+        assert r.status == 201, r
+        cls.task = r.json()["id"]
+        r = P.http("POST", f"/api/v1/tasks/{cls.task}/backfill",
+                   {"from": "2026-01-01T00:00:00Z", "to": "2026-01-02T00:00:00Z"},
+                   token=TOK["root"])
+        assert r.status == 200, r
+        cls.instances = r.json()["created"]
+        assert len(cls.instances) == 24, r
+        P.http("PUT", "/api/v1/datasources/dw", {"kind": "postgresql", "params": {}},
+               token=TOK["root"])
+
+    @classmethod
+    def tearDownClass(cls):
+        P.__exit__(None, None, None)
+
+    def setUp(self):
+        self.n = 0
+
+    def fresh_task(self, who):
+        """A new etl task for callers that change or delete one."""
+        self.n += 1
+        r = P.http("POST", "/api/v1/tasks", spec(f"etl.m.{who}.{self._testMethodName}.{self.n}"),
+                   token=TOK["root"])
+        self.assertEqual(r.status, 201, r)
+        return r.json()["id"]
+
+    def fresh_instance(self):
+        """A finished instance (so rerun applies) of the shared etl task."""
+        i = Matrix.instances.pop()
+        r = P.http("POST", f"/api/v1/instances/{i}/actions/mark-success", {}, token=TOK["root"])
+        self.assertEqual(r.status, 200, r)
+        return i
+
+    def cases(self):
+        """(method, route pattern, path maker, body maker, expectations)."""
+        t = Matrix.task
+        return [
+            ("GET", "/healthz", lambda w: "/healthz", None, PUBLIC),
+            ("GET", "/metrics", lambda w: "/metrics", None, PUBLIC),
+            ("GET", "/api/v1/openapi.json", lambda w: "/api/v1/openapi.json", None, PUBLIC),
+            ("POST", "/api/v1/auth/logout", lambda w: "/api/v1/auth/logout", None, PUBLIC),
+            ("POST", "/api/v1/auth/login", lambda w: "/api/v1/auth/login",
+             lambda w: {"name": "vic", "password": "vic-password-1"}, PUBLIC),
+            ("GET", "/api/v1/auth/me", lambda w: "/api/v1/auth/me", None, READ),
+            ("GET", "/api/v1/tasks", lambda w: "/api/v1/tasks", None, READ),
+            ("GET", "/api/v1/tasks/{id}", lambda w: f"/api/v1/tasks/{t}", None, READ),
+            ("GET", "/api/v1/tasks/{id}/versions/{version}",
+             lambda w: f"/api/v1/tasks/{t}/versions/1", None, READ),
+            ("POST", "/api/v1/tasks", lambda w: "/api/v1/tasks",
+             lambda w: spec(f"etl.new.{w}"), TEAM),
+            ("PUT", "/api/v1/tasks/{id}", lambda w: f"/api/v1/tasks/{self.fresh_task(w)}",
+             lambda w: spec(f"etl.m.{w}.{self._testMethodName}.{self.n}"), TEAM),
+            ("DELETE", "/api/v1/tasks/{id}", lambda w: f"/api/v1/tasks/{self.fresh_task(w)}",
+             None, TEAM),
+            ("POST", "/api/v1/tasks/{id}/backfill", lambda w: f"/api/v1/tasks/{t}/backfill",
+             lambda w: {"from": "2026-02-01T00:00:00Z", "to": "2026-02-01T02:00:00Z"}, TEAM),
+            ("GET", "/api/v1/schedule/next", lambda w: "/api/v1/schedule/next?cron=0+*+*+*+*",
+             None, READ),
+            ("GET", "/api/v1/instances", lambda w: "/api/v1/instances", None, READ),
+            ("GET", "/api/v1/instances/{id}",
+             lambda w: f"/api/v1/instances/{Matrix.instances[0]}", None, READ),
+            ("POST", "/api/v1/instances/{id}/actions/{action}",
+             lambda w: f"/api/v1/instances/{self.fresh_instance()}/actions/rerun",
+             lambda w: {}, TEAM),
+            ("POST", "/api/v1/instances/actions", lambda w: "/api/v1/instances/actions",
+             lambda w: {"ids": [self.fresh_instance()], "action": "rerun"}, TEAM),
+            ("GET", "/api/v1/pools", lambda w: "/api/v1/pools", None, READ),
+            ("PUT", "/api/v1/pools/{name}", lambda w: "/api/v1/pools/p1",
+             lambda w: {"capacity": 3}, ADMIN),
+            ("POST", "/api/v1/users", lambda w: "/api/v1/users",
+             lambda w: {"name": f"u-{w}", "password": "pw-123456", "role": "viewer"}, ADMIN),
+            ("GET", "/api/v1/users/{name}", lambda w: "/api/v1/users/ann", None, READ),
+            ("POST", "/api/v1/teams", lambda w: "/api/v1/teams", lambda w: {"name": f"t-{w}"},
+             ADMIN),
+            ("GET", "/api/v1/datasources/{name}", lambda w: "/api/v1/datasources/dw", None, READ),
+            ("PUT", "/api/v1/datasources/{name}", lambda w: f"/api/v1/datasources/ds-{w}",
+             lambda w: {"kind": "postgresql", "params": {"host": "h"}}, ADMIN),
+        ]
+
+    def test_every_route_is_in_the_matrix(self):
+        out = subprocess.run([os.path.join(BUILD, "bin", "galaxyd"), "routes"], check=True,
+                             capture_output=True, text=True).stdout
+        served = {tuple(line.split()[:2]) for line in out.splitlines()}
+        covered = {(m, p) for m, p, _, _, _ in self.cases()}
+        self.assertEqual(served - covered, set(), "routes without an authorisation test")
+
+    def test_matrix(self):
+        for method, pattern, path, body, expect in self.cases():
+            for who in WHO:
+                # A team refusal must leave nothing behind: the same request by
+                # an allowed caller still succeeds afterwards (checked below).
+                with self.subTest(route=f"{method} {pattern}", who=who):
+                    r = P.http(method, path(who), body(who) if body else None, token=TOK[who])
+                    want = expect[who]
+                    if want == "ok":
+                        self.assertTrue(200 <= r.status < 300, r)
+                    else:
+                        self.assertEqual(r.status, want, r)
+                        self.assertIn("error", r.json())
+
+    def test_refused_create_saves_nothing(self):
+        r = P.http("POST", "/api/v1/tasks", spec("ads.sneaky", team="etl"), token=TOK["bob"])
+        self.assertEqual(r.status, 403)
+        r = P.http("GET", "/api/v1/tasks?q=ads.sneaky&active=any", token=TOK["root"])
+        self.assertEqual(r.json()["items"], [])
+        # A developer cannot move a task into a team that is not theirs.
+        tid = self.fresh_task("ann")
+        r = P.http("PUT", f"/api/v1/tasks/{tid}", spec(f"etl.m.ann.{self._testMethodName}.1",
+                                                        team="ads"), token=TOK["ann"])
+        self.assertEqual(r.status, 403, r)
+        self.assertEqual(P.http("GET", f"/api/v1/tasks/{tid}", token=TOK["ann"]).json()["team"],
+                         "etl")
+
+
+if __name__ == "__main__":
+    BUILD = sys.argv.pop(1)
+    unittest.main(verbosity=2)
