@@ -14,6 +14,7 @@
 
 #include "gx_app.h"
 #include "gx_jwt.h"
+#include "orr_jschema.h"
 #include "orr_log.h"
 
 static const orr_cfg_key gx_schema[] = {
@@ -29,6 +30,8 @@ static const orr_cfg_key gx_schema[] = {
     {"galaxy", "cookie_secure", ORR_CFG_BOOL, "false", 0, 0, 0,
      "mark the session cookie Secure (set when served over HTTPS)"},
     {"galaxy", "static_dir", ORR_CFG_STRING, "static", 0, 0, 0, "folder served for the UI"},
+    {"galaxy", "schema_dir", ORR_CFG_STRING, "schema", 0, 0, 0,
+     "folder of the JSON Schemas of specs (task.schema.json)"},
     {"galaxy", "max_body", ORR_CFG_SIZE, "1m", 0, 1024, 64LL << 20, "largest request body"},
     {"galaxy", "rpc_timeout", ORR_CFG_DURATION, "5s", 0, 100, 60000, "deadline of halleyd calls"},
     {"galaxy", "login_max_failures", ORR_CFG_INT, "5", 0, 1, 1000,
@@ -73,6 +76,13 @@ static int gx_cmd_serve(orr_config *cfg)
     snprintf(openapi, sizeof(openapi), "%s/openapi.json", static_dir);
     app.openapi_path = openapi;
     int rc = 1;
+    char schema_path[4096];
+    snprintf(schema_path, sizeof(schema_path), "%s/task.schema.json",
+             orr_config_str(cfg, "galaxy", "schema_dir"));
+    if (orr_jschema_load_file(schema_path, &app.task_schema, &e) != ORR_OK) {
+        fprintf(stderr, "galaxyd: %s: %s: %s\n", schema_path, e.field, e.msg);
+        goto out;
+    }
     if (orr_rpc_client_create(
             &orrery__halley__v1__halley__descriptor, orr_config_str(cfg, "galaxy", "halley"),
             orr_config_str(cfg, "galaxy", "halley_token"), &app.halley, &e) != ORR_OK) {
@@ -111,6 +121,7 @@ out:
     orr_rpc_client_destroy(app.halley);
     gx_ratelimit_destroy(app.login_by_user);
     gx_ratelimit_destroy(app.login_by_addr);
+    orr_jschema_free(app.task_schema);
     return rc;
 }
 

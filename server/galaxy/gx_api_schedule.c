@@ -13,6 +13,7 @@
 #include "kp_cron.h"
 #include "kp_tz.h"
 #include "orr_json.h"
+#include "orr_jschema.h"
 
 #define GX_BACKFILL_MAX 1000
 
@@ -158,4 +159,43 @@ void gx_h_task_backfill(gx_req *req, gx_resp *resp)
     gx_resp_json(resp, 200,
                  json_pack("{s:I,s:o,s:o}", "fire_times", (json_int_t)n, "created", created,
                            "existing", existing));
+}
+
+/* Validate a task spec without saving it: the JSON Schema of schema/ (the
+ * same file halleyd checks against), then the schedule and time zone with
+ * Kepler's parser. 200 {"valid":true,"next":[...]} or 400 naming the field. */
+void gx_h_task_validate(gx_req *req, gx_resp *resp)
+{
+    gx_app *app = req->app;
+    json_t *spec = gx_req_json(req, resp);
+    if (!spec)
+        return;
+    orr_err e;
+    orr_err_clear(&e);
+    if (orr_jschema_validate(app->task_schema, spec, "spec", &e) != ORR_OK) {
+        gx_resp_err(resp, &e);
+        return;
+    }
+    const char *schedule = json_string_value(json_object_get(spec, "schedule"));
+    const char *zone = json_string_value(json_object_get(spec, "timezone"));
+    json_t *next = json_array();
+    const kp_tz *tz = NULL;
+    if (kp_tz_load(zone && *zone ? zone : "UTC", &tz, &e) != ORR_OK) {
+        json_decref(next);
+        gx_resp_fail(resp, ORR_EINVAL, "spec.timezone", "%s", e.msg);
+        return;
+    }
+    if (schedule && *schedule) {
+        kp_cron c;
+        if (kp_cron_parse_into(schedule, &c, &e) != ORR_OK) {
+            json_decref(next);
+            gx_resp_fail(resp, ORR_EINVAL, "spec.schedule", "%s%s%s", e.field,
+                         e.field[0] ? ": " : "", e.msg);
+            return;
+        }
+        int64_t t = (int64_t)time(NULL);
+        for (int i = 0; i < 5 && kp_cron_next(&c, tz, t, &t) == ORR_OK; i++)
+            json_array_append_new(next, gx_json_time(t * 1000));
+    }
+    gx_resp_json(resp, 200, json_pack("{s:b,s:o}", "valid", 1, "next", next));
 }

@@ -37,6 +37,7 @@ typedef struct gx_app {
     gx_ratelimit *login_by_addr;
     gx_server *server;
     const char *openapi_path;
+    struct orr_jschema *task_schema; /* schema/task.schema.json, for validate */
 } gx_app;
 
 /* The route table (gx_routes.c). */
@@ -84,6 +85,7 @@ void gx_h_task_get(gx_req *, gx_resp *);
 void gx_h_task_version(gx_req *, gx_resp *);
 void gx_h_task_update(gx_req *, gx_resp *);
 void gx_h_task_delete(gx_req *, gx_resp *);
+void gx_h_task_validate(gx_req *, gx_resp *);
 void gx_h_schedule_next(gx_req *, gx_resp *);
 void gx_h_task_backfill(gx_req *, gx_resp *);
 void gx_h_instances_list(gx_req *, gx_resp *);

@@ -16,6 +16,8 @@ const gx_route gx_routes[] = {
     /* tasks */
     {"GET", "/api/v1/tasks", gx_h_tasks_list, GX_ROLE_VIEWER, "List tasks"},
     {"POST", "/api/v1/tasks", gx_h_task_create, GX_ROLE_DEVELOPER, "Create a task"},
+    {"POST", "/api/v1/tasks/validate", gx_h_task_validate, GX_ROLE_VIEWER,
+     "Check a task spec without saving it"},
     {"GET", "/api/v1/tasks/{id}", gx_h_task_get, GX_ROLE_VIEWER, "A task's current version"},
     {"PUT", "/api/v1/tasks/{id}", gx_h_task_update, GX_ROLE_DEVELOPER,
      "Update a task (writes a new version)"},

@@ -145,6 +145,33 @@ class Tasks(unittest.TestCase):
         r = P.http("GET", "/api/v1/tasks?q=etl.bad&active=any", token=TOK["ann"])
         self.assertEqual(r.json()["items"], [])
 
+    def test_validate_without_saving(self):
+        r = P.http("POST", "/api/v1/tasks/validate", shell_task("etl.v", "etl"), token=TOK["vic"])
+        self.assertEqual(r.status, 200, r)
+        self.assertTrue(r.json()["valid"])
+        self.assertEqual(len(r.json()["next"]), 5)
+        r = P.http("POST", "/api/v1/tasks/validate",
+                   shell_task("etl.v", "etl", schedule="0 0 32 * *"), token=TOK["vic"])
+        self.assertEqual(r.status, 400, r)
+        self.assertEqual(r.json()["error"]["field"], "spec.schedule")
+        self.assertIn("day-of-month", r.json()["error"]["message"])
+        r = P.http("POST", "/api/v1/tasks/validate", shell_task("etl.v", "etl", slots=0),
+                   token=TOK["vic"])
+        self.assertEqual(r.status, 400, r)
+        self.assertEqual(r.json()["error"]["field"], "spec.slots")
+        r = P.http("GET", "/api/v1/tasks?q=etl.v&active=any", token=TOK["vic"])
+        self.assertEqual(r.json()["items"], [])
+
+    def test_schedule_preview(self):
+        r = P.http("GET", "/api/v1/schedule/next?cron=0+30+2+*+*+%3F&tz=Europe/Berlin"
+                   "&from=2026-03-28T00:00:00Z&count=2", token=TOK["vic"])
+        self.assertEqual(r.status, 200, r)
+        # 02:30 Berlin does not exist on 2026-03-29: it fires once at the end of the gap.
+        self.assertEqual(r.json()["times"], ["2026-03-28T01:30:00Z", "2026-03-29T01:00:00Z"])
+        r = P.http("GET", "/api/v1/schedule/next?cron=61+*+*+*+*", token=TOK["vic"])
+        self.assertEqual(r.status, 400)
+        self.assertEqual(r.json()["error"]["field"], "cron")
+
     def test_duplicate_name_is_409(self):
         s = shell_task("etl.dup", "etl")
         self.assertEqual(P.http("POST", "/api/v1/tasks", s, token=TOK["ann"]).status, 201)

@@ -91,6 +91,8 @@ class Matrix(unittest.TestCase):
             ("GET", "/api/v1/auth/me", lambda w: "/api/v1/auth/me", None, READ),
             ("GET", "/api/v1/tasks", lambda w: "/api/v1/tasks", None, READ),
             ("GET", "/api/v1/tasks/{id}", lambda w: f"/api/v1/tasks/{t}", None, READ),
+            ("POST", "/api/v1/tasks/validate", lambda w: "/api/v1/tasks/validate",
+             lambda w: spec("etl.check"), READ),
             ("GET", "/api/v1/tasks/{id}/versions/{version}",
              lambda w: f"/api/v1/tasks/{t}/versions/1", None, READ),
             ("POST", "/api/v1/tasks", lambda w: "/api/v1/tasks",

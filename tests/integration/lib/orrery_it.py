@@ -140,6 +140,7 @@ class Platform:
             "ORRERY_GALAXY_HALLEY_TOKEN": self.token,
             "ORRERY_GALAXY_JWT_SECRET": self.jwt_secret,
             "ORRERY_GALAXY_STATIC_DIR": os.path.join(self.root, "static"),
+            "ORRERY_GALAXY_SCHEMA_DIR": os.path.join(self.root, "schema"),
             "ORRERY_GALAXY_THREADS": "4",
         })
         p = self._spawn([self.bin("galaxyd"), "serve"], env, f"galaxyd-{port}.log")

@@ -1,0 +1,252 @@
+/*
+ * hlt.c - harness of halleyd's integration tests (see hlt.h).
+ */
+#include "hlt.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef HALLEYD_PATH
+#error "HALLEYD_PATH must name the halleyd binary"
+#endif
+
+int hlt_passed, hlt_failed;
+static int hlt__db_seq;
+
+int64_t hlt_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void hlt__sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* DSN for base with dbname replaced. */
+static void hlt__dsn_with_db(const char *base, const char *dbname, char *out, size_t n)
+{
+    char *errmsg = NULL;
+    PQconninfoOption *opts = PQconninfoParse(base, &errmsg);
+    if (!opts) {
+        fprintf(stderr, "ORRERY_PG_DSN does not parse: %s\n", errmsg ? errmsg : "?");
+        exit(1);
+    }
+    size_t len = 0;
+    out[0] = 0;
+    for (PQconninfoOption *o = opts; o->keyword; o++) {
+        const char *v = o->val;
+        if (strcmp(o->keyword, "dbname") == 0)
+            v = dbname;
+        if (!v || !*v)
+            continue;
+        len += (size_t)snprintf(out + len, len < n ? n - len : 0, "%s%s='", len ? " " : "",
+                                o->keyword);
+        for (const char *p = v; *p && len + 3 < n; p++) {
+            if (*p == '\'' || *p == '\\')
+                out[len++] = '\\';
+            out[len++] = *p;
+        }
+        if (len + 2 < n) {
+            out[len++] = '\'';
+            out[len] = 0;
+        }
+    }
+    PQconninfoFree(opts);
+}
+
+static PGconn *hlt__admin(void)
+{
+    const char *dsn = getenv("ORRERY_PG_DSN");
+    if (!dsn || !*dsn) {
+        fprintf(stderr, "FAIL: ORRERY_PG_DSN is not set. These tests need the real PostgreSQL "
+                        "of the stack launcher: run deploy/test.sh, or\n"
+                        "  eval \"$(deploy/stack.sh env)\" after deploy/stack.sh start pg\n");
+        exit(1);
+    }
+    PGconn *pg = PQconnectdb(dsn);
+    if (PQstatus(pg) != CONNECTION_OK) {
+        fprintf(stderr, "FAIL: cannot connect with ORRERY_PG_DSN: %s", PQerrorMessage(pg));
+        exit(1);
+    }
+    return pg;
+}
+
+void hlt_db_create(hlt_db *db)
+{
+    PGconn *pg = hlt__admin();
+    snprintf(db->name, sizeof db->name, "halley_test_%d_%d", (int)getpid(), ++hlt__db_seq);
+    char sql[160];
+    snprintf(sql, sizeof sql, "CREATE DATABASE %s", db->name);
+    PGresult *r = PQexec(pg, sql);
+    if (PQresultStatus(r) != PGRES_COMMAND_OK) {
+        fprintf(stderr, "FAIL: %s: %s", sql, PQerrorMessage(pg));
+        exit(1);
+    }
+    PQclear(r);
+    PQfinish(pg);
+    hlt__dsn_with_db(getenv("ORRERY_PG_DSN"), db->name, db->dsn, sizeof db->dsn);
+}
+
+void hlt_db_drop(hlt_db *db)
+{
+    PGconn *pg = hlt__admin();
+    char sql[160];
+    snprintf(sql, sizeof sql, "DROP DATABASE IF EXISTS %s WITH (FORCE)", db->name);
+    PQclear(PQexec(pg, sql));
+    PQfinish(pg);
+}
+
+PGresult *hlt_sql(const hlt_db *db, const char *sql)
+{
+    PGconn *pg = PQconnectdb(db->dsn);
+    if (PQstatus(pg) != CONNECTION_OK) {
+        fprintf(stderr, "FAIL: cannot connect to %s: %s", db->name, PQerrorMessage(pg));
+        exit(1);
+    }
+    PGresult *r = PQexec(pg, sql);
+    ExecStatusType t = PQresultStatus(r);
+    if (t != PGRES_COMMAND_OK && t != PGRES_TUPLES_OK) {
+        fprintf(stderr, "FAIL: %s: %s", sql, PQerrorMessage(pg));
+        exit(1);
+    }
+    PQfinish(pg);
+    return r;
+}
+
+static const char *hlt__key = "0707070707070707070707070707070707070707070707070707070707070707";
+
+static pid_t hlt__spawn(const char *cmd, const char *dsn, const char *port_file,
+                        const char *log_file, const char *const *extra)
+{
+    pid_t pid = fork();
+    if (pid != 0)
+        return pid;
+    setenv("ORRERY_HALLEY_PG_DSN", dsn, 1);
+    setenv("ORRERY_HALLEY_TOKEN", HLT_TOKEN, 1);
+    setenv("ORRERY_HALLEY_SECRET_KEY", hlt__key, 1);
+    setenv("ORRERY_HALLEY_LISTEN", "127.0.0.1:0", 1);
+    setenv("ORRERY_HALLEY_METRICS_LISTEN", "127.0.0.1:0", 1);
+    setenv("ORRERY_HALLEY_POOL_SIZE", "8", 1);
+    if (port_file)
+        setenv("ORRERY_HALLEY_PORT_FILE", port_file, 1);
+    for (const char *const *e = extra; e && *e; e++) {
+        char kv[512];
+        snprintf(kv, sizeof kv, "%s", *e);
+        char *eq = strchr(kv, '=');
+        if (eq) {
+            *eq = 0;
+            setenv(kv, eq + 1, 1);
+        }
+    }
+    if (log_file) {
+        FILE *f = freopen(log_file, "a", stderr);
+        (void)f;
+    }
+    execl(HALLEYD_PATH, "halleyd", cmd, (char *)NULL);
+    _exit(127);
+}
+
+int hlt_migrate(const char *dsn)
+{
+    pid_t pid = hlt__spawn("migrate", dsn, NULL, NULL, NULL);
+    int st = 0;
+    waitpid(pid, &st, 0);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+int hlt_start(hlt_server *s, const char *dsn, const char *const *extra_env, int *exit_code)
+{
+    static int seq;
+    memset(s, 0, sizeof *s);
+    snprintf(s->port_file, sizeof s->port_file, "/tmp/halley_it_%d_%d.port", (int)getpid(), ++seq);
+    snprintf(s->log_file, sizeof s->log_file, "/tmp/halley_it_%d_%d.log", (int)getpid(), seq);
+    unlink(s->port_file);
+    s->pid = hlt__spawn("serve", dsn, s->port_file, s->log_file, extra_env);
+    for (int i = 0; i < 400; i++) {
+        int st;
+        if (waitpid(s->pid, &st, WNOHANG) == s->pid) {
+            if (exit_code)
+                *exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+            s->pid = 0;
+            return -1;
+        }
+        FILE *f = fopen(s->port_file, "r");
+        if (f) {
+            int ok = fscanf(f, "grpc=%d metrics=%d", &s->port, &s->metrics_port) == 2;
+            fclose(f);
+            if (ok)
+                return 0;
+        }
+        hlt__sleep_ms(50);
+    }
+    fprintf(stderr, "halleyd did not come up; log in %s\n", s->log_file);
+    hlt_stop(s);
+    return -1;
+}
+
+int hlt_stop(hlt_server *s)
+{
+    if (s->pid <= 0)
+        return -1;
+    kill(s->pid, SIGTERM);
+    int st = 0;
+    for (int i = 0; i < 200; i++) {
+        if (waitpid(s->pid, &st, WNOHANG) == s->pid) {
+            s->pid = 0;
+            unlink(s->port_file);
+            return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+        }
+        hlt__sleep_ms(50);
+    }
+    kill(s->pid, SIGKILL);
+    waitpid(s->pid, &st, 0);
+    s->pid = 0;
+    return 137;
+}
+
+orr_rpc_client *hlt_client(const hlt_server *s, const char *token)
+{
+    char target[64];
+    snprintf(target, sizeof target, "127.0.0.1:%d", s->port);
+    orr_rpc_client *c = NULL;
+    orr_err err;
+    if (orr_rpc_client_create(&orrery__halley__v1__halley__descriptor, target,
+                              token ? token : HLT_TOKEN, &c, &err) != ORR_OK) {
+        fprintf(stderr, "FAIL: client: %s\n", err.msg);
+        exit(1);
+    }
+    return c;
+}
+
+orr_status hlt_call(orr_rpc_client *c, const char *method, const void *req, void *resp,
+                    orr_err *err)
+{
+    orr_err_clear(err);
+    return orr_rpc_call_unary(c, method, req, (ProtobufCMessage **)resp, 10000, err);
+}
+
+const char *hlt_shell_spec(char *buf, size_t n, const char *name, const char *team,
+                           const char *extra)
+{
+    snprintf(buf, n,
+             "{\"name\":\"%s\",\"team\":\"%s\",\"type\":\"shell\",\"schedule\":\"0 * * * *\","
+             "\"config\":{\"command\":\"echo hi\"}%s%s}",
+             name, team, extra && *extra ? "," : "", extra ? extra : "");
+    return buf;
+}
+
+int hlt_finish(const char *name)
+{
+    printf("%s: %d passed, %d failed\n", name, hlt_passed, hlt_failed);
+    return hlt_failed ? 1 : 0;
+}
