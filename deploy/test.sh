@@ -33,7 +33,19 @@ build() {
     cmake --build "$dir" -j "$JOBS"
 }
 
-export ORRERY_VAR_DIR="${ORRERY_TEST_VAR_DIR:-$ROOT/var/test}"
+# The servers run as the unprivileged user "orrery", which must be able to
+# enter the var dir: when the checkout lives under a private folder (such as
+# /root), the test stack goes under /tmp instead.
+default_var="$ROOT/var/test"
+dir=$ROOT
+while [ "$dir" != "/" ]; do
+    if [ "$(($(stat -c '%a' "$dir") % 2))" -eq 0 ]; then
+        default_var="/tmp/orrery-test-$(printf '%s' "$ROOT" | md5sum | cut -c1-8)"
+        break
+    fi
+    dir=$(dirname "$dir")
+done
+export ORRERY_VAR_DIR="${ORRERY_TEST_VAR_DIR:-$default_var}"
 export ORRERY_PORT_BASE="${ORRERY_TEST_PORT_BASE:-15600}"
 
 cleanup() {
