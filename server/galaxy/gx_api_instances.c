@@ -9,8 +9,12 @@
  *   kill         waiting|ready|dispatched|running|suspended -> killed
  * Each is a compare-and-set on the state just read; if the instance moved in
  * between (ABORTED) the action is retried on the new state, at most 3 times.
- * An action the current state does not allow is 409 with halleyd's message. */
+ * An action the current state does not allow is 409 with halleyd's message.
+ * The bulk form checks the caller's right on every instance first (403 and
+ * nothing applied if one is refused), then applies the action to each and
+ * reports each result: a state that does not allow it fails that item only. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -162,6 +166,32 @@ void gx_h_instance_get(gx_req *req, gx_resp *resp)
     gx_resp_json(resp, 200, out);
 }
 
+/* May the caller act on instances of task task_id? ORR_OK, or EPERM naming
+ * the team (or the Halley error) in err. */
+static orr_status gx_check_team(gx_req *req, int64_t task_id, orr_err *err)
+{
+    gx_app *app = req->app;
+    if (req->who.role == GX_ROLE_ADMIN)
+        return ORR_OK;
+    HL(GetTaskRequest) tq = HL_INIT(GET_TASK_REQUEST);
+    tq.id = task_id;
+    HL(Task) *t = NULL;
+    orr_status rc = orr_rpc_call_unary(app->halley, "GetTask", &tq.base, (ProtobufCMessage **)&t,
+                                       app->rpc_timeout_ms, err);
+    if (rc != ORR_OK)
+        return rc;
+    int allowed = 0;
+    for (const char *const *tm = req->who.teams;
+         !allowed && req->who.role == GX_ROLE_DEVELOPER && tm && *tm; tm++)
+        allowed = strcmp(*tm, t->team) == 0;
+    if (!allowed)
+        rc = orr_err_set(err, ORR_EPERM, "team",
+                         "only developers of team %s (or admins) may act on this instance",
+                         t->team);
+    protobuf_c_message_free_unpacked(&t->base, NULL);
+    return rc;
+}
+
 /* Apply action to one instance. On success returns the new instance;
  * otherwise fills err and returns NULL. Never writes resp. */
 static HL(Instance) *
@@ -178,25 +208,8 @@ static HL(Instance) *
         HL(InstanceState) cur = in->state;
         int64_t task_id = in->task_id;
         protobuf_c_message_free_unpacked(&in->base, NULL);
-        if (tries == 0) {
-            HL(GetTaskRequest) tq = HL_INIT(GET_TASK_REQUEST);
-            tq.id = task_id;
-            HL(Task) *t = NULL;
-            if (orr_rpc_call_unary(app->halley, "GetTask", &tq.base, (ProtobufCMessage **)&t,
-                                   app->rpc_timeout_ms, err) != ORR_OK)
-                return NULL;
-            int allowed = req->who.role == GX_ROLE_ADMIN;
-            for (const char *const *tm = req->who.teams;
-                 !allowed && req->who.role == GX_ROLE_DEVELOPER && tm && *tm; tm++)
-                allowed = strcmp(*tm, t->team) == 0;
-            if (!allowed)
-                orr_err_set(err, ORR_EPERM, "team",
-                            "only developers of team %s (or admins) may act on this instance",
-                            t->team);
-            protobuf_c_message_free_unpacked(&t->base, NULL);
-            if (!allowed)
-                return NULL;
-        }
+        if (tries == 0 && gx_check_team(req, task_id, err) != ORR_OK)
+            return NULL;
         if (!gx_action_applies(a, cur)) {
             orr_err_set(err, ORR_ESTATE, "action", "cannot %s an instance that is %s", a->name,
                         gx_state_name(cur) ? gx_state_name(cur) : "unknown");
@@ -302,6 +315,26 @@ void gx_h_instances_bulk(gx_req *req, gx_resp *resp)
             gx_resp_fail(resp, ORR_EINVAL, orr_json_index_path(p, sizeof(p), "ids", i),
                          "must be a positive integer");
             return;
+        }
+    }
+    /* Authorisation is all or nothing: check every instance's team first, so a
+     * refused request changes nothing. */
+    if (req->who.role != GX_ROLE_ADMIN) {
+        for (size_t i = 0; i < n; i++) {
+            char p[32];
+            HL(GetInstanceRequest) gq = HL_INIT(GET_INSTANCE_REQUEST);
+            gq.id = json_integer_value(json_array_get(ids, i));
+            HL(Instance) *in;
+            if (gx_halley(req, resp, "GetInstance", &gq.base, (ProtobufCMessage **)&in) != ORR_OK)
+                return;
+            orr_err_clear(&e);
+            if (gx_check_team(req, in->task_id, &e) != ORR_OK) {
+                if (e.code == ORR_EPERM)
+                    snprintf(e.field, sizeof(e.field), "%s",
+                             orr_json_index_path(p, sizeof(p), "ids", i));
+                gx_resp_err(resp, &e);
+                return;
+            }
         }
     }
     json_t *results = json_array();

@@ -113,9 +113,9 @@ class Platform:
         return os.path.join(self.build, "bin", name)
 
     def _spawn(self, args, env, log):
-        out = open(os.path.join(self.tmp, log), "ab")
-        p = subprocess.Popen(args, env=env, stdout=out, stderr=subprocess.STDOUT,
-                             stdin=subprocess.DEVNULL)
+        with open(os.path.join(self.tmp, log), "ab") as out:
+            p = subprocess.Popen(args, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                 stdin=subprocess.DEVNULL)
         self.procs.append(p)
         return p
 

@@ -1,0 +1,116 @@
+/*
+ * orr_pack.h - packs: a batch of records for one data unit, Snappy-compressed,
+ * as the parse stage of the sort engine hands them to the write stage.
+ *
+ * Encoded layout (integers big-endian):
+ *
+ *   offset  size  field
+ *   0       4     magic "ORPK"
+ *   4       1     version (1)
+ *   5       1     flags (0; bits reserved)
+ *   6       2     unit key length K (1..ORR_PACK_MAX_KEY)
+ *   8       K     unit key bytes
+ *   8+K     4     source partition
+ *   12+K    8     first offset
+ *   20+K    8     last offset (>= first offset)
+ *   28+K    4     record count
+ *   32+K    4     raw body length (uncompressed, <= ORR_PACK_MAX_RAW)
+ *   36+K    4     compressed body length (the rest of the pack)
+ *   40+K    4     CRC-32C of every byte before this field and of the body
+ *   44+K    ...   body: Snappy-compressed records, each a varint length
+ *                 (unsigned LEB128, at most 5 bytes) and that many bytes
+ *
+ * Call order:
+ *   sender:   orr_pack_builder_init -> orr_pack_add* -> orr_pack_encode ->
+ *             orr_pack_builder_reset (reuse) ... -> orr_pack_builder_free
+ *   receiver: orr_pack_decode -> orr_pack_iter_init -> orr_pack_next*
+ *
+ * The builder appends records to one orr_buf (no allocation per record once
+ * the buffer has grown); the decoder checks every length, the count, the
+ * framing of every record and the checksum before it returns, so iterating
+ * a decoded view cannot fail and never reads outside the body.
+ */
+#ifndef ORR_PACK_H
+#define ORR_PACK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "orr_buf.h"
+#include "orr_status.h"
+
+#define ORR_PACK_VERSION  1
+#define ORR_PACK_MAX_KEY  1024u
+#define ORR_PACK_MAX_RAW  (256u * 1024u * 1024u) /* raw body bytes in one pack */
+#define ORR_PACK_HEAD_MIN 44u                    /* header bytes without the key */
+
+typedef struct orr_pack_builder {
+    char key[ORR_PACK_MAX_KEY]; /* unit key */
+    size_t key_len;
+    uint32_t partition;
+    uint64_t first_offset; /* offset of the first record added (caller may change) */
+    uint64_t last_offset;  /* offset of the last record added (caller may change) */
+    uint32_t count;
+    orr_buf body; /* raw body: varint length + bytes per record */
+} orr_pack_builder;
+
+/* Start an empty pack for unit key (1..ORR_PACK_MAX_KEY bytes, copied) read
+ * from partition. ORR_EINVAL (field "key") for a bad key. Call once per
+ * builder; use orr_pack_builder_reset to start the next pack. */
+orr_status orr_pack_builder_init(orr_pack_builder *b, const void *key, size_t key_len,
+                                 uint32_t partition, orr_err *err);
+
+/* Start a new pack in the same builder, keeping its memory. key may be NULL
+ * to keep the key; otherwise as for init. */
+orr_status orr_pack_builder_reset(orr_pack_builder *b, const void *key, size_t key_len,
+                                  uint32_t partition, orr_err *err);
+
+/* Append one record read at offset. The first record sets first_offset and
+ * every record sets last_offset. ORR_ETOOBIG (field "record") when the pack
+ * would pass ORR_PACK_MAX_RAW or 2^32-1 records: encode it and start another. */
+orr_status orr_pack_add(orr_pack_builder *b, uint64_t offset, const void *rec, size_t len,
+                        orr_err *err);
+
+/* Raw body bytes so far (to decide when a pack is full). */
+size_t orr_pack_raw_len(const orr_pack_builder *b);
+
+/* Append the encoded pack to out. The builder is unchanged. ORR_EINVAL when
+ * first_offset > last_offset, ORR_EINTERNAL if Snappy fails. */
+orr_status orr_pack_encode(const orr_pack_builder *b, orr_buf *out, orr_err *err);
+
+/* Free the builder's memory. */
+void orr_pack_builder_free(orr_pack_builder *b);
+
+/* A decoded pack. key points into the encoded bytes, body into the scratch
+ * buffer given to orr_pack_decode: both must outlive the view. */
+typedef struct orr_pack_view {
+    const char *key;
+    size_t key_len;
+    uint32_t partition;
+    uint64_t first_offset, last_offset;
+    uint32_t count;
+    const uint8_t *body;
+    size_t body_len;
+} orr_pack_view;
+
+/* Check and decode one pack of exactly len bytes. The raw body goes into
+ * scratch (reset first, reused across calls: no allocation once it has
+ * grown). Bad input gives ORR_EINVAL naming the field (magic, version, flags,
+ * key_length, offsets, raw_length, body_length, checksum, body, count) and
+ * never a read outside data. */
+orr_status orr_pack_decode(const void *data, size_t len, orr_buf *scratch, orr_pack_view *out,
+                           orr_err *err);
+
+typedef struct orr_pack_iter {
+    const uint8_t *p, *end;
+} orr_pack_iter;
+
+void orr_pack_iter_init(orr_pack_iter *it, const orr_pack_view *v);
+
+/* Next record of a decoded view, not copied: 1 with rec/len set, 0 at the end. */
+int orr_pack_next(orr_pack_iter *it, const void **rec, size_t *len);
+
+/* CRC-32C (Castagnoli) of n bytes, continuing from crc (start with 0). */
+uint32_t orr_crc32c(uint32_t crc, const void *data, size_t n);
+
+#endif

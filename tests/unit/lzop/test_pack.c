@@ -1,0 +1,337 @@
+/*
+ * test_pack.c - packs: round trips (empty, varint edges, 100k records),
+ * CRC-32C check value, and every kind of damaged pack failing cleanly with
+ * the field named.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "orr_buf.h"
+#include "orr_pack.h"
+
+static const char unit_key[] = "biz42/if_click/2026113010";
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+
+static uint64_t rng(void)
+{
+    uint64_t x = rng_state;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return rng_state = x;
+}
+
+static void put_be32(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)(v >> 24);
+    p[1] = (uint8_t)(v >> 16);
+    p[2] = (uint8_t)(v >> 8);
+    p[3] = (uint8_t)v;
+}
+
+/* Recompute the checksum of an encoded pack after a test changed it. */
+static void reseal(uint8_t *p, size_t len)
+{
+    size_t k = (size_t)p[6] << 8 | p[7];
+    size_t hl = ORR_PACK_HEAD_MIN + k;
+    uint32_t crc = orr_crc32c(orr_crc32c(0, p, 40 + k), p + hl, len - hl);
+    put_be32(p + 40 + k, crc);
+}
+
+static void test_crc32c_check_value(void **state)
+{
+    (void)state;
+    assert_int_equal(orr_crc32c(0, "123456789", 9), 0xe3069283u);
+    assert_int_equal(orr_crc32c(0, "", 0), 0);
+    /* piecewise equals whole, across the 8-byte fast path */
+    const char *s = "The quick brown fox jumps over the lazy dog, twice over.";
+    size_t n = strlen(s);
+    for (size_t cut = 0; cut <= n; cut++)
+        assert_int_equal(orr_crc32c(orr_crc32c(0, s, cut), s + cut, n - cut), orr_crc32c(0, s, n));
+}
+
+static void test_roundtrip_edges(void **state)
+{
+    (void)state;
+    static const size_t lens[] = {0, 1, 127, 128, 129, 16383, 16384, 100000, 3};
+    size_t nrec = sizeof(lens) / sizeof(lens[0]);
+    orr_pack_builder b;
+    orr_err err;
+    assert_int_equal(orr_pack_builder_init(&b, unit_key, strlen(unit_key), 7, &err), ORR_OK);
+    uint8_t *recs[sizeof(lens) / sizeof(lens[0])];
+    for (size_t i = 0; i < nrec; i++) {
+        recs[i] = malloc(lens[i] + 1);
+        for (size_t j = 0; j < lens[i]; j++)
+            recs[i][j] = (uint8_t)(i * 31 + j);
+        assert_int_equal(orr_pack_add(&b, 1000 + i * 10, recs[i], lens[i], &err), ORR_OK);
+    }
+    orr_buf enc = ORR_BUF_INIT, scratch = ORR_BUF_INIT;
+    assert_int_equal(orr_pack_encode(&b, &enc, &err), ORR_OK);
+    orr_pack_view v;
+    assert_int_equal(orr_pack_decode(enc.data, enc.len, &scratch, &v, &err), ORR_OK);
+    assert_int_equal(v.key_len, strlen(unit_key));
+    assert_memory_equal(v.key, unit_key, v.key_len);
+    assert_int_equal(v.partition, 7);
+    assert_int_equal(v.first_offset, 1000);
+    assert_int_equal(v.last_offset, 1000 + (nrec - 1) * 10);
+    assert_int_equal(v.count, nrec);
+    assert_int_equal(v.body_len, orr_pack_raw_len(&b));
+    orr_pack_iter it;
+    orr_pack_iter_init(&it, &v);
+    const void *rec;
+    size_t len, i = 0;
+    while (orr_pack_next(&it, &rec, &len)) {
+        assert_true(i < nrec);
+        assert_int_equal(len, lens[i]);
+        if (len)
+            assert_memory_equal(rec, recs[i], len);
+        /* records are views into the decoded body, not copies */
+        assert_true((const uint8_t *)rec >= v.body &&
+                    (const uint8_t *)rec + len <= v.body + v.body_len);
+        i++;
+    }
+    assert_int_equal(i, nrec);
+    /* a second pack appended to the same output decodes on its own */
+    size_t first_len = enc.len;
+    assert_int_equal(orr_pack_builder_reset(&b, "other", 5, 8, &err), ORR_OK);
+    assert_int_equal(orr_pack_add(&b, 5, "x", 1, &err), ORR_OK);
+    assert_int_equal(orr_pack_encode(&b, &enc, &err), ORR_OK);
+    assert_int_equal(orr_pack_decode(enc.data + first_len, enc.len - first_len, &scratch, &v, &err),
+                     ORR_OK);
+    assert_int_equal(v.count, 1);
+    assert_int_equal(v.partition, 8);
+    assert_memory_equal(v.key, "other", 5);
+    for (i = 0; i < nrec; i++)
+        free(recs[i]);
+    orr_buf_free(&enc);
+    orr_buf_free(&scratch);
+    orr_pack_builder_free(&b);
+}
+
+static void test_empty_pack(void **state)
+{
+    (void)state;
+    orr_pack_builder b;
+    orr_err err;
+    assert_int_equal(orr_pack_builder_init(&b, "u", 1, 0, &err), ORR_OK);
+    /* an empty pack may still say which offsets it covers */
+    b.first_offset = 40;
+    b.last_offset = 90;
+    orr_buf enc = ORR_BUF_INIT, scratch = ORR_BUF_INIT;
+    assert_int_equal(orr_pack_encode(&b, &enc, &err), ORR_OK);
+    orr_pack_view v;
+    assert_int_equal(orr_pack_decode(enc.data, enc.len, &scratch, &v, &err), ORR_OK);
+    assert_int_equal(v.count, 0);
+    assert_int_equal(v.body_len, 0);
+    assert_int_equal(v.first_offset, 40);
+    assert_int_equal(v.last_offset, 90);
+    orr_pack_iter it;
+    orr_pack_iter_init(&it, &v);
+    const void *rec;
+    size_t len;
+    assert_int_equal(orr_pack_next(&it, &rec, &len), 0);
+    orr_buf_free(&enc);
+    orr_buf_free(&scratch);
+    orr_pack_builder_free(&b);
+}
+
+static void test_100k_records(void **state)
+{
+    (void)state;
+    const uint32_t n = 100000;
+    orr_pack_builder b;
+    orr_err err;
+    assert_int_equal(orr_pack_builder_init(&b, unit_key, strlen(unit_key), 3, &err), ORR_OK);
+    char line[400];
+    rng_state = 12345;
+    for (uint32_t i = 0; i < n; i++) {
+        int k = snprintf(line, sizeof(line), "%u|user%llu|/page/%llu|2026-11-30T10:%02u|%.*s", i,
+                         (unsigned long long)(rng() % 5000), (unsigned long long)(rng() % 300),
+                         i % 60, (int)(rng() % 150),
+                         "lorem ipsum dolor sit amet consectetur "
+                         "adipiscing elit sed do eiusmod tempor incididunt ut labore et dolore "
+                         "magna aliqua ut enim ad minim veniam quis nostrud");
+        assert_int_equal(orr_pack_add(&b, 500000 + i, line, (size_t)k, &err), ORR_OK);
+    }
+    size_t cap_before = b.body.cap;
+    orr_buf enc = ORR_BUF_INIT, scratch = ORR_BUF_INIT;
+    assert_int_equal(orr_pack_encode(&b, &enc, &err), ORR_OK);
+    assert_true(enc.len < orr_pack_raw_len(&b) / 2); /* text compresses */
+    orr_pack_view v;
+    assert_int_equal(orr_pack_decode(enc.data, enc.len, &scratch, &v, &err), ORR_OK);
+    assert_int_equal(v.count, n);
+    assert_int_equal(v.first_offset, 500000);
+    assert_int_equal(v.last_offset, 500000 + n - 1);
+    orr_pack_iter it;
+    orr_pack_iter_init(&it, &v);
+    const void *rec;
+    size_t len;
+    uint32_t i = 0;
+    rng_state = 12345;
+    while (orr_pack_next(&it, &rec, &len)) {
+        int k = snprintf(line, sizeof(line), "%u|user%llu|/page/%llu|2026-11-30T10:%02u|%.*s", i,
+                         (unsigned long long)(rng() % 5000), (unsigned long long)(rng() % 300),
+                         i % 60, (int)(rng() % 150),
+                         "lorem ipsum dolor sit amet consectetur "
+                         "adipiscing elit sed do eiusmod tempor incididunt ut labore et dolore "
+                         "magna aliqua ut enim ad minim veniam quis nostrud");
+        assert_int_equal(len, (size_t)k);
+        assert_memory_equal(rec, line, len);
+        i++;
+    }
+    assert_int_equal(i, n);
+    /* reset keeps the memory for the next pack */
+    assert_int_equal(orr_pack_builder_reset(&b, NULL, 0, 4, &err), ORR_OK);
+    assert_int_equal(b.count, 0);
+    assert_int_equal(orr_pack_raw_len(&b), 0);
+    assert_int_equal(b.body.cap, cap_before);
+    assert_int_equal(b.key_len, strlen(unit_key));
+    orr_buf_free(&enc);
+    orr_buf_free(&scratch);
+    orr_pack_builder_free(&b);
+}
+
+static orr_buf small_pack(void)
+{
+    orr_pack_builder b;
+    orr_err err;
+    assert_int_equal(orr_pack_builder_init(&b, unit_key, strlen(unit_key), 2, &err), ORR_OK);
+    assert_int_equal(orr_pack_add(&b, 10, "alpha|1", 7, &err), ORR_OK);
+    assert_int_equal(orr_pack_add(&b, 11, "", 0, &err), ORR_OK);
+    assert_int_equal(orr_pack_add(&b, 12, "gamma|333333333333333", 21, &err), ORR_OK);
+    orr_buf enc = ORR_BUF_INIT;
+    assert_int_equal(orr_pack_encode(&b, &enc, &err), ORR_OK);
+    orr_pack_builder_free(&b);
+    return enc;
+}
+
+static void test_corrupt_bytes(void **state)
+{
+    (void)state;
+    orr_buf enc = small_pack(), scratch = ORR_BUF_INIT;
+    uint8_t *p = (uint8_t *)enc.data;
+    orr_pack_view v;
+    orr_err err;
+    /* every changed byte and every cut is caught */
+    for (size_t i = 0; i < enc.len; i++) {
+        for (int m = 0; m < 3; m++) {
+            uint8_t keep = p[i];
+            p[i] ^= m == 0 ? 0x01 : m == 1 ? 0x80 : 0xff;
+            orr_status s = orr_pack_decode(p, enc.len, &scratch, &v, &err);
+            p[i] = keep;
+            if (s != ORR_EINVAL)
+                fail_msg("byte %zu changed: status %d", i, s);
+        }
+    }
+    for (size_t cut = 0; cut < enc.len; cut++)
+        assert_int_equal(orr_pack_decode(p, cut, &scratch, &v, &err), ORR_EINVAL);
+    orr_buf_append_byte(&enc, 0);
+    assert_int_equal(orr_pack_decode(enc.data, enc.len, &scratch, &v, &err), ORR_EINVAL);
+    assert_string_equal(err.field, "body_length");
+    assert_int_equal(orr_pack_decode(NULL, 0, &scratch, &v, &err), ORR_EINVAL);
+    orr_buf_free(&enc);
+    orr_buf_free(&scratch);
+}
+
+/* Packs with a good checksum but a bad field: the decoder names the field. */
+static void test_bad_fields(void **state)
+{
+    (void)state;
+    orr_buf enc = small_pack(), scratch = ORR_BUF_INIT;
+    size_t k = strlen(unit_key);
+    uint8_t *g = malloc(enc.len);
+    orr_pack_view v;
+    orr_err err;
+    struct {
+        size_t at;
+        uint32_t value;
+        int width;
+        const char *field;
+    } cases[] = {
+        {0, 0x4f52504cu, 4, "magic"},
+        {4, 2, 1, "version"},
+        {5, 1, 1, "flags"},
+        {6, 0, 2, "key_length"},
+        {6, 2000, 2, "key_length"},
+        {6, (uint32_t)(enc.len), 2, "length"},
+        {12 + k, 0xffffffffu, 4, "offsets"}, /* first offset's high half */
+        {28 + k, 4, 4, "body"},              /* one record more than there is */
+        {28 + k, 2, 4, "count"},             /* one record less */
+        {28 + k, 1000, 4, "count"},          /* more records than raw bytes */
+        {32 + k, 30, 4, "body"},             /* raw length the body does not have */
+        {32 + k, ORR_PACK_MAX_RAW + 1, 4, "raw_length"},
+        {36 + k, 3, 4, "body_length"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        memcpy(g, enc.data, enc.len);
+        uint32_t x = cases[i].value;
+        for (int j = cases[i].width - 1; j >= 0; j--, x >>= 8)
+            g[cases[i].at + (size_t)j] = (uint8_t)x;
+        if (strcmp(cases[i].field, "key_length") != 0 && strcmp(cases[i].field, "length") != 0)
+            reseal(g, enc.len);
+        assert_int_equal(orr_pack_decode(g, enc.len, &scratch, &v, &err), ORR_EINVAL);
+        if (strcmp(err.field, cases[i].field) != 0)
+            fail_msg("case %zu: field %s, expected %s (%s)", i, err.field, cases[i].field, err.msg);
+    }
+    /* a body that is not Snappy at all */
+    memcpy(g, enc.data, enc.len);
+    memset(g + ORR_PACK_HEAD_MIN + k, 0xff, enc.len - ORR_PACK_HEAD_MIN - k);
+    reseal(g, enc.len);
+    assert_int_equal(orr_pack_decode(g, enc.len, &scratch, &v, &err), ORR_EINVAL);
+    assert_string_equal(err.field, "body");
+    /* a wrong checksum */
+    memcpy(g, enc.data, enc.len);
+    g[40 + k] ^= 1;
+    assert_int_equal(orr_pack_decode(g, enc.len, &scratch, &v, &err), ORR_EINVAL);
+    assert_string_equal(err.field, "checksum");
+    free(g);
+    orr_buf_free(&enc);
+    orr_buf_free(&scratch);
+}
+
+static void test_builder_errors(void **state)
+{
+    (void)state;
+    orr_pack_builder b;
+    orr_err err;
+    assert_int_equal(orr_pack_builder_init(&b, "", 0, 1, &err), ORR_EINVAL);
+    assert_string_equal(err.field, "key");
+    char big[ORR_PACK_MAX_KEY + 1];
+    memset(big, 'k', sizeof(big));
+    assert_int_equal(orr_pack_builder_init(&b, big, sizeof(big), 1, &err), ORR_EINVAL);
+    assert_int_equal(orr_pack_builder_init(&b, big, ORR_PACK_MAX_KEY, 1, &err), ORR_OK);
+    /* checked before a byte is read */
+    assert_int_equal(orr_pack_add(&b, 1, "x", (size_t)ORR_PACK_MAX_RAW + 1, &err), ORR_ETOOBIG);
+    assert_string_equal(err.field, "record");
+    assert_int_equal(b.count, 0);
+    assert_int_equal(orr_pack_add(&b, 9, "x", 1, &err), ORR_OK);
+    b.first_offset = 10; /* after last */
+    orr_buf enc = ORR_BUF_INIT;
+    assert_int_equal(orr_pack_encode(&b, &enc, &err), ORR_EINVAL);
+    assert_string_equal(err.field, "offsets");
+    assert_int_equal(enc.len, 0);
+    assert_int_equal(orr_pack_builder_reset(&b, "", 0, 1, &err), ORR_EINVAL);
+    orr_pack_builder_free(&b);
+    /* a freed builder refuses records instead of crashing */
+    assert_int_equal(orr_pack_add(&b, 1, "x", 1, &err), ORR_EINVAL);
+    orr_buf_free(&enc);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_crc32c_check_value), cmocka_unit_test(test_roundtrip_edges),
+        cmocka_unit_test(test_empty_pack),         cmocka_unit_test(test_100k_records),
+        cmocka_unit_test(test_corrupt_bytes),      cmocka_unit_test(test_bad_fields),
+        cmocka_unit_test(test_builder_errors),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
