@@ -19,7 +19,7 @@ readonly DEV_LIBS=(libpq-dev libzookeeper-mt-dev libhiredis-dev libmariadb-dev l
 	libgrpc-dev protobuf-c-compiler libprotobuf-c-dev libjansson-dev libjwt-dev libsodium-dev
 	libsnappy-dev libcurl4-openssl-dev librdkafka-dev libmicrohttpd-dev libcmocka-dev)
 readonly SERVERS_AND_TOOLS=(postgresql zookeeper default-jre-headless redis-server
-	mariadb-server nginx chromium lzop time wrk procps iproute2 curl util-linux tzdata python3
+	mariadb-server nginx chromium lzop time wrk procps iproute2 curl util-linux tzdata python3 python3-grpcio python3-protobuf protobuf-compiler
 	nodejs npm)
 
 say() { printf 'install-deps: %s\n' "$*" >&2; }

@@ -15,7 +15,11 @@
  *   EPERM->PERMISSION_DENIED  EUNAVAIL->UNAVAILABLE  ETIMEOUT->DEADLINE_EXCEEDED
  *   ETOOBIG->RESOURCE_EXHAUSTED  ECANCELLED->CANCELLED  others->INTERNAL
  * The status message is "field: message" when a field is named, and the field
- * also travels as trailing metadata "orr-field".
+ * also travels as trailing metadata "orr-field". A unary handler that fails
+ * once the call's deadline has passed is answered DEADLINE_EXCEEDED.
+ *
+ * Threads: unary handlers run on the worker threads (`threads`), so a slow
+ * handler holds one worker; streaming handlers get a thread each.
  *
  * Client: a channel to a target with a service token; unary calls with a
  * deadline; server-streaming reads; gRPC reconnects the channel by itself.
@@ -50,17 +54,21 @@ typedef orr_status (*orr_rpc_stream_fn)(orr_rpc_call *call, const ProtobufCMessa
                                         orr_err *err, void *ctx);
 
 typedef struct orr_rpc_method {
-    const char *name; /* method name as in the .proto, e.g. "GetTask" */
-    orr_rpc_unary_fn unary;   /* exactly one of unary/stream is set */
+    const char *name;       /* method name as in the .proto, e.g. "GetTask" */
+    orr_rpc_unary_fn unary; /* exactly one of unary/stream is set */
     orr_rpc_stream_fn stream;
 } orr_rpc_method;
 
 typedef struct orr_rpc_server_opts {
-    const char *listen;    /* "127.0.0.1:7070"; port 0 picks a free one */
-    int threads;           /* worker threads (default 8) */
-    int max_streams;       /* concurrent streaming calls allowed (default 256) */
-    const char *token;     /* required bearer token; NULL or "" = no auth */
-    size_t max_msg_bytes;  /* largest request accepted (default 4 MiB) */
+    const char *listen;   /* "127.0.0.1:7070"; port 0 picks a free one */
+    int threads;          /* worker threads (default 8) */
+    int max_streams;      /* concurrent streaming calls allowed (default 256) */
+    const char *token;    /* required bearer token; NULL or "" = no auth */
+    size_t max_msg_bytes; /* largest request accepted (default 4 MiB) */
+    int queues;           /* completion queues the workers are spread over
+                             (default 1, at most threads). More queues mean
+                             fewer thread hand-offs, but a call waits behind
+                             slow handlers of its own queue's workers. */
 } orr_rpc_server_opts;
 
 /* Create a server for svc. Methods of svc not in the table answer
@@ -91,7 +99,10 @@ int orr_rpc_call_wait_cancelled(orr_rpc_call *call, int wait_ms);
  * ORR_ECANCELLED if the client went away. */
 orr_status orr_rpc_stream_send(orr_rpc_call *call, const ProtobufCMessage *msg);
 
-/* Per-method counters for metrics: calls, errors and a latency histogram. */
+/* Per-method counters for metrics: calls, errors and a latency histogram
+ * (from the call's arrival to its last batch completing). Calls refused for
+ * a bad token or bad bytes count as errors of their method; unknown paths
+ * are not counted. */
 typedef struct orr_rpc_method_stats {
     const char *name;
     uint64_t calls;

@@ -1,0 +1,495 @@
+/*
+ * orr_rpc_client.c - the gRPC client half of orr_rpc (see orr_rpc.h).
+ *
+ * One channel per client, insecure credentials, short reconnect backoff
+ * (100 ms .. 1 s) so a restarted server is reached again quickly, keepalive
+ * pings while calls are open. Every method path is registered on the channel
+ * once (grpc_channel_register_call), so a call allocates no path slice.
+ *
+ * Unary: one batch of six ops (SEND_INITIAL_METADATA with the bearer token
+ * and WAIT_FOR_READY, SEND_MESSAGE, SEND_CLOSE_FROM_CLIENT,
+ * RECV_INITIAL_METADATA, RECV_MESSAGE, RECV_STATUS_ON_CLIENT) plucked from a
+ * pluck CQ borrowed from a per-client free list (a CQ serves one call at a
+ * time, so threads never share one). WAIT_FOR_READY makes the deadline, not
+ * the connection state, bound the wait: a call made while the channel
+ * reconnects succeeds if the server is back in time.
+ *
+ * Streams: each stream has its own `next` CQ. Open starts the send batch and
+ * a RECV_STATUS batch; each orr_rpc_stream_next() keeps one RECV_MESSAGE
+ * batch pending and waits up to wait_ms on the CQ. The stream ends when the
+ * message batch reports no message and the status has arrived (in either
+ * order). Close cancels if needed and drains every pending batch before the
+ * CQ is destroyed.
+ */
+#include "orr_rpc.h"
+#include "orr_rpc_codec.h"
+
+#include <grpc/grpc.h>
+#include <grpc/grpc_security.h>
+#include <grpc/support/time.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CLI_MAX_RECV (64 * 1024 * 1024)
+
+struct cli_method {
+    const ProtobufCMethodDescriptor *md;
+    char *path;
+    void *reg; /* grpc_channel_register_call handle */
+};
+
+struct cli_cq {
+    struct cli_cq *next;
+    grpc_completion_queue *cq;
+};
+
+struct orr_rpc_client {
+    const ProtobufCServiceDescriptor *svc;
+    grpc_channel *ch;
+    char *target;
+    char *auth; /* "Bearer <token>" or NULL */
+    struct cli_method *methods;
+    size_t n_methods;
+    pthread_mutex_t mu;
+    struct cli_cq *free_cqs;
+};
+
+struct orr_rpc_stream {
+    orr_rpc_client *c;
+    const ProtobufCMethodDescriptor *md;
+    grpc_completion_queue *cq;
+    grpc_call *call;
+    grpc_metadata auth_md;
+    grpc_metadata_array init_md;
+    grpc_metadata_array trail_md;
+    grpc_byte_buffer *send_bb;
+    grpc_byte_buffer *recv_bb;
+    grpc_status_code status;
+    grpc_slice details;
+    int start_pending, msg_pending, status_pending;
+    int eof, status_done, finished;
+    orr_err final; /* valid once finished */
+    char tag_start, tag_msg, tag_status;
+};
+
+/* ------------------------------------------------------------ helpers */
+
+static gpr_timespec cli_deadline(int timeout_ms)
+{
+    if (timeout_ms <= 0)
+        return gpr_inf_future(GPR_CLOCK_MONOTONIC);
+    return gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
+                        gpr_time_from_millis(timeout_ms, GPR_TIMESPAN));
+}
+
+static const struct cli_method *cli_method(orr_rpc_client *c, const char *name, orr_err *err)
+{
+    const ProtobufCMethodDescriptor *md =
+        name ? protobuf_c_service_descriptor_get_method_by_name(c->svc, name) : NULL;
+    if (!md) {
+        orr_err_set(err, ORR_EINVAL, "method", "service %s has no method %s", c->svc->name,
+                    name ? name : "(null)");
+        return NULL;
+    }
+    return &c->methods[md - c->svc->methods];
+}
+
+static grpc_completion_queue *cli_cq_get(orr_rpc_client *c)
+{
+    pthread_mutex_lock(&c->mu);
+    struct cli_cq *n = c->free_cqs;
+    if (n)
+        c->free_cqs = n->next;
+    pthread_mutex_unlock(&c->mu);
+    if (n) {
+        grpc_completion_queue *cq = n->cq;
+        free(n);
+        return cq;
+    }
+    return grpc_completion_queue_create_for_pluck(NULL);
+}
+
+static void cli_cq_put(orr_rpc_client *c, grpc_completion_queue *cq)
+{
+    struct cli_cq *n = malloc(sizeof(*n));
+    if (!n) {
+        grpc_completion_queue_shutdown(cq);
+        grpc_completion_queue_destroy(cq);
+        return;
+    }
+    n->cq = cq;
+    pthread_mutex_lock(&c->mu);
+    n->next = c->free_cqs;
+    c->free_cqs = n;
+    pthread_mutex_unlock(&c->mu);
+}
+
+/* Fill the initial metadata op: bearer token, wait for ready. */
+static void cli_md_op(orr_rpc_client *c, grpc_metadata *md, grpc_op *op)
+{
+    op->op = GRPC_OP_SEND_INITIAL_METADATA;
+    op->flags =
+        GRPC_INITIAL_METADATA_WAIT_FOR_READY | GRPC_INITIAL_METADATA_WAIT_FOR_READY_EXPLICITLY_SET;
+    if (c->auth) {
+        memset(md, 0, sizeof(*md));
+        md->key = grpc_slice_from_static_string("authorization");
+        md->value = grpc_slice_from_static_string(c->auth);
+        op->data.send_initial_metadata.count = 1;
+        op->data.send_initial_metadata.metadata = md;
+    }
+}
+
+/* Turn a received status into an orr_status + err. */
+static orr_status cli_status(orr_rpc_client *c, grpc_status_code code, grpc_slice details,
+                             const grpc_metadata_array *trail, orr_err *err)
+{
+    orr_status st = orr_rpc_status_from_grpc(code);
+    if (st == ORR_OK)
+        return ORR_OK;
+    char field[sizeof(err->field)] = "";
+    for (size_t i = 0; i < trail->count; i++) {
+        const grpc_metadata *m = &trail->metadata[i];
+        size_t kl = GRPC_SLICE_LENGTH(m->key);
+        if (kl == strlen(ORR_RPC_FIELD_KEY) &&
+            memcmp(GRPC_SLICE_START_PTR(m->key), ORR_RPC_FIELD_KEY, kl) == 0) {
+            size_t vl = GRPC_SLICE_LENGTH(m->value);
+            if (vl >= sizeof(field))
+                vl = sizeof(field) - 1;
+            memcpy(field, GRPC_SLICE_START_PTR(m->value), vl);
+            field[vl] = '\0';
+            break;
+        }
+    }
+    const char *msg = (const char *)GRPC_SLICE_START_PTR(details);
+    size_t ml = GRPC_SLICE_LENGTH(details);
+    size_t fl = strlen(field);
+    /* the server sends "field: message"; keep the message part */
+    if (fl && ml >= fl + 2 && memcmp(msg, field, fl) == 0 && msg[fl] == ':' && msg[fl + 1] == ' ') {
+        msg += fl + 2;
+        ml -= fl + 2;
+    }
+    if (st == ORR_ETIMEOUT &&
+        grpc_channel_check_connectivity_state(c->ch, 0) != GRPC_CHANNEL_READY) {
+        return orr_err_set(err, ORR_EUNAVAIL, NULL, "server %s not reachable before the deadline",
+                           c->target);
+    }
+    if (ml == 0)
+        return orr_err_set(err, st, field, "%s", orr_status_msg(st));
+    return orr_err_set(err, st, field, "%.*s", (int)(ml > 380 ? 380 : ml), msg);
+}
+
+/* ------------------------------------------------------------ client */
+
+orr_status orr_rpc_client_create(const ProtobufCServiceDescriptor *svc, const char *target,
+                                 const char *token, orr_rpc_client **out, orr_err *err)
+{
+    *out = NULL;
+    if (!svc || !target || !target[0])
+        return orr_err_set(err, ORR_EINVAL, "target", "service and target are required");
+    orr_rpc_client *c = calloc(1, sizeof(*c));
+    if (!c)
+        return orr_err_set(err, ORR_ENOMEM, NULL, "out of memory");
+    pthread_mutex_init(&c->mu, NULL);
+    c->svc = svc;
+    c->target = strdup(target);
+    c->methods = calloc(svc->n_methods ? svc->n_methods : 1, sizeof(*c->methods));
+    if (token && token[0] && asprintf(&c->auth, "Bearer %s", token) < 0)
+        c->auth = NULL;
+    if (!c->target || !c->methods || (token && token[0] && !c->auth)) {
+        orr_rpc_client_destroy(c);
+        return orr_err_set(err, ORR_ENOMEM, NULL, "out of memory");
+    }
+
+    grpc_init();
+    grpc_arg args[8];
+    const struct {
+        const char *key;
+        int value;
+    } ints[] = {
+        {GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100},
+        {GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100},
+        {GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000},
+        {GRPC_ARG_KEEPALIVE_TIME_MS, 30000},
+        {GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 10000},
+        {GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0},
+        {GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH, CLI_MAX_RECV},
+        {GRPC_ARG_ENABLE_CHANNELZ, 0},
+    };
+    for (size_t i = 0; i < 8; i++)
+        args[i] = (grpc_arg){
+            .type = GRPC_ARG_INTEGER, .key = (char *)ints[i].key, .value.integer = ints[i].value};
+    grpc_channel_args ca = {.num_args = 8, .args = args};
+    grpc_channel_credentials *creds = grpc_insecure_credentials_create();
+    c->ch = grpc_channel_create(target, creds, &ca);
+    grpc_channel_credentials_release(creds);
+
+    for (unsigned i = 0; i < svc->n_methods; i++) {
+        struct cli_method *m = &c->methods[i];
+        m->md = &svc->methods[i];
+        if (asprintf(&m->path, "/%s/%s", svc->name, m->md->name) < 0) {
+            m->path = NULL;
+            orr_rpc_client_destroy(c);
+            return orr_err_set(err, ORR_ENOMEM, NULL, "out of memory");
+        }
+        c->n_methods = i + 1;
+        m->reg = grpc_channel_register_call(c->ch, m->path, NULL, NULL);
+    }
+    *out = c;
+    return ORR_OK;
+}
+
+void orr_rpc_client_destroy(orr_rpc_client *c)
+{
+    if (!c)
+        return;
+    while (c->free_cqs) {
+        struct cli_cq *n = c->free_cqs;
+        c->free_cqs = n->next;
+        grpc_completion_queue_shutdown(n->cq);
+        grpc_completion_queue_destroy(n->cq);
+        free(n);
+    }
+    if (c->ch) {
+        grpc_channel_destroy(c->ch);
+        grpc_shutdown();
+    }
+    for (size_t i = 0; i < c->n_methods; i++)
+        free(c->methods[i].path);
+    free(c->methods);
+    free(c->auth);
+    free(c->target);
+    pthread_mutex_destroy(&c->mu);
+    free(c);
+}
+
+orr_status orr_rpc_call_unary(orr_rpc_client *c, const char *method, const ProtobufCMessage *req,
+                              ProtobufCMessage **resp, int timeout_ms, orr_err *err)
+{
+    *resp = NULL;
+    orr_err_clear(err);
+    const struct cli_method *m = cli_method(c, method, err);
+    if (!m)
+        return ORR_EINVAL;
+    grpc_byte_buffer *send_bb = NULL;
+    orr_status st = orr_rpc_pack(req, m->md->input, "request", &send_bb, err);
+    if (st != ORR_OK)
+        return st;
+
+    grpc_completion_queue *cq = cli_cq_get(c);
+    grpc_call *call = grpc_channel_create_registered_call(c->ch, NULL, GRPC_PROPAGATE_DEFAULTS, cq,
+                                                          m->reg, cli_deadline(timeout_ms), NULL);
+    grpc_metadata auth_md;
+    grpc_metadata_array init_md, trail_md;
+    grpc_metadata_array_init(&init_md);
+    grpc_metadata_array_init(&trail_md);
+    grpc_byte_buffer *recv_bb = NULL;
+    grpc_status_code status = GRPC_STATUS_UNKNOWN;
+    grpc_slice details = grpc_empty_slice();
+
+    grpc_op ops[6];
+    memset(ops, 0, sizeof(ops));
+    cli_md_op(c, &auth_md, &ops[0]);
+    ops[1].op = GRPC_OP_SEND_MESSAGE;
+    ops[1].data.send_message.send_message = send_bb;
+    ops[2].op = GRPC_OP_SEND_CLOSE_FROM_CLIENT;
+    ops[3].op = GRPC_OP_RECV_INITIAL_METADATA;
+    ops[3].data.recv_initial_metadata.recv_initial_metadata = &init_md;
+    ops[4].op = GRPC_OP_RECV_MESSAGE;
+    ops[4].data.recv_message.recv_message = &recv_bb;
+    ops[5].op = GRPC_OP_RECV_STATUS_ON_CLIENT;
+    ops[5].data.recv_status_on_client.trailing_metadata = &trail_md;
+    ops[5].data.recv_status_on_client.status = &status;
+    ops[5].data.recv_status_on_client.status_details = &details;
+
+    grpc_call_error ce = grpc_call_start_batch(call, ops, 6, call, NULL);
+    if (ce != GRPC_CALL_OK) {
+        st = orr_err_set(err, ORR_EINTERNAL, NULL, "cannot start call: %s",
+                         grpc_call_error_to_string(ce));
+        goto out;
+    }
+    grpc_event ev =
+        grpc_completion_queue_pluck(cq, call, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL);
+    if (ev.type != GRPC_OP_COMPLETE) {
+        st = orr_err_set(err, ORR_EINTERNAL, NULL, "completion queue failed");
+        goto out;
+    }
+    st = cli_status(c, status, details, &trail_md, err);
+    if (st != ORR_OK)
+        goto out;
+    if (!recv_bb) {
+        st = orr_err_set(err, ORR_EINTERNAL, "response", "server sent no message");
+        goto out;
+    }
+    st = orr_rpc_decode_bb(m->md->output, recv_bb, CLI_MAX_RECV, NULL, resp, err);
+    if (st != ORR_OK)
+        st =
+            orr_err_set(err, ORR_EINTERNAL, "response", "cannot decode as %s", m->md->output->name);
+
+out:
+    if (recv_bb)
+        grpc_byte_buffer_destroy(recv_bb);
+    grpc_byte_buffer_destroy(send_bb);
+    grpc_slice_unref(details);
+    grpc_metadata_array_destroy(&init_md);
+    grpc_metadata_array_destroy(&trail_md);
+    grpc_call_unref(call);
+    cli_cq_put(c, cq);
+    return st;
+}
+
+/* ------------------------------------------------------------ streams */
+
+orr_status orr_rpc_stream_open(orr_rpc_client *c, const char *method, const ProtobufCMessage *req,
+                               int timeout_ms, orr_rpc_stream **out, orr_err *err)
+{
+    *out = NULL;
+    orr_err_clear(err);
+    const struct cli_method *m = cli_method(c, method, err);
+    if (!m)
+        return ORR_EINVAL;
+    orr_rpc_stream *st = calloc(1, sizeof(*st));
+    if (!st)
+        return orr_err_set(err, ORR_ENOMEM, NULL, "out of memory");
+    orr_status rc = orr_rpc_pack(req, m->md->input, "request", &st->send_bb, err);
+    if (rc != ORR_OK) {
+        free(st);
+        return rc;
+    }
+    st->c = c;
+    st->md = m->md;
+    st->details = grpc_empty_slice();
+    grpc_metadata_array_init(&st->init_md);
+    grpc_metadata_array_init(&st->trail_md);
+    st->cq = grpc_completion_queue_create_for_next(NULL);
+    st->call = grpc_channel_create_registered_call(c->ch, NULL, GRPC_PROPAGATE_DEFAULTS, st->cq,
+                                                   m->reg, cli_deadline(timeout_ms), NULL);
+
+    grpc_op ops[4];
+    memset(ops, 0, sizeof(ops));
+    cli_md_op(c, &st->auth_md, &ops[0]);
+    ops[1].op = GRPC_OP_SEND_MESSAGE;
+    ops[1].data.send_message.send_message = st->send_bb;
+    ops[2].op = GRPC_OP_SEND_CLOSE_FROM_CLIENT;
+    ops[3].op = GRPC_OP_RECV_INITIAL_METADATA;
+    ops[3].data.recv_initial_metadata.recv_initial_metadata = &st->init_md;
+    if (grpc_call_start_batch(st->call, ops, 4, &st->tag_start, NULL) == GRPC_CALL_OK)
+        st->start_pending = 1;
+    grpc_op sop;
+    memset(&sop, 0, sizeof(sop));
+    sop.op = GRPC_OP_RECV_STATUS_ON_CLIENT;
+    sop.data.recv_status_on_client.trailing_metadata = &st->trail_md;
+    sop.data.recv_status_on_client.status = &st->status;
+    sop.data.recv_status_on_client.status_details = &st->details;
+    if (grpc_call_start_batch(st->call, &sop, 1, &st->tag_status, NULL) == GRPC_CALL_OK)
+        st->status_pending = 1;
+    if (!st->start_pending || !st->status_pending) {
+        orr_rpc_stream_close(st);
+        return orr_err_set(err, ORR_EINTERNAL, NULL, "cannot start the stream");
+    }
+    *out = st;
+    return ORR_OK;
+}
+
+static void stream_finish(orr_rpc_stream *st)
+{
+    st->finished = 1;
+    orr_err_clear(&st->final);
+    orr_status rc = cli_status(st->c, st->status, st->details, &st->trail_md, &st->final);
+    if (rc == ORR_OK)
+        orr_err_set(&st->final, ORR_EOF, NULL, "end of stream");
+}
+
+orr_status orr_rpc_stream_next(orr_rpc_stream *st, ProtobufCMessage **msg, int wait_ms,
+                               orr_err *err)
+{
+    *msg = NULL;
+    orr_err_clear(err);
+    if (st->finished)
+        goto done;
+    if (!st->msg_pending && !st->eof) {
+        grpc_op op;
+        memset(&op, 0, sizeof(op));
+        op.op = GRPC_OP_RECV_MESSAGE;
+        op.data.recv_message.recv_message = &st->recv_bb;
+        if (grpc_call_start_batch(st->call, &op, 1, &st->tag_msg, NULL) != GRPC_CALL_OK)
+            return orr_err_set(err, ORR_EINTERNAL, NULL, "cannot read from the stream");
+        st->msg_pending = 1;
+    }
+    gpr_timespec until = wait_ms < 0 ? gpr_inf_future(GPR_CLOCK_MONOTONIC) : cli_deadline(wait_ms);
+    if (wait_ms == 0)
+        until = gpr_now(GPR_CLOCK_MONOTONIC);
+    for (;;) {
+        grpc_event ev = grpc_completion_queue_next(st->cq, until, NULL);
+        if (ev.type == GRPC_QUEUE_TIMEOUT)
+            return orr_err_set(err, ORR_ETIMEOUT, NULL, "no message within %d ms", wait_ms);
+        if (ev.type != GRPC_OP_COMPLETE)
+            return orr_err_set(err, ORR_EINTERNAL, NULL, "stream queue shut down");
+        if (ev.tag == &st->tag_start) {
+            st->start_pending = 0;
+        } else if (ev.tag == &st->tag_status) {
+            st->status_pending = 0;
+            st->status_done = 1;
+        } else if (ev.tag == &st->tag_msg) {
+            st->msg_pending = 0;
+            if (st->recv_bb) {
+                orr_status rc =
+                    orr_rpc_decode_bb(st->md->output, st->recv_bb, CLI_MAX_RECV, NULL, msg, err);
+                grpc_byte_buffer_destroy(st->recv_bb);
+                st->recv_bb = NULL;
+                if (rc == ORR_OK)
+                    return ORR_OK;
+                /* a message we cannot read ends the stream */
+                grpc_call_cancel(st->call, NULL);
+                st->eof = 1;
+                st->finished = 1;
+                orr_err_set(&st->final, ORR_EINTERNAL, "message", "cannot decode as %s",
+                            st->md->output->name);
+                goto done;
+            }
+            st->eof = 1;
+        }
+        if (st->eof && st->status_done) {
+            stream_finish(st);
+            goto done;
+        }
+    }
+done:
+    if (err)
+        *err = st->final;
+    return st->final.code;
+}
+
+void orr_rpc_stream_close(orr_rpc_stream *st)
+{
+    if (!st)
+        return;
+    if (st->start_pending || st->msg_pending || st->status_pending)
+        grpc_call_cancel(st->call, NULL);
+    while (st->start_pending || st->msg_pending || st->status_pending) {
+        grpc_event ev =
+            grpc_completion_queue_next(st->cq, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL);
+        if (ev.type != GRPC_OP_COMPLETE)
+            break;
+        if (ev.tag == &st->tag_start)
+            st->start_pending = 0;
+        else if (ev.tag == &st->tag_msg)
+            st->msg_pending = 0;
+        else if (ev.tag == &st->tag_status)
+            st->status_pending = 0;
+    }
+    if (st->recv_bb)
+        grpc_byte_buffer_destroy(st->recv_bb);
+    grpc_call_unref(st->call);
+    grpc_completion_queue_shutdown(st->cq);
+    while (grpc_completion_queue_next(st->cq, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL).type !=
+           GRPC_QUEUE_SHUTDOWN)
+        ;
+    grpc_completion_queue_destroy(st->cq);
+    grpc_byte_buffer_destroy(st->send_bb);
+    grpc_slice_unref(st->details);
+    grpc_metadata_array_destroy(&st->init_md);
+    grpc_metadata_array_destroy(&st->trail_md);
+    free(st);
+}

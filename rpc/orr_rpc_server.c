@@ -1,0 +1,1106 @@
+/*
+ * orr_rpc_server.c - the gRPC server half of orr_rpc (see orr_rpc.h).
+ *
+ * Threads and queues
+ *   One completion queue (CQ) is shared by `threads` worker threads, each
+ *   looping on grpc_completion_queue_next(). A slow unary handler therefore
+ *   holds only its own worker: events of other calls go to the others. Every
+ *   method of the table is registered with gRPC (payload read with the call,
+ *   which saves one CQ round trip per call) and keeps a few
+ *   grpc_server_request_registered_call() slots armed; a few generic
+ *   grpc_server_request_call() slots catch unknown paths. Each new call
+ *   re-arms its slot at once. Streaming handlers block while they wait for events,
+ *   so each runs on a thread of its own (at most max_streams, beyond that
+ *   RESOURCE_EXHAUSTED); their batch completions still arrive on the shared
+ *   CQ and a worker hands them over through the call's mutex/condvar.
+ *
+ * Per-call state machine (every arrow is one CQ event, tags in `struct
+ * srv_tag`):
+ *
+ *   NEW ─┬─ unknown method ──────────────────────────┐
+ *        ├─ bad/missing bearer token ────────────────┤ status batch
+ *        └─ request (registered slot: came with NEW; │
+ *           generic: RECV_MESSAGE batch -> RECV)     │
+ *                              ───┬─ size/decode err ─┤ (SEND_INITIAL_MD,
+ *                                 ├─ unary handler ───┤  [SEND_MESSAGE],
+ *                                 │                   ├> SEND_STATUS,
+ *                                 │                   │  RECV_CLOSE) -> FINISH
+ *                                 │                   │  -> release
+ *                                 └─ stream thread: RECV_CLOSE (-> CLOSE),
+ *                                    handler, SEND_MESSAGE* (-> SEND each),
+ *                                    SEND_STATUS (-> SEND), wait CLOSE,
+ *                                    join list -> release
+ *
+ * Invariants
+ *   - At most one batch of a call is started at a time from one thread: the
+ *     worker owns a unary call; the stream thread owns a streaming call after
+ *     it starts (its RECV_CLOSE batch is receive-only and runs alongside).
+ *   - Every call context comes from s->pool and goes back exactly once;
+ *     s->live counts those out of the pool (armed slots included).
+ *   - Destroy: stop flag, grpc_server_shutdown_and_notify, cancel all calls;
+ *     workers keep draining until the shutdown tag arrived and live == 0;
+ *     stream threads are joined; then the CQ is shut down and the workers
+ *     joined. Nothing is left behind for the leak checker.
+ *
+ * Per-call memory: a context (arena included) reused from a free list; the
+ * request is unpacked into the arena; nothing else is allocated by Orrery on
+ * the unary path apart from what gRPC needs.
+ */
+#include "orr_rpc.h"
+#include "orr_rpc_codec.h"
+
+#include <errno.h>
+#include <grpc/grpc.h>
+#include <grpc/grpc_security.h>
+#include <grpc/support/alloc.h>
+#include <grpc/support/time.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "orr_log.h"
+
+#define SRV_DEFAULT_THREADS     8
+#define SRV_DEFAULT_MAX_STREAMS 256
+#define SRV_DEFAULT_MAX_MSG     (4u * 1024 * 1024)
+#define SRV_POOL_KEEP           512 /* idle contexts kept for reuse */
+#define SRV_N_BUCKETS           12
+#define SRV_GENERIC_SLOTS       4 /* armed slots for unregistered paths */
+
+const uint64_t orr_rpc_latency_bounds_us[SRV_N_BUCKETS] = {
+    100, 250, 500, 1000, 2500, 5000, 10000, 25000, 50000, 100000, 250000, 1000000,
+};
+
+enum srv_tag_kind { TAG_NEW, TAG_RECV, TAG_FINISH, TAG_SEND, TAG_CLOSE, TAG_SHUTDOWN };
+
+struct srv_tag {
+    enum srv_tag_kind kind;
+    orr_rpc_call *call;
+};
+
+struct srv_method {
+    char *path; /* "/pkg.Service/Method" */
+    size_t path_len;
+    const char *name;
+    const ProtobufCMethodDescriptor *md;
+    orr_rpc_unary_fn unary;
+    orr_rpc_stream_fn stream;
+    void *reg; /* grpc_server_register_method handle */
+    _Atomic uint64_t calls;
+    _Atomic uint64_t errors;
+    _Atomic uint64_t buckets[SRV_N_BUCKETS + 1]; /* not cumulative; last = above all */
+    _Atomic uint64_t sum_ns;
+};
+
+struct orr_rpc_call {
+    orr_rpc_server *srv;
+    orr_rpc_call *next; /* free list / finished-stream list */
+    grpc_call *call;
+    struct srv_method *armed;  /* method of a registered slot; NULL = generic slot */
+    int cqi;                   /* index of the CQ the call is bound to */
+    grpc_call_details details; /* generic slots only */
+    gpr_timespec deadline;
+    grpc_metadata_array md;
+    grpc_byte_buffer *recv_bb;
+    grpc_byte_buffer *send_bb;
+    grpc_slice status_details;
+    grpc_metadata trailer;
+    int has_details;
+    int has_trailer;
+    int close_cancelled; /* filled by RECV_CLOSE_ON_SERVER */
+    int md_sent;         /* initial metadata went out (streams) */
+    int is_stream;
+    orr_status status; /* final status, for the stats */
+    struct srv_method *m;
+    orr_arena *arena;
+    const char *peer;
+    struct timespec t0;
+    const ProtobufCMessage *req;
+    struct srv_tag t_new, t_recv, t_finish, t_send, t_close;
+    /* streaming: the stream thread waits here for worker-delivered events */
+    pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int send_pending;
+    int send_ok;
+    int close_done;
+    atomic_int cancelled;
+};
+
+struct orr_rpc_server {
+    grpc_server *server;
+    grpc_completion_queue **cqs;
+    int n_cqs;
+    void *ctx;
+    int port;
+    int n_threads;
+    int max_streams;
+    int n_armed; /* registered slots per method */
+    size_t max_msg;
+    char *auth; /* "Bearer <token>" or NULL */
+    size_t auth_len;
+    struct srv_method *methods;
+    size_t n_methods;
+    struct srv_method **slots; /* open-addressing table by path */
+    size_t n_slots;
+    pthread_t *workers;
+    int n_workers;
+    int started;
+    atomic_int stopping;
+    struct srv_tag t_shutdown;
+    /* guarded by mu */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    orr_rpc_call *pool;
+    size_t pool_len;
+    size_t live;
+    int n_streams;
+    orr_rpc_call *finished; /* stream threads to join */
+    int shutdown_done;
+};
+
+/* ------------------------------------------------------------ helpers */
+
+static uint64_t srv_hash(const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++) {
+        h ^= b[i];
+        h *= 1099511628211ull;
+    }
+    return h;
+}
+
+static struct srv_method *srv_lookup(orr_rpc_server *s, grpc_slice path)
+{
+    const void *p = GRPC_SLICE_START_PTR(path);
+    size_t n = GRPC_SLICE_LENGTH(path);
+    size_t mask = s->n_slots - 1;
+    for (size_t i = srv_hash(p, n) & mask;; i = (i + 1) & mask) {
+        struct srv_method *m = s->slots[i];
+        if (!m)
+            return NULL;
+        if (m->path_len == n && memcmp(m->path, p, n) == 0)
+            return m;
+    }
+}
+
+/* Compares in time that depends only on the expected length. */
+static int srv_ct_equal(const unsigned char *got, size_t got_len, const unsigned char *want,
+                        size_t want_len)
+{
+    unsigned diff = got_len != want_len;
+    for (size_t i = 0; i < want_len; i++)
+        diff |= (unsigned)(want[i] ^ (i < got_len ? got[i] : 0));
+    return diff == 0;
+}
+
+static int srv_auth_ok(orr_rpc_server *s, orr_rpc_call *c)
+{
+    if (!s->auth)
+        return 1;
+    for (size_t i = 0; i < c->md.count; i++) {
+        const grpc_metadata *e = &c->md.metadata[i];
+        if (GRPC_SLICE_LENGTH(e->key) == 13 &&
+            memcmp(GRPC_SLICE_START_PTR(e->key), "authorization", 13) == 0)
+            return srv_ct_equal(GRPC_SLICE_START_PTR(e->value), GRPC_SLICE_LENGTH(e->value),
+                                (const unsigned char *)s->auth, s->auth_len);
+    }
+    return 0;
+}
+
+static uint64_t srv_elapsed_ns(const struct timespec *t0)
+{
+    struct timespec t1;
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    int64_t ns = (int64_t)(t1.tv_sec - t0->tv_sec) * 1000000000 + (t1.tv_nsec - t0->tv_nsec);
+    return ns > 0 ? (uint64_t)ns : 0;
+}
+
+static void srv_stats_record(orr_rpc_call *c)
+{
+    struct srv_method *m = c->m;
+    if (!m)
+        return;
+    uint64_t ns = srv_elapsed_ns(&c->t0);
+    uint64_t us = ns / 1000;
+    size_t b = 0;
+    while (b < SRV_N_BUCKETS && us > orr_rpc_latency_bounds_us[b])
+        b++;
+    atomic_fetch_add_explicit(&m->calls, 1, memory_order_relaxed);
+    if (c->status != ORR_OK)
+        atomic_fetch_add_explicit(&m->errors, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&m->buckets[b], 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&m->sum_ns, ns, memory_order_relaxed);
+}
+
+/* ------------------------------------------------------------ context pool */
+
+static orr_rpc_call *srv_ctx_new(orr_rpc_server *s)
+{
+    orr_rpc_call *c = calloc(1, sizeof(*c));
+    if (!c) {
+        fprintf(stderr, "level=fatal msg=\"out of memory\"\n");
+        abort();
+    }
+    c->srv = s;
+    c->arena = orr_arena_create(0);
+    grpc_call_details_init(&c->details);
+    grpc_metadata_array_init(&c->md);
+    pthread_mutex_init(&c->mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&c->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    c->t_new = (struct srv_tag){TAG_NEW, c};
+    c->t_recv = (struct srv_tag){TAG_RECV, c};
+    c->t_finish = (struct srv_tag){TAG_FINISH, c};
+    c->t_send = (struct srv_tag){TAG_SEND, c};
+    c->t_close = (struct srv_tag){TAG_CLOSE, c};
+    return c;
+}
+
+static void srv_ctx_free(orr_rpc_call *c)
+{
+    grpc_call_details_destroy(&c->details);
+    grpc_metadata_array_destroy(&c->md);
+    orr_arena_destroy(c->arena);
+    pthread_mutex_destroy(&c->mu);
+    pthread_cond_destroy(&c->cv);
+    free(c);
+}
+
+static orr_rpc_call *srv_ctx_get(orr_rpc_server *s)
+{
+    pthread_mutex_lock(&s->mu);
+    orr_rpc_call *c = s->pool;
+    if (c) {
+        s->pool = c->next;
+        s->pool_len--;
+    }
+    s->live++;
+    pthread_mutex_unlock(&s->mu);
+    if (!c)
+        c = srv_ctx_new(s);
+    c->next = NULL;
+    return c;
+}
+
+/* Drop everything the call holds and return the context to the pool. */
+static void srv_ctx_put(orr_rpc_server *s, orr_rpc_call *c)
+{
+    if (c->call) {
+        grpc_call_unref(c->call);
+        c->call = NULL;
+    }
+    grpc_call_details_destroy(&c->details);
+    grpc_call_details_init(&c->details);
+    grpc_metadata_array_destroy(&c->md);
+    grpc_metadata_array_init(&c->md);
+    if (c->recv_bb) {
+        grpc_byte_buffer_destroy(c->recv_bb);
+        c->recv_bb = NULL;
+    }
+    if (c->send_bb) {
+        grpc_byte_buffer_destroy(c->send_bb);
+        c->send_bb = NULL;
+    }
+    if (c->has_details)
+        grpc_slice_unref(c->status_details);
+    if (c->has_trailer)
+        grpc_slice_unref(c->trailer.value);
+    c->has_details = c->has_trailer = 0;
+    c->close_cancelled = c->md_sent = c->is_stream = 0;
+    c->send_pending = c->send_ok = c->close_done = 0;
+    atomic_store(&c->cancelled, 0);
+    c->status = ORR_OK;
+    c->m = NULL;
+    c->armed = NULL;
+    c->peer = NULL;
+    c->req = NULL;
+    orr_arena_reset(c->arena);
+
+    int keep;
+    pthread_mutex_lock(&s->mu);
+    keep = s->pool_len < SRV_POOL_KEEP;
+    if (keep) {
+        c->next = s->pool;
+        s->pool = c;
+        s->pool_len++;
+    }
+    s->live--;
+    if (atomic_load(&s->stopping))
+        pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+    if (!keep)
+        srv_ctx_free(c);
+}
+
+/* Join finished stream threads and recycle their contexts. */
+static void srv_reap(orr_rpc_server *s)
+{
+    pthread_mutex_lock(&s->mu);
+    orr_rpc_call *list = s->finished;
+    s->finished = NULL;
+    pthread_mutex_unlock(&s->mu);
+    while (list) {
+        orr_rpc_call *c = list;
+        list = c->next;
+        pthread_join(c->thread, NULL);
+        srv_ctx_put(s, c);
+    }
+}
+
+/* Arm one slot: for method m (its request arrives with the call), or a
+ * generic one (m NULL) that catches paths nobody registered. */
+static void srv_arm(orr_rpc_server *s, struct srv_method *m, int cqi)
+{
+    orr_rpc_call *c = srv_ctx_get(s);
+    grpc_call_error e;
+    grpc_completion_queue *cq = s->cqs[cqi];
+    c->armed = m;
+    c->cqi = cqi;
+    if (m)
+        e = grpc_server_request_registered_call(s->server, m->reg, &c->call, &c->deadline, &c->md,
+                                                &c->recv_bb, cq, cq, &c->t_new);
+    else
+        e = grpc_server_request_call(s->server, &c->call, &c->details, &c->md, cq, cq, &c->t_new);
+    if (e != GRPC_CALL_OK) {
+        ORR_WARN("rpc request_call failed", "error=%s", orr_log_q(grpc_call_error_to_string(e)));
+        srv_ctx_put(s, c);
+    }
+}
+
+/* ------------------------------------------------------------ sending */
+
+/* Fill a SEND_STATUS_FROM_SERVER op for st/err; slices live in c. */
+static void srv_status_op(orr_rpc_call *c, orr_status st, const orr_err *err, grpc_op *op)
+{
+    op->op = GRPC_OP_SEND_STATUS_FROM_SERVER;
+    op->data.send_status_from_server.status = orr_rpc_status_to_grpc(st);
+    if (st == ORR_OK)
+        return;
+    char buf[sizeof(err->field) + sizeof(err->msg) + 4];
+    if (err->code == st || err->msg[0] || err->field[0])
+        orr_err_str(err, buf, sizeof(buf));
+    else
+        snprintf(buf, sizeof(buf), "%s", orr_status_msg(st));
+    if (!buf[0])
+        snprintf(buf, sizeof(buf), "%s", orr_status_msg(st));
+    c->status_details = grpc_slice_from_copied_string(buf);
+    c->has_details = 1;
+    op->data.send_status_from_server.status_details = &c->status_details;
+    if (err->field[0]) {
+        /* a metadata value must be printable ASCII */
+        char field[sizeof(err->field)];
+        size_t i;
+        for (i = 0; err->field[i] && i + 1 < sizeof(field); i++) {
+            unsigned char ch = (unsigned char)err->field[i];
+            field[i] = ch >= 0x20 && ch < 0x7f ? (char)ch : '?';
+        }
+        field[i] = '\0';
+        c->trailer.key = grpc_slice_from_static_string(ORR_RPC_FIELD_KEY);
+        c->trailer.value = grpc_slice_from_copied_string(field);
+        c->has_trailer = 1;
+        op->data.send_status_from_server.trailing_metadata_count = 1;
+        op->data.send_status_from_server.trailing_metadata = &c->trailer;
+    }
+}
+
+/* Final batch of a unary call (or of a call refused before its handler):
+ * initial metadata, the response if any, status, RECV_CLOSE -> TAG_FINISH. */
+static void srv_finish(orr_rpc_call *c, orr_status st, const orr_err *err, grpc_byte_buffer *resp)
+{
+    grpc_op ops[4];
+    memset(ops, 0, sizeof(ops));
+    size_t n = 0;
+    c->status = st;
+    ops[n++].op = GRPC_OP_SEND_INITIAL_METADATA;
+    if (st == ORR_OK && resp) {
+        c->send_bb = resp;
+        ops[n].op = GRPC_OP_SEND_MESSAGE;
+        ops[n++].data.send_message.send_message = resp;
+    }
+    srv_status_op(c, st, err, &ops[n++]);
+    ops[n].op = GRPC_OP_RECV_CLOSE_ON_SERVER;
+    ops[n++].data.recv_close_on_server.cancelled = &c->close_cancelled;
+    if (grpc_call_start_batch(c->call, ops, n, &c->t_finish, NULL) != GRPC_CALL_OK) {
+        srv_stats_record(c);
+        srv_ctx_put(c->srv, c);
+    }
+}
+
+static void srv_finish_msg(orr_rpc_call *c, orr_status st, const char *field, const char *msg)
+{
+    orr_err err;
+    orr_err_set(&err, st, field, "%s", msg);
+    srv_finish(c, st, &err, NULL);
+}
+
+/* Start a batch from a stream thread and wait for the worker to deliver it. */
+static int srv_batch_wait(orr_rpc_call *c, const grpc_op *ops, size_t n)
+{
+    pthread_mutex_lock(&c->mu);
+    c->send_pending = 1;
+    pthread_mutex_unlock(&c->mu);
+    if (grpc_call_start_batch(c->call, ops, n, &c->t_send, NULL) != GRPC_CALL_OK) {
+        pthread_mutex_lock(&c->mu);
+        c->send_pending = 0;
+        pthread_mutex_unlock(&c->mu);
+        return 0;
+    }
+    pthread_mutex_lock(&c->mu);
+    while (c->send_pending)
+        pthread_cond_wait(&c->cv, &c->mu);
+    int ok = c->send_ok;
+    pthread_mutex_unlock(&c->mu);
+    return ok;
+}
+
+/* ------------------------------------------------------------ streams */
+
+static void *srv_stream_main(void *arg)
+{
+    orr_rpc_call *c = arg;
+    orr_rpc_server *s = c->srv;
+    pthread_setname_np(pthread_self(), "orr-rpc-stream");
+    grpc_op close_op;
+    memset(&close_op, 0, sizeof(close_op));
+    close_op.op = GRPC_OP_RECV_CLOSE_ON_SERVER;
+    close_op.data.recv_close_on_server.cancelled = &c->close_cancelled;
+    if (grpc_call_start_batch(c->call, &close_op, 1, &c->t_close, NULL) != GRPC_CALL_OK) {
+        pthread_mutex_lock(&c->mu);
+        c->close_done = 1;
+        atomic_store(&c->cancelled, 1);
+        pthread_mutex_unlock(&c->mu);
+    }
+
+    orr_err err;
+    orr_err_clear(&err);
+    orr_status st = c->m->stream(c, c->req, &err, s->ctx);
+    if (st == ORR_EINTERNAL)
+        ORR_WARN("rpc stream failed", "method=%s msg=%s", c->m->name, orr_log_q(err.msg));
+
+    grpc_op ops[2];
+    memset(ops, 0, sizeof(ops));
+    size_t n = 0;
+    if (!c->md_sent)
+        ops[n++].op = GRPC_OP_SEND_INITIAL_METADATA;
+    c->md_sent = 1;
+    c->status = st;
+    srv_status_op(c, st, &err, &ops[n++]);
+    srv_batch_wait(c, ops, n);
+
+    pthread_mutex_lock(&c->mu);
+    while (!c->close_done)
+        pthread_cond_wait(&c->cv, &c->mu);
+    pthread_mutex_unlock(&c->mu);
+    srv_stats_record(c);
+
+    pthread_mutex_lock(&s->mu);
+    c->next = s->finished;
+    s->finished = c;
+    s->n_streams--;
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+    return NULL;
+}
+
+static void srv_start_stream(orr_rpc_server *s, orr_rpc_call *c)
+{
+    srv_reap(s);
+    pthread_mutex_lock(&s->mu);
+    int stopping = atomic_load(&s->stopping);
+    int full = s->n_streams >= s->max_streams;
+    if (!stopping && !full)
+        s->n_streams++;
+    pthread_mutex_unlock(&s->mu);
+    if (stopping) {
+        srv_finish_msg(c, ORR_EUNAVAIL, NULL, "server is stopping");
+        return;
+    }
+    if (full) {
+        orr_err err;
+        orr_err_set(&err, ORR_ETOOBIG, NULL, "too many open streams (limit %d)", s->max_streams);
+        srv_finish(c, ORR_ETOOBIG, &err, NULL);
+        return;
+    }
+    c->is_stream = 1;
+    int rc = pthread_create(&c->thread, NULL, srv_stream_main, c);
+    if (rc != 0) {
+        pthread_mutex_lock(&s->mu);
+        s->n_streams--;
+        pthread_mutex_unlock(&s->mu);
+        c->is_stream = 0;
+        orr_err err;
+        orr_err_set(&err, ORR_ETOOBIG, NULL, "cannot start a stream thread: %s", strerror(rc));
+        srv_finish(c, ORR_ETOOBIG, &err, NULL);
+    }
+}
+
+/* ------------------------------------------------------------ events */
+
+static void srv_on_recv(orr_rpc_server *s, orr_rpc_call *c, int ok);
+static int srv_deadline_passed(const orr_rpc_call *c);
+
+static void srv_on_new(orr_rpc_server *s, orr_rpc_call *c, int ok)
+{
+    if (!ok) { /* server shutting down: the slot was never used */
+        srv_ctx_put(s, c);
+        return;
+    }
+    clock_gettime(CLOCK_MONOTONIC, &c->t0);
+    if (!atomic_load(&s->stopping))
+        srv_arm(s, c->armed, c->cqi);
+
+    if (c->armed) {
+        c->m = c->armed;
+    } else {
+        c->deadline = c->details.deadline;
+        c->m = srv_lookup(s, c->details.method);
+    }
+    if (!c->m) {
+        char path[256];
+        size_t n = GRPC_SLICE_LENGTH(c->details.method);
+        if (n >= sizeof(path))
+            n = sizeof(path) - 1;
+        memcpy(path, GRPC_SLICE_START_PTR(c->details.method), n);
+        path[n] = '\0';
+        orr_err err;
+        orr_err_set(&err, ORR_EINTERNAL, NULL, "method %s is not implemented", path);
+        /* UNIMPLEMENTED has no orr_status: send it directly */
+        grpc_op ops[3];
+        memset(ops, 0, sizeof(ops));
+        ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
+        ops[1].op = GRPC_OP_SEND_STATUS_FROM_SERVER;
+        ops[1].data.send_status_from_server.status = GRPC_STATUS_UNIMPLEMENTED;
+        c->status_details = grpc_slice_from_copied_string(err.msg);
+        c->has_details = 1;
+        ops[1].data.send_status_from_server.status_details = &c->status_details;
+        ops[2].op = GRPC_OP_RECV_CLOSE_ON_SERVER;
+        ops[2].data.recv_close_on_server.cancelled = &c->close_cancelled;
+        if (grpc_call_start_batch(c->call, ops, 3, &c->t_finish, NULL) != GRPC_CALL_OK)
+            srv_ctx_put(s, c);
+        return;
+    }
+    if (!srv_auth_ok(s, c)) {
+        srv_finish_msg(c, ORR_EAUTH, "authorization", "missing or wrong bearer token");
+        return;
+    }
+    if (c->armed) { /* the request came with the call */
+        srv_on_recv(s, c, 1);
+        return;
+    }
+    grpc_op op;
+    memset(&op, 0, sizeof(op));
+    op.op = GRPC_OP_RECV_MESSAGE;
+    op.data.recv_message.recv_message = &c->recv_bb;
+    if (grpc_call_start_batch(c->call, &op, 1, &c->t_recv, NULL) != GRPC_CALL_OK) {
+        c->status = ORR_EINTERNAL;
+        srv_stats_record(c);
+        srv_ctx_put(s, c);
+    }
+}
+
+static void srv_on_recv(orr_rpc_server *s, orr_rpc_call *c, int ok)
+{
+    if (!ok || !c->recv_bb) {
+        srv_finish_msg(c, ORR_EINVAL, "request", "no request message received");
+        return;
+    }
+    orr_err err;
+    orr_err_clear(&err);
+    ProtobufCMessage *req = NULL;
+    orr_status st =
+        orr_rpc_decode_bb(c->m->md->input, c->recv_bb, s->max_msg, c->arena, &req, &err);
+    grpc_byte_buffer_destroy(c->recv_bb);
+    c->recv_bb = NULL;
+    if (st != ORR_OK) {
+        srv_finish(c, st, &err, NULL);
+        return;
+    }
+    c->req = req;
+    if (c->m->stream) {
+        srv_start_stream(s, c);
+        return;
+    }
+
+    ProtobufCMessage *resp = NULL;
+    st = c->m->unary(c, req, &resp, &err, s->ctx);
+    grpc_byte_buffer *bb = NULL;
+    if (st == ORR_OK) {
+        orr_err_clear(&err);
+        if (orr_rpc_pack(resp, c->m->md->output, "response", &bb, &err) != ORR_OK) {
+            ORR_WARN("rpc handler returned a bad response", "method=%s msg=%s", c->m->name,
+                     orr_log_q(err.msg));
+            st = orr_err_set(&err, ORR_EINTERNAL, NULL, "the server built a bad response");
+        }
+    } else if (srv_deadline_passed(c)) {
+        /* the handler gave up because the client's time ran out: say so the
+         * way gRPC clients expect, whatever code the handler chose */
+        st = orr_err_set(&err, ORR_ETIMEOUT, NULL, "deadline exceeded while handling the call");
+    } else if (st == ORR_EINTERNAL) {
+        ORR_WARN("rpc handler failed", "method=%s msg=%s", c->m->name, orr_log_q(err.msg));
+    }
+    srv_finish(c, st, &err, bb);
+}
+
+static void srv_on_send(orr_rpc_call *c, int ok)
+{
+    pthread_mutex_lock(&c->mu);
+    c->send_pending = 0;
+    c->send_ok = ok;
+    pthread_cond_broadcast(&c->cv);
+    pthread_mutex_unlock(&c->mu);
+}
+
+static void srv_on_close(orr_rpc_call *c)
+{
+    pthread_mutex_lock(&c->mu);
+    c->close_done = 1;
+    if (c->close_cancelled)
+        atomic_store(&c->cancelled, 1);
+    pthread_cond_broadcast(&c->cv);
+    pthread_mutex_unlock(&c->mu);
+}
+
+struct srv_worker_arg {
+    orr_rpc_server *s;
+    grpc_completion_queue *cq;
+};
+
+static void *srv_worker(void *arg)
+{
+    struct srv_worker_arg *wa = arg;
+    orr_rpc_server *s = wa->s;
+    grpc_completion_queue *cq = wa->cq;
+    free(wa);
+    pthread_setname_np(pthread_self(), "orr-rpc-worker");
+    for (;;) {
+        grpc_event ev = grpc_completion_queue_next(cq, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL);
+        if (ev.type == GRPC_QUEUE_SHUTDOWN)
+            break;
+        if (ev.type != GRPC_OP_COMPLETE)
+            continue;
+        struct srv_tag *t = ev.tag;
+        switch (t->kind) {
+        case TAG_NEW:
+            srv_on_new(s, t->call, ev.success);
+            break;
+        case TAG_RECV:
+            srv_on_recv(s, t->call, ev.success);
+            break;
+        case TAG_FINISH:
+            srv_stats_record(t->call);
+            srv_ctx_put(s, t->call);
+            break;
+        case TAG_SEND:
+            srv_on_send(t->call, ev.success);
+            break;
+        case TAG_CLOSE:
+            srv_on_close(t->call);
+            break;
+        case TAG_SHUTDOWN:
+            pthread_mutex_lock(&s->mu);
+            s->shutdown_done = 1;
+            pthread_cond_broadcast(&s->cv);
+            pthread_mutex_unlock(&s->mu);
+            break;
+        }
+    }
+    return NULL;
+}
+
+/* ------------------------------------------------------------ public API */
+
+static orr_status srv_build_table(orr_rpc_server *s, const ProtobufCServiceDescriptor *svc,
+                                  const orr_rpc_method *methods, size_t n, orr_err *err)
+{
+    s->methods = calloc(n ? n : 1, sizeof(*s->methods));
+    s->n_slots = 8;
+    while (s->n_slots < 2 * n)
+        s->n_slots *= 2;
+    s->slots = calloc(s->n_slots, sizeof(*s->slots));
+    if (!s->methods || !s->slots)
+        return orr_err_set(err, ORR_ENOMEM, NULL, "out of memory");
+    for (size_t i = 0; i < n; i++) {
+        const orr_rpc_method *in = &methods[i];
+        char field[64];
+        snprintf(field, sizeof(field), "methods[%zu]", i);
+        const ProtobufCMethodDescriptor *md =
+            in->name ? protobuf_c_service_descriptor_get_method_by_name(svc, in->name) : NULL;
+        if (!md)
+            return orr_err_set(err, ORR_EINVAL, field, "service %s has no method %s", svc->name,
+                               in->name ? in->name : "(null)");
+        if (!in->unary == !in->stream)
+            return orr_err_set(err, ORR_EINVAL, field,
+                               "method %s: set exactly one of unary and stream", in->name);
+        struct srv_method *m = &s->methods[i];
+        size_t len = strlen(svc->name) + strlen(md->name) + 3;
+        m->path = malloc(len);
+        if (!m->path)
+            return orr_err_set(err, ORR_ENOMEM, NULL, "out of memory");
+        snprintf(m->path, len, "/%s/%s", svc->name, md->name);
+        m->path_len = strlen(m->path);
+        m->name = md->name;
+        m->md = md;
+        m->unary = in->unary;
+        m->stream = in->stream;
+        s->n_methods = i + 1;
+        size_t mask = s->n_slots - 1;
+        size_t j = srv_hash(m->path, m->path_len) & mask;
+        while (s->slots[j]) {
+            if (strcmp(s->slots[j]->path, m->path) == 0)
+                return orr_err_set(err, ORR_EINVAL, field, "method %s listed twice", in->name);
+            j = (j + 1) & mask;
+        }
+        s->slots[j] = m;
+    }
+    return ORR_OK;
+}
+
+static void srv_free(orr_rpc_server *s)
+{
+    for (size_t i = 0; i < s->n_methods; i++)
+        free(s->methods[i].path);
+    free(s->methods);
+    free(s->slots);
+    while (s->pool) {
+        orr_rpc_call *c = s->pool;
+        s->pool = c->next;
+        srv_ctx_free(c);
+    }
+    free(s->workers);
+    free(s->cqs);
+    free(s->auth);
+    pthread_mutex_destroy(&s->mu);
+    pthread_cond_destroy(&s->cv);
+    free(s);
+}
+
+orr_status orr_rpc_server_create(const ProtobufCServiceDescriptor *svc,
+                                 const orr_rpc_method *methods, size_t n_methods, void *ctx,
+                                 const orr_rpc_server_opts *opts, orr_rpc_server **out,
+                                 orr_err *err)
+{
+    *out = NULL;
+    if (!svc || !opts || !opts->listen || (n_methods && !methods))
+        return orr_err_set(err, ORR_EINVAL, "listen", "service, options and listen are required");
+    orr_rpc_server *s = calloc(1, sizeof(*s));
+    if (!s)
+        return orr_err_set(err, ORR_ENOMEM, NULL, "out of memory");
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->cv, NULL);
+    s->ctx = ctx;
+    s->n_threads = opts->threads > 0 ? opts->threads : SRV_DEFAULT_THREADS;
+    s->max_streams = opts->max_streams > 0 ? opts->max_streams : SRV_DEFAULT_MAX_STREAMS;
+    s->max_msg = opts->max_msg_bytes > 0 ? opts->max_msg_bytes : SRV_DEFAULT_MAX_MSG;
+    s->n_cqs = opts->queues > 0 ? opts->queues : 1;
+    if (s->n_cqs > s->n_threads)
+        s->n_cqs = s->n_threads;
+    int per_cq = s->n_threads / s->n_cqs;
+    s->n_armed = per_cq < 4 ? 4 : per_cq > 16 ? 16 : per_cq;
+    s->t_shutdown = (struct srv_tag){TAG_SHUTDOWN, NULL};
+    if (opts->token && opts->token[0]) {
+        s->auth_len = strlen("Bearer ") + strlen(opts->token);
+        s->auth = malloc(s->auth_len + 1);
+        if (!s->auth) {
+            srv_free(s);
+            return orr_err_set(err, ORR_ENOMEM, NULL, "out of memory");
+        }
+        snprintf(s->auth, s->auth_len + 1, "Bearer %s", opts->token);
+    }
+    orr_status st = srv_build_table(s, svc, methods, n_methods, err);
+    if (st != ORR_OK) {
+        srv_free(s);
+        return st;
+    }
+
+    grpc_init();
+    grpc_arg args[7];
+    int max_recv = s->max_msg > INT_MAX ? INT_MAX : (int)s->max_msg;
+    args[0] =
+        (grpc_arg){.type = GRPC_ARG_INTEGER, .key = GRPC_ARG_ALLOW_REUSEPORT, .value.integer = 0};
+    args[1] = (grpc_arg){.type = GRPC_ARG_INTEGER,
+                         .key = GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH,
+                         .value.integer = max_recv};
+    args[2] = (grpc_arg){
+        .type = GRPC_ARG_INTEGER, .key = GRPC_ARG_KEEPALIVE_TIME_MS, .value.integer = 30000};
+    args[3] = (grpc_arg){
+        .type = GRPC_ARG_INTEGER, .key = GRPC_ARG_KEEPALIVE_TIMEOUT_MS, .value.integer = 10000};
+    args[4] = (grpc_arg){.type = GRPC_ARG_INTEGER,
+                         .key = GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS,
+                         .value.integer = 5000};
+    args[5] = (grpc_arg){.type = GRPC_ARG_INTEGER,
+                         .key = GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS,
+                         .value.integer = 1};
+    args[6] =
+        (grpc_arg){.type = GRPC_ARG_INTEGER, .key = GRPC_ARG_ENABLE_CHANNELZ, .value.integer = 0};
+    grpc_channel_args ca = {.num_args = 7, .args = args};
+    s->server = grpc_server_create(&ca, NULL);
+    for (size_t i = 0; i < s->n_methods; i++)
+        s->methods[i].reg = grpc_server_register_method(
+            s->server, s->methods[i].path, NULL, GRPC_SRM_PAYLOAD_READ_INITIAL_BYTE_BUFFER, 0);
+    s->cqs = calloc((size_t)s->n_cqs, sizeof(*s->cqs));
+    if (!s->cqs)
+        abort();
+    for (int i = 0; i < s->n_cqs; i++) {
+        s->cqs[i] = grpc_completion_queue_create_for_next(NULL);
+        grpc_server_register_completion_queue(s->server, s->cqs[i], NULL);
+    }
+    grpc_server_credentials *creds = grpc_insecure_server_credentials_create();
+    s->port = grpc_server_add_http2_port(s->server, opts->listen, creds);
+    grpc_server_credentials_release(creds);
+    if (s->port <= 0) {
+        st = orr_err_set(err, ORR_EIO, "listen", "cannot listen on %s", opts->listen);
+        orr_rpc_server_destroy(s);
+        return st;
+    }
+    *out = s;
+    return ORR_OK;
+}
+
+int orr_rpc_server_port(const orr_rpc_server *s)
+{
+    return s->port;
+}
+
+orr_status orr_rpc_server_start(orr_rpc_server *s)
+{
+    if (s->started)
+        return ORR_OK;
+    s->workers = calloc((size_t)s->n_threads, sizeof(*s->workers));
+    if (!s->workers)
+        return ORR_ENOMEM;
+    grpc_server_start(s->server);
+    s->started = 1;
+    for (int q = 0; q < s->n_cqs; q++) {
+        for (size_t m = 0; m < s->n_methods; m++)
+            for (int i = 0; s->methods[m].reg && i < s->n_armed; i++)
+                srv_arm(s, &s->methods[m], q);
+        for (int i = 0; i < SRV_GENERIC_SLOTS; i++)
+            srv_arm(s, NULL, q);
+    }
+    for (int i = 0; i < s->n_threads; i++) {
+        struct srv_worker_arg *wa = malloc(sizeof(*wa));
+        int rc = wa ? 0 : ENOMEM;
+        if (wa) {
+            *wa = (struct srv_worker_arg){s, s->cqs[i % s->n_cqs]};
+            rc = pthread_create(&s->workers[i], NULL, srv_worker, wa);
+            if (rc != 0)
+                free(wa);
+        }
+        if (rc != 0) {
+            /* a queue without a worker would hang its calls and the shutdown */
+            fprintf(stderr, "level=fatal msg=\"cannot start rpc worker thread\" error=\"%s\"\n",
+                    strerror(rc));
+            abort();
+        }
+        s->n_workers++;
+    }
+    ORR_INFO("rpc server listening", "port=%d threads=%d queues=%d", s->port, s->n_workers,
+             s->n_cqs);
+    return ORR_OK;
+}
+
+/* Never started (no workers, no armed slot): wait on the calling thread for
+ * the shutdown tag, which goes to the first CQ. */
+static void srv_drain_here(orr_rpc_server *s)
+{
+    for (;;) {
+        pthread_mutex_lock(&s->mu);
+        int done = s->shutdown_done && s->live == 0;
+        pthread_mutex_unlock(&s->mu);
+        if (done)
+            return;
+        grpc_event ev = grpc_completion_queue_next(
+            s->cqs[0],
+            gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC), gpr_time_from_millis(100, GPR_TIMESPAN)),
+            NULL);
+        if (ev.type != GRPC_OP_COMPLETE)
+            continue;
+        struct srv_tag *t = ev.tag;
+        if (t->kind == TAG_SHUTDOWN) {
+            pthread_mutex_lock(&s->mu);
+            s->shutdown_done = 1;
+            pthread_mutex_unlock(&s->mu);
+        } else if (t->kind == TAG_NEW && !ev.success) {
+            srv_ctx_put(s, t->call);
+        } else if (t->kind == TAG_NEW) {
+            t->call->status = ORR_EUNAVAIL;
+            grpc_call_cancel(t->call->call, NULL);
+            srv_ctx_put(s, t->call);
+        } else if (t->kind == TAG_FINISH) {
+            srv_ctx_put(s, t->call);
+        }
+    }
+}
+
+void orr_rpc_server_destroy(orr_rpc_server *s)
+{
+    if (!s)
+        return;
+    if (s->server) {
+        atomic_store(&s->stopping, 1);
+        grpc_server_shutdown_and_notify(s->server, s->cqs[0], &s->t_shutdown);
+        grpc_server_cancel_all_calls(s->server);
+        if (s->n_workers > 0) {
+            pthread_mutex_lock(&s->mu);
+            while (!(s->shutdown_done && s->live == 0)) {
+                if (s->finished) {
+                    pthread_mutex_unlock(&s->mu);
+                    srv_reap(s);
+                    pthread_mutex_lock(&s->mu);
+                    continue;
+                }
+                pthread_cond_wait(&s->cv, &s->mu);
+            }
+            pthread_mutex_unlock(&s->mu);
+        } else {
+            srv_drain_here(s);
+        }
+        grpc_server_destroy(s->server);
+        for (int q = 0; q < s->n_cqs; q++)
+            grpc_completion_queue_shutdown(s->cqs[q]);
+        for (int i = 0; i < s->n_workers; i++)
+            pthread_join(s->workers[i], NULL);
+        for (int q = 0; q < s->n_cqs; q++) {
+            if (s->n_workers == 0)
+                while (
+                    grpc_completion_queue_next(s->cqs[q], gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL)
+                        .type != GRPC_QUEUE_SHUTDOWN)
+                    ;
+            grpc_completion_queue_destroy(s->cqs[q]);
+        }
+        grpc_shutdown();
+    }
+    srv_free(s);
+}
+
+/* ------------------------------------------------------------ call helpers */
+
+orr_arena *orr_rpc_call_arena(orr_rpc_call *call)
+{
+    return call->arena;
+}
+
+const char *orr_rpc_call_method(const orr_rpc_call *call)
+{
+    return call->m ? call->m->name : "";
+}
+
+const char *orr_rpc_call_peer(const orr_rpc_call *call)
+{
+    orr_rpc_call *c = (orr_rpc_call *)call; /* the peer is cached on first use */
+    if (!c->peer) {
+        char *p = grpc_call_get_peer(c->call);
+        c->peer = orr_arena_strdup(c->arena, p ? p : "");
+        gpr_free(p);
+    }
+    return c->peer;
+}
+
+static int srv_deadline_passed(const orr_rpc_call *c)
+{
+    gpr_timespec now = gpr_now(c->deadline.clock_type);
+    return gpr_time_cmp(now, c->deadline) >= 0;
+}
+
+int orr_rpc_call_cancelled(orr_rpc_call *call)
+{
+    if (atomic_load(&call->srv->stopping) || atomic_load(&call->cancelled))
+        return 1;
+    return call->is_stream ? 0 : srv_deadline_passed(call);
+}
+
+int orr_rpc_call_wait_cancelled(orr_rpc_call *call, int wait_ms)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    if (wait_ms >= 0) {
+        until.tv_sec += wait_ms / 1000;
+        until.tv_nsec += (long)(wait_ms % 1000) * 1000000L;
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
+    }
+    if (!call->is_stream) {
+        /* no close event on a unary call: poll deadline and stop flag */
+        for (;;) {
+            if (orr_rpc_call_cancelled(call))
+                return 1;
+            struct timespec now;
+            clock_gettime(CLOCK_MONOTONIC, &now);
+            if (wait_ms >= 0 && (now.tv_sec > until.tv_sec ||
+                                 (now.tv_sec == until.tv_sec && now.tv_nsec >= until.tv_nsec)))
+                return 0;
+            struct timespec slice = {0, 5 * 1000000L};
+            nanosleep(&slice, NULL);
+        }
+    }
+    pthread_mutex_lock(&call->mu);
+    int rc = 0;
+    while (!atomic_load(&call->cancelled) && !atomic_load(&call->srv->stopping) && rc == 0) {
+        if (wait_ms < 0)
+            pthread_cond_wait(&call->cv, &call->mu);
+        else
+            rc = pthread_cond_timedwait(&call->cv, &call->mu, &until);
+    }
+    pthread_mutex_unlock(&call->mu);
+    return orr_rpc_call_cancelled(call);
+}
+
+orr_status orr_rpc_stream_send(orr_rpc_call *call, const ProtobufCMessage *msg)
+{
+    if (!call->is_stream)
+        return ORR_EINVAL;
+    if (orr_rpc_call_cancelled(call))
+        return ORR_ECANCELLED;
+    grpc_byte_buffer *bb = NULL;
+    orr_err err;
+    if (orr_rpc_pack(msg, call->m->md->output, "message", &bb, &err) != ORR_OK) {
+        ORR_WARN("rpc stream message refused", "method=%s msg=%s", call->m->name,
+                 orr_log_q(err.msg));
+        return ORR_EINVAL;
+    }
+    grpc_op ops[2];
+    memset(ops, 0, sizeof(ops));
+    size_t n = 0;
+    if (!call->md_sent)
+        ops[n++].op = GRPC_OP_SEND_INITIAL_METADATA;
+    ops[n].op = GRPC_OP_SEND_MESSAGE;
+    ops[n++].data.send_message.send_message = bb;
+    call->md_sent = 1;
+    int ok = srv_batch_wait(call, ops, n);
+    grpc_byte_buffer_destroy(bb);
+    if (!ok) {
+        atomic_store(&call->cancelled, 1);
+        return ORR_ECANCELLED;
+    }
+    return ORR_OK;
+}
+
+size_t orr_rpc_server_stats(orr_rpc_server *s, orr_rpc_method_stats *out, size_t n)
+{
+    for (size_t i = 0; i < s->n_methods && i < n; i++) {
+        struct srv_method *m = &s->methods[i];
+        orr_rpc_method_stats *o = &out[i];
+        o->name = m->name;
+        o->calls = atomic_load_explicit(&m->calls, memory_order_relaxed);
+        o->errors = atomic_load_explicit(&m->errors, memory_order_relaxed);
+        uint64_t cum = 0;
+        for (size_t b = 0; b < SRV_N_BUCKETS; b++) {
+            cum += atomic_load_explicit(&m->buckets[b], memory_order_relaxed);
+            o->latency_le_us[b] = cum;
+        }
+        o->latency_sum_s = (double)atomic_load_explicit(&m->sum_ns, memory_order_relaxed) / 1e9;
+    }
+    return s->n_methods;
+}

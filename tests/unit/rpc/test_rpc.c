@@ -1,0 +1,789 @@
+/*
+ * test_rpc.c - the RPC runtime over loopback (port 0) with the Echo service.
+ *
+ * One shared server + client (token "s3cret") serve most tests; tests that
+ * need other options (size limit, stream limit, restart, destroy in flight)
+ * start their own. Raw gRPC core calls check what travels on the wire
+ * (status codes, trailing metadata, unknown paths, undecodable bytes).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <grpc/grpc.h>
+#include <grpc/grpc_security.h>
+#include <grpc/support/time.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "echo_service.h"
+#include "orr_rpc.h"
+#include "orr_rpc_codec.h"
+
+#define TOKEN "s3cret"
+#define SVC   (&orrery__test__v1__echo__descriptor)
+
+static echo_state g_state;
+static orr_rpc_server *g_srv;
+static orr_rpc_client *g_cli;
+static char g_target[64];
+
+/* ------------------------------------------------------------ helpers */
+
+static long now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1000L + t.tv_nsec / 1000000L;
+}
+
+static void sleep_ms(int ms)
+{
+    struct timespec t = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&t, NULL);
+}
+
+static orr_rpc_server *start_server(const char *listen, echo_state *st, size_t max_msg,
+                                    int max_streams, int queues)
+{
+    orr_rpc_server_opts o = {.listen = listen,
+                             .threads = 4,
+                             .token = TOKEN,
+                             .max_msg_bytes = max_msg,
+                             .max_streams = max_streams,
+                             .queues = queues};
+    orr_rpc_server *s = NULL;
+    orr_err err;
+    orr_status rc = orr_rpc_server_create(SVC, echo_methods, 3, st, &o, &s, &err);
+    if (rc != ORR_OK)
+        fprintf(stderr, "server_create: %s %s: %s\n", orr_status_name(rc), err.field, err.msg);
+    assert_int_equal(rc, ORR_OK);
+    assert_true(orr_rpc_server_port(s) > 0);
+    assert_int_equal(orr_rpc_server_start(s), ORR_OK);
+    return s;
+}
+
+static orr_rpc_client *make_client(int port, const char *token)
+{
+    char target[64];
+    snprintf(target, sizeof(target), "127.0.0.1:%d", port);
+    orr_rpc_client *c = NULL;
+    orr_err err;
+    assert_int_equal(orr_rpc_client_create(SVC, target, token, &c, &err), ORR_OK);
+    return c;
+}
+
+static orr_status say(orr_rpc_client *c, const char *text, uint32_t sleep, size_t blob,
+                      int timeout_ms, Orrery__Test__V1__SayReply **out, orr_err *err)
+{
+    Orrery__Test__V1__SayRequest req = ORRERY__TEST__V1__SAY_REQUEST__INIT;
+    req.text = (char *)text;
+    req.sleep_ms = sleep;
+    uint8_t *pad = NULL;
+    if (blob) {
+        pad = calloc(1, blob);
+        req.blob.data = pad;
+        req.blob.len = blob;
+    }
+    ProtobufCMessage *resp = NULL;
+    orr_status rc = orr_rpc_call_unary(c, "Say", &req.base, &resp, timeout_ms, err);
+    free(pad);
+    if (out)
+        *out = (Orrery__Test__V1__SayReply *)resp;
+    else if (resp)
+        protobuf_c_message_free_unpacked(resp, NULL);
+    return rc;
+}
+
+/* A raw gRPC call with the core API: what a foreign client would see. */
+struct raw_result {
+    grpc_status_code status;
+    char details[512];
+    char field[128];
+    size_t resp_len;
+};
+
+static void raw_call(int port, const char *path, const void *bytes, size_t n, const char *auth,
+                     struct raw_result *r)
+{
+    memset(r, 0, sizeof(*r));
+    grpc_init();
+    char target[64];
+    snprintf(target, sizeof(target), "127.0.0.1:%d", port);
+    grpc_channel_credentials *creds = grpc_insecure_credentials_create();
+    grpc_channel *ch = grpc_channel_create(target, creds, NULL);
+    grpc_channel_credentials_release(creds);
+    grpc_completion_queue *cq = grpc_completion_queue_create_for_pluck(NULL);
+    gpr_timespec deadline =
+        gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC), gpr_time_from_millis(5000, GPR_TIMESPAN));
+    grpc_call *call =
+        grpc_channel_create_call(ch, NULL, GRPC_PROPAGATE_DEFAULTS, cq,
+                                 grpc_slice_from_static_string(path), NULL, deadline, NULL);
+    grpc_slice payload = grpc_slice_from_copied_buffer(bytes, n);
+    grpc_byte_buffer *send = grpc_raw_byte_buffer_create(&payload, 1);
+    grpc_slice_unref(payload);
+    grpc_metadata md;
+    memset(&md, 0, sizeof(md));
+    md.key = grpc_slice_from_static_string("authorization");
+    md.value = grpc_slice_from_copied_string(auth ? auth : "");
+    grpc_metadata_array init_md, trail_md;
+    grpc_metadata_array_init(&init_md);
+    grpc_metadata_array_init(&trail_md);
+    grpc_byte_buffer *recv = NULL;
+    grpc_slice details;
+    grpc_op ops[6];
+    memset(ops, 0, sizeof(ops));
+    ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
+    ops[0].data.send_initial_metadata.count = auth ? 1 : 0;
+    ops[0].data.send_initial_metadata.metadata = &md;
+    ops[1].op = GRPC_OP_SEND_MESSAGE;
+    ops[1].data.send_message.send_message = send;
+    ops[2].op = GRPC_OP_SEND_CLOSE_FROM_CLIENT;
+    ops[3].op = GRPC_OP_RECV_INITIAL_METADATA;
+    ops[3].data.recv_initial_metadata.recv_initial_metadata = &init_md;
+    ops[4].op = GRPC_OP_RECV_MESSAGE;
+    ops[4].data.recv_message.recv_message = &recv;
+    ops[5].op = GRPC_OP_RECV_STATUS_ON_CLIENT;
+    ops[5].data.recv_status_on_client.trailing_metadata = &trail_md;
+    ops[5].data.recv_status_on_client.status = &r->status;
+    ops[5].data.recv_status_on_client.status_details = &details;
+    assert_int_equal(grpc_call_start_batch(call, ops, 6, call, NULL), GRPC_CALL_OK);
+    grpc_event ev =
+        grpc_completion_queue_pluck(cq, call, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL);
+    assert_int_equal(ev.type, GRPC_OP_COMPLETE);
+    snprintf(r->details, sizeof(r->details), "%.*s", (int)GRPC_SLICE_LENGTH(details),
+             (const char *)GRPC_SLICE_START_PTR(details));
+    for (size_t i = 0; i < trail_md.count; i++) {
+        grpc_slice k = trail_md.metadata[i].key, v = trail_md.metadata[i].value;
+        if (GRPC_SLICE_LENGTH(k) == 9 && memcmp(GRPC_SLICE_START_PTR(k), "orr-field", 9) == 0)
+            snprintf(r->field, sizeof(r->field), "%.*s", (int)GRPC_SLICE_LENGTH(v),
+                     (const char *)GRPC_SLICE_START_PTR(v));
+    }
+    if (recv) {
+        r->resp_len = grpc_byte_buffer_length(recv);
+        grpc_byte_buffer_destroy(recv);
+    }
+    grpc_slice_unref(details);
+    grpc_slice_unref(md.value);
+    grpc_metadata_array_destroy(&init_md);
+    grpc_metadata_array_destroy(&trail_md);
+    grpc_byte_buffer_destroy(send);
+    grpc_call_unref(call);
+    grpc_completion_queue_shutdown(cq);
+    grpc_completion_queue_destroy(cq);
+    grpc_channel_destroy(ch);
+    grpc_shutdown();
+}
+
+/* ------------------------------------------------------------ fixtures */
+
+static int group_setup(void **state)
+{
+    (void)state;
+    orr_rpc_server_opts o = {.listen = "127.0.0.1:0", .threads = 4, .token = TOKEN};
+    orr_err err;
+    if (orr_rpc_server_create(SVC, echo_methods, 3, &g_state, &o, &g_srv, &err) != ORR_OK)
+        return -1;
+    if (orr_rpc_server_start(g_srv) != ORR_OK)
+        return -1;
+    snprintf(g_target, sizeof(g_target), "127.0.0.1:%d", orr_rpc_server_port(g_srv));
+    return orr_rpc_client_create(SVC, g_target, TOKEN, &g_cli, &err) == ORR_OK ? 0 : -1;
+}
+
+static int group_teardown(void **state)
+{
+    (void)state;
+    orr_rpc_client_destroy(g_cli);
+    orr_rpc_server_destroy(g_srv);
+    return 0;
+}
+
+/* ------------------------------------------------------------ tests */
+
+static void test_unary_roundtrip(void **state)
+{
+    (void)state;
+    Orrery__Test__V1__SayReply *r = NULL;
+    orr_err err;
+    unsigned long before = atomic_load(&g_state.say_calls);
+    assert_int_equal(say(g_cli, "hello orrery", 0, 0, 2000, &r, &err), ORR_OK);
+    assert_non_null(r);
+    assert_string_equal(r->text, "hello orrery");
+    assert_non_null(strstr(r->peer, "127.0.0.1"));
+    assert_int_equal(r->calls, before + 1);
+    protobuf_c_message_free_unpacked(&r->base, NULL);
+
+    /* stats: Say counted (once its final batch completed on the server, which
+     * may be just after the client saw the reply), buckets cumulative */
+    orr_rpc_method_stats st[4];
+    long t0 = now_ms();
+    do {
+        assert_int_equal(orr_rpc_server_stats(g_srv, st, 4), 3);
+    } while (st[0].calls < 1 && now_ms() - t0 < 2000 && (sleep_ms(2), 1));
+    assert_string_equal(st[0].name, "Say");
+    assert_true(st[0].calls >= 1);
+    for (int b = 1; b < 12; b++)
+        assert_true(st[0].latency_le_us[b] >= st[0].latency_le_us[b - 1]);
+    assert_true(st[0].latency_le_us[11] <= st[0].calls);
+    assert_true(st[0].latency_le_us[11] >= 1);
+    assert_true(st[0].latency_sum_s > 0);
+}
+
+static void test_status_mapping(void **state)
+{
+    (void)state;
+    static const struct {
+        orr_status code;
+        grpc_status_code wire;
+        orr_status back;
+    } cases[] = {
+        {ORR_EINVAL, GRPC_STATUS_INVALID_ARGUMENT, ORR_EINVAL},
+        {ORR_ENOTFOUND, GRPC_STATUS_NOT_FOUND, ORR_ENOTFOUND},
+        {ORR_EEXIST, GRPC_STATUS_ALREADY_EXISTS, ORR_EEXIST},
+        {ORR_ESTATE, GRPC_STATUS_FAILED_PRECONDITION, ORR_ESTATE},
+        {ORR_ECONFLICT, GRPC_STATUS_ABORTED, ORR_ECONFLICT},
+        {ORR_EAUTH, GRPC_STATUS_UNAUTHENTICATED, ORR_EAUTH},
+        {ORR_EPERM, GRPC_STATUS_PERMISSION_DENIED, ORR_EPERM},
+        {ORR_EUNAVAIL, GRPC_STATUS_UNAVAILABLE, ORR_EUNAVAIL},
+        {ORR_ETIMEOUT, GRPC_STATUS_DEADLINE_EXCEEDED, ORR_ETIMEOUT},
+        {ORR_ETOOBIG, GRPC_STATUS_RESOURCE_EXHAUSTED, ORR_ETOOBIG},
+        {ORR_ECANCELLED, GRPC_STATUS_CANCELLED, ORR_ECANCELLED},
+        {ORR_ENOMEM, GRPC_STATUS_INTERNAL, ORR_EINTERNAL},
+        {ORR_EIO, GRPC_STATUS_INTERNAL, ORR_EINTERNAL},
+        {ORR_EAGAIN, GRPC_STATUS_INTERNAL, ORR_EINTERNAL},
+        {ORR_EOF, GRPC_STATUS_INTERNAL, ORR_EINTERNAL},
+        {ORR_EINTERNAL, GRPC_STATUS_INTERNAL, ORR_EINTERNAL},
+    };
+    assert_int_equal(sizeof(cases) / sizeof(cases[0]), ORR__STATUS_COUNT - 1);
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char field[64], msg[64];
+        snprintf(field, sizeof(field), "spec.items[%zu].name", i);
+        snprintf(msg, sizeof(msg), "case %zu went wrong", i);
+        assert_int_equal(orr_rpc_status_to_grpc(cases[i].code), cases[i].wire);
+
+        /* through the orr client: code, field and message come back */
+        Orrery__Test__V1__FailRequest req = ORRERY__TEST__V1__FAIL_REQUEST__INIT;
+        req.code = (int32_t)cases[i].code;
+        req.field = field;
+        req.message = msg;
+        ProtobufCMessage *resp = NULL;
+        orr_err err;
+        orr_status rc = orr_rpc_call_unary(g_cli, "Fail", &req.base, &resp, 2000, &err);
+        assert_int_equal(rc, cases[i].back);
+        assert_int_equal(err.code, cases[i].back);
+        assert_null(resp);
+        assert_string_equal(err.field, field);
+        assert_string_equal(err.msg, msg);
+
+        /* on the wire: the gRPC status, "field: message", orr-field */
+        uint8_t buf[256];
+        size_t n = protobuf_c_message_pack(&req.base, buf);
+        char auth[64];
+        snprintf(auth, sizeof(auth), "Bearer %s", TOKEN);
+        struct raw_result r;
+        raw_call(orr_rpc_server_port(g_srv), "/orrery.test.v1.Echo/Fail", buf, n, auth, &r);
+        assert_int_equal(r.status, cases[i].wire);
+        assert_string_equal(r.field, field);
+        char want[160];
+        snprintf(want, sizeof(want), "%s: %s", field, msg);
+        assert_string_equal(r.details, want);
+    }
+    /* without a field: no field comes back */
+    Orrery__Test__V1__FailRequest req = ORRERY__TEST__V1__FAIL_REQUEST__INIT;
+    req.code = ORR_ENOTFOUND;
+    req.message = "task 42 does not exist";
+    ProtobufCMessage *resp = NULL;
+    orr_err err;
+    assert_int_equal(orr_rpc_call_unary(g_cli, "Fail", &req.base, &resp, 2000, &err),
+                     ORR_ENOTFOUND);
+    assert_string_equal(err.field, "");
+    assert_string_equal(err.msg, "task 42 does not exist");
+    /* the reverse mapping of codes without an orr_status */
+    assert_int_equal(orr_rpc_status_from_grpc(GRPC_STATUS_UNIMPLEMENTED), ORR_EINTERNAL);
+    assert_int_equal(orr_rpc_status_from_grpc(GRPC_STATUS_UNKNOWN), ORR_EINTERNAL);
+    assert_int_equal(orr_rpc_status_from_grpc(GRPC_STATUS_OUT_OF_RANGE), ORR_EINVAL);
+    /* Fail with code 0 succeeds */
+    req.code = 0;
+    assert_int_equal(orr_rpc_call_unary(g_cli, "Fail", &req.base, &resp, 2000, &err), ORR_OK);
+    assert_non_null(resp);
+    assert_ptr_equal(resp->descriptor, &orrery__test__v1__fail_reply__descriptor);
+    protobuf_c_message_free_unpacked(resp, NULL);
+}
+
+static void test_auth(void **state)
+{
+    (void)state;
+    unsigned long before = atomic_load(&g_state.say_calls);
+    const char *tokens[] = {NULL, "wrong", "s3cre", "s3crett", ""};
+    for (size_t i = 0; i < sizeof(tokens) / sizeof(tokens[0]); i++) {
+        orr_rpc_client *c = make_client(orr_rpc_server_port(g_srv), tokens[i]);
+        orr_err err;
+        assert_int_equal(say(c, "let me in", 0, 0, 2000, NULL, &err), ORR_EAUTH);
+        assert_string_equal(err.field, "authorization");
+        orr_rpc_client_destroy(c);
+    }
+    /* a raw call with a non-bearer form of the right token */
+    struct raw_result r;
+    uint8_t req[] = {0x0a, 0x02, 'h', 'i'};
+    raw_call(orr_rpc_server_port(g_srv), "/orrery.test.v1.Echo/Say", req, sizeof(req), TOKEN, &r);
+    assert_int_equal(r.status, GRPC_STATUS_UNAUTHENTICATED);
+    raw_call(orr_rpc_server_port(g_srv), "/orrery.test.v1.Echo/Say", req, sizeof(req),
+             "Bearer " TOKEN, &r);
+    assert_int_equal(r.status, GRPC_STATUS_OK);
+    assert_true(r.resp_len > 2);
+    /* the handler ran for the good raw call only */
+    assert_int_equal(atomic_load(&g_state.say_calls), before + 1);
+}
+
+static void test_unknown_method(void **state)
+{
+    (void)state;
+    struct raw_result r;
+    uint8_t junk[] = {1, 2, 3, 4};
+    raw_call(orr_rpc_server_port(g_srv), "/orrery.test.v1.Echo/Nope", junk, sizeof(junk),
+             "Bearer " TOKEN, &r);
+    assert_int_equal(r.status, GRPC_STATUS_UNIMPLEMENTED);
+    raw_call(orr_rpc_server_port(g_srv), "/orrery.other.Svc/Say", junk, sizeof(junk), NULL, &r);
+    assert_int_equal(r.status, GRPC_STATUS_UNIMPLEMENTED);
+    /* in the service but not in the table */
+    raw_call(orr_rpc_server_port(g_srv), "/orrery.test.v1.Echo/Unserved", junk, sizeof(junk),
+             "Bearer " TOKEN, &r);
+    assert_int_equal(r.status, GRPC_STATUS_UNIMPLEMENTED);
+    assert_non_null(strstr(r.details, "Unserved"));
+
+    orr_err err;
+    Orrery__Test__V1__SayRequest req = ORRERY__TEST__V1__SAY_REQUEST__INIT;
+    req.text = "x";
+    ProtobufCMessage *resp = NULL;
+    assert_int_equal(orr_rpc_call_unary(g_cli, "Unserved", &req.base, &resp, 2000, &err),
+                     ORR_EINTERNAL);
+    /* a name the client's service lacks: refused locally */
+    assert_int_equal(orr_rpc_call_unary(g_cli, "Nope", &req.base, &resp, 2000, &err), ORR_EINVAL);
+    assert_string_equal(err.field, "method");
+    /* a request of the wrong type: refused locally */
+    Orrery__Test__V1__FailRequest wrong = ORRERY__TEST__V1__FAIL_REQUEST__INIT;
+    assert_int_equal(orr_rpc_call_unary(g_cli, "Say", &wrong.base, &resp, 2000, &err), ORR_EINVAL);
+    assert_string_equal(err.field, "request");
+    assert_null(resp);
+}
+
+static void test_bad_protobuf(void **state)
+{
+    (void)state;
+    unsigned long before = atomic_load(&g_state.say_calls);
+    static const uint8_t bad1[] = {0x0a, 0xff, 0xff, 0xff, 0xff, 0x0f}; /* length past the end */
+    static const uint8_t bad2[] = {0x10, 0x80, 0x80};                   /* truncated varint */
+    static const uint8_t bad3[] = {0x0f};                               /* wire type 7 */
+    static const uint8_t bad4[] = {0x00, 0x01};                         /* field number 0 */
+    const struct {
+        const uint8_t *p;
+        size_t n;
+    } cases[] = {
+        {bad1, sizeof(bad1)}, {bad2, sizeof(bad2)}, {bad3, sizeof(bad3)}, {bad4, sizeof(bad4)}};
+    for (size_t i = 0; i < 4; i++) {
+        struct raw_result r;
+        raw_call(orr_rpc_server_port(g_srv), "/orrery.test.v1.Echo/Say", cases[i].p, cases[i].n,
+                 "Bearer " TOKEN, &r);
+        assert_int_equal(r.status, GRPC_STATUS_INVALID_ARGUMENT);
+        assert_string_equal(r.field, "request");
+        assert_non_null(strstr(r.details, "cannot decode"));
+    }
+    assert_int_equal(atomic_load(&g_state.say_calls), before);
+    /* the server is still fine */
+    orr_err err;
+    assert_int_equal(say(g_cli, "still alive", 0, 0, 2000, NULL, &err), ORR_OK);
+}
+
+static void test_missing_field(void **state)
+{
+    (void)state;
+    orr_err err;
+    assert_int_equal(say(g_cli, "", 0, 0, 2000, NULL, &err), ORR_EINVAL);
+    assert_string_equal(err.field, "text");
+    assert_string_equal(err.msg, "must not be empty");
+    /* an empty message decodes (every field at its default) */
+    struct raw_result r;
+    raw_call(orr_rpc_server_port(g_srv), "/orrery.test.v1.Echo/Say", "", 0, "Bearer " TOKEN, &r);
+    assert_int_equal(r.status, GRPC_STATUS_INVALID_ARGUMENT);
+    assert_string_equal(r.field, "text");
+}
+
+static void test_bad_response(void **state)
+{
+    (void)state;
+    int codes[] = {ECHO_FAIL_NULL_RESPONSE, ECHO_FAIL_WRONG_TYPE};
+    for (int i = 0; i < 2; i++) {
+        Orrery__Test__V1__FailRequest req = ORRERY__TEST__V1__FAIL_REQUEST__INIT;
+        req.code = codes[i];
+        ProtobufCMessage *resp = NULL;
+        orr_err err;
+        assert_int_equal(orr_rpc_call_unary(g_cli, "Fail", &req.base, &resp, 2000, &err),
+                         ORR_EINTERNAL);
+        assert_null(resp);
+    }
+    orr_err err;
+    assert_int_equal(say(g_cli, "after bad responses", 0, 0, 2000, NULL, &err), ORR_OK);
+}
+
+static void test_oversize(void **state)
+{
+    (void)state;
+    echo_state es;
+    memset(&es, 0, sizeof(es));
+    orr_rpc_server *s = start_server("127.0.0.1:0", &es, 1024, 0, 0);
+    orr_rpc_client *c = make_client(orr_rpc_server_port(s), TOKEN);
+    orr_err err;
+    assert_int_equal(say(c, "fits", 0, 900, 2000, NULL, &err), ORR_OK);
+    assert_int_equal(say(c, "too big", 0, 4096, 2000, NULL, &err), ORR_ETOOBIG);
+    assert_int_equal(say(c, "way too big", 0, 5 * 1024 * 1024, 5000, NULL, &err), ORR_ETOOBIG);
+    assert_int_equal(atomic_load(&es.say_calls), 1);
+    assert_int_equal(say(c, "fits again", 0, 10, 2000, NULL, &err), ORR_OK);
+    orr_rpc_client_destroy(c);
+    orr_rpc_server_destroy(s);
+}
+
+static void test_deadline(void **state)
+{
+    (void)state;
+    orr_err err;
+    long t0 = now_ms();
+    assert_int_equal(say(g_cli, "slow", 3000, 0, 150, NULL, &err), ORR_ETIMEOUT);
+    long took = now_ms() - t0;
+    assert_true(took >= 140);
+    assert_true(took < 2000);
+    /* a call that fits in its deadline */
+    assert_int_equal(say(g_cli, "quick", 20, 0, 3000, NULL, &err), ORR_OK);
+}
+
+static void test_stream_count(void **state)
+{
+    (void)state;
+    Orrery__Test__V1__CountRequest req = ORRERY__TEST__V1__COUNT_REQUEST__INIT;
+    req.n = 25;
+    orr_rpc_stream *st = NULL;
+    orr_err err;
+    assert_int_equal(orr_rpc_stream_open(g_cli, "Count", &req.base, 5000, &st, &err), ORR_OK);
+    for (uint32_t i = 0; i < 25; i++) {
+        ProtobufCMessage *m = NULL;
+        assert_int_equal(orr_rpc_stream_next(st, &m, 3000, &err), ORR_OK);
+        assert_ptr_equal(m->descriptor, &orrery__test__v1__count_reply__descriptor);
+        assert_int_equal(((Orrery__Test__V1__CountReply *)m)->i, i);
+        protobuf_c_message_free_unpacked(m, NULL);
+    }
+    ProtobufCMessage *m = NULL;
+    assert_int_equal(orr_rpc_stream_next(st, &m, 3000, &err), ORR_EOF);
+    assert_null(m);
+    assert_int_equal(orr_rpc_stream_next(st, &m, 3000, &err), ORR_EOF);
+    orr_rpc_stream_close(st);
+}
+
+static void test_stream_error_and_wait(void **state)
+{
+    (void)state;
+    Orrery__Test__V1__CountRequest req = ORRERY__TEST__V1__COUNT_REQUEST__INIT;
+    req.n = 2;
+    req.interval_ms = 400;
+    req.fail_code = ORR_ESTATE;
+    orr_rpc_stream *st = NULL;
+    orr_err err;
+    ProtobufCMessage *m = NULL;
+    assert_int_equal(orr_rpc_stream_open(g_cli, "Count", &req.base, 5000, &st, &err), ORR_OK);
+    assert_int_equal(orr_rpc_stream_next(st, &m, 3000, &err), ORR_OK);
+    protobuf_c_message_free_unpacked(m, NULL);
+    /* the next message is 400 ms away: a short wait times out, the stream lives on */
+    assert_int_equal(orr_rpc_stream_next(st, &m, 50, &err), ORR_ETIMEOUT);
+    assert_null(m);
+    assert_int_equal(orr_rpc_stream_next(st, &m, 3000, &err), ORR_OK);
+    assert_int_equal(((Orrery__Test__V1__CountReply *)m)->i, 1);
+    protobuf_c_message_free_unpacked(m, NULL);
+    assert_int_equal(orr_rpc_stream_next(st, &m, 3000, &err), ORR_ESTATE);
+    assert_string_equal(err.field, "fail_code");
+    orr_rpc_stream_close(st);
+
+    /* a stream without the token */
+    orr_rpc_client *c = make_client(orr_rpc_server_port(g_srv), NULL);
+    assert_int_equal(orr_rpc_stream_open(c, "Count", &req.base, 5000, &st, &err), ORR_OK);
+    assert_int_equal(orr_rpc_stream_next(st, &m, 3000, &err), ORR_EAUTH);
+    orr_rpc_stream_close(st);
+    orr_rpc_client_destroy(c);
+}
+
+static void test_stream_cancel(void **state)
+{
+    (void)state;
+    unsigned long before = atomic_load(&g_state.streams_cancelled);
+    Orrery__Test__V1__CountRequest req = ORRERY__TEST__V1__COUNT_REQUEST__INIT;
+    req.until_cancelled = 1;
+    req.interval_ms = 20;
+    orr_rpc_stream *st = NULL;
+    orr_err err;
+    assert_int_equal(orr_rpc_stream_open(g_cli, "Count", &req.base, 0, &st, &err), ORR_OK);
+    for (int i = 0; i < 3; i++) {
+        ProtobufCMessage *m = NULL;
+        assert_int_equal(orr_rpc_stream_next(st, &m, 3000, &err), ORR_OK);
+        protobuf_c_message_free_unpacked(m, NULL);
+    }
+    orr_rpc_stream_close(st);
+    long t0 = now_ms();
+    while (atomic_load(&g_state.streams_cancelled) == before && now_ms() - t0 < 5000)
+        sleep_ms(10);
+    assert_int_equal(atomic_load(&g_state.streams_cancelled), before + 1);
+    /* close without reading anything */
+    assert_int_equal(orr_rpc_stream_open(g_cli, "Count", &req.base, 0, &st, &err), ORR_OK);
+    orr_rpc_stream_close(st);
+}
+
+static void test_max_streams(void **state)
+{
+    (void)state;
+    echo_state es;
+    memset(&es, 0, sizeof(es));
+    orr_rpc_server *s = start_server("127.0.0.1:0", &es, 0, 1, 2);
+    orr_rpc_client *c = make_client(orr_rpc_server_port(s), TOKEN);
+    Orrery__Test__V1__CountRequest req = ORRERY__TEST__V1__COUNT_REQUEST__INIT;
+    req.until_cancelled = 1;
+    orr_rpc_stream *a = NULL, *b = NULL;
+    orr_err err;
+    ProtobufCMessage *m = NULL;
+    assert_int_equal(orr_rpc_stream_open(c, "Count", &req.base, 0, &a, &err), ORR_OK);
+    assert_int_equal(orr_rpc_stream_next(a, &m, 3000, &err), ORR_OK);
+    protobuf_c_message_free_unpacked(m, NULL);
+    assert_int_equal(orr_rpc_stream_open(c, "Count", &req.base, 0, &b, &err), ORR_OK);
+    assert_int_equal(orr_rpc_stream_next(b, &m, 3000, &err), ORR_ETOOBIG);
+    /* unary calls still flow while the stream holds its thread */
+    assert_int_equal(say(c, "unary beside a stream", 0, 0, 2000, NULL, &err), ORR_OK);
+    orr_rpc_stream_close(b);
+    orr_rpc_stream_close(a);
+    orr_rpc_client_destroy(c);
+    orr_rpc_server_destroy(s);
+}
+
+struct restart_arg {
+    int port;
+    echo_state *es;
+    orr_rpc_server *srv;
+};
+
+static void *restart_later(void *p)
+{
+    struct restart_arg *ra = p;
+    sleep_ms(300);
+    char listen[64];
+    snprintf(listen, sizeof(listen), "127.0.0.1:%d", ra->port);
+    orr_rpc_server_opts o = {.listen = listen, .threads = 2, .token = TOKEN};
+    orr_err err;
+    if (orr_rpc_server_create(SVC, echo_methods, 3, ra->es, &o, &ra->srv, &err) == ORR_OK)
+        orr_rpc_server_start(ra->srv);
+    return NULL;
+}
+
+static void test_reconnect(void **state)
+{
+    (void)state;
+    echo_state es;
+    memset(&es, 0, sizeof(es));
+    orr_rpc_server *s = start_server("127.0.0.1:0", &es, 0, 0, 0);
+    int port = orr_rpc_server_port(s);
+    orr_rpc_client *c = make_client(port, TOKEN);
+    orr_err err;
+    assert_int_equal(say(c, "first life", 0, 0, 2000, NULL, &err), ORR_OK);
+    orr_rpc_server_destroy(s);
+
+    /* nobody listens: the call ends at its deadline, reported unavailable */
+    assert_int_equal(say(c, "nobody home", 0, 0, 300, NULL, &err), ORR_EUNAVAIL);
+
+    /* the server comes back on the same port while a call waits */
+    struct restart_arg ra = {.port = port, .es = &es};
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, restart_later, &ra), 0);
+    long t0 = now_ms();
+    assert_int_equal(say(c, "second life", 0, 0, 5000, NULL, &err), ORR_OK);
+    assert_true(now_ms() - t0 < 4000);
+    pthread_join(th, NULL);
+    assert_non_null(ra.srv);
+    assert_int_equal(orr_rpc_server_port(ra.srv), port);
+    assert_int_equal(say(c, "and again", 0, 0, 2000, NULL, &err), ORR_OK);
+    assert_int_equal(atomic_load(&es.say_calls), 3);
+    orr_rpc_client_destroy(c);
+    orr_rpc_server_destroy(ra.srv);
+}
+
+#define CONC_THREADS 8
+#define CONC_CALLS   500
+
+struct conc_arg {
+    int id;
+    int ok;
+};
+
+static void *conc_main(void *p)
+{
+    struct conc_arg *a = p;
+    for (int i = 0; i < CONC_CALLS; i++) {
+        char text[32];
+        snprintf(text, sizeof(text), "t%d-%d", a->id, i);
+        Orrery__Test__V1__SayReply *r = NULL;
+        orr_err err;
+        if (say(g_cli, text, 0, 0, 10000, &r, &err) == ORR_OK) {
+            if (strcmp(r->text, text) == 0)
+                a->ok++;
+            protobuf_c_message_free_unpacked(&r->base, NULL);
+        }
+    }
+    return NULL;
+}
+
+static void test_concurrent(void **state)
+{
+    (void)state;
+    pthread_t th[CONC_THREADS];
+    struct conc_arg args[CONC_THREADS];
+    orr_rpc_method_stats before[3], after[3];
+    orr_rpc_server_stats(g_srv, before, 3);
+    for (int i = 0; i < CONC_THREADS; i++) {
+        args[i] = (struct conc_arg){.id = i};
+        assert_int_equal(pthread_create(&th[i], NULL, conc_main, &args[i]), 0);
+    }
+    for (int i = 0; i < CONC_THREADS; i++) {
+        pthread_join(th[i], NULL);
+        assert_int_equal(args[i].ok, CONC_CALLS);
+    }
+    long t0 = now_ms();
+    do {
+        orr_rpc_server_stats(g_srv, after, 3);
+    } while (after[0].calls - before[0].calls < CONC_THREADS * CONC_CALLS && now_ms() - t0 < 2000 &&
+             (sleep_ms(2), 1));
+    assert_int_equal(after[0].calls - before[0].calls, CONC_THREADS * CONC_CALLS);
+    assert_int_equal(after[0].errors, before[0].errors);
+}
+
+struct flight_arg {
+    orr_rpc_client *c;
+    orr_status rc;
+};
+
+static void *flight_unary(void *p)
+{
+    struct flight_arg *a = p;
+    orr_err err;
+    a->rc = say(a->c, "in flight", 2000, 0, 8000, NULL, &err);
+    return NULL;
+}
+
+static void test_destroy_in_flight(void **state)
+{
+    (void)state;
+    echo_state es;
+    memset(&es, 0, sizeof(es));
+    orr_rpc_server *s = start_server("127.0.0.1:0", &es, 0, 0, 2); /* 2 workers per queue */
+    orr_rpc_client *c = make_client(orr_rpc_server_port(s), TOKEN);
+    Orrery__Test__V1__CountRequest req = ORRERY__TEST__V1__COUNT_REQUEST__INIT;
+    req.until_cancelled = 1;
+    orr_rpc_stream *st[2];
+    orr_err err;
+    for (int i = 0; i < 2; i++) {
+        ProtobufCMessage *m = NULL;
+        assert_int_equal(orr_rpc_stream_open(c, "Count", &req.base, 0, &st[i], &err), ORR_OK);
+        assert_int_equal(orr_rpc_stream_next(st[i], &m, 3000, &err), ORR_OK);
+        protobuf_c_message_free_unpacked(m, NULL);
+    }
+    pthread_t th[4];
+    struct flight_arg fa[4];
+    for (int i = 0; i < 4; i++) {
+        fa[i] = (struct flight_arg){.c = c, .rc = ORR_OK};
+        assert_int_equal(pthread_create(&th[i], NULL, flight_unary, &fa[i]), 0);
+    }
+    long t0 = now_ms();
+    /* a queue's two workers may both hold sleeping calls while a third call
+     * of that queue waits: at least two handlers are mid-sleep */
+    while (atomic_load(&es.say_calls) < 2 && now_ms() - t0 < 5000)
+        sleep_ms(5);
+    assert_true(atomic_load(&es.say_calls) >= 2);
+    orr_rpc_server_destroy(s); /* handlers are mid-sleep, streams open */
+    assert_true(now_ms() - t0 < 5000);
+    for (int i = 0; i < 4; i++) {
+        pthread_join(th[i], NULL);
+        assert_int_not_equal(fa[i].rc, ORR_OK);
+    }
+    for (int i = 0; i < 2; i++) {
+        orr_status rc;
+        ProtobufCMessage *m = NULL;
+        int n = 0;
+        /* messages already in flight may still arrive, then the end */
+        while ((rc = orr_rpc_stream_next(st[i], &m, 5000, &err)) == ORR_OK && n++ < 10000)
+            protobuf_c_message_free_unpacked(m, NULL);
+        assert_int_not_equal(rc, ORR_ETIMEOUT);
+        assert_int_not_equal(rc, ORR_EOF);
+        orr_rpc_stream_close(st[i]);
+    }
+    assert_int_equal(atomic_load(&es.streams_finished), 2);
+    assert_int_equal(atomic_load(&es.streams_cancelled), 2);
+    orr_rpc_client_destroy(c);
+}
+
+static void test_create_errors(void **state)
+{
+    (void)state;
+    orr_rpc_server *s = NULL;
+    orr_err err;
+    orr_rpc_server_opts o = {.listen = "127.0.0.1:0"};
+    orr_rpc_method bad_name[] = {{.name = "Shout", .unary = echo_methods[0].unary}};
+    assert_int_equal(orr_rpc_server_create(SVC, bad_name, 1, NULL, &o, &s, &err), ORR_EINVAL);
+    assert_string_equal(err.field, "methods[0]");
+    assert_null(s);
+    orr_rpc_method both[] = {
+        echo_methods[0],
+        {.name = "Count", .unary = echo_methods[0].unary, .stream = echo_methods[1].stream}};
+    assert_int_equal(orr_rpc_server_create(SVC, both, 2, NULL, &o, &s, &err), ORR_EINVAL);
+    assert_string_equal(err.field, "methods[1]");
+    orr_rpc_method twice[] = {echo_methods[0], echo_methods[0]};
+    assert_int_equal(orr_rpc_server_create(SVC, twice, 2, NULL, &o, &s, &err), ORR_EINVAL);
+    assert_string_equal(err.field, "methods[1]");
+
+    /* the port of the shared server is taken: no silent SO_REUSEPORT */
+    char listen[64];
+    snprintf(listen, sizeof(listen), "127.0.0.1:%d", orr_rpc_server_port(g_srv));
+    o.listen = listen;
+    assert_int_equal(orr_rpc_server_create(SVC, echo_methods, 3, NULL, &o, &s, &err), ORR_EIO);
+    assert_string_equal(err.field, "listen");
+    assert_null(s);
+
+    /* created, never started, destroyed */
+    o.listen = "127.0.0.1:0";
+    assert_int_equal(orr_rpc_server_create(SVC, echo_methods, 3, NULL, &o, &s, &err), ORR_OK);
+    orr_rpc_server_destroy(s);
+
+    orr_rpc_client *c = NULL;
+    assert_int_equal(orr_rpc_client_create(SVC, "", NULL, &c, &err), ORR_EINVAL);
+    assert_null(c);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_unary_roundtrip),
+        cmocka_unit_test(test_status_mapping),
+        cmocka_unit_test(test_auth),
+        cmocka_unit_test(test_unknown_method),
+        cmocka_unit_test(test_bad_protobuf),
+        cmocka_unit_test(test_missing_field),
+        cmocka_unit_test(test_bad_response),
+        cmocka_unit_test(test_oversize),
+        cmocka_unit_test(test_deadline),
+        cmocka_unit_test(test_stream_count),
+        cmocka_unit_test(test_stream_error_and_wait),
+        cmocka_unit_test(test_stream_cancel),
+        cmocka_unit_test(test_max_streams),
+        cmocka_unit_test(test_reconnect),
+        cmocka_unit_test(test_concurrent),
+        cmocka_unit_test(test_destroy_in_flight),
+        cmocka_unit_test(test_create_errors),
+    };
+    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}

@@ -1,0 +1,278 @@
+/*
+ * test_sort_pipe.c - the whole in-process pipeline on the file source:
+ * landing, rejects, empty and amended _CHECK files, late-record policies,
+ * LRU rolling and resuming from committed offsets. Each test works in its
+ * own temporary folder.
+ */
+#include <dirent.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "orr_json.h"
+#include "orr_lzop.h"
+#include "sort_pipe.h"
+
+typedef struct tdir {
+    char root[256], in[300], blob[300], work[300], state[300];
+} tdir;
+
+static void tdir_make(tdir *t)
+{
+    snprintf(t->root, sizeof t->root, "/tmp/sort-unit.XXXXXX");
+    assert_non_null(mkdtemp(t->root));
+    snprintf(t->in, sizeof t->in, "%s/in", t->root);
+    snprintf(t->blob, sizeof t->blob, "file://%s/blob", t->root);
+    snprintf(t->work, sizeof t->work, "%s/work", t->root);
+    snprintf(t->state, sizeof t->state, "%s/state", t->root);
+    assert_int_equal(mkdir(t->in, 0755), 0);
+}
+
+static void tdir_remove(tdir *t)
+{
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", t->root);
+    assert_int_equal(system(cmd), 0);
+}
+
+static void write_file(const char *dir, const char *name, const char *text)
+{
+    char p[512];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    FILE *f = fopen(p, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+static sort_spec *make_spec(const tdir *t, const char *extra)
+{
+    char text[2048];
+    snprintf(text, sizeof text,
+             "{\"name\":\"t\",\"business\":\"biz\",\"source\":{\"type\":\"file\",\"path\":\"%s\","
+             "\"exit_at_eof\":true},\"format\":{\"type\":\"jsonl\"},\"interface\":{\"field\":"
+             "\"if\"},\"interfaces\":[\"a\",\"b\",\"quiet\"],\"time\":{\"field\":\"ts\","
+             "\"format\":\"epoch_s\"},\"bucket\":\"hour\"%s}",
+             t->in, extra);
+    json_error_t je;
+    json_t *doc = json_loads(text, 0, &je);
+    assert_non_null(doc);
+    sort_spec *s = NULL;
+    orr_err err;
+    orr_status rc = sort_spec_parse(doc, "spec", &s, &err);
+    if (rc != ORR_OK)
+        fail_msg("spec: %s: %s", err.field, err.msg);
+    json_decref(doc);
+    return s;
+}
+
+static volatile sig_atomic_t no_stop;
+
+static sort_pipe_stats run(const tdir *t, const sort_spec *s, int writers, size_t max_open)
+{
+    sort_pipe_cfg c = {
+        .spec = s,
+        .work_dir = t->work,
+        .state_dir = t->state,
+        .blob_url = t->blob,
+        .writers = writers,
+        .packs = 4,
+        .pack_bytes = 4096,
+        .max_open_units = max_open,
+        .stop = &no_stop,
+    };
+    sort_pipe_stats st;
+    orr_err err;
+    orr_err_clear(&err);
+    orr_status rc = sort_pipe_run(&c, &st, &err);
+    if (rc != ORR_OK)
+        fail_msg("pipeline: %s: %s", err.field, err.msg);
+    return st;
+}
+
+/* Records in the landed files of one unit folder (decoded with the lzop reader). */
+static uint64_t unit_records(const tdir *t, const char *unit, size_t *nfiles)
+{
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s/blob/%s", t->root, unit);
+    DIR *d = opendir(dir);
+    uint64_t lines = 0;
+    *nfiles = 0;
+    if (!d)
+        return 0;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        size_t n = strlen(de->d_name);
+        if (strncmp(de->d_name, "part-", 5) != 0 || strcmp(de->d_name + n - 4, ".lzo") != 0)
+            continue;
+        char p[800];
+        snprintf(p, sizeof p, "%s/%s", dir, de->d_name);
+        orr_lzop_reader *r = NULL;
+        orr_err err;
+        assert_int_equal(orr_lzop_reader_open(p, &r, &err), ORR_OK);
+        char buf[4096];
+        size_t got;
+        while (orr_lzop_read(r, buf, sizeof buf, &got, &err) == ORR_OK)
+            for (size_t i = 0; i < got; i++)
+                lines += buf[i] == '\n';
+        orr_lzop_reader_close(r);
+        (*nfiles)++;
+    }
+    closedir(d);
+    return lines;
+}
+
+static json_t *read_check(const tdir *t, const char *unit)
+{
+    char p[512];
+    snprintf(p, sizeof p, "%s/blob/%s/_CHECK", t->root, unit);
+    json_error_t je;
+    return json_load_file(p, 0, &je);
+}
+
+static int64_t jint(json_t *o, const char *k)
+{
+    return json_integer_value(json_object_get(o, k));
+}
+
+/* 2024-05-01 10:00 UTC = 1714557600 */
+static void test_land_reject_check(void **state)
+{
+    (void)state;
+    tdir t;
+    tdir_make(&t);
+    write_file(t.in, "001.jsonl",
+               "{\"if\":\"a\",\"ts\":1714557600}\n"
+               "{\"if\":\"a\",\"ts\":1714561199}\n"
+               "{\"if\":\"b\",\"ts\":1714561200}\n"
+               "not json\n"
+               "{\"if\":\"a\",\"ts\":\"x\"}\n"
+               "{\"if\":\"a\",\"ts\":1714564800}");
+    sort_spec *s = make_spec(&t, ",\"check\":{\"clock\":\"data\",\"grace_ms\":0}");
+    sort_pipe_stats st = run(&t, s, 2, 16);
+    assert_int_equal(st.records_in, 6);
+    assert_int_equal(st.records_out, 4);
+    assert_int_equal(st.rejected, 2);
+    assert_int_equal(st.rejects[SORT_REJ_SYNTAX], 1);
+    assert_int_equal(st.rejects[SORT_REJ_BAD_TIME], 1);
+    size_t nf;
+    assert_int_equal(unit_records(&t, "biz/a/2024050110", &nf), 2);
+    assert_int_equal(nf, 1);
+    assert_int_equal(unit_records(&t, "biz/b/2024050111", &nf), 1);
+    /* the last line had no newline: at the end of the stream it is a record */
+    assert_int_equal(unit_records(&t, "biz/a/2024050111", &nf), 0);
+    assert_int_equal(unit_records(&t, "biz/a/2024050112", &nf), 1);
+
+    json_t *c = read_check(&t, "biz/a/2024050110");
+    assert_non_null(c);
+    assert_int_equal(jint(c, "total"), 2);
+    assert_int_equal(jint(c, "version"), 1);
+    assert_int_equal(json_array_size(json_object_get(c, "files")), 1);
+    json_decref(c);
+    /* declared but silent interface: an empty _CHECK for every closed hour */
+    c = read_check(&t, "biz/quiet/2024050111");
+    assert_non_null(c);
+    assert_int_equal(jint(c, "total"), 0);
+    assert_int_equal(json_array_size(json_object_get(c, "files")), 0);
+    json_decref(c);
+
+    /* the reject file names the offset and the reason */
+    char p[512], line[512];
+    snprintf(p, sizeof p, "%s/t.rejects", t.state);
+    FILE *f = fopen(p, "r");
+    assert_non_null(f);
+    assert_non_null(fgets(line, sizeof line, f));
+    assert_non_null(strstr(line, "offset=81 reason=syntax"));
+    fclose(f);
+
+    /* a second run resumes after the committed offset: nothing is read again */
+    st = run(&t, s, 2, 16);
+    assert_int_equal(st.records_in, 0);
+    sort_spec_free(s);
+    tdir_remove(&t);
+}
+
+static void test_late_amend_and_drop(void **state)
+{
+    (void)state;
+    tdir t;
+    tdir_make(&t);
+    write_file(t.in, "001.jsonl",
+               "{\"if\":\"a\",\"ts\":1714557600}\n{\"if\":\"a\",\"ts\":1714568400}\n");
+    sort_spec *s = make_spec(&t, ",\"check\":{\"clock\":\"data\",\"grace_ms\":0}");
+    run(&t, s, 1, 16);
+    json_t *c = read_check(&t, "biz/a/2024050110");
+    assert_int_equal(jint(c, "version"), 1);
+    json_decref(c);
+    /* a late record for 10:00 amends the unit: a new file, _CHECK version 2 */
+    write_file(t.in, "002.jsonl", "{\"if\":\"a\",\"ts\":1714557700}\n");
+    sort_pipe_stats st = run(&t, s, 1, 16);
+    assert_int_equal(st.records_out, 1);
+    size_t nf;
+    assert_int_equal(unit_records(&t, "biz/a/2024050110", &nf), 2);
+    assert_int_equal(nf, 2);
+    assert_int_equal(st.late, 1);
+    c = read_check(&t, "biz/a/2024050110");
+    assert_int_equal(jint(c, "version"), 2);
+    assert_int_equal(jint(c, "total"), 2);
+    assert_int_equal(jint(c, "late_records"), 1);
+    json_decref(c);
+    sort_spec_free(s);
+
+    /* with "late": "drop", a record for a reconciled unit is rejected */
+    s = make_spec(&t, ",\"check\":{\"clock\":\"data\",\"grace_ms\":0,\"late\":\"drop\"}");
+    write_file(t.in, "003.jsonl",
+               "{\"if\":\"b\",\"ts\":1714575600}\n{\"if\":\"b\",\"ts\":1714557600}\n");
+    st = run(&t, s, 1, 16);
+    assert_int_equal(st.records_out, 1);
+    assert_int_equal(st.rejects[SORT_REJ_LATE], 1);
+    assert_int_equal(unit_records(&t, "biz/b/2024050110", &nf), 0);
+    sort_spec_free(s);
+    tdir_remove(&t);
+}
+
+static void test_lru_and_split(void **state)
+{
+    (void)state;
+    tdir t;
+    tdir_make(&t);
+    char buf[64 * 1024];
+    size_t n = 0;
+    for (int i = 0; i < 600; i++)
+        n += (size_t)snprintf(buf + n, sizeof buf - n, "{\"if\":\"%c\",\"ts\":%d}\n", "abc"[i % 3],
+                              1714557600 + i);
+    write_file(t.in, "001.jsonl", buf);
+    sort_spec *s = make_spec(&t, ",\"split\":{\"c\":3},\"check\":{\"enabled\":false}");
+    /* one open file at a time: rotating over three units rolls by LRU */
+    sort_pipe_stats st = run(&t, s, 1, 1);
+    assert_int_equal(st.records_out, 600);
+    assert_true(st.w.rolls_lru > 0);
+    size_t na, nb, nc;
+    assert_int_equal(unit_records(&t, "biz/a/2024050110", &na), 200);
+    assert_int_equal(unit_records(&t, "biz/b/2024050110", &nb), 200);
+    assert_int_equal(unit_records(&t, "biz/c/2024050110", &nc), 200);
+    assert_true(na > 1);
+    /* with checks disabled nothing else is written */
+    json_t *c = read_check(&t, "biz/a/2024050110");
+    assert_null(c);
+    sort_spec_free(s);
+    tdir_remove(&t);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_land_reject_check),
+        cmocka_unit_test(test_late_amend_and_drop),
+        cmocka_unit_test(test_lru_and_split),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

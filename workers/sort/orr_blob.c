@@ -1,0 +1,370 @@
+/* orr_blob.c - blob store table and the file:// backend (see orr_blob.h). */
+#include "orr_blob.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+typedef struct blob_file {
+    orr_blob base;
+    char *root;
+} blob_file;
+
+static const orr_blob_ops *const orr_blob_backends[] = {
+    &orr_blob_file,
+};
+
+int orr_blob_path_ok(const char *rel)
+{
+    if (!rel || !*rel || rel[0] == '/')
+        return 0;
+    const char *p = rel;
+    while (*p) {
+        const char *e = strchr(p, '/');
+        size_t n = e ? (size_t)(e - p) : strlen(p);
+        if (n == 0 || (n == 1 && p[0] == '.') || (n == 2 && p[0] == '.' && p[1] == '.'))
+            return 0;
+        if (!e)
+            break;
+        p = e + 1;
+    }
+    return 1;
+}
+
+static int blob__mkdirs(char *path)
+{
+    for (char *p = path + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = 0;
+        int r = mkdir(path, 0755);
+        *p = '/';
+        if (r != 0 && errno != EEXIST)
+            return -1;
+    }
+    if (mkdir(path, 0755) != 0 && errno != EEXIST)
+        return -1;
+    return 0;
+}
+
+static void blob__fsync_dir(const char *dir)
+{
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd >= 0) {
+        (void)fsync(fd);
+        close(fd);
+    }
+}
+
+static orr_status bf__full(blob_file *b, const char *rel, char *out, size_t n, orr_err *err)
+{
+    if (!orr_blob_path_ok(rel))
+        return orr_err_set(err, ORR_EINVAL, "path", "not a clean relative path: %s", rel);
+    if (snprintf(out, n, "%s/%s", b->root, rel) >= (int)n)
+        return orr_err_set(err, ORR_EINVAL, "path", "path too long: %s", rel);
+    return ORR_OK;
+}
+
+/* Split full into folder and base name parts (in place copies). */
+static void bf__split(const char *full, char *dir, size_t dn, const char **base)
+{
+    const char *slash = strrchr(full, '/');
+    size_t k = (size_t)(slash - full);
+    if (k >= dn)
+        k = dn - 1;
+    memcpy(dir, full, k);
+    dir[k] = 0;
+    *base = slash + 1;
+}
+
+static orr_status bf__copy(const char *src, const char *dst, orr_err *err)
+{
+    int in = open(src, O_RDONLY | O_CLOEXEC);
+    if (in < 0)
+        return orr_err_set(err, ORR_EIO, src, "cannot open: %s", strerror(errno));
+    int out = open(dst, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (out < 0) {
+        close(in);
+        return orr_err_set(err, ORR_EIO, dst, "cannot create: %s", strerror(errno));
+    }
+    char buf[1 << 16];
+    orr_status rc = ORR_OK;
+    for (;;) {
+        ssize_t r = read(in, buf, sizeof buf);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            rc = orr_err_set(err, ORR_EIO, src, "read failed: %s", strerror(errno));
+            break;
+        }
+        if (r == 0)
+            break;
+        for (ssize_t off = 0; off < r;) {
+            ssize_t w = write(out, buf + off, (size_t)(r - off));
+            if (w < 0 && errno == EINTR)
+                continue;
+            if (w <= 0) {
+                rc = orr_err_set(err, ORR_EIO, dst, "write failed: %s", strerror(errno));
+                goto done;
+            }
+            off += w;
+        }
+    }
+done:
+    if (rc == ORR_OK && fsync(out) != 0)
+        rc = orr_err_set(err, ORR_EIO, dst, "fsync failed: %s", strerror(errno));
+    close(in);
+    close(out);
+    return rc;
+}
+
+static orr_status bf_put_file(orr_blob *bb, const char *rel, const char *local, int move,
+                              orr_err *err)
+{
+    blob_file *b = (blob_file *)bb;
+    char full[4096], dir[4096], tmp[4200];
+    const char *base;
+    orr_status rc = bf__full(b, rel, full, sizeof full, err);
+    if (rc != ORR_OK)
+        return rc;
+    bf__split(full, dir, sizeof dir, &base);
+    if (blob__mkdirs(dir) != 0)
+        return orr_err_set(err, ORR_EIO, dir, "cannot create folder: %s", strerror(errno));
+    snprintf(tmp, sizeof tmp, "%s/.tmp-%s", dir, base);
+    if (!(move && rename(local, tmp) == 0)) {
+        /* Another filesystem, or a copy was asked for. */
+        rc = bf__copy(local, tmp, err);
+        if (rc != ORR_OK) {
+            unlink(tmp);
+            return rc;
+        }
+        if (move)
+            unlink(local);
+    }
+    if (rename(tmp, full) != 0) {
+        int e = errno;
+        unlink(tmp);
+        return orr_err_set(err, ORR_EIO, full, "rename failed: %s", strerror(e));
+    }
+    blob__fsync_dir(dir);
+    return ORR_OK;
+}
+
+static orr_status bf_put_bytes(orr_blob *bb, const char *rel, const void *data, size_t len,
+                               orr_err *err)
+{
+    blob_file *b = (blob_file *)bb;
+    char full[4096], dir[4096], tmp[4200];
+    const char *base;
+    orr_status rc = bf__full(b, rel, full, sizeof full, err);
+    if (rc != ORR_OK)
+        return rc;
+    bf__split(full, dir, sizeof dir, &base);
+    if (blob__mkdirs(dir) != 0)
+        return orr_err_set(err, ORR_EIO, dir, "cannot create folder: %s", strerror(errno));
+    snprintf(tmp, sizeof tmp, "%s/.tmp-%s", dir, base);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return orr_err_set(err, ORR_EIO, tmp, "cannot create: %s", strerror(errno));
+    const char *p = data;
+    while (len > 0) {
+        ssize_t w = write(fd, p, len);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            int e = errno;
+            close(fd);
+            unlink(tmp);
+            return orr_err_set(err, ORR_EIO, tmp, "write failed: %s", strerror(e));
+        }
+        p += w;
+        len -= (size_t)w;
+    }
+    if (fsync(fd) != 0) {
+        int e = errno;
+        close(fd);
+        unlink(tmp);
+        return orr_err_set(err, ORR_EIO, tmp, "fsync failed: %s", strerror(e));
+    }
+    close(fd);
+    if (rename(tmp, full) != 0) {
+        int e = errno;
+        unlink(tmp);
+        return orr_err_set(err, ORR_EIO, full, "rename failed: %s", strerror(e));
+    }
+    blob__fsync_dir(dir);
+    return ORR_OK;
+}
+
+static orr_status bf_get_bytes(orr_blob *bb, const char *rel, orr_buf *out, orr_err *err)
+{
+    blob_file *b = (blob_file *)bb;
+    char full[4096];
+    orr_status rc = bf__full(b, rel, full, sizeof full, err);
+    if (rc != ORR_OK)
+        return rc;
+    orr_buf_reset(out);
+    int fd = open(full, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        if (errno == ENOENT)
+            return orr_err_set(err, ORR_ENOTFOUND, full, "no such object");
+        return orr_err_set(err, ORR_EIO, full, "cannot open: %s", strerror(errno));
+    }
+    for (;;) {
+        orr_buf_reserve(out, 65536);
+        ssize_t r = read(fd, out->data + out->len, 65536);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            int e = errno;
+            close(fd);
+            return orr_err_set(err, ORR_EIO, full, "read failed: %s", strerror(e));
+        }
+        if (r == 0)
+            break;
+        out->len += (size_t)r;
+        out->data[out->len] = 0;
+    }
+    close(fd);
+    return ORR_OK;
+}
+
+static orr_status bf_list(orr_blob *bb, const char *rel, orr_buf *out, orr_err *err)
+{
+    blob_file *b = (blob_file *)bb;
+    char full[4096];
+    if (rel && *rel) {
+        orr_status rc = bf__full(b, rel, full, sizeof full, err);
+        if (rc != ORR_OK)
+            return rc;
+    } else {
+        snprintf(full, sizeof full, "%s", b->root);
+    }
+    DIR *d = opendir(full);
+    if (!d) {
+        if (errno == ENOENT)
+            return orr_err_set(err, ORR_ENOTFOUND, full, "no such folder");
+        return orr_err_set(err, ORR_EIO, full, "cannot list: %s", strerror(errno));
+    }
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+            continue;
+        orr_buf_append(out, de->d_name, strlen(de->d_name) + 1);
+    }
+    closedir(d);
+    return ORR_OK;
+}
+
+static orr_status bf_remove(orr_blob *bb, const char *rel, orr_err *err)
+{
+    blob_file *b = (blob_file *)bb;
+    char full[4096];
+    orr_status rc = bf__full(b, rel, full, sizeof full, err);
+    if (rc != ORR_OK)
+        return rc;
+    if (unlink(full) != 0 && errno != ENOENT)
+        return orr_err_set(err, ORR_EIO, full, "cannot remove: %s", strerror(errno));
+    return ORR_OK;
+}
+
+static void bf_close(orr_blob *bb)
+{
+    blob_file *b = (blob_file *)bb;
+    free(b->root);
+    free(b);
+}
+
+static orr_status bf_open(const char *url, orr_blob **out, orr_err *err)
+{
+    const char *path = url;
+    if (strncmp(url, "file://", 7) == 0)
+        path = url + 7;
+    if (path[0] != '/')
+        return orr_err_set(err, ORR_EINVAL, "blob_root", "file store needs an absolute path: %s",
+                           url);
+    blob_file *b = calloc(1, sizeof *b);
+    if (!b)
+        abort();
+    b->base.ops = &orr_blob_file;
+    b->root = strdup(path);
+    if (!b->root)
+        abort();
+    size_t n = strlen(b->root);
+    while (n > 1 && b->root[n - 1] == '/')
+        b->root[--n] = 0;
+    if (blob__mkdirs(b->root) != 0) {
+        orr_status rc = orr_err_set(err, ORR_EIO, "blob_root", "cannot create %s: %s", b->root,
+                                    strerror(errno));
+        bf_close(&b->base);
+        return rc;
+    }
+    *out = &b->base;
+    return ORR_OK;
+}
+
+const orr_blob_ops orr_blob_file = {
+    .scheme = "file",
+    .open = bf_open,
+    .put_file = bf_put_file,
+    .put_bytes = bf_put_bytes,
+    .get_bytes = bf_get_bytes,
+    .list = bf_list,
+    .remove = bf_remove,
+    .close = bf_close,
+};
+
+orr_status orr_blob_open(const char *url, orr_blob **out, orr_err *err)
+{
+    if (!url || !*url)
+        return orr_err_set(err, ORR_EINVAL, "blob_root", "is required");
+    if (url[0] == '/')
+        return orr_blob_file.open(url, out, err);
+    const char *colon = strstr(url, "://");
+    if (!colon)
+        return orr_err_set(err, ORR_EINVAL, "blob_root", "not a URL or absolute path: %s", url);
+    size_t n = (size_t)(colon - url);
+    for (size_t i = 0; i < sizeof orr_blob_backends / sizeof orr_blob_backends[0]; i++) {
+        const orr_blob_ops *o = orr_blob_backends[i];
+        if (strlen(o->scheme) == n && strncmp(o->scheme, url, n) == 0)
+            return o->open(url, out, err);
+    }
+    return orr_err_set(err, ORR_EINVAL, "blob_root", "unsupported blob store scheme: %.*s", (int)n,
+                       url);
+}
+
+void orr_blob_close(orr_blob *b)
+{
+    if (b)
+        b->ops->close(b);
+}
+
+size_t orr_blob_sweep_tmp(orr_blob *b, const char *rel)
+{
+    orr_buf names = ORR_BUF_INIT;
+    size_t removed = 0;
+    if (b->ops->list(b, rel, &names, NULL) == ORR_OK) {
+        for (size_t off = 0; off < names.len;) {
+            const char *nm = names.data + off;
+            off += strlen(nm) + 1;
+            if (strncmp(nm, ".tmp-", 5) != 0)
+                continue;
+            char p[4096];
+            snprintf(p, sizeof p, "%s/%s", rel, nm);
+            if (b->ops->remove(b, p, NULL) == ORR_OK)
+                removed++;
+        }
+    }
+    orr_buf_free(&names);
+    return removed;
+}
+
+const char *orr_blob_local_root(const orr_blob *b)
+{
+    return b->ops == &orr_blob_file ? ((const blob_file *)b)->root : NULL;
+}

@@ -1,0 +1,119 @@
+/* sort_chan.c - packs and queues between the parse stage and the writers (see sort_chan.h). */
+#include "sort_chan.h"
+
+#include <errno.h>
+#include <string.h>
+#include <time.h>
+
+void sort_queue_init(sort_queue *q)
+{
+    memset(q, 0, sizeof *q);
+    pthread_mutex_init(&q->mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&q->cv, &ca);
+    pthread_condattr_destroy(&ca);
+}
+
+void sort_queue_destroy(sort_queue *q)
+{
+    pthread_mutex_destroy(&q->mu);
+    pthread_cond_destroy(&q->cv);
+}
+
+void sort_queue_push(sort_queue *q, sort_pack *p)
+{
+    p->next = NULL;
+    pthread_mutex_lock(&q->mu);
+    if (q->tail)
+        q->tail->next = p;
+    else
+        q->head = p;
+    q->tail = p;
+    q->n++;
+    pthread_cond_signal(&q->cv);
+    pthread_mutex_unlock(&q->mu);
+}
+
+sort_pack *sort_queue_pop(sort_queue *q, int wait_ms)
+{
+    struct timespec dl;
+    clock_gettime(CLOCK_MONOTONIC, &dl);
+    dl.tv_sec += wait_ms / 1000;
+    dl.tv_nsec += (long)(wait_ms % 1000) * 1000000L;
+    if (dl.tv_nsec >= 1000000000L) {
+        dl.tv_sec++;
+        dl.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&q->mu);
+    while (!q->head && wait_ms > 0) {
+        if (pthread_cond_timedwait(&q->cv, &q->mu, &dl) == ETIMEDOUT)
+            break;
+    }
+    sort_pack *p = q->head;
+    if (p) {
+        q->head = p->next;
+        if (!q->head)
+            q->tail = NULL;
+        q->n--;
+        p->next = NULL;
+    }
+    pthread_mutex_unlock(&q->mu);
+    return p;
+}
+
+size_t sort_queue_len(sort_queue *q)
+{
+    pthread_mutex_lock(&q->mu);
+    size_t n = q->n;
+    pthread_mutex_unlock(&q->mu);
+    return n;
+}
+
+void sort_pack_add(sort_pack *p, sort_unit *u, uint32_t split, uint32_t partition, sort_off off,
+                   const void *rec, uint32_t len)
+{
+    sort_pent h = {u, off, partition, split, len, 0};
+    size_t pad = (8 - (len & 7)) & 7;
+    orr_buf_reserve(&p->data, sizeof h + len + pad);
+    memcpy(p->data.data + p->data.len, &h, sizeof h);
+    memcpy(p->data.data + p->data.len + sizeof h, rec, len);
+    memset(p->data.data + p->data.len + sizeof h + len, 0, pad);
+    p->data.len += sizeof h + len + pad;
+    p->n++;
+}
+
+const sort_pent *sort_pack_next(const sort_pack *p, size_t *cursor, const char **rec)
+{
+    if (*cursor >= p->data.len)
+        return NULL;
+    const sort_pent *h = (const sort_pent *)(const void *)(p->data.data + *cursor);
+    *rec = p->data.data + *cursor + sizeof *h;
+    *cursor += sizeof *h + h->len + ((8 - (h->len & 7)) & 7);
+    return h;
+}
+
+void sort_pack_clear(sort_pack *p)
+{
+    orr_buf_reset(&p->data);
+    p->n = 0;
+    p->nstamps = 0;
+    p->kind = SORT_PACK_DATA;
+}
+
+void sort_pack_stamp(sort_pack *p, uint32_t partition, sort_off next)
+{
+    for (size_t i = 0; i < p->nstamps; i++) {
+        if (p->stamps[i].partition == partition) {
+            if (sort_off_cmp(next, p->stamps[i].next) > 0)
+                p->stamps[i].next = next;
+            return;
+        }
+    }
+    if (p->nstamps < SORT_MAX_PARTITIONS) {
+        p->stamps[p->nstamps].partition = partition;
+        p->stamps[p->nstamps].next = next;
+        p->nstamps++;
+    }
+}

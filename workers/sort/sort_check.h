@@ -1,0 +1,45 @@
+/*
+ * sort_check.h - reconciliation files (_CHECK) of data units.
+ *
+ * When a unit's bucket has closed (bucket end + grace on the stream's clock)
+ * and its files have landed, the checker writes <unit folder>/_CHECK:
+ *
+ *   {"stream": "clicks", "business": "b1", "interface": "login",
+ *    "bucket": "2024050110", "bucket_start": 1714557600, "version": 1,
+ *    "files": [{"name": "part-0-0-9870-n50.lzo", "records": 50}, ...],
+ *    "total": 50, "late_records": 0}
+ *
+ * files are sorted by name; total is the sum of their records. A unit with
+ * no data gets the same document with "files": [] and "total": 0 (the empty
+ * _CHECK), so downstream loads never wait forever. Records that arrive after
+ * the unit closed land in new files and the next _CHECK has version + 1 and
+ * counts them in late_records. Written atomically (orr_blob put).
+ *
+ * Statistics: each reconciled unit is also handed to a sort_check_sink (the
+ * interface point for Halley's unit statistics and its data_unit events;
+ * today the default sink logs one line).
+ */
+#ifndef SORT_CHECK_H
+#define SORT_CHECK_H
+
+#include "orr_blob.h"
+#include "sort_spec.h"
+#include "sort_unit.h"
+
+typedef struct sort_check_sink {
+    void *ctx;
+    /* Called after a _CHECK version landed. */
+    void (*reconciled)(void *ctx, const sort_spec *spec, const sort_unit *u);
+} sort_check_sink;
+
+/* Write the next _CHECK version of u (u->check_version is raised and
+ * checked_nfiles/checked_late updated on success). ORR_EIO from the store. */
+orr_status sort_check_write(orr_blob *blob, const sort_spec *spec, sort_unit *u, orr_err *err);
+
+/* 1 if u needs a (new) _CHECK: none yet, or files / late counts changed. */
+int sort_check_stale(const sort_unit *u);
+
+/* The default sink: one log line per reconciled unit. */
+extern const sort_check_sink sort_check_log_sink;
+
+#endif

@@ -1,0 +1,560 @@
+/* sort_pipe.c - one stream's pipeline: parse, route, commit, check (see sort_pipe.h). */
+#include "sort_pipe.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "orr_log.h"
+#include "sort_reject.h"
+
+#define PIPE_TICK_MS        100
+#define PIPE_EMPTY_UNIT_CAP 100000 /* empty units created per check round, at most */
+
+typedef struct sort_pipeline {
+    const sort_pipe_cfg *cfg;
+    const sort_spec *spec;
+    const sort_format_ops *fmt;
+    orr_blob *blob;
+    sort_units units;
+    sort_reject rej;
+    sort_source *src;
+    sort_writer *w;
+    int nw;
+    sort_queue pool;
+    sort_pack **cur; /* pack being filled, per writer */
+    int npacks;
+    sort_landings landings;
+    sort_val *vals;
+    const sort_check_sink *sink;
+    char work[4096];
+
+    uint8_t seen[SORT_MAX_PARTITIONS];
+    sort_off committed[SORT_MAX_PARTITIONS];
+    uint8_t has_committed[SORT_MAX_PARTITIONS];
+
+    int64_t closed_upto; /* buckets ending at or before this (s) are closed */
+    int64_t max_data_ms;
+    int has_data;
+    int64_t start_bucket;
+    int64_t empty_lo, empty_hi; /* bucket range already given empty units */
+    uint64_t ctl_seq, ctl_pending;
+    int late_pending;
+    int64_t last_ctl_ms, last_tick_ms;
+    int eof;
+    int failed;
+    orr_err fail_err;
+    sort_pipe_stats st;
+} sort_pipeline;
+
+static int64_t pipe_mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int pipe_mkdirs(const char *path)
+{
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s", path);
+    for (char *p = tmp + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = 0;
+        if (mkdir(tmp, 0755) != 0 && errno != EEXIST)
+            return -1;
+        *p = '/';
+    }
+    return mkdir(tmp, 0755) != 0 && errno != EEXIST ? -1 : 0;
+}
+
+/* Staging files of a previous run hold nothing committed: remove them. */
+static void pipe_wipe_work(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        if (de->d_name[0] == '.')
+            continue;
+        unlinkat(dirfd(d), de->d_name, 0);
+    }
+    closedir(d);
+}
+
+/* ---- landings, commits, checks -------------------------------------- */
+
+static void pipe_drain_landings(sort_pipeline *p)
+{
+    sort_landing *v = NULL;
+    size_t n = sort_landings_take(&p->landings, &v);
+    for (size_t i = 0; i < n; i++)
+        sort_unit_add_file(&p->units, v[i].unit, v[i].name, v[i].count);
+    free(v);
+}
+
+static void pipe_check_writers(sort_pipeline *p)
+{
+    for (int i = 0; i < p->nw && !p->failed; i++)
+        if (sort_writer_failed(&p->w[i], &p->fail_err))
+            p->failed = 1;
+}
+
+static void pipe_commit(sort_pipeline *p)
+{
+    if (p->nw == 0)
+        return;
+    for (uint32_t part = 0; part < SORT_MAX_PARTITIONS; part++) {
+        if (!p->seen[part])
+            continue;
+        sort_off lo = {0, 0};
+        int ok = 1;
+        for (int i = 0; i < p->nw && ok; i++) {
+            sort_off s;
+            if (!sort_writer_safe(&p->w[i], part, &s)) {
+                ok = 0;
+                break;
+            }
+            if (i == 0 || sort_off_cmp(s, lo) < 0)
+                lo = s;
+        }
+        if (!ok)
+            continue;
+        if (p->has_committed[part] && sort_off_cmp(lo, p->committed[part]) <= 0)
+            continue;
+        orr_err err;
+        orr_err_clear(&err);
+        if (p->src->ops->commit(p->src, part, lo, &err) != ORR_OK) {
+            char b[600];
+            ORR_WARN("offset commit failed; will retry", "stream=%s error=%s", p->spec->name,
+                     orr_log_q(orr_err_str(&err, b, sizeof b)));
+            continue;
+        }
+        p->committed[part] = lo;
+        p->has_committed[part] = 1;
+    }
+}
+
+/* Closed-bucket boundary now: buckets ending at or before it are closed. */
+static int64_t pipe_boundary(sort_pipeline *p)
+{
+    const sort_spec *s = p->spec;
+    int64_t t_ms;
+    if (s->check.clock == SORT_CLOCK_DATA) {
+        if (p->eof)
+            return INT64_MAX;
+        if (!p->has_data)
+            return INT64_MIN;
+        t_ms = p->max_data_ms - s->check.grace_ms;
+    } else {
+        t_ms = (int64_t)time(NULL) * 1000 - s->check.grace_ms;
+    }
+    return sort_bucket_start(t_ms, s->bucket, s->tz_offset);
+}
+
+static void pipe_send_ctl(sort_pipeline *p, sort_pack_kind kind, int64_t before)
+{
+    p->ctl_seq++;
+    for (int i = 0; i < p->nw; i++) {
+        sort_pack *c = calloc(1, sizeof *c);
+        if (!c)
+            abort();
+        c->kind = kind;
+        c->roll_before = before;
+        c->seq = p->ctl_seq;
+        sort_queue_push(&p->w[i].in, c);
+    }
+}
+
+/* Give every declared interface a unit in each closed bucket we cover. */
+static void pipe_empty_units(sort_pipeline *p, int64_t upto)
+{
+    const sort_spec *s = p->spec;
+    int64_t size = sort_bucket_seconds(s->bucket);
+    int64_t lo = p->units.min_bucket;
+    if (s->check.clock == SORT_CLOCK_WALL && p->start_bucket < lo)
+        lo = p->start_bucket;
+    if (lo == INT64_MAX || s->ninterfaces == 0)
+        return;
+    if (upto == INT64_MAX) {
+        int64_t hi = INT64_MIN;
+        for (size_t i = 0; i < p->units.n; i++)
+            if (p->units.all[i]->bucket_end > hi)
+                hi = p->units.all[i]->bucket_end;
+        upto = hi;
+    }
+    size_t made = 0;
+    for (int64_t b = lo; b + size <= upto && made < PIPE_EMPTY_UNIT_CAP; b += size) {
+        if (p->empty_hi > p->empty_lo && b >= p->empty_lo && b < p->empty_hi)
+            continue; /* done in an earlier round */
+        for (size_t i = 0; i < s->ninterfaces; i++) {
+            sort_units_get(&p->units, s->interfaces[i], strlen(s->interfaces[i]), b);
+            made++;
+        }
+    }
+    if (p->empty_hi <= p->empty_lo || lo < p->empty_lo)
+        p->empty_lo = lo;
+    if (upto > p->empty_hi)
+        p->empty_hi = upto;
+}
+
+static void pipe_write_checks(sort_pipeline *p)
+{
+    pipe_drain_landings(p);
+    pipe_empty_units(p, p->closed_upto);
+    for (size_t i = 0; i < p->units.n; i++) {
+        sort_unit *u = p->units.all[i];
+        if (u->bucket_end > p->closed_upto || !sort_check_stale(u))
+            continue;
+        orr_err err;
+        orr_err_clear(&err);
+        if (sort_check_write(p->blob, p->spec, u, &err) != ORR_OK) {
+            char b[600];
+            ORR_WARN("_CHECK write failed; will retry", "unit=%s error=%s", orr_log_q(u->dir),
+                     orr_log_q(orr_err_str(&err, b, sizeof b)));
+            continue;
+        }
+        p->st.checks_written++;
+        if (p->sink && p->sink->reconciled)
+            p->sink->reconciled(p->sink->ctx, p->spec, u);
+    }
+}
+
+static void pipe_checker(sort_pipeline *p, int64_t now)
+{
+    if (!p->spec->check.enabled)
+        return;
+    if (p->ctl_pending) {
+        for (int i = 0; i < p->nw; i++)
+            if (sort_writer_acked(&p->w[i]) < p->ctl_pending)
+                return;
+        p->ctl_pending = 0;
+        pipe_write_checks(p);
+    }
+    int64_t b = pipe_boundary(p);
+    if (b == INT64_MIN)
+        return;
+    if (b > p->closed_upto || (p->late_pending && now - p->last_ctl_ms >= 1000)) {
+        if (b > p->closed_upto)
+            p->closed_upto = b;
+        p->late_pending = 0;
+        p->last_ctl_ms = now;
+        pipe_send_ctl(p, SORT_PACK_ROLL, p->closed_upto);
+        p->ctl_pending = p->ctl_seq;
+    }
+}
+
+static void pipe_housekeep(sort_pipeline *p, int force)
+{
+    int64_t now = pipe_mono_ms();
+    if (!force && now - p->last_tick_ms < PIPE_TICK_MS)
+        return;
+    p->last_tick_ms = now;
+    pipe_check_writers(p);
+    pipe_drain_landings(p);
+    pipe_commit(p);
+    sort_reject_flush(&p->rej);
+    pipe_checker(p, now);
+}
+
+/* ---- routing ---------------------------------------------------------- */
+
+static sort_pack *pipe_pack(sort_pipeline *p, int wi)
+{
+    while (!p->cur[wi]) {
+        sort_pack *k = sort_queue_pop(&p->pool, 0);
+        if (!k) {
+            p->st.pool_waits++;
+            k = sort_queue_pop(&p->pool, PIPE_TICK_MS);
+            pipe_housekeep(p, 0);
+        }
+        p->cur[wi] = k;
+    }
+    return p->cur[wi];
+}
+
+static void pipe_send(sort_pipeline *p, int wi)
+{
+    sort_pack *k = p->cur[wi];
+    p->cur[wi] = NULL;
+    k->kind = SORT_PACK_DATA;
+    sort_queue_push(&p->w[wi].in, k);
+}
+
+static uint32_t pipe_split_of(sort_off off, uint32_t k)
+{
+    if (k <= 1)
+        return 0;
+    uint64_t h = off.hi * 0x9E3779B97F4A7C15ULL ^ off.lo;
+    h ^= h >> 31;
+    h *= 0xbf58476d1ce4e5b9ULL;
+    h ^= h >> 29;
+    return (uint32_t)(h % k);
+}
+
+static void pipe_route_batch(sort_pipeline *p, sort_batch *b)
+{
+    const sort_spec *s = p->spec;
+    sort_off ends[SORT_MAX_PARTITIONS];
+    uint8_t has_end[SORT_MAX_PARTITIONS] = {0};
+    for (size_t i = 0; i < b->n; i++) {
+        const sort_entry *e = &b->e[i];
+        const char *rec = b->data.data + e->pos;
+        sort_reject_reason why;
+        p->st.records_in++;
+        if (e->partition >= SORT_MAX_PARTITIONS)
+            continue; /* sources never produce these */
+        p->seen[e->partition] = 1;
+        if (!has_end[e->partition] || sort_off_cmp(e->next, ends[e->partition]) > 0) {
+            ends[e->partition] = e->next;
+            has_end[e->partition] = 1;
+        }
+        if (e->why >= 0) {
+            sort_reject_add(&p->rej, e->partition, e->off, (sort_reject_reason)e->why, rec, e->len);
+            continue;
+        }
+        if ((int64_t)e->len > s->format.max_record) {
+            sort_reject_add(&p->rej, e->partition, e->off, SORT_REJ_TOO_LONG, rec, e->len);
+            continue;
+        }
+        sort_route r;
+        if (p->fmt->parse(s, rec, e->len, p->vals, &why) != 0 ||
+            sort_record_route(s, p->vals, &r, &why) != 0) {
+            sort_reject_add(&p->rej, e->partition, e->off, why, rec, e->len);
+            continue;
+        }
+        sort_unit *u = sort_units_get(&p->units, r.iface, r.iface_len, r.bucket_start);
+        uint32_t split = pipe_split_of(e->off, u->split);
+        sort_off last;
+        if (u->landed && sort_unit_landed_last(u, split, e->partition, &last) &&
+            sort_off_cmp(e->off, last) <= 0) {
+            p->st.replay_dropped++;
+            continue;
+        }
+        if (u->bucket_end <= p->closed_upto) {
+            if (s->check.late == SORT_LATE_DROP) {
+                sort_reject_add(&p->rej, e->partition, e->off, SORT_REJ_LATE, rec, e->len);
+                continue;
+            }
+            u->late++;
+            p->st.late++;
+            p->late_pending = 1;
+        }
+        if (!p->has_data || r.time_ms > p->max_data_ms) {
+            p->max_data_ms = r.time_ms;
+            p->has_data = 1;
+        }
+        int wi = (int)((u->hash + split) % (uint64_t)p->nw);
+        sort_pack *k = pipe_pack(p, wi);
+        sort_pack_add(k, u, split, e->partition, e->off, rec, e->len);
+        p->st.records_out++;
+        if (k->data.len >= p->cfg->pack_bytes)
+            pipe_send(p, wi);
+    }
+    /* Every writer learns how far this batch went, records or not. */
+    for (int wi = 0; wi < p->nw; wi++) {
+        sort_pack *k = pipe_pack(p, wi);
+        for (uint32_t part = 0; part < SORT_MAX_PARTITIONS; part++)
+            if (has_end[part])
+                sort_pack_stamp(k, part, ends[part]);
+        pipe_send(p, wi);
+    }
+}
+
+/* ---- run -------------------------------------------------------------- */
+
+static void pipe_sum_stats(sort_pipeline *p)
+{
+    memset(&p->st.w, 0, sizeof p->st.w);
+    for (int i = 0; i < p->nw; i++) {
+        sort_writer_stats ws;
+        sort_writer_get_stats(&p->w[i], &ws);
+        p->st.w.records += ws.records;
+        p->st.w.bytes_raw += ws.bytes_raw;
+        p->st.w.bytes_lzo += ws.bytes_lzo;
+        p->st.w.files += ws.files;
+        p->st.w.rolls_size += ws.rolls_size;
+        p->st.w.rolls_age += ws.rolls_age;
+        p->st.w.rolls_lru += ws.rolls_lru;
+        p->st.w.rolls_close += ws.rolls_close;
+    }
+    for (int r = 0; r < SORT_REJ__COUNT; r++)
+        p->st.rejects[r] = p->rej.count[r];
+    p->st.rejected = p->rej.total;
+    p->st.units = p->units.n;
+}
+
+orr_status sort_pipe_run(const sort_pipe_cfg *cfg, sort_pipe_stats *stats, orr_err *err)
+{
+    sort_pipeline pp, *p = &pp;
+    memset(p, 0, sizeof *p);
+    p->cfg = cfg;
+    p->spec = cfg->spec;
+    p->sink = cfg->sink ? cfg->sink : &sort_check_log_sink;
+    p->closed_upto = INT64_MIN;
+    p->nw = cfg->writers > 0 ? cfg->writers : 1;
+    int64_t t0 = pipe_mono_ms();
+    orr_status rc = ORR_OK;
+    int writers_started = 0, npool = 0;
+    sort_batch batch = {0};
+    char path[4400];
+
+    p->fmt = sort_format_find(p->spec->format.type);
+    const sort_source_ops *sops = sort_source_find(p->spec->source.type);
+    if (!p->fmt || !sops)
+        return orr_err_set(err, ORR_EINVAL, "spec.format.type", "no such format or source");
+    snprintf(p->work, sizeof p->work, "%s/%s", cfg->work_dir, p->spec->name);
+    if (pipe_mkdirs(p->work) != 0 || pipe_mkdirs(cfg->state_dir) != 0)
+        return orr_err_set(err, ORR_EIO, "work_dir", "cannot create %s or %s: %s", p->work,
+                           cfg->state_dir, strerror(errno));
+    pipe_wipe_work(p->work);
+
+    sort_units_init(&p->units, p->spec);
+    sort_landings_init(&p->landings);
+    sort_queue_init(&p->pool);
+    p->vals = calloc(SORT_MAX_FIELDS, sizeof *p->vals);
+    p->w = calloc((size_t)p->nw, sizeof *p->w);
+    p->cur = calloc((size_t)p->nw, sizeof *p->cur);
+    if (!p->vals || !p->w || !p->cur)
+        abort();
+    p->start_bucket =
+        sort_bucket_start((int64_t)time(NULL) * 1000, p->spec->bucket, p->spec->tz_offset);
+
+    rc = orr_blob_open(cfg->blob_url, &p->blob, err);
+    if (rc != ORR_OK)
+        goto out;
+    rc = sort_units_load(&p->units, p->blob, err);
+    if (rc != ORR_OK)
+        goto out;
+    /* Buckets reconciled by an earlier run stay closed: later records are late. */
+    for (size_t i = 0; i < p->units.n; i++)
+        if (p->units.all[i]->check_version > 0 && p->units.all[i]->bucket_end > p->closed_upto)
+            p->closed_upto = p->units.all[i]->bucket_end;
+    snprintf(path, sizeof path, "%s/%s.rejects", cfg->state_dir, p->spec->name);
+    rc = sort_reject_open(&p->rej, path, err);
+    if (rc != ORR_OK)
+        goto out;
+    sort_source_env env = {cfg->state_dir, cfg->redis_addr, p->fmt};
+    rc = sops->open(p->spec, &env, &p->src, err);
+    if (rc != ORR_OK)
+        goto out;
+
+    npool = cfg->packs > p->nw * 2 ? cfg->packs : p->nw * 2;
+    for (int i = 0; i < npool; i++) {
+        sort_pack *k = calloc(1, sizeof *k);
+        if (!k)
+            abort();
+        k->pooled = 1;
+        sort_queue_push(&p->pool, k);
+    }
+    size_t per_writer = cfg->max_open_units / (size_t)p->nw;
+    for (; writers_started < p->nw; writers_started++) {
+        rc = sort_writer_start(&p->w[writers_started], writers_started, p->spec, p->fmt, p->blob,
+                               p->work, per_writer ? per_writer : 1, &p->pool, &p->landings, err);
+        if (rc != ORR_OK)
+            goto stop;
+    }
+    ORR_INFO("stream started", "stream=%s source=%s format=%s writers=%d packs=%d units_known=%zu",
+             p->spec->name, p->spec->source.type, p->spec->format.type, p->nw, npool, p->units.n);
+
+    int backoff_ms = 50;
+    while (!*cfg->stop && !p->failed) {
+        sort_batch_reset(&batch);
+        orr_err serr;
+        orr_err_clear(&serr);
+        orr_status src_rc = p->src->ops->next(p->src, &batch, PIPE_TICK_MS, &serr);
+        if (batch.n > 0)
+            pipe_route_batch(p, &batch);
+        if (src_rc == ORR_EOF) {
+            p->eof = 1;
+            break;
+        }
+        if (src_rc != ORR_OK) {
+            char b[600];
+            ORR_WARN("source read failed; backing off", "stream=%s backoff_ms=%d error=%s",
+                     p->spec->name, backoff_ms, orr_log_q(orr_err_str(&serr, b, sizeof b)));
+            struct timespec ts = {backoff_ms / 1000, (long)(backoff_ms % 1000) * 1000000L};
+            nanosleep(&ts, NULL);
+            backoff_ms = backoff_ms * 2 > 5000 ? 5000 : backoff_ms * 2;
+        } else {
+            backoff_ms = 50;
+        }
+        pipe_housekeep(p, 0);
+    }
+
+stop:
+    /* Stop: writers roll and land everything, then the last commit. */
+    p->nw = writers_started;
+    for (int i = 0; i < p->nw; i++)
+        if (p->cur[i])
+            pipe_send(p, i);
+    pipe_send_ctl(p, SORT_PACK_STOP, INT64_MAX);
+    for (int i = 0; i < writers_started; i++)
+        sort_writer_join(&p->w[i]);
+    pipe_check_writers(p);
+    pipe_drain_landings(p);
+    pipe_commit(p);
+    if (p->spec->check.enabled && !p->failed) {
+        int64_t b = pipe_boundary(p);
+        if (b > p->closed_upto)
+            p->closed_upto = b;
+        if (p->closed_upto != INT64_MIN)
+            pipe_write_checks(p);
+    }
+    if (p->failed && rc == ORR_OK) {
+        rc = p->fail_err.code != ORR_OK ? p->fail_err.code : ORR_EIO;
+        if (err)
+            *err = p->fail_err;
+    }
+out:
+    pipe_sum_stats(p);
+    p->st.seconds = (double)(pipe_mono_ms() - t0) / 1000.0;
+    if (stats)
+        *stats = p->st;
+    if (p->src)
+        p->src->ops->close(p->src);
+    sort_reject_close(&p->rej);
+    sort_pack *k;
+    while ((k = sort_queue_pop(&p->pool, 0)) != NULL) {
+        orr_buf_free(&k->data);
+        free(k);
+    }
+    sort_queue_destroy(&p->pool);
+    sort_landings_destroy(&p->landings);
+    orr_blob_close(p->blob);
+    sort_units_free(&p->units);
+    sort_batch_free(&batch);
+    free(p->vals);
+    free(p->w);
+    free(p->cur);
+    return rc;
+}
+
+char *sort_pipe_stats_json(const sort_pipe_stats *st)
+{
+    json_t *rej = json_object();
+    for (int r = 0; r < SORT_REJ__COUNT; r++)
+        if (st->rejects[r])
+            json_object_set_new(rej, sort_reject_name((sort_reject_reason)r),
+                                json_integer((json_int_t)st->rejects[r]));
+    json_t *o = json_pack("{s:I,s:I,s:I,s:o,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:f}", "records_in",
+                          (json_int_t)st->records_in, "records_out", (json_int_t)st->records_out,
+                          "rejected", (json_int_t)st->rejected, "rejects", rej, "replay_dropped",
+                          (json_int_t)st->replay_dropped, "late", (json_int_t)st->late, "units",
+                          (json_int_t)st->units, "files", (json_int_t)st->w.files, "checks_written",
+                          (json_int_t)st->checks_written, "bytes_raw", (json_int_t)st->w.bytes_raw,
+                          "bytes_lzo", (json_int_t)st->w.bytes_lzo, "records_written",
+                          (json_int_t)st->w.records, "pool_waits", (json_int_t)st->pool_waits,
+                          "seconds", st->seconds);
+    char *s = json_dumps(o, JSON_COMPACT);
+    json_decref(o);
+    return s;
+}

@@ -1,0 +1,74 @@
+/*
+ * sort_pipe.h - one stream's pipeline in one process:
+ *
+ *   source --batch--> parse + route (this thread) --packs--> writers (threads)
+ *                                                          --landings--> checker
+ *
+ * The pipeline thread reads a batch from the source, parses each record with
+ * the stream's format, finds its unit, drops replayed records that earlier
+ * runs already landed, and appends the rest to a pack per writer (unit ->
+ * writer by hash; a hot unit's records spread over its split factor by
+ * offset). After each batch every writer gets a stamped pack. Between
+ * batches it commits source offsets (the minimum safe position over the
+ * writers: nothing is committed before it has landed), and runs the checker
+ * (closed buckets -> roll control pack to every writer -> when all have
+ * acknowledged, write _CHECK for closed units, empty ones included).
+ *
+ * Exactly-once: a record is in exactly one landed file after any number of
+ * crashes and restarts, because (1) offsets are committed only after landing,
+ * so nothing unlanded is skipped, and (2) a replayed record at or below the
+ * last landed offset of its (unit, split, partition) is dropped; within one
+ * of those, records arrive and land in offset order.
+ *
+ * sort_pipe_run blocks until the source ends (exit_at_eof), *stop becomes
+ * non-zero (a signal), or a writer or the store fails. On a normal end every
+ * open file is rolled, landed and committed first.
+ */
+#ifndef SORT_PIPE_H
+#define SORT_PIPE_H
+
+#include <signal.h>
+#include <stdint.h>
+
+#include "sort_check.h"
+#include "sort_format.h"
+#include "sort_spec.h"
+#include "sort_writer.h"
+
+typedef struct sort_pipe_cfg {
+    const sort_spec *spec;
+    const char *work_dir;  /* staging files (wiped at start) */
+    const char *state_dir; /* source offsets, rejects */
+    const char *blob_url;
+    const char *redis_addr;
+    int writers;           /* writer threads */
+    int packs;             /* pack pool size: the flow-control bound */
+    size_t pack_bytes;     /* a pack is sent when it holds this many bytes */
+    size_t max_open_units; /* open unit files over all writers */
+    volatile sig_atomic_t *stop;
+    const sort_check_sink *sink; /* NULL: log */
+} sort_pipe_cfg;
+
+typedef struct sort_pipe_stats {
+    uint64_t records_in;  /* records read (rejects included) */
+    uint64_t records_out; /* records sent to writers */
+    uint64_t rejected;    /* all reasons */
+    uint64_t rejects[SORT_REJ__COUNT];
+    uint64_t replay_dropped; /* already landed by an earlier run */
+    uint64_t late;           /* arrived after their unit closed */
+    uint64_t units;
+    uint64_t checks_written;
+    uint64_t pool_waits; /* times the source paused for flow control */
+    sort_writer_stats w; /* summed over writers */
+    double seconds;
+} sort_pipe_stats;
+
+/* Run the stream until its end, a stop request or a failure. ORR_OK on a
+ * clean end or stop; otherwise the failure (err names the field/path).
+ * stats (may be NULL) gets the totals. */
+orr_status sort_pipe_run(const sort_pipe_cfg *cfg, sort_pipe_stats *stats, orr_err *err);
+
+/* The stats as one JSON line (for the CLI summary). Caller frees. */
+char *sort_pipe_stats_json(const sort_pipe_stats *st);
+
+#endif

@@ -1,0 +1,124 @@
+/*
+ * sort_spec.h - a sort stream's spec, read strictly from JSON.
+ *
+ * The spec (schema/sort-stream.schema.json; docs/sort.md is the reference)
+ * says where a stream's records come from, how they are written, how each
+ * record finds its data unit (business id, interface name, data-time
+ * bucket), how units are landed and when they are reconciled.
+ *
+ * sort_spec_parse() refuses unknown keys, wrong types and inconsistent
+ * combinations with err->field set to the JSON path ("spec.time.format").
+ * A parsed spec owns its strings (in its own arena) and is immutable: any
+ * number of threads may read it.
+ */
+#ifndef SORT_SPEC_H
+#define SORT_SPEC_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "orr_arena.h"
+#include "orr_status.h"
+#include "sort_time.h"
+
+#define SORT_MAX_FIELDS 256
+#define SORT_MAX_SPLIT  64
+#define SORT_NAME_MAX   128 /* business, interface and stream names */
+
+/* Binary field types (big-endian integers; str = u16 length + bytes). */
+typedef enum sort_ftype {
+    SORT_FT_TEXT = 0, /* text formats: every field */
+    SORT_FT_U8,
+    SORT_FT_U16,
+    SORT_FT_U32,
+    SORT_FT_U64,
+    SORT_FT_I32,
+    SORT_FT_I64,
+    SORT_FT_STR,
+} sort_ftype;
+
+typedef struct sort_field_spec {
+    const char *name;
+    sort_ftype type;
+} sort_field_spec;
+
+typedef enum sort_late_policy { SORT_LATE_AMEND = 0, SORT_LATE_DROP } sort_late_policy;
+typedef enum sort_clock { SORT_CLOCK_WALL = 0, SORT_CLOCK_DATA } sort_clock;
+
+typedef struct sort_split_spec {
+    const char *interface;
+    uint32_t factor; /* 1..SORT_MAX_SPLIT */
+} sort_split_spec;
+
+typedef struct sort_spec {
+    orr_arena *arena;
+    const char *name;     /* stream name: [A-Za-z0-9_.-]+ */
+    const char *business; /* business id: same alphabet */
+
+    struct {
+        const char *type; /* "file" | "redis" */
+        /* file */
+        const char *path;
+        int exit_at_eof;   /* stop when every file is read (benchmarks, tests) */
+        int64_t read_size; /* bytes per read */
+        /* redis */
+        const char *address; /* host:port; NULL = sortd config */
+        const char *key, *group, *consumer, *field;
+        int64_t batch, block_ms, claim_idle_ms;
+    } source;
+
+    struct {
+        const char *type; /* "delimited" | "kv" | "jsonl" | "binary" */
+        char delimiter;   /* delimited */
+        char pair_sep, kv_sep;
+        size_t nfields;
+        sort_field_spec *fields; /* positional (delimited, binary) or wanted names */
+        int64_t max_record;      /* bytes; longer records are rejected */
+    } format;
+
+    int iface_field; /* index in format.fields, or -1 with iface_const */
+    const char *iface_const;
+    const char **interfaces; /* declared interface list (may be empty) */
+    size_t ninterfaces;
+    int strict_interfaces; /* reject interfaces not in the list */
+
+    int time_field; /* index in format.fields */
+    sort_time_fmt time_fmt;
+    int32_t tz_offset;
+    sort_bucket_kind bucket;
+
+    sort_split_spec *splits;
+    size_t nsplits;
+
+    struct {
+        int64_t roll_size;   /* raw bytes per file before it rolls */
+        int64_t roll_age_ms; /* oldest a file may get before it rolls */
+        int fsync;
+    } output;
+
+    struct {
+        int enabled;
+        int64_t grace_ms;
+        sort_clock clock;
+        sort_late_policy late;
+    } check;
+} sort_spec;
+
+/* Parse and check a spec. root_path names the document in errors (e.g.
+ * "spec"). On success *out is a new spec (free with sort_spec_free); on
+ * failure ORR_EINVAL with err->field = the JSON path of the bad field. */
+orr_status sort_spec_parse(const json_t *doc, const char *root_path, sort_spec **out, orr_err *err);
+/* Read a JSON file and parse it. ORR_EIO if unreadable. */
+orr_status sort_spec_load_file(const char *path, sort_spec **out, orr_err *err);
+void sort_spec_free(sort_spec *s);
+
+/* Split factor of an interface (1 when not listed). */
+uint32_t sort_spec_split(const sort_spec *s, const char *iface, size_t len);
+/* 1 if name (len bytes) is a safe path component: 1..128 of [A-Za-z0-9_.-],
+ * not "." or "..". */
+int sort_name_ok(const char *name, size_t len);
+/* Index of a declared interface, -1 if absent. */
+int sort_spec_iface_index(const sort_spec *s, const char *iface, size_t len);
+
+#endif

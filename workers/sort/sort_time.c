@@ -1,0 +1,274 @@
+/* sort_time.c - time fields, fixed-offset zones and buckets (see sort_time.h). */
+#include "sort_time.h"
+
+#include <stdio.h>
+#include <string.h>
+
+orr_status sort_time_fmt_parse(const char *name, sort_time_fmt *out)
+{
+    static const struct {
+        const char *name;
+        sort_time_fmt f;
+    } tab[] = {
+        {"epoch_s", SORT_TF_EPOCH_S},           {"epoch_ms", SORT_TF_EPOCH_MS},
+        {"%Y-%m-%d %H:%M:%S", SORT_TF_YMD_HMS}, {"%Y%m%d%H%M%S", SORT_TF_COMPACT},
+        {"iso8601", SORT_TF_ISO8601},
+    };
+    for (size_t i = 0; i < sizeof tab / sizeof tab[0]; i++) {
+        if (strcmp(name, tab[i].name) == 0) {
+            *out = tab[i].f;
+            return ORR_OK;
+        }
+    }
+    return ORR_EINVAL;
+}
+
+orr_status sort_bucket_parse(const char *name, sort_bucket_kind *out)
+{
+    if (strcmp(name, "15m") == 0)
+        *out = SORT_BUCKET_15M;
+    else if (strcmp(name, "hour") == 0)
+        *out = SORT_BUCKET_HOUR;
+    else if (strcmp(name, "day") == 0)
+        *out = SORT_BUCKET_DAY;
+    else
+        return ORR_EINVAL;
+    return ORR_OK;
+}
+
+static int time__digits(const char *p, size_t n, int64_t *out)
+{
+    int64_t v = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (p[i] < '0' || p[i] > '9')
+            return -1;
+        v = v * 10 + (p[i] - '0');
+    }
+    *out = v;
+    return 0;
+}
+
+/* "+hh:mm", "+hhmm", "+hh" (len bytes) -> seconds; -1 if malformed. */
+static int time__offset(const char *p, size_t len, int32_t *out)
+{
+    int64_t h, m = 0;
+    if (len < 3 || (p[0] != '+' && p[0] != '-'))
+        return -1;
+    if (time__digits(p + 1, 2, &h) != 0)
+        return -1;
+    if (len == 6 && p[3] == ':') {
+        if (time__digits(p + 4, 2, &m) != 0)
+            return -1;
+    } else if (len == 5) {
+        if (time__digits(p + 3, 2, &m) != 0)
+            return -1;
+    } else if (len != 3) {
+        return -1;
+    }
+    if (h > 23 || m > 59)
+        return -1;
+    int32_t s = (int32_t)(h * 3600 + m * 60);
+    *out = p[0] == '-' ? -s : s;
+    return 0;
+}
+
+orr_status sort_tz_parse(const char *name, int32_t *offset_s)
+{
+    if (strcmp(name, "UTC") == 0 || strcmp(name, "Z") == 0) {
+        *offset_s = 0;
+        return ORR_OK;
+    }
+    return time__offset(name, strlen(name), offset_s) == 0 ? ORR_OK : ORR_EINVAL;
+}
+
+/* Howard Hinnant's public-domain civil-date algorithms, written afresh. */
+int64_t sort_days_from_civil(int64_t y, unsigned m, unsigned d)
+{
+    y -= m <= 2;
+    int64_t era = (y >= 0 ? y : y - 399) / 400;
+    unsigned yoe = (unsigned)(y - era * 400);
+    unsigned doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
+    unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    return era * 146097 + (int64_t)doe - 719468;
+}
+
+void sort_civil_from_days(int64_t z, int64_t *y, unsigned *m, unsigned *d)
+{
+    z += 719468;
+    int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+    unsigned doe = (unsigned)(z - era * 146097);
+    unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    int64_t yy = (int64_t)yoe + era * 400;
+    unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    unsigned mp = (5 * doy + 2) / 153;
+    *d = doy - (153 * mp + 2) / 5 + 1;
+    *m = mp < 10 ? mp + 3 : mp - 9;
+    *y = yy + (*m <= 2);
+}
+
+static int time__leap(int64_t y)
+{
+    return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+}
+
+static int time__civil_ok(int64_t y, int64_t mo, int64_t d, int64_t h, int64_t mi, int64_t s)
+{
+    static const unsigned char mdays[12] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    if (y < 1 || y > 9999 || mo < 1 || mo > 12 || d < 1 || h > 23 || mi > 59 || s > 60)
+        return 0;
+    int64_t md = mdays[mo - 1] + (mo == 2 && time__leap(y));
+    return d <= md;
+}
+
+static int64_t time__to_ms(int64_t y, int64_t mo, int64_t d, int64_t h, int64_t mi, int64_t s,
+                           int64_t ms, int32_t tz)
+{
+    int64_t days = sort_days_from_civil(y, (unsigned)mo, (unsigned)d);
+    int64_t secs = days * 86400 + h * 3600 + mi * 60 + s - tz;
+    return secs * 1000 + ms;
+}
+
+orr_status sort_time_from_int(int64_t v, sort_time_fmt f, int64_t *epoch_ms)
+{
+    /* Years 0001..9999 keep every later computation far from overflow. */
+    const int64_t lim_s = 253402300799LL;
+    if (f == SORT_TF_EPOCH_S) {
+        if (v < -lim_s || v > lim_s)
+            return ORR_EINVAL;
+        *epoch_ms = v * 1000;
+        return ORR_OK;
+    }
+    if (f == SORT_TF_EPOCH_MS) {
+        if (v < -lim_s * 1000 || v > lim_s * 1000)
+            return ORR_EINVAL;
+        *epoch_ms = v;
+        return ORR_OK;
+    }
+    return ORR_EINVAL;
+}
+
+orr_status sort_time_parse_text(const char *p, size_t len, sort_time_fmt f, int32_t tz,
+                                int64_t *epoch_ms)
+{
+    int64_t y, mo, d, h, mi, s, ms = 0;
+    switch (f) {
+    case SORT_TF_EPOCH_S:
+    case SORT_TF_EPOCH_MS: {
+        int neg = len > 0 && p[0] == '-';
+        size_t n = len - (size_t)neg;
+        int64_t v;
+        if (n == 0 || n > 16 || time__digits(p + neg, n, &v) != 0)
+            return ORR_EINVAL;
+        return sort_time_from_int(neg ? -v : v, f, epoch_ms);
+    }
+    case SORT_TF_YMD_HMS:
+        if (len != 19 || p[4] != '-' || p[7] != '-' || p[10] != ' ' || p[13] != ':' || p[16] != ':')
+            return ORR_EINVAL;
+        if (time__digits(p, 4, &y) || time__digits(p + 5, 2, &mo) || time__digits(p + 8, 2, &d) ||
+            time__digits(p + 11, 2, &h) || time__digits(p + 14, 2, &mi) ||
+            time__digits(p + 17, 2, &s))
+            return ORR_EINVAL;
+        break;
+    case SORT_TF_COMPACT:
+        if (len != 14)
+            return ORR_EINVAL;
+        if (time__digits(p, 4, &y) || time__digits(p + 4, 2, &mo) || time__digits(p + 6, 2, &d) ||
+            time__digits(p + 8, 2, &h) || time__digits(p + 10, 2, &mi) ||
+            time__digits(p + 12, 2, &s))
+            return ORR_EINVAL;
+        break;
+    case SORT_TF_ISO8601: {
+        if (len < 19 || p[4] != '-' || p[7] != '-' || (p[10] != 'T' && p[10] != ' ') ||
+            p[13] != ':' || p[16] != ':')
+            return ORR_EINVAL;
+        if (time__digits(p, 4, &y) || time__digits(p + 5, 2, &mo) || time__digits(p + 8, 2, &d) ||
+            time__digits(p + 11, 2, &h) || time__digits(p + 14, 2, &mi) ||
+            time__digits(p + 17, 2, &s))
+            return ORR_EINVAL;
+        size_t i = 19;
+        if (i < len && (p[i] == '.' || p[i] == ',')) {
+            size_t j = ++i;
+            while (i < len && p[i] >= '0' && p[i] <= '9')
+                i++;
+            if (i == j || i - j > 9)
+                return ORR_EINVAL;
+            int64_t frac;
+            (void)time__digits(p + j, i - j < 3 ? i - j : 3, &frac);
+            for (size_t k = i - j; k < 3; k++)
+                frac *= 10;
+            ms = frac;
+        }
+        if (i < len) {
+            if (p[i] == 'Z' && i + 1 == len) {
+                tz = 0;
+            } else if (time__offset(p + i, len - i, &tz) != 0) {
+                return ORR_EINVAL;
+            }
+        }
+        break;
+    }
+    default:
+        return ORR_EINVAL;
+    }
+    if (!time__civil_ok(y, mo, d, h, mi, s))
+        return ORR_EINVAL;
+    *epoch_ms = time__to_ms(y, mo, d, h, mi, s, ms, tz);
+    return ORR_OK;
+}
+
+int64_t sort_bucket_seconds(sort_bucket_kind k)
+{
+    return k == SORT_BUCKET_15M ? 900 : k == SORT_BUCKET_HOUR ? 3600 : 86400;
+}
+
+static int64_t time__floor_div(int64_t a, int64_t b)
+{
+    int64_t q = a / b;
+    return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q;
+}
+
+int64_t sort_bucket_start(int64_t epoch_ms, sort_bucket_kind k, int32_t tz)
+{
+    int64_t local = time__floor_div(epoch_ms, 1000) + tz;
+    int64_t size = sort_bucket_seconds(k);
+    return time__floor_div(local, size) * size - tz;
+}
+
+void sort_bucket_label(int64_t start_s, sort_bucket_kind k, int32_t tz, char *buf)
+{
+    int64_t local = start_s + tz;
+    int64_t days = time__floor_div(local, 86400);
+    int64_t sod = local - days * 86400;
+    int64_t y;
+    unsigned m, d;
+    sort_civil_from_days(days, &y, &m, &d);
+    unsigned hh = (unsigned)(sod / 3600), mm = (unsigned)(sod % 3600 / 60);
+    if (y < 0 || y > 9999)
+        y = 0;
+    if (k == SORT_BUCKET_DAY)
+        snprintf(buf, SORT_LABEL_MAX, "%04d%02u%02u", (int)y, m, d);
+    else if (k == SORT_BUCKET_HOUR)
+        snprintf(buf, SORT_LABEL_MAX, "%04d%02u%02u%02u", (int)y, m, d, hh);
+    else
+        snprintf(buf, SORT_LABEL_MAX, "%04d%02u%02u%02u%02u", (int)y, m, d, hh, mm);
+}
+
+int sort_bucket_from_label(const char *label, sort_bucket_kind k, int32_t tz, int64_t *start_s)
+{
+    size_t want = k == SORT_BUCKET_DAY ? 8 : k == SORT_BUCKET_HOUR ? 10 : 12;
+    size_t len = strlen(label);
+    int64_t y, mo, d, h = 0, mi = 0;
+    if (len != want)
+        return -1;
+    if (time__digits(label, 4, &y) || time__digits(label + 4, 2, &mo) ||
+        time__digits(label + 6, 2, &d))
+        return -1;
+    if (len >= 10 && time__digits(label + 8, 2, &h))
+        return -1;
+    if (len == 12 && time__digits(label + 10, 2, &mi))
+        return -1;
+    if (!time__civil_ok(y, mo, d, h, mi, 0) || mi % 15 != 0)
+        return -1;
+    *start_s = time__to_ms(y, mo, d, h, mi, 0, 0, tz) / 1000;
+    return 0;
+}

@@ -1,0 +1,565 @@
+/*
+ * sort_writer.c - writer threads (see sort_writer.h for the contract).
+ *
+ * Open files form an LRU list (head = most recently appended). Each file
+ * stages raw records in <work>/w<writer>-<seq>.raw through a buffer of at
+ * most WR_BUF bytes, so memory per open unit is small and bounded; the lzop
+ * compression (orr_lzop.h) happens once, at roll time, from the staging file.
+ */
+#include "sort_writer.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "orr_log.h"
+#include "orr_lzop.h"
+
+#define WR_BUF     (32u * 1024u)
+#define WR_TICK_MS 100
+
+struct sort_ufile {
+    sort_unit *unit;
+    uint32_t split, partition;
+    sort_off first, last;
+    uint64_t count;
+    uint64_t raw_bytes;
+    int fd;
+    char path[512];
+    orr_buf buf;
+    int64_t opened_ms;
+    sort_ufile *lru_prev, *lru_next;
+    sort_ufile *slot_next; /* same (unit, split), other partitions */
+};
+
+enum { ROLL_SIZE, ROLL_AGE, ROLL_LRU, ROLL_CLOSE };
+
+static int64_t wr_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void sort_landings_init(sort_landings *l)
+{
+    memset(l, 0, sizeof *l);
+    pthread_mutex_init(&l->mu, NULL);
+}
+
+void sort_landings_destroy(sort_landings *l)
+{
+    free(l->v);
+    pthread_mutex_destroy(&l->mu);
+}
+
+static void landings_add(sort_landings *l, const sort_landing *x)
+{
+    pthread_mutex_lock(&l->mu);
+    if (l->n == l->cap) {
+        l->cap = l->cap ? l->cap * 2 : 64;
+        sort_landing *nv = realloc(l->v, l->cap * sizeof *nv);
+        if (!nv)
+            abort();
+        l->v = nv;
+    }
+    l->v[l->n++] = *x;
+    pthread_mutex_unlock(&l->mu);
+}
+
+size_t sort_landings_take(sort_landings *l, sort_landing **out)
+{
+    pthread_mutex_lock(&l->mu);
+    size_t n = l->n;
+    *out = l->v;
+    l->v = NULL;
+    l->n = l->cap = 0;
+    pthread_mutex_unlock(&l->mu);
+    return n;
+}
+
+static void wr_fail(sort_writer *w, const orr_err *e)
+{
+    char buf[600];
+    pthread_mutex_lock(&w->mu);
+    if (!w->failed) {
+        w->failed = 1;
+        w->err = *e;
+    }
+    pthread_mutex_unlock(&w->mu);
+    ORR_ERROR("writer failed", "writer=%d error=%s", w->index,
+              orr_log_q(orr_err_str(e, buf, sizeof buf)));
+}
+
+static void lru_unlink(sort_writer *w, sort_ufile *f)
+{
+    if (f->lru_prev)
+        f->lru_prev->lru_next = f->lru_next;
+    else
+        w->lru_head = f->lru_next;
+    if (f->lru_next)
+        f->lru_next->lru_prev = f->lru_prev;
+    else
+        w->lru_tail = f->lru_prev;
+    f->lru_prev = f->lru_next = NULL;
+}
+
+static void lru_push_head(sort_writer *w, sort_ufile *f)
+{
+    f->lru_prev = NULL;
+    f->lru_next = w->lru_head;
+    if (w->lru_head)
+        w->lru_head->lru_prev = f;
+    w->lru_head = f;
+    if (!w->lru_tail)
+        w->lru_tail = f;
+}
+
+static orr_status wr_write_all(int fd, const char *p, size_t n, const char *path, orr_err *err)
+{
+    while (n > 0) {
+        ssize_t r = write(fd, p, n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return orr_err_set(err, ORR_EIO, path, "write failed: %s", strerror(errno));
+        p += r;
+        n -= (size_t)r;
+    }
+    return ORR_OK;
+}
+
+static orr_status wr_flush(sort_ufile *f, orr_err *err)
+{
+    if (f->buf.len == 0)
+        return ORR_OK;
+    orr_status rc = wr_write_all(f->fd, f->buf.data, f->buf.len, f->path, err);
+    orr_buf_reset(&f->buf);
+    return rc;
+}
+
+/* Compress the staging file to <path>.lzo (+ .index) and land both. */
+static orr_status wr_land(sort_writer *w, sort_ufile *f, orr_err *err)
+{
+    orr_status rc = wr_flush(f, err);
+    if (rc != ORR_OK)
+        return rc;
+    sort_part_info pi = {
+        .partition = f->partition,
+        .split = f->split,
+        .has_split = f->unit->split > 1,
+        .first = f->first,
+        .last = f->last,
+        .count = f->count,
+    };
+    sort_landing l = {.unit = f->unit, .count = f->count};
+    sort_part_name(l.name, &pi);
+    char lzo[600], idx[620], rel[4096], rel_idx[4200];
+    snprintf(lzo, sizeof lzo, "%s.lzo", f->path);
+    snprintf(idx, sizeof idx, "%s.index", lzo);
+    snprintf(rel, sizeof rel, "%s/%s", f->unit->dir, l.name);
+    snprintf(rel_idx, sizeof rel_idx, "%s.index", rel);
+
+    orr_lzop_opts o = {
+        .name = l.name,
+        .mtime = (int64_t)time(NULL),
+        .flags = ORR_LZOP_WITH_INDEX | (w->spec->output.fsync ? ORR_LZOP_FSYNC : 0u),
+    };
+    orr_lzop_writer *lw = NULL;
+    orr_lzop_stats st;
+    rc = orr_lzop_writer_open(lzo, &o, &lw, err);
+    if (rc != ORR_OK)
+        return rc;
+    if (lseek(f->fd, 0, SEEK_SET) < 0) {
+        orr_lzop_writer_abort(lw);
+        return orr_err_set(err, ORR_EIO, f->path, "seek failed: %s", strerror(errno));
+    }
+    for (;;) {
+        ssize_t r = read(f->fd, w->scratch, ORR_LZOP_BLOCK_SIZE);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            orr_lzop_writer_abort(lw);
+            return orr_err_set(err, ORR_EIO, f->path, "read failed: %s", strerror(errno));
+        }
+        if (r == 0)
+            break;
+        rc = orr_lzop_write(lw, w->scratch, (size_t)r, err);
+        if (rc != ORR_OK) {
+            orr_lzop_writer_abort(lw);
+            return rc;
+        }
+    }
+    rc = orr_lzop_writer_close(lw, &st, err);
+    if (rc != ORR_OK)
+        return rc;
+    rc = w->blob->ops->put_file(w->blob, rel_idx, idx, 1, err);
+    if (rc == ORR_OK)
+        rc = w->blob->ops->put_file(w->blob, rel, lzo, 1, err);
+    if (rc != ORR_OK)
+        return rc;
+    w->lstats.bytes_lzo += st.bytes_out;
+    w->lstats.files++;
+    landings_add(w->landings, &l);
+    ORR_DEBUG("unit file landed",
+              "unit=%s file=%s records=%" PRIu64 " raw=%" PRIu64 " lzo=%" PRIu64,
+              orr_log_q(f->unit->dir), l.name, f->count, f->raw_bytes, st.bytes_out);
+    return ORR_OK;
+}
+
+static void wr_free_file(sort_ufile *f)
+{
+    if (f->fd >= 0) {
+        close(f->fd);
+        unlink(f->path);
+    }
+    orr_buf_free(&f->buf);
+    free(f);
+}
+
+/* Roll f: land it, drop it from the LRU list and its unit slot. */
+static orr_status wr_roll(sort_writer *w, sort_ufile *f, int why, orr_err *err)
+{
+    orr_status rc = wr_land(w, f, err);
+    if (rc != ORR_OK)
+        return rc;
+    switch (why) {
+    case ROLL_SIZE:
+        w->lstats.rolls_size++;
+        break;
+    case ROLL_AGE:
+        w->lstats.rolls_age++;
+        break;
+    case ROLL_LRU:
+        w->lstats.rolls_lru++;
+        break;
+    default:
+        w->lstats.rolls_close++;
+    }
+    lru_unlink(w, f);
+    sort_ufile **pp = &f->unit->open[f->split];
+    while (*pp != f)
+        pp = &(*pp)->slot_next;
+    *pp = f->slot_next;
+    w->nopen--;
+    wr_free_file(f);
+    return ORR_OK;
+}
+
+static orr_status wr_open_file(sort_writer *w, const sort_pent *e, sort_ufile **out, orr_err *err)
+{
+    if (w->nopen >= w->max_open && w->lru_tail) {
+        orr_status rc = wr_roll(w, w->lru_tail, ROLL_LRU, err);
+        if (rc != ORR_OK)
+            return rc;
+    }
+    sort_ufile *f = calloc(1, sizeof *f);
+    if (!f)
+        abort();
+    f->unit = e->unit;
+    f->split = e->split;
+    f->partition = e->partition;
+    f->first = e->off;
+    f->opened_ms = wr_now_ms();
+    snprintf(f->path, sizeof f->path, "%s/w%d-%" PRIu64 ".raw", w->work_dir, w->index, w->seq++);
+    f->fd = open(f->path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (f->fd < 0) {
+        orr_status rc = orr_err_set(err, ORR_EIO, f->path, "cannot create: %s", strerror(errno));
+        free(f);
+        return rc;
+    }
+    f->slot_next = e->unit->open[e->split];
+    e->unit->open[e->split] = f;
+    lru_push_head(w, f);
+    w->nopen++;
+    *out = f;
+    return ORR_OK;
+}
+
+static orr_status wr_append(sort_writer *w, const sort_pent *e, const char *rec, orr_err *err)
+{
+    sort_ufile *f = e->unit->open[e->split];
+    while (f && f->partition != e->partition)
+        f = f->slot_next;
+    orr_status rc;
+    if (!f) {
+        rc = wr_open_file(w, e, &f, err);
+        if (rc != ORR_OK)
+            return rc;
+    } else if (w->lru_head != f) {
+        lru_unlink(w, f);
+        lru_push_head(w, f);
+    }
+    size_t need = e->len + 4;
+    if (f->buf.len + need > WR_BUF) {
+        rc = wr_flush(f, err);
+        if (rc != ORR_OK)
+            return rc;
+    }
+    if (need > WR_BUF) {
+        /* A big record goes straight to the staging file. */
+        if (w->fmt->binary) {
+            unsigned char h[4] = {(unsigned char)(e->len >> 24), (unsigned char)(e->len >> 16),
+                                  (unsigned char)(e->len >> 8), (unsigned char)e->len};
+            rc = wr_write_all(f->fd, (const char *)h, 4, f->path, err);
+            if (rc == ORR_OK)
+                rc = wr_write_all(f->fd, rec, e->len, f->path, err);
+        } else {
+            rc = wr_write_all(f->fd, rec, e->len, f->path, err);
+            if (rc == ORR_OK)
+                rc = wr_write_all(f->fd, "\n", 1, f->path, err);
+        }
+        if (rc != ORR_OK)
+            return rc;
+    } else {
+        if (f->buf.cap == 0)
+            orr_buf_reserve(&f->buf, WR_BUF);
+        char *d = f->buf.data + f->buf.len;
+        if (w->fmt->binary) {
+            d[0] = (char)(e->len >> 24);
+            d[1] = (char)(e->len >> 16);
+            d[2] = (char)(e->len >> 8);
+            d[3] = (char)e->len;
+            memcpy(d + 4, rec, e->len);
+            f->buf.len += e->len + 4;
+        } else {
+            memcpy(d, rec, e->len);
+            d[e->len] = '\n';
+            f->buf.len += e->len + 1;
+        }
+    }
+    f->raw_bytes += e->len + (w->fmt->binary ? 4u : 1u);
+    f->last = e->off;
+    f->count++;
+    w->lstats.records++;
+    w->lstats.bytes_raw += e->len;
+    if ((int64_t)f->raw_bytes >= w->spec->output.roll_size)
+        return wr_roll(w, f, ROLL_SIZE, err);
+    return ORR_OK;
+}
+
+static void wr_publish(sort_writer *w)
+{
+    sort_off lo[SORT_MAX_PARTITIONS];
+    uint8_t has_lo[SORT_MAX_PARTITIONS] = {0};
+    for (sort_ufile *f = w->lru_head; f; f = f->lru_next) {
+        uint32_t p = f->partition;
+        if (!has_lo[p] || sort_off_cmp(f->first, lo[p]) < 0) {
+            lo[p] = f->first;
+            has_lo[p] = 1;
+        }
+    }
+    pthread_mutex_lock(&w->mu);
+    w->stats = w->lstats;
+    for (uint32_t p = 0; p < SORT_MAX_PARTITIONS; p++) {
+        if (!w->has_done[p])
+            continue;
+        sort_off s = w->done[p];
+        if (has_lo[p] && sort_off_cmp(lo[p], s) < 0)
+            s = lo[p];
+        w->safe[p] = s;
+        w->has_safe[p] = 1;
+    }
+    pthread_mutex_unlock(&w->mu);
+}
+
+static orr_status wr_roll_where(sort_writer *w, int64_t before, int why, orr_err *err)
+{
+    sort_ufile *f = w->lru_head;
+    while (f) {
+        sort_ufile *next = f->lru_next;
+        if (f->unit->bucket_end <= before) {
+            orr_status rc = wr_roll(w, f, why, err);
+            if (rc != ORR_OK)
+                return rc;
+        }
+        f = next;
+    }
+    return ORR_OK;
+}
+
+static orr_status wr_roll_aged(sort_writer *w, orr_err *err)
+{
+    int64_t now = wr_now_ms();
+    sort_ufile *f = w->lru_head;
+    while (f) {
+        sort_ufile *next = f->lru_next;
+        if (now - f->opened_ms >= w->spec->output.roll_age_ms) {
+            orr_status rc = wr_roll(w, f, ROLL_AGE, err);
+            if (rc != ORR_OK)
+                return rc;
+        }
+        f = next;
+    }
+    return ORR_OK;
+}
+
+static void *wr_main(void *arg)
+{
+    sort_writer *w = arg;
+    orr_err err;
+    int64_t last_tick = wr_now_ms();
+    int stop = 0;
+    while (!stop) {
+        sort_pack *p = sort_queue_pop(&w->in, WR_TICK_MS);
+        orr_status rc = ORR_OK;
+        orr_err_clear(&err);
+        int failed;
+        pthread_mutex_lock(&w->mu);
+        failed = w->failed;
+        pthread_mutex_unlock(&w->mu);
+        if (p && !failed) {
+            switch (p->kind) {
+            case SORT_PACK_DATA: {
+                size_t cur = 0;
+                const char *rec;
+                const sort_pent *e;
+                while (rc == ORR_OK && (e = sort_pack_next(p, &cur, &rec)) != NULL)
+                    rc = wr_append(w, e, rec, &err);
+                for (size_t i = 0; i < p->nstamps; i++) {
+                    uint32_t part = p->stamps[i].partition;
+                    w->done[part] = p->stamps[i].next;
+                    w->has_done[part] = 1;
+                }
+                break;
+            }
+            case SORT_PACK_ROLL:
+                rc = wr_roll_where(w, p->roll_before, ROLL_CLOSE, &err);
+                break;
+            case SORT_PACK_STOP:
+                rc = wr_roll_where(w, INT64_MAX, ROLL_CLOSE, &err);
+                stop = 1;
+                break;
+            }
+        } else if (p && p->kind == SORT_PACK_STOP) {
+            stop = 1;
+        }
+        int64_t now = wr_now_ms();
+        if (rc == ORR_OK && !failed && now - last_tick >= WR_TICK_MS) {
+            rc = wr_roll_aged(w, &err);
+            last_tick = now;
+        }
+        if (rc != ORR_OK)
+            wr_fail(w, &err);
+        if (p && !failed && rc == ORR_OK)
+            wr_publish(w);
+        if (p) {
+            uint64_t seq = p->kind != SORT_PACK_DATA ? p->seq : 0;
+            if (p->pooled) {
+                sort_pack_clear(p);
+                sort_queue_push(w->pool, p);
+            } else {
+                orr_buf_free(&p->data);
+                free(p);
+            }
+            if (seq) {
+                pthread_mutex_lock(&w->mu);
+                if (seq > w->acked_seq)
+                    w->acked_seq = seq;
+                pthread_mutex_unlock(&w->mu);
+            }
+        }
+    }
+    return NULL;
+}
+
+orr_status sort_writer_start(sort_writer *w, int idx, const sort_spec *spec,
+                             const sort_format_ops *fmt, orr_blob *blob, const char *work_dir,
+                             size_t max_open, sort_queue *pool, sort_landings *landings,
+                             orr_err *err)
+{
+    memset(w, 0, sizeof *w);
+    w->index = idx;
+    w->spec = spec;
+    w->fmt = fmt;
+    w->blob = blob;
+    w->work_dir = work_dir;
+    w->max_open = max_open ? max_open : 1;
+    w->pool = pool;
+    w->landings = landings;
+    w->scratch = malloc(ORR_LZOP_BLOCK_SIZE);
+    if (!w->scratch)
+        abort();
+    sort_queue_init(&w->in);
+    pthread_mutex_init(&w->mu, NULL);
+    if (pthread_create(&w->thread, NULL, wr_main, w) != 0) {
+        free(w->scratch);
+        return orr_err_set(err, ORR_EIO, "writers", "cannot start writer thread %d", idx);
+    }
+    w->started = 1;
+    return ORR_OK;
+}
+
+void sort_writer_join(sort_writer *w)
+{
+    if (!w->started)
+        return;
+    pthread_join(w->thread, NULL);
+    w->started = 0;
+    /* Files still open (after a failure) are dropped: their records were
+     * never committed and will be read again. */
+    while (w->lru_head) {
+        sort_ufile *f = w->lru_head;
+        lru_unlink(w, f);
+        sort_ufile **pp = &f->unit->open[f->split];
+        while (*pp && *pp != f)
+            pp = &(*pp)->slot_next;
+        if (*pp)
+            *pp = f->slot_next;
+        wr_free_file(f);
+    }
+    sort_pack *p;
+    while ((p = sort_queue_pop(&w->in, 0)) != NULL) {
+        if (p->pooled) {
+            sort_pack_clear(p);
+            sort_queue_push(w->pool, p);
+        } else {
+            orr_buf_free(&p->data);
+            free(p);
+        }
+    }
+    free(w->scratch);
+    w->scratch = NULL;
+    sort_queue_destroy(&w->in);
+    pthread_mutex_destroy(&w->mu);
+}
+
+int sort_writer_safe(sort_writer *w, uint32_t partition, sort_off *pos)
+{
+    pthread_mutex_lock(&w->mu);
+    int ok = w->has_safe[partition];
+    if (ok)
+        *pos = w->safe[partition];
+    pthread_mutex_unlock(&w->mu);
+    return ok;
+}
+
+uint64_t sort_writer_acked(sort_writer *w)
+{
+    pthread_mutex_lock(&w->mu);
+    uint64_t s = w->acked_seq;
+    pthread_mutex_unlock(&w->mu);
+    return s;
+}
+
+int sort_writer_failed(sort_writer *w, orr_err *err)
+{
+    pthread_mutex_lock(&w->mu);
+    int f = w->failed;
+    if (f && err)
+        *err = w->err;
+    pthread_mutex_unlock(&w->mu);
+    return f;
+}
+
+void sort_writer_get_stats(sort_writer *w, sort_writer_stats *out)
+{
+    pthread_mutex_lock(&w->mu);
+    *out = w->stats;
+    pthread_mutex_unlock(&w->mu);
+}

@@ -1,0 +1,113 @@
+/*
+ * sort_writer.h - writer threads: unit files, rolling, landing.
+ *
+ * Every unit split slot (unit, split index) belongs to exactly one writer,
+ * chosen by hash, so one roll period gives one file per unit and partition,
+ * whatever the number of consumers. A writer:
+ *
+ *   1. takes packs from its queue and appends each record to the open file
+ *      of its (unit, split, partition): a staging file in the work folder,
+ *      fed through a small buffer (memory per open unit stays small);
+ *   2. rolls a file when it reaches the stream's roll_size, when it is older
+ *      than roll_age_ms (checked on a timer, so an idle file still rolls),
+ *      when a control pack says its bucket has closed, when more than
+ *      max_open files are open (the least recently used one goes), and at
+ *      stop;
+ *   3. to roll: compresses the staging file into an lzop file with its
+ *      hadoop-lzo index (orr_lzop.h), lands the index then the data file in
+ *      the blob store under the unit's folder (orr_blob.h), and reports the
+ *      landing (unit, name, record count) to the pipeline;
+ *   4. publishes, per partition, the position before which every record it
+ *      was sent has landed: min(first offset of its open files, latest
+ *      stamp it has processed). The pipeline commits the minimum over all
+ *      writers to the source.
+ *
+ * A landing failure (disk full, store down) is sticky: the writer stops
+ * taking packs, sets failed, and the pipeline stops without committing past
+ * what landed; a restart replays the rest.
+ *
+ * Call order: sort_writer_start -> (queue pushes) -> push a STOP pack ->
+ * sort_writer_join. Published fields are read with sort_writer_safe() and
+ * sort_writer_acked() from any thread.
+ */
+#ifndef SORT_WRITER_H
+#define SORT_WRITER_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "orr_blob.h"
+#include "sort_chan.h"
+#include "sort_format.h"
+#include "sort_unit.h"
+
+typedef struct sort_landing {
+    sort_unit *unit;
+    char name[SORT_PART_NAME_MAX];
+    uint64_t count;
+} sort_landing;
+
+/* Landings reported by writers, drained by the pipeline thread. */
+typedef struct sort_landings {
+    pthread_mutex_t mu;
+    sort_landing *v;
+    size_t n, cap;
+} sort_landings;
+
+void sort_landings_init(sort_landings *l);
+void sort_landings_destroy(sort_landings *l);
+/* Move every pending landing into out (a malloc'd array; caller frees). */
+size_t sort_landings_take(sort_landings *l, sort_landing **out);
+
+typedef struct sort_writer_stats {
+    uint64_t records, bytes_raw, bytes_lzo, files, rolls_size, rolls_age, rolls_lru, rolls_close;
+} sort_writer_stats;
+
+typedef struct sort_writer {
+    int index;
+    const sort_spec *spec;
+    const sort_format_ops *fmt;
+    orr_blob *blob;
+    const char *work_dir;
+    size_t max_open;
+    sort_queue in;
+    sort_queue *pool;
+    sort_landings *landings;
+    pthread_t thread;
+    int started;
+
+    /* writer-thread state */
+    sort_ufile *lru_head, *lru_tail; /* head = most recently used */
+    size_t nopen;
+    uint64_t seq;
+    char *scratch;
+    sort_off done[SORT_MAX_PARTITIONS];
+    uint8_t has_done[SORT_MAX_PARTITIONS];
+    sort_writer_stats lstats;
+
+    /* published under mu */
+    pthread_mutex_t mu;
+    sort_off safe[SORT_MAX_PARTITIONS];
+    uint8_t has_safe[SORT_MAX_PARTITIONS];
+    uint64_t acked_seq;
+    int failed;
+    orr_err err;
+    sort_writer_stats stats;
+} sort_writer;
+
+/* Start writer thread idx. ORR_EIO if the thread cannot start. */
+orr_status sort_writer_start(sort_writer *w, int idx, const sort_spec *spec,
+                             const sort_format_ops *fmt, orr_blob *blob, const char *work_dir,
+                             size_t max_open, sort_queue *pool, sort_landings *landings,
+                             orr_err *err);
+/* Wait for the thread (after a STOP pack) and free its state. */
+void sort_writer_join(sort_writer *w);
+
+/* 1 and *pos when the writer has a safe position for partition. */
+int sort_writer_safe(sort_writer *w, uint32_t partition, sort_off *pos);
+uint64_t sort_writer_acked(sort_writer *w);
+/* 1 if the writer failed (err copied out). */
+int sort_writer_failed(sort_writer *w, orr_err *err);
+void sort_writer_get_stats(sort_writer *w, sort_writer_stats *out);
+
+#endif
