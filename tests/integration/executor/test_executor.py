@@ -1,0 +1,379 @@
+#!/usr/bin/python3
+"""test_executor.py - executord against real halleyd, galaxyd, PostgreSQL and
+ZooKeeper. The test plays keplerd's part: it creates tasks and instances
+through galaxyd's REST API and moves instances waiting -> ready ->
+dispatched(executor) with Halley's TransitionInstance (gRPC, from the .proto).
+
+Checks: the ZooKeeper card; a run ends success with its exit code recorded,
+its log served over HTTP with the token (401 without) and copied to the blob
+root; a failing command ends failed; a kill through the REST API ends the
+whole process tree; a timeout ends timed_out; a memory hog ends failed with
+reason memory_limit; a live log can be followed; an executord killed and
+restarted with a running instance fails it with reason executor_restarted and
+leaves no process behind; a report that cannot reach halleyd waits in the
+outbox and lands once halleyd is back.
+
+usage: test_executor.py BUILD_DIR HALLEY_PROTO
+Needs ORRERY_PG_DSN and ORRERY_ZK (deploy/test.sh exports them), root and
+writable cgroups.
+"""
+import json
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+import urllib.request
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
+import orrery_it  # noqa: E402
+
+BUILD = None
+PROTO = None
+P = None
+PB = None
+GRPC = None
+EX = None
+TOKEN = None
+COUNTER = [0]
+
+
+def pids_of(pattern):
+    r = subprocess.run(["pgrep", "-f", pattern], capture_output=True, text=True)
+    return [int(x) for x in r.stdout.split()]
+
+
+class Executor:
+    """One executord process with its own folders and ports."""
+
+    def __init__(self, platform, zk):
+        self.p = platform
+        self.id = f"it-ex-{os.getpid()}"
+        self.dir = tempfile.mkdtemp(prefix="orr-ex-it-")
+        os.chmod(self.dir, 0o711)  # the run_as user walks into runs/
+        self.work = os.path.join(self.dir, "work")
+        self.blob = os.path.join(self.dir, "blob")
+        self.port = orrery_it.free_port()
+        self.log_token = secrets.token_hex(16)
+        self.zk = zk
+        self.proc = None
+        self.n = 0
+
+    def env(self):
+        env = dict(os.environ)
+        env.update({
+            "ORRERY_EXECUTOR_ID": self.id,
+            "ORRERY_EXECUTOR_HALLEY": f"127.0.0.1:{self.p.halley_port}",
+            "ORRERY_EXECUTOR_HALLEY_TOKEN": self.p.token,
+            "ORRERY_EXECUTOR_ZK": self.zk,
+            "ORRERY_EXECUTOR_ZK_SESSION": "4s",
+            "ORRERY_EXECUTOR_SLOTS": "4",
+            "ORRERY_EXECUTOR_LABELS": "zone=it,disk=ssd",
+            "ORRERY_EXECUTOR_LISTEN": f"127.0.0.1:{self.port}",
+            "ORRERY_EXECUTOR_LOG_TOKEN": self.log_token,
+            "ORRERY_EXECUTOR_WORK_DIR": self.work,
+            "ORRERY_EXECUTOR_BLOB_ROOT": "file://" + self.blob,
+            "ORRERY_EXECUTOR_SLOT_MEMORY": "64m",
+            "ORRERY_EXECUTOR_SLOT_PIDS": "64",
+            "ORRERY_EXECUTOR_CGROUP_PARENT": "orrery-it",
+            "ORRERY_EXECUTOR_SWEEP_INTERVAL": "2s",
+            "ORRERY_EXECUTOR_DEFAULT_TIMEOUT": "2m",
+            "ORRERY_EXECUTOR_RPC_TIMEOUT": "2s",
+            "ORRERY_LOG_LEVEL": "debug",
+        })
+        return env
+
+    def start(self):
+        self.n += 1
+        with open(os.path.join(self.dir, f"executord-{self.n}.log"), "ab") as out:
+            self.proc = subprocess.Popen([os.path.join(BUILD, "bin", "executord"), "serve"],
+                                         env=self.env(), stdout=out, stderr=subprocess.STDOUT,
+                                         stdin=subprocess.DEVNULL)
+        orrery_it.wait_port(self.port, self.proc, "executord")
+
+    def stop(self, sig=signal.SIGTERM):
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.proc = None
+
+    def daemon_log(self):
+        text = ""
+        for i in range(1, self.n + 1):
+            with open(os.path.join(self.dir, f"executord-{i}.log"), "rb") as f:
+                text += f.read().decode("utf-8", "replace")
+        return text
+
+    def get_log(self, instance, attempt=1, token="default", query=""):
+        url = f"http://127.0.0.1:{self.port}/logs/{instance}/{attempt}{query}"
+        hdrs = {}
+        tok = self.log_token if token == "default" else token
+        if tok:
+            hdrs["Authorization"] = f"Bearer {tok}"
+        req = urllib.request.Request(url, headers=hdrs)
+        try:
+            with urllib.request.urlopen(req, timeout=30) as r:
+                return r.status, r.read().decode("utf-8", "replace")
+        except urllib.error.HTTPError as e:
+            return e.code, e.read().decode("utf-8", "replace")
+
+
+def rpc(method, req, resp_cls):
+    fn = GRPC.unary_unary("/orrery.halley.v1.Halley/" + method,
+                          request_serializer=req.__class__.SerializeToString,
+                          response_deserializer=resp_cls.FromString)
+    return fn(req, metadata=(("authorization", "Bearer " + P.token),), timeout=10)
+
+
+def instance(iid):
+    return rpc("GetInstance", PB.GetInstanceRequest(id=iid), PB.Instance)
+
+
+def state_name(st):
+    return PB.InstanceState.Name(st).replace("INSTANCE_STATE_", "").lower()
+
+
+def wait_state(iid, states, timeout=30.0):
+    deadline = time.time() + timeout
+    last = None
+    while time.time() < deadline:
+        last = instance(iid)
+        if state_name(last.state) in states:
+            return last
+        time.sleep(0.1)
+    raise AssertionError(f"instance {iid} not in {states} within {timeout} s: "
+                         f"{state_name(last.state)} reason={last.reason!r}\n{EX.daemon_log()[-3000:]}")
+
+
+def make_instance(config, **spec_extra):
+    """A task (REST), one instance of it (REST backfill), moved to dispatched
+    on our executor (gRPC, as keplerd would). Returns (task id, instance id)."""
+    COUNTER[0] += 1
+    spec = {"name": f"ex_it_{COUNTER[0]}", "team": "etl", "type": "shell",
+            "schedule": "0 * * * *", "timezone": "UTC", "config": config}
+    spec.update(spec_extra)
+    r = P.http("POST", "/api/v1/tasks", spec, token=TOKEN)
+    assert r.status == 201, r
+    tid = r.json()["id"]
+    r = P.http("POST", f"/api/v1/tasks/{tid}/backfill",
+               {"from": "2026-01-01T00:00:00Z", "to": "2026-01-01T01:00:00Z"}, token=TOKEN)
+    assert r.status == 200, r
+    iid = r.json()["created"][0]
+    S = PB.InstanceState
+    rpc("TransitionInstance", PB.TransitionRequest(
+        instance_id=iid, expected_state=S.Value("INSTANCE_STATE_WAITING"),
+        new_state=S.Value("INSTANCE_STATE_READY"), actor="kepler"), PB.TransitionResult)
+    rpc("TransitionInstance", PB.TransitionRequest(
+        instance_id=iid, expected_state=S.Value("INSTANCE_STATE_READY"),
+        new_state=S.Value("INSTANCE_STATE_DISPATCHED"), actor="kepler", executor=EX.id),
+        PB.TransitionResult)
+    return tid, iid
+
+
+def exit_code(iid, attempt=1):
+    out = subprocess.run(["psql", P.dsn, "-qAtc",
+                          f"SELECT coalesce(exit_code::text, 'null') FROM attempts "
+                          f"WHERE instance_id = {iid} AND attempt = {attempt}"],
+                         check=True, capture_output=True, text=True).stdout.strip()
+    return None if out in ("", "null") else int(out)
+
+
+def wait_gone(pattern, timeout=10.0):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if not pids_of(pattern):
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def cgroup_dir(iid, attempt=1):
+    return f"/sys/fs/cgroup/pids/orrery-it/{EX.id}/{iid}-{attempt}"
+
+
+def setUpModule():
+    global P, PB, GRPC, EX, TOKEN
+    import grpc
+    zk = orrery_it.require_env("ORRERY_ZK")
+    gen = tempfile.mkdtemp(prefix="orr-ex-pb-")
+    subprocess.run(["protoc", "-I", os.path.dirname(PROTO), "--python_out", gen, PROTO],
+                   check=True)
+    sys.path.insert(0, gen)
+    import halley_pb2
+    PB = halley_pb2
+    P = orrery_it.Platform(BUILD, galaxies=1).__enter__()
+    try:
+        P.add_user("root", "root-password-1", "admin")
+        P.add_user("ann", "ann-password-1", "developer", teams=["etl"])  # makes team etl
+        TOKEN = P.login("root", "root-password-1")
+        GRPC = grpc.insecure_channel(f"127.0.0.1:{P.halley_port}")
+        EX = Executor(P, zk)
+        EX.start()
+    except BaseException:
+        tearDownModule()
+        raise
+
+
+def tearDownModule():
+    if EX:
+        EX.stop()
+        for ctl in ("memory", "pids", "cpu", "freezer", "unified"):
+            try:  # the executor's (now empty) parent group
+                os.rmdir(f"/sys/fs/cgroup/{ctl}/orrery-it/{EX.id}")
+            except OSError:
+                pass
+    if GRPC:
+        GRPC.close()
+    if P:
+        P.__exit__(None, None, None)
+
+
+class Executord(unittest.TestCase):
+    def test_a_registers_card_in_zookeeper(self):
+        deadline = time.time() + 15
+        out = None
+        while time.time() < deadline:
+            out = subprocess.run([os.path.join(BUILD, "bin", "ex_zk_get"), EX.zk,
+                                  f"/orrery/executors/{EX.id}"], capture_output=True, text=True)
+            if out.returncode == 0:
+                break
+            time.sleep(0.2)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        owner, data = out.stdout.split("\n", 1)
+        self.assertNotEqual(owner, "owner=0", "the node must be ephemeral")
+        card = json.loads(data)
+        self.assertEqual(card["id"], EX.id)
+        self.assertEqual(card["http_port"], EX.port)
+        self.assertEqual(card["slots"], 4)
+        self.assertEqual(card["labels"], {"zone": "it", "disk": "ssd"})
+        self.assertIn(card["cgroup"], ("v1", "v2"))
+
+    def test_success_log_served_and_copied(self):
+        tid, iid = make_instance({"command": "echo hello-$ORRERY_INSTANCE_ID; id -un; pwd"})
+        inst = wait_state(iid, ("success", "failed"))
+        self.assertEqual(state_name(inst.state), "success", inst.reason)
+        self.assertEqual(exit_code(iid), 0)
+        status, body = EX.get_log(iid)
+        self.assertEqual(status, 200)
+        lines = body.splitlines()
+        self.assertEqual(lines[0], f"hello-{iid}")
+        self.assertEqual(lines[1], "orrery")  # ran as the unprivileged user
+        self.assertTrue(lines[2].endswith(f"/runs/{iid}-1"), lines[2])
+        # offset and follow on a finished attempt
+        self.assertEqual(EX.get_log(iid, query="?offset=6")[1], body[6:])
+        self.assertEqual(EX.get_log(iid, query="?follow=1")[1], body)
+        # the token is required; parameters are integers only
+        self.assertEqual(EX.get_log(iid, token=None)[0], 401)
+        self.assertEqual(EX.get_log(iid, token="wrong")[0], 401)
+        self.assertEqual(EX.get_log("abc")[0], 400)
+        self.assertEqual(EX.get_log(iid, query="?offset=-1")[0], 400)
+        self.assertEqual(EX.get_log(iid + 100000)[0], 404)
+        blob = os.path.join(EX.blob, "logs", str(tid), f"{iid}-1.log")
+        with open(blob) as f:
+            self.assertEqual(f.read(), body)
+        self.assertFalse(os.path.exists(cgroup_dir(iid)))
+
+    def test_failing_command_fails_with_exit_code(self):
+        _, iid = make_instance({"command": "/bin/sh", "args": ["-c", "echo bad >&2; exit 7"]})
+        inst = wait_state(iid, ("success", "failed"))
+        self.assertEqual(state_name(inst.state), "failed")
+        self.assertEqual(inst.reason, "exit code 7")
+        self.assertEqual(exit_code(iid), 7)
+        self.assertEqual(EX.get_log(iid)[1], "bad\n")
+
+    def test_missing_package_fails_as_bad_spec(self):
+        _, iid = make_instance({"command": "true", "package": "not-installed"})
+        inst = wait_state(iid, ("failed",))
+        self.assertTrue(inst.reason.startswith("bad_spec: config.package"), inst.reason)
+
+    def test_kill_through_rest_ends_process_tree(self):
+        _, iid = make_instance({"command": "sleep 301 & sleep 301 & echo started; wait"})
+        wait_state(iid, ("running",))
+        deadline = time.time() + 10
+        while "started" not in EX.get_log(iid)[1] and time.time() < deadline:
+            time.sleep(0.1)
+        self.assertEqual(len(pids_of("^sleep 301$")), 2)
+        r = P.http("POST", f"/api/v1/instances/{iid}/actions/kill", {}, token=TOKEN)
+        self.assertEqual(r.status, 200, r)
+        self.assertTrue(wait_gone("^sleep 301$"), "the process tree survived the kill")
+        inst = wait_state(iid, ("killed",))
+        self.assertEqual(state_name(inst.state), "killed")
+        deadline = time.time() + 10
+        while os.path.exists(cgroup_dir(iid)) and time.time() < deadline:
+            time.sleep(0.1)
+        self.assertFalse(os.path.exists(cgroup_dir(iid)))
+
+    def test_timeout_ends_timed_out(self):
+        t0 = time.time()
+        _, iid = make_instance({"command": "sleep 302 & sleep 302"}, timeout="2s")
+        inst = wait_state(iid, ("timed_out", "success", "failed"))
+        self.assertEqual(state_name(inst.state), "timed_out")
+        self.assertLess(time.time() - t0, 20)
+        self.assertTrue(wait_gone("^sleep 302$"))
+        self.assertEqual(exit_code(iid), 128 + signal.SIGKILL)
+
+    def test_memory_hog_fails_with_memory_limit(self):
+        _, iid = make_instance({"command": "/usr/bin/python3", "args": [
+            "-c", "b = [bytearray(1 << 20) for _ in range(400)]; print('survived')"]})
+        inst = wait_state(iid, ("success", "failed"), timeout=60)
+        self.assertEqual(state_name(inst.state), "failed")
+        self.assertEqual(inst.reason, "memory_limit")
+        self.assertNotIn("survived", EX.get_log(iid)[1])
+
+    def test_follow_streams_a_live_log(self):
+        _, iid = make_instance(
+            {"command": "for i in 1 2 3 4; do echo line$i; sleep 0.5; done"})
+        wait_state(iid, ("running",))
+        t0 = time.time()
+        status, body = EX.get_log(iid, query="?follow=1")
+        took = time.time() - t0
+        self.assertEqual(status, 200)
+        self.assertEqual(body, "line1\nline2\nline3\nline4\n")
+        self.assertGreater(took, 0.8)  # it waited for the lines as they came
+        wait_state(iid, ("success",))
+
+    def test_y_lost_report_is_retried_until_halley_returns(self):
+        _, iid = make_instance({"command": "sleep 1; echo finished"})
+        wait_state(iid, ("running",))
+        halley = P.procs[0]
+        halley.send_signal(signal.SIGTERM)
+        halley.wait(timeout=20)
+        time.sleep(6)  # the attempt ends while halleyd is down, longer than rpc_timeout
+        self.assertIn(f"{iid}-1-5.json", os.listdir(os.path.join(EX.work, "outbox")))
+        P.procs[0] = P._spawn([P.bin("halleyd"), "serve"], P.halley_env(), "halleyd-2.log")
+        orrery_it.wait_port(P.halley_port, P.procs[0], "halleyd")
+        inst = wait_state(iid, ("success", "failed"), timeout=30)
+        self.assertEqual(state_name(inst.state), "success")
+        self.assertIn("report failed, retrying", EX.daemon_log())
+        self.assertEqual(os.listdir(os.path.join(EX.work, "outbox")), [])
+
+    def test_z_restart_fails_running_instance(self):
+        _, iid = make_instance({"command": "sleep", "args": ["303"]})
+        wait_state(iid, ("running",))
+        deadline = time.time() + 10
+        while not pids_of("(^|/)sleep 303$") and time.time() < deadline:
+            time.sleep(0.1)
+        self.assertEqual(len(pids_of("(^|/)sleep 303$")), 1)
+        EX.stop(signal.SIGKILL)  # the sandboxed process outlives its executord
+        self.assertEqual(len(pids_of("(^|/)sleep 303$")), 1)
+        EX.start()
+        inst = wait_state(iid, ("failed",))
+        self.assertEqual(inst.reason, "executor_restarted")
+        self.assertTrue(wait_gone("(^|/)sleep 303$"), "the earlier life's process survived")
+        self.assertIn("ended groups left by an earlier run", EX.daemon_log())
+        # the restarted executord still runs new work
+        _, iid2 = make_instance({"command": "true"})
+        self.assertEqual(state_name(wait_state(iid2, ("success", "failed")).state), "success")
+
+
+if __name__ == "__main__":
+    BUILD = os.path.abspath(sys.argv[1])
+    PROTO = os.path.abspath(sys.argv[2])
+    unittest.main(argv=sys.argv[:1], verbosity=2)

@@ -1,0 +1,146 @@
+/*
+ * ex_daemon.h - executord's shared state and the functions its modules offer
+ * each other (executord.c: main loop, events, sweeps; ex_job.c: one thread
+ * per attempt; ex_report.c: reports to Halley with a persistent outbox).
+ *
+ * Threads: the main thread (signals, ZooKeeper, periodic sweep, reaping
+ * finished jobs), the event thread (WatchEvents), one thread per job, and
+ * the log server's connection threads. d->mu guards the job list and
+ * used_slots; everything else in ex_daemon is set before threads start and
+ * read-only afterwards.
+ */
+#ifndef EX_DAEMON_H
+#define EX_DAEMON_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "ex_cgroup.h"
+#include "ex_logsrv.h"
+#include "ex_sandbox.h"
+#include "ex_zk.h"
+#include "halley.pb-c.h"
+#include "orr_config.h"
+#include "orr_rpc.h"
+
+/* Short names for the generated Halley types: HL(Instance), HL_INIT(INSTANCE). */
+#define HL(name)       Orrery__Halley__V1__##name
+#define HL_INIT(NAME)  ORRERY__HALLEY__V1__##NAME##__INIT
+#define HL_STATE(NAME) ORRERY__HALLEY__V1__INSTANCE_STATE__INSTANCE_STATE_##NAME
+
+#define EX_PATH 512
+
+/* Why a job was cancelled (ex_job.cancel). */
+typedef enum ex_cancel {
+    EX_CANCEL_NONE = 0,
+    EX_CANCEL_USER,         /* the instance was moved to killed by someone */
+    EX_CANCEL_SESSION_LOST, /* our ZooKeeper session expired */
+    EX_CANCEL_STOPPING,     /* executord is shutting down */
+} ex_cancel;
+
+struct ex_daemon;
+
+typedef struct ex_job {
+    struct ex_daemon *d;
+    int64_t instance_id;
+    int attempt; /* set once the instance was read */
+    int slots;   /* set once the spec was read */
+    pthread_t thread;
+    atomic_int done;   /* the thread finished; main joins it */
+    atomic_int cancel; /* ex_cancel */
+    ex_sandbox *sb;    /* under d->mu; NULL before start/after end */
+    struct ex_job *next;
+} ex_job;
+
+typedef struct ex_daemon {
+    orr_config *cfg;
+    const char *id;
+    const char *host;
+    int slots;
+    const char *labels; /* "k=v,k=v" as configured */
+    int64_t slot_memory;
+    int slot_cpu_percent;
+    int slot_pids;
+    int64_t default_timeout_ms;
+    int rpc_timeout_ms;
+
+    char work_dir[EX_PATH];
+    char log_dir[EX_PATH];
+    char run_dir[EX_PATH];
+    char code_dir[EX_PATH];
+    char outbox_dir[EX_PATH];
+    char blob_dir[EX_PATH];
+    char bin_dir[EX_PATH];
+    char actor[160]; /* "executor:<id>" */
+
+    int drop; /* switch to uid/gid in the sandbox */
+    uid_t uid;
+    gid_t gid;
+
+    const ex_cgroup_ops *cg;
+    ex_cg_env cg_env;
+    char cg_root[EX_PATH];
+
+    orr_rpc_client *halley;
+    ex_logsrv *logsrv;
+    ex_zk *zk;
+    int64_t started_at_ms; /* wall clock */
+
+    atomic_int stopping;
+    pthread_mutex_t mu;
+    ex_job *jobs;
+    int used_slots;
+} ex_daemon;
+
+/* ------------------------------------------------------------ ex_report.c */
+
+/* One state change this executor asks of Halley. */
+typedef struct ex_report {
+    int64_t instance_id;
+    int attempt;
+    int from; /* HL InstanceState */
+    int to;
+    char reason[256];
+    int has_exit_code;
+    int exit_code;
+} ex_report;
+
+/* Send r until it lands. With persist, r is first written to the outbox
+ * (work_dir/outbox) and removed once Halley answered, so a restart re-sends
+ * it. UNAVAILABLE, deadlines and internal errors are retried with backoff
+ * (200 ms doubling to 5 s). Returns:
+ *   ORR_OK         it landed
+ *   ORR_ECONFLICT  someone else moved the instance first (ABORTED or
+ *                  FAILED_PRECONDITION); *now_state (may be NULL) is its
+ *                  state now, re-read
+ *   ORR_ECANCELLED the daemon is stopping; the outbox keeps it (persist)
+ *   other          a permanent error (logged; dropped)
+ * Blocks. */
+orr_status ex_report_send(ex_daemon *d, const ex_report *r, int persist, int *now_state,
+                          orr_err *err);
+/* Send every report left in the outbox by an earlier life. Blocks until each
+ * has an answer or the daemon stops. Returns how many were sent. */
+int ex_report_replay(ex_daemon *d);
+/* "running", ... ; "?" for an unknown value. */
+const char *ex_state_name(int state);
+
+/* Unary Halley call with the daemon's deadline. */
+orr_status ex_halley(ex_daemon *d, const char *method, const ProtobufCMessage *req,
+                     ProtobufCMessage **resp, orr_err *err);
+
+/* --------------------------------------------------------------- ex_job.c */
+
+/* Start running instance_id unless a job for it exists. Thread-safe. */
+void ex_job_start(ex_daemon *d, int64_t instance_id);
+/* Cancel the job of instance_id (if any) for why. Thread-safe. */
+void ex_job_cancel(ex_daemon *d, int64_t instance_id, ex_cancel why);
+/* Cancel every job for why. Thread-safe. */
+void ex_job_cancel_all(ex_daemon *d, ex_cancel why);
+/* Join finished jobs; returns how many are still running. Main thread. */
+int ex_job_reap(ex_daemon *d, int wait_all);
+/* Publish the card (slots in use) to ZooKeeper. Thread-safe. */
+void ex_daemon_publish(ex_daemon *d);
+
+#endif

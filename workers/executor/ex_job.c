@@ -1,0 +1,389 @@
+/*
+ * ex_job.c - one thread per attempt: read it, run it, report it.
+ *
+ * The life of a job (every Halley write is a compare-and-set on the state
+ * and the attempt, so a late or duplicate job can never overwrite someone
+ * else's decision):
+ *   1. GetInstance: still dispatched to us? else stop quietly.
+ *   2. GetTask(task, version = instance.task_version): the spec
+ *      (type, config, timeout, slots).
+ *   3. Private run dir <work>/runs/<instance>-<attempt> (0700, run_as user);
+ *      the runner of the type prepares argv/env/cwd. A bad spec ->
+ *      dispatched -> failed "bad_spec: field: message".
+ *   4. dispatched -> running (ABORTED: someone moved it, e.g. killed; stop).
+ *   5. Sandbox (ex_sandbox.h) with the slots' limits; log file served live.
+ *   6. running -> success | failed | timed_out (+ exit code, reason), through
+ *      the outbox. A kill by a person needs no report (the instance is
+ *      already killed); the process tree is ended all the same.
+ *   7. Log copied to <blob>/logs/<task>/<instance>-<attempt>.log, run dir
+ *      removed, slots released.
+ */
+#include <errno.h>
+#include <ftw.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "ex_blob.h"
+#include "ex_daemon.h"
+#include "ex_runner.h"
+#include "orr_arena.h"
+#include "orr_json.h"
+#include "orr_log.h"
+
+typedef struct job_spec {
+    const char *type;
+    json_t *config; /* borrowed from root */
+    int64_t timeout_ms;
+    int slots;
+    json_t *root;
+} job_spec;
+
+static orr_status parse_spec(ex_daemon *d, const char *text, job_spec *js, orr_err *err)
+{
+    memset(js, 0, sizeof *js);
+    js->timeout_ms = d->default_timeout_ms;
+    js->slots = 1;
+    orr_status s = orr_json_parse(text, strlen(text), &js->root, err);
+    if (s != ORR_OK)
+        return s;
+    const char *timeout = NULL;
+    int64_t slots = 1;
+    if ((s = orr_json_get_str(js->root, "", "type", 1, &js->type, err)) != ORR_OK ||
+        (s = orr_json_get_obj(js->root, "", "config", 1, &js->config, err)) != ORR_OK ||
+        (s = orr_json_get_str(js->root, "", "timeout", 0, &timeout, err)) != ORR_OK ||
+        (s = orr_json_get_int(js->root, "", "slots", 0, 1, 1024, &slots, err)) != ORR_OK)
+        return s;
+    js->slots = (int)slots;
+    if (timeout &&
+        (orr_config_parse_duration(timeout, &js->timeout_ms) != ORR_OK || js->timeout_ms <= 0))
+        return orr_err_set(err, ORR_EINVAL, "timeout", "must be a duration such as 30m");
+    return ORR_OK;
+}
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)flag;
+    (void)ftw;
+    remove(path);
+    return 0;
+}
+
+static void remove_tree(const char *path)
+{
+    nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static void set_sb(ex_daemon *d, ex_job *j, ex_sandbox *sb)
+{
+    pthread_mutex_lock(&d->mu);
+    j->sb = sb;
+    pthread_mutex_unlock(&d->mu);
+}
+
+/* Append a line to the attempt's log (messages of the executor itself). */
+static void log_note(const char *log_path, const char *fmt, const char *a, const char *b)
+{
+    FILE *f = fopen(log_path, "ae");
+    if (!f)
+        return;
+    fprintf(f, "[orrery executor] ");
+    fprintf(f, fmt, a, b);
+    fputc('\n', f);
+    fclose(f);
+}
+
+static void finish_report(ex_daemon *d, ex_job *j, int from, int to, const char *reason,
+                          int has_code, int code)
+{
+    ex_report r = {.instance_id = j->instance_id,
+                   .attempt = j->attempt,
+                   .from = from,
+                   .to = to,
+                   .has_exit_code = has_code,
+                   .exit_code = code};
+    snprintf(r.reason, sizeof r.reason, "%s", reason);
+    orr_err e;
+    ex_report_send(d, &r, 1, NULL, &e);
+}
+
+static void run_job(ex_daemon *d, ex_job *j, orr_arena *a)
+{
+    HL(GetInstanceRequest) giq = HL_INIT(GET_INSTANCE_REQUEST);
+    giq.id = j->instance_id;
+    HL(Instance) *in = NULL;
+    HL(Task) *task = NULL;
+    job_spec js = {0};
+    orr_err err;
+    orr_err_clear(&err);
+    ex_sandbox *sb = NULL;
+    char log_path[EX_PATH + 64] = "";
+    int64_t inst = j->instance_id;
+
+    if (ex_halley(d, "GetInstance", &giq.base, (ProtobufCMessage **)&in, &err) != ORR_OK) {
+        ORR_WARN("cannot read the instance", "instance=%lld err=%s", (long long)inst,
+                 orr_log_q(err.msg));
+        goto done;
+    }
+    if (in->state != HL_STATE(DISPATCHED) || strcmp(in->executor, d->id) != 0) {
+        ORR_DEBUG("instance not dispatched to us", "instance=%lld state=%s executor=%s",
+                  (long long)inst, ex_state_name((int)in->state), orr_log_q(in->executor));
+        goto done;
+    }
+    j->attempt = in->attempt;
+    ORR_INFO("instance assigned", "instance=%lld attempt=%d task=%lld", (long long)inst, j->attempt,
+             (long long)in->task_id);
+
+    HL(GetTaskRequest) gtq = HL_INIT(GET_TASK_REQUEST);
+    gtq.id = in->task_id;
+    gtq.version = in->task_version;
+    if (ex_halley(d, "GetTask", &gtq.base, (ProtobufCMessage **)&task, &err) != ORR_OK) {
+        ORR_WARN("cannot read the task", "instance=%lld err=%s", (long long)inst,
+                 orr_log_q(err.msg));
+        goto done; /* the periodic sweep tries again */
+    }
+
+    /* Spec and run directory. */
+    char run_dir[EX_PATH + 64];
+    snprintf(run_dir, sizeof run_dir, "%s/%lld-%d", d->run_dir, (long long)inst, j->attempt);
+    ex_log_path(log_path, sizeof log_path, d->log_dir, inst, j->attempt);
+    orr_status s = parse_spec(d, task->spec_json, &js, &err);
+    const ex_runner_ops *runner = NULL;
+    ex_run_plan plan = {0};
+    if (s == ORR_OK && !(runner = ex_runner_find(js.type)))
+        s = orr_err_set(&err, ORR_EINVAL, "type", "no runner for task type \"%.64s\"", js.type);
+    if (s == ORR_OK) {
+        pthread_mutex_lock(&d->mu);
+        j->slots = js.slots;
+        pthread_mutex_unlock(&d->mu);
+        ex_daemon_publish(d);
+        remove_tree(run_dir);
+        if (mkdir(run_dir, 0700) != 0 || (d->drop && chown(run_dir, d->uid, d->gid) != 0))
+            s = orr_err_set(&err, ORR_EIO, run_dir, "cannot create: %s", strerror(errno));
+    }
+    if (s == ORR_OK) {
+        ex_run_ctx ctx = {.arena = a,
+                          .config = js.config,
+                          .instance_id = inst,
+                          .task_id = in->task_id,
+                          .attempt = j->attempt,
+                          .schedule_time_ms = in->schedule_time_ms,
+                          .run_dir = run_dir,
+                          .code_dir = d->code_dir,
+                          .bin_dir = d->bin_dir};
+        s = runner->prepare(&ctx, &plan, &err);
+    }
+    if (s != ORR_OK) {
+        char why[600], reason[256];
+        orr_err_str(&err, why, sizeof why);
+        snprintf(reason, sizeof reason, "bad_spec: %.240s", why);
+        log_note(log_path, "cannot start: %s%s", why, "");
+        ORR_WARN("cannot start the instance", "instance=%lld err=%s", (long long)inst,
+                 orr_log_q(why));
+        finish_report(d, j, HL_STATE(DISPATCHED), HL_STATE(FAILED), reason, 0, 0);
+        goto done;
+    }
+
+    /* dispatched -> running */
+    ex_report rr = {.instance_id = inst,
+                    .attempt = j->attempt,
+                    .from = HL_STATE(DISPATCHED),
+                    .to = HL_STATE(RUNNING)};
+    if (ex_report_send(d, &rr, 0, NULL, &err) != ORR_OK)
+        goto done;
+
+    ex_limits lim = {d->slot_memory * js.slots, d->slot_cpu_percent * js.slots,
+                     d->slot_pids * js.slots};
+    ex_spawn sp = {.argv = plan.argv,
+                   .envp = plan.envp,
+                   .cwd = plan.cwd,
+                   .log_path = log_path,
+                   .drop = d->drop,
+                   .uid = d->uid,
+                   .gid = d->gid};
+    char name[64];
+    snprintf(name, sizeof name, "%lld-%d", (long long)inst, j->attempt);
+    ex_logsrv_begin(d->logsrv, inst, j->attempt);
+    if (ex_sandbox_start(d->cg, &d->cg_env, name, &lim, &sp, &sb, &err) != ORR_OK) {
+        char why[600], reason[256];
+        orr_err_str(&err, why, sizeof why);
+        snprintf(reason, sizeof reason, "sandbox: %.240s", why);
+        log_note(log_path, "cannot start: %s%s", why, "");
+        ORR_ERROR("sandbox start failed", "instance=%lld err=%s", (long long)inst, orr_log_q(why));
+        ex_logsrv_end(d->logsrv, inst, j->attempt);
+        finish_report(d, j, HL_STATE(RUNNING), HL_STATE(FAILED), reason, 0, 0);
+        goto done;
+    }
+    set_sb(d, j, sb);
+    if (atomic_load(&j->cancel) != EX_CANCEL_NONE) /* a kill that came before the sandbox */
+        ex_sandbox_cancel(sb);
+    ORR_INFO("instance running", "instance=%lld attempt=%d pid=%d slots=%d timeout_ms=%lld",
+             (long long)inst, j->attempt, (int)ex_sandbox_pid(sb), js.slots,
+             (long long)js.timeout_ms);
+
+    ex_result res;
+    ex_sandbox_wait(sb, ex_now_ms() + js.timeout_ms, &res);
+    set_sb(d, j, NULL);
+    ex_logsrv_end(d->logsrv, inst, j->attempt);
+    if (res.left)
+        ORR_ERROR("processes survived the kill", "instance=%lld left=%d", (long long)inst,
+                  res.left);
+
+    /* Outcome -> state. */
+    int to = HL_STATE(FAILED);
+    char reason[256] = "";
+    ex_cancel why = (ex_cancel)atomic_load(&j->cancel);
+    if (res.how == EX_END_CANCELLED && why == EX_CANCEL_USER) {
+        to = HL_STATE(KILLED);
+    } else if (res.how == EX_END_CANCELLED) {
+        snprintf(reason, sizeof reason, "%s",
+                 why == EX_CANCEL_SESSION_LOST ? "executor_lost" : "executor_stopped");
+    } else if (res.how == EX_END_TIMEOUT) {
+        to = HL_STATE(TIMED_OUT);
+        snprintf(reason, sizeof reason, "timeout after %lld ms", (long long)js.timeout_ms);
+    } else if (res.exec_errno) {
+        snprintf(reason, sizeof reason, "exec: %s", strerror(res.exec_errno));
+        log_note(log_path, "cannot execute %s: %s", plan.argv[0], strerror(res.exec_errno));
+    } else if (res.oom && !(res.exited && res.exit_code == 0)) {
+        snprintf(reason, sizeof reason, "memory_limit");
+        log_note(log_path, "killed: the memory limit (%s) was reached%s",
+                 orr_arena_sprintf(a, "%lld bytes", (long long)lim.memory_bytes), "");
+    } else if (res.exited && res.exit_code == 0) {
+        to = HL_STATE(SUCCESS);
+    } else if (res.exited) {
+        snprintf(reason, sizeof reason, "exit code %d", res.exit_code);
+    } else {
+        snprintf(reason, sizeof reason, "killed by signal %d", res.term_signal);
+    }
+    int code = res.exited ? res.exit_code : 128 + res.term_signal;
+    ORR_INFO("instance ended", "instance=%lld attempt=%d state=%s reason=%s exit_code=%d ms=%lld",
+             (long long)inst, j->attempt, ex_state_name(to), orr_log_q(reason), code,
+             (long long)res.ran_ms);
+
+    /* Log to the blob store before the report, so whoever sees the final
+     * state finds the log. */
+    char key[256];
+    snprintf(key, sizeof key, "logs/%lld/%lld-%d.log", (long long)in->task_id, (long long)inst,
+             j->attempt);
+    if (ex_blob_put_file(d->blob_dir, key, log_path, &err) != ORR_OK)
+        ORR_WARN("log copy to the blob store failed", "instance=%lld err=%s", (long long)inst,
+                 orr_log_q(err.msg));
+
+    if (to != HL_STATE(KILLED))
+        finish_report(d, j, HL_STATE(RUNNING), to, reason, 1, code);
+    remove_tree(run_dir);
+
+done:
+    ex_sandbox_free(sb);
+    if (js.root)
+        json_decref(js.root);
+    if (task)
+        protobuf_c_message_free_unpacked(&task->base, NULL);
+    if (in)
+        protobuf_c_message_free_unpacked(&in->base, NULL);
+}
+
+static void *job_thread(void *arg)
+{
+    ex_job *j = arg;
+    ex_daemon *d = j->d;
+    orr_arena *a = orr_arena_create(0);
+    run_job(d, j, a);
+    orr_arena_destroy(a);
+    pthread_mutex_lock(&d->mu);
+    j->slots = 0;
+    pthread_mutex_unlock(&d->mu);
+    atomic_store(&j->done, 1);
+    ex_daemon_publish(d);
+    return NULL;
+}
+
+void ex_job_start(ex_daemon *d, int64_t instance_id)
+{
+    if (atomic_load(&d->stopping))
+        return;
+    pthread_mutex_lock(&d->mu);
+    for (ex_job *j = d->jobs; j; j = j->next)
+        if (j->instance_id == instance_id && !atomic_load(&j->done)) {
+            pthread_mutex_unlock(&d->mu);
+            return;
+        }
+    ex_job *j = calloc(1, sizeof *j);
+    if (!j)
+        abort();
+    j->d = d;
+    j->instance_id = instance_id;
+    if (pthread_create(&j->thread, NULL, job_thread, j) != 0) {
+        pthread_mutex_unlock(&d->mu);
+        ORR_ERROR("cannot start a job thread", "instance=%lld", (long long)instance_id);
+        free(j);
+        return;
+    }
+    j->next = d->jobs;
+    d->jobs = j;
+    pthread_mutex_unlock(&d->mu);
+}
+
+static void cancel_locked(ex_job *j, ex_cancel why)
+{
+    int none = EX_CANCEL_NONE;
+    atomic_compare_exchange_strong(&j->cancel, &none, (int)why);
+    if (j->sb)
+        ex_sandbox_cancel(j->sb);
+}
+
+void ex_job_cancel(ex_daemon *d, int64_t instance_id, ex_cancel why)
+{
+    pthread_mutex_lock(&d->mu);
+    for (ex_job *j = d->jobs; j; j = j->next)
+        if (j->instance_id == instance_id && !atomic_load(&j->done)) {
+            ORR_INFO("cancelling instance", "instance=%lld why=%d", (long long)instance_id,
+                     (int)why);
+            cancel_locked(j, why);
+        }
+    pthread_mutex_unlock(&d->mu);
+}
+
+void ex_job_cancel_all(ex_daemon *d, ex_cancel why)
+{
+    pthread_mutex_lock(&d->mu);
+    for (ex_job *j = d->jobs; j; j = j->next)
+        if (!atomic_load(&j->done))
+            cancel_locked(j, why);
+    pthread_mutex_unlock(&d->mu);
+}
+
+int ex_job_reap(ex_daemon *d, int wait_all)
+{
+    int running = 0;
+    for (;;) {
+        ex_job *finished = NULL;
+        running = 0;
+        pthread_mutex_lock(&d->mu);
+        for (ex_job **pp = &d->jobs; *pp;) {
+            ex_job *j = *pp;
+            if (atomic_load(&j->done)) {
+                *pp = j->next;
+                j->next = finished;
+                finished = j;
+            } else {
+                running++;
+                pp = &j->next;
+            }
+        }
+        pthread_mutex_unlock(&d->mu);
+        while (finished) {
+            ex_job *n = finished->next;
+            pthread_join(finished->thread, NULL);
+            free(finished);
+            finished = n;
+        }
+        if (!wait_all || running == 0)
+            return running;
+        ex_sleep_ms(50);
+    }
+}

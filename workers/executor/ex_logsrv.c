@@ -1,0 +1,297 @@
+/*
+ * ex_logsrv.c - the live log server (contract in ex_logsrv.h).
+ *
+ * A plain read is a response from the file descriptor at the offset. A
+ * follow is a response from a content callback of unknown size: the
+ * callback reads what is there; when it is at the end of the file it sleeps
+ * in 150 ms steps until more arrives, the attempt ends (then it reads the
+ * tail once more and ends the stream) or the server stops. It never returns
+ * 0 bytes, so nothing spins.
+ */
+#include "ex_logsrv.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <microhttpd.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "ex_cgroup.h"
+#include "orr_log.h"
+
+#define EX_LOG_MAX_ACTIVE 1024
+
+typedef struct ex_active {
+    int64_t instance;
+    int attempt;
+} ex_active;
+
+struct ex_logsrv {
+    struct MHD_Daemon *mhd;
+    char token[256];
+    char log_dir[512];
+    int port;
+    atomic_int stopping;
+    pthread_mutex_t mu;
+    ex_active active[EX_LOG_MAX_ACTIVE];
+    int n_active;
+};
+
+/* One follow response. */
+typedef struct ex_follow {
+    ex_logsrv *srv;
+    int fd;
+    uint64_t base; /* the requested offset: MHD counts positions from 0 */
+    int64_t instance;
+    int attempt;
+    int ended; /* the attempt ended and the tail was read once after that */
+} ex_follow;
+
+char *ex_log_path(char *buf, size_t n, const char *log_dir, int64_t instance, int attempt)
+{
+    snprintf(buf, n, "%s/%lld-%d.log", log_dir, (long long)instance, attempt);
+    return buf;
+}
+
+static int is_active(ex_logsrv *s, int64_t instance, int attempt)
+{
+    int found = 0;
+    pthread_mutex_lock(&s->mu);
+    for (int i = 0; i < s->n_active && !found; i++)
+        found = s->active[i].instance == instance && s->active[i].attempt == attempt;
+    pthread_mutex_unlock(&s->mu);
+    return found;
+}
+
+void ex_logsrv_begin(ex_logsrv *s, int64_t instance, int attempt)
+{
+    if (!s)
+        return;
+    pthread_mutex_lock(&s->mu);
+    if (s->n_active < EX_LOG_MAX_ACTIVE)
+        s->active[s->n_active++] = (ex_active){instance, attempt};
+    pthread_mutex_unlock(&s->mu);
+}
+
+void ex_logsrv_end(ex_logsrv *s, int64_t instance, int attempt)
+{
+    if (!s)
+        return;
+    pthread_mutex_lock(&s->mu);
+    for (int i = 0; i < s->n_active; i++)
+        if (s->active[i].instance == instance && s->active[i].attempt == attempt) {
+            s->active[i] = s->active[--s->n_active];
+            break;
+        }
+    pthread_mutex_unlock(&s->mu);
+}
+
+static ssize_t follow_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    ex_follow *f = cls;
+    for (;;) {
+        ssize_t r = pread(f->fd, buf, max, (off_t)(f->base + pos));
+        if (r > 0)
+            return r;
+        if (r < 0 && errno != EINTR)
+            return MHD_CONTENT_READER_END_WITH_ERROR;
+        if (r < 0)
+            continue;
+        if (f->ended || atomic_load(&f->srv->stopping))
+            return MHD_CONTENT_READER_END_OF_STREAM;
+        if (!is_active(f->srv, f->instance, f->attempt)) {
+            f->ended = 1; /* read the tail once more: it may have grown meanwhile */
+            continue;
+        }
+        ex_sleep_ms(150);
+    }
+}
+
+static void follow_free(void *cls)
+{
+    ex_follow *f = cls;
+    close(f->fd);
+    free(f);
+}
+
+static enum MHD_Result reply(struct MHD_Connection *conn, unsigned status, const char *text)
+{
+    struct MHD_Response *r =
+        MHD_create_response_from_buffer(strlen(text), (void *)text, MHD_RESPMEM_MUST_COPY);
+    if (!r)
+        return MHD_NO;
+    MHD_add_response_header(r, "Content-Type", "text/plain; charset=utf-8");
+    if (status == 401)
+        MHD_add_response_header(r, "WWW-Authenticate", "Bearer");
+    enum MHD_Result ret = MHD_queue_response(conn, status, r);
+    MHD_destroy_response(r);
+    return ret;
+}
+
+/* Parse a plain decimal integer of at most 18 digits (the whole string). */
+static int parse_int(const char *s, size_t len, int64_t *out)
+{
+    if (len == 0 || len > 18)
+        return -1;
+    int64_t v = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return -1;
+        v = v * 10 + (s[i] - '0');
+    }
+    *out = v;
+    return 0;
+}
+
+static int token_ok(const ex_logsrv *s, const char *auth)
+{
+    if (!auth || strncmp(auth, "Bearer ", 7) != 0)
+        return 0;
+    const char *got = auth + 7;
+    size_t a = strlen(got), b = strlen(s->token);
+    unsigned char diff = (unsigned char)(a != b);
+    for (size_t i = 0; i < b; i++)
+        diff |= (unsigned char)(s->token[i] ^ (i < a ? got[i] : 0));
+    return diff == 0;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
+                                  const char *method, const char *version, const char *upload,
+                                  size_t *upload_size, void **con_cls)
+{
+    (void)version;
+    (void)upload;
+    ex_logsrv *s = cls;
+    if (*con_cls == NULL) { /* first call: headers only */
+        *con_cls = s;
+        return MHD_YES;
+    }
+    if (*upload_size != 0) {
+        *upload_size = 0; /* drain and ignore a body */
+        return MHD_YES;
+    }
+    if (strcmp(method, "GET") != 0)
+        return reply(conn, 405, "only GET\n");
+    const char *auth = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Authorization");
+    if (!token_ok(s, auth))
+        return reply(conn, 401, "missing or wrong bearer token\n");
+
+    int64_t instance, attempt, offset = 0;
+    const char *p = url;
+    if (strncmp(p, "/logs/", 6) != 0)
+        return reply(conn, 404, "not found\n");
+    p += 6;
+    const char *slash = strchr(p, '/');
+    if (!slash || parse_int(p, (size_t)(slash - p), &instance) != 0 ||
+        parse_int(slash + 1, strlen(slash + 1), &attempt) != 0 || attempt > 1000000000)
+        return reply(conn, 400, "path must be /logs/<instance id>/<attempt>, integers\n");
+    const char *off = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "offset");
+    if (off && parse_int(off, strlen(off), &offset) != 0)
+        return reply(conn, 400, "offset: must be a non-negative integer\n");
+    const char *fol = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "follow");
+    if (fol && strcmp(fol, "0") != 0 && strcmp(fol, "1") != 0)
+        return reply(conn, 400, "follow: must be 0 or 1\n");
+    int follow = fol && strcmp(fol, "1") == 0;
+
+    char path[700];
+    ex_log_path(path, sizeof path, s->log_dir, instance, (int)attempt);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return reply(conn, 404, "no such log\n");
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        close(fd);
+        return reply(conn, 500, "cannot stat the log\n");
+    }
+    struct MHD_Response *r;
+    if (!follow) {
+        uint64_t size = (uint64_t)st.st_size;
+        uint64_t from = (uint64_t)offset < size ? (uint64_t)offset : size;
+        r = MHD_create_response_from_fd_at_offset64(size - from, fd, from);
+        if (!r)
+            close(fd);
+    } else {
+        ex_follow *f = calloc(1, sizeof *f);
+        if (!f) {
+            close(fd);
+            return MHD_NO;
+        }
+        *f = (ex_follow){s, fd, (uint64_t)offset, instance, (int)attempt, 0};
+        r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 32 * 1024, follow_read, f,
+                                              follow_free);
+        if (!r)
+            follow_free(f);
+    }
+    if (!r)
+        return MHD_NO;
+    MHD_add_response_header(r, "Content-Type", "text/plain; charset=utf-8");
+    MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+    MHD_add_response_header(r, "Cache-Control", "no-store");
+    enum MHD_Result ret = MHD_queue_response(conn, 200, r);
+    MHD_destroy_response(r);
+    return ret;
+}
+
+orr_status ex_logsrv_start(const char *listen, const char *token, const char *log_dir,
+                           ex_logsrv **out, orr_err *err)
+{
+    if (!token || !*token)
+        return orr_err_set(err, ORR_EINVAL, "executor.log_token", "must be set");
+    if (strlen(token) >= 256)
+        return orr_err_set(err, ORR_EINVAL, "executor.log_token", "longer than 255 bytes");
+    const char *colon = listen ? strrchr(listen, ':') : NULL;
+    char host[64];
+    if (!colon || (size_t)(colon - listen) >= sizeof host)
+        return orr_err_set(err, ORR_EINVAL, "executor.listen", "must be host:port");
+    snprintf(host, sizeof host, "%.*s", (int)(colon - listen), listen);
+    char *end;
+    long port = strtol(colon + 1, &end, 10);
+    struct sockaddr_in sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sin_family = AF_INET;
+    sa.sin_port = htons((uint16_t)port);
+    if (*end || port < 0 || port > 65535 || inet_pton(AF_INET, host, &sa.sin_addr) != 1)
+        return orr_err_set(err, ORR_EINVAL, "executor.listen",
+                           "must be an IPv4 address and a port, e.g. 127.0.0.1:7171");
+
+    ex_logsrv *s = calloc(1, sizeof *s);
+    if (!s)
+        return orr_err_set(err, ORR_ENOMEM, NULL, "out of memory");
+    snprintf(s->token, sizeof s->token, "%s", token);
+    snprintf(s->log_dir, sizeof s->log_dir, "%s", log_dir);
+    pthread_mutex_init(&s->mu, NULL);
+    s->mhd = MHD_start_daemon(
+        MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, 0,
+        NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
+        MHD_OPTION_CONNECTION_LIMIT, 64u, MHD_OPTION_CONNECTION_TIMEOUT, 60u, MHD_OPTION_END);
+    if (!s->mhd) {
+        pthread_mutex_destroy(&s->mu);
+        free(s);
+        return orr_err_set(err, ORR_EIO, "executor.listen", "cannot listen on %s", listen);
+    }
+    const union MHD_DaemonInfo *di = MHD_get_daemon_info(s->mhd, MHD_DAEMON_INFO_BIND_PORT);
+    s->port = di ? di->port : (int)port;
+    *out = s;
+    return ORR_OK;
+}
+
+int ex_logsrv_port(const ex_logsrv *s)
+{
+    return s->port;
+}
+
+void ex_logsrv_stop(ex_logsrv *s)
+{
+    if (!s)
+        return;
+    atomic_store(&s->stopping, 1);
+    MHD_stop_daemon(s->mhd);
+    pthread_mutex_destroy(&s->mu);
+    free(s);
+}

@@ -1,0 +1,45 @@
+/*
+ * ex_logsrv.h - serves the attempts' log files over HTTP, live.
+ *
+ *   GET /logs/<instance>/<attempt>[?offset=N][&follow=1]
+ *   Authorization: Bearer <log token>
+ *
+ * Answers the bytes of <log dir>/<instance>-<attempt>.log from offset
+ * (text/plain). With follow=1 the response stays open (chunked, size
+ * unknown) and streams what is appended until the attempt ends (the daemon
+ * calls ex_logsrv_end), then finishes. 401 without the right token, 400 for
+ * a path or parameter that is not a plain integer, 404 for an unknown log,
+ * 405 for another method.
+ *
+ * Threading: libmicrohttpd with a thread per connection (at most 64), so a
+ * follower may wait in the content callback, polling the file every 150 ms.
+ * ex_logsrv_stop() wakes every follower and returns after they are gone.
+ */
+#ifndef EX_LOGSRV_H
+#define EX_LOGSRV_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "orr_status.h"
+
+typedef struct ex_logsrv ex_logsrv;
+
+/* "<log_dir>/<instance>-<attempt>.log" into buf; returns buf. */
+char *ex_log_path(char *buf, size_t n, const char *log_dir, int64_t instance, int attempt);
+
+/* Listen on listen ("127.0.0.1:7171"; port 0 = any free one). token must be
+ * non-empty. log_dir is copied. ORR_EIO if the port cannot be bound,
+ * ORR_EINVAL for a bad address. */
+orr_status ex_logsrv_start(const char *listen, const char *token, const char *log_dir,
+                           ex_logsrv **out, orr_err *err);
+/* The bound port. */
+int ex_logsrv_port(const ex_logsrv *s);
+/* Mark an attempt as running (followers wait for more) / ended (followers
+ * finish once they have read everything). Thread-safe. */
+void ex_logsrv_begin(ex_logsrv *s, int64_t instance, int attempt);
+void ex_logsrv_end(ex_logsrv *s, int64_t instance, int attempt);
+/* Stop serving and free. NULL is a no-op. */
+void ex_logsrv_stop(ex_logsrv *s);
+
+#endif

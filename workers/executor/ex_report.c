@@ -1,0 +1,226 @@
+/*
+ * ex_report.c - state reports to Halley that survive a lost connection and a
+ * restart (contract in ex_daemon.h).
+ *
+ * Outbox: one small JSON file per pending report,
+ *   <work_dir>/outbox/<instance>-<attempt>-<to>.json
+ *   {"instance_id":12,"attempt":1,"from":4,"to":5,"reason":"","exit_code":0}
+ * written (temporary + rename) before the first try and removed once Halley
+ * answered anything but "try again". A report is a compare-and-set
+ * (expected state + expected attempt), so re-sending one that already
+ * landed is harmless: it comes back ABORTED and is dropped.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ex_daemon.h"
+#include "orr_json.h"
+#include "orr_log.h"
+
+static const char *const state_names[] = {
+    "unspecified", "waiting", "ready",     "dispatched", "running",        "success",
+    "failed",      "killed",  "timed_out", "suspended",  "marked_success",
+};
+
+const char *ex_state_name(int state)
+{
+    if (state < 0 || state >= (int)(sizeof state_names / sizeof state_names[0]))
+        return "?";
+    return state_names[state];
+}
+
+orr_status ex_halley(ex_daemon *d, const char *method, const ProtobufCMessage *req,
+                     ProtobufCMessage **resp, orr_err *err)
+{
+    return orr_rpc_call_unary(d->halley, method, req, resp, d->rpc_timeout_ms, err);
+}
+
+static void outbox_path(const ex_daemon *d, const ex_report *r, char *buf, size_t n)
+{
+    snprintf(buf, n, "%s/%lld-%d-%d.json", d->outbox_dir, (long long)r->instance_id, r->attempt,
+             r->to);
+}
+
+static orr_status outbox_write(const ex_daemon *d, const ex_report *r, orr_err *err)
+{
+    char path[EX_PATH + 64], tmp[EX_PATH + 80];
+    outbox_path(d, r, path, sizeof path);
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    json_t *o =
+        json_pack("{sI sI si si ss}", "instance_id", (json_int_t)r->instance_id, "attempt",
+                  (json_int_t)r->attempt, "from", r->from, "to", r->to, "reason", r->reason);
+    if (r->has_exit_code)
+        json_object_set_new(o, "exit_code", json_integer(r->exit_code));
+    char *text = json_dumps(o, JSON_COMPACT);
+    json_decref(o);
+    orr_status s = ORR_OK;
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    size_t len = text ? strlen(text) : 0;
+    if (fd < 0 || !text || write(fd, text, len) != (ssize_t)len || fsync(fd) != 0)
+        s = orr_err_set(err, ORR_EIO, tmp, "cannot write the outbox: %s", strerror(errno));
+    if (fd >= 0)
+        close(fd);
+    free(text);
+    if (s == ORR_OK && rename(tmp, path) != 0)
+        s = orr_err_set(err, ORR_EIO, path, "cannot rename: %s", strerror(errno));
+    return s;
+}
+
+static int retryable(orr_status s)
+{
+    return s == ORR_EUNAVAIL || s == ORR_ETIMEOUT || s == ORR_EINTERNAL || s == ORR_EIO ||
+           s == ORR_EAGAIN;
+}
+
+/* The instance's state now, or -1. */
+static int read_state(ex_daemon *d, int64_t id)
+{
+    HL(GetInstanceRequest) rq = HL_INIT(GET_INSTANCE_REQUEST);
+    rq.id = id;
+    ProtobufCMessage *resp = NULL;
+    orr_err e;
+    if (ex_halley(d, "GetInstance", &rq.base, &resp, &e) != ORR_OK)
+        return -1;
+    int st = (int)((HL(Instance) *)resp)->state;
+    protobuf_c_message_free_unpacked(resp, NULL);
+    return st;
+}
+
+orr_status ex_report_send(ex_daemon *d, const ex_report *r, int persist, int *now_state,
+                          orr_err *err)
+{
+    char path[EX_PATH + 64];
+    outbox_path(d, r, path, sizeof path);
+    if (persist) {
+        orr_err we;
+        if (outbox_write(d, r, &we) != ORR_OK) /* still try to send it */
+            ORR_ERROR("outbox write failed", "instance=%lld err=%s", (long long)r->instance_id,
+                      orr_log_q(we.msg));
+    }
+    HL(TransitionRequest) rq = HL_INIT(TRANSITION_REQUEST);
+    rq.instance_id = r->instance_id;
+    rq.expected_state = (HL(InstanceState))r->from;
+    rq.new_state = (HL(InstanceState))r->to;
+    rq.actor = d->actor;
+    rq.reason = (char *)r->reason;
+    rq.expected_attempt = r->attempt;
+    rq.has_exit_code = r->has_exit_code;
+    rq.exit_code = r->exit_code;
+
+    int delay = 200, tries = 0;
+    orr_status s;
+    for (;;) {
+        ProtobufCMessage *resp = NULL;
+        s = ex_halley(d, "TransitionInstance", &rq.base, &resp, err);
+        tries++;
+        if (s == ORR_OK) {
+            protobuf_c_message_free_unpacked(resp, NULL);
+            break;
+        }
+        if (!retryable(s))
+            break;
+        if (atomic_load(&d->stopping)) {
+            ORR_WARN("report left in the outbox", "instance=%lld to=%s", (long long)r->instance_id,
+                     ex_state_name(r->to));
+            return orr_err_set(err, ORR_ECANCELLED, NULL, "stopping");
+        }
+        if (tries == 1 || tries % 10 == 0)
+            ORR_WARN("report failed, retrying", "instance=%lld to=%s tries=%d err=%s",
+                     (long long)r->instance_id, ex_state_name(r->to), tries, orr_log_q(err->msg));
+        ex_sleep_ms(delay);
+        delay = delay * 2 > 5000 ? 5000 : delay * 2;
+    }
+    if (persist)
+        unlink(path);
+    if (s == ORR_OK) {
+        ORR_INFO("instance state reported", "instance=%lld attempt=%d from=%s to=%s reason=%s",
+                 (long long)r->instance_id, r->attempt, ex_state_name(r->from),
+                 ex_state_name(r->to), orr_log_q(r->reason));
+        if (now_state)
+            *now_state = r->to;
+        return ORR_OK;
+    }
+    if (s == ORR_ECONFLICT || s == ORR_ESTATE) {
+        int st = read_state(d, r->instance_id);
+        ORR_INFO("instance moved by someone else", "instance=%lld wanted=%s now=%s",
+                 (long long)r->instance_id, ex_state_name(r->to), ex_state_name(st));
+        if (now_state)
+            *now_state = st;
+        return ORR_ECONFLICT;
+    }
+    ORR_ERROR("report refused", "instance=%lld to=%s code=%s err=%s", (long long)r->instance_id,
+              ex_state_name(r->to), orr_status_name(s), orr_log_q(err->msg));
+    return s;
+}
+
+/* Read one outbox file into r. */
+static int outbox_read(const char *path, ex_report *r)
+{
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return -1;
+    char buf[2048];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    json_t *o = NULL;
+    orr_err e;
+    if (orr_json_parse(buf, n, &o, &e) != ORR_OK)
+        return -1;
+    int64_t id = 0, att = 0, from = 0, to = 0, code = 0;
+    const char *reason = "";
+    memset(r, 0, sizeof *r);
+    int ok = orr_json_get_int(o, "", "instance_id", 1, 1, INT64_MAX, &id, &e) == ORR_OK &&
+             orr_json_get_int(o, "", "attempt", 1, 0, INT32_MAX, &att, &e) == ORR_OK &&
+             orr_json_get_int(o, "", "from", 1, 1, 10, &from, &e) == ORR_OK &&
+             orr_json_get_int(o, "", "to", 1, 1, 10, &to, &e) == ORR_OK &&
+             orr_json_get_str(o, "", "reason", 0, &reason, &e) == ORR_OK;
+    if (ok && json_object_get(o, "exit_code")) {
+        ok = orr_json_get_int(o, "", "exit_code", 1, INT32_MIN, INT32_MAX, &code, &e) == ORR_OK;
+        r->has_exit_code = 1;
+        r->exit_code = (int)code;
+    }
+    if (ok) {
+        r->instance_id = id;
+        r->attempt = (int)att;
+        r->from = (int)from;
+        r->to = (int)to;
+        snprintf(r->reason, sizeof r->reason, "%s", reason);
+    }
+    json_decref(o);
+    return ok ? 0 : -1;
+}
+
+int ex_report_replay(ex_daemon *d)
+{
+    DIR *dir = opendir(d->outbox_dir);
+    if (!dir)
+        return 0;
+    int sent = 0;
+    struct dirent *de;
+    while ((de = readdir(dir)) != NULL && !atomic_load(&d->stopping)) {
+        size_t l = strlen(de->d_name);
+        if (l < 6 || strcmp(de->d_name + l - 5, ".json") != 0)
+            continue;
+        char path[EX_PATH + 300];
+        snprintf(path, sizeof path, "%s/%s", d->outbox_dir, de->d_name);
+        ex_report r;
+        if (outbox_read(path, &r) != 0) {
+            ORR_WARN("dropping an unreadable outbox file", "path=%s", orr_log_q(path));
+            unlink(path);
+            continue;
+        }
+        ORR_INFO("re-sending a report from the outbox", "instance=%lld to=%s",
+                 (long long)r.instance_id, ex_state_name(r.to));
+        orr_err e;
+        ex_report_send(d, &r, 1, NULL, &e);
+        sent++;
+    }
+    closedir(dir);
+    return sent;
+}

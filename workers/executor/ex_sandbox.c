@@ -1,0 +1,245 @@
+/*
+ * ex_sandbox.c - fork/exec of one attempt inside its group (see ex_sandbox.h).
+ *
+ * Start-up handshake, so that no task instruction runs outside the group:
+ *   parent: create group, open log, pipe "go" (parent->child) and pipe "err"
+ *           (child->parent, close-on-exec), fork
+ *   child:  setsid, wait for the go byte
+ *   parent: attach the child's pid to the group, send the go byte
+ *   child:  backend setup (rlimits), drop privileges, chdir, fds, exec;
+ *           on failure write errno on "err" and _exit(127)
+ *   parent: read "err": EOF = exec succeeded, 4 bytes = it failed
+ * Between fork and exec the child calls only async-signal-safe functions
+ * (the daemon is multi-threaded); everything is prepared before fork.
+ *
+ * Waiting uses a pidfd of the main process and an eventfd for cancel in one
+ * poll(2) whose timeout is the deadline, so no thread ever sleeps blindly
+ * and nothing else in the daemon has to reap our child.
+ */
+#include "ex_sandbox.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+struct ex_sandbox {
+    ex_cgroup *cg;
+    pid_t pid;
+    int pidfd;
+    int cancel_fd;
+    int exec_errno;
+    int64_t started_ms;
+};
+
+static void child_fail(int fd, int e)
+{
+    ssize_t w = write(fd, &e, sizeof e);
+    (void)w;
+    _exit(127);
+}
+
+/* The child side of the handshake. Never returns. */
+static void child_run(const ex_cgroup *cg, const ex_spawn *sp, int go_fd, int err_fd, int log_fd,
+                      int null_fd)
+{
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    for (int s = 1; s < NSIG; s++)
+        if (s != SIGKILL && s != SIGSTOP)
+            signal(s, SIG_DFL);
+    if (setsid() < 0)
+        child_fail(err_fd, errno);
+    char go;
+    ssize_t r;
+    while ((r = read(go_fd, &go, 1)) < 0 && errno == EINTR) {
+    }
+    if (r != 1)
+        _exit(126); /* the parent gave up on us */
+    cg->ops->child_setup(cg);
+    if (sp->drop) {
+        if (setgroups(0, NULL) != 0 || setgid(sp->gid) != 0 || setuid(sp->uid) != 0)
+            child_fail(err_fd, errno);
+    }
+    if (chdir(sp->cwd) != 0)
+        child_fail(err_fd, errno);
+    if (dup2(null_fd, 0) < 0 || dup2(log_fd, 1) < 0 || dup2(log_fd, 2) < 0)
+        child_fail(err_fd, errno);
+    /* Keep 0-2 and err_fd (close-on-exec) only. */
+    if (err_fd > 3)
+        close_range(3, (unsigned)err_fd - 1, 0);
+    close_range((unsigned)err_fd + 1, ~0U, 0);
+    execve(sp->argv[0], sp->argv, sp->envp);
+    child_fail(err_fd, errno);
+}
+
+orr_status ex_sandbox_start(const ex_cgroup_ops *ops, const ex_cg_env *env, const char *name,
+                            const ex_limits *lim, const ex_spawn *sp, ex_sandbox **out,
+                            orr_err *err)
+{
+    orr_status s = ORR_OK;
+    int log_fd = -1, null_fd = -1, go[2] = {-1, -1}, ep[2] = {-1, -1};
+    ex_sandbox *sb = calloc(1, sizeof *sb);
+    if (!sb)
+        return orr_err_set(err, ORR_ENOMEM, NULL, "out of memory");
+    sb->pidfd = sb->cancel_fd = -1;
+
+    if ((s = ops->create(env, name, lim, &sb->cg, err)) != ORR_OK)
+        goto fail;
+    log_fd = open(sp->log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+    if (log_fd < 0) {
+        s = orr_err_set(err, ORR_EIO, sp->log_path, "cannot open log: %s", strerror(errno));
+        goto fail;
+    }
+    null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (null_fd < 0 || pipe2(go, O_CLOEXEC) != 0 || pipe2(ep, O_CLOEXEC) != 0) {
+        s = orr_err_set(err, ORR_EIO, NULL, "cannot create pipes: %s", strerror(errno));
+        goto fail;
+    }
+    sb->cancel_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (sb->cancel_fd < 0) {
+        s = orr_err_set(err, ORR_EIO, NULL, "eventfd: %s", strerror(errno));
+        goto fail;
+    }
+
+    sb->started_ms = ex_now_ms();
+    pid_t pid = fork();
+    if (pid < 0) {
+        s = orr_err_set(err, ORR_EIO, NULL, "fork: %s", strerror(errno));
+        goto fail;
+    }
+    if (pid == 0)
+        child_run(sb->cg, sp, go[0], ep[1], log_fd, null_fd);
+
+    sb->pid = pid;
+    close(go[0]);
+    close(ep[1]);
+    go[0] = ep[1] = -1;
+    sb->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+    orr_err ae;
+    if ((s = ops->attach(sb->cg, pid, &ae)) != ORR_OK) {
+        *err = ae;
+        kill(pid, SIGKILL); /* it has not run anything of the task yet */
+        waitpid(pid, NULL, 0);
+        sb->pid = 0;
+        goto fail;
+    }
+    if (write(go[1], "g", 1) != 1) {
+        s = orr_err_set(err, ORR_EIO, NULL, "cannot start the child: %s", strerror(errno));
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+        sb->pid = 0;
+        goto fail;
+    }
+    int e = 0;
+    ssize_t r;
+    while ((r = read(ep[0], &e, sizeof e)) < 0 && errno == EINTR) {
+    }
+    if (r == (ssize_t)sizeof e)
+        sb->exec_errno = e ? e : EIO;
+    close(go[1]);
+    close(ep[0]);
+    close(log_fd);
+    close(null_fd);
+    *out = sb;
+    return ORR_OK;
+
+fail:
+    for (int i = 0; i < 2; i++) {
+        if (go[i] >= 0)
+            close(go[i]);
+        if (ep[i] >= 0)
+            close(ep[i]);
+    }
+    if (log_fd >= 0)
+        close(log_fd);
+    if (null_fd >= 0)
+        close(null_fd);
+    ex_sandbox_free(sb);
+    return s;
+}
+
+pid_t ex_sandbox_pid(const ex_sandbox *sb)
+{
+    return sb->pid;
+}
+
+void ex_sandbox_cancel(ex_sandbox *sb)
+{
+    uint64_t one = 1;
+    ssize_t w = write(sb->cancel_fd, &one, sizeof one);
+    (void)w;
+}
+
+/* Wait for the main process, polling its pidfd and the cancel eventfd.
+ * Returns EX_END_EXITED once it has exited (not yet reaped). */
+static ex_end wait_main(ex_sandbox *sb, int64_t deadline_ms)
+{
+    for (;;) {
+        int timeout = -1;
+        if (deadline_ms > 0) {
+            int64_t left = deadline_ms - ex_now_ms();
+            if (left <= 0)
+                return EX_END_TIMEOUT;
+            timeout = left > 1000 ? 1000 : (int)left;
+        }
+        if (sb->pidfd < 0 && (timeout < 0 || timeout > 100))
+            timeout = 100; /* no pidfd: poll waitid below */
+        struct pollfd pf[2] = {{sb->cancel_fd, POLLIN, 0}, {sb->pidfd, POLLIN, 0}};
+        int n = poll(pf, sb->pidfd >= 0 ? 2 : 1, timeout);
+        if (n < 0 && errno != EINTR)
+            ex_sleep_ms(10);
+        if (n > 0 && (pf[0].revents & POLLIN))
+            return EX_END_CANCELLED;
+        siginfo_t si;
+        memset(&si, 0, sizeof si);
+        if (waitid(P_PID, (id_t)sb->pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid)
+            return EX_END_EXITED;
+    }
+}
+
+void ex_sandbox_wait(ex_sandbox *sb, int64_t deadline_ms, ex_result *res)
+{
+    memset(res, 0, sizeof *res);
+    res->exec_errno = sb->exec_errno;
+    res->how = wait_main(sb, deadline_ms);
+    const ex_cgroup_ops *ops = sb->cg->ops;
+    if (res->how != EX_END_EXITED)
+        ops->kill(sb->cg, 0);
+    int st = 0;
+    while (waitpid(sb->pid, &st, 0) < 0 && errno == EINTR) {
+    }
+    res->ran_ms = ex_now_ms() - sb->started_ms;
+    if (WIFEXITED(st)) {
+        res->exited = 1;
+        res->exit_code = WEXITSTATUS(st);
+    } else if (WIFSIGNALED(st)) {
+        res->term_signal = WTERMSIG(st);
+    }
+    /* The main process is gone; anything it left behind goes too. */
+    res->left = ops->kill(sb->cg, 5000);
+    res->oom = ops->oom_killed(sb->cg);
+}
+
+void ex_sandbox_free(ex_sandbox *sb)
+{
+    if (!sb)
+        return;
+    if (sb->cg)
+        sb->cg->ops->destroy(sb->cg);
+    if (sb->pidfd >= 0)
+        close(sb->pidfd);
+    if (sb->cancel_fd >= 0)
+        close(sb->cancel_fd);
+    free(sb);
+}

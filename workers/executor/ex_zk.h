@@ -1,0 +1,41 @@
+/*
+ * ex_zk.h - the executor's ZooKeeper registration: one ephemeral node
+ * /orrery/executors/<id> whose data is the executor's JSON card (id, host,
+ * http_port, slots, used_slots, labels, started_at).
+ *
+ * ZooKeeper's own thread only sets flags; all work happens in ex_zk_tick(),
+ * called from the daemon's main loop:
+ *   connected and not registered -> create the parents (persistent) and the
+ *                                   node (a stale node of an older session
+ *                                   of ours is replaced)
+ *   registered and card changed  -> zoo_set
+ *   session expired              -> returns EX_ZK_EXPIRED; the daemon kills
+ *                                   what it runs, then calls ex_zk_reconnect()
+ */
+#ifndef EX_ZK_H
+#define EX_ZK_H
+
+#include "orr_status.h"
+
+typedef struct ex_zk ex_zk;
+
+typedef enum ex_zk_state {
+    EX_ZK_DOWN = 0,   /* not connected (yet, or for the moment) */
+    EX_ZK_REGISTERED, /* the node exists with the latest card */
+    EX_ZK_EXPIRED,    /* the session is gone: kill, then ex_zk_reconnect */
+} ex_zk_state;
+
+/* Start connecting to hosts ("127.0.0.1:2181") for node path. Returns at
+ * once; ORR_EINVAL if the client cannot be created. */
+orr_status ex_zk_start(const char *hosts, const char *path, int session_ms, ex_zk **out,
+                       orr_err *err);
+/* Set the card (JSON text, copied); written at the next tick. Thread-safe. */
+void ex_zk_set_card(ex_zk *z, const char *json);
+/* Do pending work (see above). Returns the state after it. Main thread only. */
+ex_zk_state ex_zk_tick(ex_zk *z);
+/* Close the expired session and open a new one. */
+void ex_zk_reconnect(ex_zk *z);
+/* Close (the node goes away with the session) and free. NULL is a no-op. */
+void ex_zk_stop(ex_zk *z);
+
+#endif

@@ -1,0 +1,535 @@
+/*
+ * executord.c - Orrery's executor daemon: runs the instances keplerd
+ * dispatches to it, each in a sandbox, serves their logs, reports to Halley.
+ *
+ *   executord [--config FILE] [--print-config] serve
+ *
+ * Start-up, in order:
+ *   1. config, folders under work_dir, the sandbox backend (v2, v1 or the
+ *      rlimit fallback, logged with the reasons), and the end of any group
+ *      a previous life of this executor left running;
+ *   2. the outbox: reports an earlier life could not deliver are re-sent;
+ *   3. instances Halley still shows `running` on this executor belong to an
+ *      earlier life: running -> failed "executor_restarted";
+ *   4. the log server, the ZooKeeper registration, the event stream;
+ *   5. a sweep starts what is already `dispatched` to us.
+ * Then the main loop: stop signals, ZooKeeper ticks (a lost session kills
+ * every job before registering again), a periodic sweep that repairs any
+ * missed event, and joining finished jobs.
+ *
+ * Events: WatchEvents(kinds "instance.*", executor = id) tells of instances
+ * moved to `dispatched` on us (start them) and to `killed` (end their
+ * process tree). A broken stream is reopened from the last event id seen,
+ * followed by a sweep.
+ */
+#include <errno.h>
+#include <grp.h>
+#include <jansson.h>
+#include <limits.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ex_blob.h"
+#include "ex_daemon.h"
+#include "orr_json.h"
+#include "orr_log.h"
+
+static const orr_cfg_key ex_schema[] = {
+    {"executor", "id", ORR_CFG_STRING, NULL, 0, 0, 0,
+     "executor id (letters, digits, . _ -); default: the host name"},
+    {"executor", "host", ORR_CFG_STRING, NULL, 0, 0, 0,
+     "host name others use to reach the log server; default: the host name"},
+    {"executor", "halley", ORR_CFG_STRING, "127.0.0.1:7070", 0, 0, 0, "halleyd gRPC address"},
+    {"executor", "halley_token", ORR_CFG_SECRET, NULL, 0, 0, 0, "service token for halleyd"},
+    {"executor", "zk", ORR_CFG_STRING, NULL, 1, 0, 0, "ZooKeeper address, host:port[,host:port]"},
+    {"executor", "zk_session", ORR_CFG_DURATION, "10s", 0, 2000, 600000,
+     "ZooKeeper session timeout"},
+    {"executor", "slots", ORR_CFG_INT, "4", 0, 1, 1024, "slots this executor offers"},
+    {"executor", "labels", ORR_CFG_STRING, "", 0, 0, 0, "comma list of k=v labels"},
+    {"executor", "listen", ORR_CFG_STRING, "127.0.0.1:7171", 0, 0, 0, "HTTP log server address"},
+    {"executor", "log_token", ORR_CFG_SECRET, NULL, 1, 0, 0, "bearer token of the log server"},
+    {"executor", "work_dir", ORR_CFG_STRING, "var/executor", 0, 0, 0,
+     "logs, run folders, code packages, outbox"},
+    {"executor", "blob_root", ORR_CFG_STRING, "var/blob", 0, 0, 0,
+     "blob store root (file:// URL or path)"},
+    {"executor", "slot_memory", ORR_CFG_SIZE, "512m", 0, 1 << 20, 1LL << 40, "memory per slot"},
+    {"executor", "slot_cpu_percent", ORR_CFG_INT, "100", 0, 1, 100000,
+     "CPU per slot, percent of one core"},
+    {"executor", "slot_pids", ORR_CFG_INT, "256", 0, 1, 1000000, "processes per slot"},
+    {"executor", "run_as", ORR_CFG_STRING, NULL, 0, 0, 0,
+     "user the tasks run as; default \"orrery\" when started as root"},
+    {"executor", "default_timeout", ORR_CFG_DURATION, "3h", 0, 1000, 30LL * 86400000,
+     "timeout of a task whose spec sets none"},
+    {"executor", "cgroup", ORR_CFG_STRING, "auto", 0, 0, 0, "sandbox backend: auto|v2|v1|rlimit"},
+    {"executor", "cgroup_root", ORR_CFG_STRING, "/sys/fs/cgroup", 0, 0, 0, "cgroup file system"},
+    {"executor", "cgroup_parent", ORR_CFG_STRING, "orrery", 0, 0, 0,
+     "group under which attempts' groups are made"},
+    {"executor", "bin_dir", ORR_CFG_STRING, NULL, 0, 0, 0,
+     "folder of helper binaries (wormhole); default: executord's own folder"},
+    {"executor", "rpc_timeout", ORR_CFG_DURATION, "10s", 0, 100, 600000,
+     "deadline of halleyd calls"},
+    {"executor", "sweep_interval", ORR_CFG_DURATION, "10s", 0, 500, 3600000,
+     "how often dispatched instances are listed in case an event was missed"},
+};
+
+/* ------------------------------------------------------------ the card */
+
+static json_t *labels_json(const char *labels, orr_err *err)
+{
+    json_t *o = json_object();
+    char buf[2048];
+    snprintf(buf, sizeof buf, "%s", labels ? labels : "");
+    char *save = NULL;
+    for (char *item = strtok_r(buf, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
+        while (*item == ' ')
+            item++;
+        if (!*item)
+            continue;
+        char *eq = strchr(item, '=');
+        if (!eq || eq == item) {
+            json_decref(o);
+            orr_err_set(err, ORR_EINVAL, "executor.labels", "\"%.100s\" is not key=value", item);
+            return NULL;
+        }
+        *eq = 0;
+        json_object_set_new(o, item, json_string(eq + 1));
+    }
+    return o;
+}
+
+void ex_daemon_publish(ex_daemon *d)
+{
+    if (!d->zk)
+        return;
+    pthread_mutex_lock(&d->mu);
+    int used = 0;
+    for (ex_job *j = d->jobs; j; j = j->next)
+        if (!atomic_load(&j->done))
+            used += j->slots;
+    d->used_slots = used;
+    pthread_mutex_unlock(&d->mu);
+    orr_err e;
+    json_t *card = json_pack("{ss ss si si si so sI ss}", "id", d->id, "host", d->host, "http_port",
+                             ex_logsrv_port(d->logsrv), "slots", d->slots, "used_slots", used,
+                             "labels", labels_json(d->labels, &e), "started_at",
+                             (json_int_t)d->started_at_ms, "cgroup", d->cg->name);
+    char *text = json_dumps(card, JSON_COMPACT);
+    json_decref(card);
+    if (text)
+        ex_zk_set_card(d->zk, text);
+    free(text);
+}
+
+/* ------------------------------------------------------------ sweeps */
+
+/* List our instances in state st; call fn for each. Returns ORR_OK or the
+ * call's error. */
+static orr_status list_ours(ex_daemon *d, int st, void (*fn)(ex_daemon *, HL(Instance) *))
+{
+    HL(ListInstancesRequest) rq = HL_INIT(LIST_INSTANCES_REQUEST);
+    HL(InstanceState) states[1] = {(HL(InstanceState))st};
+    rq.executor = (char *)d->id;
+    rq.states = states;
+    rq.n_states = 1;
+    rq.page_size = 500;
+    char token[256] = "";
+    for (int page = 0; page < 100; page++) {
+        rq.page_token = token;
+        ProtobufCMessage *resp = NULL;
+        orr_err e;
+        orr_status s = ex_halley(d, "ListInstances", &rq.base, &resp, &e);
+        if (s != ORR_OK) {
+            ORR_WARN("cannot list instances", "state=%s err=%s", ex_state_name(st),
+                     orr_log_q(e.msg));
+            return s;
+        }
+        HL(ListInstancesResponse) *r = (HL(ListInstancesResponse) *)resp;
+        for (size_t i = 0; i < r->n_instances; i++)
+            fn(d, r->instances[i]);
+        snprintf(token, sizeof token, "%s", r->next_page_token);
+        protobuf_c_message_free_unpacked(resp, NULL);
+        if (!token[0])
+            break;
+    }
+    return ORR_OK;
+}
+
+static void start_one(ex_daemon *d, HL(Instance) * in)
+{
+    ex_job_start(d, in->id);
+}
+
+static void fail_restarted(ex_daemon *d, HL(Instance) * in)
+{
+    ex_report r = {.instance_id = in->id,
+                   .attempt = in->attempt,
+                   .from = HL_STATE(RUNNING),
+                   .to = HL_STATE(FAILED)};
+    snprintf(r.reason, sizeof r.reason, "executor_restarted");
+    orr_err e;
+    ex_report_send(d, &r, 1, NULL, &e);
+}
+
+/* Jobs whose instance was moved to killed without our seeing the event. */
+static void check_killed(ex_daemon *d)
+{
+    int64_t ids[256];
+    int n = 0;
+    pthread_mutex_lock(&d->mu);
+    for (ex_job *j = d->jobs; j && n < 256; j = j->next)
+        if (!atomic_load(&j->done) && j->sb)
+            ids[n++] = j->instance_id;
+    pthread_mutex_unlock(&d->mu);
+    for (int i = 0; i < n; i++) {
+        HL(GetInstanceRequest) rq = HL_INIT(GET_INSTANCE_REQUEST);
+        rq.id = ids[i];
+        ProtobufCMessage *resp = NULL;
+        orr_err e;
+        if (ex_halley(d, "GetInstance", &rq.base, &resp, &e) != ORR_OK)
+            continue;
+        HL(Instance) *in = (HL(Instance) *)resp;
+        if (in->state == HL_STATE(KILLED))
+            ex_job_cancel(d, ids[i], EX_CANCEL_USER);
+        protobuf_c_message_free_unpacked(resp, NULL);
+    }
+}
+
+static void sweep(ex_daemon *d)
+{
+    list_ours(d, HL_STATE(DISPATCHED), start_one);
+    check_killed(d);
+}
+
+/* ------------------------------------------------------------ events */
+
+static void on_event(ex_daemon *d, HL(Event) * ev)
+{
+    if (strcmp(ev->kind, "instance.transition") != 0 || strcmp(ev->executor, d->id) != 0)
+        return;
+    json_t *p = NULL;
+    orr_err e;
+    if (orr_json_parse(ev->payload_json, strlen(ev->payload_json), &p, &e) != ORR_OK)
+        return;
+    const char *to = NULL;
+    orr_json_get_str(p, "", "to", 0, &to, &e);
+    if (to && strcmp(to, "dispatched") == 0)
+        ex_job_start(d, ev->instance_id);
+    else if (to && strcmp(to, "killed") == 0)
+        ex_job_cancel(d, ev->instance_id, EX_CANCEL_USER);
+    json_decref(p);
+}
+
+static void *event_thread(void *arg)
+{
+    ex_daemon *d = arg;
+    int64_t last_id = 0;
+    int backoff = 200;
+    static char *kinds[] = {"instance.*"};
+    while (!atomic_load(&d->stopping)) {
+        HL(WatchEventsRequest) rq = HL_INIT(WATCH_EVENTS_REQUEST);
+        rq.kinds = kinds;
+        rq.n_kinds = 1;
+        rq.executor = (char *)d->id;
+        rq.from_id = last_id;
+        rq.from_latest = last_id == 0;
+        orr_rpc_stream *st = NULL;
+        orr_err e;
+        if (orr_rpc_stream_open(d->halley, "WatchEvents", &rq.base, 0, &st, &e) != ORR_OK) {
+            ex_sleep_ms(backoff);
+            backoff = backoff * 2 > 5000 ? 5000 : backoff * 2;
+            continue;
+        }
+        int opened = 0;
+        orr_status s = ORR_OK;
+        while (!atomic_load(&d->stopping)) {
+            ProtobufCMessage *msg = NULL;
+            s = orr_rpc_stream_next(st, &msg, 300, &e);
+            if (s == ORR_ETIMEOUT) {
+                if (!opened) { /* the stream is up: catch what came before it */
+                    opened = 1;
+                    backoff = 200;
+                    sweep(d);
+                }
+                continue;
+            }
+            if (s != ORR_OK)
+                break;
+            HL(Event) *ev = (HL(Event) *)msg;
+            if (ev->id > last_id)
+                last_id = ev->id;
+            on_event(d, ev);
+            protobuf_c_message_free_unpacked(msg, NULL);
+        }
+        orr_rpc_stream_close(st);
+        if (atomic_load(&d->stopping))
+            break;
+        ORR_WARN("event stream ended, reopening", "last_id=%lld err=%s", (long long)last_id,
+                 orr_log_q(s == ORR_EOF ? "end of stream" : e.msg));
+        if (s == ORR_ESTATE) /* resume point expired: start from now, the sweep repairs */
+            last_id = 0;
+        ex_sleep_ms(backoff);
+        backoff = backoff * 2 > 5000 ? 5000 : backoff * 2;
+    }
+    return NULL;
+}
+
+/* ------------------------------------------------------------ start-up */
+
+static orr_status make_dir(const char *path, mode_t mode, orr_err *err)
+{
+    return ex_cg_mkdirs(path, mode, err);
+}
+
+static int valid_id(const char *id)
+{
+    if (!id[0] || strlen(id) > 128 || id[0] == '.')
+        return 0;
+    for (const char *p = id; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+              *p == '.' || *p == '_' || *p == '-'))
+            return 0;
+    return 1;
+}
+
+static orr_status setup(ex_daemon *d, orr_config *cfg, const char *argv0, char *hostname,
+                        orr_err *err)
+{
+    const char *sec = "executor";
+    d->cfg = cfg;
+    gethostname(hostname, 255);
+    d->id = orr_config_str(cfg, sec, "id");
+    if (!d->id)
+        d->id = hostname;
+    if (!valid_id(d->id))
+        return orr_err_set(err, ORR_EINVAL, "executor.id",
+                           "must be 1-128 letters, digits, '.', '_' or '-' (got \"%.100s\")",
+                           d->id);
+    d->host = orr_config_str(cfg, sec, "host");
+    if (!d->host)
+        d->host = hostname;
+    d->slots = (int)orr_config_int(cfg, sec, "slots");
+    d->labels = orr_config_str(cfg, sec, "labels");
+    json_t *lj = labels_json(d->labels, err);
+    if (!lj)
+        return ORR_EINVAL;
+    json_decref(lj);
+    d->slot_memory = orr_config_int(cfg, sec, "slot_memory");
+    d->slot_cpu_percent = (int)orr_config_int(cfg, sec, "slot_cpu_percent");
+    d->slot_pids = (int)orr_config_int(cfg, sec, "slot_pids");
+    d->default_timeout_ms = orr_config_int(cfg, sec, "default_timeout");
+    d->rpc_timeout_ms = (int)orr_config_int(cfg, sec, "rpc_timeout");
+    snprintf(d->actor, sizeof d->actor, "executor:%s", d->id);
+
+    /* Folders. */
+    const char *wd = orr_config_str(cfg, sec, "work_dir");
+    orr_status s = make_dir(wd, 0755, err);
+    if (s != ORR_OK)
+        return s;
+    char abs[PATH_MAX];
+    if (!realpath(wd, abs))
+        return orr_err_set(err, ORR_EIO, "executor.work_dir", "%s: %s", wd, strerror(errno));
+    snprintf(d->work_dir, sizeof d->work_dir, "%.400s", abs);
+    chmod(d->work_dir, 0755);
+    snprintf(d->log_dir, sizeof d->log_dir, "%.400s/logs", d->work_dir);
+    snprintf(d->run_dir, sizeof d->run_dir, "%.400s/runs", d->work_dir);
+    snprintf(d->code_dir, sizeof d->code_dir, "%.400s/code", d->work_dir);
+    snprintf(d->outbox_dir, sizeof d->outbox_dir, "%.400s/outbox", d->work_dir);
+    if ((s = make_dir(d->log_dir, 0750, err)) != ORR_OK ||
+        (s = make_dir(d->run_dir, 0711, err)) != ORR_OK ||
+        (s = make_dir(d->code_dir, 0755, err)) != ORR_OK ||
+        (s = make_dir(d->outbox_dir, 0700, err)) != ORR_OK)
+        return s;
+    char blob[EX_PATH];
+    if ((s = ex_blob_root_dir(orr_config_str(cfg, sec, "blob_root"), blob, sizeof blob, err)) !=
+        ORR_OK)
+        return s;
+    if ((s = make_dir(blob, 0755, err)) != ORR_OK)
+        return s;
+    if (!realpath(blob, abs))
+        return orr_err_set(err, ORR_EIO, "executor.blob_root", "%s: %s", blob, strerror(errno));
+    snprintf(d->blob_dir, sizeof d->blob_dir, "%.500s", abs);
+    const char *bin = orr_config_str(cfg, sec, "bin_dir");
+    if (bin) {
+        snprintf(d->bin_dir, sizeof d->bin_dir, "%.500s", bin);
+    } else {
+        ssize_t n = readlink("/proc/self/exe", abs, sizeof abs - 1);
+        abs[n > 0 ? n : 0] = 0;
+        if (n <= 0)
+            snprintf(abs, sizeof abs, "%s", argv0);
+        char *slash = strrchr(abs, '/');
+        if (slash)
+            *slash = 0;
+        snprintf(d->bin_dir, sizeof d->bin_dir, "%.500s", slash ? abs : ".");
+    }
+
+    /* The user tasks run as. */
+    const char *run_as = orr_config_str(cfg, sec, "run_as");
+    if (!run_as && geteuid() == 0)
+        run_as = "orrery";
+    if (run_as && run_as[0]) {
+        if (geteuid() != 0)
+            return orr_err_set(err, ORR_EINVAL, "executor.run_as",
+                               "switching to \"%.64s\" needs executord to run as root", run_as);
+        struct passwd *pw = getpwnam(run_as);
+        if (!pw)
+            return orr_err_set(err, ORR_EINVAL, "executor.run_as", "no such user \"%.64s\"",
+                               run_as);
+        if (pw->pw_uid == 0)
+            return orr_err_set(err, ORR_EINVAL, "executor.run_as", "tasks may not run as root");
+        d->drop = 1;
+        d->uid = pw->pw_uid;
+        d->gid = pw->pw_gid;
+    }
+
+    /* Sandbox backend. */
+    snprintf(d->cg_root, sizeof d->cg_root, "%.500s", orr_config_str(cfg, sec, "cgroup_root"));
+    d->cg_env = (ex_cg_env){d->cg_root, "", orr_config_str(cfg, sec, "cgroup_parent"), d->id};
+    char why[1024];
+    if ((s = ex_cgroup_pick(&d->cg_env, orr_config_str(cfg, sec, "cgroup"), &d->cg, why, sizeof why,
+                            err)) != ORR_OK)
+        return s;
+    if (d->cg == &ex_cgroup_rlimit_ops)
+        ORR_WARN("cgroups are not writable: falling back to rlimits (no CPU limit, no OOM "
+                 "detection, a process leaving its group escapes)",
+                 "why=%s", orr_log_q(why));
+    else
+        ORR_INFO("sandbox backend chosen", "cgroup=%s skipped=%s", d->cg->name, orr_log_q(why));
+    int swept = d->cg->sweep(&d->cg_env);
+    if (swept)
+        ORR_WARN("ended groups left by an earlier run", "count=%d", swept);
+    return ORR_OK;
+}
+
+static int serve(orr_config *cfg, const char *argv0)
+{
+    ex_daemon d;
+    memset(&d, 0, sizeof d);
+    pthread_mutex_init(&d.mu, NULL);
+    char hostname[256] = "";
+    orr_err err;
+    orr_err_clear(&err);
+    int rc = 1;
+    pthread_t events;
+    int events_started = 0;
+    char msg[600];
+
+    /* Block the stop signals in every thread; the main loop takes them. */
+    sigset_t stop;
+    sigemptyset(&stop);
+    sigaddset(&stop, SIGTERM);
+    sigaddset(&stop, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &stop, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    d.started_at_ms = (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
+
+    if (setup(&d, cfg, argv0, hostname, &err) != ORR_OK)
+        goto fail;
+    if (orr_rpc_client_create(
+            &orrery__halley__v1__halley__descriptor, orr_config_str(cfg, "executor", "halley"),
+            orr_config_str(cfg, "executor", "halley_token"), &d.halley, &err) != ORR_OK)
+        goto fail;
+    ORR_INFO("executord starting", "id=%s halley=%s work_dir=%s slots=%d", d.id,
+             orr_config_str(cfg, "executor", "halley"), orr_log_q(d.work_dir), d.slots);
+
+    int resent = ex_report_replay(&d);
+    if (resent)
+        ORR_INFO("outbox re-sent", "count=%d", resent);
+    /* What Halley still thinks we run belongs to an earlier life. */
+    while (list_ours(&d, HL_STATE(RUNNING), fail_restarted) != ORR_OK) {
+        int sig = 0;
+        struct timespec ts = {1, 0};
+        if ((sig = sigtimedwait(&stop, NULL, &ts)) > 0) {
+            rc = 0;
+            goto out;
+        }
+    }
+
+    if (ex_logsrv_start(orr_config_str(cfg, "executor", "listen"),
+                        orr_config_str(cfg, "executor", "log_token"), d.log_dir, &d.logsrv,
+                        &err) != ORR_OK)
+        goto fail;
+    char node[300];
+    snprintf(node, sizeof node, "/orrery/executors/%s", d.id);
+    if (ex_zk_start(orr_config_str(cfg, "executor", "zk"), node,
+                    (int)orr_config_int(cfg, "executor", "zk_session"), &d.zk, &err) != ORR_OK)
+        goto fail;
+    ex_daemon_publish(&d);
+    if (pthread_create(&events, NULL, event_thread, &d) != 0) {
+        orr_err_set(&err, ORR_EINTERNAL, NULL, "cannot start the event thread");
+        goto fail;
+    }
+    events_started = 1;
+    ORR_INFO("executord ready", "id=%s log_port=%d cgroup=%s", d.id, ex_logsrv_port(d.logsrv),
+             d.cg->name);
+
+    int64_t sweep_every = orr_config_int(cfg, "executor", "sweep_interval");
+    int64_t next_sweep = ex_now_ms() + sweep_every;
+    for (;;) {
+        struct timespec ts = {0, 200 * 1000000L};
+        int sig = sigtimedwait(&stop, NULL, &ts);
+        if (sig > 0) {
+            ORR_INFO("executord stopping", "signal=%d", sig);
+            break;
+        }
+        if (ex_zk_tick(d.zk) == EX_ZK_EXPIRED) {
+            ORR_WARN("zookeeper session expired: killing every running instance before "
+                     "registering again",
+                     "id=%s", d.id);
+            ex_job_cancel_all(&d, EX_CANCEL_SESSION_LOST);
+            ex_job_reap(&d, 1);
+            ex_zk_reconnect(d.zk);
+            ex_daemon_publish(&d);
+        }
+        ex_job_reap(&d, 0);
+        if (ex_now_ms() >= next_sweep) {
+            sweep(&d);
+            next_sweep = ex_now_ms() + sweep_every;
+        }
+    }
+    rc = 0;
+    goto out;
+
+fail:
+    orr_err_str(&err, msg, sizeof msg);
+    ORR_ERROR("executord cannot start", "err=%s", orr_log_q(msg));
+    fprintf(stderr, "executord: %s\n", msg);
+    rc = err.code == ORR_EINVAL ? 2 : 1;
+out:
+    atomic_store(&d.stopping, 1);
+    ex_job_cancel_all(&d, EX_CANCEL_STOPPING);
+    if (events_started)
+        pthread_join(events, NULL);
+    ex_job_reap(&d, 1);
+    ex_zk_stop(d.zk);
+    ex_logsrv_stop(d.logsrv);
+    orr_rpc_client_destroy(d.halley);
+    pthread_mutex_destroy(&d.mu);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    int argi = 1, code = 0;
+    orr_config *cfg = orr_config_from_args("executord", argc, argv, ex_schema,
+                                           sizeof ex_schema / sizeof ex_schema[0], &argi, &code);
+    if (!cfg)
+        return code;
+    const char *cmd = argi < argc ? argv[argi] : "";
+    if (strcmp(cmd, "serve") == 0) {
+        code = serve(cfg, argv[0]);
+    } else {
+        fprintf(stderr, "usage: executord [--config FILE] [--print-config] serve\n");
+        code = 2;
+    }
+    orr_config_free(cfg);
+    return code;
+}
