@@ -1,0 +1,168 @@
+#!/usr/bin/env bash
+# tests/e2e/run.sh BUILD_DIR - Orrery's browser tests against a real platform.
+#
+# Builds the UI (web/ -> static/app), creates a fresh database on the
+# PostgreSQL of the test stack (ORRERY_PG_DSN, exported by deploy/test.sh;
+# unset is a failure), runs `halleyd migrate`, starts `halleyd serve` and
+# `galaxyd serve` (serving this checkout's static/) on free loopback ports,
+# creates the test users with `halleyd user-add`, then runs the Playwright
+# tests in web/tests/ with node's test runner, driving Debian's Chromium.
+# Screenshots go to tests/e2e/screenshots/ (one per page).
+#
+# Every daemon is stopped by its pid and the database is dropped on exit,
+# whatever happened. Logs are kept in a temporary directory, printed on
+# failure.
+set -euo pipefail
+
+BUILD=${1:?usage: tests/e2e/run.sh BUILD_DIR}
+BUILD=$(cd -- "$BUILD" && pwd -P)
+ROOT=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/../.." && pwd -P)
+WEB=$ROOT/web
+SHOTS=${ORRERY_E2E_SCREENSHOTS:-$ROOT/tests/e2e/screenshots}
+CHROMIUM=${ORRERY_E2E_CHROMIUM:-/usr/bin/chromium}
+
+say() { printf 'e2e: %s\n' "$*" >&2; }
+die() {
+	say "FAIL: $*"
+	exit 1
+}
+
+[[ -n ${ORRERY_PG_DSN:-} ]] || die "ORRERY_PG_DSN is not set: run through deploy/test.sh, or start the stack with deploy/stack.sh start and eval \"\$(deploy/stack.sh env)\""
+[[ -x $BUILD/bin/halleyd && -x $BUILD/bin/galaxyd ]] || die "halleyd or galaxyd missing in $BUILD/bin"
+[[ -x $CHROMIUM ]] || die "$CHROMIUM not found (Debian package chromium)"
+[[ -d $WEB/node_modules ]] || die "web/node_modules is missing: run deploy/install-deps.sh (npm ci in web/)"
+command -v psql >/dev/null || die "psql not found"
+
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/orr-e2e.XXXXXX")
+DB="orr_e2e_$$_$RANDOM"
+PIDS=()
+CREATED_DB=0
+
+dsn_with_db() { # DSN with its database replaced
+	python3 -c 'import sys, urllib.parse as u
+p = u.urlsplit(sys.argv[1]); print(u.urlunsplit((p.scheme, p.netloc, "/" + sys.argv[2], p.query, p.fragment)))' "$1" "$2"
+}
+
+free_port() {
+	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
+}
+
+wait_port() { # port pid what
+	local i
+	for ((i = 0; i < 200; i++)); do
+		kill -0 "$2" 2>/dev/null || die "$3 exited at start (log: $TMP)"
+		if (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; then
+			return 0
+		fi
+		sleep 0.1
+	done
+	die "$3 did not listen on port $1 within 20 s"
+}
+
+stop_daemons() { # TERM each daemon we started, by pid; KILL after 10 s
+	local p
+	for p in "${PIDS[@]}"; do
+		kill -TERM "$p" 2>/dev/null || true
+	done
+	for p in "${PIDS[@]}"; do
+		for _ in $(seq 1 100); do
+			kill -0 "$p" 2>/dev/null || break
+			sleep 0.1
+		done
+		kill -KILL "$p" 2>/dev/null || true
+		wait "$p" 2>/dev/null || true
+	done
+	PIDS=()
+}
+
+cleanup() {
+	local rc=$?
+	stop_daemons
+	if ((CREATED_DB)); then
+		psql "$ORRERY_PG_DSN" -qAtc "DROP DATABASE IF EXISTS \"$DB\" WITH (FORCE)" >/dev/null 2>&1 || true
+	fi
+	if ((rc != 0)); then
+		for f in "$TMP"/*.log; do
+			[[ -f $f ]] || continue
+			say "---- $(basename "$f") (last 40 lines)"
+			tail -n 40 "$f" >&2
+		done
+	fi
+	rm -rf -- "$TMP"
+	exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+say "building the UI"
+(cd -- "$WEB" && npx --no-install tsc --noEmit && npx --no-install vite build --logLevel warn) >"$TMP/build.log" 2>&1 ||
+	{
+		cat "$TMP/build.log" >&2
+		die "UI build failed"
+	}
+
+say "database $DB"
+psql "$ORRERY_PG_DSN" -v ON_ERROR_STOP=1 -qAtc "CREATE DATABASE \"$DB\"" >/dev/null
+CREATED_DB=1
+
+HALLEY_PORT=$(free_port)
+GALAXY_PORT=$(free_port)
+export ORRERY_HALLEY_LISTEN=127.0.0.1:$HALLEY_PORT
+ORRERY_HALLEY_TOKEN=$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')
+export ORRERY_HALLEY_TOKEN
+ORRERY_HALLEY_PG_DSN=$(dsn_with_db "$ORRERY_PG_DSN" "$DB")
+export ORRERY_HALLEY_PG_DSN
+export ORRERY_HALLEY_SECRET_KEY=${ORRERY_HALLEY_SECRET_KEY:-$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')}
+ORRERY_HALLEY_METRICS_LISTEN=127.0.0.1:$(free_port)
+export ORRERY_HALLEY_METRICS_LISTEN
+export ORRERY_HALLEY_POOL_SIZE=4
+
+"$BUILD/bin/halleyd" migrate >"$TMP/migrate.log" 2>&1 || die "halleyd migrate failed: $(tail -n 5 "$TMP/migrate.log")"
+"$BUILD/bin/halleyd" serve >"$TMP/halleyd.log" 2>&1 &
+PIDS+=($!)
+wait_port "$HALLEY_PORT" "${PIDS[-1]}" halleyd
+
+ORRERY_GALAXY_LISTEN=127.0.0.1:$GALAXY_PORT \
+	ORRERY_GALAXY_HALLEY=127.0.0.1:$HALLEY_PORT \
+	ORRERY_GALAXY_HALLEY_TOKEN=$ORRERY_HALLEY_TOKEN \
+	ORRERY_GALAXY_JWT_SECRET=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n') \
+	ORRERY_GALAXY_STATIC_DIR=$ROOT/static \
+	ORRERY_GALAXY_THREADS=4 \
+	"$BUILD/bin/galaxyd" serve >"$TMP/galaxyd.log" 2>&1 &
+PIDS+=($!)
+wait_port "$GALAXY_PORT" "${PIDS[-1]}" galaxyd
+
+# Test users: an admin, a developer of team analytics, a developer of team
+# finance (owner of the task the first developer must not edit), a viewer.
+PW_ADMIN="admin-$(head -c 6 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+PW_DEV="dev-$(head -c 6 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+add_user() { # name password role [team]
+	local args=("$1" --role "$3")
+	[[ -n ${4:-} ]] && args+=(--team "$4")
+	printf '%s\n' "$2" | "$BUILD/bin/halleyd" user-add "${args[@]}" >>"$TMP/users.log" 2>&1 ||
+		die "halleyd user-add $1 failed: $(tail -n 3 "$TMP/users.log")"
+}
+add_user e2e_admin "$PW_ADMIN" admin
+add_user e2e_dev "$PW_DEV" developer analytics
+add_user e2e_fin "$PW_DEV" developer finance
+add_user e2e_viewer "$PW_DEV" viewer
+
+mkdir -p -- "$SHOTS"
+rm -f -- "$SHOTS"/*.png
+say "galaxyd at http://127.0.0.1:$GALAXY_PORT; running the browser tests"
+ORRERY_E2E_BASE_URL=http://127.0.0.1:$GALAXY_PORT \
+	ORRERY_E2E_SCREENSHOTS=$SHOTS \
+	ORRERY_E2E_CHROMIUM=$CHROMIUM \
+	ORRERY_E2E_ADMIN=e2e_admin ORRERY_E2E_ADMIN_PASSWORD=$PW_ADMIN \
+	ORRERY_E2E_DEV=e2e_dev ORRERY_E2E_FIN=e2e_fin ORRERY_E2E_VIEWER=e2e_viewer ORRERY_E2E_PASSWORD=$PW_DEV \
+	node --test --test-concurrency=1 --test-timeout=600000 "$WEB"/tests/*.test.mjs 2>&1 | tee "$TMP/node-test.log"
+rc=${PIPESTATUS[0]}
+((rc == 0)) || die "browser tests failed"
+# The daemons served the whole run: under ASan/UBSan (-DORR_SANITIZE=ON)
+# any report they wrote, at run time or at exit, fails the test.
+stop_daemons
+if grep -l -E 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$TMP/halleyd.log" "$TMP/galaxyd.log" >&2; then
+	die "a daemon reported a sanitizer error (log above)"
+fi
+n=$(find "$SHOTS" -name '*.png' | wc -l)
+say "ok; $n screenshots in $SHOTS"

@@ -1,0 +1,136 @@
+// main.tsx - the Orrery console: the session check, the shell (left
+// navigation, top bar) and the route table. Heavy pages (graphs, charts)
+// load their libraries lazily so the first paint stays small.
+import { render } from 'preact';
+import { useEffect, useState } from 'preact/hooks';
+import { api, ApiError, setUnauthorizedHandler, type Me } from './api';
+import { Link, Loading, Toasts } from './components/ui';
+import { AdminPage } from './pages/admin';
+import { DashboardPage } from './pages/dashboard';
+import { DesignerPage } from './pages/designer';
+import { InstancePage } from './pages/instance';
+import { InstancesPage } from './pages/instances';
+import { LoginPage } from './pages/login';
+import { TasksPage } from './pages/tasks';
+import { WorkflowPage } from './pages/workflow';
+import { match, navigate, useRoute } from './router';
+import { SessionContext } from './session';
+import './styles.css';
+
+const NAV = [
+  { to: '/dashboard', label: 'Dashboard', icon: '◔' },
+  { to: '/tasks', label: 'Tasks', icon: '☰' },
+  { to: '/workflow', label: 'Workflows', icon: '⋔' },
+  { to: '/instances', label: 'Instances', icon: '▤' },
+  { to: '/admin/pools', label: 'Admin', icon: '⚙' },
+];
+
+function Shell({ me, onLogout }: { me: Me; onLogout: () => void }) {
+  const route = useRoute();
+  const p = route.path;
+  let page;
+  let m: Record<string, string> | null;
+  if (p === '/' || p === '/dashboard') page = <DashboardPage />;
+  else if (p === '/tasks') page = <TasksPage />;
+  else if (p === '/tasks/new') page = <DesignerPage id={null} />;
+  else if ((m = match('/tasks/:id', p))) page = <DesignerPage id={Number(m.id)} />;
+  else if (p === '/workflow') page = <WorkflowPage taskId={null} />;
+  else if ((m = match('/workflow/:id', p))) page = <WorkflowPage taskId={Number(m.id)} />;
+  else if (p === '/instances') page = <InstancesPage />;
+  else if ((m = match('/instances/:id', p))) page = <InstancePage id={Number(m.id)} />;
+  else if ((m = match('/admin/:tab', p))) page = <AdminPage tab={m.tab} />;
+  else if (p === '/admin') page = <AdminPage tab="pools" />;
+  else
+    page = (
+      <div class="card pad">
+        <h1>Page not found</h1>
+        <p>
+          Nothing lives at <code>{p}</code>. <Link to="/dashboard">Go to the dashboard</Link>.
+        </p>
+      </div>
+    );
+  const active = (to: string) => p === to || p.startsWith(`${to}/`) || (to === '/admin/pools' && p.startsWith('/admin'));
+  return (
+    <SessionContext.Provider value={me}>
+      <div class="shell">
+        <nav class="sidenav" aria-label="Main">
+          <div class="sidenav-inner">
+          <div class="brand">
+            <span class="brand-mark" aria-hidden="true">
+              ◉
+            </span>
+            Orrery
+          </div>
+          {NAV.map((n) => (
+            <Link key={n.to} to={n.to} class={`nav-item ${active(n.to) ? 'active' : ''}`}>
+              <span class="nav-icon" aria-hidden="true">
+                {n.icon}
+              </span>
+              {n.label}
+            </Link>
+          ))}
+          <div class="nav-spacer" />
+          <div class="nav-user">
+            <div class="avatar" aria-hidden="true">
+              {me.name.slice(0, 1).toUpperCase()}
+            </div>
+            <div class="nav-user-text">
+              <div class="nav-user-name" data-testid="whoami">
+                {me.name}
+              </div>
+              <div class="nav-user-role">
+                {me.role}
+                {me.teams.length ? ` · ${me.teams.join(', ')}` : ''}
+              </div>
+            </div>
+          </div>
+          <button class="btn btn-ghost nav-logout" onClick={onLogout}>
+            Log out
+          </button>
+          </div>
+        </nav>
+        <main class="content">{page}</main>
+      </div>
+      <Toasts />
+    </SessionContext.Provider>
+  );
+}
+
+function App() {
+  const [me, setMe] = useState<Me | null | undefined>(undefined);
+  const route = useRoute();
+  useEffect(() => {
+    setUnauthorizedHandler(() => setMe(null));
+    api.me().then(setMe, (e) => {
+      if (e instanceof ApiError && e.status === 401) setMe(null);
+      else setMe(null);
+    });
+  }, []);
+  if (me === undefined)
+    return (
+      <div class="center-page">
+        <Loading what="Orrery" />
+      </div>
+    );
+  if (me === null || route.path === '/login')
+    return (
+      <LoginPage
+        onLogin={(u) => {
+          setMe(u);
+          const next = route.query.get('next');
+          navigate(next && next.startsWith('/') && next !== '/login' ? next : '/dashboard', true);
+        }}
+      />
+    );
+  const logout = async () => {
+    try {
+      await api.logout();
+    } finally {
+      setMe(null);
+      navigate('/login', true);
+    }
+  };
+  return <Shell me={me} onLogout={logout} />;
+}
+
+render(<App />, document.getElementById('root')!);

@@ -1,0 +1,334 @@
+// instance.tsx - one instance: its state and actions (rerun, suspend,
+// resume, mark success, kill; the risky ones ask first), its attempts, a
+// state timeline built from the transitions, the upstream/downstream graph
+// with each neighbour's state, and the live log of the current attempt.
+//
+// The page polls the instance (every 2 s while it is not finished) so state
+// changes made by the scheduler or by other people show up by themselves.
+import { useEffect, useRef, useState } from 'preact/hooks';
+import { api, ApiError, isMissingEndpoint, type Action, type State, type Transition } from '../api';
+import { Graph, type GNode, type GEdge } from '../components/graph';
+import { Confirm, ErrorBanner, Link, Loading, PageHead, StateBadge, Unavailable, toast, useAsync, useInterval } from '../components/ui';
+import { fmtDuration, fmtRelative, fmtShort, fmtTime } from '../format';
+import { navigate } from '../router';
+import { canAct, useMe } from '../session';
+import { ACTION_LABEL, actionAllowed, CONFIRM_ACTIONS, isFinished, stateColor, STATE_LABEL } from '../states';
+
+const ACTIONS: Action[] = ['rerun', 'suspend', 'resume', 'mark-success', 'kill'];
+
+const CONFIRM_TEXT: Record<Action, string> = {
+  rerun: 'It goes back to waiting and runs again as a new attempt.',
+  suspend: '',
+  resume: '',
+  'mark-success': 'Downstream tasks will treat it as done although it did not run to success.',
+  kill: 'If it is running, the executor stops it; it will not be retried.',
+};
+
+interface Attempt {
+  n: number;
+  start: string;
+  end: string | null;
+  state: State;
+  executor: string | null;
+}
+
+function attempts(tr: Transition[]): Attempt[] {
+  const m = new Map<number, Attempt>();
+  for (const t of tr) {
+    const a = m.get(t.attempt) ?? { n: t.attempt, start: t.at, end: null, state: t.to, executor: null };
+    a.state = t.to;
+    if (t.executor) a.executor = t.executor;
+    if (isFinished(t.to)) a.end = t.at;
+    m.set(t.attempt, a);
+  }
+  return [...m.values()].sort((a, b) => b.n - a.n);
+}
+
+function Timeline({ tr, now }: { tr: Transition[]; now: number }) {
+  if (tr.length === 0) return <div class="muted">No transitions recorded.</div>;
+  const t0 = new Date(tr[0].at).getTime();
+  const last = tr[tr.length - 1];
+  const tEnd = isFinished(last.to) ? new Date(last.at).getTime() : now;
+  const span = Math.max(tEnd - t0, 1);
+  const segs = tr.map((t, i) => {
+    const a = new Date(t.at).getTime();
+    const b = i + 1 < tr.length ? new Date(tr[i + 1].at).getTime() : tEnd;
+    return { state: t.to, a, b };
+  });
+  return (
+    <div>
+      <div class="timeline-bar" aria-label="State timeline">
+        {segs.map((s, i) => (
+          <div
+            key={i}
+            class={`tl-seg st-bg-${s.state}`}
+            style={{ flexGrow: Math.max((s.b - s.a) / span, 0.02), background: stateColor(s.state) }}
+            title={`${STATE_LABEL[s.state]} · ${fmtDuration(s.b - s.a)}`}
+          />
+        ))}
+      </div>
+      <div class="timeline-scale small muted">
+        <span>{fmtTime(tr[0].at)}</span>
+        <span>{fmtDuration(tEnd - t0)}</span>
+        <span>{isFinished(last.to) ? fmtTime(last.at) : 'now'}</span>
+      </div>
+      <ol class="transitions" data-testid="transitions">
+        {[...tr].reverse().map((t) => (
+          <li key={t.id}>
+            <span class="tr-dot" style={{ background: stateColor(t.to) }} />
+            <div class="tr-body">
+              <div>
+                {t.from ? (
+                  <>
+                    <StateBadge state={t.from} /> →{' '}
+                  </>
+                ) : null}
+                <StateBadge state={t.to} />
+                <span class="muted small"> attempt {t.attempt}</span>
+              </div>
+              <div class="small muted">
+                {fmtTime(t.at)} · by {t.actor}
+                {t.executor ? ` on ${t.executor}` : ''}
+                {t.reason ? ` · ${t.reason}` : ''}
+              </div>
+            </div>
+          </li>
+        ))}
+      </ol>
+    </div>
+  );
+}
+
+/** Set once galaxyd answered that it has no log endpoint: it will not grow one
+ * while this page is open, so other attempts and instances skip the request. */
+let logMissing: unknown = null;
+
+/** The log of one attempt, read in pieces and followed while it grows. */
+function LiveLog({ id, attempt, finished }: { id: number; attempt: number; finished: boolean }) {
+  const [text, setText] = useState('');
+  const [complete, setComplete] = useState(false);
+  const [err, setErr] = useState<unknown>(logMissing);
+  const [follow, setFollow] = useState(true);
+  const box = useRef<HTMLPreElement>(null);
+  const offset = useRef(0);
+  const key = useRef('');
+  const poll = async () => {
+    const k = `${id}/${attempt}`;
+    if (key.current !== k) {
+      key.current = k;
+      offset.current = 0;
+      setText('');
+      setComplete(false);
+    }
+    if (logMissing) return setErr(logMissing);
+    try {
+      const r = await api.log(id, attempt, offset.current);
+      if (key.current !== k) return;
+      if (r.data) setText((t) => (t + r.data).slice(-2_000_000));
+      offset.current = r.next_offset;
+      if (r.complete && finished) setComplete(true);
+      setErr(null);
+    } catch (e) {
+      if (isMissingEndpoint(e)) logMissing = e;
+      setErr(e);
+    }
+  };
+  useEffect(() => void poll(), [id, attempt]);
+  useInterval(poll, 1500, !complete && !isMissingEndpoint(err));
+  useEffect(() => {
+    if (follow && box.current) box.current.scrollTop = box.current.scrollHeight;
+  }, [text, follow]);
+  if (isMissingEndpoint(err))
+    return (
+      <Unavailable feature="The live log" endpoint={`GET /api/v1/instances/${id}/log`}>
+        Logs will stream here, following the running attempt, once galaxyd serves them.
+      </Unavailable>
+    );
+  const noLog = err instanceof ApiError && err.status === 404;
+  return (
+    <div>
+      <div class="log-head">
+        <span class="small muted">
+          attempt {attempt} · {text.length.toLocaleString()} bytes {complete ? '· complete' : '· following'}
+        </span>
+        <label class="small">
+          <input type="checkbox" checked={follow} onChange={() => setFollow(!follow)} /> Follow
+        </label>
+      </div>
+      {err && !noLog ? <ErrorBanner error={err} /> : null}
+      <pre
+        class="log"
+        ref={box}
+        data-testid="log"
+        onScroll={(e) => {
+          const el = e.currentTarget;
+          setFollow(el.scrollHeight - el.scrollTop - el.clientHeight < 24);
+        }}
+      >
+        {text || (noLog ? 'No log yet for this attempt.' : 'Waiting for output…')}
+      </pre>
+    </div>
+  );
+}
+
+export function InstancePage({ id }: { id: number }) {
+  const me = useMe();
+  const inst = useAsync(() => api.instance(id), [id]);
+  const [confirm, setConfirm] = useState<Action | null>(null);
+  const [actErr, setActErr] = useState<unknown>(null);
+  const [busy, setBusy] = useState<Action | null>(null);
+  const [now, setNow] = useState(Date.now());
+  const d = inst.data;
+  const live = !!d && !isFinished(d.state);
+  useInterval(
+    () => {
+      setNow(Date.now());
+      inst.reload();
+    },
+    live ? 2000 : 10000,
+  );
+
+  const act = async (a: Action) => {
+    setActErr(null);
+    setBusy(a);
+    try {
+      const r = await api.act(id, a);
+      toast(`${ACTION_LABEL[a]}: instance ${id} is now ${STATE_LABEL[r.state]}`);
+      inst.reload();
+    } catch (e) {
+      setActErr(e);
+      throw e;
+    } finally {
+      setBusy(null);
+    }
+  };
+
+  if (inst.error && !d) return <ErrorBanner error={inst.error} onRetry={inst.reload} />;
+  if (!d) return <Loading what="the instance" />;
+  const att = attempts(d.transitions);
+  const self = `i${d.id}`;
+  const nodes: GNode[] = [
+    { id: self, label: d.task_name, sub: STATE_LABEL[d.state], state: d.state, focus: true },
+    ...d.upstreams.map((u, i) => ({ id: `u${i}`, label: u.task_name, sub: u.state ? STATE_LABEL[u.state] : 'no instance', state: u.state })),
+    ...d.downstreams.map((u, i) => ({ id: `d${i}`, label: u.task_name, sub: u.state ? STATE_LABEL[u.state] : 'no instance', state: u.state })),
+  ];
+  const edges: GEdge[] = [
+    ...d.upstreams.map((u, i) => ({ source: `u${i}`, target: self, kind: u.kind })),
+    ...d.downstreams.map((u, i) => ({ source: self, target: `d${i}`, kind: u.kind })),
+  ];
+  const goto = (nid: string) => {
+    const dep = nid.startsWith('u') ? d.upstreams[Number(nid.slice(1))] : nid.startsWith('d') ? d.downstreams[Number(nid.slice(1))] : null;
+    if (dep?.instance_id) navigate(`/instances/${dep.instance_id}`);
+  };
+  const duration = d.started_at ? (d.finished_at ? new Date(d.finished_at).getTime() : now) - new Date(d.started_at).getTime() : NaN;
+  return (
+    <div>
+      <PageHead
+        title={
+          <>
+            <Link to={`/tasks/${d.task_id}`}>{d.task_name}</Link> <span class="muted">#{d.id}</span>{' '}
+            <span data-testid="instance-state">
+              <StateBadge state={d.state} />
+            </span>
+          </>
+        }
+        sub={
+          <>
+            scheduled {fmtTime(d.schedule_time)} · attempt {d.attempt} · task version {d.task_version} · priority {d.priority}
+            {d.reason ? ` · ${d.reason}` : ''}
+          </>
+        }
+        actions={
+          canAct(me) &&
+          ACTIONS.map((a) => (
+            <button
+              key={a}
+              class={`btn ${a === 'kill' ? 'btn-danger' : a === 'rerun' ? 'btn-primary' : ''}`}
+              disabled={!actionAllowed(a, d.state) || busy !== null}
+              data-action={a}
+              onClick={() => (CONFIRM_ACTIONS.includes(a) ? setConfirm(a) : act(a).catch(() => undefined))}
+            >
+              {ACTION_LABEL[a]}
+            </button>
+          ))
+        }
+      />
+      <ErrorBanner error={actErr} />
+      <div class="stats-row">
+        <div class="stat">
+          <div class="stat-label">State</div>
+          <div class="stat-value">
+            <StateBadge state={d.state} />
+          </div>
+        </div>
+        <div class="stat">
+          <div class="stat-label">Started</div>
+          <div class="stat-value">{d.started_at ? fmtRelative(d.started_at, now) : '—'}</div>
+        </div>
+        <div class="stat">
+          <div class="stat-label">Duration</div>
+          <div class="stat-value">{fmtDuration(duration)}</div>
+        </div>
+        <div class="stat">
+          <div class="stat-label">Executor</div>
+          <div class="stat-value">{d.executor ?? '—'}</div>
+        </div>
+      </div>
+      <div class="split">
+        <section class="card pad">
+          <h2>Dependencies</h2>
+          {d.upstreams.length + d.downstreams.length === 0 ? (
+            <div class="muted">This task has no upstream or downstream task.</div>
+          ) : (
+            <Graph nodes={nodes} edges={edges} onSelect={goto} height={260} />
+          )}
+        </section>
+        <section class="card pad">
+          <h2>Attempts</h2>
+          <table class="table compact" data-testid="attempts">
+            <thead>
+              <tr>
+                <th>#</th>
+                <th>State</th>
+                <th>Started</th>
+                <th>Took</th>
+                <th>Executor</th>
+              </tr>
+            </thead>
+            <tbody>
+              {att.map((a) => (
+                <tr key={a.n}>
+                  <td>{a.n}</td>
+                  <td>
+                    <StateBadge state={a.state} />
+                  </td>
+                  <td class="nowrap">{fmtShort(a.start)}</td>
+                  <td>{fmtDuration((a.end ? new Date(a.end).getTime() : now) - new Date(a.start).getTime())}</td>
+                  <td>{a.executor ?? '—'}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </section>
+      </div>
+      <section class="card pad">
+        <h2>Log</h2>
+        <LiveLog id={d.id} attempt={d.attempt} finished={isFinished(d.state)} />
+      </section>
+      <section class="card pad">
+        <h2>State timeline</h2>
+        <Timeline tr={d.transitions} now={now} />
+      </section>
+      {confirm && (
+        <Confirm
+          title={`${ACTION_LABEL[confirm]} instance #${d.id} of ${d.task_name}?`}
+          body={CONFIRM_TEXT[confirm]}
+          confirmLabel={ACTION_LABEL[confirm]}
+          danger={confirm === 'kill' || confirm === 'mark-success'}
+          onClose={() => setConfirm(null)}
+          onConfirm={() => act(confirm)}
+        />
+      )}
+    </div>
+  );
+}
