@@ -19,6 +19,35 @@
 int hlt_passed, hlt_failed;
 static int hlt__db_seq;
 
+/* Servers still running when the test exits (an exit() on a fatal setup
+ * error included) are killed, so no halleyd outlives its test. */
+#define HLT_MAX_SERVERS 16
+static pid_t hlt__pids[HLT_MAX_SERVERS];
+
+static void hlt__kill_leftovers(void)
+{
+    for (int i = 0; i < HLT_MAX_SERVERS; i++)
+        if (hlt__pids[i] > 0) {
+            kill(hlt__pids[i], SIGKILL);
+            waitpid(hlt__pids[i], NULL, 0);
+            hlt__pids[i] = 0;
+        }
+}
+
+static void hlt__track(pid_t pid, int add)
+{
+    static int registered;
+    if (!registered) {
+        atexit(hlt__kill_leftovers);
+        registered = 1;
+    }
+    for (int i = 0; i < HLT_MAX_SERVERS; i++)
+        if (add ? hlt__pids[i] == 0 : hlt__pids[i] == pid) {
+            hlt__pids[i] = add ? pid : 0;
+            return;
+        }
+}
+
 int64_t hlt_now_ms(void)
 {
     struct timespec ts;
@@ -172,9 +201,11 @@ int hlt_start(hlt_server *s, const char *dsn, const char *const *extra_env, int 
     snprintf(s->log_file, sizeof s->log_file, "/tmp/halley_it_%d_%d.log", (int)getpid(), seq);
     unlink(s->port_file);
     s->pid = hlt__spawn("serve", dsn, s->port_file, s->log_file, extra_env);
+    hlt__track(s->pid, 1);
     for (int i = 0; i < 400; i++) {
         int st;
         if (waitpid(s->pid, &st, WNOHANG) == s->pid) {
+            hlt__track(s->pid, 0);
             if (exit_code)
                 *exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : 128;
             s->pid = 0;
@@ -202,6 +233,7 @@ int hlt_stop(hlt_server *s)
     int st = 0;
     for (int i = 0; i < 200; i++) {
         if (waitpid(s->pid, &st, WNOHANG) == s->pid) {
+            hlt__track(s->pid, 0);
             s->pid = 0;
             unlink(s->port_file);
             return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
@@ -210,6 +242,7 @@ int hlt_stop(hlt_server *s)
     }
     kill(s->pid, SIGKILL);
     waitpid(s->pid, &st, 0);
+    hlt__track(s->pid, 0);
     s->pid = 0;
     return 137;
 }

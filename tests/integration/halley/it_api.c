@@ -130,8 +130,8 @@ static void test_tasks(void)
     create_task(hlt_shell_spec(spec, sizeof spec, "x2", "nope", NULL), ORR_EINVAL, "spec.team");
     create_task(hlt_shell_spec(spec, sizeof spec, "x3", "data", "\"colour\":1"), ORR_EINVAL,
                 "spec.colour");
-    create_task("{\"name\":\"x4\",\"team\":\"data\",\"type\":\"shell\",\"config\":{}}",
-                ORR_EINVAL, "spec.config.command");
+    create_task("{\"name\":\"x4\",\"team\":\"data\",\"type\":\"shell\",\"config\":{}}", ORR_EINVAL,
+                "spec.config.command");
     create_task("{not json", ORR_EINVAL, "spec");
     create_task(hlt_shell_spec(spec, sizeof spec, "x5", "data",
                                "\"upstreams\":[{\"kind\":\"strong\",\"task\":\"ghost\"}]"),
@@ -170,8 +170,8 @@ static void test_tasks(void)
     Orrery__Halley__V1__UpdateTaskRequest u = ORRERY__HALLEY__V1__UPDATE_TASK_REQUEST__INIT;
     u.id = t_up;
     u.actor = "user:bob";
-    u.spec_json = (char *)hlt_shell_spec(spec, sizeof spec, "orders_hourly", "data",
-                                         "\"priority\":5");
+    u.spec_json =
+        (char *)hlt_shell_spec(spec, sizeof spec, "orders_hourly", "data", "\"priority\":5");
     u.expected_version = 1;
     t = NULL;
     HLT_CHECK(hlt_call(cl, "UpdateTask", &u, &t, &err) == ORR_OK && t->version == 2 &&
@@ -260,7 +260,8 @@ static Instance *create_instance(int64_t task, int64_t sched, int *created, int 
     ci.schedule_time_ms = sched;
     ci.actor = "kepler";
     Orrery__Halley__V1__CreateInstance *items[1] = {&ci};
-    Orrery__Halley__V1__CreateInstancesRequest rq = ORRERY__HALLEY__V1__CREATE_INSTANCES_REQUEST__INIT;
+    Orrery__Halley__V1__CreateInstancesRequest rq =
+        ORRERY__HALLEY__V1__CREATE_INSTANCES_REQUEST__INIT;
     rq.n_instances = 1;
     rq.instances = items;
     Orrery__Halley__V1__CreateInstancesResponse *r = NULL;
@@ -320,8 +321,8 @@ static void test_instances(const hlt_db *db)
     char spec[512];
     Orrery__Halley__V1__UpdateTaskRequest u = ORRERY__HALLEY__V1__UPDATE_TASK_REQUEST__INIT;
     u.id = t_up;
-    u.spec_json = (char *)hlt_shell_spec(spec, sizeof spec, "orders_hourly", "data",
-                                         "\"priority\":7");
+    u.spec_json =
+        (char *)hlt_shell_spec(spec, sizeof spec, "orders_hourly", "data", "\"priority\":7");
     Task *t = NULL;
     HLT_CHECK(hlt_call(cl, "UpdateTask", &u, &t, &err) == ORR_OK && t->version == 3, "update 3");
     if (t)
@@ -340,7 +341,8 @@ static void test_instances(const hlt_db *db)
     HLT_CHECK(transition(id, HL_ST_READY, HL_ST_DISPATCHED, NULL, NULL) == ORR_EINVAL &&
                   strcmp(err.field, "executor") == 0,
               "dispatched needs an executor");
-    HLT_CHECK(transition(id, HL_ST_READY, HL_ST_DISPATCHED, "ex-1", NULL) == ORR_OK, "->dispatched");
+    HLT_CHECK(transition(id, HL_ST_READY, HL_ST_DISPATCHED, "ex-1", NULL) == ORR_OK,
+              "->dispatched");
     HLT_CHECK(transition(id, HL_ST_READY, HL_ST_DISPATCHED, "ex-2", NULL) == ORR_ECONFLICT,
               "a second dispatcher loses the CAS: %s", orr_status_name(err.code));
     HLT_CHECK(transition(id, HL_ST_DISPATCHED, HL_ST_RUNNING, NULL, NULL) == ORR_OK, "->running");
@@ -362,14 +364,14 @@ static void test_instances(const hlt_db *db)
     HLT_CHECK(transition(id, HL_ST_WAITING, HL_ST_WAITING, NULL, NULL) == ORR_ESTATE,
               "self transition refused");
 
-    Orrery__Halley__V1__ListTransitionsRequest lt = ORRERY__HALLEY__V1__LIST_TRANSITIONS_REQUEST__INIT;
+    Orrery__Halley__V1__ListTransitionsRequest lt =
+        ORRERY__HALLEY__V1__LIST_TRANSITIONS_REQUEST__INIT;
     lt.instance_id = id;
     Orrery__Halley__V1__ListTransitionsResponse *lr = NULL;
     HLT_CHECK(hlt_call(cl, "ListTransitions", &lt, &lr, &err) == ORR_OK && lr->n_transitions == 5 &&
                   lr->transitions[1]->to_state == (int)HL_ST_DISPATCHED &&
                   strcmp(lr->transitions[1]->executor, "ex-1") == 0 &&
-                  strcmp(lr->transitions[0]->actor, "kepler") == 0 &&
-                  lr->transitions[0]->at_ms > 0,
+                  strcmp(lr->transitions[0]->actor, "kepler") == 0 && lr->transitions[0]->at_ms > 0,
               "5 transitions recorded with actor, executor, time");
     if (lr)
         FREE(lr);
@@ -438,7 +440,8 @@ static void test_instances(const hlt_db *db)
     i3 = i1;
     i3.new_state = 5; /* waiting -> success: illegal */
     Orrery__Halley__V1__TransitionRequest *items[3] = {&i1, &i2, &i3};
-    Orrery__Halley__V1__TransitionBatchRequest br = ORRERY__HALLEY__V1__TRANSITION_BATCH_REQUEST__INIT;
+    Orrery__Halley__V1__TransitionBatchRequest br =
+        ORRERY__HALLEY__V1__TRANSITION_BATCH_REQUEST__INIT;
     br.n_items = 3;
     br.items = items;
     Orrery__Halley__V1__TransitionBatchResponse *bres = NULL;
@@ -448,7 +451,8 @@ static void test_instances(const hlt_db *db)
               "batch results OK, ABORTED, FAILED_PRECONDITION");
     if (bres)
         FREE(bres);
-    Orrery__Halley__V1__ListReadyInstancesRequest rr = ORRERY__HALLEY__V1__LIST_READY_INSTANCES_REQUEST__INIT;
+    Orrery__Halley__V1__ListReadyInstancesRequest rr =
+        ORRERY__HALLEY__V1__LIST_READY_INSTANCES_REQUEST__INIT;
     Orrery__Halley__V1__ListInstancesResponse *li = NULL;
     HLT_CHECK(hlt_call(cl, "ListReadyInstances", &rr, &li, &err) == ORR_OK && li->n_instances >= 1,
               "ready instances listed");
@@ -463,11 +467,10 @@ static void test_instances(const hlt_db *db)
     Instance *dn = create_instance(t_down, base + 7200000LL, &created, &code);
     gi.id = dn ? dn->id : 0;
     in = NULL;
-    HLT_CHECK(hlt_call(cl, "GetInstance", &gi, &in, &err) == ORR_OK && in->n_upstreams == 2 &&
-                  b && in->upstreams[0]->instance_id == b->id &&
+    HLT_CHECK(hlt_call(cl, "GetInstance", &gi, &in, &err) == ORR_OK && in->n_upstreams == 2 && b &&
+                  in->upstreams[0]->instance_id == b->id &&
                   in->upstreams[0]->state == (int)HL_ST_WAITING &&
-                  strcmp(in->upstreams[1]->kind, "self") == 0 &&
-                  in->upstreams[1]->instance_id == 0,
+                  strcmp(in->upstreams[1]->kind, "self") == 0 && in->upstreams[1]->instance_id == 0,
               "upstreams: latest hourly and no previous self (%s)", err.msg);
     if (in)
         FREE(in);
@@ -480,14 +483,16 @@ static void test_instances(const hlt_db *db)
         FREE(in);
     Orrery__Halley__V1__ListInstancesRequest lq = ORRERY__HALLEY__V1__LIST_INSTANCES_REQUEST__INIT;
     lq.task_id = t_up;
-    Orrery__Halley__V1__InstanceState states[1] = {ORRERY__HALLEY__V1__INSTANCE_STATE__INSTANCE_STATE_READY};
+    Orrery__Halley__V1__InstanceState states[1] = {
+        ORRERY__HALLEY__V1__INSTANCE_STATE__INSTANCE_STATE_READY};
     lq.n_states = 1;
     lq.states = states;
     li = NULL;
     HLT_CHECK(hlt_call(cl, "ListInstances", &lq, &li, &err) == ORR_OK, "list by state %s", err.msg);
     int all_ready = li != NULL;
     for (size_t i = 0; li && i < li->n_instances; i++)
-        all_ready &= li->instances[i]->state == (int)HL_ST_READY && li->instances[i]->task_id == t_up;
+        all_ready &=
+            li->instances[i]->state == (int)HL_ST_READY && li->instances[i]->task_id == t_up;
     HLT_CHECK(all_ready && li && li->n_instances >= 1, "state filter");
     if (li)
         FREE(li);
@@ -554,7 +559,7 @@ static void test_users(const hlt_db *db)
               "put data source %s", err.msg);
     if (d)
         FREE(d);
-    r = hlt_sql(db, "SELECT position('s3cr3t' in convert_from(secret, 'LATIN1')), "
+    r = hlt_sql(db, "SELECT position('s3cr3t'::bytea in secret), "
                     "length(secret) FROM data_sources");
     HLT_CHECK(atoi(PQgetvalue(r, 0, 0)) == 0 && atoi(PQgetvalue(r, 0, 1)) == 24 + 16 + 15,
               "stored encrypted (nonce + mac + text)");

@@ -69,7 +69,8 @@ static void make_instances(orr_rpc_client *c, int64_t first, int n)
         ci.task_id = task_id;
         ci.schedule_time_ms = first + (int64_t)i * 60000;
         Orrery__Halley__V1__CreateInstance *items[1] = {&ci};
-        Orrery__Halley__V1__CreateInstancesRequest rq = ORRERY__HALLEY__V1__CREATE_INSTANCES_REQUEST__INIT;
+        Orrery__Halley__V1__CreateInstancesRequest rq =
+            ORRERY__HALLEY__V1__CREATE_INSTANCES_REQUEST__INIT;
         rq.n_instances = 1;
         rq.instances = items;
         Orrery__Halley__V1__CreateInstancesResponse *r = NULL;
@@ -107,7 +108,8 @@ int main(void)
 {
     hlt_db_create(&db);
     HLT_CHECK(hlt_migrate(db.dsn) == 0, "migrate");
-    if (hlt_start(&srv[0], db.dsn, NULL, NULL) != 0 || hlt_start(&srv[1], db.dsn, NULL, NULL) != 0) {
+    if (hlt_start(&srv[0], db.dsn, NULL, NULL) != 0 ||
+        hlt_start(&srv[1], db.dsn, NULL, NULL) != 0) {
         HLT_CHECK(0, "two replicas");
         hlt_stop(&srv[0]);
         hlt_db_drop(&db);
@@ -117,8 +119,8 @@ int main(void)
     orr_err err;
 
     /* Subscriber on replica B, from the latest event, before any change. */
-    orr_rpc_stream *live = watch(b, 0, 1, NULL, 0);
-    orr_rpc_stream *only_inst = watch(b, 0, 1, "instance.*", 0);
+    orr_rpc_stream *live = watch(b, 0, 0, NULL, 0); /* fresh database: from the start */
+    orr_rpc_stream *only_inst = watch(b, 0, 0, "instance.*", 0);
 
     Orrery__Halley__V1__CreateTeamRequest tq = ORRERY__HALLEY__V1__CREATE_TEAM_REQUEST__INIT;
     tq.name = "etl";
@@ -187,7 +189,8 @@ int main(void)
         pthread_join(th[i], NULL);
     int64_t cid[64];
     int cn = all ? read_events(all, 40, 5000, cid, NULL) : 0;
-    HLT_CHECK(cn == 40 && strictly_increasing(cid, cn), "40 concurrent events, once each, in order (%d)", cn);
+    HLT_CHECK(cn == 40 && strictly_increasing(cid, cn),
+              "40 concurrent events, once each, in order (%d)", cn);
     orr_rpc_stream_close(all);
 
     /* Retention removed events after a resume point: refused. */

@@ -53,7 +53,8 @@ static int64_t new_instance(orr_rpc_client *c, int64_t sched)
     ci.task_id = task_id;
     ci.schedule_time_ms = sched;
     Orrery__Halley__V1__CreateInstance *items[1] = {&ci};
-    Orrery__Halley__V1__CreateInstancesRequest rq = ORRERY__HALLEY__V1__CREATE_INSTANCES_REQUEST__INIT;
+    Orrery__Halley__V1__CreateInstancesRequest rq =
+        ORRERY__HALLEY__V1__CREATE_INSTANCES_REQUEST__INIT;
     rq.n_instances = 1;
     rq.instances = items;
     Orrery__Halley__V1__CreateInstancesResponse *r = NULL;
@@ -119,7 +120,8 @@ static void *racer(void *arg)
             nanosleep(&ts, NULL);
             atomic_fetch_sub(&live, 1);
             if (round % 2) {
-                Orrery__Halley__V1__TransitionRequest t = ORRERY__HALLEY__V1__TRANSITION_REQUEST__INIT;
+                Orrery__Halley__V1__TransitionRequest t =
+                    ORRERY__HALLEY__V1__TRANSITION_REQUEST__INIT;
                 t.instance_id = id;
                 t.expected_state = 1;
                 t.new_state = 7; /* waiting -> killed: the trigger releases */
@@ -130,7 +132,8 @@ static void *racer(void *arg)
                 if (tr)
                     FREE(tr);
             } else {
-                Orrery__Halley__V1__ReleaseTokensRequest rl = ORRERY__HALLEY__V1__RELEASE_TOKENS_REQUEST__INIT;
+                Orrery__Halley__V1__ReleaseTokensRequest rl =
+                    ORRERY__HALLEY__V1__RELEASE_TOKENS_REQUEST__INIT;
                 rl.instance_id = id;
                 Orrery__Halley__V1__ReleaseTokensResponse *rr = NULL;
                 if (hlt_call(c, "ReleaseTokens", &rl, &rr, &err) != ORR_OK || rr->released != 2)
@@ -166,7 +169,8 @@ int main(void)
 {
     hlt_db_create(&db);
     HLT_CHECK(hlt_migrate(db.dsn) == 0, "migrate");
-    if (hlt_start(&srv[0], db.dsn, NULL, NULL) != 0 || hlt_start(&srv[1], db.dsn, NULL, NULL) != 0) {
+    if (hlt_start(&srv[0], db.dsn, NULL, NULL) != 0 ||
+        hlt_start(&srv[1], db.dsn, NULL, NULL) != 0) {
         HLT_CHECK(0, "two halleyd replicas started");
         hlt_stop(&srv[0]);
         hlt_db_drop(&db);
@@ -273,7 +277,8 @@ int main(void)
     HLT_CHECK(atomic_load(&denied) > 0, "some acquirers were refused at capacity");
     HLT_CHECK(!atomic_load(&db_over), "PostgreSQL never held more than capacity");
     PGresult *q = hlt_sql(&db, "SELECT count(*) FROM pool_leases");
-    HLT_CHECK(atoi(PQgetvalue(q, 0, 0)) == 0, "every lease released (%s left)", PQgetvalue(q, 0, 0));
+    HLT_CHECK(atoi(PQgetvalue(q, 0, 0)) == 0, "every lease released (%s left)",
+              PQgetvalue(q, 0, 0));
     PQclear(q);
 
     orr_rpc_client_destroy(c);

@@ -8,9 +8,13 @@
  * succeed again, the LISTEN connection comes back and new events stream.
  *
  *   ORRERY_SOURCE_DIR          repository root (set by ctest)
- *   ORRERY_HALLEY_RESTART_PORT_BASE  port base of the private stack (default 16440)
+ *   ORRERY_HALLEY_RESTART_PORT_BASE  port base of the private stack (default: a free
+ *                                    port in 20000..29999)
  */
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +41,23 @@ static int stack_cmd(const char *what, char *out, size_t n)
         if (out && len + strlen(line) < n)
             len += (size_t)snprintf(out + len, n - len, "%s", line);
     return pclose(p);
+}
+
+/* A port in 20000..29999 that nothing listens on (pg takes base + 0). */
+static int free_port_base(void)
+{
+    for (int i = 0; i < 500; i++) {
+        int port = 20000 + (int)((getpid() * 7919 + i * 104729) % 10000);
+        int fd = socket(AF_INET, SOCK_STREAM, 0);
+        struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+        sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        int ok = fd >= 0 && bind(fd, (struct sockaddr *)&sa, sizeof sa) == 0;
+        if (fd >= 0)
+            close(fd);
+        if (ok)
+            return port;
+    }
+    return 16440;
 }
 
 static double now_s(void)
@@ -79,9 +100,10 @@ int main(void)
         return 1;
     }
     snprintf(stack, sizeof stack, "%s/deploy/stack.sh", src);
-    snprintf(base, sizeof base, "%s",
-             getenv("ORRERY_HALLEY_RESTART_PORT_BASE") ? getenv("ORRERY_HALLEY_RESTART_PORT_BASE")
-                                                       : "16440");
+    if (getenv("ORRERY_HALLEY_RESTART_PORT_BASE"))
+        snprintf(base, sizeof base, "%s", getenv("ORRERY_HALLEY_RESTART_PORT_BASE"));
+    else
+        snprintf(base, sizeof base, "%d", free_port_base());
     snprintf(var_dir, sizeof var_dir, "/tmp/halley_it_restart_%d", (int)getpid());
     char cmd[600];
     snprintf(cmd, sizeof cmd, "mkdir -p '%s'", var_dir);
@@ -160,18 +182,35 @@ int main(void)
     HLT_CHECK(db_ok && lis, "Health: db and listener back");
     /* A write and its event after the restart. */
     Orrery__Halley__V1__WatchEventsRequest wr = ORRERY__HALLEY__V1__WATCH_EVENTS_REQUEST__INIT;
-    wr.from_latest = 1;
+    /* Resume from the newest id (from_latest would race with the write:
+     * the stream's first read may run after it). */
+    PGresult *mx = hlt_sql(&db, "SELECT coalesce(max(id), 0) FROM events");
+    wr.from_id = atoll(PQgetvalue(mx, 0, 0));
+    PQclear(mx);
     orr_rpc_stream *w = NULL;
     HLT_CHECK(orr_rpc_stream_open(c, "WatchEvents", &wr.base, 0, &w, &err) == ORR_OK, "watch");
     tq.name = "after_restart";
     team = NULL;
-    HLT_CHECK(hlt_call(c, "CreateTeam", &tq, &team, &err) == ORR_OK, "write after restart: %s", err.msg);
+    HLT_CHECK(hlt_call(c, "CreateTeam", &tq, &team, &err) == ORR_OK, "write after restart: %s",
+              err.msg);
     if (team)
         FREE(team);
     ProtobufCMessage *m = NULL;
-    HLT_CHECK(w && orr_rpc_stream_next(w, &m, 5000, &err) == ORR_OK &&
-                  strcmp(((Orrery__Halley__V1__Event *)m)->kind, "team.created") == 0,
-              "event streamed after the restart");
+    orr_status ns = w ? orr_rpc_stream_next(w, &m, 5000, &err) : ORR_EINTERNAL;
+    HLT_CHECK(ns == ORR_OK && strcmp(((Orrery__Halley__V1__Event *)m)->kind, "team.created") == 0,
+              "event streamed after the restart: %s %s", orr_status_name(ns), err.msg);
+    if (ns != ORR_OK) {
+        PGresult *q = hlt_sql(&db, "SELECT string_agg(id::text || ':' || kind || ':' || "
+                                   "created_at::text, ' ' ORDER BY id) || ' | ' || "
+                                   "coalesce((SELECT string_agg(pid::text || ' ' || "
+                                   "coalesce(backend_xid::text, '-') || ' ' || "
+                                   "coalesce(xact_start::text, '-') || ' ' || "
+                                   "coalesce(state, '-') || ' ' || left(query, 60), '; ') FROM "
+                                   "pg_stat_activity WHERE datname = current_database()), '') "
+                                   "FROM events");
+        fprintf(stderr, "events and sessions: %s\n", PQgetvalue(q, 0, 0));
+        PQclear(q);
+    }
     if (m)
         FREE(m);
     if (w)

@@ -1,0 +1,121 @@
+/*
+ * hl_api.h - the Halley service: shared context and the handlers' contract.
+ *
+ * One hl_ctx is built by halleyd serve and passed to every handler through
+ * the RPC runtime. Handlers live in hl_api_*.c, grouped by area, and are
+ * registered in one table (hl_service.c). Each handler takes one connection
+ * from the pool for the duration of its work, allocates everything in the
+ * call's arena (PGresults included, through arena cleanups), and answers
+ * errors as orr_status + orr_err naming the request field.
+ */
+#ifndef HL_API_H
+#define HL_API_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "halley.pb-c.h"
+#include "hl_cache.h"
+#include "hl_db.h"
+#include "hl_events.h"
+#include "hl_secret.h"
+#include "hl_sm.h"
+#include "orr_jschema.h"
+#include "orr_rpc.h"
+
+typedef Orrery__Halley__V1__Task hl_pb_task;
+typedef Orrery__Halley__V1__Instance hl_pb_instance;
+typedef Orrery__Halley__V1__TransitionRequest hl_pb_transition_req;
+typedef Orrery__Halley__V1__TransitionResult hl_pb_transition_res;
+
+typedef struct hl_ctx {
+    hl_db *db;
+    hl_cache *cache;
+    hl_events *events;
+    const orr_jschema *task_schema;
+    unsigned char secret_key[HL_SECRET_KEY_BYTES];
+    int known_schema_version;
+    int event_grace_ms; /* how long a gap in event ids may stay open */
+} hl_ctx;
+
+/* The method table of the Halley service (hl_service.c). */
+extern const orr_rpc_method hl_methods[];
+extern const size_t hl_methods_count;
+
+/* Handlers, by area. Signatures are orr_rpc_unary_fn / orr_rpc_stream_fn. */
+#define HL_UNARY(name)                                                                             \
+    orr_status name(orr_rpc_call *call, const ProtobufCMessage *req, ProtobufCMessage **resp,      \
+                    orr_err *err, void *ctx)
+HL_UNARY(hl_api_health);
+HL_UNARY(hl_api_create_task);
+HL_UNARY(hl_api_get_task);
+HL_UNARY(hl_api_list_tasks);
+HL_UNARY(hl_api_update_task);
+HL_UNARY(hl_api_deactivate_task);
+HL_UNARY(hl_api_create_instances);
+HL_UNARY(hl_api_get_instance);
+HL_UNARY(hl_api_list_instances);
+HL_UNARY(hl_api_list_ready_instances);
+HL_UNARY(hl_api_transition_instance);
+HL_UNARY(hl_api_transition_instances);
+HL_UNARY(hl_api_list_transitions);
+HL_UNARY(hl_api_put_pool);
+HL_UNARY(hl_api_get_pool);
+HL_UNARY(hl_api_list_pools);
+HL_UNARY(hl_api_acquire_tokens);
+HL_UNARY(hl_api_release_tokens);
+HL_UNARY(hl_api_create_team);
+HL_UNARY(hl_api_create_user);
+HL_UNARY(hl_api_get_user);
+HL_UNARY(hl_api_authenticate);
+HL_UNARY(hl_api_put_data_source);
+HL_UNARY(hl_api_get_data_source);
+orr_status hl_api_watch_events(orr_rpc_call *call, const ProtobufCMessage *req, orr_err *err,
+                               void *ctx);
+
+/* Checks of a transition request that need no database: ids, states, actor,
+ * executor for dispatched, and legality in the state machine (ORR_ESTATE,
+ * field "new_state"). ORR_OK or ORR_EINVAL naming the field. Pure; used by
+ * the handler and the fuzz target. */
+orr_status hl_transition_check(const hl_pb_transition_req *r, orr_err *err);
+
+/* ------------------------------------------------------------ helpers */
+
+/* gRPC status code of an orr_status (for per-item results of batch calls),
+ * following the mapping of orr_rpc.h. */
+int hl_grpc_code(orr_status s);
+
+/* Insert an event and notify listeners, on c inside the caller's
+ * transaction. payload is JSON text ("{}" if NULL); executor may be NULL.
+ * *id (may be NULL) gets the event id. */
+orr_status hl_emit(hl_conn *c, orr_arena *a, const char *kind, int64_t task_id, int64_t instance_id,
+                   const char *executor, const char *payload, int64_t *id, orr_err *err);
+/* Append an audit record inside the caller's transaction. */
+orr_status hl_audit(hl_conn *c, orr_arena *a, const char *actor, const char *action,
+                    const char *object, const char *detail_json, orr_err *err);
+
+/* Decimal text of v in the arena. */
+const char *hl_i64s(orr_arena *a, int64_t v);
+/* JSON string literal of s (quoted, escaped) in the arena. */
+const char *hl_jstr(orr_arena *a, const char *s);
+/* 1 if s is a name: 1..max bytes of [A-Za-z0-9_.-], starting with a letter or digit. */
+int hl_is_name(const char *s, size_t max);
+
+/* InstanceState enum from a stored state name (UNSPECIFIED if unknown). */
+int hl_pb_state(const char *name);
+
+/* Fill an Instance from row r of a result whose first 14 columns are
+ * HL_INSTANCE_COLS. Strings point into the result. */
+void hl_fill_instance(orr_arena *a, const PGresult *r, int row, hl_pb_instance *out);
+#define HL_MS(x) "(extract(epoch from " x ") * 1000)::int8"
+#define HL_INSTANCE_COLS                                                                           \
+    "i.id, i.task_id, t.name, i.task_version, " HL_MS(                                             \
+        "i.schedule_time") ", i.state, i.attempt, "                                                \
+                           "i.executor, i.priority, " HL_MS("i.created_at") ", " HL_MS(            \
+                               "i.updated_at") ", " HL_MS("i.started_at") ", " HL_MS("i.finished_" \
+                                                                                     "at") ", "    \
+                                                                                           "i."    \
+                                                                                           "reaso" \
+                                                                                           "n"
+
+#endif

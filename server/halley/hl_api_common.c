@@ -1,0 +1,164 @@
+/*
+ * hl_api_common.c - helpers shared by the handlers, and the Health RPC.
+ */
+#include <ctype.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "hl_api.h"
+#include "hl_migrate.h"
+#include "orr_buf.h"
+
+int hl_grpc_code(orr_status s)
+{
+    switch (s) {
+    case ORR_OK:
+        return 0;
+    case ORR_ECANCELLED:
+        return 1;
+    case ORR_EINVAL:
+        return 3;
+    case ORR_ETIMEOUT:
+        return 4;
+    case ORR_ENOTFOUND:
+        return 5;
+    case ORR_EEXIST:
+        return 6;
+    case ORR_EPERM:
+        return 7;
+    case ORR_ETOOBIG:
+        return 8;
+    case ORR_ESTATE:
+        return 9;
+    case ORR_ECONFLICT:
+        return 10;
+    case ORR_EUNAVAIL:
+        return 14;
+    case ORR_EAUTH:
+        return 16;
+    default:
+        return 13;
+    }
+}
+
+const char *hl_i64s(orr_arena *a, int64_t v)
+{
+    return orr_arena_sprintf(a, "%" PRId64, v);
+}
+
+const char *hl_jstr(orr_arena *a, const char *s)
+{
+    orr_buf b = ORR_BUF_INIT;
+    orr_buf_append_byte(&b, '"');
+    for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
+        if (*p == '"' || *p == '\\')
+            orr_buf_appendf(&b, "\\%c", *p);
+        else if (*p < 0x20)
+            orr_buf_appendf(&b, "\\u%04x", *p);
+        else
+            orr_buf_append_byte(&b, (char)*p);
+    }
+    orr_buf_append_byte(&b, '"');
+    const char *out = orr_arena_strdup(a, orr_buf_cstr(&b));
+    orr_buf_free(&b);
+    return out;
+}
+
+int hl_is_name(const char *s, size_t max)
+{
+    size_t n = s ? strlen(s) : 0;
+    if (n == 0 || n > max || !isalnum((unsigned char)s[0]))
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!isalnum((unsigned char)s[i]) && s[i] != '_' && s[i] != '.' && s[i] != '-')
+            return 0;
+    return 1;
+}
+
+int hl_pb_state(const char *name)
+{
+    return (int)hl_state_parse(name);
+}
+
+void hl_fill_instance(orr_arena *a, const PGresult *r, int row, hl_pb_instance *o)
+{
+    (void)a;
+    orrery__halley__v1__instance__init(o);
+    o->id = hl_val_i64(r, row, 0);
+    o->task_id = hl_val_i64(r, row, 1);
+    o->task_name = (char *)hl_val(r, row, 2);
+    o->task_version = (int32_t)hl_val_i64(r, row, 3);
+    o->schedule_time_ms = hl_val_i64(r, row, 4);
+    o->state = hl_pb_state(hl_val(r, row, 5));
+    o->attempt = (int32_t)hl_val_i64(r, row, 6);
+    o->executor = (char *)hl_val(r, row, 7);
+    o->priority = (int32_t)hl_val_i64(r, row, 8);
+    o->created_at_ms = hl_val_i64(r, row, 9);
+    o->updated_at_ms = hl_val_i64(r, row, 10);
+    o->started_at_ms = hl_val_i64(r, row, 11);
+    o->finished_at_ms = hl_val_i64(r, row, 12);
+    o->reason = (char *)hl_val(r, row, 13);
+}
+
+static hl_stmt q_emit =
+    HL_STMT("WITH e AS (INSERT INTO events (kind, task_id, instance_id, executor, payload) "
+            "VALUES ($1, nullif($2::int8, 0), nullif($3::int8, 0), $4, $5::jsonb) RETURNING id) "
+            "SELECT id, pg_notify('orrery_events', id::text || ' ' || $1 || ' ' || $2) FROM e");
+
+orr_status hl_emit(hl_conn *c, orr_arena *a, const char *kind, int64_t task_id, int64_t instance_id,
+                   const char *executor, const char *payload, int64_t *id, orr_err *err)
+{
+    const char *p[5] = {kind, hl_i64s(a, task_id), hl_i64s(a, instance_id),
+                        executor ? executor : "", payload ? payload : "{}"};
+    PGresult *r;
+    orr_status s = hl_db_query(c, a, &q_emit, 5, p, &r, err);
+    if (s == ORR_OK && id)
+        *id = hl_val_i64(r, 0, 0);
+    return s;
+}
+
+static hl_stmt q_audit =
+    HL_STMT("INSERT INTO audit_log (actor, action, object, detail) VALUES ($1, $2, $3, $4::jsonb)");
+
+orr_status hl_audit(hl_conn *c, orr_arena *a, const char *actor, const char *action,
+                    const char *object, const char *detail_json, orr_err *err)
+{
+    const char *p[4] = {actor && *actor ? actor : "unknown", action, object,
+                        detail_json ? detail_json : "{}"};
+    return hl_db_query(c, a, &q_audit, 4, p, NULL, err);
+}
+
+static hl_stmt q_schema_version =
+    HL_STMT("SELECT coalesce(max(version), 0) FROM schema_migrations");
+
+HL_UNARY(hl_api_health)
+{
+    (void)req;
+    hl_ctx *hc = ctx;
+    orr_arena *a = orr_rpc_call_arena(call);
+    Orrery__Halley__V1__HealthResponse *o = orr_arena_alloc(a, sizeof *o);
+    orrery__halley__v1__health_response__init(o);
+    o->known_schema_version = hc->known_schema_version;
+    o->listener_ok = hl_events_listening(hc->events);
+    hl_conn *c = NULL;
+    orr_err e;
+    orr_status s = hl_db_get(hc->db, &c, &e);
+    if (s == ORR_OK) {
+        PGresult *r;
+        s = hl_db_query(c, a, &q_schema_version, 0, NULL, &r, &e);
+        if (s == ORR_OK)
+            o->schema_version = (int32_t)hl_val_i64(r, 0, 0);
+        hl_db_put(hc->db, c);
+    }
+    o->db_ok = s == ORR_OK;
+    if (s != ORR_OK)
+        o->db_error = orr_arena_strdup(a, e.msg);
+    hl_db_stats st;
+    hl_db_get_stats(hc->db, &st);
+    o->pool_size = st.size;
+    o->pool_idle = st.idle;
+    (void)err;
+    *resp = &o->base;
+    return ORR_OK;
+}

@@ -1,0 +1,146 @@
+/*
+ * hl_api_events.c - WatchEvents: replay from the event table, then live.
+ *
+ * The reader keeps a cursor (the last id it has passed). Each round it reads
+ * up to HL_WATCH_BATCH rows with id > cursor in id order, sends those that
+ * match the filters, and advances the cursor; then it sleeps until the
+ * listener's sequence moves (a NOTIFY arrived) or a poll timeout passes.
+ *
+ * Ids come from a sequence, so a transaction that took id 10 may commit
+ * after one that took id 11. The reader therefore never passes a gap: when
+ * the next row is not cursor + 1 it waits for the missing id, and passes it
+ * (a rolled-back transaction, or a sequence that skipped ahead after a
+ * server restart) only when no writing transaction older than the row after
+ * the gap is still open (pg_stat_activity), or, as a fallback, once that row
+ * is older than event_grace_ms.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "hl_api.h"
+#include "orr_log.h"
+
+#define HL_WATCH_BATCH 256
+
+static hl_stmt q_horizon =
+    HL_STMT("SELECT pruned_upto, coalesce((SELECT max(id) FROM events), 0) FROM event_horizon");
+/* Column 7 says whether a gap before this row may be passed: true when the
+ * row is older than the grace period, or when no other session of the
+ * database has a writing transaction that started before the row was
+ * written (a transaction holding a lower, uncommitted id must have started
+ * before that). All halleyd replicas connect as one role, so they see each
+ * other's backend_xid in pg_stat_activity. */
+static hl_stmt q_events = HL_STMT(
+    "WITH w AS (SELECT min(xact_start) AS oldest FROM pg_stat_activity"
+    " WHERE datname = current_database() AND backend_xid IS NOT NULL"
+    " AND pid <> pg_backend_pid()) "
+    "SELECT id, kind, coalesce(task_id, 0), coalesce(instance_id, 0), executor, "
+    "payload::text, " HL_MS(
+        "created_at") ", created_at < clock_timestamp() - $2::int * interval '1 millisecond'"
+                      " OR created_at < coalesce((SELECT oldest FROM w), 'infinity')"
+                      " FROM events WHERE id > $1::int8 ORDER BY id LIMIT $3::int");
+
+static int hl__kind_matches(const Orrery__Halley__V1__WatchEventsRequest *rq, const char *kind)
+{
+    if (rq->n_kinds == 0)
+        return 1;
+    for (size_t i = 0; i < rq->n_kinds; i++) {
+        const char *k = rq->kinds[i];
+        size_t n = strlen(k);
+        if (n > 0 && k[n - 1] == '*') {
+            if (strncmp(kind, k, n - 1) == 0)
+                return 1;
+        } else if (strcmp(kind, k) == 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+orr_status hl_api_watch_events(orr_rpc_call *call, const ProtobufCMessage *req, orr_err *err,
+                               void *ctx)
+{
+    hl_ctx *hc = ctx;
+    const Orrery__Halley__V1__WatchEventsRequest *rq = (const void *)req;
+    if (rq->from_id < 0)
+        return orr_err_set(err, ORR_EINVAL, "from_id", "must be >= 0");
+    if (rq->task_id < 0)
+        return orr_err_set(err, ORR_EINVAL, "task_id", "must be >= 0");
+    if (rq->n_kinds > 32)
+        return orr_err_set(err, ORR_EINVAL, "kinds", "at most 32 kinds");
+
+    /* A per-round arena: the call's arena would grow for the stream's life. */
+    orr_arena *a = orr_arena_create(0);
+    hl_conn *c;
+    orr_status s = hl_db_get(hc->db, &c, err);
+    if (s != ORR_OK)
+        goto done;
+    PGresult *r;
+    s = hl_db_query(c, a, &q_horizon, 0, NULL, &r, err);
+    hl_db_put(hc->db, c);
+    if (s != ORR_OK)
+        goto done;
+    int64_t pruned = hl_val_i64(r, 0, 0), latest = hl_val_i64(r, 0, 1);
+    int64_t cursor = rq->from_id;
+    if (rq->from_latest) {
+        cursor = latest;
+    } else if (rq->from_id == 0) {
+        cursor = pruned;
+    } else if (rq->from_id < pruned) {
+        s = orr_err_set(err, ORR_ESTATE, "from_id",
+                        "resume point expired: events up to %lld were removed by retention",
+                        (long long)pruned);
+        goto done;
+    }
+    orr_arena_reset(a);
+
+    while (!orr_rpc_call_cancelled(call)) {
+        uint64_t seq = hl_events_seq(hc->events);
+        if ((s = hl_db_get(hc->db, &c, err)) != ORR_OK)
+            break;
+        const char *p[3] = {hl_i64s(a, cursor), orr_arena_sprintf(a, "%d", hc->event_grace_ms),
+                            orr_arena_sprintf(a, "%d", HL_WATCH_BATCH)};
+        s = hl_db_query(c, a, &q_events, 3, p, &r, err);
+        hl_db_put(hc->db, c);
+        if (s != ORR_OK)
+            break;
+        int n = PQntuples(r), gap = 0;
+        for (int i = 0; i < n && s == ORR_OK; i++) {
+            int64_t id = hl_val_i64(r, i, 0);
+            if (id != cursor + 1 && !hl_val_bool(r, i, 7)) {
+                gap = 1; /* an earlier id may still commit: wait for it */
+                break;
+            }
+            cursor = id;
+            const char *kind = hl_val(r, i, 1);
+            int64_t task_id = hl_val_i64(r, i, 2);
+            const char *executor = hl_val(r, i, 4);
+            if (!hl__kind_matches(rq, kind) || (rq->task_id && rq->task_id != task_id) ||
+                (rq->executor[0] && strcmp(rq->executor, executor) != 0))
+                continue;
+            Orrery__Halley__V1__Event ev = ORRERY__HALLEY__V1__EVENT__INIT;
+            ev.id = id;
+            ev.kind = (char *)kind;
+            ev.task_id = task_id;
+            ev.instance_id = hl_val_i64(r, i, 3);
+            ev.executor = (char *)executor;
+            ev.payload_json = (char *)hl_val(r, i, 5);
+            ev.created_at_ms = hl_val_i64(r, i, 6);
+            s = orr_rpc_stream_send(call, &ev.base);
+        }
+        orr_arena_reset(a);
+        if (s != ORR_OK) {
+            if (s == ORR_ECANCELLED)
+                s = ORR_OK;
+            break;
+        }
+        if (n == HL_WATCH_BATCH && !gap)
+            continue; /* more to replay */
+        hl_events_wait(hc->events, seq, gap ? 20 : 1000);
+    }
+    if (s == ORR_OK && orr_rpc_call_cancelled(call))
+        s = orr_err_set(err, ORR_ECANCELLED, NULL, "stream cancelled");
+done:
+    orr_arena_destroy(a);
+    return s;
+}

@@ -1,0 +1,551 @@
+/*
+ * hl_api_instances.c - instances and the state machine over gRPC.
+ *
+ * TransitionInstance is ONE statement (data-modifying CTEs, so one round trip
+ * and one implicit transaction):
+ *   UPDATE instances ... WHERE id = $1 AND state = $expected  (the CAS)
+ *   + INSERT instance_transitions (time, actor, reason, executor)
+ *   + upsert of the attempt row (dispatched, running, finished states)
+ *   + INSERT events + pg_notify
+ * Pool tokens are released by the instances_release_leases trigger in the same
+ * transaction. When the UPDATE matched nothing, a second read tells NOT_FOUND
+ * (no such instance) from ABORTED (it is in another state or attempt). The
+ * legality of (expected -> new) is checked before any database work
+ * (hl_sm.c), so an illegal pair is FAILED_PRECONDITION whatever the stored
+ * state is.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hl_api.h"
+#include "orr_buf.h"
+#include "orr_log.h"
+
+#define HL_BATCH_MAX 1000
+
+static hl_stmt q_create_instance = HL_STMT(
+    "WITH ins AS ("
+    " INSERT INTO instances (task_id, task_version, schedule_time, state, priority)"
+    " SELECT t.id, t.current_version, to_timestamp($2::int8 / 1000.0), 'waiting', $3::int"
+    " FROM tasks t WHERE t.id = $1::int8 AND t.active"
+    " ON CONFLICT (task_id, schedule_time) DO NOTHING RETURNING *),"
+    " ev AS (INSERT INTO events (kind, task_id, instance_id, payload)"
+    " SELECT 'instance.created', task_id, id, jsonb_build_object('state', 'waiting',"
+    " 'actor', $4::text, 'schedule_time_ms', $2::int8, 'task_version', task_version) FROM ins"
+    " RETURNING id, task_id) "
+    "SELECT " HL_INSTANCE_COLS ", ev.id,"
+    " pg_notify('orrery_events', ev.id::text || ' instance.created ' || ev.task_id::text)"
+    " FROM ins i JOIN ev ON true JOIN tasks t ON t.id = i.task_id");
+
+static hl_stmt q_existing_instance =
+    HL_STMT("SELECT " HL_INSTANCE_COLS " FROM instances i JOIN tasks t ON t.id = i.task_id"
+            " WHERE i.task_id = $1::int8 AND i.schedule_time = to_timestamp($2::int8 / 1000.0)");
+
+static hl_stmt q_task_active = HL_STMT("SELECT active FROM tasks WHERE id = $1::int8");
+
+static hl_stmt q_get_instance =
+    HL_STMT("SELECT " HL_INSTANCE_COLS " FROM instances i JOIN tasks t ON t.id = i.task_id"
+            " WHERE i.id = $1::int8");
+
+static hl_stmt q_upstreams = HL_STMT("SELECT d.kind, ut.id, ut.name, coalesce(ui.id, 0), " HL_MS(
+    "ui.schedule_time") ","
+                        " coalesce(ui.state, '')"
+                        " FROM instances i JOIN task_dependencies d ON d.task_id = i.task_id"
+                        "  AND d.kind IN ('strong', 'weak', 'self')"
+                        " JOIN tasks ut ON ut.id = d.upstream_task_id"
+                        " LEFT JOIN LATERAL (SELECT u2.id, u2.schedule_time, u2.state FROM "
+                        "instances u2"
+                        "  WHERE u2.task_id = ut.id AND ("
+                        "   (d.kind = 'self' AND u2.schedule_time < i.schedule_time) OR"
+                        "   (d.kind <> 'self' AND d.cycle = 'same' AND u2.schedule_time = "
+                        "i.schedule_time) OR"
+                        "   (d.kind <> 'self' AND d.cycle = 'latest' AND u2.schedule_time <= "
+                        "i.schedule_time))"
+                        "  ORDER BY u2.schedule_time DESC LIMIT 1) ui ON true"
+                        " WHERE i.id = $1::int8 ORDER BY d.position");
+
+/* Downstream instances whose dependency resolves to this instance: for
+ * 'latest' mappings, those at or after it and before this task's next
+ * instance; for 'self', the next instance of the same task. */
+static hl_stmt q_downstreams = HL_STMT("SELECT d.kind, dt.id, dt.name, di.id, " HL_MS(
+    "di.schedule_time") ", di.state"
+                        " FROM instances i JOIN task_dependencies d ON d.upstream_task_id = "
+                        "i.task_id"
+                        "  AND d.kind IN ('strong', 'weak', 'self')"
+                        " JOIN tasks dt ON dt.id = d.task_id"
+                        " JOIN LATERAL (SELECT d2.id, d2.schedule_time, d2.state FROM instances d2"
+                        "  WHERE d2.task_id = dt.id AND ("
+                        "   (d.kind <> 'self' AND d.cycle = 'same' AND d2.schedule_time = "
+                        "i.schedule_time) OR"
+                        "   (d.kind <> 'self' AND d.cycle = 'latest' AND d2.schedule_time >= "
+                        "i.schedule_time"
+                        "    AND NOT EXISTS (SELECT 1 FROM instances x WHERE x.task_id = i.task_id"
+                        "     AND x.schedule_time > i.schedule_time AND x.schedule_time <= "
+                        "d2.schedule_time)) OR"
+                        "   (d.kind = 'self' AND d2.schedule_time > i.schedule_time"
+                        "    AND NOT EXISTS (SELECT 1 FROM instances x WHERE x.task_id = i.task_id"
+                        "     AND x.schedule_time > i.schedule_time AND x.schedule_time < "
+                        "d2.schedule_time)))"
+                        "  ORDER BY d2.schedule_time LIMIT 100) di ON true"
+                        " WHERE i.id = $1::int8 ORDER BY d.position, di.schedule_time");
+
+static hl_stmt q_list_instances =
+    HL_STMT("SELECT " HL_INSTANCE_COLS " FROM instances i JOIN tasks t ON t.id = i.task_id"
+            " WHERE i.id > $1::int8 AND ($2::int8 = 0 OR i.task_id = $2::int8)"
+            " AND (cardinality($3::text[]) = 0 OR i.state = ANY($3::text[]))"
+            " AND ($4 = '' OR i.executor = $4)"
+            " AND ($5::int8 = 0 OR i.schedule_time >= to_timestamp($5::int8 / 1000.0))"
+            " AND ($6::int8 = 0 OR i.schedule_time < to_timestamp($6::int8 / 1000.0))"
+            " ORDER BY i.id LIMIT $7::int");
+
+static hl_stmt q_list_ready = HL_STMT(
+    "SELECT " HL_INSTANCE_COLS " FROM instances i JOIN tasks t ON t.id = i.task_id"
+    " WHERE i.state = 'ready' ORDER BY i.priority DESC, i.schedule_time, i.id LIMIT $1::int");
+
+static hl_stmt q_transition = HL_STMT(
+    "WITH u AS ("
+    " UPDATE instances SET state = $3, attempt = attempt + $8::int,"
+    "  executor = CASE WHEN $3 = 'dispatched' THEN $6 ELSE executor END,"
+    "  reason = $5, updated_at = now(),"
+    "  started_at = CASE WHEN $3 = 'running' THEN now() WHEN $3 = 'waiting' THEN NULL"
+    "   ELSE started_at END,"
+    "  finished_at = CASE WHEN $9::bool THEN now() WHEN $3 = 'waiting' THEN NULL"
+    "   ELSE finished_at END"
+    " WHERE id = $1::int8 AND state = $2 AND ($7::int = 0 OR attempt = $7::int)"
+    " RETURNING *),"
+    " tr AS (INSERT INTO instance_transitions"
+    "  (instance_id, attempt, from_state, to_state, actor, reason, executor)"
+    "  SELECT id, attempt, $2, $3, $4, $5, executor FROM u),"
+    " att AS (INSERT INTO attempts (instance_id, attempt, executor, state, exit_code, reason,"
+    "  finished_at)"
+    "  SELECT id, attempt, executor, $3, $10::int, $5, CASE WHEN $9::bool THEN now() END"
+    "  FROM u WHERE $11::bool"
+    "  ON CONFLICT (instance_id, attempt) DO UPDATE SET state = excluded.state,"
+    "   executor = excluded.executor, exit_code = coalesce(excluded.exit_code,"
+    "   attempts.exit_code), reason = excluded.reason, finished_at = excluded.finished_at,"
+    "   started_at = CASE WHEN excluded.state = 'dispatched' THEN now()"
+    "   ELSE attempts.started_at END),"
+    " ev AS (INSERT INTO events (kind, task_id, instance_id, executor, payload)"
+    "  SELECT 'instance.transition', task_id, id, executor, jsonb_build_object('from', $2::text,"
+    "  'to', $3::text, 'attempt', attempt, 'actor', $4::text, 'reason', $5::text) FROM u"
+    "  RETURNING id, task_id) "
+    "SELECT " HL_INSTANCE_COLS ", ev.id,"
+    " pg_notify('orrery_events', ev.id::text || ' instance.transition ' || ev.task_id::text)"
+    " FROM u i JOIN ev ON true JOIN tasks t ON t.id = i.task_id");
+
+static hl_stmt q_instance_state =
+    HL_STMT("SELECT state, attempt FROM instances WHERE id = $1::int8");
+
+static hl_stmt q_list_transitions = HL_STMT(
+    "SELECT id, instance_id, attempt, from_state, to_state, actor, reason, executor, " HL_MS(
+        "at") " FROM instance_transitions WHERE instance_id = $1::int8 ORDER BY id");
+
+/* ------------------------------------------------------------ dependencies */
+
+static orr_status hl__deps(hl_conn *c, orr_arena *a, hl_stmt *st, int64_t id,
+                           Orrery__Halley__V1__DepState ***out, size_t *n, orr_err *err)
+{
+    const char *p[1] = {hl_i64s(a, id)};
+    PGresult *r;
+    orr_status s = hl_db_query(c, a, st, 1, p, &r, err);
+    if (s != ORR_OK)
+        return s;
+    int rows = PQntuples(r);
+    *n = (size_t)rows;
+    *out = orr_arena_alloc(a, sizeof **out * (size_t)(rows ? rows : 1));
+    Orrery__Halley__V1__DepState *d = orr_arena_alloc(a, sizeof *d * (size_t)(rows ? rows : 1));
+    for (int i = 0; i < rows; i++) {
+        orrery__halley__v1__dep_state__init(&d[i]);
+        d[i].kind = (char *)hl_val(r, i, 0);
+        d[i].task_id = hl_val_i64(r, i, 1);
+        d[i].task_name = (char *)hl_val(r, i, 2);
+        d[i].instance_id = hl_val_i64(r, i, 3);
+        d[i].schedule_time_ms = hl_val_i64(r, i, 4);
+        d[i].state = hl_pb_state(hl_val(r, i, 5));
+        (*out)[i] = &d[i];
+    }
+    return ORR_OK;
+}
+
+static orr_status hl__fill_deps(hl_conn *c, orr_arena *a, hl_pb_instance *in, orr_err *err)
+{
+    orr_status s = hl__deps(c, a, &q_upstreams, in->id, &in->upstreams, &in->n_upstreams, err);
+    if (s == ORR_OK)
+        s = hl__deps(c, a, &q_downstreams, in->id, &in->downstreams, &in->n_downstreams, err);
+    return s;
+}
+
+/* ------------------------------------------------------------ create */
+
+static orr_status hl__create_one(hl_conn *c, orr_arena *a,
+                                 const Orrery__Halley__V1__CreateInstance *ci,
+                                 Orrery__Halley__V1__CreateInstanceResult *res, orr_err *err)
+{
+    orr_err ie;
+    orr_err_clear(&ie);
+    if (ci->task_id <= 0)
+        orr_err_set(&ie, ORR_EINVAL, "task_id", "must be positive");
+    else if (ci->schedule_time_ms <= 0)
+        orr_err_set(&ie, ORR_EINVAL, "schedule_time_ms", "must be positive");
+    else if (ci->priority < -1000 || ci->priority > 1000)
+        orr_err_set(&ie, ORR_EINVAL, "priority", "must be between -1000 and 1000");
+    if (ie.code == ORR_OK) {
+        const char *p[4] = {hl_i64s(a, ci->task_id), hl_i64s(a, ci->schedule_time_ms),
+                            orr_arena_sprintf(a, "%d", (int)ci->priority), ci->actor};
+        PGresult *r;
+        orr_status s = hl_db_query(c, a, &q_create_instance, 4, p, &r, err);
+        if (s != ORR_OK)
+            return s;
+        hl_pb_instance *in = orr_arena_alloc(a, sizeof *in);
+        if (PQntuples(r) == 1) {
+            hl_fill_instance(a, r, 0, in);
+            res->created = 1;
+            res->instance = in;
+        } else {
+            if ((s = hl_db_query(c, a, &q_existing_instance, 2, p, &r, err)) != ORR_OK)
+                return s;
+            if (PQntuples(r) == 1) {
+                hl_fill_instance(a, r, 0, in);
+                res->instance = in;
+            } else {
+                if ((s = hl_db_query(c, a, &q_task_active, 1, p, &r, err)) != ORR_OK)
+                    return s;
+                if (PQntuples(r) == 0)
+                    orr_err_set(&ie, ORR_ENOTFOUND, "task_id", "no such task");
+                else
+                    orr_err_set(&ie, ORR_ESTATE, "task_id", "task is not active");
+            }
+        }
+    }
+    res->code = hl_grpc_code(ie.code);
+    res->field = orr_arena_strdup(a, ie.field);
+    res->message = orr_arena_strdup(a, ie.msg);
+    return ORR_OK;
+}
+
+HL_UNARY(hl_api_create_instances)
+{
+    hl_ctx *hc = ctx;
+    const Orrery__Halley__V1__CreateInstancesRequest *rq = (const void *)req;
+    orr_arena *a = orr_rpc_call_arena(call);
+    if (rq->n_instances == 0 || rq->n_instances > HL_BATCH_MAX)
+        return orr_err_set(err, ORR_EINVAL, "instances", "give 1 to %d instances", HL_BATCH_MAX);
+    Orrery__Halley__V1__CreateInstancesResponse *o = orr_arena_alloc(a, sizeof *o);
+    orrery__halley__v1__create_instances_response__init(o);
+    o->n_results = rq->n_instances;
+    o->results = orr_arena_alloc(a, sizeof *o->results * rq->n_instances);
+    hl_conn *c;
+    orr_status s = hl_db_get(hc->db, &c, err);
+    if (s != ORR_OK)
+        return s;
+    for (size_t i = 0; s == ORR_OK && i < rq->n_instances; i++) {
+        Orrery__Halley__V1__CreateInstanceResult *res = orr_arena_alloc(a, sizeof *res);
+        orrery__halley__v1__create_instance_result__init(res);
+        o->results[i] = res;
+        s = hl__create_one(c, a, rq->instances[i], res, err);
+    }
+    hl_db_put(hc->db, c);
+    if (s != ORR_OK)
+        return s;
+    *resp = &o->base;
+    return ORR_OK;
+}
+
+/* ------------------------------------------------------------ read */
+
+HL_UNARY(hl_api_get_instance)
+{
+    hl_ctx *hc = ctx;
+    const Orrery__Halley__V1__GetInstanceRequest *rq = (const void *)req;
+    orr_arena *a = orr_rpc_call_arena(call);
+    if (rq->id <= 0)
+        return orr_err_set(err, ORR_EINVAL, "id", "must be positive");
+    hl_conn *c;
+    orr_status s = hl_db_get(hc->db, &c, err);
+    if (s != ORR_OK)
+        return s;
+    const char *p[1] = {hl_i64s(a, rq->id)};
+    PGresult *r;
+    s = hl_db_query(c, a, &q_get_instance, 1, p, &r, err);
+    if (s == ORR_OK && PQntuples(r) == 0)
+        s = orr_err_set(err, ORR_ENOTFOUND, "id", "no such instance");
+    hl_pb_instance *in = orr_arena_alloc(a, sizeof *in);
+    if (s == ORR_OK) {
+        hl_fill_instance(a, r, 0, in);
+        s = hl__fill_deps(c, a, in, err);
+    }
+    hl_db_put(hc->db, c);
+    if (s == ORR_OK)
+        *resp = &in->base;
+    return s;
+}
+
+static orr_status hl__instances_response(hl_conn *c, orr_arena *a, PGresult *r, int limit,
+                                         int with_deps, ProtobufCMessage **resp, orr_err *err)
+{
+    Orrery__Halley__V1__ListInstancesResponse *o = orr_arena_alloc(a, sizeof *o);
+    orrery__halley__v1__list_instances_response__init(o);
+    int n = PQntuples(r);
+    int shown = n > limit ? limit : n;
+    o->n_instances = (size_t)shown;
+    o->instances = orr_arena_alloc(a, sizeof *o->instances * (size_t)(shown ? shown : 1));
+    hl_pb_instance *ins = orr_arena_alloc(a, sizeof *ins * (size_t)(shown ? shown : 1));
+    for (int i = 0; i < shown; i++) {
+        hl_fill_instance(a, r, i, &ins[i]);
+        o->instances[i] = &ins[i];
+        if (with_deps) {
+            orr_status s = hl__fill_deps(c, a, &ins[i], err);
+            if (s != ORR_OK)
+                return s;
+        }
+    }
+    if (n > limit)
+        o->next_page_token = (char *)hl_i64s(a, ins[shown - 1].id);
+    *resp = &o->base;
+    return ORR_OK;
+}
+
+HL_UNARY(hl_api_list_instances)
+{
+    hl_ctx *hc = ctx;
+    const Orrery__Halley__V1__ListInstancesRequest *rq = (const void *)req;
+    orr_arena *a = orr_rpc_call_arena(call);
+    int size = rq->page_size ? rq->page_size : 100;
+    if (size < 1 || size > 1000)
+        return orr_err_set(err, ORR_EINVAL, "page_size", "must be between 1 and 1000");
+    if (rq->task_id < 0)
+        return orr_err_set(err, ORR_EINVAL, "task_id", "must be >= 0");
+    int64_t after = 0;
+    if (rq->page_token[0]) {
+        char *end;
+        after = strtoll(rq->page_token, &end, 10);
+        if (*end || after <= 0)
+            return orr_err_set(err, ORR_EINVAL, "page_token", "not a token from a previous page");
+    }
+    orr_buf states = ORR_BUF_INIT;
+    orr_buf_append_byte(&states, '{');
+    for (size_t i = 0; i < rq->n_states; i++) {
+        const char *nm = hl_state_name((hl_state)rq->states[i]);
+        if (!nm) {
+            orr_buf_free(&states);
+            return orr_err_set(err, ORR_EINVAL, orr_arena_sprintf(a, "states[%zu]", i),
+                               "unknown state");
+        }
+        orr_buf_appendf(&states, "%s%s", i ? "," : "", nm);
+    }
+    orr_buf_append_byte(&states, '}');
+    const char *p[7] = {hl_i64s(a, after),
+                        hl_i64s(a, rq->task_id),
+                        orr_arena_strdup(a, orr_buf_cstr(&states)),
+                        rq->executor,
+                        hl_i64s(a, rq->from_schedule_ms),
+                        hl_i64s(a, rq->to_schedule_ms),
+                        orr_arena_sprintf(a, "%d", size + 1)};
+    orr_buf_free(&states);
+    hl_conn *c;
+    orr_status s = hl_db_get(hc->db, &c, err);
+    if (s != ORR_OK)
+        return s;
+    PGresult *r;
+    s = hl_db_query(c, a, &q_list_instances, 7, p, &r, err);
+    if (s == ORR_OK)
+        s = hl__instances_response(c, a, r, size, rq->with_deps, resp, err);
+    hl_db_put(hc->db, c);
+    return s;
+}
+
+HL_UNARY(hl_api_list_ready_instances)
+{
+    hl_ctx *hc = ctx;
+    const Orrery__Halley__V1__ListReadyInstancesRequest *rq = (const void *)req;
+    orr_arena *a = orr_rpc_call_arena(call);
+    int limit = rq->limit ? rq->limit : 100;
+    if (limit < 1 || limit > 1000)
+        return orr_err_set(err, ORR_EINVAL, "limit", "must be between 1 and 1000");
+    hl_conn *c;
+    orr_status s = hl_db_get(hc->db, &c, err);
+    if (s != ORR_OK)
+        return s;
+    const char *p[1] = {orr_arena_sprintf(a, "%d", limit)};
+    PGresult *r;
+    s = hl_db_query(c, a, &q_list_ready, 1, p, &r, err);
+    if (s == ORR_OK)
+        s = hl__instances_response(c, a, r, limit, 0, resp, err);
+    hl_db_put(hc->db, c);
+    return s;
+}
+
+/* ------------------------------------------------------------ transitions */
+
+orr_status hl_transition_check(const hl_pb_transition_req *r, orr_err *err)
+{
+    if (r->instance_id <= 0)
+        return orr_err_set(err, ORR_EINVAL, "instance_id", "must be positive");
+    if (!hl_state_valid((int)r->expected_state))
+        return orr_err_set(err, ORR_EINVAL, "expected_state", "must be a state");
+    if (!hl_state_valid((int)r->new_state))
+        return orr_err_set(err, ORR_EINVAL, "new_state", "must be a state");
+    if (!r->actor || !r->actor[0])
+        return orr_err_set(err, ORR_EINVAL, "actor", "is required");
+    if (strlen(r->actor) > 256)
+        return orr_err_set(err, ORR_EINVAL, "actor", "at most 256 bytes");
+    if (r->reason && strlen(r->reason) > 4096)
+        return orr_err_set(err, ORR_EINVAL, "reason", "at most 4096 bytes");
+    if (r->expected_attempt < 0)
+        return orr_err_set(err, ORR_EINVAL, "expected_attempt", "must be >= 0");
+    hl_state from = (hl_state)r->expected_state, to = (hl_state)r->new_state;
+    if (!hl_sm_legal(from, to))
+        return orr_err_set(err, ORR_ESTATE, "new_state", "%s -> %s is not a legal transition",
+                           hl_state_name(from), hl_state_name(to));
+    if (to == HL_ST_DISPATCHED && (!r->executor || !hl_is_name(r->executor, 128)))
+        return orr_err_set(err, ORR_EINVAL, "executor",
+                           "an executor id is required for dispatched");
+    return ORR_OK;
+}
+
+/* One transition on c. ORR_OK with *out filled, or the item's error. */
+static orr_status hl__transition(hl_conn *c, orr_arena *a, const hl_pb_transition_req *rq,
+                                 hl_pb_transition_res *out, orr_err *err)
+{
+    orr_status s = hl_transition_check(rq, err);
+    if (s != ORR_OK)
+        return s;
+    hl_state from = (hl_state)rq->expected_state, to = (hl_state)rq->new_state;
+    unsigned edge = hl_sm_edge(from, to);
+    int record_attempt = to == HL_ST_DISPATCHED || to == HL_ST_RUNNING ||
+                         (hl_sm_finished(to) && to != HL_ST_MARKED_SUCCESS);
+    const char *id = hl_i64s(a, rq->instance_id);
+    const char *p[11] = {id,
+                         hl_state_name(from),
+                         hl_state_name(to),
+                         rq->actor,
+                         rq->reason,
+                         rq->executor,
+                         orr_arena_sprintf(a, "%d", (int)rq->expected_attempt),
+                         (edge & HL_EDGE_NEW_ATTEMPT) ? "1" : "0",
+                         hl_sm_finished(to) ? "true" : "false",
+                         rq->has_exit_code ? orr_arena_sprintf(a, "%d", (int)rq->exit_code) : NULL,
+                         record_attempt ? "true" : "false"};
+    PGresult *r;
+    if ((s = hl_db_query(c, a, &q_transition, 11, p, &r, err)) != ORR_OK)
+        return s;
+    if (PQntuples(r) == 1) {
+        hl_pb_instance *in = orr_arena_alloc(a, sizeof *in);
+        hl_fill_instance(a, r, 0, in);
+        out->instance = in;
+        out->event_id = hl_val_i64(r, 0, 14);
+        return ORR_OK;
+    }
+    if ((s = hl_db_query(c, a, &q_instance_state, 1, p, &r, err)) != ORR_OK)
+        return s;
+    if (PQntuples(r) == 0)
+        return orr_err_set(err, ORR_ENOTFOUND, "instance_id", "no such instance");
+    return orr_err_set(err, ORR_ECONFLICT, "expected_state",
+                       "instance is %s (attempt %s), expected %s", hl_val(r, 0, 0), hl_val(r, 0, 1),
+                       hl_state_name(from));
+}
+
+HL_UNARY(hl_api_transition_instance)
+{
+    hl_ctx *hc = ctx;
+    const hl_pb_transition_req *rq = (const void *)req;
+    orr_arena *a = orr_rpc_call_arena(call);
+    orr_status s = hl_transition_check(rq, err);
+    if (s != ORR_OK)
+        return s;
+    hl_conn *c;
+    if ((s = hl_db_get(hc->db, &c, err)) != ORR_OK)
+        return s;
+    hl_pb_transition_res *o = orr_arena_alloc(a, sizeof *o);
+    orrery__halley__v1__transition_result__init(o);
+    s = hl__transition(c, a, rq, o, err);
+    hl_db_put(hc->db, c);
+    if (s == ORR_OK)
+        *resp = &o->base;
+    return s;
+}
+
+HL_UNARY(hl_api_transition_instances)
+{
+    hl_ctx *hc = ctx;
+    const Orrery__Halley__V1__TransitionBatchRequest *rq = (const void *)req;
+    orr_arena *a = orr_rpc_call_arena(call);
+    if (rq->n_items == 0 || rq->n_items > HL_BATCH_MAX)
+        return orr_err_set(err, ORR_EINVAL, "items", "give 1 to %d transitions", HL_BATCH_MAX);
+    Orrery__Halley__V1__TransitionBatchResponse *o = orr_arena_alloc(a, sizeof *o);
+    orrery__halley__v1__transition_batch_response__init(o);
+    o->n_results = rq->n_items;
+    o->results = orr_arena_alloc(a, sizeof *o->results * rq->n_items);
+    hl_conn *c;
+    orr_status s = hl_db_get(hc->db, &c, err);
+    if (s != ORR_OK)
+        return s;
+    for (size_t i = 0; i < rq->n_items; i++) {
+        hl_pb_transition_res *res = orr_arena_alloc(a, sizeof *res);
+        orrery__halley__v1__transition_result__init(res);
+        o->results[i] = res;
+        orr_err ie;
+        orr_err_clear(&ie);
+        orr_status is = hl__transition(c, a, rq->items[i], res, &ie);
+        if (is == ORR_EUNAVAIL) { /* the database went away: the whole call fails */
+            *err = ie;
+            hl_db_put(hc->db, c);
+            return is;
+        }
+        res->code = hl_grpc_code(is);
+        if (is != ORR_OK) {
+            res->field = orr_arena_strdup(a, ie.field);
+            res->message = orr_arena_strdup(a, ie.msg);
+        }
+    }
+    hl_db_put(hc->db, c);
+    *resp = &o->base;
+    return ORR_OK;
+}
+
+HL_UNARY(hl_api_list_transitions)
+{
+    hl_ctx *hc = ctx;
+    const Orrery__Halley__V1__ListTransitionsRequest *rq = (const void *)req;
+    orr_arena *a = orr_rpc_call_arena(call);
+    if (rq->instance_id <= 0)
+        return orr_err_set(err, ORR_EINVAL, "instance_id", "must be positive");
+    hl_conn *c;
+    orr_status s = hl_db_get(hc->db, &c, err);
+    if (s != ORR_OK)
+        return s;
+    const char *p[1] = {hl_i64s(a, rq->instance_id)};
+    PGresult *r;
+    s = hl_db_query(c, a, &q_list_transitions, 1, p, &r, err);
+    if (s == ORR_OK && PQntuples(r) == 0 &&
+        (s = hl_db_query(c, a, &q_instance_state, 1, p, &r, err)) == ORR_OK && PQntuples(r) == 0)
+        s = orr_err_set(err, ORR_ENOTFOUND, "instance_id", "no such instance");
+    hl_db_put(hc->db, c);
+    if (s != ORR_OK)
+        return s;
+    Orrery__Halley__V1__ListTransitionsResponse *o = orr_arena_alloc(a, sizeof *o);
+    orrery__halley__v1__list_transitions_response__init(o);
+    int n = PQntuples(r);
+    if (PQnfields(r) < 9)
+        n = 0; /* r is the existence check: the instance has no transitions yet */
+    o->n_transitions = (size_t)n;
+    o->transitions = orr_arena_alloc(a, sizeof *o->transitions * (size_t)(n ? n : 1));
+    Orrery__Halley__V1__Transition *t = orr_arena_alloc(a, sizeof *t * (size_t)(n ? n : 1));
+    for (int i = 0; i < n; i++) {
+        orrery__halley__v1__transition__init(&t[i]);
+        t[i].id = hl_val_i64(r, i, 0);
+        t[i].instance_id = hl_val_i64(r, i, 1);
+        t[i].attempt = (int32_t)hl_val_i64(r, i, 2);
+        t[i].from_state = hl_pb_state(hl_val(r, i, 3));
+        t[i].to_state = hl_pb_state(hl_val(r, i, 4));
+        t[i].actor = (char *)hl_val(r, i, 5);
+        t[i].reason = (char *)hl_val(r, i, 6);
+        t[i].executor = (char *)hl_val(r, i, 7);
+        t[i].at_ms = hl_val_i64(r, i, 8);
+        o->transitions[i] = &t[i];
+    }
+    *resp = &o->base;
+    return ORR_OK;
+}

@@ -1,0 +1,426 @@
+/*
+ * hl_api_tasks.c - CreateTask, GetTask, ListTasks, UpdateTask, DeactivateTask.
+ *
+ * A task is a row in tasks plus immutable rows in task_versions; every update
+ * writes version current+1 and moves tasks.current_version, in one
+ * transaction with the dependency rows, an audit record and an event.
+ * Instances keep the version they were created with. GetTask of the current
+ * version by id is served from hl_cache when possible.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hl_api.h"
+#include "hl_spec.h"
+#include "orr_log.h"
+
+#define HL_TASK_COLS                                                                               \
+    "t.id, t.name, tm.name, t.type, t.active, v.version, t.current_version, v.spec::text, "        \
+    "v.schedule, v.timezone, v.created_by, " HL_MS("v.created_at")
+
+static hl_stmt q_get_task =
+    HL_STMT("SELECT " HL_TASK_COLS " FROM tasks t JOIN teams tm ON tm.id = t.team_id "
+            "JOIN task_versions v ON v.task_id = t.id "
+            " AND v.version = CASE WHEN $3::int = 0 THEN t.current_version ELSE $3::int END "
+            "WHERE ($1::int8 <> 0 AND t.id = $1::int8) OR ($1::int8 = 0 AND t.name = $2)");
+
+static hl_stmt q_list_tasks = HL_STMT(
+    "SELECT " HL_TASK_COLS " FROM tasks t JOIN teams tm ON tm.id = t.team_id "
+    "JOIN task_versions v ON v.task_id = t.id AND v.version = t.current_version "
+    "WHERE t.id > $1::int8 AND ($2 = '' OR tm.name = $2) AND ($3 = '' OR t.type = $3) "
+    " AND ($4::int = 0 OR t.active = ($4::int = 1)) AND ($5 = '' OR starts_with(t.name, $5)) "
+    "ORDER BY t.id LIMIT $6::int");
+
+static hl_stmt q_team_id = HL_STMT("SELECT id FROM teams WHERE name = $1");
+static hl_stmt q_task_id = HL_STMT("SELECT id FROM tasks WHERE name = $1");
+static hl_stmt q_insert_task =
+    HL_STMT("INSERT INTO tasks (name, team_id, type) VALUES ($1, $2::int8, $3) RETURNING id");
+static hl_stmt q_insert_version =
+    HL_STMT("INSERT INTO task_versions (task_id, version, spec, schedule, timezone, created_by) "
+            "VALUES ($1::int8, $2::int, $3::jsonb, $4, $5, $6)");
+static hl_stmt q_delete_deps = HL_STMT("DELETE FROM task_dependencies WHERE task_id = $1::int8");
+static hl_stmt q_insert_dep = HL_STMT(
+    "INSERT INTO task_dependencies (task_id, upstream_task_id, kind, cycle, data_unit, position) "
+    "VALUES ($1::int8, nullif($2::int8, 0), $3, $4, $5::jsonb, $6::int)");
+static hl_stmt q_lock_task = HL_STMT(
+    "SELECT t.id, t.name, t.current_version, t.active FROM tasks t "
+    "WHERE ($1::int8 <> 0 AND t.id = $1::int8) OR ($1::int8 = 0 AND t.name = $2) FOR UPDATE");
+static hl_stmt q_bump_task =
+    HL_STMT("UPDATE tasks SET current_version = $2::int, team_id = $3::int8, type = $4, "
+            "updated_at = now() WHERE id = $1::int8");
+static hl_stmt q_deactivate =
+    HL_STMT("UPDATE tasks SET active = false, updated_at = now() WHERE id = $1::int8");
+
+static void hl__fill_task(const PGresult *r, int row, hl_pb_task *t)
+{
+    orrery__halley__v1__task__init(t);
+    t->id = hl_val_i64(r, row, 0);
+    t->name = (char *)hl_val(r, row, 1);
+    t->team = (char *)hl_val(r, row, 2);
+    t->type = (char *)hl_val(r, row, 3);
+    t->active = hl_val_bool(r, row, 4);
+    t->version = (int32_t)hl_val_i64(r, row, 5);
+    t->current_version = (int32_t)hl_val_i64(r, row, 6);
+    t->spec_json = (char *)hl_val(r, row, 7);
+    t->schedule = (char *)hl_val(r, row, 8);
+    t->timezone = (char *)hl_val(r, row, 9);
+    t->created_by = (char *)hl_val(r, row, 10);
+    t->created_at_ms = hl_val_i64(r, row, 11);
+}
+
+/* Read a task (version 0 = current) on c into a new message in a. */
+static orr_status hl__read_task(hl_conn *c, orr_arena *a, int64_t id, const char *name,
+                                int32_t version, hl_pb_task **out, orr_err *err)
+{
+    const char *p[3] = {hl_i64s(a, id), name ? name : "", orr_arena_sprintf(a, "%d", version)};
+    PGresult *r;
+    orr_status s = hl_db_query(c, a, &q_get_task, 3, p, &r, err);
+    if (s != ORR_OK)
+        return s;
+    if (PQntuples(r) == 0)
+        return orr_err_set(err, ORR_ENOTFOUND, version ? "version" : (id ? "id" : "name"),
+                           "no such task%s", version ? " version" : "");
+    hl_pb_task *t = orr_arena_alloc(a, sizeof *t);
+    hl__fill_task(r, 0, t);
+    *out = t;
+    return ORR_OK;
+}
+
+/* Write dependency rows for spec (after deleting the old ones). */
+static orr_status hl__write_deps(hl_conn *c, orr_arena *a, int64_t task_id, const hl_spec *sp,
+                                 orr_err *err)
+{
+    const char *tid = hl_i64s(a, task_id);
+    const char *p0[1] = {tid};
+    orr_status s = hl_db_query(c, a, &q_delete_deps, 1, p0, NULL, err);
+    for (size_t i = 0; s == ORR_OK && i < sp->n_deps; i++) {
+        const hl_spec_dep *d = &sp->deps[i];
+        int64_t up = 0;
+        if (strcmp(d->kind, "self") == 0) {
+            up = task_id;
+        } else if (d->task) {
+            const char *pn[1] = {d->task};
+            PGresult *r;
+            if ((s = hl_db_query(c, a, &q_task_id, 1, pn, &r, err)) != ORR_OK)
+                return s;
+            if (PQntuples(r) == 0)
+                return orr_err_set(err, ORR_EINVAL,
+                                   orr_arena_sprintf(a, "spec.upstreams[%zu].task", i),
+                                   "unknown task \"%s\"", d->task);
+            up = hl_val_i64(r, 0, 0);
+        }
+        char *unit = NULL;
+        if (d->unit) {
+            char *dump = json_dumps(d->unit, JSON_COMPACT);
+            unit = orr_arena_strdup(a, dump);
+            free(dump);
+        }
+        const char *p[6] = {tid,      hl_i64s(a, up), d->kind,
+                            d->cycle, unit,           orr_arena_sprintf(a, "%zu", i)};
+        s = hl_db_query(c, a, &q_insert_dep, 6, p, NULL, err);
+    }
+    return s;
+}
+
+static orr_status hl__team_id(hl_conn *c, orr_arena *a, const char *team, int64_t *out,
+                              orr_err *err)
+{
+    const char *p[1] = {team};
+    PGresult *r;
+    orr_status s = hl_db_query(c, a, &q_team_id, 1, p, &r, err);
+    if (s != ORR_OK)
+        return s;
+    if (PQntuples(r) == 0)
+        return orr_err_set(err, ORR_EINVAL, "spec.team", "unknown team \"%s\"", team);
+    *out = hl_val_i64(r, 0, 0);
+    return ORR_OK;
+}
+
+static const char *hl__canonical(orr_arena *a, const hl_spec *sp)
+{
+    char *dump = json_dumps(sp->root, JSON_COMPACT);
+    const char *s = orr_arena_strdup(a, dump);
+    free(dump);
+    return s;
+}
+
+HL_UNARY(hl_api_create_task)
+{
+    hl_ctx *hc = ctx;
+    const Orrery__Halley__V1__CreateTaskRequest *rq = (const void *)req;
+    orr_arena *a = orr_rpc_call_arena(call);
+    hl_spec sp;
+    orr_status s = hl_spec_parse(hc->task_schema, rq->spec_json, strlen(rq->spec_json), &sp, err);
+    if (s != ORR_OK)
+        return s;
+    hl_conn *c = NULL;
+    if ((s = hl_db_get(hc->db, &c, err)) != ORR_OK)
+        goto out;
+    int64_t team_id = 0, task_id = 0;
+    PGresult *r;
+    if ((s = hl_db_begin(c, err)) != ORR_OK || (s = hl__team_id(c, a, sp.team, &team_id, err)))
+        goto out;
+    const char *p[3] = {sp.name, hl_i64s(a, team_id), sp.type};
+    s = hl_db_query(c, a, &q_insert_task, 3, p, &r, err);
+    if (s == ORR_EEXIST) {
+        s = orr_err_set(err, ORR_EEXIST, "spec.name", "a task named \"%s\" exists", sp.name);
+        goto out;
+    }
+    if (s != ORR_OK)
+        goto out;
+    task_id = hl_val_i64(r, 0, 0);
+    const char *tid = hl_i64s(a, task_id);
+    const char *pv[6] = {tid, "1", hl__canonical(a, &sp), sp.schedule, sp.timezone, rq->actor};
+    if ((s = hl_db_query(c, a, &q_insert_version, 6, pv, NULL, err)) != ORR_OK ||
+        (s = hl__write_deps(c, a, task_id, &sp, err)) != ORR_OK ||
+        (s = hl_audit(c, a, rq->actor, "task.create", orr_arena_sprintf(a, "task:%s", sp.name),
+                      NULL, err)) != ORR_OK ||
+        (s = hl_emit(c, a, "task.created", task_id, 0, NULL,
+                     orr_arena_sprintf(a, "{\"name\":%s,\"version\":1}", hl_jstr(a, sp.name)), NULL,
+                     err)) != ORR_OK ||
+        (s = hl_db_commit(c, err)) != ORR_OK)
+        goto out;
+    hl_cache_invalidate(hc->cache, task_id);
+    hl_pb_task *t;
+    if ((s = hl__read_task(c, a, task_id, NULL, 0, &t, err)) == ORR_OK)
+        *resp = &t->base;
+    ORR_INFO("task created", "task_id=%" PRId64 " name=%s", task_id, orr_log_q(sp.name));
+out:
+    if (c)
+        hl_db_put(hc->db, c);
+    hl_spec_clear(&sp);
+    return s;
+}
+
+static void hl__task_from_cache(orr_arena *a, const hl_cached_task *ct, hl_pb_task **out)
+{
+    hl_pb_task *t = orr_arena_alloc(a, sizeof *t);
+    orrery__halley__v1__task__init(t);
+    t->id = ct->id;
+    t->name = (char *)ct->name;
+    t->team = (char *)ct->team;
+    t->type = (char *)ct->type;
+    t->active = ct->active;
+    t->version = ct->version;
+    t->current_version = ct->current_version;
+    t->spec_json = (char *)ct->spec_json;
+    t->schedule = (char *)ct->schedule;
+    t->timezone = (char *)ct->timezone;
+    t->created_by = (char *)ct->created_by;
+    t->created_at_ms = ct->created_at_ms;
+    *out = t;
+}
+
+HL_UNARY(hl_api_get_task)
+{
+    hl_ctx *hc = ctx;
+    const Orrery__Halley__V1__GetTaskRequest *rq = (const void *)req;
+    orr_arena *a = orr_rpc_call_arena(call);
+    if (rq->id < 0)
+        return orr_err_set(err, ORR_EINVAL, "id", "must be positive");
+    if ((rq->id == 0) == (rq->name[0] == 0))
+        return orr_err_set(err, ORR_EINVAL, rq->id ? "name" : "id",
+                           "give exactly one of id and name");
+    if (rq->version < 0)
+        return orr_err_set(err, ORR_EINVAL, "version", "must be >= 0");
+    int cacheable = rq->id > 0 && rq->version == 0;
+    hl_cached_task ct;
+    hl_pb_task *t;
+    if (cacheable && hl_cache_get(hc->cache, rq->id, a, &ct)) {
+        hl__task_from_cache(a, &ct, &t);
+        *resp = &t->base;
+        return ORR_OK;
+    }
+    uint64_t gen = hl_cache_gen(hc->cache);
+    hl_conn *c;
+    orr_status s = hl_db_get(hc->db, &c, err);
+    if (s != ORR_OK)
+        return s;
+    s = hl__read_task(c, a, rq->id, rq->name, rq->version, &t, err);
+    hl_db_put(hc->db, c);
+    if (s != ORR_OK)
+        return s;
+    if (cacheable) {
+        hl_cached_task put = {t->id,
+                              t->name,
+                              t->team,
+                              t->type,
+                              t->active,
+                              t->version,
+                              t->current_version,
+                              t->spec_json,
+                              t->schedule,
+                              t->timezone,
+                              t->created_by,
+                              t->created_at_ms};
+        hl_cache_put(hc->cache, &put, gen);
+    }
+    *resp = &t->base;
+    return ORR_OK;
+}
+
+HL_UNARY(hl_api_list_tasks)
+{
+    hl_ctx *hc = ctx;
+    const Orrery__Halley__V1__ListTasksRequest *rq = (const void *)req;
+    orr_arena *a = orr_rpc_call_arena(call);
+    int size = rq->page_size ? rq->page_size : 100;
+    if (size < 1 || size > 1000)
+        return orr_err_set(err, ORR_EINVAL, "page_size", "must be between 1 and 1000");
+    int64_t after = 0;
+    if (rq->page_token[0]) {
+        char *end;
+        after = strtoll(rq->page_token, &end, 10);
+        if (*end || after <= 0)
+            return orr_err_set(err, ORR_EINVAL, "page_token", "not a token from a previous page");
+    }
+    if (rq->active > 2 || rq->active < 0)
+        return orr_err_set(err, ORR_EINVAL, "active", "unknown filter");
+    hl_conn *c;
+    orr_status s = hl_db_get(hc->db, &c, err);
+    if (s != ORR_OK)
+        return s;
+    const char *p[6] = {hl_i64s(a, after), rq->team,
+                        rq->type,          orr_arena_sprintf(a, "%d", (int)rq->active),
+                        rq->name_prefix,   orr_arena_sprintf(a, "%d", size + 1)};
+    PGresult *r;
+    s = hl_db_query(c, a, &q_list_tasks, 6, p, &r, err);
+    hl_db_put(hc->db, c);
+    if (s != ORR_OK)
+        return s;
+    Orrery__Halley__V1__ListTasksResponse *o = orr_arena_alloc(a, sizeof *o);
+    orrery__halley__v1__list_tasks_response__init(o);
+    int n = PQntuples(r);
+    int shown = n > size ? size : n;
+    o->n_tasks = (size_t)shown;
+    o->tasks = orr_arena_alloc(a, sizeof *o->tasks * (size_t)(shown ? shown : 1));
+    hl_pb_task *ts = orr_arena_alloc(a, sizeof *ts * (size_t)(shown ? shown : 1));
+    for (int i = 0; i < shown; i++) {
+        hl__fill_task(r, i, &ts[i]);
+        o->tasks[i] = &ts[i];
+    }
+    if (n > size)
+        o->next_page_token = (char *)hl_i64s(a, ts[shown - 1].id);
+    *resp = &o->base;
+    return ORR_OK;
+}
+
+/* Lock the task named by id/name; fills id, name, current version, active. */
+static orr_status hl__lock_task(hl_conn *c, orr_arena *a, int64_t id, const char *name,
+                                int64_t *tid, const char **tname, int *cur, int *active,
+                                orr_err *err)
+{
+    if (id < 0)
+        return orr_err_set(err, ORR_EINVAL, "id", "must be positive");
+    if ((id == 0) == (name[0] == 0))
+        return orr_err_set(err, ORR_EINVAL, id ? "name" : "id", "give exactly one of id and name");
+    const char *p[2] = {hl_i64s(a, id), name};
+    PGresult *r;
+    orr_status s = hl_db_query(c, a, &q_lock_task, 2, p, &r, err);
+    if (s != ORR_OK)
+        return s;
+    if (PQntuples(r) == 0)
+        return orr_err_set(err, ORR_ENOTFOUND, id ? "id" : "name", "no such task");
+    *tid = hl_val_i64(r, 0, 0);
+    *tname = hl_val(r, 0, 1);
+    *cur = (int)hl_val_i64(r, 0, 2);
+    *active = hl_val_bool(r, 0, 3);
+    return ORR_OK;
+}
+
+HL_UNARY(hl_api_update_task)
+{
+    hl_ctx *hc = ctx;
+    const Orrery__Halley__V1__UpdateTaskRequest *rq = (const void *)req;
+    orr_arena *a = orr_rpc_call_arena(call);
+    if (rq->expected_version < 0)
+        return orr_err_set(err, ORR_EINVAL, "expected_version", "must be >= 0");
+    hl_spec sp;
+    orr_status s = hl_spec_parse(hc->task_schema, rq->spec_json, strlen(rq->spec_json), &sp, err);
+    if (s != ORR_OK)
+        return s;
+    hl_conn *c = NULL;
+    if ((s = hl_db_get(hc->db, &c, err)) != ORR_OK || (s = hl_db_begin(c, err)) != ORR_OK)
+        goto out;
+    int64_t tid, team_id;
+    const char *tname;
+    int cur, active;
+    if ((s = hl__lock_task(c, a, rq->id, rq->name, &tid, &tname, &cur, &active, err)) != ORR_OK)
+        goto out;
+    if (strcmp(tname, sp.name) != 0) {
+        s = orr_err_set(err, ORR_EINVAL, "spec.name", "a task cannot be renamed (is \"%s\")",
+                        tname);
+        goto out;
+    }
+    if (rq->expected_version && rq->expected_version != cur) {
+        s = orr_err_set(err, ORR_ECONFLICT, "expected_version",
+                        "task is at version %d, expected %d", cur, (int)rq->expected_version);
+        goto out;
+    }
+    if ((s = hl__team_id(c, a, sp.team, &team_id, err)) != ORR_OK)
+        goto out;
+    const char *ts = hl_i64s(a, tid);
+    const char *nv = orr_arena_sprintf(a, "%d", cur + 1);
+    const char *pv[6] = {ts, nv, hl__canonical(a, &sp), sp.schedule, sp.timezone, rq->actor};
+    const char *pb[4] = {ts, nv, hl_i64s(a, team_id), sp.type};
+    if ((s = hl_db_query(c, a, &q_insert_version, 6, pv, NULL, err)) != ORR_OK ||
+        (s = hl_db_query(c, a, &q_bump_task, 4, pb, NULL, err)) != ORR_OK ||
+        (s = hl__write_deps(c, a, tid, &sp, err)) != ORR_OK ||
+        (s = hl_audit(c, a, rq->actor, "task.update", orr_arena_sprintf(a, "task:%s", tname),
+                      orr_arena_sprintf(a, "{\"version\":%d}", cur + 1), err)) != ORR_OK ||
+        (s = hl_emit(
+             c, a, "task.updated", tid, 0, NULL,
+             orr_arena_sprintf(a, "{\"name\":%s,\"version\":%d}", hl_jstr(a, tname), cur + 1), NULL,
+             err)) != ORR_OK ||
+        (s = hl_db_commit(c, err)) != ORR_OK)
+        goto out;
+    hl_cache_invalidate(hc->cache, tid);
+    hl_pb_task *t;
+    if ((s = hl__read_task(c, a, tid, NULL, 0, &t, err)) == ORR_OK)
+        *resp = &t->base;
+out:
+    if (c)
+        hl_db_put(hc->db, c);
+    hl_spec_clear(&sp);
+    return s;
+}
+
+HL_UNARY(hl_api_deactivate_task)
+{
+    hl_ctx *hc = ctx;
+    const Orrery__Halley__V1__DeactivateTaskRequest *rq = (const void *)req;
+    orr_arena *a = orr_rpc_call_arena(call);
+    hl_conn *c = NULL;
+    orr_status s;
+    if ((s = hl_db_get(hc->db, &c, err)) != ORR_OK || (s = hl_db_begin(c, err)) != ORR_OK)
+        goto out;
+    int64_t tid;
+    const char *tname;
+    int cur, active;
+    if ((s = hl__lock_task(c, a, rq->id, rq->name, &tid, &tname, &cur, &active, err)) != ORR_OK)
+        goto out;
+    if (active) {
+        const char *p[1] = {hl_i64s(a, tid)};
+        if ((s = hl_db_query(c, a, &q_deactivate, 1, p, NULL, err)) != ORR_OK ||
+            (s = hl_audit(
+                 c, a, rq->actor, "task.deactivate", orr_arena_sprintf(a, "task:%s", tname),
+                 orr_arena_sprintf(a, "{\"reason\":%s}", hl_jstr(a, rq->reason)), err)) != ORR_OK ||
+            (s = hl_emit(c, a, "task.deactivated", tid, 0, NULL,
+                         orr_arena_sprintf(a, "{\"name\":%s,\"reason\":%s}", hl_jstr(a, tname),
+                                           hl_jstr(a, rq->reason)),
+                         NULL, err)) != ORR_OK)
+            goto out;
+    }
+    if ((s = hl_db_commit(c, err)) != ORR_OK)
+        goto out;
+    hl_cache_invalidate(hc->cache, tid);
+    hl_pb_task *t;
+    if ((s = hl__read_task(c, a, tid, NULL, 0, &t, err)) == ORR_OK)
+        *resp = &t->base;
+out:
+    if (c)
+        hl_db_put(hc->db, c);
+    return s;
+}

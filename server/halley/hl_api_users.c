@@ -1,0 +1,328 @@
+/*
+ * hl_api_users.c - teams, users (argon2id) and data sources (secretbox).
+ *
+ * Password hashing runs before any connection is taken, so a slow hash never
+ * holds a pool slot. Stored secrets are never read back by any RPC: GetDataSource
+ * only says whether one is set.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "hl_api.h"
+#include "orr_buf.h"
+#include "orr_json.h"
+
+static hl_stmt q_insert_team = HL_STMT("INSERT INTO teams (name) VALUES ($1) RETURNING id");
+static hl_stmt q_insert_user =
+    HL_STMT("INSERT INTO users (name, password_hash, role) VALUES ($1, $2, $3) RETURNING id");
+static hl_stmt q_user_team = HL_STMT(
+    "INSERT INTO user_teams (user_id, team_id) SELECT $1::int8, id FROM teams WHERE name = $2"
+    " ON CONFLICT DO NOTHING RETURNING team_id");
+static hl_stmt q_get_user =
+    HL_STMT("SELECT id, name, role, active, password_hash FROM users WHERE name = $1");
+static hl_stmt q_user_teams =
+    HL_STMT("SELECT t.name FROM user_teams ut JOIN teams t ON t.id = ut.team_id"
+            " WHERE ut.user_id = $1::int8 ORDER BY t.name");
+static hl_stmt q_put_ds =
+    HL_STMT("INSERT INTO data_sources (name, kind, params, secret) VALUES ($1, $2, $3::jsonb,"
+            " decode(nullif($4, ''), 'hex'))"
+            " ON CONFLICT (name) DO UPDATE SET kind = excluded.kind, params = excluded.params,"
+            " secret = coalesce(excluded.secret, data_sources.secret), updated_at = now()");
+static hl_stmt q_get_ds = HL_STMT("SELECT name, kind, params::text, secret IS NOT NULL, " HL_MS(
+    "updated_at") " FROM data_sources WHERE name = $1");
+
+static const char *const hl__roles[] = {NULL, "admin", "developer", "viewer"};
+
+static int hl__role_enum(const char *name)
+{
+    for (int i = 1; i < 4; i++)
+        if (strcmp(hl__roles[i], name) == 0)
+            return i;
+    return 0;
+}
+
+HL_UNARY(hl_api_create_team)
+{
+    hl_ctx *hc = ctx;
+    const Orrery__Halley__V1__CreateTeamRequest *rq = (const void *)req;
+    orr_arena *a = orr_rpc_call_arena(call);
+    if (!hl_is_name(rq->name, 128))
+        return orr_err_set(err, ORR_EINVAL, "name", "1-128 characters of [A-Za-z0-9_.-]");
+    hl_conn *c;
+    orr_status s = hl_db_get(hc->db, &c, err);
+    if (s != ORR_OK)
+        return s;
+    const char *p[1] = {rq->name};
+    PGresult *r = NULL;
+    if ((s = hl_db_begin(c, err)) == ORR_OK) {
+        s = hl_db_query(c, a, &q_insert_team, 1, p, &r, err);
+        if (s == ORR_EEXIST)
+            s = orr_err_set(err, ORR_EEXIST, "name", "a team named \"%s\" exists", rq->name);
+    }
+    if (s == ORR_OK &&
+        (s = hl_audit(c, a, rq->actor, "team.create", orr_arena_sprintf(a, "team:%s", rq->name),
+                      NULL, err)) == ORR_OK &&
+        (s = hl_emit(c, a, "team.created", 0, 0, NULL,
+                     orr_arena_sprintf(a, "{\"name\":%s}", hl_jstr(a, rq->name)), NULL, err)) ==
+            ORR_OK)
+        s = hl_db_commit(c, err);
+    hl_db_put(hc->db, c);
+    if (s != ORR_OK)
+        return s;
+    Orrery__Halley__V1__Team *o = orr_arena_alloc(a, sizeof *o);
+    orrery__halley__v1__team__init(o);
+    o->id = hl_val_i64(r, 0, 0);
+    o->name = rq->name;
+    *resp = &o->base;
+    return ORR_OK;
+}
+
+/* Read a user and their teams; *hash (may be NULL) gets the stored hash. */
+static orr_status hl__read_user(hl_conn *c, orr_arena *a, const char *name,
+                                Orrery__Halley__V1__User **out, const char **hash, orr_err *err)
+{
+    const char *p[1] = {name};
+    PGresult *r, *t;
+    orr_status s = hl_db_query(c, a, &q_get_user, 1, p, &r, err);
+    if (s != ORR_OK)
+        return s;
+    if (PQntuples(r) == 0)
+        return orr_err_set(err, ORR_ENOTFOUND, "name", "no such user");
+    const char *pid[1] = {hl_val(r, 0, 0)};
+    if ((s = hl_db_query(c, a, &q_user_teams, 1, pid, &t, err)) != ORR_OK)
+        return s;
+    Orrery__Halley__V1__User *u = orr_arena_alloc(a, sizeof *u);
+    orrery__halley__v1__user__init(u);
+    u->id = hl_val_i64(r, 0, 0);
+    u->name = (char *)hl_val(r, 0, 1);
+    u->role = hl__role_enum(hl_val(r, 0, 2));
+    u->active = hl_val_bool(r, 0, 3);
+    int n = PQntuples(t);
+    u->n_teams = (size_t)n;
+    u->teams = orr_arena_alloc(a, sizeof *u->teams * (size_t)(n ? n : 1));
+    for (int i = 0; i < n; i++)
+        u->teams[i] = (char *)hl_val(t, i, 0);
+    if (hash)
+        *hash = hl_val(r, 0, 4);
+    *out = u;
+    return ORR_OK;
+}
+
+HL_UNARY(hl_api_create_user)
+{
+    hl_ctx *hc = ctx;
+    const Orrery__Halley__V1__CreateUserRequest *rq = (const void *)req;
+    orr_arena *a = orr_rpc_call_arena(call);
+    if (!hl_is_name(rq->name, 128))
+        return orr_err_set(err, ORR_EINVAL, "name", "1-128 characters of [A-Za-z0-9_.-]");
+    size_t plen = strlen(rq->password);
+    if (plen < 8 || plen > 1024)
+        return orr_err_set(err, ORR_EINVAL, "password", "must be 8 to 1024 bytes");
+    if (rq->role < 1 || rq->role > 3)
+        return orr_err_set(err, ORR_EINVAL, "role", "must be admin, developer or viewer");
+    for (size_t i = 0; i < rq->n_teams; i++)
+        if (!hl_is_name(rq->teams[i], 128))
+            return orr_err_set(err, ORR_EINVAL, orr_arena_sprintf(a, "teams[%zu]", i),
+                               "not a team name");
+    char hash[128];
+    orr_status s = hl_secret_hash_password(rq->password, hash, err);
+    if (s != ORR_OK)
+        return s;
+    hl_conn *c;
+    if ((s = hl_db_get(hc->db, &c, err)) != ORR_OK)
+        return s;
+    const char *p[3] = {rq->name, hash, hl__roles[rq->role]};
+    PGresult *r;
+    if ((s = hl_db_begin(c, err)) != ORR_OK)
+        goto out;
+    s = hl_db_query(c, a, &q_insert_user, 3, p, &r, err);
+    if (s == ORR_EEXIST)
+        s = orr_err_set(err, ORR_EEXIST, "name", "a user named \"%s\" exists", rq->name);
+    if (s != ORR_OK)
+        goto out;
+    const char *uid = hl_val(r, 0, 0);
+    for (size_t i = 0; i < rq->n_teams; i++) {
+        const char *pt[2] = {uid, rq->teams[i]};
+        PGresult *tr;
+        if ((s = hl_db_query(c, a, &q_user_team, 2, pt, &tr, err)) != ORR_OK)
+            goto out;
+        if (PQntuples(tr) == 0) {
+            /* unknown team (a duplicate in the list also lands here) */
+            s = orr_err_set(err, ORR_EINVAL, orr_arena_sprintf(a, "teams[%zu]", i),
+                            "unknown or repeated team \"%s\"", rq->teams[i]);
+            goto out;
+        }
+    }
+    Orrery__Halley__V1__User *u;
+    if ((s = hl_audit(c, a, rq->actor, "user.create", orr_arena_sprintf(a, "user:%s", rq->name),
+                      orr_arena_sprintf(a, "{\"role\":\"%s\"}", hl__roles[rq->role]), err)) !=
+            ORR_OK ||
+        (s = hl_emit(c, a, "user.created", 0, 0, NULL,
+                     orr_arena_sprintf(a, "{\"name\":%s}", hl_jstr(a, rq->name)), NULL, err)) !=
+            ORR_OK ||
+        (s = hl_db_commit(c, err)) != ORR_OK ||
+        (s = hl__read_user(c, a, rq->name, &u, NULL, err)) != ORR_OK)
+        goto out;
+    *resp = &u->base;
+out:
+    hl_db_put(hc->db, c);
+    return s;
+}
+
+HL_UNARY(hl_api_get_user)
+{
+    hl_ctx *hc = ctx;
+    const Orrery__Halley__V1__GetUserRequest *rq = (const void *)req;
+    orr_arena *a = orr_rpc_call_arena(call);
+    if (!hl_is_name(rq->name, 128))
+        return orr_err_set(err, ORR_EINVAL, "name", "1-128 characters of [A-Za-z0-9_.-]");
+    hl_conn *c;
+    orr_status s = hl_db_get(hc->db, &c, err);
+    if (s != ORR_OK)
+        return s;
+    Orrery__Halley__V1__User *u;
+    s = hl__read_user(c, a, rq->name, &u, NULL, err);
+    hl_db_put(hc->db, c);
+    if (s == ORR_OK)
+        *resp = &u->base;
+    return s;
+}
+
+HL_UNARY(hl_api_authenticate)
+{
+    hl_ctx *hc = ctx;
+    const Orrery__Halley__V1__AuthenticateRequest *rq = (const void *)req;
+    orr_arena *a = orr_rpc_call_arena(call);
+    Orrery__Halley__V1__AuthenticateResponse *o = orr_arena_alloc(a, sizeof *o);
+    orrery__halley__v1__authenticate_response__init(o);
+    if (!hl_is_name(rq->name, 128) || !rq->password[0]) {
+        *resp = &o->base;
+        return ORR_OK;
+    }
+    hl_conn *c;
+    orr_status s = hl_db_get(hc->db, &c, err);
+    if (s != ORR_OK)
+        return s;
+    Orrery__Halley__V1__User *u = NULL;
+    const char *hash = NULL;
+    s = hl__read_user(c, a, rq->name, &u, &hash, err);
+    hl_db_put(hc->db, c);
+    if (s == ORR_ENOTFOUND) {
+        *resp = &o->base;
+        return ORR_OK;
+    }
+    if (s != ORR_OK)
+        return s;
+    if (u->active && hl_secret_check_password(hash, rq->password)) {
+        o->ok = 1;
+        o->user = u;
+    }
+    *resp = &o->base;
+    return ORR_OK;
+}
+
+static const char *const hl__secret_keys[] = {"password", "secret", "passwd", "token", NULL};
+
+HL_UNARY(hl_api_put_data_source)
+{
+    hl_ctx *hc = ctx;
+    const Orrery__Halley__V1__PutDataSourceRequest *rq = (const void *)req;
+    orr_arena *a = orr_rpc_call_arena(call);
+    if (!hl_is_name(rq->name, 128))
+        return orr_err_set(err, ORR_EINVAL, "name", "1-128 characters of [A-Za-z0-9_.-]");
+    if (!hl_is_name(rq->kind, 64))
+        return orr_err_set(err, ORR_EINVAL, "kind", "is required (postgresql, mysql, ...)");
+    const char *params = rq->params_json[0] ? rq->params_json : "{}";
+    json_t *doc = NULL;
+    if (orr_json_parse(params, strlen(params), &doc, err) != ORR_OK) {
+        char m[sizeof err->msg];
+        snprintf(m, sizeof m, "%s", err->msg);
+        return orr_err_set(err, ORR_EINVAL, "params_json", "not valid JSON: %s", m);
+    }
+    orr_status s = ORR_OK;
+    if (!json_is_object(doc))
+        s = orr_err_set(err, ORR_EINVAL, "params_json", "must be a JSON object");
+    for (int i = 0; s == ORR_OK && hl__secret_keys[i]; i++)
+        if (json_object_get(doc, hl__secret_keys[i]))
+            s = orr_err_set(err, ORR_EINVAL,
+                            orr_arena_sprintf(a, "params_json.%s", hl__secret_keys[i]),
+                            "credentials go in secret, which is stored encrypted");
+    json_decref(doc);
+    if (s != ORR_OK)
+        return s;
+    if (strlen(rq->secret) > 65536)
+        return orr_err_set(err, ORR_EINVAL, "secret", "at most 64 KiB");
+    const char *hex = "";
+    if (rq->secret[0]) {
+        orr_buf sealed = ORR_BUF_INIT;
+        hl_secret_seal(hc->secret_key, rq->secret, strlen(rq->secret), &sealed);
+        char *h = orr_arena_alloc(a, sealed.len * 2 + 1);
+        static const char dig[] = "0123456789abcdef";
+        for (size_t i = 0; i < sealed.len; i++) {
+            h[2 * i] = dig[(unsigned char)sealed.data[i] >> 4];
+            h[2 * i + 1] = dig[(unsigned char)sealed.data[i] & 15];
+        }
+        h[sealed.len * 2] = 0;
+        hex = h;
+        orr_buf_free(&sealed);
+    }
+    hl_conn *c;
+    if ((s = hl_db_get(hc->db, &c, err)) != ORR_OK)
+        return s;
+    const char *p[4] = {rq->name, rq->kind, params, hex};
+    const char *pg[1] = {rq->name};
+    PGresult *r = NULL;
+    if ((s = hl_db_begin(c, err)) == ORR_OK &&
+        (s = hl_db_query(c, a, &q_put_ds, 4, p, NULL, err)) == ORR_OK &&
+        (s = hl_audit(c, a, rq->actor, "datasource.put",
+                      orr_arena_sprintf(a, "datasource:%s", rq->name),
+                      orr_arena_sprintf(a, "{\"secret_changed\":%s}", hex[0] ? "true" : "false"),
+                      err)) == ORR_OK &&
+        (s = hl_emit(c, a, "datasource.updated", 0, 0, NULL,
+                     orr_arena_sprintf(a, "{\"name\":%s}", hl_jstr(a, rq->name)), NULL, err)) ==
+            ORR_OK &&
+        (s = hl_db_commit(c, err)) == ORR_OK)
+        s = hl_db_query(c, a, &q_get_ds, 1, pg, &r, err);
+    hl_db_put(hc->db, c);
+    if (s != ORR_OK)
+        return s;
+    Orrery__Halley__V1__DataSource *o = orr_arena_alloc(a, sizeof *o);
+    orrery__halley__v1__data_source__init(o);
+    o->name = (char *)hl_val(r, 0, 0);
+    o->kind = (char *)hl_val(r, 0, 1);
+    o->params_json = (char *)hl_val(r, 0, 2);
+    o->has_secret = hl_val_bool(r, 0, 3);
+    o->updated_at_ms = hl_val_i64(r, 0, 4);
+    *resp = &o->base;
+    return ORR_OK;
+}
+
+HL_UNARY(hl_api_get_data_source)
+{
+    hl_ctx *hc = ctx;
+    const Orrery__Halley__V1__GetDataSourceRequest *rq = (const void *)req;
+    orr_arena *a = orr_rpc_call_arena(call);
+    if (!hl_is_name(rq->name, 128))
+        return orr_err_set(err, ORR_EINVAL, "name", "1-128 characters of [A-Za-z0-9_.-]");
+    hl_conn *c;
+    orr_status s = hl_db_get(hc->db, &c, err);
+    if (s != ORR_OK)
+        return s;
+    const char *p[1] = {rq->name};
+    PGresult *r;
+    s = hl_db_query(c, a, &q_get_ds, 1, p, &r, err);
+    hl_db_put(hc->db, c);
+    if (s != ORR_OK)
+        return s;
+    if (PQntuples(r) == 0)
+        return orr_err_set(err, ORR_ENOTFOUND, "name", "no such data source");
+    Orrery__Halley__V1__DataSource *o = orr_arena_alloc(a, sizeof *o);
+    orrery__halley__v1__data_source__init(o);
+    o->name = (char *)hl_val(r, 0, 0);
+    o->kind = (char *)hl_val(r, 0, 1);
+    o->params_json = (char *)hl_val(r, 0, 2);
+    o->has_secret = hl_val_bool(r, 0, 3);
+    o->updated_at_ms = hl_val_i64(r, 0, 4);
+    *resp = &o->base;
+    return ORR_OK;
+}

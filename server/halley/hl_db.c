@@ -1,0 +1,368 @@
+/*
+ * hl_db.c - fixed-size libpq connection pool with lazily prepared statements.
+ *
+ * Each slot owns at most one PGconn. A slot whose connection broke (or never
+ * opened) is reopened by the thread that takes it, outside the pool lock, at
+ * most once per second: in between, takers get ORR_EUNAVAIL at once, which is
+ * what keeps calls fast while PostgreSQL is down. Prepared statement names
+ * are "hl<id>", where id is the statement's process-wide slot; a reopened
+ * connection forgets what it had prepared.
+ */
+#include "hl_db.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "orr_log.h"
+
+struct hl_conn {
+    PGconn *pg;
+    int broken;
+    int64_t last_try_ms; /* last (re)connect attempt */
+    char sqlstate[6];
+    unsigned char prepared[HL_DB_MAX_STMTS];
+    hl_conn *next_free;
+};
+
+struct hl_db {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    hl_conn *slots;
+    hl_conn *free_list;
+    int size;
+    int idle;
+    int connect_timeout_s;
+    int acquire_timeout_ms;
+    int statement_timeout_ms;
+    char *dsn;
+    _Atomic uint64_t unavailable;
+};
+
+static _Atomic int hl__next_stmt_id;
+
+static int64_t hl__now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void hl__close(hl_conn *c)
+{
+    if (c->pg)
+        PQfinish(c->pg);
+    c->pg = NULL;
+    c->broken = 1;
+    memset(c->prepared, 0, sizeof c->prepared);
+}
+
+/* Open c's connection. ORR_EUNAVAIL with libpq's message on failure. */
+static orr_status hl__connect(hl_db *db, hl_conn *c, orr_err *err)
+{
+    char timeout[16], options[96];
+    snprintf(timeout, sizeof timeout, "%d", db->connect_timeout_s);
+    snprintf(options, sizeof options,
+             "-c statement_timeout=%d -c idle_in_transaction_session_timeout=%d",
+             db->statement_timeout_ms, db->statement_timeout_ms * 2);
+    const char *keys[] = {"dbname", "connect_timeout", "application_name", "options", NULL};
+    const char *vals[] = {db->dsn, timeout, "halleyd", options, NULL};
+
+    hl__close(c);
+    c->last_try_ms = hl__now_ms();
+    c->pg = PQconnectdbParams(keys, vals, 1);
+    if (!c->pg || PQstatus(c->pg) != CONNECTION_OK) {
+        const char *m = c->pg ? PQerrorMessage(c->pg) : "out of memory";
+        orr_err_set(err, ORR_EUNAVAIL, NULL, "PostgreSQL unavailable: %.*s", (int)strcspn(m, "\n"),
+                    m);
+        hl__close(c);
+        return ORR_EUNAVAIL;
+    }
+    c->broken = 0;
+    return ORR_OK;
+}
+
+/* 1 if an idle connection's server has gone. Pool connections LISTEN to
+ * nothing, so an idle one has nothing to read unless the server sent a
+ * termination message or closed it (a restart): readable means dead. */
+static int hl__idle_conn_dead(hl_conn *c)
+{
+    if (!c->pg || PQstatus(c->pg) != CONNECTION_OK)
+        return 1;
+    struct pollfd p = {.fd = PQsocket(c->pg), .events = POLLIN};
+    if (p.fd < 0)
+        return 1;
+    return poll(&p, 1, 0) != 0;
+}
+
+orr_status hl_db_create(const hl_db_opts *o, hl_db **out, orr_err *err)
+{
+    if (!o || !o->dsn || !*o->dsn)
+        return orr_err_set(err, ORR_EINVAL, "halley.pg_dsn", "is required");
+    if (o->size < 1 || o->size > 256)
+        return orr_err_set(err, ORR_EINVAL, "halley.pool_size", "must be between 1 and 256");
+    hl_db *db = calloc(1, sizeof *db);
+    if (!db)
+        return orr_err_set(err, ORR_ENOMEM, NULL, "out of memory");
+    db->slots = calloc((size_t)o->size, sizeof *db->slots);
+    db->dsn = strdup(o->dsn);
+    if (!db->slots || !db->dsn) {
+        free(db->slots);
+        free(db->dsn);
+        free(db);
+        return orr_err_set(err, ORR_ENOMEM, NULL, "out of memory");
+    }
+    pthread_mutex_init(&db->mu, NULL);
+    pthread_cond_init(&db->cv, NULL);
+    db->size = o->size;
+    db->connect_timeout_s = o->connect_timeout_s > 0 ? o->connect_timeout_s : 3;
+    db->acquire_timeout_ms = o->acquire_timeout_ms > 0 ? o->acquire_timeout_ms : 5000;
+    db->statement_timeout_ms = o->statement_timeout_ms > 0 ? o->statement_timeout_ms : 15000;
+    for (int i = db->size - 1; i >= 0; i--) {
+        hl_conn *c = &db->slots[i];
+        c->broken = 1;
+        c->next_free = db->free_list;
+        db->free_list = c;
+    }
+    db->idle = db->size;
+    orr_err e;
+    for (int i = 0; i < db->size; i++) {
+        if (hl__connect(db, &db->slots[i], &e) != ORR_OK) {
+            ORR_WARN("postgres not reachable at start", "err=%s", orr_log_q(e.msg));
+            db->slots[i].last_try_ms = 0; /* let the first call retry at once */
+            break;
+        }
+    }
+    *out = db;
+    return ORR_OK;
+}
+
+void hl_db_destroy(hl_db *db)
+{
+    if (!db)
+        return;
+    for (int i = 0; i < db->size; i++)
+        hl__close(&db->slots[i]);
+    pthread_mutex_destroy(&db->mu);
+    pthread_cond_destroy(&db->cv);
+    free(db->slots);
+    free(db->dsn);
+    free(db);
+}
+
+orr_status hl_db_get(hl_db *db, hl_conn **out, orr_err *err)
+{
+    struct timespec deadline;
+    clock_gettime(CLOCK_REALTIME, &deadline);
+    deadline.tv_sec += db->acquire_timeout_ms / 1000;
+    deadline.tv_nsec += (long)(db->acquire_timeout_ms % 1000) * 1000000L;
+    if (deadline.tv_nsec >= 1000000000L) {
+        deadline.tv_sec++;
+        deadline.tv_nsec -= 1000000000L;
+    }
+
+    pthread_mutex_lock(&db->mu);
+    while (!db->free_list) {
+        if (pthread_cond_timedwait(&db->cv, &db->mu, &deadline) == ETIMEDOUT && !db->free_list) {
+            pthread_mutex_unlock(&db->mu);
+            atomic_fetch_add(&db->unavailable, 1);
+            return orr_err_set(err, ORR_EUNAVAIL, NULL,
+                               "no PostgreSQL connection free within %d ms",
+                               db->acquire_timeout_ms);
+        }
+    }
+    hl_conn *c = db->free_list;
+    db->free_list = c->next_free;
+    db->idle--;
+    pthread_mutex_unlock(&db->mu);
+
+    if (!c->broken && hl__idle_conn_dead(c)) {
+        hl__close(c);
+        c->last_try_ms = 0; /* the server went away while idle: retry now */
+    }
+    if (c->broken) {
+        if (hl__now_ms() - c->last_try_ms < 1000) {
+            hl_db_put(db, c);
+            atomic_fetch_add(&db->unavailable, 1);
+            return orr_err_set(err, ORR_EUNAVAIL, NULL,
+                               "PostgreSQL unavailable (reconnect pending)");
+        }
+        if (hl__connect(db, c, err) != ORR_OK) {
+            hl_db_put(db, c);
+            atomic_fetch_add(&db->unavailable, 1);
+            return ORR_EUNAVAIL;
+        }
+        ORR_INFO("postgres connection opened", "slot=%d", (int)(c - db->slots));
+    }
+    c->sqlstate[0] = 0;
+    *out = c;
+    return ORR_OK;
+}
+
+void hl_db_put(hl_db *db, hl_conn *c)
+{
+    if (!c)
+        return;
+    if (!c->broken && c->pg && PQtransactionStatus(c->pg) != PQTRANS_IDLE)
+        hl_db_rollback(c);
+    pthread_mutex_lock(&db->mu);
+    c->next_free = db->free_list;
+    db->free_list = c;
+    db->idle++;
+    pthread_cond_signal(&db->cv);
+    pthread_mutex_unlock(&db->mu);
+}
+
+/* Map a failed result (or none) to a status; marks the connection broken when
+ * the session is gone. Clears r. */
+static orr_status hl__fail(hl_conn *c, PGresult *r, orr_err *err)
+{
+    const char *state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
+    const char *msg = r ? PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY) : NULL;
+    if (!msg)
+        msg = PQerrorMessage(c->pg);
+    snprintf(c->sqlstate, sizeof c->sqlstate, "%s", state ? state : "");
+    orr_status s = ORR_EINTERNAL;
+    if (PQstatus(c->pg) != CONNECTION_OK || !state || strncmp(state, "08", 2) == 0 ||
+        strncmp(state, "57P", 3) == 0) {
+        s = ORR_EUNAVAIL;
+    } else if (strcmp(state, "23505") == 0) {
+        s = ORR_EEXIST;
+    } else if (strcmp(state, "23503") == 0) {
+        s = ORR_ENOTFOUND;
+    } else if (strncmp(state, "23", 2) == 0 || strncmp(state, "22", 2) == 0) {
+        s = ORR_EINVAL;
+    } else if (strcmp(state, "40001") == 0 || strcmp(state, "40P01") == 0) {
+        s = ORR_ECONFLICT;
+    } else if (strcmp(state, "57014") == 0) {
+        s = ORR_ETIMEOUT;
+    }
+    if (s == ORR_EUNAVAIL) {
+        orr_err_set(err, s, NULL, "PostgreSQL unavailable: %.*s", (int)strcspn(msg, "\n"), msg);
+        hl__close(c);
+        c->last_try_ms = 0;
+    } else {
+        orr_err_set(err, s, NULL, "%.*s", (int)strcspn(msg, "\n"), msg);
+        if (s == ORR_EINTERNAL)
+            ORR_ERROR("postgres error", "sqlstate=%s err=%s", c->sqlstate, orr_log_q(msg));
+    }
+    if (r)
+        PQclear(r);
+    return s;
+}
+
+static void hl__pqclear(void *p)
+{
+    PQclear(p);
+}
+
+orr_status hl_db_query(hl_conn *c, orr_arena *a, hl_stmt *st, int n, const char *const *params,
+                       PGresult **res, orr_err *err)
+{
+    if (c->broken || !c->pg)
+        return orr_err_set(err, ORR_EUNAVAIL, NULL, "PostgreSQL unavailable");
+    int id = atomic_load(&st->id);
+    if (id == 0) {
+        int mine = atomic_fetch_add(&hl__next_stmt_id, 1) + 1;
+        int expected = 0;
+        if (!atomic_compare_exchange_strong(&st->id, &expected, mine))
+            mine = expected;
+        id = mine;
+    }
+    if (id >= HL_DB_MAX_STMTS) {
+        ORR_ERROR("too many prepared statements", "max=%d", HL_DB_MAX_STMTS);
+        abort();
+    }
+    char name[16];
+    snprintf(name, sizeof name, "hl%d", id);
+    if (!c->prepared[id]) {
+        PGresult *p = PQprepare(c->pg, name, st->sql, n, NULL);
+        if (!p || PQresultStatus(p) != PGRES_COMMAND_OK)
+            return hl__fail(c, p, err);
+        PQclear(p);
+        c->prepared[id] = 1;
+    }
+    PGresult *r = PQexecPrepared(c->pg, name, n, params, NULL, NULL, 0);
+    ExecStatusType t = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
+    if (t != PGRES_TUPLES_OK && t != PGRES_COMMAND_OK)
+        return hl__fail(c, r, err);
+    if (res) {
+        orr_arena_on_cleanup(a, hl__pqclear, r);
+        *res = r;
+    } else {
+        PQclear(r);
+    }
+    return ORR_OK;
+}
+
+orr_status hl_db_cmd(hl_conn *c, const char *sql, orr_err *err)
+{
+    if (c->broken || !c->pg)
+        return orr_err_set(err, ORR_EUNAVAIL, NULL, "PostgreSQL unavailable");
+    PGresult *r = PQexec(c->pg, sql);
+    ExecStatusType t = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
+    if (t != PGRES_TUPLES_OK && t != PGRES_COMMAND_OK)
+        return hl__fail(c, r, err);
+    PQclear(r);
+    return ORR_OK;
+}
+
+orr_status hl_db_begin(hl_conn *c, orr_err *err)
+{
+    return hl_db_cmd(c, "BEGIN", err);
+}
+
+orr_status hl_db_commit(hl_conn *c, orr_err *err)
+{
+    return hl_db_cmd(c, "COMMIT", err);
+}
+
+void hl_db_rollback(hl_conn *c)
+{
+    orr_err e;
+    if (c->pg && !c->broken && PQtransactionStatus(c->pg) != PQTRANS_IDLE)
+        (void)hl_db_cmd(c, "ROLLBACK", &e);
+}
+
+const char *hl_db_sqlstate(const hl_conn *c)
+{
+    return c->sqlstate;
+}
+
+void hl_db_get_stats(hl_db *db, hl_db_stats *out)
+{
+    pthread_mutex_lock(&db->mu);
+    out->size = db->size;
+    out->idle = db->idle;
+    out->connected = 0;
+    for (int i = 0; i < db->size; i++)
+        out->connected += !db->slots[i].broken;
+    pthread_mutex_unlock(&db->mu);
+    out->unavailable = atomic_load(&db->unavailable);
+}
+
+const char *hl_val(const PGresult *r, int row, int col)
+{
+    return PQgetvalue(r, row, col);
+}
+
+long long hl_val_i64(const PGresult *r, int row, int col)
+{
+    if (PQgetisnull(r, row, col))
+        return 0;
+    return strtoll(PQgetvalue(r, row, col), NULL, 10);
+}
+
+int hl_val_bool(const PGresult *r, int row, int col)
+{
+    return PQgetvalue(r, row, col)[0] == 't';
+}
+
+int hl_val_null(const PGresult *r, int row, int col)
+{
+    return PQgetisnull(r, row, col);
+}

@@ -1,0 +1,50 @@
+/*
+ * hl_events.h - the LISTEN side of halleyd's event stream.
+ *
+ * Writers insert into the events table and pg_notify('orrery_events',
+ * "<id> <kind> <task_id>") in the transaction of the change. Each halleyd
+ * keeps one LISTEN connection in a background thread which
+ *   - bumps a sequence number and wakes every WatchEvents reader, who then
+ *     fetch new rows by id from the table (so nothing depends on the
+ *     notification payload being delivered, and order = id order);
+ *   - drops task cache entries named by task.* notifications, and disables
+ *     the cache while it is not listening;
+ *   - deletes events older than the retention window, once a minute.
+ * Readers also poll on a timeout, so a lost notification only delays.
+ *
+ * Call order: hl_events_start -> (hl_events_seq / hl_events_wait)* ->
+ * hl_events_stop. Thread-safe.
+ */
+#ifndef HL_EVENTS_H
+#define HL_EVENTS_H
+
+#include <stdint.h>
+
+#include "hl_cache.h"
+#include "orr_status.h"
+
+typedef struct hl_events hl_events;
+
+/* Start the listener thread on its own connection to dsn. PostgreSQL being
+ * down is not an error (it keeps retrying every second). retention_ms <= 0
+ * keeps events forever. cache may be NULL. */
+orr_status hl_events_start(const char *dsn, int64_t retention_ms, hl_cache *cache, hl_events **out,
+                           orr_err *err);
+/* Stop the thread and close its connection. NULL is a no-op. */
+void hl_events_stop(hl_events *ev);
+
+/* 1 while the LISTEN connection is up. */
+int hl_events_listening(hl_events *ev);
+/* Counter bumped on every notification (and on reconnects). */
+uint64_t hl_events_seq(hl_events *ev);
+/* Block until the counter passes seen or timeout_ms elapse; returns the
+ * counter. */
+uint64_t hl_events_wait(hl_events *ev, uint64_t seen, int timeout_ms);
+/* Wake every waiter (used on shutdown). */
+void hl_events_wake(hl_events *ev);
+
+/* Parse a notification payload "<id> <kind> <task_id>": 0 on success. */
+int hl_events_parse_payload(const char *payload, int64_t *id, char *kind, size_t kind_size,
+                            int64_t *task_id);
+
+#endif

@@ -1,0 +1,222 @@
+/*
+ * hl_main.c - halleyd: Orrery's metadata service.
+ *
+ *   halleyd [--config FILE] migrate   apply pending migrations, then exit
+ *   halleyd [--config FILE] serve     run the gRPC service (until SIGTERM/SIGINT)
+ *   halleyd [--config FILE] version   print the schema version this binary knows
+ *
+ * Exit codes: 0 done, 1 runtime failure, 2 bad configuration or usage, or a
+ * database schema this binary does not match.
+ */
+#include <errno.h>
+#include <libpq-fe.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hl_api.h"
+#include "hl_cli.h"
+#include "hl_metrics.h"
+#include "hl_migrate.h"
+#include "hl_spec.h"
+#include "orr_config.h"
+#include "orr_log.h"
+
+static const orr_cfg_key hl_cfg_schema[] = {
+    {"halley", "listen", ORR_CFG_STRING, "127.0.0.1:7070", 0, 0, 0,
+     "gRPC address host:port (port 0 = any free port)"},
+    {"halley", "token", ORR_CFG_SECRET, NULL, 1, 0, 0,
+     "service token every caller sends as 'authorization: Bearer <token>'"},
+    {"halley", "pg_dsn", ORR_CFG_SECRET, NULL, 1, 0, 0, "libpq connection string"},
+    {"halley", "pool_size", ORR_CFG_INT, "8", 0, 1, 256, "PostgreSQL connections"},
+    {"halley", "secret_key", ORR_CFG_SECRET, NULL, 1, 0, 0,
+     "32-byte key (64 hex digits or base64) encrypting data-source credentials"},
+    {"halley", "metrics_listen", ORR_CFG_STRING, "127.0.0.1:9170", 0, 0, 0,
+     "HTTP address of /metrics and /healthz ('' = off)"},
+    {"halley", "event_retention", ORR_CFG_DURATION, "72h", 0, 60000, 8640000000LL,
+     "events older than this are deleted; resuming from before them is refused"},
+    {"halley", "event_grace", ORR_CFG_DURATION, "5s", 0, 100, 600000,
+     "how long a watcher waits on a missing event id before treating it as rolled back"},
+    {"halley", "threads", ORR_CFG_INT, "8", 0, 1, 256, "RPC worker threads"},
+    {"halley", "max_streams", ORR_CFG_INT, "256", 0, 1, 100000, "concurrent WatchEvents streams"},
+    {"halley", "task_cache", ORR_CFG_INT, "100000", 0, 0, 10000000,
+     "tasks kept in the read cache (0 = no cache)"},
+    {"halley", "port_file", ORR_CFG_STRING, "", 0, 0, 0,
+     "if set, write 'grpc=<port> metrics=<port>' here once serving"},
+};
+#define HL_CFG_N (sizeof hl_cfg_schema / sizeof hl_cfg_schema[0])
+
+static int hl_cmd_migrate(orr_config *cfg)
+{
+    PGconn *pg = PQconnectdb(orr_config_str(cfg, "halley", "pg_dsn"));
+    if (PQstatus(pg) != CONNECTION_OK) {
+        fprintf(stderr, "halleyd migrate: cannot connect to PostgreSQL: %s", PQerrorMessage(pg));
+        PQfinish(pg);
+        return 1;
+    }
+    int from = 0, to = 0;
+    orr_err err;
+    orr_err_clear(&err);
+    orr_status s = hl_migrate_apply(pg, &from, &to, &err);
+    PQfinish(pg);
+    if (s != ORR_OK) {
+        char buf[600];
+        fprintf(stderr, "halleyd migrate: %s\n", orr_err_str(&err, buf, sizeof buf));
+        return s == ORR_ESTATE ? 2 : 1;
+    }
+    printf("schema at version %d (was %d)\n", to, from);
+    return 0;
+}
+
+/* Refuse a database whose schema differs from what this binary knows.
+ * 0 ok or unreachable (checked later by Health), 2 mismatch. */
+static int hl_check_schema(const char *dsn, int known)
+{
+    PGconn *pg = PQconnectdb(dsn);
+    if (PQstatus(pg) != CONNECTION_OK) {
+        ORR_WARN("postgres unreachable at start; serving UNAVAILABLE until it is back", "err=%s",
+                 orr_log_q(PQerrorMessage(pg)));
+        PQfinish(pg);
+        return 0;
+    }
+    int v = 0;
+    orr_err err;
+    orr_status s = hl_migrate_db_version(pg, &v, &err);
+    PQfinish(pg);
+    if (s != ORR_OK)
+        return 0;
+    if (v > known) {
+        fprintf(stderr,
+                "halleyd: database schema version %d is newer than this halleyd knows (%d); "
+                "refusing to start\n",
+                v, known);
+        return 2;
+    }
+    if (v < known) {
+        fprintf(stderr,
+                "halleyd: database schema version %d is older than %d; run 'halleyd migrate'\n", v,
+                known);
+        return 2;
+    }
+    return 0;
+}
+
+static int hl_cmd_serve(orr_config *cfg)
+{
+    int rc = 1;
+    orr_err err;
+    orr_err_clear(&err);
+    char ebuf[600];
+    hl_ctx hc;
+    memset(&hc, 0, sizeof hc);
+    orr_jschema *schema = NULL;
+    hl_metrics *metrics = NULL;
+    orr_rpc_server *srv = NULL;
+
+    /* Signals go to sigwait() below; every thread created later inherits the mask. */
+    sigset_t sigs;
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGINT);
+    sigaddset(&sigs, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    const char *dsn = orr_config_str(cfg, "halley", "pg_dsn");
+    hc.known_schema_version = hl_migrate_known_version();
+    hc.event_grace_ms = (int)orr_config_int(cfg, "halley", "event_grace");
+    if (hl_secret_init(&err) != ORR_OK ||
+        hl_secret_parse_key(orr_config_str(cfg, "halley", "secret_key"), hc.secret_key, &err) !=
+            ORR_OK ||
+        hl_spec_schema_load(&schema, &err) != ORR_OK) {
+        fprintf(stderr, "halleyd: %s\n", orr_err_str(&err, ebuf, sizeof ebuf));
+        return 2;
+    }
+    hc.task_schema = schema;
+    if ((rc = hl_check_schema(dsn, hc.known_schema_version)) != 0)
+        goto out;
+    rc = 1;
+    hl_db_opts dbo = {.dsn = dsn, .size = (int)orr_config_int(cfg, "halley", "pool_size")};
+    if (hl_db_create(&dbo, &hc.db, &err) != ORR_OK)
+        goto fail;
+    hc.cache = hl_cache_create((size_t)orr_config_int(cfg, "halley", "task_cache"));
+    if (hl_events_start(dsn, orr_config_int(cfg, "halley", "event_retention"), hc.cache, &hc.events,
+                        &err) != ORR_OK)
+        goto fail;
+    const char *ml = orr_config_str(cfg, "halley", "metrics_listen");
+    if (ml && *ml && hl_metrics_start(ml, &hc, &metrics, &err) != ORR_OK)
+        goto fail;
+    orr_rpc_server_opts so = {
+        .listen = orr_config_str(cfg, "halley", "listen"),
+        .threads = (int)orr_config_int(cfg, "halley", "threads"),
+        .max_streams = (int)orr_config_int(cfg, "halley", "max_streams"),
+        .token = orr_config_str(cfg, "halley", "token"),
+    };
+    if (orr_rpc_server_create(&orrery__halley__v1__halley__descriptor, hl_methods, hl_methods_count,
+                              &hc, &so, &srv, &err) != ORR_OK ||
+        orr_rpc_server_start(srv) != ORR_OK)
+        goto fail;
+    if (metrics)
+        hl_metrics_set_server(metrics, srv);
+    int port = orr_rpc_server_port(srv), mport = metrics ? hl_metrics_port(metrics) : 0;
+    const char *pf = orr_config_str(cfg, "halley", "port_file");
+    if (pf && *pf) {
+        char tmp[4096];
+        snprintf(tmp, sizeof tmp, "%s.tmp", pf);
+        FILE *f = fopen(tmp, "w");
+        if (!f || fprintf(f, "grpc=%d metrics=%d\n", port, mport) < 0 || fclose(f) != 0 ||
+            rename(tmp, pf) != 0) {
+            orr_err_set(&err, ORR_EIO, "halley.port_file", "cannot write %s: %s", pf,
+                        strerror(errno));
+            goto fail;
+        }
+    }
+    ORR_INFO("halleyd serving", "grpc_port=%d metrics_port=%d schema_version=%d pool_size=%d", port,
+             mport, hc.known_schema_version, dbo.size);
+    int sig = 0;
+    sigwait(&sigs, &sig);
+    ORR_INFO("halleyd stopping", "signal=%d", sig);
+    rc = 0;
+    goto out;
+fail:
+    ORR_ERROR("halleyd cannot start", "err=%s", orr_log_q(orr_err_str(&err, ebuf, sizeof ebuf)));
+    fprintf(stderr, "halleyd: %s\n", ebuf);
+out:
+    if (hc.events)
+        hl_events_wake(hc.events);
+    if (srv)
+        orr_rpc_server_destroy(srv);
+    hl_metrics_stop(metrics);
+    hl_events_stop(hc.events);
+    hl_db_destroy(hc.db);
+    if (hc.cache)
+        hl_cache_destroy(hc.cache);
+    orr_jschema_free(schema);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    int argi = 0, exit_code = 0;
+    orr_config *cfg =
+        orr_config_from_args("halleyd", argc, argv, hl_cfg_schema, HL_CFG_N, &argi, &exit_code);
+    if (!cfg)
+        return exit_code;
+    int rc = 2;
+    const char *cmd = argi < argc ? argv[argi] : "";
+    if (strcmp(cmd, "migrate") == 0) {
+        rc = hl_cmd_migrate(cfg);
+    } else if (strcmp(cmd, "serve") == 0) {
+        rc = hl_cmd_serve(cfg);
+    } else if (strcmp(cmd, "user-add") == 0) {
+        rc = hl_cmd_user_add(cfg, argc - argi, argv + argi);
+    } else if (strcmp(cmd, "version") == 0) {
+        printf("schema version %d\n", hl_migrate_known_version());
+        rc = 0;
+    } else {
+        fprintf(stderr, "usage: halleyd [--config FILE] migrate|serve|user-add|version\n");
+    }
+    orr_config_free(cfg);
+    orr_log_close();
+    return rc;
+}

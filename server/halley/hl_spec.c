@@ -1,0 +1,112 @@
+/*
+ * hl_spec.c - task spec validation and field extraction.
+ *
+ * The JSON Schema is the whole check of shape and ranges; the getters below
+ * only read fields the schema already guaranteed, so their error paths are
+ * defensive.
+ */
+#include "hl_spec.h"
+
+#include <string.h>
+
+#include "hl_embed.h"
+#include "orr_json.h"
+
+orr_status hl_spec_schema_load(orr_jschema **out, orr_err *err)
+{
+    const hl_embedded_file *f = hl_embed_find(hl_schema_files, "task.schema.json");
+    if (!f)
+        return orr_err_set(err, ORR_EINTERNAL, "task.schema.json", "not embedded in this build");
+    json_t *doc = NULL;
+    orr_status s = orr_json_parse((const char *)f->data, f->len, &doc, err);
+    if (s != ORR_OK)
+        return orr_err_set(err, ORR_EINTERNAL, "task.schema.json", "%s", err->msg);
+    s = orr_jschema_load(doc, out, err);
+    json_decref(doc);
+    if (s != ORR_OK) {
+        char field[sizeof err->field];
+        snprintf(field, sizeof field, "%s", err->field);
+        return orr_err_set(err, ORR_EINTERNAL, "task.schema.json", "%s: %s", field, err->msg);
+    }
+    return ORR_OK;
+}
+
+void hl_spec_clear(hl_spec *s)
+{
+    if (s->root)
+        json_decref(s->root);
+    memset(s, 0, sizeof *s);
+}
+
+orr_status hl_spec_parse(const orr_jschema *schema, const char *json, size_t len, hl_spec *out,
+                         orr_err *err)
+{
+    memset(out, 0, sizeof *out);
+    if (!json || len == 0)
+        return orr_err_set(err, ORR_EINVAL, "spec", "is required");
+    json_t *doc = NULL;
+    if (orr_json_parse(json, len, &doc, err) != ORR_OK) {
+        char msg[sizeof err->msg];
+        snprintf(msg, sizeof msg, "%s", err->msg);
+        return orr_err_set(err, ORR_EINVAL, "spec", "not valid JSON: %s", msg);
+    }
+    out->root = doc;
+    orr_status s = orr_jschema_validate(schema, doc, "spec", err);
+    if (s != ORR_OK)
+        goto fail;
+    out->schedule = "";
+    out->timezone = "UTC";
+    if ((s = orr_json_get_str(doc, "spec", "name", 1, &out->name, err)) != ORR_OK ||
+        (s = orr_json_get_str(doc, "spec", "team", 1, &out->team, err)) != ORR_OK ||
+        (s = orr_json_get_str(doc, "spec", "type", 1, &out->type, err)) != ORR_OK ||
+        (s = orr_json_get_str(doc, "spec", "schedule", 0, &out->schedule, err)) != ORR_OK ||
+        (s = orr_json_get_str(doc, "spec", "timezone", 0, &out->timezone, err)) != ORR_OK ||
+        (s = orr_json_get_int(doc, "spec", "priority", 0, -1000, 1000, &out->priority, err)) !=
+            ORR_OK)
+        goto fail;
+    json_t *ups = NULL;
+    if ((s = orr_json_get_array(doc, "spec", "upstreams", 0, &ups, err)) != ORR_OK)
+        goto fail;
+    if (ups) {
+        if (json_array_size(ups) > HL_SPEC_MAX_DEPS) {
+            s = orr_err_set(err, ORR_EINVAL, "spec.upstreams", "at most %d upstreams",
+                            HL_SPEC_MAX_DEPS);
+            goto fail;
+        }
+        size_t i;
+        json_t *u;
+        json_array_foreach(ups, i, u)
+        {
+            char path[64];
+            orr_json_index_path(path, sizeof path, "spec.upstreams", i);
+            hl_spec_dep *d = &out->deps[out->n_deps++];
+            d->cycle = "latest";
+            if ((s = orr_json_get_str(u, path, "kind", 1, &d->kind, err)) != ORR_OK ||
+                (s = orr_json_get_str(u, path, "task", 0, &d->task, err)) != ORR_OK ||
+                (s = orr_json_get_str(u, path, "cycle", 0, &d->cycle, err)) != ORR_OK)
+                goto fail;
+            if (strcmp(d->kind, "self") == 0) {
+                if (d->task && strcmp(d->task, out->name) != 0) {
+                    char f[80];
+                    snprintf(f, sizeof f, "%s.task", path);
+                    s = orr_err_set(err, ORR_EINVAL, f, "a self dependency names no other task");
+                    goto fail;
+                }
+                d->task = NULL;
+            } else if (strcmp(d->kind, "data_unit") == 0) {
+                d->task = NULL;
+                d->unit = u;
+            } else if (strcmp(d->task, out->name) == 0) {
+                char f[80];
+                snprintf(f, sizeof f, "%s.task", path);
+                s = orr_err_set(err, ORR_EINVAL, f,
+                                "use kind \"self\" to depend on the task itself");
+                goto fail;
+            }
+        }
+    }
+    return ORR_OK;
+fail:
+    hl_spec_clear(out);
+    return s;
+}

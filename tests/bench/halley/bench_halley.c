@@ -1,0 +1,182 @@
+/*
+ * bench_halley.c - unary GetTask and TransitionInstance throughput and
+ * latency of a real halleyd over gRPC, with concurrent clients.
+ *
+ *   ORRERY_PG_DSN=... build/bin/bench_halley [clients=16] [seconds=5]
+ *
+ * Creates a fresh database, starts halleyd (defaults of [halley]), makes 100
+ * tasks and one instance per client, then runs two phases for `seconds`
+ * each: GetTask by id over the 100 tasks, and TransitionInstance flipping
+ * each client's own instance waiting -> ready -> waiting (every call a real
+ * compare-and-set with its transition record and event). Prints calls/s,
+ * p50 and p99 per phase. Every loop is bounded by time and by a call cap.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "hlt.h"
+
+#define FREE(m)         protobuf_c_message_free_unpacked((ProtobufCMessage *)(m), NULL)
+#define BENCH_MAX_CALLS 2000000
+
+static hlt_server srv;
+static int64_t task_ids[100];
+static int seconds = 5;
+
+typedef struct worker {
+    int idx;
+    int phase; /* 0 GetTask, 1 TransitionInstance */
+    int64_t instance;
+    uint32_t *lat_us;
+    size_t n, errors;
+} worker;
+
+static double mono(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void *run(void *arg)
+{
+    worker *w = arg;
+    orr_rpc_client *c = hlt_client(&srv, NULL);
+    size_t cap = BENCH_MAX_CALLS / 16;
+    w->lat_us = malloc(cap * sizeof *w->lat_us);
+    double end = mono() + seconds;
+    int state = 1; /* waiting */
+    orr_err err;
+    while (w->n < cap && mono() < end) {
+        double t0 = mono();
+        orr_status s;
+        if (w->phase == 0) {
+            Orrery__Halley__V1__GetTaskRequest g = ORRERY__HALLEY__V1__GET_TASK_REQUEST__INIT;
+            g.id = task_ids[(w->n * 7 + (size_t)w->idx) % 100];
+            Orrery__Halley__V1__Task *t = NULL;
+            s = hlt_call(c, "GetTask", &g, &t, &err);
+            if (t)
+                FREE(t);
+        } else {
+            Orrery__Halley__V1__TransitionRequest r = ORRERY__HALLEY__V1__TRANSITION_REQUEST__INIT;
+            r.instance_id = w->instance;
+            r.expected_state = state;
+            r.new_state = state == 1 ? 2 : 1;
+            r.actor = "bench";
+            r.reason = "bench";
+            Orrery__Halley__V1__TransitionResult *res = NULL;
+            s = hlt_call(c, "TransitionInstance", &r, &res, &err);
+            if (res)
+                FREE(res);
+            if (s == ORR_OK)
+                state = state == 1 ? 2 : 1;
+        }
+        if (s != ORR_OK)
+            w->errors++;
+        w->lat_us[w->n++] = (uint32_t)((mono() - t0) * 1e6);
+    }
+    orr_rpc_client_destroy(c);
+    return NULL;
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void phase(const char *name, int ph, int clients, const int64_t *instances)
+{
+    worker *w = calloc((size_t)clients, sizeof *w);
+    pthread_t *th = calloc((size_t)clients, sizeof *th);
+    double t0 = mono();
+    for (int i = 0; i < clients; i++) {
+        w[i] = (worker){.idx = i, .phase = ph, .instance = instances ? instances[i] : 0};
+        pthread_create(&th[i], NULL, run, &w[i]);
+    }
+    size_t total = 0, errors = 0;
+    for (int i = 0; i < clients; i++) {
+        pthread_join(th[i], NULL);
+        total += w[i].n;
+        errors += w[i].errors;
+    }
+    double dt = mono() - t0;
+    uint32_t *all = malloc((total ? total : 1) * sizeof *all);
+    size_t k = 0;
+    for (int i = 0; i < clients; i++) {
+        memcpy(all + k, w[i].lat_us, w[i].n * sizeof *all);
+        k += w[i].n;
+        free(w[i].lat_us);
+    }
+    qsort(all, total, sizeof *all, cmp_u32);
+    printf("%-20s clients=%d calls=%zu errors=%zu rate=%.0f/s p50=%.2fms p99=%.2fms\n", name,
+           clients, total, errors, total / dt, total ? all[total / 2] / 1000.0 : 0.0,
+           total ? all[total * 99 / 100] / 1000.0 : 0.0);
+    free(all);
+    free(w);
+    free(th);
+}
+
+int main(int argc, char **argv)
+{
+    int clients = argc > 1 ? atoi(argv[1]) : 16;
+    seconds = argc > 2 ? atoi(argv[2]) : 5;
+    if (clients < 1 || clients > 256 || seconds < 1 || seconds > 120) {
+        fprintf(stderr, "usage: bench_halley [clients 1..256] [seconds 1..120]\n");
+        return 2;
+    }
+    hlt_db db;
+    hlt_db_create(&db);
+    if (hlt_migrate(db.dsn) != 0 || hlt_start(&srv, db.dsn, NULL, NULL) != 0) {
+        fprintf(stderr, "cannot start halleyd\n");
+        hlt_db_drop(&db);
+        return 1;
+    }
+    orr_rpc_client *c = hlt_client(&srv, NULL);
+    orr_err err;
+    Orrery__Halley__V1__CreateTeamRequest tq = ORRERY__HALLEY__V1__CREATE_TEAM_REQUEST__INIT;
+    tq.name = "bench";
+    Orrery__Halley__V1__Team *team = NULL;
+    hlt_call(c, "CreateTeam", &tq, &team, &err);
+    if (team)
+        FREE(team);
+    char spec[512], name[32];
+    for (int i = 0; i < 100; i++) {
+        snprintf(name, sizeof name, "bench_%d", i);
+        Orrery__Halley__V1__CreateTaskRequest cq = ORRERY__HALLEY__V1__CREATE_TASK_REQUEST__INIT;
+        cq.spec_json = (char *)hlt_shell_spec(spec, sizeof spec, name, "bench", NULL);
+        Orrery__Halley__V1__Task *t = NULL;
+        if (hlt_call(c, "CreateTask", &cq, &t, &err) != ORR_OK) {
+            fprintf(stderr, "CreateTask: %s\n", err.msg);
+            return 1;
+        }
+        task_ids[i] = t->id;
+        FREE(t);
+    }
+    int64_t *inst = calloc((size_t)clients, sizeof *inst);
+    for (int i = 0; i < clients; i++) {
+        Orrery__Halley__V1__CreateInstance ci = ORRERY__HALLEY__V1__CREATE_INSTANCE__INIT;
+        ci.task_id = task_ids[i % 100];
+        ci.schedule_time_ms = 1767225600000LL + (int64_t)i * 3600000LL;
+        Orrery__Halley__V1__CreateInstance *items[1] = {&ci};
+        Orrery__Halley__V1__CreateInstancesRequest rq =
+            ORRERY__HALLEY__V1__CREATE_INSTANCES_REQUEST__INIT;
+        rq.n_instances = 1;
+        rq.instances = items;
+        Orrery__Halley__V1__CreateInstancesResponse *r = NULL;
+        if (hlt_call(c, "CreateInstances", &rq, &r, &err) == ORR_OK && r->results[0]->instance)
+            inst[i] = r->results[0]->instance->id;
+        if (r)
+            FREE(r);
+    }
+    orr_rpc_client_destroy(c);
+    phase("GetTask", 0, clients, NULL);
+    phase("TransitionInstance", 1, clients, inst);
+    free(inst);
+    hlt_stop(&srv);
+    hlt_db_drop(&db);
+    return 0;
+}

@@ -1,0 +1,294 @@
+/*
+ * test_hl_core.c - unit tests of halleyd's pure parts: the state machine
+ * table, migration names, notification payloads, the task cache, secrets
+ * and task spec validation against the embedded schema.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "hl_cache.h"
+#include "hl_embed.h"
+#include "hl_events.h"
+#include "hl_migrate.h"
+#include "hl_secret.h"
+#include "hl_sm.h"
+#include "hl_spec.h"
+
+static void test_sm_names(void **state)
+{
+    (void)state;
+    for (int s = HL_ST_WAITING; s < HL_ST__COUNT; s++)
+        assert_int_equal(hl_state_parse(hl_state_name((hl_state)s)), s);
+    assert_null(hl_state_name(HL_ST_NONE));
+    assert_null(hl_state_name((hl_state)99));
+    assert_int_equal(hl_state_parse("bogus"), HL_ST_NONE);
+    assert_int_equal(hl_state_parse(NULL), HL_ST_NONE);
+}
+
+static void test_sm_table(void **state)
+{
+    (void)state;
+    /* The documented happy path and a few people's actions. */
+    assert_true(hl_sm_legal(HL_ST_WAITING, HL_ST_READY));
+    assert_true(hl_sm_legal(HL_ST_READY, HL_ST_DISPATCHED));
+    assert_true(hl_sm_legal(HL_ST_DISPATCHED, HL_ST_RUNNING));
+    assert_true(hl_sm_legal(HL_ST_RUNNING, HL_ST_SUCCESS));
+    assert_true(hl_sm_legal(HL_ST_DISPATCHED, HL_ST_FAILED));
+    assert_true(hl_sm_legal(HL_ST_SUSPENDED, HL_ST_WAITING));
+    /* Refused. */
+    assert_false(hl_sm_legal(HL_ST_WAITING, HL_ST_SUCCESS));
+    assert_false(hl_sm_legal(HL_ST_RUNNING, HL_ST_SUSPENDED));
+    assert_false(hl_sm_legal(HL_ST_RUNNING, HL_ST_MARKED_SUCCESS));
+    assert_false(hl_sm_legal(HL_ST_SUCCESS, HL_ST_FAILED));
+    assert_false(hl_sm_legal(HL_ST_NONE, HL_ST_READY));
+    assert_false(hl_sm_legal(HL_ST_READY, (hl_state)42));
+    int legal = 0;
+    for (int f = 0; f < HL_ST__COUNT; f++)
+        for (int t = 0; t < HL_ST__COUNT; t++) {
+            if (f == t)
+                assert_false(hl_sm_legal((hl_state)f, (hl_state)t));
+            legal += hl_sm_legal((hl_state)f, (hl_state)t);
+            /* New attempts only when leaving a finished state for waiting. */
+            if (hl_sm_edge((hl_state)f, (hl_state)t) & HL_EDGE_NEW_ATTEMPT) {
+                assert_int_equal(t, HL_ST_WAITING);
+                assert_true(hl_sm_finished((hl_state)f));
+            }
+        }
+    assert_int_equal(legal, 29); /* the count of the table in hl_sm.c */
+    /* Every state can be left, and every finished state can be rerun. */
+    for (int f = HL_ST_WAITING; f < HL_ST__COUNT; f++) {
+        int out = 0;
+        for (int t = HL_ST_WAITING; t < HL_ST__COUNT; t++)
+            out += hl_sm_legal((hl_state)f, (hl_state)t);
+        assert_true(out > 0);
+        if (hl_sm_finished((hl_state)f))
+            assert_true(hl_sm_edge((hl_state)f, HL_ST_WAITING) & HL_EDGE_NEW_ATTEMPT);
+    }
+    assert_true(hl_sm_holds_tokens(HL_ST_RUNNING));
+    assert_false(hl_sm_holds_tokens(HL_ST_WAITING));
+}
+
+static void test_migration_names(void **state)
+{
+    (void)state;
+    orr_err err;
+    int v = 0;
+    assert_int_equal(hl_migrate_parse_name("0007_add_x.sql", &v, &err), ORR_OK);
+    assert_int_equal(v, 7);
+    assert_int_equal(hl_migrate_parse_name("7_add.sql", &v, &err), ORR_EINVAL);
+    assert_int_equal(hl_migrate_parse_name("00a1_x.sql", &v, &err), ORR_EINVAL);
+    assert_int_equal(hl_migrate_parse_name("0001_x.txt", &v, &err), ORR_EINVAL);
+    hl_embedded_file gap[] = {{"0001_a.sql", NULL, 0}, {"0003_c.sql", NULL, 0}};
+    assert_int_equal(hl_migrate_check(gap, 2, &v, &err), ORR_EINVAL);
+    assert_string_equal(err.field, "0003_c.sql");
+    /* The embedded list itself is valid and starts at 1. */
+    assert_int_equal(hl_migrate_check(hl_migration_files, hl_migration_files_count, &v, &err),
+                     ORR_OK);
+    assert_true(v >= 1);
+    assert_int_equal(hl_migrate_known_version(), v);
+    assert_non_null(hl_embed_find(hl_migration_files, "0001_init.sql"));
+    assert_non_null(strstr((const char *)hl_migration_files[0].data, "CREATE TABLE instances"));
+}
+
+static void test_payload(void **state)
+{
+    (void)state;
+    int64_t id, task;
+    char kind[32];
+    assert_int_equal(hl_events_parse_payload("12 task.updated 7", &id, kind, sizeof kind, &task),
+                     0);
+    assert_int_equal(id, 12);
+    assert_string_equal(kind, "task.updated");
+    assert_int_equal(task, 7);
+    assert_int_equal(hl_events_parse_payload("3 pool.updated ", &id, kind, sizeof kind, &task), 0);
+    assert_int_equal(task, 0);
+    assert_int_equal(hl_events_parse_payload("x task.updated 7", &id, kind, sizeof kind, &task),
+                     -1);
+    assert_int_equal(hl_events_parse_payload("5", &id, kind, sizeof kind, &task), -1);
+    assert_int_equal(hl_events_parse_payload("5 k 9z", &id, kind, sizeof kind, &task), -1);
+    assert_int_equal(hl_events_parse_payload(NULL, &id, kind, sizeof kind, &task), -1);
+}
+
+static hl_cached_task mk(int64_t id, int32_t version)
+{
+    hl_cached_task t = {id, "t", "team", "shell", 1, version, version, "{}", "", "UTC", "ann", 5};
+    return t;
+}
+
+static void test_cache(void **state)
+{
+    (void)state;
+    hl_cache *c = hl_cache_create(2);
+    orr_arena *a = orr_arena_create(0);
+    hl_cached_task out;
+    hl_cached_task t1 = mk(1, 1);
+    hl_cache_put(c, &t1, hl_cache_gen(c));
+    assert_int_equal(hl_cache_get(c, 1, a, &out), 1);
+    assert_int_equal(out.version, 1);
+    assert_string_equal(out.team, "team");
+    /* A put with a stale generation is dropped. */
+    uint64_t g = hl_cache_gen(c);
+    hl_cache_invalidate(c, 1);
+    hl_cached_task t1b = mk(1, 2);
+    hl_cache_put(c, &t1b, g);
+    assert_int_equal(hl_cache_get(c, 1, a, &out), 0);
+    /* Disabled: nothing is kept. */
+    hl_cache_set_enabled(c, 0);
+    hl_cache_put(c, &t1b, hl_cache_gen(c));
+    assert_int_equal(hl_cache_get(c, 1, a, &out), 0);
+    hl_cache_set_enabled(c, 1);
+    /* Bounded: a third entry empties the table first. */
+    for (int64_t i = 1; i <= 3; i++) {
+        hl_cached_task t = mk(i, 1);
+        hl_cache_put(c, &t, hl_cache_gen(c));
+    }
+    hl_cache_stats st;
+    hl_cache_get_stats(c, &st);
+    assert_true(st.entries <= 2);
+    assert_int_equal(hl_cache_get(c, 3, a, &out), 1);
+    orr_arena_destroy(a);
+    hl_cache_destroy(c);
+}
+
+static void test_secrets(void **state)
+{
+    (void)state;
+    orr_err err;
+    assert_int_equal(hl_secret_init(&err), ORR_OK);
+    unsigned char key[HL_SECRET_KEY_BYTES], key2[HL_SECRET_KEY_BYTES];
+    assert_int_equal(
+        hl_secret_parse_key("000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f", key,
+                            &err),
+        ORR_OK);
+    assert_int_equal(key[31], 0x1f);
+    assert_int_equal(
+        hl_secret_parse_key("AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=", key2, &err), ORR_OK);
+    assert_memory_equal(key, key2, sizeof key);
+    assert_int_equal(hl_secret_parse_key("short", key2, &err), ORR_EINVAL);
+    assert_string_equal(err.field, "halley.secret_key");
+    assert_int_equal(hl_secret_parse_key("", key2, &err), ORR_EINVAL);
+
+    orr_buf sealed = ORR_BUF_INIT, plain = ORR_BUF_INIT;
+    hl_secret_seal(key, "hunter2", 7, &sealed);
+    assert_int_equal(sealed.len, 24 + 16 + 7);
+    assert_null(memmem(sealed.data, sealed.len, "hunter2", 7));
+    assert_int_equal(hl_secret_open(key, sealed.data, sealed.len, &plain, &err), ORR_OK);
+    assert_string_equal(plain.data, "hunter2");
+    sealed.data[30] ^= 1;
+    orr_buf_reset(&plain);
+    assert_int_equal(hl_secret_open(key, sealed.data, sealed.len, &plain, &err), ORR_EINVAL);
+    assert_int_equal(hl_secret_open(key, sealed.data, 10, &plain, &err), ORR_EINVAL);
+    orr_buf_free(&sealed);
+    orr_buf_free(&plain);
+
+    char hash[128];
+    assert_int_equal(hl_secret_hash_password("correct horse", hash, &err), ORR_OK);
+    assert_memory_equal(hash, "$argon2id$", 10);
+    assert_true(hl_secret_check_password(hash, "correct horse"));
+    assert_false(hl_secret_check_password(hash, "correct horsE"));
+    assert_false(hl_secret_check_password("$2y$plainbcrypt", "x"));
+}
+
+static orr_jschema *schema;
+
+static int setup_schema(void **state)
+{
+    (void)state;
+    orr_err err;
+    return hl_spec_schema_load(&schema, &err) == ORR_OK ? 0 : -1;
+}
+
+static int teardown_schema(void **state)
+{
+    (void)state;
+    orr_jschema_free(schema);
+    return 0;
+}
+
+static orr_status parse(const char *json, hl_spec *sp, orr_err *err)
+{
+    return hl_spec_parse(schema, json, strlen(json), sp, err);
+}
+
+static void test_spec(void **state)
+{
+    (void)state;
+    hl_spec sp;
+    orr_err err;
+    assert_int_equal(
+        parse("{\"name\":\"a.b\",\"team\":\"t\",\"type\":\"shell\",\"schedule\":\"0 2 * * *\","
+              "\"timezone\":\"Asia/Shanghai\",\"priority\":3,\"pools\":{\"db\":2},"
+              "\"retries\":{\"max\":2,\"delay\":\"30s\",\"backoff\":\"exponential\"},"
+              "\"upstreams\":[{\"kind\":\"strong\",\"task\":\"up\"},{\"kind\":\"self\"},"
+              "{\"kind\":\"data_unit\",\"stream\":\"s\",\"business\":\"b\",\"interface\":\"i\"}],"
+              "\"config\":{\"command\":\"run.sh\",\"env\":{\"A\":\"1\"}}}",
+              &sp, &err),
+        ORR_OK);
+    assert_string_equal(sp.name, "a.b");
+    assert_string_equal(sp.timezone, "Asia/Shanghai");
+    assert_int_equal(sp.priority, 3);
+    assert_int_equal(sp.n_deps, 3);
+    assert_string_equal(sp.deps[0].task, "up");
+    assert_null(sp.deps[1].task);
+    assert_non_null(sp.deps[2].unit);
+    hl_spec_clear(&sp);
+
+    struct {
+        const char *json, *field;
+    } bad[] = {
+        {"{\"name\":\"a\",\"team\":\"t\",\"type\":\"shell\",\"config\":{\"command\":\"x\"},"
+         "\"retries\":{\"max\":-1}}",
+         "spec.retries.max"},
+        {"{\"name\":\"a\",\"team\":\"t\",\"type\":\"shell\",\"config\":{}}", "spec.config.command"},
+        {"{\"name\":\"a\",\"team\":\"t\",\"type\":\"cobol\",\"config\":{}}", "spec.type"},
+        {"{\"name\":\"A B\",\"team\":\"t\",\"type\":\"shell\",\"config\":{\"command\":\"x\"}}",
+         "spec.name"},
+        {"{\"name\":\"a\",\"team\":\"t\",\"type\":\"shell\",\"config\":{\"command\":\"x\"},"
+         "\"timeout\":\"10 minutes\"}",
+         "spec.timeout"},
+        {"{\"name\":\"a\",\"team\":\"t\",\"type\":\"shell\",\"config\":{\"command\":\"x\"},"
+         "\"upstreams\":[{\"kind\":\"strong\"}]}",
+         "spec.upstreams[0].task"},
+        {"{\"name\":\"a\",\"team\":\"t\",\"type\":\"shell\",\"config\":{\"command\":\"x\"},"
+         "\"upstreams\":[{\"kind\":\"weak\",\"task\":\"a\"}]}",
+         "spec.upstreams[0].task"},
+        {"{\"name\":\"a\",\"team\":\"t\",\"type\":\"shell\",\"config\":{\"command\":\"x\"},"
+         "\"pools\":{\"db\":0}}",
+         "spec.pools.db"},
+        {"[1,2]", "spec"},
+        {"{\"name\":", "spec"},
+        {"", "spec"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        orr_err_clear(&err);
+        assert_int_equal(parse(bad[i].json, &sp, &err), ORR_EINVAL);
+        if (strcmp(err.field, bad[i].field) != 0)
+            fail_msg("case %zu: field %s, want %s (%s)", i, err.field, bad[i].field, err.msg);
+        assert_null(sp.root);
+    }
+    /* transfer's config is a permissive object for now. */
+    assert_int_equal(parse("{\"name\":\"tr\",\"team\":\"t\",\"type\":\"transfer\","
+                           "\"config\":{\"anything\":[1]}}",
+                           &sp, &err),
+                     ORR_OK);
+    hl_spec_clear(&sp);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_sm_names),
+        cmocka_unit_test(test_sm_table),
+        cmocka_unit_test(test_migration_names),
+        cmocka_unit_test(test_payload),
+        cmocka_unit_test(test_cache),
+        cmocka_unit_test(test_secrets),
+        cmocka_unit_test_setup_teardown(test_spec, setup_schema, teardown_schema),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
