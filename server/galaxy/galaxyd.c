@@ -7,6 +7,7 @@
  * galaxyd is stateless (see gx_app.h): it needs halleyd and the shared
  * session secret, nothing else, so several copies can run behind nginx.
  */
+#include <curl/curl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +33,12 @@ static const orr_cfg_key gx_schema[] = {
     {"galaxy", "static_dir", ORR_CFG_STRING, "static", 0, 0, 0, "folder served for the UI"},
     {"galaxy", "schema_dir", ORR_CFG_STRING, "schema", 0, 0, 0,
      "folder of the JSON Schemas of specs (task.schema.json)"},
+    {"galaxy", "zk", ORR_CFG_STRING, "", 0, 0, 0,
+     "ZooKeeper hosts, to list live executors and reach their log servers"},
+    {"galaxy", "executor_log_token", ORR_CFG_SECRET, "", 0, 0, 0,
+     "bearer token of the executors' log servers ([executor] log_token)"},
+    {"galaxy", "blob_root", ORR_CFG_STRING, "var/blob", 0, 0, 0,
+     "blob store root where executors archive logs (file:// or a path)"},
     {"galaxy", "max_body", ORR_CFG_SIZE, "1m", 0, 1024, 64LL << 20, "largest request body"},
     {"galaxy", "rpc_timeout", ORR_CFG_DURATION, "5s", 0, 100, 60000, "deadline of halleyd calls"},
     {"galaxy", "login_max_failures", ORR_CFG_INT, "5", 0, 1, 1000,
@@ -83,6 +90,9 @@ static int gx_cmd_serve(orr_config *cfg)
         fprintf(stderr, "galaxyd: %s: %s: %s\n", schema_path, e.field, e.msg);
         goto out;
     }
+    const char *zk = orr_config_str(cfg, "galaxy", "zk");
+    if (zk && *zk && orr_zk_open(zk, 3000, &app.zk, &e) != ORR_OK)
+        ORR_WARN("ZooKeeper not reachable yet; executors and live logs will retry", "zk=%s", zk);
     if (orr_rpc_client_create(
             &orrery__halley__v1__halley__descriptor, orr_config_str(cfg, "galaxy", "halley"),
             orr_config_str(cfg, "galaxy", "halley_token"), &app.halley, &e) != ORR_OK) {
@@ -122,11 +132,13 @@ out:
     gx_ratelimit_destroy(app.login_by_user);
     gx_ratelimit_destroy(app.login_by_addr);
     orr_jschema_free(app.task_schema);
+    orr_zk_close(app.zk);
     return rc;
 }
 
 int main(int argc, char **argv)
 {
+    curl_global_init(CURL_GLOBAL_DEFAULT);
     int argi = 1, code = 0;
     /* `routes` needs no configuration. */
     if (argc == 2 && strcmp(argv[1], "routes") == 0)

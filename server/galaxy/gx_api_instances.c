@@ -185,9 +185,9 @@ static orr_status gx_check_team(gx_req *req, int64_t task_id, orr_err *err)
          !allowed && req->who.role == GX_ROLE_DEVELOPER && tm && *tm; tm++)
         allowed = strcmp(*tm, t->team) == 0;
     if (!allowed)
-        rc = orr_err_set(err, ORR_EPERM, "team",
-                         "only developers of team %s (or admins) may act on this instance",
-                         t->team);
+        rc =
+            orr_err_set(err, ORR_EPERM, "team",
+                        "only developers of team %s (or admins) may act on this instance", t->team);
     protobuf_c_message_free_unpacked(&t->base, NULL);
     return rc;
 }
@@ -324,7 +324,7 @@ void gx_h_instances_bulk(gx_req *req, gx_resp *resp)
             char p[32];
             HL(GetInstanceRequest) gq = HL_INIT(GET_INSTANCE_REQUEST);
             gq.id = json_integer_value(json_array_get(ids, i));
-            HL(Instance) *in;
+            HL(Instance) * in;
             if (gx_halley(req, resp, "GetInstance", &gq.base, (ProtobufCMessage **)&in) != ORR_OK)
                 return;
             orr_err_clear(&e);

@@ -18,6 +18,7 @@
 #include "halley.pb-c.h"
 #include "orr_config.h"
 #include "orr_rpc.h"
+#include "orr_zk.h"
 
 /* Short names for the generated Halley types: HL(Task), HL_INIT(TASK). */
 #define HL(name)       Orrery__Halley__V1__##name
@@ -38,6 +39,7 @@ typedef struct gx_app {
     gx_server *server;
     const char *openapi_path;
     struct orr_jschema *task_schema; /* schema/task.schema.json, for validate */
+    orr_zk *zk;                      /* live executors; NULL without [galaxy] zk */
 } gx_app;
 
 /* The route table (gx_routes.c). */
@@ -92,6 +94,8 @@ void gx_h_instances_list(gx_req *, gx_resp *);
 void gx_h_instance_get(gx_req *, gx_resp *);
 void gx_h_instance_action(gx_req *, gx_resp *);
 void gx_h_instances_bulk(gx_req *, gx_resp *);
+void gx_h_instance_log(gx_req *, gx_resp *);
+void gx_h_executors(gx_req *, gx_resp *);
 void gx_h_pools_list(gx_req *, gx_resp *);
 void gx_h_pool_put(gx_req *, gx_resp *);
 void gx_h_users_create(gx_req *, gx_resp *);

@@ -36,6 +36,10 @@ const gx_route gx_routes[] = {
      "Rerun, suspend, resume, mark-success or kill an instance"},
     {"POST", "/api/v1/instances/actions", gx_h_instances_bulk, GX_ROLE_DEVELOPER,
      "Apply one action to many instances"},
+    {"GET", "/api/v1/instances/{id}/log", gx_h_instance_log, GX_ROLE_VIEWER,
+     "An attempt's log: one chunk, or Server-Sent Events that follow it"},
+    {"GET", "/api/v1/executors", gx_h_executors, GX_ROLE_VIEWER,
+     "Live executors: slots, labels, since when"},
     /* administration */
     {"GET", "/api/v1/pools", gx_h_pools_list, GX_ROLE_VIEWER, "Resource pools and their usage"},
     {"PUT", "/api/v1/pools/{name}", gx_h_pool_put, GX_ROLE_ADMIN,

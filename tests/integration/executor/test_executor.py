@@ -208,13 +208,17 @@ def setUpModule():
     sys.path.insert(0, gen)
     import halley_pb2
     PB = halley_pb2
-    P = orrery_it.Platform(BUILD, galaxies=1).__enter__()
+    P = orrery_it.Platform(BUILD, galaxies=0).__enter__()
     try:
+        EX = Executor(P, zk)
+        # galaxyd sees the executor through ZooKeeper and reads its logs.
+        P.start_galaxy({"ORRERY_GALAXY_ZK": zk,
+                        "ORRERY_GALAXY_EXECUTOR_LOG_TOKEN": EX.log_token,
+                        "ORRERY_GALAXY_BLOB_ROOT": "file://" + EX.blob})
         P.add_user("root", "root-password-1", "admin")
         P.add_user("ann", "ann-password-1", "developer", teams=["etl"])  # makes team etl
         TOKEN = P.login("root", "root-password-1")
         GRPC = grpc.insecure_channel(f"127.0.0.1:{P.halley_port}")
-        EX = Executor(P, zk)
         EX.start()
     except BaseException:
         tearDownModule()
@@ -279,6 +283,65 @@ class Executord(unittest.TestCase):
         with open(blob) as f:
             self.assertEqual(f.read(), body)
         self.assertFalse(os.path.exists(cgroup_dir(iid)))
+
+    def test_galaxy_lists_the_executor(self):
+        deadline = time.time() + 15
+        items = []
+        while time.time() < deadline:
+            r = P.http("GET", "/api/v1/executors", token=TOKEN)
+            self.assertEqual(r.status, 200, r)
+            items = [c for c in r.json()["items"] if c["id"] == EX.id]
+            if items:
+                break
+            time.sleep(0.2)
+        self.assertEqual(len(items), 1)
+        self.assertEqual(items[0]["slots"], 4)
+        self.assertTrue(items[0]["alive"])
+        self.assertEqual(P.http("GET", "/api/v1/executors").status, 401)
+
+    def test_galaxy_serves_live_and_archived_logs(self):
+        _, iid = make_instance({"command": "for i in 1 2 3 4 5 6; do echo line-$i; sleep 0.5; done"})
+        wait_state(iid, ("running",))
+        # While it runs the log comes from the executor, in chunks by offset.
+        got, offset, deadline, sources = "", 0, time.time() + 30, set()
+        while "line-2" not in got and time.time() < deadline:
+            r = P.http("GET", f"/api/v1/instances/{iid}/log?offset={offset}", token=TOKEN)
+            self.assertEqual(r.status, 200, r)
+            body = r.json()
+            if body["data"]:
+                sources.add(body["source"])
+            got += body["data"]
+            self.assertEqual(body["next_offset"], offset + len(body["data"].encode()))
+            offset = body["next_offset"]
+            time.sleep(0.2)
+        self.assertIn("line-1", got)
+        self.assertEqual(sources, {"executor"})  # read live, before the archive exists
+        # Server-Sent Events follow it to the end.
+        req = urllib.request.Request(P.base + f"/api/v1/instances/{iid}/log?follow=1",
+                                     headers={"Authorization": "Bearer " + TOKEN,
+                                              "Accept": "text/event-stream"})
+        with urllib.request.urlopen(req, timeout=60) as r:
+            self.assertEqual(r.headers["Content-Type"], "text/event-stream")
+            stream = r.read().decode()
+        events = [e for e in stream.split("\n\n") if e.startswith("event:")]
+        data = "".join(json.loads(e.split("data: ", 1)[1])["data"]
+                       for e in events if e.startswith("event: log"))
+        self.assertEqual(data, "".join(f"line-{i}\n" for i in range(1, 7)))
+        self.assertTrue(events[-1].startswith("event: end"), events[-1])
+        wait_state(iid, ("success",))
+        # Finished: served from the blob archive, complete.
+        deadline = time.time() + 10
+        while time.time() < deadline:
+            body = P.http("GET", f"/api/v1/instances/{iid}/log", token=TOKEN).json()
+            if body["source"] == "archive":
+                break
+            time.sleep(0.2)
+        self.assertEqual(body["source"], "archive")
+        self.assertTrue(body["complete"])
+        self.assertEqual(body["data"], data)
+        r = P.http("GET", f"/api/v1/instances/{iid}/log?attempt=9", token=TOKEN)
+        self.assertEqual(r.status, 400)
+        self.assertEqual(r.json()["error"]["field"], "attempt")
 
     def test_failing_command_fails_with_exit_code(self):
         _, iid = make_instance({"command": "/bin/sh", "args": ["-c", "echo bad >&2; exit 7"]})

@@ -25,6 +25,9 @@ PUBLIC = dict(anon="ok", vic="ok", ann="ok", bob="ok", root="ok")
 READ = dict(anon=401, vic="ok", ann="ok", bob="ok", root="ok")
 TEAM = dict(anon=401, vic=403, ann="ok", bob=403, root="ok")
 ADMIN = dict(anon=401, vic=403, ann=403, bob=403, root="ok")
+# This galaxyd has no ZooKeeper configured: logged-in callers get 503 (the
+# executor tests cover the configured case), others 401.
+EXECUTORS = dict(anon=401, vic=503, ann=503, bob=503, root=503)
 
 
 def spec(name, team="etl"):
@@ -113,6 +116,9 @@ class Matrix(unittest.TestCase):
              lambda w: {}, TEAM),
             ("POST", "/api/v1/instances/actions", lambda w: "/api/v1/instances/actions",
              lambda w: {"ids": [self.fresh_instance()], "action": "rerun"}, TEAM),
+            ("GET", "/api/v1/instances/{id}/log",
+             lambda w: f"/api/v1/instances/{Matrix.instances[0]}/log", None, READ),
+            ("GET", "/api/v1/executors", lambda w: "/api/v1/executors", None, EXECUTORS),
             ("GET", "/api/v1/pools", lambda w: "/api/v1/pools", None, READ),
             ("PUT", "/api/v1/pools/{name}", lambda w: "/api/v1/pools/p1",
              lambda w: {"capacity": 3}, ADMIN),

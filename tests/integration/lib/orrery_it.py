@@ -131,9 +131,10 @@ class Platform:
         })
         return env
 
-    def start_galaxy(self):
+    def start_galaxy(self, extra_env=None):
         port = free_port()
         env = dict(os.environ)
+        env.update(extra_env or {})
         env.update({
             "ORRERY_GALAXY_LISTEN": f"127.0.0.1:{port}",
             "ORRERY_GALAXY_HALLEY": f"127.0.0.1:{self.halley_port}",
@@ -143,6 +144,7 @@ class Platform:
             "ORRERY_GALAXY_SCHEMA_DIR": os.path.join(self.root, "schema"),
             "ORRERY_GALAXY_THREADS": "4",
         })
+        env.update(extra_env or {})
         p = self._spawn([self.bin("galaxyd"), "serve"], env, f"galaxyd-{port}.log")
         wait_port(port, p, "galaxyd")
         self.galaxy_ports.append(port)

@@ -3,7 +3,7 @@
 #
 #   run.sh WORMHOLE_BINARY CASE
 #
-# CASE: pairs types files dirty kill incremental modes spec multi.
+# CASE: pairs types files dirty kill incremental modes spec multi split.
 # Needs ORRERY_PG_DSN and ORRERY_MYSQL_DSN (deploy/stack.sh env); fails when
 # they are unset. Every table name ends with this shell's pid and is dropped
 # at exit, with the temporary folder.
@@ -206,6 +206,15 @@ J
 	expect_eq "embedded newline and quotes" "$(pg -c "SELECT note = E'said \"hi\"\\nthen left' FROM $dst WHERE id = 1")" t
 	expect_eq "unquoted empty is NULL, quoted empty is empty" "$(pg -c "SELECT name IS NULL AND note = '' FROM $dst WHERE id = 2")" t
 	expect_eq "unicode" "$(pg -c "SELECT name FROM $dst WHERE id = 3")" "日本"
+	# invalid UTF-8 in a text column is a dirty row, not a failed COPY
+	printf 'id,name,note\n4,ok,fine\n5,bad \xff byte,x\n' >"$TMP/utf.csv"
+	cat >"$TMP/u.json" <<J
+{"name":"utf8","max_dirty_rows":1,"reader":{"type":"file","path":"$TMP/utf.csv","header":true},"writers":[{$PGSRC,"table":"$dst","mode":"append"}]}
+J
+	must_run "$TMP/u.json"
+	expect_eq "invalid UTF-8 rows are dirty" "$(summary "['dirty_rows']")" 1
+	expect_eq "valid row loaded" "$(pg -c "SELECT count(*) FROM $dst WHERE id IN (4, 5)")" 1
+	pg -c "DELETE FROM $dst WHERE id = 4"
 	# fixed width out and back
 	cat >"$TMP/fx.json" <<J
 {"name":"fixed-out","reader":{$PGSRC,"table":"$dst","filter":"id <> 1"},"writers":[{"type":"file","path":"$TMP/out.txt","format":"fixed","columns":[{"name":"id","width":4},{"name":"name","width":10},{"name":"note","width":6}]}]}
@@ -434,7 +443,7 @@ case_multi() {
 	my -e "CREATE TABLE wh_xm_$S (id bigint PRIMARY KEY, i int, n decimal(30,10), f double,
 	       t longtext, b tinyint(1), ts datetime(6), d date, \`by\` longblob) DEFAULT CHARSET=utf8mb4"
 	cat >"$TMP/x.json" <<J
-{"name":"fanout","channels":2,"batch_rows":1000,"reader":{$PGSRC,"table":"$src","split":{"key":"id","shards":5}},
+{"name":"fanout","channels":2,"batch_rows":1000,"progress_interval_ms":100,"reader":{$PGSRC,"table":"$src","split":{"key":"id","shards":5}},
  "writers":[{$PGSRC,"table":"wh_xd_$S","mode":"truncate","name":"copy"},
             {$MYSRC,"table":"wh_xm_$S","mode":"append","name":"mirror"},
             {"type":"file","path":"$TMP/x.csv","name":"archive"}]}
@@ -447,6 +456,41 @@ J
 	expect_eq "file writer records" "$(/usr/bin/python3 -c "import csv,sys; csv.field_size_limit(1 << 30); print(sum(1 for _ in csv.reader(open(sys.argv[1], newline=''))))" "$TMP/x.csv")" 20004
 	pg_same "$src" "wh_xd_$S"
 	grep -q "wormhole progress: rows_read=" "$TMP/err.txt" || fail "no progress line on stderr"
+}
+
+case_split() {
+	# Sampled boundaries: sparse and skewed keys still give the shards asked
+	# for (no empty ranges between far-apart keys, no single giant shard), and
+	# every row lands in exactly one shard, text keys included.
+	local src=wh_ssrc_$S dst=wh_sdst_$S
+	pgt "$src"
+	pgt "$dst"
+	pg -c "CREATE TABLE $src (id bigint PRIMARY KEY, name text);
+	       INSERT INTO $src SELECT g, 'n' || g FROM generate_series(1, 20000) g;
+	       INSERT INTO $src SELECT 1000000000000 + g, 'Ä' || g FROM generate_series(1, 20000) g;
+	       INSERT INTO $src SELECT 9000000000000000 + g * 7919, lower('Z' || g) FROM generate_series(1, 5000) g;
+	       INSERT INTO $src VALUES (-1, NULL);
+	       ANALYZE $src;
+	       CREATE TABLE $dst (LIKE $src INCLUDING ALL)"
+	local key
+	for key in id name; do
+		cat >"$TMP/sp.json" <<J
+{"name":"split","channels":2,"reader":{$PGSRC,"table":"$src","split":{"key":"$key","shards":8}},"writers":[{$PGSRC,"table":"$dst","mode":"truncate"}]}
+J
+		must_run "$TMP/sp.json"
+		expect_eq "shards on $key" "$(summary "['shards']")" 8
+		expect_eq "rows read splitting on $key" "$(summary "['rows_read']")" 45001
+		pg_same "$src" "$dst"
+	done
+	# A key with two values cannot make eight shards: fewer, never empty ones.
+	pg -c "ALTER TABLE $src ADD COLUMN flag int; UPDATE $src SET flag = abs(id % 2)::int; ANALYZE $src"
+	pg -c "ALTER TABLE $dst ADD COLUMN flag int"
+	cat >"$TMP/sp2.json" <<J
+{"name":"split-flag","channels":2,"reader":{$PGSRC,"table":"$src","split":{"key":"flag","shards":8}},"writers":[{$PGSRC,"table":"$dst","mode":"truncate"}]}
+J
+	must_run "$TMP/sp2.json"
+	expect_eq "shards on a two-valued key" "$(summary "['shards']")" 2
+	expect_eq "rows read on a two-valued key" "$(summary "['rows_read']")" 45001
 }
 
 "case_$CASE"

@@ -1,0 +1,470 @@
+/*
+ * kp_it_tool.c - the C side of keplerd's integration tests.
+ *
+ * Talks to halleyd through the orr_rpc client (KP_IT_HALLEY, KP_IT_TOKEN)
+ * and to ZooKeeper (KP_IT_ZK, may carry a chroot "/name"):
+ *
+ *   zk-root                       create the chroot node of KP_IT_ZK
+ *   team NAME                     create a team
+ *   task SPEC_JSON                create a task; prints its id
+ *   pool NAME CAPACITY            create or resize a pool
+ *   create TASK_ID MS [MS...]     create instances; prints their ids
+ *   instances [PREFIX]            one JSON line per instance (task name prefix)
+ *   max-live PREFIX MS            sample every 20 ms for MS ms how many
+ *                                 instances of tasks named PREFIX* are
+ *                                 dispatched or running; prints the maximum
+ *   audit PREFIX                  for every instance of tasks PREFIX*: its
+ *                                 state, attempts, and the number of
+ *                                 ready->dispatched transitions per attempt;
+ *                                 prints one JSON summary line
+ *   executor ID SLOTS RUN_MS [LABELS_JSON]
+ *                                 a stand-in executor: registers
+ *                                 /orrery/executors/ID (ephemeral), follows
+ *                                 the events of instances dispatched to it,
+ *                                 moves them dispatched -> running and, RUN_MS
+ *                                 later, running -> success (failed when the
+ *                                 task's name contains "fail"); every second it
+ *                                 also polls for instances dispatched to it
+ *                                 that it has not seen (a missed event).
+ *                                 Runs until SIGTERM/SIGKILL.
+ *
+ * Exit 0 on success, 1 on a failed call (message on stderr), 2 on bad usage.
+ */
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <zookeeper/zookeeper.h>
+
+#include "halley.pb-c.h"
+#include "orr_rpc.h"
+
+#define TIMEOUT_MS 15000
+
+static orr_rpc_client *cl;
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void sleep_ms(int ms)
+{
+    struct timespec d = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&d, NULL);
+}
+
+static ProtobufCMessage *call(const char *method, const ProtobufCMessage *req)
+{
+    ProtobufCMessage *out = NULL;
+    orr_err err;
+    orr_status rc = orr_rpc_call_unary(cl, method, req, &out, TIMEOUT_MS, &err);
+    if (rc != ORR_OK) {
+        char buf[600];
+        fprintf(stderr, "kp_it_tool: %s: %s\n", method, orr_err_str(&err, buf, sizeof buf));
+        exit(1);
+    }
+    return out;
+}
+
+static const char *state_name(int s)
+{
+    static const char *n[] = {"unknown",   "waiting",   "ready",         "dispatched",
+                              "running",   "success",   "failed",        "killed",
+                              "timed_out", "suspended", "marked_success"};
+    return s >= 0 && s <= 10 ? n[s] : "unknown";
+}
+
+typedef void (*inst_fn)(const Orrery__Halley__V1__Instance *in, void *ctx);
+
+static void each_instance(const char *prefix, inst_fn fn, void *ctx)
+{
+    char token[32] = "";
+    for (;;) {
+        Orrery__Halley__V1__ListInstancesRequest rq =
+            ORRERY__HALLEY__V1__LIST_INSTANCES_REQUEST__INIT;
+        rq.page_size = 1000;
+        rq.page_token = token;
+        Orrery__Halley__V1__ListInstancesResponse *r = (void *)call("ListInstances", &rq.base);
+        for (size_t i = 0; i < r->n_instances; i++)
+            if (!prefix || strncmp(r->instances[i]->task_name, prefix, strlen(prefix)) == 0)
+                fn(r->instances[i], ctx);
+        int more = r->next_page_token && r->next_page_token[0];
+        if (more)
+            snprintf(token, sizeof token, "%s", r->next_page_token);
+        protobuf_c_message_free_unpacked(&r->base, NULL);
+        if (!more)
+            break;
+    }
+}
+
+static void print_inst(const Orrery__Halley__V1__Instance *in, void *ctx)
+{
+    (void)ctx;
+    printf("{\"id\":%" PRId64 ",\"task_id\":%" PRId64 ",\"task\":\"%s\",\"sched\":%" PRId64
+           ",\"state\":\"%s\",\"attempt\":%d,\"executor\":\"%s\",\"reason\":\"%s\","
+           "\"started\":%" PRId64 ",\"finished\":%" PRId64 "}\n",
+           in->id, in->task_id, in->task_name, in->schedule_time_ms, state_name(in->state),
+           in->attempt, in->executor, in->reason, in->started_at_ms, in->finished_at_ms);
+}
+
+static void count_live(const Orrery__Halley__V1__Instance *in, void *ctx)
+{
+    if (in->state == ORRERY__HALLEY__V1__INSTANCE_STATE__INSTANCE_STATE_DISPATCHED ||
+        in->state == ORRERY__HALLEY__V1__INSTANCE_STATE__INSTANCE_STATE_RUNNING)
+        (*(int *)ctx)++;
+}
+
+typedef struct audit {
+    int instances, success, other, double_dispatch, attempts, missing_dispatch;
+} audit;
+
+static void audit_one(const Orrery__Halley__V1__Instance *in, void *ctx)
+{
+    audit *a = ctx;
+    a->instances++;
+    if (in->state == ORRERY__HALLEY__V1__INSTANCE_STATE__INSTANCE_STATE_SUCCESS)
+        a->success++;
+    else
+        a->other++;
+    a->attempts += in->attempt;
+    Orrery__Halley__V1__ListTransitionsRequest rq =
+        ORRERY__HALLEY__V1__LIST_TRANSITIONS_REQUEST__INIT;
+    rq.instance_id = in->id;
+    Orrery__Halley__V1__ListTransitionsResponse *r = (void *)call("ListTransitions", &rq.base);
+    int per[128] = {0};
+    for (size_t i = 0; i < r->n_transitions; i++) {
+        const Orrery__Halley__V1__Transition *t = r->transitions[i];
+        if (t->to_state == ORRERY__HALLEY__V1__INSTANCE_STATE__INSTANCE_STATE_DISPATCHED &&
+            t->attempt > 0 && t->attempt < 128)
+            per[t->attempt]++;
+    }
+    for (int k = 1; k <= in->attempt && k < 128; k++) {
+        if (per[k] > 1) {
+            a->double_dispatch++;
+            fprintf(stderr, "instance %" PRId64 " attempt %d dispatched %d times\n", in->id, k,
+                    per[k]);
+        }
+        if (per[k] == 0 && in->state == ORRERY__HALLEY__V1__INSTANCE_STATE__INSTANCE_STATE_SUCCESS)
+            a->missing_dispatch++;
+    }
+    protobuf_c_message_free_unpacked(&r->base, NULL);
+}
+
+/* ------------------------------------------------------------ executor */
+
+static volatile sig_atomic_t stop_flag;
+
+static void on_term(int sig)
+{
+    (void)sig;
+    stop_flag = 1;
+}
+
+static void zk_noop(zhandle_t *zh, int type, int state, const char *path, void *ctx)
+{
+    (void)zh;
+    (void)type;
+    (void)state;
+    (void)path;
+    (void)ctx;
+}
+
+typedef struct run {
+    int64_t id, end_ms;
+    int attempt, fail;
+} run;
+
+static int transition(int64_t id, int from, int to, int attempt, const char *actor,
+                      const char *reason)
+{
+    Orrery__Halley__V1__TransitionRequest rq = ORRERY__HALLEY__V1__TRANSITION_REQUEST__INIT;
+    rq.instance_id = id;
+    rq.expected_state = (Orrery__Halley__V1__InstanceState)from;
+    rq.new_state = (Orrery__Halley__V1__InstanceState)to;
+    rq.actor = (char *)actor;
+    rq.reason = (char *)reason;
+    rq.expected_attempt = attempt;
+    ProtobufCMessage *out = NULL;
+    orr_err err;
+    orr_status rc = orr_rpc_call_unary(cl, "TransitionInstance", &rq.base, &out, TIMEOUT_MS, &err);
+    if (out)
+        protobuf_c_message_free_unpacked(out, NULL);
+    return rc == ORR_OK;
+}
+
+static int cmd_executor(const char *zkhosts, const char *id, int slots, int run_ms,
+                        const char *labels)
+{
+    signal(SIGTERM, on_term);
+    signal(SIGINT, on_term);
+    zoo_set_debug_level(ZOO_LOG_LEVEL_ERROR);
+    zhandle_t *zh = zookeeper_init(zkhosts, zk_noop, 3000, NULL, NULL, 0);
+    if (!zh) {
+        fprintf(stderr, "kp_it_tool: zookeeper_init failed\n");
+        return 1;
+    }
+    for (int i = 0; i < 100 && zoo_state(zh) != ZOO_CONNECTED_STATE; i++)
+        sleep_ms(50);
+    zoo_create(zh, "/orrery", NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+    zoo_create(zh, "/orrery/executors", NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+    char path[256], data[1024], actor[200];
+    snprintf(path, sizeof path, "/orrery/executors/%s", id);
+    snprintf(actor, sizeof actor, "executor:%s", id);
+    int n = snprintf(data, sizeof data,
+                     "{\"id\":\"%s\",\"host\":\"127.0.0.1\",\"http_port\":0,\"slots\":%d,"
+                     "\"used_slots\":0,\"labels\":%s,\"started_at\":%" PRId64 "}",
+                     id, slots, labels ? labels : "{}", now_ms());
+    /* open the event stream before registering, so no dispatch is missed */
+    Orrery__Halley__V1__WatchEventsRequest wq = ORRERY__HALLEY__V1__WATCH_EVENTS_REQUEST__INIT;
+    char *kinds[] = {"instance.transition"};
+    wq.from_latest = 1;
+    wq.n_kinds = 1;
+    wq.kinds = kinds;
+    wq.executor = (char *)id;
+    orr_rpc_stream *st = NULL;
+    orr_err err;
+    if (orr_rpc_stream_open(cl, "WatchEvents", &wq.base, 0, &st, &err) != ORR_OK) {
+        fprintf(stderr, "kp_it_tool: WatchEvents: %s\n", err.msg);
+        return 1;
+    }
+    sleep_ms(300);
+    int rc = zoo_create(zh, path, data, n, &ZOO_OPEN_ACL_UNSAFE, ZOO_EPHEMERAL, NULL, 0);
+    if (rc != ZOK) {
+        fprintf(stderr, "kp_it_tool: register %s: %s\n", path, zerror(rc));
+        return 1;
+    }
+    fprintf(stderr, "executor %s registered\n", id);
+    run *runs = calloc(4096, sizeof *runs);
+    size_t n_runs = 0;
+    int64_t last_id = 0, last_poll = now_ms();
+    while (!stop_flag) {
+        ProtobufCMessage *msg = NULL;
+        orr_status s = orr_rpc_stream_next(st, &msg, 20, &err);
+        if (s == ORR_OK) {
+            Orrery__Halley__V1__Event *ev = (void *)msg;
+            last_id = ev->id;
+            if (strstr(ev->payload_json, "\"to\": \"dispatched\"") ||
+                strstr(ev->payload_json, "\"to\":\"dispatched\"")) {
+                const char *ap = strstr(ev->payload_json, "\"attempt\"");
+                int attempt = ap ? atoi(strchr(ap, ':') + 1) : 0;
+                Orrery__Halley__V1__GetInstanceRequest gq =
+                    ORRERY__HALLEY__V1__GET_INSTANCE_REQUEST__INIT;
+                gq.id = ev->instance_id;
+                Orrery__Halley__V1__Instance *in = (void *)call("GetInstance", &gq.base);
+                int fail = strstr(in->task_name, "fail") != NULL;
+                protobuf_c_message_free_unpacked(&in->base, NULL);
+                int started = transition(ev->instance_id, 3, 4, attempt, actor, "started");
+                fprintf(stderr, "event %" PRId64 ": instance %" PRId64 " attempt %d dispatched%s\n",
+                        ev->id, ev->instance_id, attempt, started ? "" : " (start refused)");
+                if (started && n_runs < 4096) {
+                    runs[n_runs].id = ev->instance_id;
+                    runs[n_runs].attempt = attempt;
+                    runs[n_runs].fail = fail;
+                    runs[n_runs].end_ms = now_ms() + run_ms;
+                    n_runs++;
+                }
+            }
+            protobuf_c_message_free_unpacked(msg, NULL);
+        } else if (s != ORR_ETIMEOUT) {
+            /* reopen from where we were */
+            orr_rpc_stream_close(st);
+            sleep_ms(200);
+            wq.from_latest = last_id == 0;
+            wq.from_id = last_id;
+            if (orr_rpc_stream_open(cl, "WatchEvents", &wq.base, 0, &st, &err) != ORR_OK)
+                st = NULL;
+            if (!st)
+                break;
+        }
+        int64_t t = now_ms();
+        if (t - last_poll >= 1000) {
+            /* an executor must not depend on the event stream alone: poll for
+             * instances dispatched to it that it has not started */
+            last_poll = t;
+            Orrery__Halley__V1__ListInstancesRequest lq =
+                ORRERY__HALLEY__V1__LIST_INSTANCES_REQUEST__INIT;
+            Orrery__Halley__V1__InstanceState dst =
+                ORRERY__HALLEY__V1__INSTANCE_STATE__INSTANCE_STATE_DISPATCHED;
+            lq.executor = (char *)id;
+            lq.n_states = 1;
+            lq.states = &dst;
+            lq.page_size = 1000;
+            Orrery__Halley__V1__ListInstancesResponse *lr = (void *)call("ListInstances", &lq.base);
+            for (size_t i = 0; i < lr->n_instances; i++) {
+                const Orrery__Halley__V1__Instance *in = lr->instances[i];
+                if (t - in->updated_at_ms < 1000)
+                    continue; /* its event is probably on the way */
+                int started = transition(in->id, 3, 4, in->attempt, actor, "started");
+                fprintf(stderr, "poll: instance %" PRId64 " attempt %d dispatched%s\n", in->id,
+                        in->attempt, started ? "" : " (start refused)");
+                if (started && n_runs < 4096) {
+                    runs[n_runs].id = in->id;
+                    runs[n_runs].attempt = in->attempt;
+                    runs[n_runs].fail = strstr(in->task_name, "fail") != NULL;
+                    runs[n_runs].end_ms = t + run_ms;
+                    n_runs++;
+                }
+            }
+            protobuf_c_message_free_unpacked(&lr->base, NULL);
+        }
+        for (size_t i = 0; i < n_runs;) {
+            if (runs[i].end_ms <= t) {
+                transition(runs[i].id, 4, runs[i].fail ? 6 : 5, runs[i].attempt, actor,
+                           runs[i].fail ? "exit 1" : "exit 0");
+                runs[i] = runs[--n_runs];
+            } else {
+                i++;
+            }
+        }
+    }
+    if (st)
+        orr_rpc_stream_close(st);
+    zookeeper_close(zh);
+    free(runs);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fprintf(stderr, "usage: kp_it_tool COMMAND ARGS (see the file header)\n");
+        return 2;
+    }
+    const char *halley = getenv("KP_IT_HALLEY"), *token = getenv("KP_IT_TOKEN");
+    const char *zk = getenv("KP_IT_ZK");
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "zk-root") == 0) {
+        if (!zk || !strchr(zk, '/')) {
+            fprintf(stderr, "kp_it_tool: KP_IT_ZK must be host:port/root\n");
+            return 2;
+        }
+        char hosts[256];
+        snprintf(hosts, sizeof hosts, "%.*s", (int)(strchr(zk, '/') - zk), zk);
+        zoo_set_debug_level(ZOO_LOG_LEVEL_ERROR);
+        zhandle_t *zh = zookeeper_init(hosts, zk_noop, 5000, NULL, NULL, 0);
+        for (int i = 0; zh && i < 100 && zoo_state(zh) != ZOO_CONNECTED_STATE; i++)
+            sleep_ms(50);
+        int rc = zh ? zoo_create(zh, strchr(zk, '/'), NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0)
+                    : ZCONNECTIONLOSS;
+        if (zh)
+            zookeeper_close(zh);
+        if (rc != ZOK && rc != ZNODEEXISTS) {
+            fprintf(stderr, "kp_it_tool: zk-root: %s\n", zerror(rc));
+            return 1;
+        }
+        return 0;
+    }
+    if (!halley) {
+        fprintf(stderr, "kp_it_tool: KP_IT_HALLEY is not set\n");
+        return 2;
+    }
+    orr_err err;
+    if (orr_rpc_client_create(&orrery__halley__v1__halley__descriptor, halley, token, &cl, &err) !=
+        ORR_OK) {
+        fprintf(stderr, "kp_it_tool: client: %s\n", err.msg);
+        return 1;
+    }
+    int rc = 0;
+    if (strcmp(cmd, "team") == 0 && argc == 3) {
+        Orrery__Halley__V1__CreateTeamRequest rq = ORRERY__HALLEY__V1__CREATE_TEAM_REQUEST__INIT;
+        rq.name = argv[2];
+        rq.actor = "test";
+        protobuf_c_message_free_unpacked(call("CreateTeam", &rq.base), NULL);
+    } else if (strcmp(cmd, "task") == 0 && argc == 3) {
+        Orrery__Halley__V1__CreateTaskRequest rq = ORRERY__HALLEY__V1__CREATE_TASK_REQUEST__INIT;
+        rq.spec_json = argv[2];
+        rq.actor = "test";
+        Orrery__Halley__V1__Task *t = (void *)call("CreateTask", &rq.base);
+        printf("%" PRId64 "\n", t->id);
+        protobuf_c_message_free_unpacked(&t->base, NULL);
+    } else if (strcmp(cmd, "pool") == 0 && argc == 4) {
+        Orrery__Halley__V1__PutPoolRequest rq = ORRERY__HALLEY__V1__PUT_POOL_REQUEST__INIT;
+        rq.name = argv[2];
+        rq.capacity = atoi(argv[3]);
+        rq.actor = "test";
+        protobuf_c_message_free_unpacked(call("PutPool", &rq.base), NULL);
+    } else if (strcmp(cmd, "create") == 0 && argc >= 4) {
+        size_t n = (size_t)(argc - 3);
+        for (size_t off = 0; off < n; off += 1000) {
+            size_t k = n - off < 1000 ? n - off : 1000;
+            Orrery__Halley__V1__CreateInstance *items = calloc(k, sizeof *items);
+            Orrery__Halley__V1__CreateInstance **ptrs = calloc(k, sizeof *ptrs);
+            for (size_t i = 0; i < k; i++) {
+                orrery__halley__v1__create_instance__init(&items[i]);
+                items[i].task_id = strtoll(argv[2], NULL, 10);
+                items[i].schedule_time_ms = strtoll(argv[3 + off + i], NULL, 10);
+                items[i].actor = "test";
+                ptrs[i] = &items[i];
+            }
+            Orrery__Halley__V1__CreateInstancesRequest rq =
+                ORRERY__HALLEY__V1__CREATE_INSTANCES_REQUEST__INIT;
+            rq.n_instances = k;
+            rq.instances = ptrs;
+            Orrery__Halley__V1__CreateInstancesResponse *r =
+                (void *)call("CreateInstances", &rq.base);
+            for (size_t i = 0; i < r->n_results; i++) {
+                if (r->results[i]->code != 0) {
+                    fprintf(stderr, "kp_it_tool: create: %s\n", r->results[i]->message);
+                    rc = 1;
+                } else {
+                    printf("%" PRId64 "\n", r->results[i]->instance->id);
+                }
+            }
+            protobuf_c_message_free_unpacked(&r->base, NULL);
+            free(items);
+            free(ptrs);
+        }
+    } else if (strcmp(cmd, "instances") == 0) {
+        each_instance(argc > 2 ? argv[2] : NULL, print_inst, NULL);
+    } else if (strcmp(cmd, "transitions") == 0 && argc == 3) {
+        Orrery__Halley__V1__ListTransitionsRequest rq =
+            ORRERY__HALLEY__V1__LIST_TRANSITIONS_REQUEST__INIT;
+        rq.instance_id = strtoll(argv[2], NULL, 10);
+        Orrery__Halley__V1__ListTransitionsResponse *r = (void *)call("ListTransitions", &rq.base);
+        for (size_t i = 0; i < r->n_transitions; i++) {
+            const Orrery__Halley__V1__Transition *t = r->transitions[i];
+            printf("{\"id\":%" PRId64 ",\"attempt\":%d,\"from\":\"%s\",\"to\":\"%s\","
+                   "\"actor\":\"%s\",\"executor\":\"%s\",\"at\":%" PRId64 "}\n",
+                   t->id, t->attempt, state_name(t->from_state), state_name(t->to_state), t->actor,
+                   t->executor, t->at_ms);
+        }
+        protobuf_c_message_free_unpacked(&r->base, NULL);
+    } else if (strcmp(cmd, "max-live") == 0 && argc == 4) {
+        int64_t end = now_ms() + atoll(argv[3]);
+        int max = 0;
+        while (now_ms() < end) {
+            int live = 0;
+            each_instance(argv[2], count_live, &live);
+            if (live > max)
+                max = live;
+            sleep_ms(20);
+        }
+        printf("%d\n", max);
+    } else if (strcmp(cmd, "audit") == 0 && argc == 3) {
+        audit a = {0};
+        each_instance(argv[2], audit_one, &a);
+        printf("{\"instances\":%d,\"success\":%d,\"other\":%d,\"attempts\":%d,"
+               "\"double_dispatch\":%d,\"missing_dispatch\":%d}\n",
+               a.instances, a.success, a.other, a.attempts, a.double_dispatch, a.missing_dispatch);
+    } else if (strcmp(cmd, "executor") == 0 && (argc == 5 || argc == 6)) {
+        if (!zk) {
+            fprintf(stderr, "kp_it_tool: KP_IT_ZK is not set\n");
+            rc = 2;
+        } else {
+            rc =
+                cmd_executor(zk, argv[2], atoi(argv[3]), atoi(argv[4]), argc == 6 ? argv[5] : NULL);
+        }
+    } else {
+        fprintf(stderr, "kp_it_tool: bad command or arguments: %s\n", cmd);
+        rc = 2;
+    }
+    fflush(stdout);
+    orr_rpc_client_destroy(cl);
+    return rc;
+}

@@ -1,0 +1,349 @@
+"""test_kepler.py - keplerd against real ZooKeeper, halleyd and PostgreSQL.
+
+    test_kepler.py BUILD_DIR scheduling|failover|executord
+
+scheduling: a diamond DAG runs in dependency order (and each downstream is
+dispatched within a second of its last upstream's success); a weak upstream
+that fails lets its downstream run, a strong one does not; a pool of 2 never
+has 3 instances live; an executor killed mid-run leads to executor_lost and
+a retry on another executor.
+
+failover: two keplerd; 500 instances flow through two executors; the leader
+is killed with SIGKILL mid-flow; every instance ends in success exactly once
+and no attempt is dispatched twice (checked on halleyd's transition history).
+
+executord: the diamond again, run by the real executord (when it is built).
+
+Tasks, pools and instances are created through halleyd's API by kp_it_tool
+(a small orr_rpc client), which also plays the executors. Every run uses its
+own ZooKeeper chroot and a fresh database. ORRERY_ZK and ORRERY_PG_DSN must
+be set: a missing stack fails the test.
+"""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import orrery_it  # noqa: E402
+
+FAILURES = []
+
+
+def check(cond, what):
+    if cond:
+        print(f"ok   {what}", flush=True)
+    else:
+        print(f"FAIL {what}", flush=True)
+        FAILURES.append(what)
+
+
+class Kepler:
+    def __init__(self, platform):
+        self.p = platform
+        self.zk = orrery_it.require_env("ORRERY_ZK") + f"/kp-it-{os.getpid()}"
+        self.env = dict(os.environ)
+        self.env.update({
+            "KP_IT_HALLEY": f"127.0.0.1:{platform.halley_port}",
+            "KP_IT_TOKEN": platform.token,
+            "KP_IT_ZK": self.zk,
+        })
+        self.tool_path = platform.bin("kp_it_tool")
+        self.keplers = []
+        self.executors = {}
+        self.tool("zk-root")
+        self.tool("team", "data")
+
+    def tool(self, *args, timeout=120):
+        r = subprocess.run([self.tool_path, *args], env=self.env, capture_output=True, text=True,
+                           timeout=timeout)
+        if r.returncode != 0:
+            raise RuntimeError(f"kp_it_tool {args[0]}: {r.stderr.strip()}")
+        return r.stdout
+
+    def task(self, name, **spec):
+        body = {"name": name, "team": "data", "type": "shell",
+                "config": {"command": "true"}}
+        body.update(spec)
+        return int(self.tool("task", json.dumps(body)).strip())
+
+    def create(self, task_id, times):
+        return [int(x) for x in self.tool("create", str(task_id), *map(str, times)).split()]
+
+    def instances(self, prefix):
+        return [json.loads(line) for line in self.tool("instances", prefix).splitlines()]
+
+    def transitions_of(self, prefix):
+        """instance id -> list of its instance rows (for states/times)."""
+        return {i["id"]: i for i in self.instances(prefix)}
+
+    def start_kepler(self, name):
+        env = dict(self.env)
+        env.update({
+            "ORRERY_KEPLER_HALLEY": self.env["KP_IT_HALLEY"],
+            "ORRERY_KEPLER_HALLEY_TOKEN": self.p.token,
+            "ORRERY_KEPLER_ZK": self.zk,
+            "ORRERY_KEPLER_ID": name,
+            "ORRERY_KEPLER_SWEEP_INTERVAL": "5s",
+            "ORRERY_KEPLER_ZK_SESSION_TIMEOUT": "4s",
+            "ORRERY_LOG_LEVEL": os.environ.get("KP_IT_LOG_LEVEL", "info"),
+        })
+        proc = self.p._spawn([self.p.bin("keplerd"), "run"], env, f"keplerd-{name}.log")
+        self.keplers.append((name, proc))
+        return proc
+
+    def start_executor(self, name, slots, run_ms, labels=None):
+        args = [self.tool_path, "executor", name, str(slots), str(run_ms)]
+        if labels is not None:
+            args.append(json.dumps(labels))
+        proc = self.p._spawn(args, self.env, f"executor-{name}.log")
+        self.executors[name] = proc
+        return proc
+
+    def start_executord(self, name, slots):
+        """The real executord (workers/executor), sandboxed with rlimits."""
+        work = os.path.join(self.p.tmp, f"work-{name}")
+        os.chmod(self.p.tmp, 0o755)  # tasks run as an unprivileged user
+        env = dict(self.env)
+        env.update({
+            "ORRERY_EXECUTOR_ID": name,
+            "ORRERY_EXECUTOR_HOST": "127.0.0.1",
+            "ORRERY_EXECUTOR_HALLEY": self.env["KP_IT_HALLEY"],
+            "ORRERY_EXECUTOR_HALLEY_TOKEN": self.p.token,
+            "ORRERY_EXECUTOR_ZK": self.zk,
+            "ORRERY_EXECUTOR_SLOTS": str(slots),
+            "ORRERY_EXECUTOR_LISTEN": f"127.0.0.1:{orrery_it.free_port()}",
+            "ORRERY_EXECUTOR_LOG_TOKEN": "kepler-it",
+            "ORRERY_EXECUTOR_WORK_DIR": work,
+            "ORRERY_EXECUTOR_BLOB_ROOT": os.path.join(self.p.tmp, "blob"),
+            "ORRERY_EXECUTOR_CGROUP": "rlimit",
+        })
+        proc = self.p._spawn([self.p.bin("executord"), "serve"], env, f"executord-{name}.log")
+        self.executors[name] = proc
+        return proc
+
+    def kill_executor(self, name, sig=signal.SIGTERM):
+        proc = self.executors.pop(name)
+        proc.send_signal(sig)
+        proc.wait(timeout=10)
+
+    def leader(self):
+        for name, proc in self.keplers:
+            if proc.poll() is None:
+                log = self.p.log(f"keplerd-{name}.log")
+                gained = log.rfind("kepler leadership gained")
+                lost = log.rfind("kepler leadership lost")
+                if gained >= 0 and gained > lost:
+                    return name, proc
+        return None, None
+
+
+def wait_until(pred, timeout, step=0.1):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        v = pred()
+        if v:
+            return v
+        time.sleep(step)
+    return pred()
+
+
+def states(k, prefix):
+    return {i["task"]: i for i in k.instances(prefix)}
+
+
+def scheduling(k):
+    k.start_executor("exec-a", 8, 400)
+    k.start_executor("exec-b", 8, 400)
+    k.start_kepler("k1")
+    check(wait_until(lambda: k.leader()[0] == "k1", 20), "keplerd k1 becomes leader")
+    t0 = 1_700_000_000_000
+
+    # --- diamond: a -> (b, c) -> d, manual tasks, one cycle each
+    ids = {}
+    ids["a"] = k.task("dia-a")
+    ids["b"] = k.task("dia-b", upstreams=[{"kind": "strong", "task": "dia-a"}])
+    ids["c"] = k.task("dia-c", upstreams=[{"kind": "strong", "task": "dia-a"}])
+    ids["d"] = k.task("dia-d", upstreams=[{"kind": "strong", "task": "dia-b"},
+                                          {"kind": "strong", "task": "dia-c"}])
+    time.sleep(0.5)  # let keplerd index the tasks
+    for n in ("d", "c", "b", "a"):  # create downstream first: order must come from deps
+        k.create(ids[n], [t0])
+    done = wait_until(lambda: all(i["state"] == "success"
+                                  for i in states(k, "dia-").values())
+                      and len(states(k, "dia-")) == 4, 30)
+    check(done, "diamond: all four succeed")
+    st = states(k, "dia-")
+    if len(st) == 4:
+        a, b, c, d = (st[f"dia-{x}"] for x in "abcd")
+        check(b["started"] >= a["finished"] and c["started"] >= a["finished"],
+              "diamond: b and c start after a finished")
+        check(d["started"] >= max(b["finished"], c["finished"]),
+              "diamond: d starts after b and c finished")
+        lat = d["started"] - max(b["finished"], c["finished"])
+        check(lat < 1000, f"diamond: d started {lat} ms after its last upstream (< 1000)")
+
+    # --- weak vs strong on a failing upstream (no retries)
+    up = k.task("ws-fail-up")
+    weak = k.task("ws-weak", upstreams=[{"kind": "weak", "task": "ws-fail-up"}])
+    strong = k.task("ws-strong", upstreams=[{"kind": "strong", "task": "ws-fail-up"}])
+    time.sleep(0.5)
+    k.create(weak, [t0])
+    k.create(strong, [t0])
+    k.create(up, [t0])
+    ok = wait_until(lambda: states(k, "ws-").get("ws-weak", {}).get("state") == "success", 30)
+    check(ok, "weak: downstream of a failed upstream runs and succeeds")
+    st = states(k, "ws-")
+    check(st.get("ws-fail-up", {}).get("state") == "failed", "weak/strong: upstream failed")
+    time.sleep(2)
+    st = states(k, "ws-")
+    check(st.get("ws-strong", {}).get("state") == "waiting",
+          f"strong: downstream of a failed upstream keeps waiting "
+          f"({st.get('ws-strong', {}).get('state')})")
+
+    # --- pool of 2: 8 instances, never 3 live at once
+    k.tool("pool", "db", "2")
+    pt = k.task("pool-x", pools={"db": 1})
+    time.sleep(0.5)
+    sampler = subprocess.Popen([k.tool_path, "max-live", "pool-", "9000"], env=k.env,
+                               stdout=subprocess.PIPE, text=True)
+    k.create(pt, [t0 + i * 3_600_000 for i in range(8)])
+    out, _ = sampler.communicate(timeout=60)
+    peak = int(out.strip())
+    ok = wait_until(lambda: sum(1 for i in k.instances("pool-") if i["state"] == "success") == 8,
+                    30)
+    check(ok, "pool: all 8 instances succeed")
+    check(peak <= 2, f"pool: at most 2 live at once (peak {peak})")
+    check(peak == 2, f"pool: the pool is used fully (peak {peak})")
+
+    # --- executor lost: a long run on exec-slow is killed; retried elsewhere
+    k.kill_executor("exec-a")
+    k.kill_executor("exec-b")
+    k.start_executor("exec-slow", 4, 60000)
+    time.sleep(1.0)
+    lt = k.task("lost-x", retries={"max": 1, "delay": "0s"})
+    time.sleep(0.5)
+    k.create(lt, [t0])
+    running = wait_until(lambda: any(i["state"] == "running" for i in k.instances("lost-")), 20)
+    check(running, "executor lost: instance running on exec-slow")
+    k.start_executor("exec-c", 4, 300)
+    time.sleep(1.0)
+    k.kill_executor("exec-slow", signal.SIGKILL)
+    ok = wait_until(lambda: [i for i in k.instances("lost-")
+                             if i["state"] == "success" and i["attempt"] == 2], 30)
+    check(bool(ok), "executor lost: retried as attempt 2 and succeeded")
+    if ok:
+        check(ok[0]["executor"] == "exec-c", f"executor lost: retry ran on exec-c "
+              f"({ok[0]['executor']})")
+    log = k.p.log("keplerd-k1.log")
+    check("executor lost: failing its instance" in log, "executor lost: keplerd logged it")
+
+
+def real_executor(k):
+    """The diamond again, run by the real executord with shell commands."""
+    k.start_executord("exd-1", 4)
+    k.start_kepler("k1")
+    check(wait_until(lambda: k.leader()[0] == "k1", 20), "keplerd k1 becomes leader")
+    ids = {}
+    ids["a"] = k.task("rx-a", config={"command": "sleep 0.2"})
+    ids["b"] = k.task("rx-b", config={"command": "true"},
+                      upstreams=[{"kind": "strong", "task": "rx-a"}])
+    ids["c"] = k.task("rx-c", config={"command": "true"},
+                      upstreams=[{"kind": "strong", "task": "rx-a"}])
+    ids["d"] = k.task("rx-d", config={"command": "true"},
+                      upstreams=[{"kind": "strong", "task": "rx-b"},
+                                 {"kind": "strong", "task": "rx-c"}])
+    time.sleep(0.5)
+    t0 = 1_700_000_000_000
+    for n in ("d", "c", "b", "a"):
+        k.create(ids[n], [t0])
+    done = wait_until(lambda: len(states(k, "rx-")) == 4 and all(
+        i["state"] == "success" for i in states(k, "rx-").values()), 60)
+    check(done, f"executord: diamond succeeds ({ {n: i['state'] for n, i in states(k, 'rx-').items()} })")
+    st = states(k, "rx-")
+    if done:
+        a, b, c, d = (st[f"rx-{x}"] for x in "abcd")
+        check(min(b["started"], c["started"]) >= a["finished"], "executord: b, c after a")
+        check(d["started"] >= max(b["finished"], c["finished"]), "executord: d after b and c")
+
+
+def failover(k):
+    k.start_executor("exec-a", 64, 300)
+    k.start_executor("exec-b", 64, 300)
+    k.start_kepler("k1")
+    check(wait_until(lambda: k.leader()[0] == "k1", 20), "k1 leads")
+    k.start_kepler("k2")
+    time.sleep(1.0)
+    tasks = [k.task(f"fo-{i}") for i in range(5)]
+    time.sleep(0.5)
+    t0 = 1_700_000_000_000
+    for t in tasks:
+        k.create(t, [t0 + j * 60_000 for j in range(100)])
+    total = 500
+    started = wait_until(lambda: sum(1 for i in k.instances("fo-") if i["state"] == "success")
+                         >= 60, 60)
+    check(started, "failover: instances flow before the kill")
+    name, proc = k.leader()
+    check(name is not None, f"failover: leader found ({name})")
+    kill_at = time.time()
+    print(f"     killing {name} at {int(kill_at * 1000)}", flush=True)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    other = "k2" if name == "k1" else "k1"
+    took = wait_until(lambda: k.leader()[0] == other, 30)
+    check(took, f"failover: {other} takes over")
+    print(f"     takeover after {time.time() - kill_at:.1f} s", flush=True)
+    done = wait_until(lambda: sum(1 for i in k.instances("fo-") if i["state"] == "success")
+                      == total, int(os.environ.get('KP_IT_WAIT', '120')), step=0.5)
+    check(done, "failover: all 500 instances succeed (none stuck)")
+    if not done:
+        left = {}
+        for i in k.instances("fo-"):
+            left[i["state"]] = left.get(i["state"], 0) + 1
+        print(f"     states at the end: {left}", flush=True)
+        for i in k.instances("fo-"):
+            if i["state"] != "success":
+                print(f"     stuck: {i}", flush=True)
+                print(k.tool("transitions", str(i["id"])), flush=True)
+                q = ("select e.id, e.kind, e.instance_id, e.executor, e.payload->>'to',"
+                     " to_char(e.created_at, 'HH24:MI:SS.MS') from events e,"
+                     " (select id from events where instance_id = %d and"
+                     "  payload->>'to' = 'dispatched') d where e.id between d.id - 3 and d.id + 3"
+                     " order by e.id" % i["id"])
+                r = subprocess.run(["psql", k.p.dsn, "-qAtc", q], capture_output=True, text=True)
+                print(r.stdout, r.stderr, flush=True)
+    audit = json.loads(k.tool("audit", "fo-", timeout=300))
+    print(f"     audit {audit}", flush=True)
+    check(audit["instances"] == total, f"failover: {audit['instances']} instances exist")
+    check(audit["success"] == total, "failover: every instance ended in success")
+    check(audit["double_dispatch"] == 0, "failover: no attempt dispatched twice")
+    check(audit["missing_dispatch"] == 0, "failover: every attempt was dispatched once")
+    check(audit["attempts"] == total, f"failover: exactly one attempt each ({audit['attempts']})")
+
+
+def main():
+    modes = {"scheduling": scheduling, "failover": failover, "executord": real_executor}
+    if len(sys.argv) != 3 or sys.argv[2] not in modes:
+        print("usage: test_kepler.py BUILD_DIR scheduling|failover|executord", file=sys.stderr)
+        return 2
+    orrery_it.require_env("ORRERY_ZK")
+    with orrery_it.Platform(sys.argv[1], galaxies=0) as p:
+        k = Kepler(p)
+        try:
+            modes[sys.argv[2]](k)
+        except Exception as e:  # report, then fail
+            FAILURES.append(f"exception: {e!r}")
+            print(f"FAIL exception: {e!r}", flush=True)
+        if FAILURES:
+            for name, _ in k.keplers:
+                print(f"--- keplerd-{name}.log (tail)")
+                print("\n".join(p.log(f"keplerd-{name}.log").splitlines()[-40:]))
+            print(f"--- kept logs in {p.tmp}")
+    print(f"{len(FAILURES)} failed", flush=True)
+    return 1 if FAILURES else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
