@@ -11,6 +11,7 @@ orr_daemon_ports() {
     ORR_HALLEY_PORT=$((ORRERY_PORT_BASE + 10))
     ORR_HALLEY_METRICS_PORT=$((ORRERY_PORT_BASE + 11))
     ORR_GALAXY_PORT=$((ORRERY_PORT_BASE + 20))
+    ORR_EXECUTOR_PORT=$((ORRERY_PORT_BASE + 30))
 }
 
 orr_random_hex() {
@@ -22,6 +23,9 @@ orr_write_config() {
     local conf=$ORRERY_VAR_DIR/orrery.conf
     [ -f "$conf" ] && return 0
     orr_daemon_ports
+    local token log_token
+    token=$(orr_random_hex 24)
+    log_token=$(orr_random_hex 24)
     umask 077
     cat >"$conf" <<CONF
 # Orrery platform configuration, written by deploy/quickstart.sh.
@@ -33,8 +37,32 @@ level = info
 listen = 127.0.0.1:$ORR_HALLEY_PORT
 metrics_listen = 127.0.0.1:$ORR_HALLEY_METRICS_PORT
 pg_dsn = $ORRERY_PG_DSN
-token = $(orr_random_hex 24)
+token = $token
 secret_key = $(orr_random_hex 32)
+
+[galaxy]
+listen = 127.0.0.1:$ORR_GALAXY_PORT
+halley = 127.0.0.1:$ORR_HALLEY_PORT
+halley_token = $token
+jwt_secret = $(orr_random_hex 32)
+static_dir = $ORR_ROOT/static
+schema_dir = $ORR_ROOT/schema
+zk = $ORRERY_ZK
+executor_log_token = $log_token
+blob_root = file://$ORRERY_VAR_DIR/blob
+
+[executor]
+id = local-1
+halley = 127.0.0.1:$ORR_HALLEY_PORT
+halley_token = $token
+zk = $ORRERY_ZK
+slots = 8
+labels = host=local
+listen = 127.0.0.1:$ORR_EXECUTOR_PORT
+log_token = $log_token
+work_dir = $ORRERY_VAR_DIR/executor
+blob_root = file://$ORRERY_VAR_DIR/blob
+bin_dir = $ORR_ROOT/build/bin
 CONF
     umask 022
 }
@@ -82,19 +110,64 @@ orr_daemons_start() {
     orr_daemon_ports
     orr_write_config
     local conf=$ORRERY_VAR_DIR/orrery.conf
-    if [ -x "$ORR_ROOT/build/bin/halleyd" ]; then
-        "$ORR_ROOT/build/bin/halleyd" --config "$conf" migrate
-        orr_daemon_start halleyd \
-            "bash -c 'exec 3<>/dev/tcp/127.0.0.1/$ORR_HALLEY_PORT'" serve
+    "$ORR_ROOT/build/bin/halleyd" --config "$conf" migrate
+    orr_daemon_start halleyd "bash -c 'exec 3<>/dev/tcp/127.0.0.1/$ORR_HALLEY_PORT'" serve
+    orr_daemon_start galaxyd "curl -fsS http://127.0.0.1:$ORR_GALAXY_PORT/healthz" serve
+    # executord needs root for its cgroup sandboxes and to run tasks as "orrery".
+    if [ "$(id -u)" -eq 0 ]; then
+        mkdir -p "$ORRERY_VAR_DIR/executor" "$ORRERY_VAR_DIR/blob"
+        chmod 0711 "$ORRERY_VAR_DIR" "$ORRERY_VAR_DIR/executor"
+        orr_daemon_start executord "bash -c 'exec 3<>/dev/tcp/127.0.0.1/$ORR_EXECUTOR_PORT'" serve
+    else
+        echo "executord: not started (needs root for its sandboxes)"
     fi
+    if "$ORR_ROOT/build/bin/keplerd" --help 2>&1 | grep -q ' run'; then
+        orr_daemon_start keplerd "true" run
+    fi
+    orr_demo_data
+}
+
+# A demo admin (password in var/admin-password, mode 0600) and a demo
+# workflow of three shell tasks, made once through the REST API.
+orr_demo_data() {
+    local pwfile=$ORRERY_VAR_DIR/admin-password
+    local api=http://127.0.0.1:$ORR_GALAXY_PORT/api/v1
+    if [ ! -f "$pwfile" ]; then
+        (umask 077 && orr_random_hex 12 >"$pwfile")
+    fi
+    "$ORR_ROOT/build/bin/halleyd" --config "$ORRERY_VAR_DIR/orrery.conf" user-add admin \
+        --role admin --team demo <"$pwfile" >/dev/null
+    local token
+    token=$(curl -fsS -H 'Content-Type: application/json' \
+        -d "{\"name\":\"admin\",\"password\":\"$(cat "$pwfile")\"}" "$api/auth/login" |
+        sed -n 's/.*"token":"\([^"]*\)".*/\1/p')
+    local name up
+    up=""
+    for name in demo.extract demo.transform demo.load; do
+        if curl -fsS -H "Authorization: Bearer $token" "$api/tasks?q=$name&active=any" |
+            grep -q "\"name\":\"$name\""; then
+            up=$name
+            continue
+        fi
+        local deps="[]"
+        [ -n "$up" ] && deps="[{\"task\":\"$up\",\"kind\":\"strong\"}]"
+        curl -fsS -o /dev/null -H "Authorization: Bearer $token" -H 'Content-Type: application/json' \
+            -d "{\"name\":\"$name\",\"team\":\"demo\",\"type\":\"shell\",\"schedule\":\"0 0 * * * ?\",
+                 \"timezone\":\"UTC\",\"upstreams\":$deps,
+                 \"config\":{\"command\":\"echo $name at \$ORRERY_SCHEDULE_TIME; sleep 2\"}}" \
+            "$api/tasks"
+        up=$name
+    done
 }
 
 orr_daemons_summary() {
     orr_daemon_ports
     echo
     echo "Orrery is running. Config: $ORRERY_VAR_DIR/orrery.conf, logs: $ORRERY_VAR_DIR/log/"
-    [ -f "$ORRERY_VAR_DIR/run/halleyd.pid" ] &&
-        echo "  halleyd  gRPC 127.0.0.1:$ORR_HALLEY_PORT, metrics http://127.0.0.1:$ORR_HALLEY_METRICS_PORT/metrics"
+    echo "  halleyd  gRPC 127.0.0.1:$ORR_HALLEY_PORT, metrics http://127.0.0.1:$ORR_HALLEY_METRICS_PORT/metrics"
+    echo
+    echo "  Open http://127.0.0.1:$ORR_GALAXY_PORT/ and log in as admin / $(cat "$ORRERY_VAR_DIR/admin-password")"
+    echo
     echo "  stack    $(./deploy/stack.sh env | tr '\n' ' ')"
     echo "Stop everything with: ./deploy/stack.sh stop"
 }

@@ -22,6 +22,8 @@ say "installing dependencies"
 say "building"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build -j "$(nproc 2>/dev/null || echo 2)"
+say "building the UI into static/app"
+(cd web && npm run build --silent)
 
 export ORRERY_VAR_DIR="${ORRERY_VAR_DIR:-$ROOT/var}"
 export ORRERY_PORT_BASE="${ORRERY_PORT_BASE:-15400}"
