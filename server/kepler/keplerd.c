@@ -12,15 +12,25 @@
  *       fewer than N fire times before the end of 2199 (those found are
  *       printed).
  *
+ *   run
+ *       Run the scheduler: join the leader election in ZooKeeper ([kepler]
+ *       zk), follow halleyd's events ([kepler] halley, halley_token) and,
+ *       while leading, materialise, resolve, dispatch, retry and time out
+ *       instances (kp_sched.h). Stops on SIGINT/SIGTERM; exit 0, or 2 on a
+ *       bad setting, 1 when a client cannot start.
+ *
  * Common options go through orr_config_from_args(), so --config and
  * --print-config work as for every Orrery daemon.
  */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "kp_cron.h"
+#include "kp_sched.h"
 #include "kp_tz.h"
 #include "orr_config.h"
 #include "orr_log.h"
@@ -31,6 +41,23 @@
 static const orr_cfg_key keplerd_schema[] = {
     {"kepler", "timezone", ORR_CFG_STRING, "UTC", 0, 0, 0,
      "IANA time zone of schedules that name none (e.g. Europe/Berlin)"},
+    {"kepler", "halley", ORR_CFG_STRING, "127.0.0.1:7070", 0, 0, 0, "halleyd gRPC target"},
+    {"kepler", "halley_token", ORR_CFG_SECRET, "", 0, 0, 0, "service token for halleyd"},
+    {"kepler", "zk", ORR_CFG_STRING, "127.0.0.1:2181", 0, 0, 0, "ZooKeeper hosts (host:port,...)"},
+    {"kepler", "id", ORR_CFG_STRING, "", 0, 0, 0,
+     "this keplerd's id in the election (default hostname:pid)"},
+    {"kepler", "sweep_interval", ORR_CFG_DURATION, "30s", 0, 100, 86400000,
+     "period of the repair sweep that re-reads live instances from halleyd"},
+    {"kepler", "zk_session_timeout", ORR_CFG_DURATION, "6s", 0, 2000, 60000,
+     "ZooKeeper session timeout: a standby takes over within it"},
+    {"kepler", "materialise_horizon", ORR_CFG_DURATION, "7d", 0, 60000, 366LL * 86400000,
+     "oldest fire time materialised after downtime (now minus this)"},
+    {"kepler", "default_timeout", ORR_CFG_DURATION, "3h", 0, 1000, 366LL * 86400000,
+     "timeout of tasks whose spec names none"},
+    {"kepler", "weak_deadline", ORR_CFG_DURATION, "0s", 0, 0, 366LL * 86400000,
+     "a weak dependency counts as met this long after the schedule time (0 = never)"},
+    {"kepler", "cache_keep", ORR_CFG_DURATION, "2h", 0, 1000, 366LL * 86400000,
+     "how long finished instances stay in memory for dependency checks"},
 };
 
 static void keplerd_usage(FILE *f)
@@ -42,6 +69,8 @@ static void keplerd_usage(FILE *f)
             "      print the next N (1-%d, default 1) fire times of a cron expression\n"
             "      (Quartz 6/7 fields or Unix 5 fields) after --from (default now),\n"
             "      read in time zone ZONE (default [kepler] timezone), as UTC ISO-8601\n"
+            "  run\n"
+            "      run the scheduler (leader election, dispatch) until SIGTERM\n"
             "options:\n"
             "  --config FILE    read settings from FILE\n"
             "  --print-config   print the effective configuration and exit\n",
@@ -153,6 +182,65 @@ static int cmd_cron_next(const orr_config *cfg, int argc, char **argv)
     return fflush(stdout) == 0 ? 0 : 1;
 }
 
+static volatile sig_atomic_t keplerd_stop;
+
+static void keplerd_on_signal(int sig)
+{
+    (void)sig;
+    keplerd_stop = 1;
+}
+
+static int cmd_run(const orr_config *cfg, int argc, char **argv)
+{
+    if (argc > 0) {
+        fprintf(stderr, "%s: run: unexpected argument \"%.60s\"\n", KEPLERD, argv[0]);
+        return 2;
+    }
+    char id[256];
+    const char *cid = orr_config_str(cfg, "kepler", "id");
+    if (cid && *cid) {
+        snprintf(id, sizeof id, "%s", cid);
+    } else {
+        char host[200] = "keplerd";
+        gethostname(host, sizeof host - 1);
+        host[sizeof host - 1] = '\0';
+        snprintf(id, sizeof id, "%s:%ld", host, (long)getpid());
+    }
+    kp_sched_opts o = {
+        .halley = orr_config_str(cfg, "kepler", "halley"),
+        .token = orr_config_str(cfg, "kepler", "halley_token"),
+        .zk = orr_config_str(cfg, "kepler", "zk"),
+        .id = id,
+        .default_tz = orr_config_str(cfg, "kepler", "timezone"),
+        .sweep_ms = orr_config_int(cfg, "kepler", "sweep_interval"),
+        .session_ms = orr_config_int(cfg, "kepler", "zk_session_timeout"),
+        .horizon_ms = orr_config_int(cfg, "kepler", "materialise_horizon"),
+        .default_timeout_ms = orr_config_int(cfg, "kepler", "default_timeout"),
+        .weak_deadline_ms = orr_config_int(cfg, "kepler", "weak_deadline"),
+        .cache_keep_ms = orr_config_int(cfg, "kepler", "cache_keep"),
+    };
+    orr_err err;
+    const kp_tz *tz;
+    if (kp_tz_load(o.default_tz, &tz, &err) != ORR_OK) {
+        fprintf(stderr, "%s: run: kepler.timezone: %s\n", KEPLERD, err.msg);
+        return 2;
+    }
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = keplerd_on_signal;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    orr_err_clear(&err);
+    orr_status rc = kp_sched_run(&o, &keplerd_stop, &err);
+    if (rc != ORR_OK) {
+        char buf[600];
+        fprintf(stderr, "%s: run: %s\n", KEPLERD, orr_err_str(&err, buf, sizeof buf));
+        return rc == ORR_EINVAL ? 2 : 1;
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     for (int i = 1; i < argc && argv[i][0] == '-'; i++) {
@@ -172,6 +260,8 @@ int main(int argc, char **argv)
     int rc;
     if (argi < argc && strcmp(argv[argi], "cron-next") == 0) {
         rc = cmd_cron_next(cfg, argc - argi - 1, argv + argi + 1);
+    } else if (argi < argc && strcmp(argv[argi], "run") == 0) {
+        rc = cmd_run(cfg, argc - argi - 1, argv + argi + 1);
     } else {
         if (argi < argc)
             fprintf(stderr, "%s: unknown command \"%s\"\n", KEPLERD, argv[argi]);

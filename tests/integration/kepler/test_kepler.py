@@ -17,7 +17,9 @@ executord: the diamond again, run by the real executord (when it is built).
 Tasks, pools and instances are created through halleyd's API by kp_it_tool
 (a small orr_rpc client), which also plays the executors. Every run uses its
 own ZooKeeper chroot and a fresh database. ORRERY_ZK and ORRERY_PG_DSN must
-be set: a missing stack fails the test.
+be set: a missing stack fails the test. For diagnosis: KP_IT_LOG_LEVEL sets
+keplerd's log level, KP_IT_WAIT the seconds the failover test waits for the
+flow to finish (default 120).
 """
 import json
 import os

@@ -90,7 +90,7 @@ got=$("$K" cron-next '0 0 0 1 1 ? 2030,2031' --from 2026-01-01T00:00:00Z --count
 [ "$got" = "$(printf '2030-01-01T00:00:00Z\n2031-01-01T00:00:00Z')" ] || fail "partial list: [$got]"
 # no command / unknown command: usage, exit 2; --print-config works
 expect_err 2 'usage: keplerd'
-expect_err 2 'unknown command "run"' run
+expect_err 2 'unknown command "orbit"' orbit
 out=$("$K" --print-config) || fail "--print-config exit $?"
 case $out in *'[kepler]'*'timezone = UTC'*) ;; *) fail "--print-config: [$out]" ;; esac
 "$K" --help | grep -q 'cron-next EXPR' || fail "--help lacks cron-next"

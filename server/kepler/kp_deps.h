@@ -1,0 +1,91 @@
+/*
+ * kp_deps.h - dependency resolution: which upstream cycles an instance waits
+ * for, and whether their states let it run. Pure functions, no I/O.
+ *
+ * Cycle mapping (times in seconds; a task's cycle is one fire time of its
+ * cron). For a downstream instance D at schedule time t with upstream U:
+ *
+ *   cycle "same", or U has no cron   exactly t;
+ *   D has no cron (manual/backfill)  U's latest fire time <= t;
+ *   otherwise                        every fire time of U in [t, next_D(t)),
+ *                                    the span D's cycle covers; if there is
+ *                                    none (U is coarser), U's latest fire
+ *                                    time <= t.
+ * So an hourly task on a daily one waits for that day's run (the latest daily
+ * fire <= its hour), a daily task on an hourly one waits for all 24 hours of
+ * its day, and equal schedules map cycle to cycle.
+ * Self: the latest fire time of D strictly before t (none: nothing to wait).
+ *
+ * Verdicts over the states of the mapped upstream instances:
+ *   strong  every one success or marked_success;
+ *   weak    every one finished (success, marked_success, or failed/killed/
+ *           timed_out with no retry coming), or the deadline has passed;
+ *   self    as strong, on the previous cycle.
+ * An upstream cycle that will never get an instance (KP_ST_ABSENT: before the
+ * upstream existed, or skipped by catch_up "latest") does not hold anyone.
+ */
+#ifndef KP_DEPS_H
+#define KP_DEPS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kp_cron.h"
+#include "kp_index.h"
+#include "kp_tz.h"
+#include "orr_status.h"
+
+/* Instance states, numbered as halley.proto's InstanceState. */
+typedef enum kp_state {
+    KP_ST_UNKNOWN = 0,
+    KP_ST_WAITING = 1,
+    KP_ST_READY = 2,
+    KP_ST_DISPATCHED = 3,
+    KP_ST_RUNNING = 4,
+    KP_ST_SUCCESS = 5,
+    KP_ST_FAILED = 6,
+    KP_ST_KILLED = 7,
+    KP_ST_TIMED_OUT = 8,
+    KP_ST_SUSPENDED = 9,
+    KP_ST_MARKED_SUCCESS = 10,
+    KP_ST_ABSENT = 100, /* no instance exists for that cycle, and none will */
+} kp_state;
+
+/* "waiting" -> KP_ST_WAITING; KP_ST_UNKNOWN for anything else. */
+kp_state kp_state_parse(const char *name);
+const char *kp_state_name(kp_state s);
+/* success, failed, killed, timed_out, marked_success. */
+int kp_state_finished(kp_state s);
+
+/* Most upstream cycles one dependency may map to (a daily task on a
+ * minutely one needs 1440). */
+#define KP_DEPS_MAX_CYCLES 1500
+
+/* The upstream fire times (seconds, ascending) an instance at t waits for.
+ * dc/dtz: the downstream's cron and zone (dc NULL: no schedule); uc/utz the
+ * upstream's (uc NULL: no schedule). ORR_OK with *n >= 1 (0 only when U has a
+ * cron that never fired before t and never fires in the span); ORR_ETOOBIG
+ * when more than max cycles map (the first max are written). */
+orr_status kp_deps_cycles(const kp_cron *dc, const kp_tz *dtz, const kp_cron *uc, const kp_tz *utz,
+                          int same, int64_t t, int64_t *out, size_t max, size_t *n);
+
+/* The latest fire time of c strictly before t (searching back up to 800
+ * days): ORR_OK and *prev, or ORR_ENOTFOUND. */
+orr_status kp_deps_prev_fire(const kp_cron *c, const kp_tz *tz, int64_t t, int64_t *prev);
+
+/* What is known of one mapped upstream instance. */
+typedef struct kp_dep_obs {
+    kp_state state;
+    int retry_pending; /* failed/timed_out, but a retry will follow */
+} kp_dep_obs;
+
+typedef enum kp_verdict {
+    KP_DEPS_MET,  /* this dependency lets the instance run */
+    KP_DEPS_WAIT, /* not yet */
+} kp_verdict;
+
+/* Verdict of one dependency of kind over the states of its n mapped
+ * instances. past_deadline applies to weak dependencies only. */
+kp_verdict kp_deps_eval(kp_dep_kind kind, const kp_dep_obs *obs, size_t n, int past_deadline);
+
+#endif
