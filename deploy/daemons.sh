@@ -63,6 +63,11 @@ log_token = $log_token
 work_dir = $ORRERY_VAR_DIR/executor
 blob_root = file://$ORRERY_VAR_DIR/blob
 bin_dir = $ORR_ROOT/build/bin
+
+[kepler]
+halley = 127.0.0.1:$ORR_HALLEY_PORT
+halley_token = $token
+zk = $ORRERY_ZK
 CONF
     umask 022
 }
@@ -121,9 +126,7 @@ orr_daemons_start() {
     else
         echo "executord: not started (needs root for its sandboxes)"
     fi
-    if "$ORR_ROOT/build/bin/keplerd" --help 2>&1 | grep -q ' run'; then
-        orr_daemon_start keplerd "true" run
-    fi
+    orr_daemon_start keplerd "true" run
     orr_demo_data
 }
 
