@@ -1,0 +1,96 @@
+/* test_wh_types.c - value checks against target columns (what makes a row dirty). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "wh.h"
+
+static int fits(wh_kind kind, int size, int scale, const char *v)
+{
+    wh_col c;
+    memset(&c, 0, sizeof(c));
+    c.kind = kind;
+    c.size = size;
+    c.scale = scale;
+    const char *why = NULL;
+    int ok = wh_value_check(&c, v, v ? (int64_t)strlen(v) : -1, &why);
+    if (!ok)
+        assert_non_null(why);
+    return ok;
+}
+
+static void test_ints(void **state)
+{
+    (void)state;
+    assert_true(fits(WH_K_INT, 4, 0, "-2147483648"));
+    assert_false(fits(WH_K_INT, 4, 0, "2147483648"));
+    assert_true(fits(WH_K_INT, 8, 0, "9223372036854775807"));
+    assert_false(fits(WH_K_INT, 8, 0, "9223372036854775808"));
+    assert_false(fits(WH_K_INT, 2, 0, "40000"));
+    assert_false(fits(WH_K_INT, 8, 0, "12a"));
+    assert_false(fits(WH_K_INT, 8, 0, ""));
+    assert_false(fits(WH_K_INT, 8, 0, "-"));
+}
+
+static void test_numeric_and_float(void **state)
+{
+    (void)state;
+    assert_true(fits(WH_K_NUMERIC, 12, 2, "1234567890.12"));
+    assert_false(fits(WH_K_NUMERIC, 12, 2, "12345678901.12"));
+    assert_true(fits(WH_K_NUMERIC, 12, 2, "-0.005"));
+    assert_true(fits(WH_K_NUMERIC, 0, 0, "123456789012345678901234567890.5"));
+    assert_false(fits(WH_K_NUMERIC, 0, 0, "1.2.3"));
+    assert_false(fits(WH_K_NUMERIC, 0, 0, "."));
+    assert_true(fits(WH_K_FLOAT, 0, 0, "1e-300"));
+    assert_true(fits(WH_K_FLOAT, 0, 0, "-Infinity"));
+    assert_false(fits(WH_K_FLOAT, 0, 0, "one"));
+}
+
+static void test_times_bools_bytes_text(void **state)
+{
+    (void)state;
+    assert_true(fits(WH_K_DATE, 0, 0, "2024-02-29"));
+    assert_false(fits(WH_K_DATE, 0, 0, "2023-02-29"));
+    assert_false(fits(WH_K_DATE, 0, 0, "2024-13-01"));
+    assert_true(fits(WH_K_TIMESTAMPTZ, 0, 0, "2024-01-01 10:00:00.123456+00"));
+    assert_true(fits(WH_K_TIMESTAMPTZ, 0, 0, "2024-01-01T10:00:00+05:30"));
+    assert_true(fits(WH_K_TIMESTAMP, 0, 0, "2024-01-01 10:00"));
+    assert_false(fits(WH_K_TIMESTAMP, 0, 0, "2024-01-01 25:00:00"));
+    assert_false(fits(WH_K_TIMESTAMP, 0, 0, "yesterday"));
+    assert_true(fits(WH_K_BOOL, 0, 0, "TRUE"));
+    assert_false(fits(WH_K_BOOL, 0, 0, "maybe"));
+    assert_true(fits(WH_K_BYTES, 0, 0, "\\x00ff"));
+    assert_false(fits(WH_K_BYTES, 0, 0, "\\x0"));
+    assert_true(fits(WH_K_TEXT, 3, 0, "héé")); /* characters, not bytes */
+    assert_false(fits(WH_K_TEXT, 3, 0, "four"));
+    assert_false(fits(WH_K_TEXT, 0, 0, "\xff\xfe"));
+    assert_true(fits(WH_K_TEXT, 0, 0, "日本語 😀"));
+}
+
+static void test_nulls(void **state)
+{
+    (void)state;
+    wh_col c;
+    memset(&c, 0, sizeof(c));
+    c.kind = WH_K_INT;
+    const char *why = NULL;
+    assert_true(wh_value_check(&c, NULL, -1, &why));
+    c.not_null = 1;
+    assert_false(wh_value_check(&c, NULL, -1, &why));
+    assert_non_null(strstr(why, "NOT NULL"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_ints),
+        cmocka_unit_test(test_numeric_and_float),
+        cmocka_unit_test(test_times_bools_bytes_text),
+        cmocka_unit_test(test_nulls),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

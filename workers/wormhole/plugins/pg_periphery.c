@@ -1,0 +1,259 @@
+/*
+ * pg_periphery.c - PostgreSQL prepare/finish for both sides.
+ *
+ * Reader: prepare opens one connection in a REPEATABLE READ transaction and
+ * exports its snapshot, so every reader channel sees the same data; it also
+ * reads max(column) for an incremental run in that snapshot (the watermark
+ * saved on success). finish ends that transaction.
+ *
+ * Writer: prepare resolves the target columns (all, or "columns", matched to
+ * the source by position), decides which columns need a value check (types
+ * differ from the source's), and creates the staging table when the mode
+ * loads through one (upsert, staging, and truncate/replace with several
+ * channels). finish, on success, applies the staging table in one
+ * transaction: truncate+insert, delete slice+insert, insert .. on conflict,
+ * or a rename swap; on failure it drops the staging table.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "orr_json.h"
+#include "pg_common.h"
+
+static orr_status pg_reader_prepare(void *conf, wh_ctx *ctx, const wh_schema *src, orr_err *err)
+{
+    (void)src;
+    pg_conf *c = conf;
+    orr_status rc;
+    c->snap_conn = pg_connect(c->dsn, c->path, err);
+    if (!c->snap_conn)
+        return ORR_EUNAVAIL;
+    if ((rc = pg_exec(c->snap_conn, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", c->path,
+                      err)))
+        return rc;
+    PGresult *r = PQexec(c->snap_conn, "SELECT pg_export_snapshot()");
+    if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+        rc = orr_err_set(err, ORR_EIO, c->path, "PostgreSQL: %s", PQerrorMessage(c->snap_conn));
+        PQclear(r);
+        return rc;
+    }
+    snprintf(c->snapshot, sizeof(c->snapshot), "%s", PQgetvalue(r, 0, 0));
+    PQclear(r);
+    if (!ctx->incr.on)
+        return ORR_OK;
+    orr_buf q = ORR_BUF_INIT;
+    orr_buf_append_str(&q, "SELECT max(m)::text FROM (");
+    size_t nt = c->tables ? c->ntables : 1;
+    for (size_t i = 0; i < nt; i++) {
+        if (i)
+            orr_buf_append_str(&q, " UNION ALL ");
+        orr_buf_append_str(&q, "SELECT max(");
+        pg_quote_ident(&q, ctx->incr.column);
+        orr_buf_append_str(&q, ") AS m FROM ");
+        pg_quote_qualified(&q, c->tables ? c->tables[i] : c->table);
+        if (c->filter)
+            orr_buf_appendf(&q, " WHERE (%s)", c->filter);
+    }
+    orr_buf_append_str(&q, ") s");
+    r = PQexec(c->snap_conn, q.data);
+    orr_buf_free(&q);
+    if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+        char p[96];
+        rc = orr_err_set(err, ORR_EIO, orr_json_path(p, sizeof(p), c->path, "incremental.column"),
+                         "PostgreSQL: %s", PQerrorMessage(c->snap_conn));
+        PQclear(r);
+        return rc;
+    }
+    if (!PQgetisnull(r, 0, 0)) {
+        ctx->incr.has_high = 1;
+        snprintf(ctx->incr.high, sizeof(ctx->incr.high), "%s", PQgetvalue(r, 0, 0));
+    }
+    PQclear(r);
+    return ORR_OK;
+}
+
+static orr_status pg_reader_finish(void *conf, wh_ctx *ctx, int success, orr_err *err)
+{
+    (void)ctx;
+    (void)success;
+    (void)err;
+    pg_conf *c = conf;
+    if (c->snap_conn) {
+        PQclear(PQexec(c->snap_conn, "COMMIT"));
+        PQfinish(c->snap_conn);
+        c->snap_conn = NULL;
+    }
+    return ORR_OK;
+}
+
+const wh_periphery_ops wh_pg_reader_periphery = {
+    .prepare = pg_reader_prepare,
+    .finish = pg_reader_finish,
+};
+
+static orr_status pg_writer_prepare(void *conf, wh_ctx *ctx, const wh_schema *src, orr_err *err)
+{
+    (void)ctx;
+    pg_conf *c = conf;
+    orr_status rc;
+    char p[96];
+    c->per_conn = pg_connect(c->dsn, c->path, err);
+    if (!c->per_conn)
+        return ORR_EUNAVAIL;
+    wh_schema_free(&c->target);
+    if ((rc =
+             pg_describe(c->per_conn, c->table, c->columns, c->ncolumns, &c->target, c->path, err)))
+        return rc;
+    if (c->target.ncols != src->ncols)
+        return orr_err_set(err, ORR_EINVAL,
+                           orr_json_path(p, sizeof(p), c->path, c->columns ? "columns" : "table"),
+                           "the source has %zu columns and the target %zu (columns are matched "
+                           "by position)",
+                           src->ncols, c->target.ncols);
+    free(c->check);
+    c->check = calloc(src->ncols, 1);
+    if (!c->check)
+        abort();
+    for (size_t i = 0; i < src->ncols; i++) {
+        const wh_col *s = &src->cols[i], *t = &c->target.cols[i];
+        c->check[i] = strcmp(s->type, t->type) != 0 || (t->not_null && !s->not_null);
+    }
+    for (size_t k = 0; k < c->nkey; k++) {
+        int found = 0;
+        for (size_t i = 0; i < c->target.ncols; i++)
+            found |= strcmp(c->key[k], c->target.cols[i].name) == 0;
+        if (!found)
+            return orr_err_set(err, ORR_EINVAL, orr_json_path(p, sizeof(p), c->path, "key"),
+                               "key column %s is not among the loaded columns", c->key[k]);
+    }
+    orr_buf_reset(&c->qtable);
+    pg_quote_qualified(&c->qtable, c->table);
+    orr_buf_reset(&c->collist);
+    orr_buf_append_byte(&c->collist, '(');
+    for (size_t i = 0; i < c->target.ncols; i++) {
+        if (i)
+            orr_buf_append_str(&c->collist, ", ");
+        pg_quote_ident(&c->collist, c->target.cols[i].name);
+    }
+    orr_buf_append_byte(&c->collist, ')');
+    c->use_stage = c->mode == WH_MODE_UPSERT || c->mode == WH_MODE_STAGING ||
+                   ((c->mode == WH_MODE_TRUNCATE || c->mode == WH_MODE_REPLACE) && c->channels > 1);
+    if (!c->use_stage)
+        return ORR_OK;
+    char stage[200];
+    snprintf(stage, sizeof(stage), "%s__wh_stage", c->table);
+    orr_buf_reset(&c->qstage);
+    pg_quote_qualified(&c->qstage, stage);
+    orr_buf q = ORR_BUF_INIT;
+    /* A stage left by a killed run is dropped first. */
+    orr_buf_appendf(&q, "DROP TABLE IF EXISTS %s; CREATE %sTABLE %s (LIKE %s INCLUDING %s)",
+                    c->qstage.data, c->mode == WH_MODE_STAGING ? "" : "UNLOGGED ", c->qstage.data,
+                    c->qtable.data, c->mode == WH_MODE_STAGING ? "ALL" : "DEFAULTS");
+    rc = pg_exec(c->per_conn, q.data, c->path, err);
+    orr_buf_free(&q);
+    return rc;
+}
+
+/* The statement that applies the staging table to the target. */
+static void pg_apply_sql(pg_conf *c, orr_buf *q)
+{
+    const char *t = c->qtable.data, *s = c->qstage.data, *cols = c->collist.data;
+    orr_buf_append_str(q, "BEGIN; ");
+    switch (c->mode) {
+    case WH_MODE_TRUNCATE:
+        orr_buf_appendf(q, "TRUNCATE %s; INSERT INTO %s %s SELECT %.*s FROM %s; ", t, t, cols,
+                        (int)(strlen(cols) - 2), cols + 1, s);
+        break;
+    case WH_MODE_REPLACE:
+        orr_buf_appendf(q, "DELETE FROM %s WHERE (%s); INSERT INTO %s %s SELECT %.*s FROM %s; ", t,
+                        c->filter, t, cols, (int)(strlen(cols) - 2), cols + 1, s);
+        break;
+    case WH_MODE_UPSERT: {
+        orr_buf keys = ORR_BUF_INIT, set = ORR_BUF_INIT;
+        for (size_t k = 0; k < c->nkey; k++) {
+            if (k)
+                orr_buf_append_str(&keys, ", ");
+            pg_quote_ident(&keys, c->key[k]);
+        }
+        for (size_t i = 0; i < c->target.ncols; i++) {
+            int is_key = 0;
+            for (size_t k = 0; k < c->nkey; k++)
+                is_key |= strcmp(c->key[k], c->target.cols[i].name) == 0;
+            if (is_key)
+                continue;
+            if (set.len)
+                orr_buf_append_str(&set, ", ");
+            pg_quote_ident(&set, c->target.cols[i].name);
+            orr_buf_append_str(&set, " = EXCLUDED.");
+            pg_quote_ident(&set, c->target.cols[i].name);
+        }
+        /* DISTINCT ON: a key twice in one load would make ON CONFLICT fail. */
+        orr_buf_appendf(q,
+                        "INSERT INTO %s %s SELECT DISTINCT ON (%s) %.*s FROM %s "
+                        "ON CONFLICT (%s) DO %s%s; ",
+                        t, cols, keys.data, (int)(strlen(cols) - 2), cols + 1, s, keys.data,
+                        set.len ? "UPDATE SET " : "NOTHING", set.len ? set.data : "");
+        orr_buf_free(&keys);
+        orr_buf_free(&set);
+        break;
+    }
+    case WH_MODE_STAGING: {
+        char old[200];
+        snprintf(old, sizeof(old), "%s__wh_old", c->table);
+        const char *dot = strrchr(c->table, '.');
+        const char *base = dot ? dot + 1 : c->table;
+        orr_buf qold = ORR_BUF_INIT, bt = ORR_BUF_INIT, bo = ORR_BUF_INIT;
+        pg_quote_qualified(&qold, old);
+        pg_quote_ident(&bt, base);
+        const char *odot = strrchr(old, '.');
+        pg_quote_ident(&bo, odot ? odot + 1 : old);
+        orr_buf_appendf(q,
+                        "DROP TABLE IF EXISTS %s; ALTER TABLE %s RENAME TO %s; "
+                        "ALTER TABLE %s RENAME TO %s; DROP TABLE %s; COMMIT",
+                        qold.data, t, bo.data, s, bt.data, qold.data);
+        orr_buf_free(&qold);
+        orr_buf_free(&bt);
+        orr_buf_free(&bo);
+        return;
+    }
+    default:
+        break;
+    }
+    orr_buf_appendf(q, "DROP TABLE %s; COMMIT", s);
+}
+
+static orr_status pg_writer_finish(void *conf, wh_ctx *ctx, int success, orr_err *err)
+{
+    (void)ctx;
+    pg_conf *c = conf;
+    orr_status rc = ORR_OK;
+    if (c->per_conn && c->use_stage) {
+        orr_buf q = ORR_BUF_INIT;
+        if (success) {
+            pg_apply_sql(c, &q);
+        } else {
+            orr_buf_appendf(&q, "DROP TABLE IF EXISTS %s", c->qstage.data);
+        }
+        rc = pg_exec(c->per_conn, q.data, c->path, err);
+        if (rc != ORR_OK) {
+            PQclear(PQexec(c->per_conn, "ROLLBACK"));
+            if (success) {
+                orr_buf_reset(&q);
+                orr_buf_appendf(&q, "DROP TABLE IF EXISTS %s", c->qstage.data);
+                PQclear(PQexec(c->per_conn, q.data));
+            }
+        }
+        orr_buf_free(&q);
+    }
+    if (c->per_conn) {
+        PQfinish(c->per_conn);
+        c->per_conn = NULL;
+    }
+    return rc;
+}
+
+const wh_periphery_ops wh_pg_writer_periphery = {
+    .prepare = pg_writer_prepare,
+    .finish = pg_writer_finish,
+};

@@ -1,0 +1,206 @@
+/*
+ * pg_writer.c - PostgreSQL writer: COPY ... FROM STDIN in text format, fed
+ * in chunks of ~256 KiB. Each channel has its own connection and
+ * transaction, committed by close(commit=1) only after the engine checked
+ * the whole run. Without a staging table (see pg_periphery.c), truncate and
+ * replace run TRUNCATE / DELETE of the slice in the same transaction as the
+ * load, so a killed run leaves the target as it was.
+ *
+ * Values are checked (wh_value_check) only for columns whose source type
+ * differs from the target's; a row that does not fit is dirty and skipped,
+ * so one bad value never aborts the COPY.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "pg_common.h"
+#include "wh_text.h"
+
+#define PG_CHUNK (256 * 1024)
+
+static orr_status pg_writer_configure(const json_t *spec, const char *path, void **conf,
+                                      orr_err *err)
+{
+    pg_conf *c = NULL;
+    orr_status rc = pg_conf_parse(spec, path, 0, &c, err);
+    *conf = c;
+    return rc;
+}
+
+static int pg_writer_max_channels(void *conf, int wanted)
+{
+    pg_conf *c = conf;
+    c->channels = wanted;
+    return wanted;
+}
+
+typedef struct pg_writer {
+    pg_conf *c;
+    wh_ctx *ctx;
+    const char *name;
+    PGconn *conn;
+    orr_buf buf;
+    int in_copy;
+} pg_writer;
+
+static orr_status pg_writer_open(void *conf, wh_ctx *ctx, const wh_schema *src, const char *name,
+                                 void **state, orr_err *err)
+{
+    (void)src;
+    pg_conf *c = conf;
+    orr_status rc;
+    pg_writer *w = calloc(1, sizeof(*w));
+    if (!w)
+        abort();
+    w->c = c;
+    w->ctx = ctx;
+    w->name = name;
+    w->conn = pg_connect(c->dsn, c->path, err);
+    if (!w->conn) {
+        free(w);
+        return ORR_EUNAVAIL;
+    }
+    orr_buf q = ORR_BUF_INIT;
+    orr_buf_append_str(&q, "BEGIN; ");
+    if (!c->use_stage && c->mode == WH_MODE_TRUNCATE)
+        orr_buf_appendf(&q, "TRUNCATE %s; ", c->qtable.data);
+    else if (!c->use_stage && c->mode == WH_MODE_REPLACE)
+        orr_buf_appendf(&q, "DELETE FROM %s WHERE (%s); ", c->qtable.data, c->filter);
+    if ((rc = pg_exec(w->conn, q.data, c->path, err)))
+        goto fail;
+    orr_buf_reset(&q);
+    orr_buf_appendf(&q, "COPY %s %s FROM STDIN", c->use_stage ? c->qstage.data : c->qtable.data,
+                    c->collist.data);
+    PGresult *r = PQexec(w->conn, q.data);
+    if (PQresultStatus(r) != PGRES_COPY_IN) {
+        rc = orr_err_set(err, ORR_EIO, c->path, "PostgreSQL: %s", PQerrorMessage(w->conn));
+        PQclear(r);
+        goto fail;
+    }
+    PQclear(r);
+    w->in_copy = 1;
+    orr_buf_free(&q);
+    orr_buf_reserve(&w->buf, PG_CHUNK + 65536);
+    *state = w;
+    return ORR_OK;
+fail:
+    orr_buf_free(&q);
+    PQfinish(w->conn);
+    free(w);
+    return rc;
+}
+
+static orr_status pg_send(pg_writer *w, orr_err *err)
+{
+    if (w->buf.len == 0)
+        return ORR_OK;
+    if (PQputCopyData(w->conn, w->buf.data, (int)w->buf.len) != 1)
+        return orr_err_set(err, ORR_EIO, w->c->path, "PostgreSQL COPY: %s",
+                           PQerrorMessage(w->conn));
+    orr_buf_reset(&w->buf);
+    return ORR_OK;
+}
+
+static orr_status pg_writer_write(void *state, const wh_batch *b, wh_wstats *st, orr_err *err)
+{
+    pg_writer *w = state;
+    const pg_conf *c = w->c;
+    size_t ncols = b->ncols;
+    for (size_t r = 0; r < b->nrows; r++) {
+        const char *why = NULL;
+        for (size_t col = 0; col < ncols; col++) {
+            if (!c->check[col])
+                continue;
+            int64_t len;
+            const char *v = wh_batch_val(b, r, col, &len);
+            if (!wh_value_check(&c->target.cols[col], v, len, &why))
+                break;
+            why = NULL;
+        }
+        if (why) {
+            char reason[300];
+            for (size_t col = 0; col < ncols; col++) {
+                int64_t len;
+                const char *v = wh_batch_val(b, r, col, &len);
+                const char *tmp;
+                if (!wh_value_check(&c->target.cols[col], v, len, &tmp)) {
+                    snprintf(reason, sizeof(reason), "column %s (%s): %s", c->target.cols[col].name,
+                             c->target.cols[col].type, tmp);
+                    break;
+                }
+            }
+            if (wh_ctx_dirty(w->ctx, w->name, b, r, reason) != ORR_OK)
+                return orr_err_set(err, ORR_ETOOBIG, "max_dirty_rows", "too many dirty rows");
+            continue;
+        }
+        size_t start = w->buf.len;
+        for (size_t col = 0; col < ncols; col++) {
+            int64_t len;
+            const char *v = wh_batch_val(b, r, col, &len);
+            if (col)
+                orr_buf_append_byte(&w->buf, '\t');
+            wh_copy_encode(&w->buf, v, len);
+        }
+        orr_buf_append_byte(&w->buf, '\n');
+        st->rows++;
+        st->bytes += w->buf.len - start;
+        if (w->buf.len >= PG_CHUNK) {
+            orr_status rc = pg_send(w, err);
+            if (rc)
+                return rc;
+        }
+    }
+    return ORR_OK;
+}
+
+static orr_status pg_writer_flush(void *state, uint64_t *confirmed, orr_err *err)
+{
+    pg_writer *w = state;
+    orr_status rc = pg_send(w, err);
+    if (rc)
+        return rc;
+    w->in_copy = 0;
+    if (PQputCopyEnd(w->conn, NULL) != 1)
+        return orr_err_set(err, ORR_EIO, w->c->path, "PostgreSQL COPY end: %s",
+                           PQerrorMessage(w->conn));
+    PGresult *r = PQgetResult(w->conn);
+    if (PQresultStatus(r) != PGRES_COMMAND_OK) {
+        rc = orr_err_set(err, ORR_EIO, w->c->path, "PostgreSQL COPY: %s", PQerrorMessage(w->conn));
+    } else {
+        *confirmed = strtoull(PQcmdTuples(r), NULL, 10);
+    }
+    PQclear(r);
+    while ((r = PQgetResult(w->conn)) != NULL)
+        PQclear(r);
+    return rc;
+}
+
+static orr_status pg_writer_close(void *state, int commit, orr_err *err)
+{
+    pg_writer *w = state;
+    orr_status rc = ORR_OK;
+    if (!w)
+        return ORR_OK;
+    if (w->in_copy) {
+        PQputCopyEnd(w->conn, "transfer cancelled");
+        PGresult *r;
+        while ((r = PQgetResult(w->conn)) != NULL)
+            PQclear(r);
+        commit = 0;
+    }
+    rc = pg_exec(w->conn, commit ? "COMMIT" : "ROLLBACK", w->c->path, err);
+    PQfinish(w->conn);
+    orr_buf_free(&w->buf);
+    free(w);
+    return rc;
+}
+
+const wh_writer_ops wh_pg_writer = {
+    .configure = pg_writer_configure,
+    .conf_free = pg_conf_free,
+    .max_channels = pg_writer_max_channels,
+    .open = pg_writer_open,
+    .write = pg_writer_write,
+    .flush = pg_writer_flush,
+    .close = pg_writer_close,
+};

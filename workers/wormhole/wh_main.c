@@ -1,0 +1,100 @@
+/*
+ * wh_main.c - the `wormhole` command.
+ *
+ *   wormhole run JOB.json [--state FILE] [--log-level LEVEL]
+ *   wormhole check JOB.json        parse the spec only
+ *
+ * Progress lines and logs go to stderr, the final JSON summary to stdout.
+ * Exit status: 0 the run succeeded, 1 it failed, 2 bad job spec or usage
+ * (the message names the JSON path of the bad field).
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "orr_json.h"
+#include "orr_log.h"
+#include "wh_engine.h"
+#include "wh_job.h"
+
+static void wh_on_signal(int sig)
+{
+    (void)sig;
+    wh_interrupt();
+}
+
+static int wh_usage(void)
+{
+    fprintf(stderr, "usage: wormhole run JOB.json [--state FILE] [--log-level LEVEL]\n"
+                    "       wormhole check JOB.json\n");
+    return 2;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 3)
+        return wh_usage();
+    const char *cmd = argv[1], *job_path = argv[2], *state = NULL;
+    orr_log_level level = ORR_LOG_INFO;
+    for (int i = 3; i < argc; i++) {
+        if (strcmp(argv[i], "--state") == 0 && i + 1 < argc) {
+            state = argv[++i];
+        } else if (strcmp(argv[i], "--log-level") == 0 && i + 1 < argc) {
+            if (orr_log_level_parse(argv[++i], &level) != ORR_OK)
+                return wh_usage();
+        } else {
+            return wh_usage();
+        }
+    }
+    if (strcmp(cmd, "run") != 0 && strcmp(cmd, "check") != 0)
+        return wh_usage();
+    orr_err err;
+    orr_err_clear(&err);
+    orr_log_open(level, NULL, &err);
+
+    wh_job *job = NULL;
+    orr_status rc = wh_job_load_file(job_path, &job, &err);
+    if (rc != ORR_OK) {
+        fprintf(stderr, "wormhole: bad job spec %s: %s%s%s\n", job_path,
+                err.field[0] ? err.field : "", err.field[0] ? ": " : "", err.msg);
+        json_t *body = orr_json_error_body(&err);
+        orr_buf out = ORR_BUF_INIT;
+        orr_json_dump_buf(body, &out);
+        printf("%s\n", orr_buf_cstr(&out));
+        orr_buf_free(&out);
+        json_decref(body);
+        return 2;
+    }
+    if (strcmp(cmd, "check") == 0) {
+        printf("{\"status\":\"ok\",\"job\":\"%s\"}\n", job->name);
+        wh_job_free(job);
+        return 0;
+    }
+    char state_buf[4096];
+    if (!state && !job->state_file && job->incr_on) {
+        snprintf(state_buf, sizeof(state_buf), "%s.state", job_path);
+        state = state_buf;
+    }
+
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = wh_on_signal;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    wh_result res;
+    rc = wh_run(job, state, &res);
+    json_t *summary = wh_result_json(job, &res);
+    orr_buf out = ORR_BUF_INIT;
+    orr_json_dump_buf(summary, &out);
+    printf("%s\n", orr_buf_cstr(&out));
+    fflush(stdout);
+    orr_buf_free(&out);
+    json_decref(summary);
+    int ok = res.ok;
+    wh_result_free(&res);
+    wh_job_free(job);
+    (void)rc;
+    return ok ? 0 : 1;
+}
