@@ -79,6 +79,13 @@ orr_status hl_api_watch_events(orr_rpc_call *call, const ProtobufCMessage *req, 
  * the handler and the fuzz target. */
 orr_status hl_transition_check(const hl_pb_transition_req *r, orr_err *err);
 
+/* One transition on c as its own statement (hl_transition_check included).
+ * ORR_OK with out filled (strings in arena a or in results it owns), or the
+ * item's error: ORR_ENOTFOUND (no such instance), ORR_ECONFLICT (moved),
+ * ORR_ESTATE / ORR_EINVAL (refused), ORR_EUNAVAIL. Does not report events. */
+orr_status hl_transition_one(hl_conn *c, orr_arena *a, const hl_pb_transition_req *rq,
+                             hl_pb_transition_res *out, orr_err *err);
+
 /* ------------------------------------------------------------ helpers */
 
 /* gRPC status code of an orr_status (for per-item results of batch calls),

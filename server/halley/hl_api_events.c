@@ -1,6 +1,12 @@
 /*
  * hl_api_events.c - WatchEvents: replay from the event table, then live.
  *
+ * The start point is fixed before anything is sent: from_id, the retention
+ * horizon for from_id 0, or for from_latest the newest id at the moment the
+ * call is accepted. With start_marker the first message says so
+ * (kind "watch.start", id = start point), so a subscriber can order its own
+ * later writes after the point.
+ *
  * The reader keeps a cursor (the last id it has passed). Each round it reads
  * up to HL_WATCH_BATCH rows with id > cursor in id order, sends those that
  * match the filters, and advances the cursor; then it sleeps until the
@@ -93,6 +99,14 @@ orr_status hl_api_watch_events(orr_rpc_call *call, const ProtobufCMessage *req, 
         goto done;
     }
     orr_arena_reset(a);
+    if (rq->start_marker) {
+        Orrery__Halley__V1__Event mk = ORRERY__HALLEY__V1__EVENT__INIT;
+        mk.id = cursor;
+        mk.kind = "watch.start";
+        mk.payload_json = "{}";
+        if ((s = orr_rpc_stream_send(call, &mk.base)) != ORR_OK)
+            goto done;
+    }
 
     while (!orr_rpc_call_cancelled(call)) {
         uint64_t seq = hl_events_seq(hc->events);

@@ -1,15 +1,18 @@
 /*
  * hl_api_instances.c - instances and the state machine over gRPC.
  *
- * TransitionInstance is ONE statement (data-modifying CTEs, so one round trip
+ * A transition is ONE statement (data-modifying CTEs, so one round trip
  * and one implicit transaction):
  *   UPDATE instances ... WHERE id = $1 AND state = $expected  (the CAS)
  *   + INSERT instance_transitions (time, actor, reason, executor)
  *   + upsert of the attempt row (dispatched, running, finished states)
- *   + INSERT events + pg_notify
- * Pool tokens are released by the instances_release_leases trigger in the same
- * transaction. When the UPDATE matched nothing, a second read tells NOT_FOUND
+ *   + INSERT events
+ * and, once it committed, hl_events_committed() (no NOTIFY inside the
+ * transaction: see hl_events.h for why). Pool tokens are released by the instances_release_leases
+ * trigger in the same transaction. When the UPDATE matched nothing, a second read tells NOT_FOUND
  * (no such instance) from ABORTED (it is in another state or attempt). The
+ * TransitionInstance goes through hl_tcomb.c, which runs concurrent calls
+ * as one multi-row form of the same statement. The
  * legality of (expected -> new) is checked before any database work
  * (hl_sm.c), so an illegal pair is FAILED_PRECONDITION whatever the stored
  * state is.
@@ -20,6 +23,7 @@
 #include <string.h>
 
 #include "hl_api.h"
+#include "hl_tcomb.h"
 #include "orr_buf.h"
 #include "orr_log.h"
 
@@ -35,8 +39,7 @@ static hl_stmt q_create_instance = HL_STMT(
     " SELECT 'instance.created', task_id, id, jsonb_build_object('state', 'waiting',"
     " 'actor', $4::text, 'schedule_time_ms', $2::int8, 'task_version', task_version) FROM ins"
     " RETURNING id, task_id) "
-    "SELECT " HL_INSTANCE_COLS ", ev.id,"
-    " pg_notify('orrery_events', ev.id::text || ' instance.created ' || ev.task_id::text)"
+    "SELECT " HL_INSTANCE_COLS ", ev.id"
     " FROM ins i JOIN ev ON true JOIN tasks t ON t.id = i.task_id");
 
 static hl_stmt q_existing_instance =
@@ -131,8 +134,7 @@ static hl_stmt q_transition = HL_STMT(
     "  SELECT 'instance.transition', task_id, id, executor, jsonb_build_object('from', $2::text,"
     "  'to', $3::text, 'attempt', attempt, 'actor', $4::text, 'reason', $5::text) FROM u"
     "  RETURNING id, task_id) "
-    "SELECT " HL_INSTANCE_COLS ", ev.id,"
-    " pg_notify('orrery_events', ev.id::text || ' instance.transition ' || ev.task_id::text)"
+    "SELECT " HL_INSTANCE_COLS ", ev.id"
     " FROM u i JOIN ev ON true JOIN tasks t ON t.id = i.task_id");
 
 static hl_stmt q_instance_state =
@@ -181,7 +183,8 @@ static orr_status hl__fill_deps(hl_conn *c, orr_arena *a, hl_pb_instance *in, or
 
 static orr_status hl__create_one(hl_conn *c, orr_arena *a,
                                  const Orrery__Halley__V1__CreateInstance *ci,
-                                 Orrery__Halley__V1__CreateInstanceResult *res, orr_err *err)
+                                 Orrery__Halley__V1__CreateInstanceResult *res, int64_t *event_id,
+                                 orr_err *err)
 {
     orr_err ie;
     orr_err_clear(&ie);
@@ -203,6 +206,7 @@ static orr_status hl__create_one(hl_conn *c, orr_arena *a,
             hl_fill_instance(a, r, 0, in);
             res->created = 1;
             res->instance = in;
+            *event_id = hl_val_i64(r, 0, 14);
         } else {
             if ((s = hl_db_query(c, a, &q_existing_instance, 2, p, &r, err)) != ORR_OK)
                 return s;
@@ -240,13 +244,18 @@ HL_UNARY(hl_api_create_instances)
     orr_status s = hl_db_get(hc->db, &c, err);
     if (s != ORR_OK)
         return s;
+    int64_t max_event = 0;
     for (size_t i = 0; s == ORR_OK && i < rq->n_instances; i++) {
         Orrery__Halley__V1__CreateInstanceResult *res = orr_arena_alloc(a, sizeof *res);
         orrery__halley__v1__create_instance_result__init(res);
         o->results[i] = res;
-        s = hl__create_one(c, a, rq->instances[i], res, err);
+        int64_t ev = 0;
+        s = hl__create_one(c, a, rq->instances[i], res, &ev, err);
+        if (ev > max_event)
+            max_event = ev;
     }
     hl_db_put(hc->db, c);
+    hl_events_committed(hc->events, max_event); /* each item committed on its own */
     if (s != ORR_OK)
         return s;
     *resp = &o->base;
@@ -405,9 +414,8 @@ orr_status hl_transition_check(const hl_pb_transition_req *r, orr_err *err)
     return ORR_OK;
 }
 
-/* One transition on c. ORR_OK with *out filled, or the item's error. */
-static orr_status hl__transition(hl_conn *c, orr_arena *a, const hl_pb_transition_req *rq,
-                                 hl_pb_transition_res *out, orr_err *err)
+orr_status hl_transition_one(hl_conn *c, orr_arena *a, const hl_pb_transition_req *rq,
+                             hl_pb_transition_res *out, orr_err *err)
 {
     orr_status s = hl_transition_check(rq, err);
     if (s != ORR_OK)
@@ -455,13 +463,9 @@ HL_UNARY(hl_api_transition_instance)
     orr_status s = hl_transition_check(rq, err);
     if (s != ORR_OK)
         return s;
-    hl_conn *c;
-    if ((s = hl_db_get(hc->db, &c, err)) != ORR_OK)
-        return s;
     hl_pb_transition_res *o = orr_arena_alloc(a, sizeof *o);
     orrery__halley__v1__transition_result__init(o);
-    s = hl__transition(c, a, rq, o, err);
-    hl_db_put(hc->db, c);
+    s = hl_tcomb_transition(hc, a, rq, o, err); /* reports its events itself */
     if (s == ORR_OK)
         *resp = &o->base;
     return s;
@@ -482,18 +486,22 @@ HL_UNARY(hl_api_transition_instances)
     orr_status s = hl_db_get(hc->db, &c, err);
     if (s != ORR_OK)
         return s;
+    int64_t max_event = 0; /* each item commits on its own */
     for (size_t i = 0; i < rq->n_items; i++) {
         hl_pb_transition_res *res = orr_arena_alloc(a, sizeof *res);
         orrery__halley__v1__transition_result__init(res);
         o->results[i] = res;
         orr_err ie;
         orr_err_clear(&ie);
-        orr_status is = hl__transition(c, a, rq->items[i], res, &ie);
+        orr_status is = hl_transition_one(c, a, rq->items[i], res, &ie);
         if (is == ORR_EUNAVAIL) { /* the database went away: the whole call fails */
             *err = ie;
             hl_db_put(hc->db, c);
+            hl_events_committed(hc->events, max_event);
             return is;
         }
+        if (is == ORR_OK && res->event_id > max_event)
+            max_event = res->event_id;
         res->code = hl_grpc_code(is);
         if (is != ORR_OK) {
             res->field = orr_arena_strdup(a, ie.field);
@@ -501,6 +509,7 @@ HL_UNARY(hl_api_transition_instances)
         }
     }
     hl_db_put(hc->db, c);
+    hl_events_committed(hc->events, max_event);
     *resp = &o->base;
     return ORR_OK;
 }

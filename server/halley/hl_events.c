@@ -4,6 +4,7 @@
 #include "hl_events.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <libpq-fe.h>
 #include <poll.h>
@@ -13,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "orr_log.h"
 
@@ -26,6 +28,9 @@ struct hl_events {
     char *dsn;
     int64_t retention_ms;
     hl_cache *cache;
+    int wake[2];                  /* pipe: hl_events_committed -> thread */
+    _Atomic int notify_pending;   /* a byte is in the pipe / a NOTIFY is due */
+    _Atomic int_least64_t max_id; /* highest id reported committed */
 };
 
 static int64_t hl__mono_ms(void)
@@ -103,11 +108,33 @@ static void hl__prune(hl_events *ev, PGconn *pg)
     PQclear(r);
 }
 
+/* Send the coalesced NOTIFY for events committed by this process. */
+static void hl__notify_peers(hl_events *ev, PGconn *pg, int64_t *last_ms)
+{
+    char drain[64];
+    while (read(ev->wake[0], drain, sizeof drain) > 0)
+        ;
+    int64_t wait = *last_ms + HL_EVENTS_NOTIFY_MS - hl__mono_ms();
+    if (wait > 0)
+        nanosleep(&(struct timespec){0, (long)wait * 1000000L}, NULL);
+    atomic_store(&ev->notify_pending, 0); /* later commits schedule another */
+    char payload[64];
+    snprintf(payload, sizeof payload, "%" PRId64 " instance.batch 0",
+             (int64_t)atomic_load(&ev->max_id));
+    const char *params[1] = {payload};
+    PGresult *r =
+        PQexecParams(pg, "SELECT pg_notify('orrery_events', $1)", 1, NULL, params, NULL, NULL, 0);
+    if (!r || PQresultStatus(r) != PGRES_TUPLES_OK)
+        ORR_WARN("event notify failed", "err=%s", orr_log_q(PQerrorMessage(pg)));
+    PQclear(r);
+    *last_ms = hl__mono_ms();
+}
+
 static void *hl__run(void *arg)
 {
     hl_events *ev = arg;
     PGconn *pg = NULL;
-    int64_t next_prune = 0;
+    int64_t next_prune = 0, last_notify = 0;
     while (!atomic_load(&ev->stop)) {
         if (!pg || PQstatus(pg) != CONNECTION_OK) {
             if (pg)
@@ -135,10 +162,13 @@ static void *hl__run(void *arg)
             hl__prune(ev, pg);
             next_prune = hl__mono_ms() + 60000;
         }
-        struct pollfd p = {.fd = PQsocket(pg), .events = POLLIN};
-        int pr = poll(&p, 1, 200);
+        struct pollfd p[2] = {{.fd = PQsocket(pg), .events = POLLIN},
+                              {.fd = ev->wake[0], .events = POLLIN}};
+        int pr = poll(p, 2, 200);
         if (pr < 0 && errno != EINTR)
             continue;
+        if (pr > 0 && (p[1].revents & POLLIN))
+            hl__notify_peers(ev, pg, &last_notify);
         if (pr > 0 && !PQconsumeInput(pg)) {
             hl__set_listening(ev, 0);
             continue;
@@ -173,6 +203,13 @@ orr_status hl_events_start(const char *dsn, int64_t retention_ms, hl_cache *cach
         free(ev);
         return orr_err_set(err, ORR_ENOMEM, NULL, "out of memory");
     }
+    if (pipe(ev->wake) != 0) {
+        free(ev->dsn);
+        free(ev);
+        return orr_err_set(err, ORR_EINTERNAL, NULL, "pipe: %s", strerror(errno));
+    }
+    for (int i = 0; i < 2; i++)
+        fcntl(ev->wake[i], F_SETFL, fcntl(ev->wake[i], F_GETFL) | O_NONBLOCK);
     pthread_mutex_init(&ev->mu, NULL);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
@@ -184,6 +221,8 @@ orr_status hl_events_start(const char *dsn, int64_t retention_ms, hl_cache *cach
     if (cache)
         hl_cache_set_enabled(cache, 0);
     if (pthread_create(&ev->thread, NULL, hl__run, ev) != 0) {
+        close(ev->wake[0]);
+        close(ev->wake[1]);
         free(ev->dsn);
         free(ev);
         return orr_err_set(err, ORR_EINTERNAL, NULL, "cannot start the event listener thread");
@@ -201,8 +240,24 @@ void hl_events_stop(hl_events *ev)
     hl_events_wake(ev);
     pthread_mutex_destroy(&ev->mu);
     pthread_cond_destroy(&ev->cv);
+    close(ev->wake[0]);
+    close(ev->wake[1]);
     free(ev->dsn);
     free(ev);
+}
+
+void hl_events_committed(hl_events *ev, int64_t id)
+{
+    if (!ev || id <= 0)
+        return;
+    int_least64_t cur = atomic_load(&ev->max_id);
+    while (cur < id && !atomic_compare_exchange_weak(&ev->max_id, &cur, id))
+        ;
+    hl__bump(ev);
+    if (atomic_exchange(&ev->notify_pending, 1) == 0) {
+        ssize_t w = write(ev->wake[1], "n", 1);
+        (void)w; /* a full pipe already wakes the thread */
+    }
 }
 
 int hl_events_listening(hl_events *ev)

@@ -40,7 +40,7 @@ orr_status hl_migrate_check(const hl_embedded_file *files, unsigned n, int *late
 {
     int want = 1;
     for (unsigned i = 0; i < n; i++, want++) {
-        int v;
+        int v = 0;
         if (hl_migrate_parse_name(files[i].name, &v, err) != ORR_OK)
             return ORR_EINVAL;
         if (v != want)

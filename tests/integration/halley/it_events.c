@@ -104,6 +104,71 @@ static void *writer(void *arg)
     return NULL;
 }
 
+/* Transition threads: each flips its own instance waiting <-> ready `rounds`
+ * times through TransitionInstance (so concurrent calls are combined into
+ * batches), and the `racers` pair all try the same instance each round. */
+struct flip_arg {
+    int who;
+    int64_t instance;
+    int rounds;
+    int ok, aborted, other;
+};
+
+static void *flipper(void *arg)
+{
+    struct flip_arg *f = arg;
+    orr_rpc_client *c = hlt_client(&srv[0], NULL);
+    int state = 1; /* waiting */
+    for (int i = 0; i < f->rounds; i++) {
+        Orrery__Halley__V1__TransitionRequest r = ORRERY__HALLEY__V1__TRANSITION_REQUEST__INIT;
+        r.instance_id = f->instance;
+        r.expected_state = state;
+        r.new_state = state == 1 ? 2 : 1;
+        r.actor = "it";
+        r.reason = "flip \"quoted\" {x,y} \\ NULL";
+        Orrery__Halley__V1__TransitionResult *res = NULL;
+        orr_err err;
+        orr_status s = hlt_call(c, "TransitionInstance", &r, &res, &err);
+        if (s == ORR_OK && res->instance && res->instance->id == f->instance &&
+            (int)res->instance->state == (int)r.new_state && res->event_id > 0 &&
+            strcmp(res->instance->reason, r.reason) == 0) {
+            f->ok++;
+            state = (int)r.new_state;
+        } else if (s == ORR_ECONFLICT) {
+            f->aborted++;
+            state = state == 1 ? 2 : 1; /* the other racer moved it */
+        } else {
+            f->other++;
+        }
+        if (res)
+            FREE(res);
+    }
+    orr_rpc_client_destroy(c);
+    return NULL;
+}
+
+static orr_rpc_stream *watch_marked(orr_rpc_client *c, int64_t *start)
+{
+    Orrery__Halley__V1__WatchEventsRequest rq = ORRERY__HALLEY__V1__WATCH_EVENTS_REQUEST__INIT;
+    rq.from_latest = 1;
+    rq.start_marker = 1;
+    orr_rpc_stream *st = NULL;
+    orr_err err;
+    if (orr_rpc_stream_open(c, "WatchEvents", &rq.base, 0, &st, &err) != ORR_OK) {
+        HLT_CHECK(0, "WatchEvents open: %s", err.msg);
+        return NULL;
+    }
+    ProtobufCMessage *m = NULL;
+    orr_status s = orr_rpc_stream_next(st, &m, 5000, &err);
+    Orrery__Halley__V1__Event *e = (Orrery__Halley__V1__Event *)m;
+    HLT_CHECK(s == ORR_OK && strcmp(e->kind, "watch.start") == 0,
+              "start_marker: first message is watch.start (%s)", orr_status_name(s));
+    *start = s == ORR_OK ? e->id : -1;
+    if (m)
+        FREE(m);
+    return st;
+}
+
 int main(void)
 {
     hlt_db_create(&db);
@@ -192,6 +257,81 @@ int main(void)
     HLT_CHECK(cn == 40 && strictly_increasing(cid, cn),
               "40 concurrent events, once each, in order (%d)", cn);
     orr_rpc_stream_close(all);
+
+    /* from_latest + start_marker: the marker names the newest id when the
+     * call was accepted; a change made right after it is always streamed. */
+    q = hlt_sql(&db, "SELECT max(id) FROM events");
+    int64_t newest = atoll(PQgetvalue(q, 0, 0));
+    PQclear(q);
+    int64_t start = -1;
+    orr_rpc_stream *fl = watch_marked(b, &start);
+    HLT_CHECK(start == newest, "marker id %lld is the newest event %lld", (long long)start,
+              (long long)newest);
+    make_instances(a, 1767225600000LL + 7200000LL, 1);
+    int64_t fid2[4];
+    int fln = fl ? read_events(fl, 1, 5000, fid2, NULL) : 0;
+    HLT_CHECK(fln == 1 && fid2[0] > start, "change right after the marker is streamed (%d)", fln);
+    orr_rpc_stream_close(fl);
+
+    /* Concurrent TransitionInstance calls on replica A (combined into
+     * multi-row statements) while replica B streams: every transition is
+     * recorded once, every event reaches B once and in order, and the two
+     * racers on one instance never both win a round. */
+    q = hlt_sql(&db, "SELECT max(id) FROM events");
+    int64_t tbefore = atoll(PQgetvalue(q, 0, 0));
+    PQclear(q);
+    orr_rpc_stream *tw = watch(b, tbefore, 0, "instance.transition", 0);
+    enum { FLIPPERS = 8, ROUNDS = 25 };
+    q = hlt_sql(&db, "SELECT id FROM instances WHERE state = 'waiting' ORDER BY id LIMIT 8");
+    HLT_CHECK(PQntuples(q) == 8, "8 waiting instances");
+    struct flip_arg fa[FLIPPERS];
+    pthread_t fth[FLIPPERS];
+    for (int i = 0; i < FLIPPERS; i++) {
+        /* flippers 6 and 7 race on the same instance */
+        int row = i == 7 ? 6 : i;
+        fa[i] =
+            (struct flip_arg){.who = i, .instance = atoll(PQgetvalue(q, row, 0)), .rounds = ROUNDS};
+    }
+    PQclear(q);
+    for (int i = 0; i < FLIPPERS; i++)
+        pthread_create(&fth[i], NULL, flipper, &fa[i]);
+    int ok = 0;
+    for (int i = 0; i < FLIPPERS; i++) {
+        pthread_join(fth[i], NULL);
+        ok += fa[i].ok;
+        HLT_CHECK(fa[i].other == 0, "flipper %d: only OK or ABORTED (%d other)", i, fa[i].other);
+        if (i < 6)
+            HLT_CHECK(fa[i].ok == ROUNDS && fa[i].aborted == 0, "flipper %d: %d/%d", i, fa[i].ok,
+                      ROUNDS);
+    }
+    HLT_CHECK(fa[6].ok + fa[7].ok >= 1 &&
+                  fa[6].ok + fa[7].ok + fa[6].aborted + fa[7].aborted == 2 * ROUNDS,
+              "racers: %d+%d won, %d+%d aborted", fa[6].ok, fa[7].ok, fa[6].aborted, fa[7].aborted);
+    q = hlt_sql(&db, "SELECT count(*) FROM instance_transitions");
+    HLT_CHECK(atoi(PQgetvalue(q, 0, 0)) == ok, "one transition record per success (%s vs %d)",
+              PQgetvalue(q, 0, 0), ok);
+    PQclear(q);
+    q = hlt_sql(&db, "SELECT count(*) FROM (SELECT from_state, lag(to_state) OVER"
+                     " (PARTITION BY instance_id ORDER BY id) AS prev FROM instance_transitions) x"
+                     " WHERE prev IS NOT NULL AND prev <> from_state");
+    HLT_CHECK(atoi(PQgetvalue(q, 0, 0)) == 0,
+              "every record starts where the previous one ended (no double win)");
+    PQclear(q);
+    /* Rows written by one statement share a transaction id: with 8 callers
+     * and at most 2 statements at a time, some calls must have been combined. */
+    q = hlt_sql(&db, "SELECT count(DISTINCT xmin::text), count(*) FROM instance_transitions");
+    HLT_CHECK(atoi(PQgetvalue(q, 0, 0)) < atoi(PQgetvalue(q, 0, 1)),
+              "calls were combined: %s transactions for %s records", PQgetvalue(q, 0, 0),
+              PQgetvalue(q, 0, 1));
+    fprintf(stderr, "combined: %s transactions for %s transition records\n", PQgetvalue(q, 0, 0),
+            PQgetvalue(q, 0, 1));
+    PQclear(q);
+    int64_t *tid = calloc((size_t)ok + 8, sizeof *tid);
+    int tn = tw ? read_events(tw, ok + 8, 3000, tid, NULL) : 0;
+    HLT_CHECK(tn == ok && strictly_increasing(tid, tn),
+              "replica B streamed %d of %d transitions, once each, in order", tn, ok);
+    free(tid);
+    orr_rpc_stream_close(tw);
 
     /* Retention removed events after a resume point: refused. */
     PQclear(hlt_sql(&db, "UPDATE event_horizon SET pruned_upto = 5"));

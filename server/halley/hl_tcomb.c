@@ -1,0 +1,263 @@
+/*
+ * hl_tcomb.c - TransitionInstance calls combined into multi-row statements.
+ *
+ * Each transition is a tiny statement; run one by one, PostgreSQL spends far
+ * more per call on the protocol, the executor start-up, the commit and the
+ * context switches than on the rows. Concurrent TransitionInstance calls are
+ * therefore combined (flat combining): a caller queues its item and, while
+ * fewer than HL_TCOMB_LEADERS batches run, becomes a leader that takes the
+ * queued items (at most HL_TCOMB_MAX, one item per instance id; a second item
+ * for the same instance waits for the next batch) and runs them as ONE
+ * statement over unnest()ed arrays, in one implicit transaction. Otherwise it
+ * waits until a leader has answered its item.
+ *
+ * Semantics per item are those of the single statement (hl_transition_one):
+ * the UPDATE matches only rows in the expected state and attempt, so each
+ * item is its own compare-and-set; an item whose row did not match is then
+ * told NOT_FOUND or ABORTED by a per-item read. If the combined statement
+ * fails (bad text for the database, say), every item is retried alone, so an
+ * item's error never leaks into its neighbours. Only ORR_EUNAVAIL (database
+ * gone) fails the whole batch. After commit the leader reports the highest
+ * event id (hl_events_committed).
+ *
+ * Invariants: the queue and the leader count are guarded by one mutex; an
+ * item's result is written by a leader before `done` is set under the mutex,
+ * and every string in it is copied into the item's own arena (the owner is
+ * blocked meanwhile), so nothing points into a leader's results.
+ */
+#include "hl_tcomb.h"
+
+#include <pthread.h>
+#include <string.h>
+
+#include "orr_buf.h"
+
+#define HL_TCOMB_LEADERS 2
+#define HL_TCOMB_MAX     64
+
+typedef struct hl_titem {
+    const hl_pb_transition_req *rq;
+    orr_arena *arena; /* the caller's call arena */
+    hl_pb_transition_res *res;
+    orr_status status;
+    orr_err err;
+    int done;
+    struct hl_titem *next;
+} hl_titem;
+
+/* One combiner per process (halleyd serves one hl_ctx). */
+static pthread_mutex_t hl_tc_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t hl_tc_cv = PTHREAD_COND_INITIALIZER;
+static hl_titem *hl_tc_head, **hl_tc_tail = &hl_tc_head;
+static int hl_tc_leaders;
+
+static hl_stmt q_transition_many = HL_STMT(
+    "WITH x AS (SELECT * FROM unnest($1::int8[], $2::text[], $3::text[], $4::text[], $5::text[],"
+    " $6::text[], $7::int[], $8::int[], $9::bool[], $10::int[], $11::bool[]) WITH ORDINALITY"
+    " AS x(xid, xexp, xnew, xactor, xreason, xexec, xatt, xinc, xfin, xexit, xrec, xord)),"
+    " u AS (UPDATE instances i SET state = x.xnew, attempt = i.attempt + x.xinc,"
+    "  executor = CASE WHEN x.xnew = 'dispatched' THEN x.xexec ELSE i.executor END,"
+    "  reason = x.xreason, updated_at = now(),"
+    "  started_at = CASE WHEN x.xnew = 'running' THEN now() WHEN x.xnew = 'waiting' THEN NULL"
+    "   ELSE i.started_at END,"
+    "  finished_at = CASE WHEN x.xfin THEN now() WHEN x.xnew = 'waiting' THEN NULL"
+    "   ELSE i.finished_at END"
+    " FROM x WHERE i.id = x.xid AND i.state = x.xexp AND (x.xatt = 0 OR i.attempt = x.xatt)"
+    " RETURNING i.*, x.xexp, x.xactor, x.xreason, x.xfin, x.xexit, x.xrec, x.xord),"
+    " tr AS (INSERT INTO instance_transitions"
+    "  (instance_id, attempt, from_state, to_state, actor, reason, executor)"
+    "  SELECT id, attempt, xexp, state, xactor, xreason, executor FROM u),"
+    " att AS (INSERT INTO attempts (instance_id, attempt, executor, state, exit_code, reason,"
+    "  finished_at)"
+    "  SELECT id, attempt, executor, state, xexit, xreason, CASE WHEN xfin THEN now() END"
+    "  FROM u WHERE xrec"
+    "  ON CONFLICT (instance_id, attempt) DO UPDATE SET state = excluded.state,"
+    "   executor = excluded.executor, exit_code = coalesce(excluded.exit_code,"
+    "   attempts.exit_code), reason = excluded.reason, finished_at = excluded.finished_at,"
+    "   started_at = CASE WHEN excluded.state = 'dispatched' THEN now()"
+    "   ELSE attempts.started_at END),"
+    " ev AS (INSERT INTO events (kind, task_id, instance_id, executor, payload)"
+    "  SELECT 'instance.transition', task_id, id, executor, jsonb_build_object('from', xexp,"
+    "  'to', state, 'attempt', attempt, 'actor', xactor, 'reason', xreason) FROM u ORDER BY xord"
+    "  RETURNING id, instance_id) "
+    "SELECT " HL_INSTANCE_COLS ", ev.id, i.xord"
+    " FROM u i JOIN ev ON ev.instance_id = i.id JOIN tasks t ON t.id = i.task_id");
+
+/* Append s as a quoted element of a PostgreSQL array literal. */
+static void hl__arr_str(orr_buf *b, const char *s)
+{
+    orr_buf_append_byte(b, '"');
+    for (const char *p = s ? s : ""; *p; p++) {
+        if (*p == '"' || *p == '\\')
+            orr_buf_append_byte(b, '\\');
+        orr_buf_append_byte(b, *p);
+    }
+    orr_buf_append_byte(b, '"');
+}
+
+/* Copy the strings of an instance filled from a result into arena a. */
+static hl_pb_instance *hl__own_instance(orr_arena *a, const hl_pb_instance *src)
+{
+    hl_pb_instance *in = orr_arena_alloc(a, sizeof *in);
+    *in = *src;
+    in->task_name = orr_arena_strdup(a, src->task_name);
+    in->executor = orr_arena_strdup(a, src->executor);
+    in->reason = orr_arena_strdup(a, src->reason);
+    return in;
+}
+
+/* Run items[0..n) alone, one statement each, on c. */
+static void hl__run_alone(hl_conn *c, hl_titem **items, size_t n, int64_t *max_event)
+{
+    for (size_t i = 0; i < n; i++) {
+        hl_titem *it = items[i];
+        it->status = hl_transition_one(c, it->arena, it->rq, it->res, &it->err);
+        if (it->status == ORR_OK && it->res->event_id > *max_event)
+            *max_event = it->res->event_id;
+    }
+}
+
+/* Run a batch on a fresh connection; fills every item's status/result. */
+static void hl__run_batch(hl_ctx *hc, hl_titem **items, size_t n)
+{
+    hl_conn *c;
+    orr_err e;
+    orr_err_clear(&e);
+    orr_status s = hl_db_get(hc->db, &c, &e);
+    if (s != ORR_OK) {
+        for (size_t i = 0; i < n; i++) {
+            items[i]->status = s;
+            items[i]->err = e;
+        }
+        return;
+    }
+    int64_t max_event = 0;
+    if (n == 1) {
+        hl__run_alone(c, items, 1, &max_event);
+        goto out;
+    }
+    orr_buf col[11];
+    for (int k = 0; k < 11; k++) {
+        col[k] = (orr_buf)ORR_BUF_INIT;
+        orr_buf_append_byte(&col[k], '{');
+    }
+    for (size_t i = 0; i < n; i++) {
+        const hl_pb_transition_req *rq = items[i]->rq;
+        hl_state from = (hl_state)rq->expected_state, to = (hl_state)rq->new_state;
+        unsigned edge = hl_sm_edge(from, to);
+        int rec = to == HL_ST_DISPATCHED || to == HL_ST_RUNNING ||
+                  (hl_sm_finished(to) && to != HL_ST_MARKED_SUCCESS);
+        const char *sep = i ? "," : "";
+        orr_buf_appendf(&col[0], "%s%lld", sep, (long long)rq->instance_id);
+        orr_buf_appendf(&col[1], "%s%s", sep, hl_state_name(from));
+        orr_buf_appendf(&col[2], "%s%s", sep, hl_state_name(to));
+        for (int k = 3; k <= 5; k++)
+            orr_buf_appendf(&col[k], "%s", sep);
+        hl__arr_str(&col[3], rq->actor);
+        hl__arr_str(&col[4], rq->reason);
+        hl__arr_str(&col[5], rq->executor);
+        orr_buf_appendf(&col[6], "%s%d", sep, (int)rq->expected_attempt);
+        orr_buf_appendf(&col[7], "%s%d", sep, (edge & HL_EDGE_NEW_ATTEMPT) ? 1 : 0);
+        orr_buf_appendf(&col[8], "%s%s", sep, hl_sm_finished(to) ? "t" : "f");
+        if (rq->has_exit_code)
+            orr_buf_appendf(&col[9], "%s%d", sep, (int)rq->exit_code);
+        else
+            orr_buf_appendf(&col[9], "%sNULL", sep);
+        orr_buf_appendf(&col[10], "%s%s", sep, rec ? "t" : "f");
+    }
+    const char *p[11];
+    for (int k = 0; k < 11; k++) {
+        orr_buf_append_byte(&col[k], '}');
+        p[k] = orr_buf_cstr(&col[k]);
+    }
+    orr_arena *tmp = orr_arena_create(0);
+    PGresult *r = NULL;
+    s = hl_db_query(c, tmp, &q_transition_many, 11, p, &r, &e);
+    for (int k = 0; k < 11; k++)
+        orr_buf_free(&col[k]);
+    if (s == ORR_EUNAVAIL) {
+        for (size_t i = 0; i < n; i++) {
+            items[i]->status = s;
+            items[i]->err = e;
+        }
+    } else if (s != ORR_OK) {
+        hl__run_alone(c, items, n, &max_event); /* each item gets its own error */
+    } else {
+        unsigned char *hit = orr_arena_calloc(tmp, n, 1);
+        for (int row = 0; row < PQntuples(r); row++) {
+            long long ord = hl_val_i64(r, row, 15);
+            if (ord < 1 || (size_t)ord > n)
+                continue;
+            hl_titem *it = items[ord - 1];
+            hl_pb_instance in;
+            hl_fill_instance(tmp, r, row, &in);
+            it->res->instance = hl__own_instance(it->arena, &in);
+            it->res->event_id = hl_val_i64(r, row, 14);
+            it->status = ORR_OK;
+            hit[ord - 1] = 1;
+            if (it->res->event_id > max_event)
+                max_event = it->res->event_id;
+        }
+        /* Items whose row did not match: NOT_FOUND or ABORTED, told alone. */
+        for (size_t i = 0; i < n; i++)
+            if (!hit[i])
+                hl__run_alone(c, &items[i], 1, &max_event);
+    }
+    orr_arena_destroy(tmp);
+out:
+    hl_db_put(hc->db, c);
+    hl_events_committed(hc->events, max_event);
+}
+
+/* Take up to HL_TCOMB_MAX queued items, one per instance id. Mutex held. */
+static size_t hl__take(hl_titem **out)
+{
+    size_t n = 0;
+    hl_titem **pp = &hl_tc_head;
+    while (*pp && n < HL_TCOMB_MAX) {
+        hl_titem *it = *pp;
+        int dup = 0;
+        for (size_t i = 0; i < n && !dup; i++)
+            dup = out[i]->rq->instance_id == it->rq->instance_id;
+        if (dup) {
+            pp = &it->next;
+            continue;
+        }
+        *pp = it->next;
+        out[n++] = it;
+    }
+    hl_tc_tail = &hl_tc_head;
+    while (*hl_tc_tail)
+        hl_tc_tail = &(*hl_tc_tail)->next;
+    return n;
+}
+
+orr_status hl_tcomb_transition(hl_ctx *hc, orr_arena *a, const hl_pb_transition_req *rq,
+                               hl_pb_transition_res *res, orr_err *err)
+{
+    hl_titem self = {.rq = rq, .arena = a, .res = res, .status = ORR_EINTERNAL};
+    orr_err_clear(&self.err);
+    pthread_mutex_lock(&hl_tc_mu);
+    *hl_tc_tail = &self;
+    hl_tc_tail = &self.next;
+    while (!self.done) {
+        if (hl_tc_leaders < HL_TCOMB_LEADERS && hl_tc_head) {
+            hl_titem *batch[HL_TCOMB_MAX];
+            size_t n = hl__take(batch);
+            hl_tc_leaders++;
+            pthread_mutex_unlock(&hl_tc_mu);
+            hl__run_batch(hc, batch, n);
+            pthread_mutex_lock(&hl_tc_mu);
+            hl_tc_leaders--;
+            for (size_t i = 0; i < n; i++)
+                batch[i]->done = 1;
+            pthread_cond_broadcast(&hl_tc_cv);
+        } else {
+            pthread_cond_wait(&hl_tc_cv, &hl_tc_mu);
+        }
+    }
+    pthread_mutex_unlock(&hl_tc_mu);
+    if (self.status != ORR_OK)
+        *err = self.err;
+    return self.status;
+}
