@@ -6,6 +6,7 @@
  * write-only: halleyd stores them encrypted and never returns them, and this
  * layer never echoes one back. */
 #include <fcntl.h>
+#include <time.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -232,4 +233,105 @@ void gx_h_openapi(gx_req *req, gx_resp *resp)
     resp->fd = fd;
     resp->fd_size = (uint64_t)st.st_size;
     resp->content_type = "application/json";
+}
+
+void gx_h_users_list(gx_req *req, gx_resp *resp)
+{
+    int64_t limit;
+    if (gx_req_query_int(req, resp, "limit", 100, 1, 1000, &limit))
+        return;
+    HL(ListUsersRequest) rq = HL_INIT(LIST_USERS_REQUEST);
+    const char *v;
+    if ((v = gx_req_query(req, "q")))
+        rq.name_prefix = (char *)v;
+    if ((v = gx_req_query(req, "team")))
+        rq.team = (char *)v;
+    if ((v = gx_req_query(req, "page_token")))
+        rq.page_token = (char *)v;
+    if ((v = gx_req_query(req, "role"))) {
+        if (strcmp(v, "admin") == 0)
+            rq.role = HL_ROLE(ADMIN);
+        else if (strcmp(v, "developer") == 0)
+            rq.role = HL_ROLE(DEVELOPER);
+        else if (strcmp(v, "viewer") == 0)
+            rq.role = HL_ROLE(VIEWER);
+        else {
+            gx_resp_fail(resp, ORR_EINVAL, "role", "must be admin, developer or viewer");
+            return;
+        }
+    }
+    rq.page_size = (int32_t)limit;
+    HL(ListUsersResponse) * rs;
+    if (gx_halley(req, resp, "ListUsers", &rq.base, (ProtobufCMessage **)&rs) != ORR_OK)
+        return;
+    json_t *items = json_array();
+    for (size_t i = 0; i < rs->n_users; i++)
+        json_array_append_new(items, gx_user_json(rs->users[i]));
+    gx_resp_json(resp, 200,
+                 json_pack("{s:o,s:o}", "items", items, "next_page_token",
+                           rs->next_page_token && *rs->next_page_token
+                               ? json_string(rs->next_page_token)
+                               : json_null()));
+}
+
+void gx_h_teams_list(gx_req *req, gx_resp *resp)
+{
+    HL(ListTeamsRequest) rq = HL_INIT(LIST_TEAMS_REQUEST);
+    HL(ListTeamsResponse) * rs;
+    if (gx_halley(req, resp, "ListTeams", &rq.base, (ProtobufCMessage **)&rs) != ORR_OK)
+        return;
+    json_t *items = json_array();
+    for (size_t i = 0; i < rs->n_teams; i++)
+        json_array_append_new(items, json_pack("{s:I,s:s}", "id", (json_int_t)rs->teams[i]->id,
+                                               "name", rs->teams[i]->name));
+    gx_resp_json(resp, 200, json_pack("{s:o}", "items", items));
+}
+
+/* Dashboard statistics: outcomes per bucket over [from, to) and the queue now. */
+void gx_h_stats_instances(gx_req *req, gx_resp *resp)
+{
+    int64_t now_ms = (int64_t)time(NULL) * 1000, from_ms, to_ms, step;
+    const char *v;
+    if (gx_req_query_int(req, resp, "step", 3600, 60, 86400, &step))
+        return;
+    to_ms = now_ms;
+    from_ms = now_ms - 86400000;
+    if ((v = gx_req_query(req, "from")) && gx_parse_time(v, &from_ms) != ORR_OK) {
+        gx_resp_fail(resp, ORR_EINVAL, "from", "must be an ISO-8601 time");
+        return;
+    }
+    if ((v = gx_req_query(req, "to")) && gx_parse_time(v, &to_ms) != ORR_OK) {
+        gx_resp_fail(resp, ORR_EINVAL, "to", "must be an ISO-8601 time");
+        return;
+    }
+    if (to_ms <= from_ms || (to_ms - from_ms) / (step * 1000) > 10000) {
+        gx_resp_fail(resp, ORR_EINVAL, "to",
+                     "must be after from, with at most 10000 steps in between");
+        return;
+    }
+    HL(InstanceStatsRequest) rq = HL_INIT(INSTANCE_STATS_REQUEST);
+    rq.from_ms = from_ms;
+    rq.to_ms = to_ms;
+    rq.bucket_seconds = (int32_t)step;
+    if ((v = gx_req_query(req, "team")))
+        rq.team = (char *)v;
+    HL(InstanceStatsResponse) * rs;
+    if (gx_halley(req, resp, "InstanceStats", &rq.base, (ProtobufCMessage **)&rs) != ORR_OK)
+        return;
+    json_t *buckets = json_array();
+    for (size_t i = 0; i < rs->n_buckets; i++) {
+        const HL(StatsBucket) *b = rs->buckets[i];
+        json_array_append_new(
+            buckets,
+            json_pack("{s:o,s:I,s:I,s:I,s:I,s:I}", "start", gx_json_time(b->start_ms), "success",
+                      (json_int_t)b->success, "failed", (json_int_t)b->failed, "killed",
+                      (json_int_t)b->killed, "timed_out", (json_int_t)b->timed_out,
+                      "marked_success", (json_int_t)b->marked_success));
+    }
+    gx_resp_json(resp, 200,
+                 json_pack("{s:I,s:o,s:{s:I,s:I,s:I,s:I,s:I}}", "step", (json_int_t)step, "buckets",
+                           buckets, "now", "waiting", (json_int_t)rs->waiting, "ready",
+                           (json_int_t)rs->ready, "dispatched", (json_int_t)rs->dispatched,
+                           "running", (json_int_t)rs->running, "running_slots",
+                           (json_int_t)rs->running_slots));
 }

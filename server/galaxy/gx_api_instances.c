@@ -75,6 +75,15 @@ void gx_h_instances_list(gx_req *req, gx_resp *resp)
         rq.page_token = (char *)v;
     if ((v = gx_req_query(req, "executor")))
         rq.executor = (char *)v;
+    if ((v = gx_req_query(req, "team")))
+        rq.team = (char *)v;
+    if ((v = gx_req_query(req, "order"))) {
+        if (strcmp(v, "desc") != 0 && strcmp(v, "asc") != 0) {
+            gx_resp_fail(resp, ORR_EINVAL, "order", "must be asc or desc");
+            return;
+        }
+        rq.descending = strcmp(v, "desc") == 0;
+    }
     HL(InstanceState) states[16];
     size_t nstates = 0;
     if ((v = gx_req_query(req, "state"))) {
@@ -159,6 +168,31 @@ void gx_h_instance_get(gx_req *req, gx_resp *resp)
                            "at", gx_json_time(t->at_ms)));
     }
     json_object_set_new(out, "transitions", trs);
+    /* Attempts with exit codes (older halleyd without ListAttempts: left out). */
+    gx_app *app = req->app;
+    HL(ListAttemptsRequest) aq = HL_INIT(LIST_ATTEMPTS_REQUEST);
+    aq.instance_id = id;
+    HL(ListAttemptsResponse) *ar = NULL;
+    orr_err ae;
+    if (orr_rpc_call_unary(app->halley, "ListAttempts", &aq.base, (ProtobufCMessage **)&ar,
+                           app->rpc_timeout_ms, &ae) == ORR_OK) {
+        json_t *atts = json_array();
+        for (size_t i = 0; i < ar->n_attempts; i++) {
+            const HL(Attempt) *a = ar->attempts[i];
+            const char *st = gx_state_name(a->state);
+            json_array_append_new(
+                atts,
+                json_pack("{s:i,s:o,s:o,s:o,s:o,s:o,s:s}", "attempt", a->attempt, "state",
+                          st ? json_string(st) : json_null(), "executor",
+                          a->executor && *a->executor ? json_string(a->executor) : json_null(),
+                          "started_at", gx_json_time(a->started_at_ms), "finished_at",
+                          gx_json_time(a->finished_at_ms), "exit_code",
+                          a->has_exit_code ? json_integer(a->exit_code) : json_null(), "reason",
+                          a->reason ? a->reason : ""));
+        }
+        json_object_set_new(out, "attempts", atts);
+        protobuf_c_message_free_unpacked(&ar->base, NULL);
+    }
     if (!json_object_get(out, "upstreams")) {
         json_object_set_new(out, "upstreams", json_array());
         json_object_set_new(out, "downstreams", json_array());

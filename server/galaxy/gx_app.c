@@ -187,6 +187,12 @@ json_t *gx_task_json(const HL(Task) * t)
     json_object_set_new(o, "created_by", json_string(t->created_by));
     json_object_set_new(o, "created_at", gx_json_time(t->created_at_ms));
     json_object_set_new(o, "spec", spec ? spec : json_object());
+    if (t->last_schedule_time_ms > 0) {
+        const char *st = gx_state_name(t->last_state);
+        json_object_set_new(o, "last_run",
+                            json_pack("{s:o,s:o}", "state", st ? json_string(st) : json_null(),
+                                      "schedule_time", gx_json_time(t->last_schedule_time_ms)));
+    }
     return o;
 }
 
@@ -228,6 +234,8 @@ json_t *gx_instance_json(const HL(Instance) * in)
     json_object_set_new(o, "started_at", gx_json_time(in->started_at_ms));
     json_object_set_new(o, "finished_at", gx_json_time(in->finished_at_ms));
     json_object_set_new(o, "reason", json_string(in->reason ? in->reason : ""));
+    json_object_set_new(o, "exit_code",
+                        in->has_exit_code ? json_integer(in->exit_code) : json_null());
     if (in->n_upstreams || in->n_downstreams) {
         json_object_set_new(o, "upstreams", gx_deps_json(in->n_upstreams, in->upstreams));
         json_object_set_new(o, "downstreams", gx_deps_json(in->n_downstreams, in->downstreams));
