@@ -268,6 +268,36 @@ class Instances(unittest.TestCase):
         self.assertEqual(r.status, 400)
         self.assertEqual(r.json()["error"]["field"], "ids[1]")
 
+    def test_newest_first_last_run_and_stats(self):
+        ids = self.backfill("2026-09-01T00:00:00Z", "2026-09-01T04:00:00Z")["created"]
+        r = P.http("GET", f"/api/v1/instances?task_id={self.task}&order=desc&limit=3"
+                   "&from=2026-09-01T00:00:00Z&to=2026-09-02T00:00:00Z", token=TOK["vic"])
+        self.assertEqual(r.status, 200, r)
+        times = [i["schedule_time"] for i in r.json()["items"]]
+        self.assertEqual(times, ["2026-09-01T03:00:00Z", "2026-09-01T02:00:00Z",
+                                 "2026-09-01T01:00:00Z"])
+        r = P.http("GET", "/api/v1/instances?order=sideways", token=TOK["vic"])
+        self.assertEqual(r.status, 400)
+        self.assertEqual(r.json()["error"]["field"], "order")
+        P.http("POST", f"/api/v1/instances/{ids[0]}/actions/mark-success", {}, token=TOK["ann"])
+        P.http("POST", f"/api/v1/instances/{ids[1]}/actions/kill", {}, token=TOK["ann"])
+        r = P.http("GET", "/api/v1/tasks?q=etl.hourly&with_last_run=1", token=TOK["vic"])
+        self.assertEqual(r.status, 200, r)
+        task = [t for t in r.json()["items"] if t["id"] == self.task][0]
+        self.assertIn("last_run", task)
+        r = P.http("GET", "/api/v1/stats/instances?step=3600", token=TOK["vic"])
+        self.assertEqual(r.status, 200, r)
+        body = r.json()
+        self.assertEqual(len(body["buckets"]), 24)
+        self.assertGreaterEqual(sum(b["marked_success"] for b in body["buckets"]), 1)
+        self.assertGreaterEqual(sum(b["killed"] for b in body["buckets"]), 1)
+        self.assertGreaterEqual(body["now"]["waiting"], 2)
+        r = P.http("GET", "/api/v1/stats/instances?step=10", token=TOK["vic"])
+        self.assertEqual(r.status, 400)
+        self.assertEqual(r.json()["error"]["field"], "step")
+        r = P.http("GET", f"/api/v1/instances/{ids[1]}", token=TOK["vic"])
+        self.assertEqual([a["attempt"] for a in r.json()["attempts"]], [1])
+
     def test_list_filters(self):
         r = P.http("GET", "/api/v1/instances?state=waiting,bogus", token=TOK["vic"])
         self.assertEqual(r.status, 400)
@@ -338,6 +368,18 @@ class Admin(unittest.TestCase):
                    token=TOK["root"])
         self.assertEqual(r.status, 400)
         self.assertEqual(r.json()["error"]["field"], "role")
+
+    def test_user_and_team_lists(self):
+        r = P.http("GET", "/api/v1/users?team=etl", token=TOK["vic"])
+        self.assertEqual(r.status, 200, r)
+        names = [u["name"] for u in r.json()["items"]]
+        self.assertIn("ann", names)
+        self.assertNotIn("bob", names)
+        self.assertNotIn(b"argon2", r.body)
+        r = P.http("GET", "/api/v1/users?role=admin", token=TOK["vic"])
+        self.assertEqual([u["name"] for u in r.json()["items"]], ["root"])
+        r = P.http("GET", "/api/v1/teams", token=TOK["vic"])
+        self.assertTrue({"etl", "ads"} <= {t["name"] for t in r.json()["items"]})
 
     def test_datasource_password_is_write_only(self):
         body = {"kind": "postgresql", "params": {"host": "127.0.0.1", "port": 5432, "user": "etl"},
