@@ -10,7 +10,10 @@
  * worst-case block) is handed to write(2) in a full-write loop whenever the
  * next block might not fit. Every buffer and the LZO work memory are
  * allocated once at open, about 630 KiB per writer: nothing is allocated per
- * block.
+ * block. A writer opened with a shared scratch (orr_lzop_scratch) borrows the
+ * work memory and output buffer instead: its block buffer grows with the
+ * pending input (up to its block size), and each block is compressed into
+ * the scratch and written out at once, so the scratch is empty between calls.
  *
  * Reader. A source gives "n contiguous bytes at the current offset": in
  * memory that is a pointer into the caller's bytes; on an fd it is a 64 KiB
@@ -219,15 +222,43 @@ static void *lzop__xmalloc(size_t n)
 
 /* ---- writer ----------------------------------------------------------- */
 
+struct orr_lzop_scratch {
+    uint8_t *out; /* one block header and one worst-case compressed block */
+    size_t out_cap;
+    void *wrkmem;
+};
+
+#define LZOP__FIRST_BLK (16u * 1024u) /* first size of a shared-scratch block buffer */
+
+orr_lzop_scratch *orr_lzop_scratch_new(void)
+{
+    orr_lzop_scratch *s = lzop__xmalloc(sizeof(*s));
+    s->out_cap = LZOP__BLK_HDR_MAX + LZOP__BLOCK_BOUND;
+    s->out = lzop__xmalloc(s->out_cap);
+    s->wrkmem = lzop__xmalloc(LZO1X_1_MEM_COMPRESS);
+    return s;
+}
+
+void orr_lzop_scratch_free(orr_lzop_scratch *s)
+{
+    if (!s)
+        return;
+    free(s->out);
+    free(s->wrkmem);
+    free(s);
+}
+
 struct orr_lzop_writer {
     int fd;
     int own_fd;
     int index_fd;
     unsigned flags;
-    char *label;      /* file name for errors */
-    char *index_path; /* path mode with an index */
-    uint8_t *blk;     /* pending input */
-    size_t blk_len;
+    char *label;              /* file name for errors */
+    char *index_path;         /* path mode with an index */
+    orr_lzop_scratch *shared; /* borrowed out/wrkmem, or NULL */
+    size_t bsize;             /* input bytes per block */
+    uint8_t *blk;             /* pending input (blk_cap bytes) */
+    size_t blk_len, blk_cap;
     uint8_t *out; /* bytes waiting for write(2) */
     size_t out_len, out_cap;
     void *wrkmem;
@@ -309,6 +340,8 @@ static orr_status wr__block(orr_lzop_writer *w, const uint8_t *src, size_t n, or
     w->pos += used;
     w->st.blocks++;
     w->st.bytes_in += n;
+    if (w->shared)
+        return wr__drain(w, err); /* the scratch is empty between calls */
     return ORR_OK;
 }
 
@@ -321,6 +354,10 @@ static orr_status wr__check_opts(const orr_lzop_opts *o, orr_err *err)
                            nlen);
     if (o && (o->flags & ~(unsigned)(ORR_LZOP_WITH_INDEX | ORR_LZOP_ADLER_C | ORR_LZOP_FSYNC)))
         return orr_err_set(err, ORR_EINVAL, "flags", "unknown writer flags 0x%x", o->flags);
+    if (o && o->block_size &&
+        (o->block_size < ORR_LZOP_MIN_BLOCK || o->block_size > ORR_LZOP_BLOCK_SIZE))
+        return orr_err_set(err, ORR_EINVAL, "block_size", "block size %u is outside %u..%u",
+                           o->block_size, ORR_LZOP_MIN_BLOCK, ORR_LZOP_BLOCK_SIZE);
     return ORR_OK;
 }
 
@@ -377,7 +414,16 @@ static orr_lzop_writer *wr__new(int fd, int own_fd, const char *label, const cha
             w->index_fd = opts->index_fd;
         }
     }
-    w->blk = lzop__xmalloc(ORR_LZOP_BLOCK_SIZE);
+    w->bsize = opts && opts->block_size ? opts->block_size : ORR_LZOP_BLOCK_SIZE;
+    w->shared = opts ? opts->scratch : NULL;
+    if (w->shared) {
+        w->out = w->shared->out;
+        w->out_cap = w->shared->out_cap;
+        w->wrkmem = w->shared->wrkmem;
+        return w; /* the block buffer grows as input arrives */
+    }
+    w->blk_cap = w->bsize;
+    w->blk = lzop__xmalloc(w->blk_cap);
     w->out_cap = LZOP__OUT_SPACE + LZOP__BLK_HDR_MAX + LZOP__BLOCK_BOUND;
     w->out = lzop__xmalloc(w->out_cap);
     w->wrkmem = lzop__xmalloc(LZO1X_1_MEM_COMPRESS);
@@ -385,10 +431,17 @@ static orr_lzop_writer *wr__new(int fd, int own_fd, const char *label, const cha
 }
 
 static orr_status wr__open(int fd, int own_fd, const char *label, const char *path,
-                           const orr_lzop_opts *opts, orr_lzop_writer **out)
+                           const orr_lzop_opts *opts, orr_lzop_writer **out, orr_err *err)
 {
     orr_lzop_writer *w = wr__new(fd, own_fd, label, path, opts, opts ? opts->flags : 0);
     wr__header(w, opts);
+    if (w->shared) {
+        orr_status s = wr__drain(w, err);
+        if (s != ORR_OK) {
+            orr_lzop_writer_abort(w);
+            return s;
+        }
+    }
     *out = w;
     return ORR_OK;
 }
@@ -408,7 +461,7 @@ orr_status orr_lzop_writer_open(const char *path, const orr_lzop_opts *opts, orr
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0)
         return orr_err_set(err, ORR_EIO, "file", "open %s: %s", path, strerror(errno));
-    return wr__open(fd, 1, path, path, opts, out);
+    return wr__open(fd, 1, path, path, opts, out, err);
 }
 
 orr_status orr_lzop_writer_open_fd(int fd, const char *label, const orr_lzop_opts *opts,
@@ -425,7 +478,7 @@ orr_status orr_lzop_writer_open_fd(int fd, const char *label, const orr_lzop_opt
     s = lzop__init(err);
     if (s != ORR_OK)
         return s;
-    return wr__open(fd, 0, label ? label : "fd", NULL, opts, out);
+    return wr__open(fd, 0, label ? label : "fd", NULL, opts, out, err);
 }
 
 orr_status orr_lzop_writer_resume(const char *path, const orr_lzop_opts *opts,
@@ -486,30 +539,54 @@ done:
     return s;
 }
 
+/* Shared-scratch writers: room for at least want more pending bytes (or up
+ * to the block size), growing the block buffer by doubling. */
+static void wr__grow(orr_lzop_writer *w, size_t want)
+{
+    size_t need = w->blk_len + want;
+    if (need > w->bsize)
+        need = w->bsize;
+    if (need <= w->blk_cap)
+        return;
+    size_t cap = w->blk_cap ? w->blk_cap * 2 : LZOP__FIRST_BLK;
+    while (cap < need)
+        cap *= 2;
+    if (cap > w->bsize)
+        cap = w->bsize;
+    uint8_t *nb = realloc(w->blk, cap);
+    if (!nb)
+        abort();
+    w->blk = nb;
+    w->blk_cap = cap;
+}
+
 orr_status orr_lzop_write(orr_lzop_writer *w, const void *data, size_t len, orr_err *err)
 {
     if (w->failed)
         return wr__sticky(w, err);
     const uint8_t *p = data;
+    const size_t bs = w->bsize;
     while (len > 0) {
         orr_status s;
-        if (w->blk_len == 0 && len >= ORR_LZOP_BLOCK_SIZE) {
-            s = wr__block(w, p, ORR_LZOP_BLOCK_SIZE, err);
+        if (w->blk_len == 0 && len >= bs) {
+            s = wr__block(w, p, bs, err);
             if (s != ORR_OK)
                 return s;
-            p += ORR_LZOP_BLOCK_SIZE;
-            len -= ORR_LZOP_BLOCK_SIZE;
+            p += bs;
+            len -= bs;
             continue;
         }
-        size_t room = ORR_LZOP_BLOCK_SIZE - w->blk_len;
+        if (w->blk_cap - w->blk_len < len && w->blk_cap < bs)
+            wr__grow(w, len);
+        size_t room = w->blk_cap - w->blk_len;
         size_t k = len < room ? len : room;
         memcpy(w->blk + w->blk_len, p, k);
         w->blk_len += k;
         p += k;
         len -= k;
-        if (w->blk_len == ORR_LZOP_BLOCK_SIZE) {
+        if (w->blk_len == bs) {
             w->blk_len = 0;
-            s = wr__block(w, w->blk, ORR_LZOP_BLOCK_SIZE, err);
+            s = wr__block(w, w->blk, bs, err);
             if (s != ORR_OK)
                 return s;
         }
@@ -588,8 +665,10 @@ void orr_lzop_writer_abort(orr_lzop_writer *w)
     if (w->own_fd)
         close(w->fd);
     orr_buf_free(&w->index);
-    free(w->wrkmem);
-    free(w->out);
+    if (!w->shared) {
+        free(w->wrkmem);
+        free(w->out);
+    }
     free(w->blk);
     free(w->index_path);
     free(w->label);

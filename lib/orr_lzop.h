@@ -100,13 +100,41 @@ enum {
     ORR_LZOP_FSYNC = 1 << 2,      /* fsync the file (and index) on close */
 };
 
+/*
+ * Shared compression scratch: the LZO work memory and the output buffer for
+ * one compressed block (about 420 KiB). A writer opened with a scratch in its
+ * options allocates neither: it keeps only its pending input, in a buffer
+ * that grows with what is pending up to the block size, and writes each block
+ * to its file as soon as it is compressed (nothing stays in the scratch
+ * between calls). So many writers can be open at once for little memory,
+ * e.g. one per data unit, all fed by one thread.
+ *
+ * Not thread-safe: every writer using a scratch must be called from the same
+ * thread (or under the caller's lock). The scratch must outlive its writers.
+ */
+typedef struct orr_lzop_scratch orr_lzop_scratch;
+
+/* A new scratch (aborts if memory runs out, as every allocation here). */
+orr_lzop_scratch *orr_lzop_scratch_new(void);
+/* Free it. NULL is a no-op. */
+void orr_lzop_scratch_free(orr_lzop_scratch *s);
+
+#define ORR_LZOP_MIN_BLOCK 4096u /* smallest block_size option */
+
 typedef struct orr_lzop_opts {
-    const char *name; /* name stored in the header (<= 255 bytes); NULL = "" */
-    int64_t mtime;    /* seconds since the epoch stored in the header */
-    uint32_t mode;    /* stored file mode; 0 = 0100644 */
-    unsigned flags;   /* ORR_LZOP_WITH_INDEX | ORR_LZOP_ADLER_C | ORR_LZOP_FSYNC */
-    int index_fd;     /* fd mode with ORR_LZOP_WITH_INDEX: where the index goes
-                         (the caller keeps it open and closes it) */
+    const char *name;          /* name stored in the header (<= 255 bytes); NULL = "" */
+    int64_t mtime;             /* seconds since the epoch stored in the header */
+    uint32_t mode;             /* stored file mode; 0 = 0100644 */
+    unsigned flags;            /* ORR_LZOP_WITH_INDEX | ORR_LZOP_ADLER_C | ORR_LZOP_FSYNC */
+    int index_fd;              /* fd mode with ORR_LZOP_WITH_INDEX: where the index goes
+                                  (the caller keeps it open and closes it) */
+    orr_lzop_scratch *scratch; /* NULL: the writer has its own buffers (about
+                                  630 KiB); else shared (see above) */
+    uint32_t block_size;       /* input bytes per block: 0 = ORR_LZOP_BLOCK_SIZE, else
+                                  ORR_LZOP_MIN_BLOCK..ORR_LZOP_BLOCK_SIZE (ORR_EINVAL,
+                                  field "block_size", otherwise). Smaller blocks
+                                  bound the memory of a shared-scratch writer; the
+                                  file format is the same. */
 } orr_lzop_opts;
 
 typedef struct orr_lzop_stats {

@@ -13,6 +13,7 @@
 typedef struct blob_file {
     orr_blob base;
     char *root;
+    int root_fd; /* for syncfs */
 } blob_file;
 
 static const orr_blob_ops *const orr_blob_backends[] = {
@@ -36,20 +37,23 @@ int orr_blob_path_ok(const char *rel)
     return 1;
 }
 
+/* Create path and its missing parents, deepest first: a folder whose parent
+ * exists costs one mkdir. path is modified and restored. */
 static int blob__mkdirs(char *path)
 {
-    for (char *p = path + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = 0;
-        int r = mkdir(path, 0755);
-        *p = '/';
-        if (r != 0 && errno != EEXIST)
-            return -1;
-    }
-    if (mkdir(path, 0755) != 0 && errno != EEXIST)
+    if (mkdir(path, 0755) == 0 || errno == EEXIST)
+        return 0;
+    if (errno != ENOENT)
         return -1;
-    return 0;
+    char *slash = strrchr(path, '/');
+    if (!slash || slash == path)
+        return -1;
+    *slash = 0;
+    int r = blob__mkdirs(path);
+    *slash = '/';
+    if (r != 0)
+        return -1;
+    return mkdir(path, 0755) == 0 || errno == EEXIST ? 0 : -1;
 }
 
 static void blob__fsync_dir(const char *dir)
@@ -273,9 +277,141 @@ static orr_status bf_remove(orr_blob *bb, const char *rel, orr_err *err)
     return ORR_OK;
 }
 
+/* Make everything written to the store's filesystem durable: syncfs, or
+ * where that is unavailable, fsync of each path in paths (NUL-separated). */
+static orr_status bf__sync(blob_file *b, const orr_buf *paths, orr_err *err)
+{
+    if (syncfs(b->root_fd) == 0)
+        return ORR_OK;
+    if (errno != ENOSYS && errno != EINVAL && errno != EBADF)
+        return orr_err_set(err, ORR_EIO, b->root, "syncfs failed: %s", strerror(errno));
+    for (size_t off = 0; off < paths->len;) {
+        const char *p = paths->data + off;
+        off += strlen(p) + 1;
+        int fd = open(p, O_RDONLY | O_CLOEXEC);
+        if (fd < 0 || fsync(fd) != 0) {
+            int e = errno;
+            if (fd >= 0)
+                close(fd);
+            return orr_err_set(err, ORR_EIO, p, "fsync failed: %s", strerror(e));
+        }
+        close(fd);
+    }
+    return ORR_OK;
+}
+
+/* Place one item under its temporary name tmp in folder dir. */
+static orr_status bf__place(const orr_blob_item *it, char *dir, const char *tmp, orr_err *err)
+{
+    for (int attempt = 0;; attempt++) {
+        int e = 0;
+        if (it->local) {
+            if (rename(it->local, tmp) == 0)
+                return ORR_OK;
+            e = errno;
+            if (e == EXDEV) {
+                orr_status rc = bf__copy(it->local, tmp, err);
+                if (rc != ORR_OK) {
+                    unlink(tmp);
+                    return rc;
+                }
+                unlink(it->local);
+                return ORR_OK;
+            }
+        } else {
+            int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+            if (fd >= 0) {
+                const char *p = it->data;
+                size_t left = it->len;
+                while (left > 0) {
+                    ssize_t w = write(fd, p, left);
+                    if (w < 0 && errno == EINTR)
+                        continue;
+                    if (w <= 0) {
+                        e = w < 0 ? errno : EIO;
+                        break;
+                    }
+                    p += w;
+                    left -= (size_t)w;
+                }
+                if (close(fd) != 0 && !e)
+                    e = errno;
+                if (!e)
+                    return ORR_OK;
+                unlink(tmp);
+                return orr_err_set(err, ORR_EIO, tmp, "write failed: %s", strerror(e));
+            }
+            e = errno;
+        }
+        if (e == ENOENT && attempt == 0 && blob__mkdirs(dir) == 0)
+            continue; /* the folder is new */
+        return orr_err_set(err, ORR_EIO, tmp, "cannot place %s: %s",
+                           it->local ? it->local : "bytes", strerror(e));
+    }
+}
+
+static orr_status bf_put_many(orr_blob *bb, const orr_blob_item *items, size_t n, int durable,
+                              size_t *landed, orr_err *err)
+{
+    blob_file *b = (blob_file *)bb;
+    orr_buf tmps = ORR_BUF_INIT, dirs = ORR_BUF_INIT;
+    char full[4096], dir[4096], tmp[4200];
+    const char *base;
+    orr_status rc = ORR_OK;
+    size_t placed = 0, done = 0;
+    if (landed)
+        *landed = 0;
+    for (; placed < n; placed++) {
+        rc = bf__full(b, items[placed].rel, full, sizeof full, err);
+        if (rc != ORR_OK)
+            goto out;
+        bf__split(full, dir, sizeof dir, &base);
+        snprintf(tmp, sizeof tmp, "%s/.tmp-%s", dir, base);
+        rc = bf__place(&items[placed], dir, tmp, err);
+        if (rc != ORR_OK)
+            goto out;
+        orr_buf_append(&tmps, tmp, strlen(tmp) + 1);
+    }
+    if (durable && (rc = bf__sync(b, &tmps, err)) != ORR_OK)
+        goto out;
+    const char *t = tmps.data;
+    for (; done < n; done++, t += strlen(t) + 1) {
+        rc = bf__full(b, items[done].rel, full, sizeof full, err);
+        if (rc != ORR_OK)
+            goto out;
+        if (rename(t, full) != 0) {
+            rc = orr_err_set(err, ORR_EIO, full, "rename failed: %s", strerror(errno));
+            goto out;
+        }
+        if (landed)
+            *landed = done + 1;
+        bf__split(full, dir, sizeof dir, &base);
+        orr_buf_append(&dirs, dir, strlen(dir) + 1);
+    }
+    if (durable)
+        rc = bf__sync(b, &dirs, err);
+out:
+    if (rc != ORR_OK && tmps.len) {
+        /* Items placed but not landed: local files go back where they were
+         * (best effort), bytes are removed. */
+        size_t i = 0;
+        for (const char *q = tmps.data; q < tmps.data + tmps.len; q += strlen(q) + 1, i++) {
+            if (i < done || i >= placed)
+                continue;
+            if (!items[i].local || rename(q, items[i].local) != 0)
+                unlink(q);
+        }
+    }
+    orr_buf_free(&tmps);
+    orr_buf_free(&dirs);
+    return rc;
+}
+
 static void bf_close(orr_blob *bb)
 {
     blob_file *b = (blob_file *)bb;
+    if (b->root_fd >= 0)
+        close(b->root_fd);
     free(b->root);
     free(b);
 }
@@ -292,6 +428,7 @@ static orr_status bf_open(const char *url, orr_blob **out, orr_err *err)
     if (!b)
         abort();
     b->base.ops = &orr_blob_file;
+    b->root_fd = -1;
     b->root = strdup(path);
     if (!b->root)
         abort();
@@ -301,6 +438,13 @@ static orr_status bf_open(const char *url, orr_blob **out, orr_err *err)
     if (blob__mkdirs(b->root) != 0) {
         orr_status rc = orr_err_set(err, ORR_EIO, "blob_root", "cannot create %s: %s", b->root,
                                     strerror(errno));
+        bf_close(&b->base);
+        return rc;
+    }
+    b->root_fd = open(b->root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (b->root_fd < 0) {
+        orr_status rc =
+            orr_err_set(err, ORR_EIO, "blob_root", "cannot open %s: %s", b->root, strerror(errno));
         bf_close(&b->base);
         return rc;
     }
@@ -316,6 +460,7 @@ const orr_blob_ops orr_blob_file = {
     .get_bytes = bf_get_bytes,
     .list = bf_list,
     .remove = bf_remove,
+    .put_many = bf_put_many,
     .close = bf_close,
 };
 

@@ -27,6 +27,15 @@
 
 typedef struct orr_blob orr_blob;
 
+/* One object of a batch landing (put_many): a local file moved into the
+ * store (local set; it is gone on success) or bytes (data, len). */
+typedef struct orr_blob_item {
+    const char *rel;
+    const char *local;
+    const void *data;
+    size_t len;
+} orr_blob_item;
+
 typedef struct orr_blob_ops {
     const char *scheme;
     orr_status (*open)(const char *url, orr_blob **out, orr_err *err);
@@ -41,6 +50,18 @@ typedef struct orr_blob_ops {
      * a NUL, appended to out. ORR_ENOTFOUND if the folder is absent. */
     orr_status (*list)(orr_blob *b, const char *rel, orr_buf *out, orr_err *err);
     orr_status (*remove)(orr_blob *b, const char *rel, orr_err *err);
+    /* Land n items as one batch: each is first placed under a temporary
+     * name in its folder (folders created as needed), then every item is
+     * renamed to its final name in list order. With durable set, the bytes
+     * of all items are made durable before the first final name appears,
+     * and the names before the call returns -- one sync per step for the
+     * whole batch (the file backend: syncfs on its filesystem) instead of
+     * an fsync per file and folder. *landed (may be NULL) gets how many
+     * items are under their final names, always a prefix of the list, also
+     * on failure (ORR_EIO naming the path, ORR_EINVAL for a bad rel); the
+     * local files of items that did not land are moved back (best effort). */
+    orr_status (*put_many)(orr_blob *b, const orr_blob_item *items, size_t n, int durable,
+                           size_t *landed, orr_err *err);
     void (*close)(orr_blob *b);
 } orr_blob_ops;
 

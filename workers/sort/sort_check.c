@@ -19,7 +19,8 @@ int sort_check_stale(const sort_unit *u)
     return u->check_version == 0 || u->nfiles != u->checked_nfiles || u->late != u->checked_late;
 }
 
-orr_status sort_check_write(orr_blob *blob, const sort_spec *spec, sort_unit *u, orr_err *err)
+/* Render the next _CHECK version of u into out; *nfiles gets its file count. */
+static void check_render(const sort_spec *spec, const sort_unit *u, orr_buf *out, size_t *nfiles)
 {
     sort_lfile **v = calloc(u->nfiles ? u->nfiles : 1, sizeof *v);
     if (!v)
@@ -41,20 +42,55 @@ orr_status sort_check_write(orr_blob *blob, const sort_spec *spec, sort_unit *u,
                   spec->business, "interface", u->iface, "bucket", u->label, "bucket_start",
                   (json_int_t)u->bucket_start, "version", (json_int_t)(u->check_version + 1),
                   "files", files, "total", (json_int_t)total, "late_records", (json_int_t)u->late);
-    orr_buf out = ORR_BUF_INIT;
-    orr_json_dump_buf(doc, &out);
-    orr_buf_append_byte(&out, '\n');
+    orr_json_dump_buf(doc, out);
+    orr_buf_append_byte(out, '\n');
     json_decref(doc);
-    char rel[4096];
-    snprintf(rel, sizeof rel, "%s/_CHECK", u->dir);
-    orr_status rc = blob->ops->put_bytes(blob, rel, out.data, out.len, err);
-    orr_buf_free(&out);
-    if (rc != ORR_OK)
-        return rc;
-    u->check_version++;
-    u->checked_nfiles = n;
-    u->checked_late = u->late;
-    return ORR_OK;
+    *nfiles = n;
+}
+
+orr_status sort_check_write_many(orr_blob *blob, const sort_spec *spec, sort_unit **units, size_t n,
+                                 size_t *written, orr_err *err)
+{
+    orr_buf docs = ORR_BUF_INIT, rels = ORR_BUF_INIT;
+    size_t *ends = calloc(n ? n : 1, sizeof *ends), *relends = calloc(n ? n : 1, sizeof *relends);
+    size_t *nfiles = calloc(n ? n : 1, sizeof *nfiles);
+    orr_blob_item *items = calloc(n ? n : 1, sizeof *items);
+    if (!ends || !relends || !nfiles || !items)
+        abort();
+    for (size_t i = 0; i < n; i++) {
+        check_render(spec, units[i], &docs, &nfiles[i]);
+        ends[i] = docs.len;
+        orr_buf_append_str(&rels, units[i]->dir);
+        orr_buf_append(&rels, "/_CHECK", 8); /* with its NUL */
+        relends[i] = rels.len;
+    }
+    for (size_t i = 0; i < n; i++) {
+        size_t d0 = i ? ends[i - 1] : 0, r0 = i ? relends[i - 1] : 0;
+        items[i].rel = rels.data + r0;
+        items[i].data = docs.data + d0;
+        items[i].len = ends[i] - d0;
+    }
+    size_t landed = 0;
+    orr_status rc = n ? blob->ops->put_many(blob, items, n, 1, &landed, err) : ORR_OK;
+    for (size_t i = 0; i < landed; i++) {
+        units[i]->check_version++;
+        units[i]->checked_nfiles = nfiles[i];
+        units[i]->checked_late = units[i]->late;
+    }
+    if (written)
+        *written = landed;
+    free(ends);
+    free(relends);
+    free(nfiles);
+    free(items);
+    orr_buf_free(&docs);
+    orr_buf_free(&rels);
+    return rc;
+}
+
+orr_status sort_check_write(orr_blob *blob, const sort_spec *spec, sort_unit *u, orr_err *err)
+{
+    return sort_check_write_many(blob, spec, &u, 1, NULL, err);
 }
 
 static void check_log(void *ctx, const sort_spec *spec, const sort_unit *u)

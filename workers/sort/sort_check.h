@@ -36,6 +36,12 @@ typedef struct sort_check_sink {
  * checked_nfiles/checked_late updated on success). ORR_EIO from the store. */
 orr_status sort_check_write(orr_blob *blob, const sort_spec *spec, sort_unit *u, orr_err *err);
 
+/* The same for n units as one store batch (orr_blob put_many: one sync per
+ * step, not two per unit). *written (may be NULL) gets how many of units,
+ * from the first, were updated -- all of them on ORR_OK. */
+orr_status sort_check_write_many(orr_blob *blob, const sort_spec *spec, sort_unit **units, size_t n,
+                                 size_t *written, orr_err *err);
+
 /* 1 if u needs a (new) _CHECK: none yet, or files / late counts changed. */
 int sort_check_stale(const sort_unit *u);
 

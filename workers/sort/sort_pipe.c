@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "orr_log.h"
+#include "sort_metrics.h"
 #include "sort_reject.h"
 
 #define PIPE_TICK_MS        100
@@ -52,6 +53,8 @@ typedef struct sort_pipeline {
     orr_err fail_err;
     sort_pipe_stats st;
 } sort_pipeline;
+
+static void pipe_sum_stats(sort_pipeline *p);
 
 static int64_t pipe_mono_ms(void)
 {
@@ -210,22 +213,36 @@ static void pipe_write_checks(sort_pipeline *p)
 {
     pipe_drain_landings(p);
     pipe_empty_units(p, p->closed_upto);
+    sort_unit **due = NULL;
+    size_t n = 0, cap = 0;
     for (size_t i = 0; i < p->units.n; i++) {
         sort_unit *u = p->units.all[i];
         if (u->bucket_end > p->closed_upto || !sort_check_stale(u))
             continue;
-        orr_err err;
-        orr_err_clear(&err);
-        if (sort_check_write(p->blob, p->spec, u, &err) != ORR_OK) {
-            char b[600];
-            ORR_WARN("_CHECK write failed; will retry", "unit=%s error=%s", orr_log_q(u->dir),
-                     orr_log_q(orr_err_str(&err, b, sizeof b)));
-            continue;
+        if (n == cap) {
+            cap = cap ? cap * 2 : 64;
+            sort_unit **nd = realloc(due, cap * sizeof *nd);
+            if (!nd)
+                abort();
+            due = nd;
         }
+        due[n++] = u;
+    }
+    /* One store batch per round: one sync per step for every _CHECK. */
+    size_t written = 0;
+    orr_err err;
+    orr_err_clear(&err);
+    if (n > 0 && sort_check_write_many(p->blob, p->spec, due, n, &written, &err) != ORR_OK) {
+        char b[600];
+        ORR_WARN("_CHECK write failed; will retry", "stream=%s due=%zu written=%zu error=%s",
+                 p->spec->name, n, written, orr_log_q(orr_err_str(&err, b, sizeof b)));
+    }
+    for (size_t i = 0; i < written; i++) {
         p->st.checks_written++;
         if (p->sink && p->sink->reconciled)
-            p->sink->reconciled(p->sink->ctx, p->spec, u);
+            p->sink->reconciled(p->sink->ctx, p->spec, due[i]);
     }
+    free(due);
 }
 
 static void pipe_checker(sort_pipeline *p, int64_t now)
@@ -263,6 +280,10 @@ static void pipe_housekeep(sort_pipeline *p, int force)
     pipe_commit(p);
     sort_reject_flush(&p->rej);
     pipe_checker(p, now);
+    if (p->cfg->metrics) {
+        pipe_sum_stats(p);
+        sort_metrics_publish(p->cfg->metrics, p->spec->name, &p->st);
+    }
 }
 
 /* ---- routing ---------------------------------------------------------- */
@@ -371,6 +392,19 @@ static void pipe_route_batch(sort_pipeline *p, sort_batch *b)
 
 /* ---- run -------------------------------------------------------------- */
 
+uint32_t sort_pipe_block_size(const sort_pipe_cfg *cfg)
+{
+    size_t mem = cfg->unit_memory ? cfg->unit_memory : SORT_PIPE_UNIT_MEMORY;
+    size_t units = cfg->max_open_units ? cfg->max_open_units : 1;
+    size_t b = mem / units;
+    if (b > ORR_LZOP_BLOCK_SIZE)
+        b = ORR_LZOP_BLOCK_SIZE;
+    b &= ~(size_t)(ORR_LZOP_MIN_BLOCK - 1);
+    if (b < SORT_PIPE_MIN_BLOCK)
+        b = SORT_PIPE_MIN_BLOCK;
+    return (uint32_t)b;
+}
+
 static void pipe_sum_stats(sort_pipeline *p)
 {
     memset(&p->st.w, 0, sizeof p->st.w);
@@ -385,7 +419,11 @@ static void pipe_sum_stats(sort_pipeline *p)
         p->st.w.rolls_age += ws.rolls_age;
         p->st.w.rolls_lru += ws.rolls_lru;
         p->st.w.rolls_close += ws.rolls_close;
+        p->st.w.open_units += ws.open_units;
     }
+    if (p->src && p->src->ops->lag)
+        for (uint32_t part = 0; part < SORT_MAX_PARTITIONS; part++)
+            p->st.has_lag[part] = p->src->ops->lag(p->src, part, &p->st.lag[part]) != 0;
     for (int r = 0; r < SORT_REJ__COUNT; r++)
         p->st.rejects[r] = p->rej.count[r];
     p->st.rejected = p->rej.total;
@@ -456,9 +494,11 @@ orr_status sort_pipe_run(const sort_pipe_cfg *cfg, sort_pipe_stats *stats, orr_e
         sort_queue_push(&p->pool, k);
     }
     size_t per_writer = cfg->max_open_units / (size_t)p->nw;
+    uint32_t bsize = sort_pipe_block_size(cfg);
     for (; writers_started < p->nw; writers_started++) {
         rc = sort_writer_start(&p->w[writers_started], writers_started, p->spec, p->fmt, p->blob,
-                               p->work, per_writer ? per_writer : 1, &p->pool, &p->landings, err);
+                               p->work, per_writer ? per_writer : 1, bsize, &p->pool, &p->landings,
+                               err);
         if (rc != ORR_OK)
             goto stop;
     }
@@ -517,6 +557,8 @@ stop:
 out:
     pipe_sum_stats(p);
     p->st.seconds = (double)(pipe_mono_ms() - t0) / 1000.0;
+    if (cfg->metrics)
+        sort_metrics_publish(cfg->metrics, p->spec->name, &p->st);
     if (stats)
         *stats = p->st;
     if (p->src)

@@ -37,7 +37,7 @@
 
 typedef struct sort_pipe_cfg {
     const sort_spec *spec;
-    const char *work_dir;  /* staging files (wiped at start) */
+    const char *work_dir;  /* open unit files before landing (wiped at start) */
     const char *state_dir; /* source offsets, rejects */
     const char *blob_url;
     const char *redis_addr;
@@ -45,8 +45,10 @@ typedef struct sort_pipe_cfg {
     int packs;             /* pack pool size: the flow-control bound */
     size_t pack_bytes;     /* a pack is sent when it holds this many bytes */
     size_t max_open_units; /* open unit files over all writers */
+    size_t unit_memory;    /* pending input of all open unit files (0 = default) */
     volatile sig_atomic_t *stop;
-    const sort_check_sink *sink; /* NULL: log */
+    const sort_check_sink *sink;  /* NULL: log */
+    struct sort_metrics *metrics; /* NULL: no metrics endpoint (sort_metrics.h) */
 } sort_pipe_cfg;
 
 typedef struct sort_pipe_stats {
@@ -61,7 +63,17 @@ typedef struct sort_pipe_stats {
     uint64_t pool_waits; /* times the source paused for flow control */
     sort_writer_stats w; /* summed over writers */
     double seconds;
+    uint64_t lag[SORT_MAX_PARTITIONS]; /* source messages not yet read */
+    uint8_t has_lag[SORT_MAX_PARTITIONS];
 } sort_pipe_stats;
+
+#define SORT_PIPE_UNIT_MEMORY (256u << 20) /* default unit_memory */
+#define SORT_PIPE_MIN_BLOCK   (16u * 1024u)
+
+/* The lzop block size of unit files: unit_memory / max_open_units, rounded
+ * down to 4 KiB, within SORT_PIPE_MIN_BLOCK..ORR_LZOP_BLOCK_SIZE, so open
+ * files' pending blocks stay within unit_memory (above the 16 KiB floor). */
+uint32_t sort_pipe_block_size(const sort_pipe_cfg *cfg);
 
 /* Run the stream until its end, a stop request or a failure. ORR_OK on a
  * clean end or stop; otherwise the failure (err names the field/path).

@@ -13,6 +13,7 @@
 static const sort_source_ops *const sort_sources[] = {
     &sort_src_file,
     &sort_src_redis,
+    &sort_src_kafka,
 };
 
 const sort_source_ops *sort_source_find(const char *type)

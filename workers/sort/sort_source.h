@@ -6,6 +6,7 @@
  * hi, lo) inside a source partition:
  *   file   hi = index of the file in name order, lo = byte offset in it
  *   redis  hi = entry id milliseconds, lo = entry id sequence
+ *   kafka  partition = Kafka partition, hi = 0, lo = message offset
  * and a "next" position: where reading resumes after it. Within a partition
  * positions only grow. File names of landed units carry them (docs/sort.md).
  *
@@ -85,6 +86,10 @@ typedef struct sort_source_ops {
     orr_status (*commit)(sort_source *s, uint32_t partition, sort_off next, orr_err *err);
     /* Position to resume from in partition (for logs and tests). */
     sort_off (*committed)(sort_source *s, uint32_t partition);
+    /* Optional (NULL if the source cannot tell): 1 and *out = messages of
+     * partition not yet read, from the source's cached view; 0 if unknown.
+     * Must not block. */
+    int (*lag)(sort_source *s, uint32_t partition, uint64_t *out);
     void (*close)(sort_source *s);
 } sort_source_ops;
 
@@ -95,6 +100,10 @@ struct sort_source {
 
 extern const sort_source_ops sort_src_file;
 extern const sort_source_ops sort_src_redis;
+extern const sort_source_ops sort_src_kafka;
+
+/* Partitions assigned to an open Kafka source (its topic's partitions). */
+int sort_src_kafka_partitions(sort_source *s);
 
 /* The ops for a source type; NULL if unknown. */
 const sort_source_ops *sort_source_find(const char *type);

@@ -107,9 +107,30 @@ static orr_status spec__source(sort_spec *s, const json_t *src, const char *path
         SPEC_TRY(orr_json_get_int(src, path, "claim_idle_ms", 0, 0, INT64_C(86400000),
                                   &s->source.claim_idle_ms, err));
         s->source.type = "redis";
+    } else if (strcmp(s->source.type, "kafka") == 0) {
+        static const char *const kafka_keys[] = {"type",  "brokers", "topic",       "group",
+                                                 "batch", "start",   "exit_at_eof", NULL};
+        const char *start = "earliest";
+        SPEC_TRY(orr_json_allow_keys(src, path, kafka_keys, err));
+        SPEC_TRY(spec__str(src, path, "brokers", 1, s->arena, &s->source.brokers, err));
+        SPEC_TRY(spec__str(src, path, "topic", 1, s->arena, &s->source.topic, err));
+        s->source.group = "sortd";
+        SPEC_TRY(spec__str(src, path, "group", 0, s->arena, &s->source.group, err));
+        s->source.batch = 1000;
+        SPEC_TRY(orr_json_get_int(src, path, "batch", 0, 1, 100000, &s->source.batch, err));
+        SPEC_TRY(orr_json_get_str(src, path, "start", 0, &start, err));
+        if (strcmp(start, "earliest") == 0)
+            s->source.start_latest = 0;
+        else if (strcmp(start, "latest") == 0)
+            s->source.start_latest = 1;
+        else
+            return orr_err_set(err, ORR_EINVAL, orr_json_path(p, sizeof p, path, "start"),
+                               "must be earliest or latest");
+        SPEC_TRY(orr_json_get_bool(src, path, "exit_at_eof", 0, &s->source.exit_at_eof, err));
+        s->source.type = "kafka";
     } else {
         return orr_err_set(err, ORR_EINVAL, orr_json_path(p, sizeof p, path, "type"),
-                           "must be one of: file, redis");
+                           "must be one of: file, redis, kafka");
     }
     return ORR_OK;
 }

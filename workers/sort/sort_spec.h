@@ -57,7 +57,7 @@ typedef struct sort_spec {
     const char *business; /* business id: same alphabet */
 
     struct {
-        const char *type; /* "file" | "redis" */
+        const char *type; /* "file" | "redis" | "kafka" */
         /* file */
         const char *path;
         int exit_at_eof;   /* stop when every file is read (benchmarks, tests) */
@@ -66,6 +66,9 @@ typedef struct sort_spec {
         const char *address; /* host:port; NULL = sortd config */
         const char *key, *group, *consumer, *field;
         int64_t batch, block_ms, claim_idle_ms;
+        /* kafka (group and batch shared with redis; exit_at_eof with file) */
+        const char *brokers, *topic;
+        int start_latest; /* no committed offset: 0 = earliest, 1 = latest */
     } source;
 
     struct {

@@ -192,7 +192,7 @@ orr_status sort_time_parse_text(const char *p, size_t len, sort_time_fmt f, int3
                 i++;
             if (i == j || i - j > 9)
                 return ORR_EINVAL;
-            int64_t frac;
+            int64_t frac = 0;
             (void)time__digits(p + j, i - j < 3 ? i - j : 3, &frac);
             for (size_t k = i - j; k < 3; k++)
                 frac *= 10;
@@ -242,7 +242,9 @@ void sort_bucket_label(int64_t start_s, sort_bucket_kind k, int32_t tz, char *bu
     int64_t y;
     unsigned m, d;
     sort_civil_from_days(days, &y, &m, &d);
-    unsigned hh = (unsigned)(sod / 3600), mm = (unsigned)(sod % 3600 / 60);
+    unsigned hh = (unsigned)(sod / 3600) % 24u, mm = (unsigned)(sod % 3600 / 60) % 60u;
+    m %= 100u;
+    d %= 100u;
     if (y < 0 || y > 9999)
         y = 0;
     if (k == SORT_BUCKET_DAY)

@@ -1,10 +1,18 @@
 /*
  * sort_writer.c - writer threads (see sort_writer.h for the contract).
  *
- * Open files form an LRU list (head = most recently appended). Each file
- * stages raw records in <work>/w<writer>-<seq>.raw through a buffer of at
- * most WR_BUF bytes, so memory per open unit is small and bounded; the lzop
- * compression (orr_lzop.h) happens once, at roll time, from the staging file.
+ * Open files form an LRU list (head = most recently appended). Each open
+ * file is an lzop writer on <work>/w<writer>-<seq>.lzo that borrows the
+ * writer thread's one compression scratch (orr_lzop_scratch): it holds only
+ * its pending block (at most block_size bytes, grown as input arrives), and
+ * each full block is compressed and written to the file at once. Every byte
+ * is written once, compressed.
+ *
+ * Rolled files wait in a landing batch (their lzop trailer and index are
+ * written, nothing is synced). The batch lands as one store put_many --
+ * index before data file, in roll order, one sync per step -- after each
+ * pack, before the writer publishes positions, so a published position
+ * never covers a record that has not landed durably.
  */
 #include "sort_writer.h"
 
@@ -20,8 +28,8 @@
 #include "orr_log.h"
 #include "orr_lzop.h"
 
-#define WR_BUF     (32u * 1024u)
-#define WR_TICK_MS 100
+#define WR_TICK_MS   100
+#define WR_BATCH_MAX 1024 /* rolled files waiting to land, at most */
 
 struct sort_ufile {
     sort_unit *unit;
@@ -29,9 +37,8 @@ struct sort_ufile {
     sort_off first, last;
     uint64_t count;
     uint64_t raw_bytes;
-    int fd;
+    orr_lzop_writer *lw;
     char path[512];
-    orr_buf buf;
     int64_t opened_ms;
     sort_ufile *lru_prev, *lru_next;
     sort_ufile *slot_next; /* same (unit, split), other partitions */
@@ -120,35 +127,63 @@ static void lru_push_head(sort_writer *w, sort_ufile *f)
         w->lru_tail = f;
 }
 
-static orr_status wr_write_all(int fd, const char *p, size_t n, const char *path, orr_err *err)
-{
-    while (n > 0) {
-        ssize_t r = write(fd, p, n);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            return orr_err_set(err, ORR_EIO, path, "write failed: %s", strerror(errno));
-        p += r;
-        n -= (size_t)r;
-    }
-    return ORR_OK;
-}
+/* The landing batch: files rolled since the last sort_writer flush. */
+struct sort_wland {
+    sort_landing l;
+    char lzo[512];
+    char idx[520];
+    char rel[768];
+    char rel_idx[776];
+    uint64_t bytes_out;
+};
 
-static orr_status wr_flush(sort_ufile *f, orr_err *err)
+/* Land every rolled file of the batch, then report the landings. */
+static orr_status wr_land_batch(sort_writer *w, orr_err *err)
 {
-    if (f->buf.len == 0)
+    if (w->nbatch == 0)
         return ORR_OK;
-    orr_status rc = wr_write_all(f->fd, f->buf.data, f->buf.len, f->path, err);
-    orr_buf_reset(&f->buf);
+    orr_blob_item *items = calloc(w->nbatch * 2, sizeof *items);
+    if (!items)
+        abort();
+    for (size_t i = 0; i < w->nbatch; i++) {
+        const sort_wland *b = &w->batch[i];
+        items[2 * i] = (orr_blob_item){.rel = b->rel_idx, .local = b->idx};
+        items[2 * i + 1] = (orr_blob_item){.rel = b->rel, .local = b->lzo};
+    }
+    size_t landed = 0;
+    orr_status rc = w->blob->ops->put_many(w->blob, items, w->nbatch * 2,
+                                           w->spec->output.fsync ? 1 : 0, &landed, err);
+    free(items);
+    /* Report what is under its final name even on failure: a restart finds
+     * those files too (the landing list must agree with the store). */
+    for (size_t i = 0; i < landed / 2; i++) {
+        const sort_wland *b = &w->batch[i];
+        w->lstats.bytes_lzo += b->bytes_out;
+        w->lstats.files++;
+        landings_add(w->landings, &b->l);
+        ORR_DEBUG("unit file landed", "unit=%s file=%s records=%" PRIu64 " lzo=%" PRIu64,
+                  orr_log_q(b->l.unit->dir), b->l.name, b->l.count, b->bytes_out);
+    }
+    w->nbatch = 0;
     return rc;
 }
 
-/* Compress the staging file to <path>.lzo (+ .index) and land both. */
+/* Finish f's lzop file and queue it for landing. */
 static orr_status wr_land(sort_writer *w, sort_ufile *f, orr_err *err)
 {
-    orr_status rc = wr_flush(f, err);
-    if (rc != ORR_OK)
-        return rc;
+    if (w->nbatch == WR_BATCH_MAX) {
+        orr_status rc = wr_land_batch(w, err);
+        if (rc != ORR_OK)
+            return rc;
+    }
+    if (w->nbatch == w->batch_cap) {
+        w->batch_cap = w->batch_cap ? w->batch_cap * 2 : 16;
+        sort_wland *nb = realloc(w->batch, w->batch_cap * sizeof *nb);
+        if (!nb)
+            abort();
+        w->batch = nb;
+    }
+    sort_wland *b = &w->batch[w->nbatch];
     sort_part_info pi = {
         .partition = f->partition,
         .split = f->split,
@@ -157,68 +192,29 @@ static orr_status wr_land(sort_writer *w, sort_ufile *f, orr_err *err)
         .last = f->last,
         .count = f->count,
     };
-    sort_landing l = {.unit = f->unit, .count = f->count};
-    sort_part_name(l.name, &pi);
-    char lzo[600], idx[620], rel[4096], rel_idx[4200];
-    snprintf(lzo, sizeof lzo, "%s.lzo", f->path);
-    snprintf(idx, sizeof idx, "%s.index", lzo);
-    snprintf(rel, sizeof rel, "%s/%s", f->unit->dir, l.name);
-    snprintf(rel_idx, sizeof rel_idx, "%s.index", rel);
-
-    orr_lzop_opts o = {
-        .name = l.name,
-        .mtime = (int64_t)time(NULL),
-        .flags = ORR_LZOP_WITH_INDEX | (w->spec->output.fsync ? ORR_LZOP_FSYNC : 0u),
-    };
-    orr_lzop_writer *lw = NULL;
+    b->l = (sort_landing){.unit = f->unit, .count = f->count};
+    sort_part_name(b->l.name, &pi);
+    snprintf(b->lzo, sizeof b->lzo, "%s", f->path);
+    snprintf(b->idx, sizeof b->idx, "%s.index", f->path);
+    snprintf(b->rel, sizeof b->rel, "%s/%s", f->unit->dir, b->l.name);
+    snprintf(b->rel_idx, sizeof b->rel_idx, "%s.index", b->rel);
     orr_lzop_stats st;
-    rc = orr_lzop_writer_open(lzo, &o, &lw, err);
+    orr_lzop_writer *lw = f->lw;
+    f->lw = NULL;
+    orr_status rc = orr_lzop_writer_close(lw, &st, err);
     if (rc != ORR_OK)
         return rc;
-    if (lseek(f->fd, 0, SEEK_SET) < 0) {
-        orr_lzop_writer_abort(lw);
-        return orr_err_set(err, ORR_EIO, f->path, "seek failed: %s", strerror(errno));
-    }
-    for (;;) {
-        ssize_t r = read(f->fd, w->scratch, ORR_LZOP_BLOCK_SIZE);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0) {
-            orr_lzop_writer_abort(lw);
-            return orr_err_set(err, ORR_EIO, f->path, "read failed: %s", strerror(errno));
-        }
-        if (r == 0)
-            break;
-        rc = orr_lzop_write(lw, w->scratch, (size_t)r, err);
-        if (rc != ORR_OK) {
-            orr_lzop_writer_abort(lw);
-            return rc;
-        }
-    }
-    rc = orr_lzop_writer_close(lw, &st, err);
-    if (rc != ORR_OK)
-        return rc;
-    rc = w->blob->ops->put_file(w->blob, rel_idx, idx, 1, err);
-    if (rc == ORR_OK)
-        rc = w->blob->ops->put_file(w->blob, rel, lzo, 1, err);
-    if (rc != ORR_OK)
-        return rc;
-    w->lstats.bytes_lzo += st.bytes_out;
-    w->lstats.files++;
-    landings_add(w->landings, &l);
-    ORR_DEBUG("unit file landed",
-              "unit=%s file=%s records=%" PRIu64 " raw=%" PRIu64 " lzo=%" PRIu64,
-              orr_log_q(f->unit->dir), l.name, f->count, f->raw_bytes, st.bytes_out);
+    b->bytes_out = st.bytes_out;
+    w->nbatch++;
     return ORR_OK;
 }
 
 static void wr_free_file(sort_ufile *f)
 {
-    if (f->fd >= 0) {
-        close(f->fd);
+    if (f->lw) {
+        orr_lzop_writer_abort(f->lw);
         unlink(f->path);
     }
-    orr_buf_free(&f->buf);
     free(f);
 }
 
@@ -266,10 +262,16 @@ static orr_status wr_open_file(sort_writer *w, const sort_pent *e, sort_ufile **
     f->partition = e->partition;
     f->first = e->off;
     f->opened_ms = wr_now_ms();
-    snprintf(f->path, sizeof f->path, "%s/w%d-%" PRIu64 ".raw", w->work_dir, w->index, w->seq++);
-    f->fd = open(f->path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (f->fd < 0) {
-        orr_status rc = orr_err_set(err, ORR_EIO, f->path, "cannot create: %s", strerror(errno));
+    snprintf(f->path, sizeof f->path, "%s/w%d-%" PRIu64 ".lzo", w->work_dir, w->index, w->seq++);
+    orr_lzop_opts o = {
+        .name = e->unit->label,
+        .mtime = (int64_t)time(NULL),
+        .flags = ORR_LZOP_WITH_INDEX,
+        .scratch = w->scratch,
+        .block_size = w->block_size,
+    };
+    orr_status rc = orr_lzop_writer_open(f->path, &o, &f->lw, err);
+    if (rc != ORR_OK) {
         free(f);
         return rc;
     }
@@ -295,44 +297,19 @@ static orr_status wr_append(sort_writer *w, const sort_pent *e, const char *rec,
         lru_unlink(w, f);
         lru_push_head(w, f);
     }
-    size_t need = e->len + 4;
-    if (f->buf.len + need > WR_BUF) {
-        rc = wr_flush(f, err);
-        if (rc != ORR_OK)
-            return rc;
-    }
-    if (need > WR_BUF) {
-        /* A big record goes straight to the staging file. */
-        if (w->fmt->binary) {
-            unsigned char h[4] = {(unsigned char)(e->len >> 24), (unsigned char)(e->len >> 16),
-                                  (unsigned char)(e->len >> 8), (unsigned char)e->len};
-            rc = wr_write_all(f->fd, (const char *)h, 4, f->path, err);
-            if (rc == ORR_OK)
-                rc = wr_write_all(f->fd, rec, e->len, f->path, err);
-        } else {
-            rc = wr_write_all(f->fd, rec, e->len, f->path, err);
-            if (rc == ORR_OK)
-                rc = wr_write_all(f->fd, "\n", 1, f->path, err);
-        }
-        if (rc != ORR_OK)
-            return rc;
+    if (w->fmt->binary) {
+        unsigned char h[4] = {(unsigned char)(e->len >> 24), (unsigned char)(e->len >> 16),
+                              (unsigned char)(e->len >> 8), (unsigned char)e->len};
+        rc = orr_lzop_write(f->lw, h, 4, err);
+        if (rc == ORR_OK)
+            rc = orr_lzop_write(f->lw, rec, e->len, err);
     } else {
-        if (f->buf.cap == 0)
-            orr_buf_reserve(&f->buf, WR_BUF);
-        char *d = f->buf.data + f->buf.len;
-        if (w->fmt->binary) {
-            d[0] = (char)(e->len >> 24);
-            d[1] = (char)(e->len >> 16);
-            d[2] = (char)(e->len >> 8);
-            d[3] = (char)e->len;
-            memcpy(d + 4, rec, e->len);
-            f->buf.len += e->len + 4;
-        } else {
-            memcpy(d, rec, e->len);
-            d[e->len] = '\n';
-            f->buf.len += e->len + 1;
-        }
+        rc = orr_lzop_write(f->lw, rec, e->len, err);
+        if (rc == ORR_OK)
+            rc = orr_lzop_write(f->lw, "\n", 1, err);
     }
+    if (rc != ORR_OK)
+        return rc;
     f->raw_bytes += e->len + (w->fmt->binary ? 4u : 1u);
     f->last = e->off;
     f->count++;
@@ -354,6 +331,7 @@ static void wr_publish(sort_writer *w)
             has_lo[p] = 1;
         }
     }
+    w->lstats.open_units = w->nopen;
     pthread_mutex_lock(&w->mu);
     w->stats = w->lstats;
     for (uint32_t p = 0; p < SORT_MAX_PARTITIONS; p++) {
@@ -444,10 +422,12 @@ static void *wr_main(void *arg)
             rc = wr_roll_aged(w, &err);
             last_tick = now;
         }
+        if (rc == ORR_OK && !failed)
+            rc = wr_land_batch(w, &err);
         if (rc != ORR_OK)
             wr_fail(w, &err);
-        if (p && !failed && rc == ORR_OK)
-            wr_publish(w);
+        if (!failed && rc == ORR_OK)
+            wr_publish(w); /* also after timer rolls with no pack */
         if (p) {
             uint64_t seq = p->kind != SORT_PACK_DATA ? p->seq : 0;
             if (p->pooled) {
@@ -470,8 +450,8 @@ static void *wr_main(void *arg)
 
 orr_status sort_writer_start(sort_writer *w, int idx, const sort_spec *spec,
                              const sort_format_ops *fmt, orr_blob *blob, const char *work_dir,
-                             size_t max_open, sort_queue *pool, sort_landings *landings,
-                             orr_err *err)
+                             size_t max_open, uint32_t block_size, sort_queue *pool,
+                             sort_landings *landings, orr_err *err)
 {
     memset(w, 0, sizeof *w);
     w->index = idx;
@@ -482,13 +462,12 @@ orr_status sort_writer_start(sort_writer *w, int idx, const sort_spec *spec,
     w->max_open = max_open ? max_open : 1;
     w->pool = pool;
     w->landings = landings;
-    w->scratch = malloc(ORR_LZOP_BLOCK_SIZE);
-    if (!w->scratch)
-        abort();
+    w->block_size = block_size;
+    w->scratch = orr_lzop_scratch_new();
     sort_queue_init(&w->in);
     pthread_mutex_init(&w->mu, NULL);
     if (pthread_create(&w->thread, NULL, wr_main, w) != 0) {
-        free(w->scratch);
+        orr_lzop_scratch_free(w->scratch);
         return orr_err_set(err, ORR_EIO, "writers", "cannot start writer thread %d", idx);
     }
     w->started = 1;
@@ -523,7 +502,14 @@ void sort_writer_join(sort_writer *w)
             free(p);
         }
     }
-    free(w->scratch);
+    for (size_t i = 0; i < w->nbatch; i++) { /* never landed (a failure) */
+        unlink(w->batch[i].lzo);
+        unlink(w->batch[i].idx);
+    }
+    free(w->batch);
+    w->batch = NULL;
+    w->nbatch = w->batch_cap = 0;
+    orr_lzop_scratch_free(w->scratch);
     w->scratch = NULL;
     sort_queue_destroy(&w->in);
     pthread_mutex_destroy(&w->mu);

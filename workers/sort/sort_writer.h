@@ -6,17 +6,20 @@
  * whatever the number of consumers. A writer:
  *
  *   1. takes packs from its queue and appends each record to the open file
- *      of its (unit, split, partition): a staging file in the work folder,
- *      fed through a small buffer (memory per open unit stays small);
+ *      of its (unit, split, partition): an lzop file in the work folder,
+ *      compressed in memory block by block (the writer's one compression
+ *      scratch is shared by its open files; each holds at most one pending
+ *      block of block_size bytes);
  *   2. rolls a file when it reaches the stream's roll_size, when it is older
  *      than roll_age_ms (checked on a timer, so an idle file still rolls),
  *      when a control pack says its bucket has closed, when more than
  *      max_open files are open (the least recently used one goes), and at
  *      stop;
- *   3. to roll: compresses the staging file into an lzop file with its
- *      hadoop-lzo index (orr_lzop.h), lands the index then the data file in
- *      the blob store under the unit's folder (orr_blob.h), and reports the
- *      landing (unit, name, record count) to the pipeline;
+ *   3. to roll: finishes the lzop file and its hadoop-lzo index (orr_lzop.h)
+ *      and adds both to a landing batch; after each pack the batch lands in
+ *      the blob store under the units' folders as one put_many (index before
+ *      data file, in roll order, one sync per step: orr_blob.h), and each
+ *      landing (unit, name, record count) is reported to the pipeline;
  *   4. publishes, per partition, the position before which every record it
  *      was sent has landed: min(first offset of its open files, latest
  *      stamp it has processed). The pipeline commits the minimum over all
@@ -37,6 +40,7 @@
 #include <stdint.h>
 
 #include "orr_blob.h"
+#include "orr_lzop.h"
 #include "sort_chan.h"
 #include "sort_format.h"
 #include "sort_unit.h"
@@ -61,7 +65,10 @@ size_t sort_landings_take(sort_landings *l, sort_landing **out);
 
 typedef struct sort_writer_stats {
     uint64_t records, bytes_raw, bytes_lzo, files, rolls_size, rolls_age, rolls_lru, rolls_close;
+    uint64_t open_units; /* a gauge: files open now */
 } sort_writer_stats;
+
+typedef struct sort_wland sort_wland; /* a rolled file waiting to land */
 
 typedef struct sort_writer {
     int index;
@@ -80,7 +87,10 @@ typedef struct sort_writer {
     sort_ufile *lru_head, *lru_tail; /* head = most recently used */
     size_t nopen;
     uint64_t seq;
-    char *scratch;
+    orr_lzop_scratch *scratch; /* shared by the open files of this writer */
+    uint32_t block_size;       /* lzop block size of unit files */
+    sort_wland *batch;         /* rolled files waiting to land */
+    size_t nbatch, batch_cap;
     sort_off done[SORT_MAX_PARTITIONS];
     uint8_t has_done[SORT_MAX_PARTITIONS];
     sort_writer_stats lstats;
@@ -95,11 +105,12 @@ typedef struct sort_writer {
     sort_writer_stats stats;
 } sort_writer;
 
-/* Start writer thread idx. ORR_EIO if the thread cannot start. */
+/* Start writer thread idx; its unit files use lzop blocks of block_size
+ * bytes (0 = ORR_LZOP_BLOCK_SIZE). ORR_EIO if the thread cannot start. */
 orr_status sort_writer_start(sort_writer *w, int idx, const sort_spec *spec,
                              const sort_format_ops *fmt, orr_blob *blob, const char *work_dir,
-                             size_t max_open, sort_queue *pool, sort_landings *landings,
-                             orr_err *err);
+                             size_t max_open, uint32_t block_size, sort_queue *pool,
+                             sort_landings *landings, orr_err *err);
 /* Wait for the thread (after a STOP pack) and free its state. */
 void sort_writer_join(sort_writer *w);
 

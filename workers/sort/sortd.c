@@ -8,7 +8,8 @@
  *       check a stream spec; prints "ok" or the bad field and why.
  *   sortd replay --stream SPEC.json --from OFFSET
  *       rewind a stream's committed position (file source: "hi.lo" or a
- *       byte offset in the first file; redis: an entry id "ms-seq"). Records
+ *       byte offset in the first file; redis: an entry id "ms-seq"; kafka: a
+ *       message offset, for every partition of the topic). Records
  *       already landed are still skipped on the next run; remove a unit's
  *       files first to land them again.
  *
@@ -26,6 +27,7 @@
 
 #include "orr_config.h"
 #include "orr_log.h"
+#include "sort_metrics.h"
 #include "sort_pipe.h"
 #include "sort_spec.h"
 
@@ -33,7 +35,7 @@
 
 static const orr_cfg_key sortd_schema[] = {
     {"sort", "work_dir", ORR_CFG_STRING, "var/sort/work", 0, 0, 0,
-     "local folder for staging files (wiped at start)"},
+     "local folder for open unit files before they land (wiped at start)"},
     {"sort", "state_dir", ORR_CFG_STRING, "var/sort/state", 0, 0, 0,
      "local folder for source offsets and reject files"},
     {"sort", "blob_root", ORR_CFG_STRING, "file:///tmp/orrery-blob", 0, 0, 0,
@@ -46,6 +48,10 @@ static const orr_cfg_key sortd_schema[] = {
     {"sort", "pack_size", ORR_CFG_SIZE, "1m", 0, 4096, 64LL << 20, "bytes per pack"},
     {"sort", "max_open_units", ORR_CFG_INT, "2048", 0, 1, 1000000,
      "open unit files over all writers; past it the least recently used rolls"},
+    {"sort", "unit_memory", ORR_CFG_SIZE, "256m", 0, 1LL << 20, 16LL << 30,
+     "memory for the pending lzop blocks of all open unit files (sets the block size)"},
+    {"sort", "metrics_listen", ORR_CFG_STRING, "", 0, 0, 0,
+     "host:port of the Prometheus endpoint GET /metrics (empty: off)"},
 };
 
 static volatile sig_atomic_t sortd_stop;
@@ -118,12 +124,26 @@ static int sortd_run(orr_config *cfg, const char *spec_path)
         .packs = (int)orr_config_int(cfg, "sort", "packs"),
         .pack_bytes = (size_t)orr_config_int(cfg, "sort", "pack_size"),
         .max_open_units = (size_t)orr_config_int(cfg, "sort", "max_open_units"),
+        .unit_memory = (size_t)orr_config_int(cfg, "sort", "unit_memory"),
         .stop = &sortd_stop,
     };
     sort_pipe_stats st;
+    memset(&st, 0, sizeof st);
     orr_err err;
     orr_err_clear(&err);
-    orr_status s = sort_pipe_run(&pc, &st, &err);
+    sort_metrics *metrics = NULL;
+    const char *listen = orr_config_str(cfg, "sort", "metrics_listen");
+    orr_status s = ORR_OK;
+    if (listen && *listen) {
+        s = sort_metrics_start(listen, &metrics, &err);
+        if (s == ORR_OK)
+            ORR_INFO("metrics endpoint listening", "listen=%s port=%d path=/metrics", listen,
+                     sort_metrics_port(metrics));
+    }
+    pc.metrics = metrics;
+    if (s == ORR_OK)
+        s = sort_pipe_run(&pc, &st, &err);
+    sort_metrics_stop(metrics);
     char *js = sort_pipe_stats_json(&st);
     printf("%s\n", js);
     free(js);
@@ -174,6 +194,28 @@ static int sortd_replay(orr_config *cfg, const char *spec_path, const char *from
             } else {
                 printf("stream %s will resume at %.*s\n", spec->name, n - 1, line);
             }
+            if (src)
+                src->ops->close(src);
+        }
+    } else if (strcmp(spec->source.type, "kafka") == 0) {
+        sort_off o;
+        if (sort_off_parse(from, strlen(from), &o) != 0 || o.hi != 0) {
+            fprintf(stderr, "%s: --from: not a Kafka offset: %s\n", SORTD, from);
+            rc = 2;
+        } else {
+            /* Commit OFFSET for every partition of the topic for the group. */
+            sort_source *src = NULL;
+            sort_source_env env = {NULL, NULL, sort_format_find(spec->format.type)};
+            rc = sort_src_kafka.open(spec, &env, &src, &err) == ORR_OK ? 0 : 1;
+            int n = rc == 0 ? sort_src_kafka_partitions(src) : 0;
+            for (int i = 0; i < n && rc == 0; i++)
+                if (sort_src_kafka.commit(src, (uint32_t)i, o, &err) != ORR_OK)
+                    rc = 1;
+            if (rc != 0)
+                fprintf(stderr, "%s: replay: %s: %s\n", SORTD, err.field, err.msg);
+            else
+                printf("stream %s group %s will resume at offset %" PRIu64 " in %d partitions\n",
+                       spec->name, spec->source.group, o.lo, n);
             if (src)
                 src->ops->close(src);
         }

@@ -946,18 +946,156 @@ static void test_adler32(void **state)
     free(data);
 }
 
+/* Many writers share one scratch, fed in turns (as sortd feeds one file per
+ * unit): every file decodes to its own input, lzop accepts it, and the
+ * bytes equal those of a writer with its own buffers. */
+static void test_shared_scratch(void **state)
+{
+    (void)state;
+    enum { NW = 5 };
+    static const size_t sizes[NW] = {0, 1, ORR_LZOP_BLOCK_SIZE, 700 * KIB + 13, 2 * MIB + 5};
+    orr_lzop_scratch *sc = orr_lzop_scratch_new();
+    orr_lzop_writer *w[NW];
+    uint8_t *data[NW];
+    size_t off[NW] = {0};
+    char path[NW][64], orig[NW][64];
+    orr_err err;
+    for (int i = 0; i < NW; i++) {
+        data[i] = gen(sizes[i], i == 3 ? DATA_MIXED : DATA_TEXT, 100 + (uint64_t)i);
+        snprintf(path[i], sizeof path[i], "s%d.lzo", i);
+        snprintf(orig[i], sizeof orig[i], "s%d.orig", i);
+        write_raw(tpath(orig[i]), data[i], sizes[i]);
+        orr_lzop_opts o = {.name = orig[i], .mtime = 1764496800, .scratch = sc};
+        assert_int_equal(orr_lzop_writer_open(tpath(path[i]), &o, &w[i], &err), ORR_OK);
+    }
+    /* interleave small and odd-sized writes over all writers */
+    static const size_t chunks[] = {1, 333, 4093, 70000, 262144, 17};
+    size_t ci = 0;
+    for (int busy = 1; busy;) {
+        busy = 0;
+        for (int i = 0; i < NW; i++) {
+            if (off[i] == sizes[i])
+                continue;
+            size_t k = chunks[ci++ % (sizeof chunks / sizeof chunks[0])];
+            if (k > sizes[i] - off[i])
+                k = sizes[i] - off[i];
+            assert_int_equal(orr_lzop_write(w[i], data[i] + off[i], k, &err), ORR_OK);
+            off[i] += k;
+            busy = 1;
+        }
+    }
+    for (int i = 0; i < NW; i++) {
+        orr_lzop_stats st;
+        assert_int_equal(orr_lzop_writer_close(w[i], &st, &err), ORR_OK);
+        assert_int_equal(st.bytes_in, sizes[i]);
+        assert_int_equal(st.bytes_out, file_size(tpath(path[i])));
+        assert_int_equal(st.blocks, (sizes[i] + ORR_LZOP_BLOCK_SIZE - 1) / ORR_LZOP_BLOCK_SIZE);
+        expect_read_path(tpath(path[i]), data[i], sizes[i]);
+        expect_lzop_tool_ok(tpath(path[i]), tpath(orig[i]));
+        /* same bytes as a writer with its own buffers */
+        orr_lzop_opts o = {.name = orig[i], .mtime = 1764496800};
+        lzo_write(tpath("own.lzo"), data[i], sizes[i], &o, NULL);
+        size_t na, nb;
+        uint8_t *a = read_raw(tpath(path[i]), &na), *b = read_raw(tpath("own.lzo"), &nb);
+        assert_int_equal(na, nb);
+        assert_memory_equal(a, b, na);
+        free(a);
+        free(b);
+        free(data[i]);
+    }
+    orr_lzop_scratch_free(sc);
+    orr_lzop_scratch_free(NULL);
+}
+
+/* A smaller block size: blocks of that size, a matching index, lzop reads
+ * it; out-of-range sizes are refused naming the field. */
+static void test_block_size(void **state)
+{
+    (void)state;
+    size_t n = 100 * KIB + 7;
+    uint8_t *data = gen(n, DATA_TEXT, 9);
+    write_raw(tpath("x.orig"), data, n);
+    orr_lzop_scratch *sc = orr_lzop_scratch_new();
+    for (int shared = 0; shared < 2; shared++) {
+        orr_lzop_opts o = {.name = "x.orig",
+                           .flags = ORR_LZOP_WITH_INDEX,
+                           .block_size = 8192,
+                           .scratch = shared ? sc : NULL};
+        orr_lzop_stats st;
+        lzo_write(tpath("x.lzo"), data, n, &o, &st);
+        assert_int_equal(st.blocks, (n + 8191) / 8192);
+        size_t ilen;
+        uint8_t *idx = read_raw(tpath("x.lzo.index"), &ilen);
+        assert_int_equal(ilen, st.blocks * 8);
+        free(idx);
+        size_t flen;
+        uint8_t *f = read_raw(tpath("x.lzo"), &flen);
+        expect_read_blocks(f, flen, data, n, st.blocks);
+        free(f);
+        expect_lzop_tool_ok(tpath("x.lzo"), tpath("x.orig"));
+    }
+    orr_lzop_writer *w = NULL;
+    orr_err err;
+    orr_lzop_opts small = {.block_size = ORR_LZOP_MIN_BLOCK - 1};
+    assert_int_equal(orr_lzop_writer_open(tpath("b.lzo"), &small, &w, &err), ORR_EINVAL);
+    assert_null(w);
+    assert_string_equal(err.field, "block_size");
+    orr_lzop_opts big = {.block_size = ORR_LZOP_BLOCK_SIZE + 1, .scratch = sc};
+    assert_int_equal(orr_lzop_writer_open(tpath("b.lzo"), &big, &w, &err), ORR_EINVAL);
+    assert_string_equal(err.field, "block_size");
+    orr_lzop_scratch_free(sc);
+    free(data);
+}
+
+/* A shared-scratch writer on a full disk fails at the block that cannot be
+ * written and keeps failing; the scratch stays usable by another writer. */
+static void test_shared_scratch_errors(void **state)
+{
+    (void)state;
+    orr_lzop_scratch *sc = orr_lzop_scratch_new();
+    int fd = open("/dev/full", O_WRONLY | O_CLOEXEC);
+    assert_true(fd >= 0);
+    orr_lzop_opts o = {.scratch = sc};
+    orr_lzop_writer *w = NULL;
+    orr_err err;
+    /* the header itself is written at open with a scratch */
+    assert_int_equal(orr_lzop_writer_open_fd(fd, "/dev/full", &o, &w, &err), ORR_EIO);
+    assert_null(w);
+    close(fd);
+    size_t n = 300 * KIB;
+    uint8_t *data = gen(n, DATA_TEXT, 5);
+    write_raw(tpath("x.orig"), data, n);
+    orr_lzop_opts ok = {.name = "x.orig", .scratch = sc};
+    lzo_write(tpath("x.lzo"), data, n, &ok, NULL);
+    expect_lzop_tool_ok(tpath("x.lzo"), tpath("x.orig"));
+    free(data);
+    orr_lzop_scratch_free(sc);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_lzop_tool_present),   cmocka_unit_test(test_adler32),
-        cmocka_unit_test(test_roundtrip_empty),     cmocka_unit_test(test_roundtrip_one_byte),
-        cmocka_unit_test(test_roundtrip_one_block), cmocka_unit_test(test_roundtrip_block_plus_one),
-        cmocka_unit_test(test_roundtrip_10mib),     cmocka_unit_test(test_header_fields),
-        cmocka_unit_test(test_read_lzop_written),   cmocka_unit_test(test_bad_magic),
-        cmocka_unit_test(test_truncated),           cmocka_unit_test(test_flipped_bytes),
-        cmocka_unit_test(test_bad_fields),          cmocka_unit_test(test_recover),
-        cmocka_unit_test(test_flush_boundary),      cmocka_unit_test(test_write_errors),
-        cmocka_unit_test(test_fd_with_index),       cmocka_unit_test(test_resume),
+        cmocka_unit_test(test_lzop_tool_present),
+        cmocka_unit_test(test_adler32),
+        cmocka_unit_test(test_roundtrip_empty),
+        cmocka_unit_test(test_roundtrip_one_byte),
+        cmocka_unit_test(test_roundtrip_one_block),
+        cmocka_unit_test(test_roundtrip_block_plus_one),
+        cmocka_unit_test(test_roundtrip_10mib),
+        cmocka_unit_test(test_header_fields),
+        cmocka_unit_test(test_read_lzop_written),
+        cmocka_unit_test(test_bad_magic),
+        cmocka_unit_test(test_truncated),
+        cmocka_unit_test(test_flipped_bytes),
+        cmocka_unit_test(test_bad_fields),
+        cmocka_unit_test(test_recover),
+        cmocka_unit_test(test_flush_boundary),
+        cmocka_unit_test(test_write_errors),
+        cmocka_unit_test(test_fd_with_index),
+        cmocka_unit_test(test_resume),
+        cmocka_unit_test(test_shared_scratch),
+        cmocka_unit_test(test_block_size),
+        cmocka_unit_test(test_shared_scratch_errors),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# tests/bench/sort/redis.sh [BUILD_DIR] - sortd end to end through Redis
+# Streams: a producer (sort_xadd: pipelined XADD) adds SORT_REDIS_RECORDS
+# (default 2,000,000) delimited records of ~200 bytes over 1,000 units while
+# sortd consumes them through a consumer group and lands every unit as lzop
+# files (fsync on). The clock starts when the producer starts and stops when
+# every entry has been delivered and acknowledged -- sortd acknowledges only
+# after landing -- so records/s is the end-to-end rate (target >= 300,000).
+# Needs ORRERY_REDIS=host:port (deploy/stack.sh env). Bounded: the producer
+# stops after SORT_REDIS_SECONDS (default 120) and the wait after twice that.
+set -euo pipefail
+# Redis's own cost per XADD is printed too (INFO commandstats): it bounds
+# what one Redis can take, whatever the consumer does.
+ROOT=$(cd "$(dirname "$0")/../../.." && pwd)
+BUILD=${1:-$ROOT/build}
+N=${SORT_REDIS_RECORDS:-2000000}
+LIMIT_S=${SORT_REDIS_SECONDS:-120}
+T=${SORT_BENCH_DIR:-/tmp/sort-redis-bench}
+SORTD=$BUILD/bin/sortd
+GEN=$BUILD/bin/sort_gen
+XADD=$BUILD/bin/sort_xadd
+for b in "$SORTD" "$GEN" "$XADD"; do
+    [ -x "$b" ] || { echo "build sortd, sort_gen and sort_xadd in $BUILD first" >&2; exit 2; }
+done
+[ -n "${ORRERY_REDIS:-}" ] || { echo "ORRERY_REDIS is not set (deploy/stack.sh start redis)" >&2; exit 2; }
+HOST=${ORRERY_REDIS%:*}
+PORT=${ORRERY_REDIS##*:}
+rcli() { redis-cli -h "$HOST" -p "$PORT" "$@"; }
+KEY="orr-bench-sort-$$"
+pid=
+cleanup() {
+    [ -n "$pid" ] && kill -9 "$pid" 2>/dev/null || true
+    rcli DEL "$KEY" >/dev/null 2>&1 || true
+    rm -rf "$T"
+}
+rm -rf "$T"
+mkdir -p "$T"
+trap cleanup EXIT
+
+"$GEN" --out "$T/in" --records "$N" --files 10 --ifaces 250 --span 14400
+MB=$(du -cb "$T"/in/* | tail -1 | awk '{ printf "%.1f", $1 / 1048576 }')
+cat >"$T/spec.json" <<JSON
+{"name": "rbench", "business": "rbench",
+ "source": {"type": "redis", "address": "$ORRERY_REDIS", "key": "$KEY", "group": "g",
+            "consumer": "c1", "batch": 5000, "block_ms": 50},
+ "format": {"type": "delimited", "delimiter": "|",
+            "fields": ["id", "ts", "iface", "user", "h", "m", "path", "st", "n", "ua"]},
+ "interface": {"field": "iface"},
+ "time": {"field": "ts", "format": "epoch_s"},
+ "bucket": "hour",
+ "output": {"roll_size": 268435456, "roll_age_ms": 5000, "fsync": true},
+ "check": {"clock": "data", "grace_ms": 0}}
+JSON
+rcli XGROUP CREATE "$KEY" g 0 MKSTREAM >/dev/null
+ORRERY_SORT_WORK_DIR=$T/work ORRERY_SORT_STATE_DIR=$T/state ORRERY_SORT_BLOB_ROOT=file://$T/blob \
+    ORRERY_LOG_LEVEL=warn "$SORTD" run --stream "$T/spec.json" >"$T/sortd.out" 2>"$T/sortd.err" &
+pid=$! # sortd itself, so SIGTERM reaches it; peak RSS is read from /proc
+sleep 0.3
+t0=$(date +%s.%N)
+"$XADD" --redis "$ORRERY_REDIS" --key "$KEY" --in "$T/in" --records "$N" --seconds "$LIMIT_S" \
+    | tee "$T/xadd.out"
+ADDED=$(awk '{ print $2 }' "$T/xadd.out")
+# Done when the group has been given every entry (lag 0) and none is pending.
+group() { rcli XINFO GROUPS "$KEY" | awk -v k="$1" 'prev == k { print; exit } { prev = $0 }'; }
+deadline=$(( $(date +%s) + 2 * LIMIT_S ))
+while :; do
+    lag=$(group lag); pending=$(group pending)
+    [ "$lag" = 0 ] && [ "$pending" = 0 ] && break
+    [ "$(date +%s)" -lt "$deadline" ] || { echo "FAIL: not drained (lag=$lag pending=$pending)" >&2; exit 1; }
+    sleep 0.1
+done
+t1=$(date +%s.%N)
+RSS=$(awk '/VmHWM/ { printf "%.0f", $2 / 1024 }' "/proc/$pid/status")
+kill -TERM "$pid"
+wait "$pid" || { echo "FAIL: sortd exited with an error: $(tail -3 "$T/sortd.err")" >&2; exit 1; }
+pid=
+cat "$T/sortd.out"
+rcli INFO commandstats | grep '^cmdstat_xadd' | tr -d '\r' | sed 's/^/redis: /'
+LANDED=$(find "$T/blob" -name 'part-*.lzo' | sed 's/.*-n\([0-9]*\)\.lzo$/\1/' |
+    awk '{ s += $1 } END { print s + 0 }')
+[ "$LANDED" = "$ADDED" ] || { echo "FAIL: $LANDED records landed, $ADDED added" >&2; exit 1; }
+awk -v n="$ADDED" -v mb="$MB" -v a="$t0" -v b="$t1" -v rss="$RSS" 'BEGIN {
+    printf "records          %d (%.1f MB of input)\n", n, mb
+    printf "end to end       %.2f s  %9.0f records/s (target >= 300000)  sortd peak RSS %d MB\n",
+           b - a, n / (b - a), rss
+}'

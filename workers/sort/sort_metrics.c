@@ -1,0 +1,163 @@
+/* sort_metrics.c - the Prometheus endpoint of sortd (see sort_metrics.h). */
+#include "sort_metrics.h"
+
+#include <arpa/inet.h>
+#include <inttypes.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <microhttpd.h>
+
+#include "sort_reject.h"
+
+struct sort_metrics {
+    struct MHD_Daemon *d;
+    int port;
+    pthread_mutex_t mu;
+    char stream[160];
+    int has;
+    sort_pipe_stats st;
+};
+
+static void met_counter(orr_buf *o, const char *name, const char *help, const char *type,
+                        const char *stream, uint64_t v)
+{
+    orr_buf_appendf(o, "# HELP %s %s\n# TYPE %s %s\n%s{stream=\"%s\"} %" PRIu64 "\n", name, help,
+                    name, type, name, stream, v);
+}
+
+void sort_metrics_render(sort_metrics *m, orr_buf *o)
+{
+    pthread_mutex_lock(&m->mu);
+    if (m->has) {
+        const sort_pipe_stats *s = &m->st;
+        const char *n = m->stream;
+        met_counter(o, "sortd_records_in_total", "Records read from the source.", "counter", n,
+                    s->records_in);
+        met_counter(o, "sortd_records_out_total", "Records routed to unit files.", "counter", n,
+                    s->records_out);
+        orr_buf_appendf(o, "# HELP sortd_records_rejected_total Records rejected, by reason.\n"
+                           "# TYPE sortd_records_rejected_total counter\n");
+        for (int r = 0; r < SORT_REJ__COUNT; r++)
+            orr_buf_appendf(
+                o, "sortd_records_rejected_total{stream=\"%s\",reason=\"%s\"} %" PRIu64 "\n", n,
+                sort_reject_name((sort_reject_reason)r), s->rejects[r]);
+        met_counter(o, "sortd_replay_dropped_total",
+                    "Replayed records dropped because they had landed.", "counter", n,
+                    s->replay_dropped);
+        met_counter(o, "sortd_late_records_total", "Records that arrived after their unit closed.",
+                    "counter", n, s->late);
+        met_counter(o, "sortd_open_units", "Unit files open in writers.", "gauge", n,
+                    s->w.open_units);
+        met_counter(o, "sortd_units", "Data units known.", "gauge", n, s->units);
+        met_counter(o, "sortd_files_landed_total", "Unit files landed.", "counter", n, s->w.files);
+        met_counter(o, "sortd_bytes_raw_total", "Record bytes written to unit files.", "counter", n,
+                    s->w.bytes_raw);
+        met_counter(o, "sortd_bytes_written_total", "lzop bytes landed.", "counter", n,
+                    s->w.bytes_lzo);
+        met_counter(o, "sortd_checks_written_total", "_CHECK versions written.", "counter", n,
+                    s->checks_written);
+        met_counter(o, "sortd_pool_waits_total", "Source pauses for flow control.", "counter", n,
+                    s->pool_waits);
+        orr_buf_appendf(o, "# HELP sortd_lag Source messages not yet read.\n"
+                           "# TYPE sortd_lag gauge\n");
+        for (uint32_t p = 0; p < SORT_MAX_PARTITIONS; p++)
+            if (s->has_lag[p])
+                orr_buf_appendf(o,
+                                "sortd_lag{stream=\"%s\",partition=\"%" PRIu32 "\"} %" PRIu64 "\n",
+                                n, p, s->lag[p]);
+    }
+    pthread_mutex_unlock(&m->mu);
+}
+
+static enum MHD_Result met_handle(void *cls, struct MHD_Connection *c, const char *url,
+                                  const char *method, const char *version, const char *upload,
+                                  size_t *upload_len, void **con_cls)
+{
+    (void)version;
+    (void)upload;
+    (void)upload_len;
+    (void)con_cls;
+    sort_metrics *m = cls;
+    orr_buf body = ORR_BUF_INIT;
+    unsigned code = MHD_HTTP_OK;
+    if (strcmp(method, "GET") != 0) {
+        orr_buf_append_str(&body, "method not allowed\n");
+        code = MHD_HTTP_METHOD_NOT_ALLOWED;
+    } else if (strcmp(url, "/metrics") != 0) {
+        orr_buf_append_str(&body, "not found: try /metrics\n");
+        code = MHD_HTTP_NOT_FOUND;
+    } else {
+        sort_metrics_render(m, &body);
+    }
+    size_t len;
+    char *data = orr_buf_detach(&body, &len);
+    struct MHD_Response *r = MHD_create_response_from_buffer(len, data, MHD_RESPMEM_MUST_FREE);
+    MHD_add_response_header(r, "Content-Type", "text/plain; version=0.0.4");
+    enum MHD_Result ret = MHD_queue_response(c, code, r);
+    MHD_destroy_response(r);
+    return ret;
+}
+
+orr_status sort_metrics_start(const char *listen, sort_metrics **out, orr_err *err)
+{
+    *out = NULL;
+    const char *colon = listen ? strrchr(listen, ':') : NULL;
+    char host[64];
+    struct sockaddr_in sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sin_family = AF_INET;
+    char *end = NULL;
+    long port = colon ? strtol(colon + 1, &end, 10) : -1;
+    if (!colon || (size_t)(colon - listen) >= sizeof host || !end || *end || port < 0 ||
+        port > 65535)
+        return orr_err_set(err, ORR_EINVAL, "metrics_listen", "not host:port: %s",
+                           listen ? listen : "(null)");
+    memcpy(host, listen, (size_t)(colon - listen));
+    host[colon - listen] = 0;
+    if (inet_pton(AF_INET, host, &sa.sin_addr) != 1)
+        return orr_err_set(err, ORR_EINVAL, "metrics_listen", "not an IPv4 address: %s", host);
+    sa.sin_port = htons((uint16_t)port);
+    sort_metrics *m = calloc(1, sizeof *m);
+    if (!m)
+        abort();
+    pthread_mutex_init(&m->mu, NULL);
+    m->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL,
+                            met_handle, m, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
+                            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10, MHD_OPTION_END);
+    if (!m->d) {
+        pthread_mutex_destroy(&m->mu);
+        free(m);
+        return orr_err_set(err, ORR_EIO, "metrics_listen", "cannot listen on %s", listen);
+    }
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(m->d, MHD_DAEMON_INFO_BIND_PORT);
+    m->port = info ? info->port : (int)port;
+    *out = m;
+    return ORR_OK;
+}
+
+int sort_metrics_port(const sort_metrics *m)
+{
+    return m->port;
+}
+
+void sort_metrics_publish(sort_metrics *m, const char *stream, const sort_pipe_stats *st)
+{
+    pthread_mutex_lock(&m->mu);
+    snprintf(m->stream, sizeof m->stream, "%s", stream);
+    m->st = *st;
+    m->has = 1;
+    pthread_mutex_unlock(&m->mu);
+}
+
+void sort_metrics_stop(sort_metrics *m)
+{
+    if (!m)
+        return;
+    MHD_stop_daemon(m->d);
+    pthread_mutex_destroy(&m->mu);
+    free(m);
+}
