@@ -69,6 +69,10 @@ typedef struct orr_rpc_server_opts {
                              (default 1, at most threads). More queues mean
                              fewer thread hand-offs, but a call waits behind
                              slow handlers of its own queue's workers. */
+    /* NULL-terminated names of methods the runtime lets through without the
+       service token (may be NULL): their handler checks the caller itself,
+       with orr_rpc_call_bearer. A name that is no method is ORR_EINVAL. */
+    const char *const *handler_auth;
 } orr_rpc_server_opts;
 
 /* Create a server for svc. Methods of svc not in the table answer
@@ -90,6 +94,9 @@ orr_arena *orr_rpc_call_arena(orr_rpc_call *call);
 const char *orr_rpc_call_method(const orr_rpc_call *call); /* "GetTask" */
 const char *orr_rpc_call_peer(const orr_rpc_call *call);
 int orr_rpc_call_cancelled(orr_rpc_call *call);
+/* The token of the call's `authorization: Bearer <token>` header, in the
+ * call's arena; "" when the header is missing or not a bearer token. */
+const char *orr_rpc_call_bearer(orr_rpc_call *call);
 /* Wait up to wait_ms (< 0: no limit) for the call to be cancelled; returns
  * orr_rpc_call_cancelled(call). Lets a streaming handler sleep between polls
  * of its own event source yet wake at once when the client leaves. On a

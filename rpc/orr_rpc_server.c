@@ -89,7 +89,8 @@ struct srv_method {
     const ProtobufCMethodDescriptor *md;
     orr_rpc_unary_fn unary;
     orr_rpc_stream_fn stream;
-    void *reg; /* grpc_server_register_method handle */
+    int handler_auth; /* the handler checks the bearer token itself */
+    void *reg;        /* grpc_server_register_method handle */
     _Atomic uint64_t calls;
     _Atomic uint64_t errors;
     _Atomic uint64_t buckets[SRV_N_BUCKETS + 1]; /* not cumulative; last = above all */
@@ -202,7 +203,7 @@ static int srv_ct_equal(const unsigned char *got, size_t got_len, const unsigned
 
 static int srv_auth_ok(orr_rpc_server *s, orr_rpc_call *c)
 {
-    if (!s->auth)
+    if (!s->auth || (c->m && c->m->handler_auth))
         return 1;
     for (size_t i = 0; i < c->md.count; i++) {
         const grpc_metadata *e = &c->md.metadata[i];
@@ -817,6 +818,16 @@ orr_status orr_rpc_server_create(const ProtobufCServiceDescriptor *svc,
         snprintf(s->auth, s->auth_len + 1, "Bearer %s", opts->token);
     }
     orr_status st = srv_build_table(s, svc, methods, n_methods, err);
+    for (size_t k = 0; st == ORR_OK && opts->handler_auth && opts->handler_auth[k]; k++) {
+        size_t i = 0;
+        while (i < s->n_methods && strcmp(s->methods[i].name, opts->handler_auth[k]) != 0)
+            i++;
+        if (i == s->n_methods)
+            st =
+                orr_err_set(err, ORR_EINVAL, "handler_auth", "no method %s", opts->handler_auth[k]);
+        else
+            s->methods[i].handler_auth = 1;
+    }
     if (st != ORR_OK) {
         srv_free(s);
         return st;
@@ -993,6 +1004,25 @@ orr_arena *orr_rpc_call_arena(orr_rpc_call *call)
 const char *orr_rpc_call_method(const orr_rpc_call *call)
 {
     return call->m ? call->m->name : "";
+}
+
+const char *orr_rpc_call_bearer(orr_rpc_call *call)
+{
+    for (size_t i = 0; i < call->md.count; i++) {
+        const grpc_metadata *e = &call->md.metadata[i];
+        if (GRPC_SLICE_LENGTH(e->key) != 13 ||
+            memcmp(GRPC_SLICE_START_PTR(e->key), "authorization", 13) != 0)
+            continue;
+        size_t n = GRPC_SLICE_LENGTH(e->value);
+        const char *v = (const char *)GRPC_SLICE_START_PTR(e->value);
+        if (n < 7 || memcmp(v, "Bearer ", 7) != 0)
+            return "";
+        char *out = orr_arena_alloc(call->arena, n - 7 + 1);
+        memcpy(out, v + 7, n - 7);
+        out[n - 7] = 0;
+        return out;
+    }
+    return "";
 }
 
 const char *orr_rpc_call_peer(const orr_rpc_call *call)

@@ -35,12 +35,17 @@ typedef struct hl_ctx {
     const orr_jschema *task_schema;
     unsigned char secret_key[HL_SECRET_KEY_BYTES];
     int known_schema_version;
-    int event_grace_ms; /* how long a gap in event ids may stay open */
+    int event_grace_ms;       /* how long a gap in event ids may stay open */
+    const char *worker_token; /* [halley] worker_token; NULL or "" = unset */
 } hl_ctx;
 
 /* The method table of the Halley service (hl_service.c). */
 extern const orr_rpc_method hl_methods[];
 extern const size_t hl_methods_count;
+/* Methods that take the worker token instead of the service token
+ * (NULL-terminated; orr_rpc_server_opts.handler_auth): their handler checks
+ * the caller's bearer token against hl_ctx.worker_token. */
+extern const char *const hl_worker_methods[];
 
 /* Handlers, by area. Signatures are orr_rpc_unary_fn / orr_rpc_stream_fn. */
 #define HL_UNARY(name)                                                                             \
@@ -70,6 +75,11 @@ HL_UNARY(hl_api_get_user);
 HL_UNARY(hl_api_authenticate);
 HL_UNARY(hl_api_put_data_source);
 HL_UNARY(hl_api_get_data_source);
+HL_UNARY(hl_api_list_users);
+HL_UNARY(hl_api_list_teams);
+HL_UNARY(hl_api_list_attempts);
+HL_UNARY(hl_api_instance_stats);
+HL_UNARY(hl_api_get_data_source_secret);
 orr_status hl_api_watch_events(orr_rpc_call *call, const ProtobufCMessage *req, orr_err *err,
                                void *ctx);
 
@@ -111,9 +121,14 @@ int hl_is_name(const char *s, size_t max);
 /* InstanceState enum from a stored state name (UNSPECIFIED if unknown). */
 int hl_pb_state(const char *name);
 
-/* Fill an Instance from row r of a result whose first 14 columns are
- * HL_INSTANCE_COLS. Strings point into the result. */
+/* Fill an Instance from row r of a result whose first 15 columns are
+ * HL_INSTANCE_COLS followed by the current attempt's exit code (NULL = none,
+ * HL_EXIT_COL for a read). Strings point into the result. */
 void hl_fill_instance(orr_arena *a, const PGresult *r, int row, hl_pb_instance *out);
+/* Exit code of the current attempt of instance alias i (column 15 of a read). */
+#define HL_EXIT_COL                                                                                \
+    "(SELECT xa.exit_code FROM attempts xa WHERE xa.instance_id = i.id AND xa.attempt = "          \
+    "i.attempt)"
 #define HL_MS(x) "(extract(epoch from " x ") * 1000)::int8"
 #define HL_INSTANCE_COLS                                                                           \
     "i.id, i.task_id, t.name, i.task_version, " HL_MS(                                             \

@@ -99,6 +99,8 @@ void hl_fill_instance(orr_arena *a, const PGresult *r, int row, hl_pb_instance *
     o->started_at_ms = hl_val_i64(r, row, 11);
     o->finished_at_ms = hl_val_i64(r, row, 12);
     o->reason = (char *)hl_val(r, row, 13);
+    o->has_exit_code = !hl_val_null(r, row, 14);
+    o->exit_code = (int32_t)hl_val_i64(r, row, 14);
 }
 
 static hl_stmt q_emit =

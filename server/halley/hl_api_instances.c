@@ -39,18 +39,18 @@ static hl_stmt q_create_instance = HL_STMT(
     " SELECT 'instance.created', task_id, id, jsonb_build_object('state', 'waiting',"
     " 'actor', $4::text, 'schedule_time_ms', $2::int8, 'task_version', task_version) FROM ins"
     " RETURNING id, task_id) "
-    "SELECT " HL_INSTANCE_COLS ", ev.id"
+    "SELECT " HL_INSTANCE_COLS ", NULL::int, ev.id"
     " FROM ins i JOIN ev ON true JOIN tasks t ON t.id = i.task_id");
 
-static hl_stmt q_existing_instance =
-    HL_STMT("SELECT " HL_INSTANCE_COLS " FROM instances i JOIN tasks t ON t.id = i.task_id"
-            " WHERE i.task_id = $1::int8 AND i.schedule_time = to_timestamp($2::int8 / 1000.0)");
+static hl_stmt q_existing_instance = HL_STMT(
+    "SELECT " HL_INSTANCE_COLS ", " HL_EXIT_COL " FROM instances i JOIN tasks t ON t.id = i.task_id"
+    " WHERE i.task_id = $1::int8 AND i.schedule_time = to_timestamp($2::int8 / 1000.0)");
 
 static hl_stmt q_task_active = HL_STMT("SELECT active FROM tasks WHERE id = $1::int8");
 
-static hl_stmt q_get_instance =
-    HL_STMT("SELECT " HL_INSTANCE_COLS " FROM instances i JOIN tasks t ON t.id = i.task_id"
-            " WHERE i.id = $1::int8");
+static hl_stmt q_get_instance = HL_STMT("SELECT " HL_INSTANCE_COLS ", " HL_EXIT_COL
+                                        " FROM instances i JOIN tasks t ON t.id = i.task_id"
+                                        " WHERE i.id = $1::int8");
 
 static hl_stmt q_upstreams = HL_STMT("SELECT d.kind, ut.id, ut.name, coalesce(ui.id, 0), " HL_MS(
     "ui.schedule_time") ","
@@ -94,17 +94,30 @@ static hl_stmt q_downstreams = HL_STMT("SELECT d.kind, dt.id, dt.name, di.id, " 
                         "  ORDER BY d2.schedule_time LIMIT 100) di ON true"
                         " WHERE i.id = $1::int8 ORDER BY d.position, di.schedule_time");
 
-static hl_stmt q_list_instances =
-    HL_STMT("SELECT " HL_INSTANCE_COLS " FROM instances i JOIN tasks t ON t.id = i.task_id"
-            " WHERE i.id > $1::int8 AND ($2::int8 = 0 OR i.task_id = $2::int8)"
-            " AND (cardinality($3::text[]) = 0 OR i.state = ANY($3::text[]))"
-            " AND ($4 = '' OR i.executor = $4)"
-            " AND ($5::int8 = 0 OR i.schedule_time >= to_timestamp($5::int8 / 1000.0))"
-            " AND ($6::int8 = 0 OR i.schedule_time < to_timestamp($6::int8 / 1000.0))"
-            " ORDER BY i.id LIMIT $7::int");
+/* Filters shared by both orders: $2 task, $3 states, $4 executor, $5/$6
+ * schedule range, $8 team. */
+#define HL_LIST_FILTERS                                                                            \
+    " AND ($2::int8 = 0 OR i.task_id = $2::int8)"                                                  \
+    " AND (cardinality($3::text[]) = 0 OR i.state = ANY($3::text[]))"                              \
+    " AND ($4 = '' OR i.executor = $4)"                                                            \
+    " AND ($5::int8 = 0 OR i.schedule_time >= to_timestamp($5::int8 / 1000.0))"                    \
+    " AND ($6::int8 = 0 OR i.schedule_time < to_timestamp($6::int8 / 1000.0))"                     \
+    " AND ($8 = '' OR t.team_id = (SELECT tm.id FROM teams tm WHERE tm.name = $8))"
+
+/* Ascending: keyset on id ($1 = last id seen). */
+static hl_stmt q_list_instances = HL_STMT(
+    "SELECT " HL_INSTANCE_COLS ", " HL_EXIT_COL " FROM instances i JOIN tasks t ON t.id = i.task_id"
+    " WHERE i.id > $1::int8" HL_LIST_FILTERS " ORDER BY i.id LIMIT $7::int");
+
+/* Descending: newest schedule time first, then id; keyset on (schedule time
+ * $9, id $1) of the last row seen ($1 = 0: first page). */
+static hl_stmt q_list_instances_desc = HL_STMT(
+    "SELECT " HL_INSTANCE_COLS ", " HL_EXIT_COL " FROM instances i JOIN tasks t ON t.id = i.task_id"
+    " WHERE ($1::int8 = 0 OR (i.schedule_time, i.id) < (to_timestamp($9::int8 / 1000.0), "
+    "$1::int8))" HL_LIST_FILTERS " ORDER BY i.schedule_time DESC, i.id DESC LIMIT $7::int");
 
 static hl_stmt q_list_ready = HL_STMT(
-    "SELECT " HL_INSTANCE_COLS " FROM instances i JOIN tasks t ON t.id = i.task_id"
+    "SELECT " HL_INSTANCE_COLS ", " HL_EXIT_COL " FROM instances i JOIN tasks t ON t.id = i.task_id"
     " WHERE i.state = 'ready' ORDER BY i.priority DESC, i.schedule_time, i.id LIMIT $1::int");
 
 static hl_stmt q_transition = HL_STMT(
@@ -134,7 +147,8 @@ static hl_stmt q_transition = HL_STMT(
     "  SELECT 'instance.transition', task_id, id, executor, jsonb_build_object('from', $2::text,"
     "  'to', $3::text, 'attempt', attempt, 'actor', $4::text, 'reason', $5::text) FROM u"
     "  RETURNING id, task_id) "
-    "SELECT " HL_INSTANCE_COLS ", ev.id"
+    "SELECT " HL_INSTANCE_COLS ", CASE WHEN $11::bool THEN coalesce($10::int, " HL_EXIT_COL ")"
+    " ELSE " HL_EXIT_COL " END, ev.id"
     " FROM u i JOIN ev ON true JOIN tasks t ON t.id = i.task_id");
 
 static hl_stmt q_instance_state =
@@ -206,7 +220,7 @@ static orr_status hl__create_one(hl_conn *c, orr_arena *a,
             hl_fill_instance(a, r, 0, in);
             res->created = 1;
             res->instance = in;
-            *event_id = hl_val_i64(r, 0, 14);
+            *event_id = hl_val_i64(r, 0, 15);
         } else {
             if ((s = hl_db_query(c, a, &q_existing_instance, 2, p, &r, err)) != ORR_OK)
                 return s;
@@ -291,8 +305,10 @@ HL_UNARY(hl_api_get_instance)
     return s;
 }
 
+/* Page token: "<id>" ascending, "d<schedule ms>.<id>" descending. */
 static orr_status hl__instances_response(hl_conn *c, orr_arena *a, PGresult *r, int limit,
-                                         int with_deps, ProtobufCMessage **resp, orr_err *err)
+                                         int with_deps, int desc, ProtobufCMessage **resp,
+                                         orr_err *err)
 {
     Orrery__Halley__V1__ListInstancesResponse *o = orr_arena_alloc(a, sizeof *o);
     orrery__halley__v1__list_instances_response__init(o);
@@ -311,7 +327,10 @@ static orr_status hl__instances_response(hl_conn *c, orr_arena *a, PGresult *r, 
         }
     }
     if (n > limit)
-        o->next_page_token = (char *)hl_i64s(a, ins[shown - 1].id);
+        o->next_page_token =
+            desc ? orr_arena_sprintf(a, "d%lld.%lld", (long long)ins[shown - 1].schedule_time_ms,
+                                     (long long)ins[shown - 1].id)
+                 : (char *)hl_i64s(a, ins[shown - 1].id);
     *resp = &o->base;
     return ORR_OK;
 }
@@ -326,12 +345,25 @@ HL_UNARY(hl_api_list_instances)
         return orr_err_set(err, ORR_EINVAL, "page_size", "must be between 1 and 1000");
     if (rq->task_id < 0)
         return orr_err_set(err, ORR_EINVAL, "task_id", "must be >= 0");
-    int64_t after = 0;
+    if (rq->team[0] && !hl_is_name(rq->team, 128))
+        return orr_err_set(err, ORR_EINVAL, "team", "not a team name");
+    int64_t after = 0, after_ms = 0;
     if (rq->page_token[0]) {
         char *end;
-        after = strtoll(rq->page_token, &end, 10);
-        if (*end || after <= 0)
-            return orr_err_set(err, ORR_EINVAL, "page_token", "not a token from a previous page");
+        const char *tok = rq->page_token;
+        int ok = (tok[0] == 'd') == (rq->descending != 0);
+        if (ok && rq->descending) {
+            after_ms = strtoll(tok + 1, &end, 10);
+            ok = *end == '.' && end > tok + 1;
+            tok = end + 1;
+        }
+        if (ok) {
+            after = strtoll(tok, &end, 10);
+            ok = !*end && after > 0;
+        }
+        if (!ok)
+            return orr_err_set(err, ORR_EINVAL, "page_token",
+                               "not a token from a previous page in this order");
     }
     orr_buf states = ORR_BUF_INIT;
     orr_buf_append_byte(&states, '{');
@@ -345,22 +377,27 @@ HL_UNARY(hl_api_list_instances)
         orr_buf_appendf(&states, "%s%s", i ? "," : "", nm);
     }
     orr_buf_append_byte(&states, '}');
-    const char *p[7] = {hl_i64s(a, after),
+    const char *p[9] = {hl_i64s(a, after),
                         hl_i64s(a, rq->task_id),
                         orr_arena_strdup(a, orr_buf_cstr(&states)),
                         rq->executor,
                         hl_i64s(a, rq->from_schedule_ms),
                         hl_i64s(a, rq->to_schedule_ms),
-                        orr_arena_sprintf(a, "%d", size + 1)};
+                        orr_arena_sprintf(a, "%d", size + 1),
+                        rq->team,
+                        hl_i64s(a, after_ms)};
     orr_buf_free(&states);
     hl_conn *c;
     orr_status s = hl_db_get(hc->db, &c, err);
     if (s != ORR_OK)
         return s;
     PGresult *r;
-    s = hl_db_query(c, a, &q_list_instances, 7, p, &r, err);
+    if (rq->descending)
+        s = hl_db_query(c, a, &q_list_instances_desc, 9, p, &r, err);
+    else
+        s = hl_db_query(c, a, &q_list_instances, 8, p, &r, err);
     if (s == ORR_OK)
-        s = hl__instances_response(c, a, r, size, rq->with_deps, resp, err);
+        s = hl__instances_response(c, a, r, size, rq->with_deps, rq->descending, resp, err);
     hl_db_put(hc->db, c);
     return s;
 }
@@ -381,7 +418,7 @@ HL_UNARY(hl_api_list_ready_instances)
     PGresult *r;
     s = hl_db_query(c, a, &q_list_ready, 1, p, &r, err);
     if (s == ORR_OK)
-        s = hl__instances_response(c, a, r, limit, 0, resp, err);
+        s = hl__instances_response(c, a, r, limit, 0, 0, resp, err);
     hl_db_put(hc->db, c);
     return s;
 }
@@ -443,7 +480,7 @@ orr_status hl_transition_one(hl_conn *c, orr_arena *a, const hl_pb_transition_re
         hl_pb_instance *in = orr_arena_alloc(a, sizeof *in);
         hl_fill_instance(a, r, 0, in);
         out->instance = in;
-        out->event_id = hl_val_i64(r, 0, 14);
+        out->event_id = hl_val_i64(r, 0, 15);
         return ORR_OK;
     }
     if ((s = hl_db_query(c, a, &q_instance_state, 1, p, &r, err)) != ORR_OK)
@@ -554,6 +591,55 @@ HL_UNARY(hl_api_list_transitions)
         t[i].executor = (char *)hl_val(r, i, 7);
         t[i].at_ms = hl_val_i64(r, i, 8);
         o->transitions[i] = &t[i];
+    }
+    *resp = &o->base;
+    return ORR_OK;
+}
+
+static hl_stmt q_list_attempts =
+    HL_STMT("SELECT attempt, state, executor, " HL_MS("started_at") ", " HL_MS(
+        "finished_at") ","
+                       " exit_code IS NOT NULL, coalesce(exit_code, 0), reason"
+                       " FROM attempts WHERE instance_id = $1::int8 ORDER BY attempt");
+
+HL_UNARY(hl_api_list_attempts)
+{
+    hl_ctx *hc = ctx;
+    const Orrery__Halley__V1__ListAttemptsRequest *rq = (const void *)req;
+    orr_arena *a = orr_rpc_call_arena(call);
+    if (rq->instance_id <= 0)
+        return orr_err_set(err, ORR_EINVAL, "instance_id", "must be positive");
+    hl_conn *c;
+    orr_status s = hl_db_get(hc->db, &c, err);
+    if (s != ORR_OK)
+        return s;
+    const char *p[1] = {hl_i64s(a, rq->instance_id)};
+    PGresult *r, *chk;
+    s = hl_db_query(c, a, &q_list_attempts, 1, p, &r, err);
+    if (s == ORR_OK && PQntuples(r) == 0 &&
+        (s = hl_db_query(c, a, &q_instance_state, 1, p, &chk, err)) == ORR_OK &&
+        PQntuples(chk) == 0)
+        s = orr_err_set(err, ORR_ENOTFOUND, "instance_id", "no such instance");
+    hl_db_put(hc->db, c);
+    if (s != ORR_OK)
+        return s;
+    Orrery__Halley__V1__ListAttemptsResponse *o = orr_arena_alloc(a, sizeof *o);
+    orrery__halley__v1__list_attempts_response__init(o);
+    int n = PQntuples(r);
+    o->n_attempts = (size_t)n;
+    o->attempts = orr_arena_alloc(a, sizeof *o->attempts * (size_t)(n ? n : 1));
+    Orrery__Halley__V1__Attempt *t = orr_arena_alloc(a, sizeof *t * (size_t)(n ? n : 1));
+    for (int i = 0; i < n; i++) {
+        orrery__halley__v1__attempt__init(&t[i]);
+        t[i].attempt = (int32_t)hl_val_i64(r, i, 0);
+        t[i].state = hl_pb_state(hl_val(r, i, 1));
+        t[i].executor = (char *)hl_val(r, i, 2);
+        t[i].started_at_ms = hl_val_i64(r, i, 3);
+        t[i].finished_at_ms = hl_val_i64(r, i, 4);
+        t[i].has_exit_code = hl_val_bool(r, i, 5);
+        t[i].exit_code = (int32_t)hl_val_i64(r, i, 6);
+        t[i].reason = (char *)hl_val(r, i, 7);
+        o->attempts[i] = &t[i];
     }
     *resp = &o->base;
     return ORR_OK;

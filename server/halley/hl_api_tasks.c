@@ -14,6 +14,7 @@
 
 #include "hl_api.h"
 #include "hl_spec.h"
+#include "orr_buf.h"
 #include "orr_log.h"
 
 #define HL_TASK_COLS                                                                               \
@@ -26,12 +27,23 @@ static hl_stmt q_get_task =
             " AND v.version = CASE WHEN $3::int = 0 THEN t.current_version ELSE $3::int END "
             "WHERE ($1::int8 <> 0 AND t.id = $1::int8) OR ($1::int8 = 0 AND t.name = $2)");
 
-static hl_stmt q_list_tasks = HL_STMT(
-    "SELECT " HL_TASK_COLS " FROM tasks t JOIN teams tm ON tm.id = t.team_id "
-    "JOIN task_versions v ON v.task_id = t.id AND v.version = t.current_version "
-    "WHERE t.id > $1::int8 AND ($2 = '' OR tm.name = $2) AND ($3 = '' OR t.type = $3) "
-    " AND ($4::int = 0 OR t.active = ($4::int = 1)) AND ($5 = '' OR starts_with(t.name, $5)) "
-    "ORDER BY t.id LIMIT $6::int");
+/* $7: with the last run (the instance with the latest schedule time, one
+ * index probe per task on instances (task_id, schedule_time)). */
+static hl_stmt q_list_tasks =
+    HL_STMT("SELECT " HL_TASK_COLS ", coalesce(lr.state, ''), coalesce(" HL_MS(
+        "lr.schedule_time") ", 0)"
+                            " FROM tasks t JOIN teams tm ON tm.id = t.team_id "
+                            "JOIN task_versions v ON v.task_id = t.id AND v.version = "
+                            "t.current_version "
+                            "LEFT JOIN LATERAL (SELECT li.state, li.schedule_time FROM instances "
+                            "li WHERE $7::bool"
+                            " AND li.task_id = t.id ORDER BY li.schedule_time DESC LIMIT 1) lr ON "
+                            "true "
+                            "WHERE t.id > $1::int8 AND ($2 = '' OR tm.name = $2) AND ($3 = '' OR "
+                            "t.type = $3) "
+                            " AND ($4::int = 0 OR t.active = ($4::int = 1)) AND ($5 = '' OR "
+                            "starts_with(t.name, $5)) "
+                            "ORDER BY t.id LIMIT $6::int");
 
 static hl_stmt q_team_id = HL_STMT("SELECT id FROM teams WHERE name = $1");
 static hl_stmt q_task_id = HL_STMT("SELECT id FROM tasks WHERE name = $1");
@@ -88,12 +100,149 @@ static orr_status hl__read_task(hl_conn *c, orr_arena *a, int64_t id, const char
     return ORR_OK;
 }
 
-/* Write dependency rows for spec (after deleting the old ones). */
-static orr_status hl__write_deps(hl_conn *c, orr_arena *a, int64_t task_id, const hl_spec *sp,
-                                 orr_err *err)
+/* Dependency changes that add task edges are serialized by this
+ * transaction-level advisory lock, so two concurrent saves cannot each add
+ * half of a cycle: the second one sees the first one's edges. */
+static hl_stmt q_deps_lock = HL_STMT("SELECT pg_advisory_xact_lock(7425019361)");
+
+/* Every strong/weak edge reachable upstream from $1 (the task being saved,
+ * its new edges already written in this transaction), grouped by task. The
+ * UNION makes the walk terminate even over a cycle. */
+static hl_stmt q_reach_edges = HL_STMT(
+    "WITH RECURSIVE r(node) AS (SELECT $1::int8 UNION SELECT d.upstream_task_id FROM r"
+    " JOIN task_dependencies d ON d.task_id = r.node AND d.kind IN ('strong', 'weak')"
+    " AND d.upstream_task_id IS NOT NULL) "
+    "SELECT d.task_id, d.upstream_task_id, t.name FROM r JOIN task_dependencies d"
+    " ON d.task_id = r.node AND d.kind IN ('strong', 'weak') AND d.upstream_task_id IS NOT NULL"
+    " JOIN tasks t ON t.id = d.upstream_task_id ORDER BY d.task_id, d.position LIMIT 1000001");
+
+#define HL_CYCLE_MAX_EDGES 1000000
+
+typedef struct hl_gnode {
+    int64_t id;
+    const char *name;
+    int first, last; /* its edges: rows [first, last) of the result */
+    int parent;      /* BFS tree (-1 = none) */
+    int seen;
+} hl_gnode;
+
+typedef struct hl_graph {
+    hl_gnode *nodes;
+    int n, cap;
+    int *slots; /* open addressing: node index + 1, 0 = empty */
+    size_t mask;
+} hl_graph;
+
+static int hl__gnode(hl_graph *g, int64_t id, const char *name)
+{
+    size_t h = (size_t)((uint64_t)id * 0x9E3779B97F4A7C15ull) & g->mask;
+    while (g->slots[h]) {
+        if (g->nodes[g->slots[h] - 1].id == id)
+            return g->slots[h] - 1;
+        h = (h + 1) & g->mask;
+    }
+    hl_gnode *nd = &g->nodes[g->n];
+    *nd = (hl_gnode){id, name, 0, 0, -1, 0};
+    g->slots[h] = ++g->n;
+    return g->n - 1;
+}
+
+/* INVALID_ARGUMENT spec.upstreams naming the cycle when the saved task
+ * (task_id, name) now reaches itself through strong/weak edges. */
+static orr_status hl__check_cycle(hl_conn *c, orr_arena *a, int64_t task_id, const char *name,
+                                  orr_err *err)
+{
+    const char *p[1] = {hl_i64s(a, task_id)};
+    PGresult *r;
+    orr_status s = hl_db_query(c, a, &q_reach_edges, 1, p, &r, err);
+    if (s != ORR_OK)
+        return s;
+    int rows = PQntuples(r);
+    if (rows > HL_CYCLE_MAX_EDGES)
+        return orr_err_set(err, ORR_EINVAL, "spec.upstreams",
+                           "dependency graph above this task is too large to check");
+    hl_graph g = {0};
+    g.cap = 2 * rows + 2;
+    g.nodes = orr_arena_alloc(a, sizeof *g.nodes * (size_t)g.cap);
+    size_t slots = 4;
+    while (slots < (size_t)g.cap * 2)
+        slots <<= 1;
+    g.slots = orr_arena_calloc(a, slots, sizeof *g.slots);
+    g.mask = slots - 1;
+    int start = hl__gnode(&g, task_id, name);
+    for (int i = 0; i < rows; i++) { /* rows are grouped by task_id */
+        int u = hl__gnode(&g, hl_val_i64(r, i, 0), NULL);
+        if (i == 0 || hl_val_i64(r, i - 1, 0) != g.nodes[u].id)
+            g.nodes[u].first = i;
+        g.nodes[u].last = i + 1;
+        int v = hl__gnode(&g, hl_val_i64(r, i, 1), hl_val(r, i, 2));
+        if (!g.nodes[v].name)
+            g.nodes[v].name = hl_val(r, i, 2);
+    }
+    int *queue = orr_arena_alloc(a, sizeof *queue * (size_t)g.n);
+    int head = 0, tail = 0, closer = -1;
+    queue[tail++] = start;
+    g.nodes[start].seen = 1;
+    while (head < tail && closer < 0) {
+        int u = queue[head++];
+        for (int e = g.nodes[u].first; e < g.nodes[u].last; e++) {
+            int v = hl__gnode(&g, hl_val_i64(r, e, 1), NULL);
+            if (v == start) {
+                closer = u;
+                break;
+            }
+            if (!g.nodes[v].seen) {
+                g.nodes[v].seen = 1;
+                g.nodes[v].parent = u;
+                queue[tail++] = v;
+            }
+        }
+    }
+    if (closer < 0)
+        return ORR_OK;
+    int len = 0;
+    for (int u = closer; u >= 0; u = g.nodes[u].parent)
+        len++;
+    const char **chain = orr_arena_alloc(a, sizeof *chain * (size_t)len);
+    int k = len;
+    for (int u = closer; u >= 0; u = g.nodes[u].parent)
+        chain[--k] = g.nodes[u].name ? g.nodes[u].name : "?";
+    orr_buf b = ORR_BUF_INIT;
+    for (int i = 0; i < len; i++)
+        orr_buf_appendf(&b, "%s -> ", chain[i]);
+    orr_buf_appendf(&b, "%s", name);
+    s = orr_err_set(err, ORR_EINVAL, "spec.upstreams", "dependency cycle: %s", orr_buf_cstr(&b));
+    orr_buf_free(&b);
+    return s;
+}
+
+/* 1 when spec has an edge to a task (strong/weak): only those can close a cycle. */
+static int hl__task_edges(const hl_spec *sp)
+{
+    for (size_t i = 0; i < sp->n_deps; i++)
+        if (sp->deps[i].task && strcmp(sp->deps[i].kind, "self") != 0)
+            return 1;
+    return 0;
+}
+
+/* Take the dependency lock when spec adds task edges. Called right after
+ * BEGIN, before any row lock: the foreign keys of the dependency rows take
+ * KEY SHARE locks on the upstream tasks, so a save that held a task row
+ * while waiting here could deadlock with the holder. */
+static orr_status hl__deps_lock(hl_conn *c, orr_arena *a, const hl_spec *sp, orr_err *err)
+{
+    return hl__task_edges(sp) ? hl_db_query(c, a, &q_deps_lock, 0, NULL, NULL, err) : ORR_OK;
+}
+
+/* Write dependency rows for spec (after deleting the old ones); refuses a
+ * dependency cycle (hl__check_cycle). The caller holds the dependency lock
+ * (hl__deps_lock) when spec has task edges. */
+static orr_status hl__write_deps(hl_conn *c, orr_arena *a, int64_t task_id, const char *name,
+                                 const hl_spec *sp, orr_err *err)
 {
     const char *tid = hl_i64s(a, task_id);
     const char *p0[1] = {tid};
+    int edges = hl__task_edges(sp);
     orr_status s = hl_db_query(c, a, &q_delete_deps, 1, p0, NULL, err);
     for (size_t i = 0; s == ORR_OK && i < sp->n_deps; i++) {
         const hl_spec_dep *d = &sp->deps[i];
@@ -121,6 +270,8 @@ static orr_status hl__write_deps(hl_conn *c, orr_arena *a, int64_t task_id, cons
                             d->cycle, unit,           orr_arena_sprintf(a, "%zu", i)};
         s = hl_db_query(c, a, &q_insert_dep, 6, p, NULL, err);
     }
+    if (s == ORR_OK && edges)
+        s = hl__check_cycle(c, a, task_id, name, err);
     return s;
 }
 
@@ -160,7 +311,8 @@ HL_UNARY(hl_api_create_task)
         goto out;
     int64_t team_id = 0, task_id = 0;
     PGresult *r;
-    if ((s = hl_db_begin(c, err)) != ORR_OK || (s = hl__team_id(c, a, sp.team, &team_id, err)))
+    if ((s = hl_db_begin(c, err)) != ORR_OK || (s = hl__deps_lock(c, a, &sp, err)) != ORR_OK ||
+        (s = hl__team_id(c, a, sp.team, &team_id, err)))
         goto out;
     const char *p[3] = {sp.name, hl_i64s(a, team_id), sp.type};
     s = hl_db_query(c, a, &q_insert_task, 3, p, &r, err);
@@ -174,7 +326,7 @@ HL_UNARY(hl_api_create_task)
     const char *tid = hl_i64s(a, task_id);
     const char *pv[6] = {tid, "1", hl__canonical(a, &sp), sp.schedule, sp.timezone, rq->actor};
     if ((s = hl_db_query(c, a, &q_insert_version, 6, pv, NULL, err)) != ORR_OK ||
-        (s = hl__write_deps(c, a, task_id, &sp, err)) != ORR_OK ||
+        (s = hl__write_deps(c, a, task_id, sp.name, &sp, err)) != ORR_OK ||
         (s = hl_audit(c, a, rq->actor, "task.create", orr_arena_sprintf(a, "task:%s", sp.name),
                       NULL, err)) != ORR_OK ||
         (s = hl_emit(c, a, "task.created", task_id, 0, NULL,
@@ -282,11 +434,15 @@ HL_UNARY(hl_api_list_tasks)
     orr_status s = hl_db_get(hc->db, &c, err);
     if (s != ORR_OK)
         return s;
-    const char *p[6] = {hl_i64s(a, after), rq->team,
-                        rq->type,          orr_arena_sprintf(a, "%d", (int)rq->active),
-                        rq->name_prefix,   orr_arena_sprintf(a, "%d", size + 1)};
+    const char *p[7] = {hl_i64s(a, after),
+                        rq->team,
+                        rq->type,
+                        orr_arena_sprintf(a, "%d", (int)rq->active),
+                        rq->name_prefix,
+                        orr_arena_sprintf(a, "%d", size + 1),
+                        rq->with_last_run ? "true" : "false"};
     PGresult *r;
-    s = hl_db_query(c, a, &q_list_tasks, 6, p, &r, err);
+    s = hl_db_query(c, a, &q_list_tasks, 7, p, &r, err);
     hl_db_put(hc->db, c);
     if (s != ORR_OK)
         return s;
@@ -299,6 +455,10 @@ HL_UNARY(hl_api_list_tasks)
     hl_pb_task *ts = orr_arena_alloc(a, sizeof *ts * (size_t)(shown ? shown : 1));
     for (int i = 0; i < shown; i++) {
         hl__fill_task(r, i, &ts[i]);
+        if (rq->with_last_run) {
+            ts[i].last_state = hl_pb_state(hl_val(r, i, 12));
+            ts[i].last_schedule_time_ms = hl_val_i64(r, i, 13);
+        }
         o->tasks[i] = &ts[i];
     }
     if (n > size)
@@ -342,7 +502,8 @@ HL_UNARY(hl_api_update_task)
     if (s != ORR_OK)
         return s;
     hl_conn *c = NULL;
-    if ((s = hl_db_get(hc->db, &c, err)) != ORR_OK || (s = hl_db_begin(c, err)) != ORR_OK)
+    if ((s = hl_db_get(hc->db, &c, err)) != ORR_OK || (s = hl_db_begin(c, err)) != ORR_OK ||
+        (s = hl__deps_lock(c, a, &sp, err)) != ORR_OK)
         goto out;
     int64_t tid, team_id;
     const char *tname;
@@ -367,7 +528,7 @@ HL_UNARY(hl_api_update_task)
     const char *pb[4] = {ts, nv, hl_i64s(a, team_id), sp.type};
     if ((s = hl_db_query(c, a, &q_insert_version, 6, pv, NULL, err)) != ORR_OK ||
         (s = hl_db_query(c, a, &q_bump_task, 4, pb, NULL, err)) != ORR_OK ||
-        (s = hl__write_deps(c, a, tid, &sp, err)) != ORR_OK ||
+        (s = hl__write_deps(c, a, tid, tname, &sp, err)) != ORR_OK ||
         (s = hl_audit(c, a, rq->actor, "task.update", orr_arena_sprintf(a, "task:%s", tname),
                       orr_arena_sprintf(a, "{\"version\":%d}", cur + 1), err)) != ORR_OK ||
         (s = hl_emit(

@@ -2,13 +2,18 @@
  * hl_api_users.c - teams, users (argon2id) and data sources (secretbox).
  *
  * Password hashing runs before any connection is taken, so a slow hash never
- * holds a pool slot. Stored secrets are never read back by any RPC: GetDataSource
- * only says whether one is set.
+ * holds a pool slot. Stored secrets are read back in clear by one RPC only,
+ * GetDataSourceSecret, which takes the worker token instead of the service
+ * token (the runtime lets it through; its handler checks the token);
+ * GetDataSource only says whether one is set.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "hl_api.h"
+#include <sodium.h>
+
 #include "orr_buf.h"
 #include "orr_json.h"
 
@@ -30,6 +35,18 @@ static hl_stmt q_put_ds =
             " secret = coalesce(excluded.secret, data_sources.secret), updated_at = now()");
 static hl_stmt q_get_ds = HL_STMT("SELECT name, kind, params::text, secret IS NOT NULL, " HL_MS(
     "updated_at") " FROM data_sources WHERE name = $1");
+
+static hl_stmt q_list_users = HL_STMT(
+    "SELECT u.id, u.name, u.role, u.active, coalesce((SELECT string_agg(t.name, ',' ORDER BY"
+    " t.name) FROM user_teams ut JOIN teams t ON t.id = ut.team_id WHERE ut.user_id = u.id), '')"
+    " FROM users u WHERE u.id > $1::int8 AND ($2 = '' OR starts_with(u.name, $2))"
+    " AND ($3 = '' OR u.role = $3) AND ($4 = '' OR EXISTS (SELECT 1 FROM user_teams ut"
+    " JOIN teams t ON t.id = ut.team_id WHERE ut.user_id = u.id AND t.name = $4))"
+    " ORDER BY u.id LIMIT $5::int");
+static hl_stmt q_get_ds_secret =
+    HL_STMT("SELECT name, kind, params::text, coalesce(encode(secret, 'hex'), '') FROM data_sources"
+            " WHERE name = $1");
+static hl_stmt q_list_teams = HL_STMT("SELECT id, name FROM teams ORDER BY name");
 
 static const char *const hl__roles[] = {NULL, "admin", "developer", "viewer"};
 
@@ -323,6 +340,164 @@ HL_UNARY(hl_api_get_data_source)
     o->params_json = (char *)hl_val(r, 0, 2);
     o->has_secret = hl_val_bool(r, 0, 3);
     o->updated_at_ms = hl_val_i64(r, 0, 4);
+    *resp = &o->base;
+    return ORR_OK;
+}
+
+/* Team names are [A-Za-z0-9_.-], so a comma-joined list splits safely. */
+static void hl__split_teams(orr_arena *a, const char *joined, Orrery__Halley__V1__User *u)
+{
+    size_t n = 0;
+    for (const char *p = joined; *p; p++)
+        n += *p == ',';
+    n = joined[0] ? n + 1 : 0;
+    u->n_teams = n;
+    u->teams = orr_arena_alloc(a, sizeof *u->teams * (n ? n : 1));
+    char *copy = orr_arena_strdup(a, joined);
+    for (size_t i = 0; i < n; i++) {
+        u->teams[i] = copy;
+        char *comma = strchr(copy, ',');
+        if (comma) {
+            *comma = 0;
+            copy = comma + 1;
+        }
+    }
+}
+
+HL_UNARY(hl_api_list_users)
+{
+    hl_ctx *hc = ctx;
+    const Orrery__Halley__V1__ListUsersRequest *rq = (const void *)req;
+    orr_arena *a = orr_rpc_call_arena(call);
+    int size = rq->page_size ? rq->page_size : 100;
+    if (size < 1 || size > 1000)
+        return orr_err_set(err, ORR_EINVAL, "page_size", "must be between 1 and 1000");
+    if (strlen(rq->name_prefix) > 128)
+        return orr_err_set(err, ORR_EINVAL, "name_prefix", "at most 128 bytes");
+    if (rq->role < 0 || rq->role > 3)
+        return orr_err_set(err, ORR_EINVAL, "role", "unknown role");
+    if (rq->team[0] && !hl_is_name(rq->team, 128))
+        return orr_err_set(err, ORR_EINVAL, "team", "not a team name");
+    int64_t after = 0;
+    if (rq->page_token[0]) {
+        char *end;
+        after = strtoll(rq->page_token, &end, 10);
+        if (*end || after <= 0)
+            return orr_err_set(err, ORR_EINVAL, "page_token", "not a token from a previous page");
+    }
+    hl_conn *c;
+    orr_status s = hl_db_get(hc->db, &c, err);
+    if (s != ORR_OK)
+        return s;
+    const char *p[5] = {hl_i64s(a, after), rq->name_prefix, rq->role ? hl__roles[rq->role] : "",
+                        rq->team, orr_arena_sprintf(a, "%d", size + 1)};
+    PGresult *r;
+    s = hl_db_query(c, a, &q_list_users, 5, p, &r, err);
+    hl_db_put(hc->db, c);
+    if (s != ORR_OK)
+        return s;
+    Orrery__Halley__V1__ListUsersResponse *o = orr_arena_alloc(a, sizeof *o);
+    orrery__halley__v1__list_users_response__init(o);
+    int n = PQntuples(r);
+    int shown = n > size ? size : n;
+    o->n_users = (size_t)shown;
+    o->users = orr_arena_alloc(a, sizeof *o->users * (size_t)(shown ? shown : 1));
+    Orrery__Halley__V1__User *us = orr_arena_alloc(a, sizeof *us * (size_t)(shown ? shown : 1));
+    for (int i = 0; i < shown; i++) {
+        orrery__halley__v1__user__init(&us[i]);
+        us[i].id = hl_val_i64(r, i, 0);
+        us[i].name = (char *)hl_val(r, i, 1);
+        us[i].role = hl__role_enum(hl_val(r, i, 2));
+        us[i].active = hl_val_bool(r, i, 3);
+        hl__split_teams(a, hl_val(r, i, 4), &us[i]);
+        o->users[i] = &us[i];
+    }
+    if (n > size)
+        o->next_page_token = (char *)hl_i64s(a, us[shown - 1].id);
+    *resp = &o->base;
+    return ORR_OK;
+}
+
+HL_UNARY(hl_api_list_teams)
+{
+    hl_ctx *hc = ctx;
+    (void)req;
+    orr_arena *a = orr_rpc_call_arena(call);
+    hl_conn *c;
+    orr_status s = hl_db_get(hc->db, &c, err);
+    if (s != ORR_OK)
+        return s;
+    PGresult *r;
+    s = hl_db_query(c, a, &q_list_teams, 0, NULL, &r, err);
+    hl_db_put(hc->db, c);
+    if (s != ORR_OK)
+        return s;
+    Orrery__Halley__V1__ListTeamsResponse *o = orr_arena_alloc(a, sizeof *o);
+    orrery__halley__v1__list_teams_response__init(o);
+    int n = PQntuples(r);
+    o->n_teams = (size_t)n;
+    o->teams = orr_arena_alloc(a, sizeof *o->teams * (size_t)(n ? n : 1));
+    Orrery__Halley__V1__Team *t = orr_arena_alloc(a, sizeof *t * (size_t)(n ? n : 1));
+    for (int i = 0; i < n; i++) {
+        orrery__halley__v1__team__init(&t[i]);
+        t[i].id = hl_val_i64(r, i, 0);
+        t[i].name = (char *)hl_val(r, i, 1);
+        o->teams[i] = &t[i];
+    }
+    *resp = &o->base;
+    return ORR_OK;
+}
+
+HL_UNARY(hl_api_get_data_source_secret)
+{
+    hl_ctx *hc = ctx;
+    const Orrery__Halley__V1__GetDataSourceSecretRequest *rq = (const void *)req;
+    orr_arena *a = orr_rpc_call_arena(call);
+    if (!hc->worker_token || !hc->worker_token[0])
+        return orr_err_set(err, ORR_EPERM, "authorization",
+                           "reading secrets is disabled ([halley] worker_token is unset)");
+    if (!hl_secret_token_equal(orr_rpc_call_bearer(call), hc->worker_token))
+        return orr_err_set(err, ORR_EPERM, "authorization", "needs the worker token");
+    if (!hl_is_name(rq->name, 128))
+        return orr_err_set(err, ORR_EINVAL, "name", "1-128 characters of [A-Za-z0-9_.-]");
+    hl_conn *c;
+    orr_status s = hl_db_get(hc->db, &c, err);
+    if (s != ORR_OK)
+        return s;
+    const char *p[1] = {rq->name};
+    PGresult *r;
+    s = hl_db_query(c, a, &q_get_ds_secret, 1, p, &r, err);
+    hl_db_put(hc->db, c);
+    if (s != ORR_OK)
+        return s;
+    if (PQntuples(r) == 0)
+        return orr_err_set(err, ORR_ENOTFOUND, "name", "no such data source");
+    Orrery__Halley__V1__DataSourceSecret *o = orr_arena_alloc(a, sizeof *o);
+    orrery__halley__v1__data_source_secret__init(o);
+    o->name = (char *)hl_val(r, 0, 0);
+    o->kind = (char *)hl_val(r, 0, 1);
+    o->params_json = (char *)hl_val(r, 0, 2);
+    const char *hex = hl_val(r, 0, 3);
+    size_t hlen = strlen(hex);
+    if (hlen == 0) {
+        *resp = &o->base;
+        return ORR_OK;
+    }
+    unsigned char *sealed = orr_arena_alloc(a, hlen / 2 + 1);
+    for (size_t i = 0; i + 1 < hlen; i += 2) {
+        char byte[3] = {hex[i], hex[i + 1], 0};
+        sealed[i / 2] = (unsigned char)strtoul(byte, NULL, 16);
+    }
+    orr_buf plain = ORR_BUF_INIT;
+    s = hl_secret_open(hc->secret_key, sealed, hlen / 2, &plain, err);
+    if (s == ORR_OK)
+        o->secret = orr_arena_strdup(a, orr_buf_cstr(&plain));
+    if (plain.data)
+        sodium_memzero(plain.data, plain.cap);
+    orr_buf_free(&plain);
+    if (s != ORR_OK)
+        return orr_err_set(err, ORR_EINTERNAL, "name",
+                           "stored secret does not open with this secret_key");
     *resp = &o->base;
     return ORR_OK;
 }

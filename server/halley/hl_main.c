@@ -28,6 +28,9 @@ static const orr_cfg_key hl_cfg_schema[] = {
      "gRPC address host:port (port 0 = any free port)"},
     {"halley", "token", ORR_CFG_SECRET, NULL, 1, 0, 0,
      "service token every caller sends as 'authorization: Bearer <token>'"},
+    {"halley", "worker_token", ORR_CFG_SECRET, NULL, 0, 0, 0,
+     "token workers send (instead of the service token) to read data-source secrets"
+     " with GetDataSourceSecret (unset = that call is always refused)"},
     {"halley", "pg_dsn", ORR_CFG_SECRET, NULL, 1, 0, 0, "libpq connection string"},
     {"halley", "pool_size", ORR_CFG_INT, "8", 0, 1, 256, "PostgreSQL connections"},
     {"halley", "secret_key", ORR_CFG_SECRET, NULL, 1, 0, 0,
@@ -125,6 +128,7 @@ static int hl_cmd_serve(orr_config *cfg)
     const char *dsn = orr_config_str(cfg, "halley", "pg_dsn");
     hc.known_schema_version = hl_migrate_known_version();
     hc.event_grace_ms = (int)orr_config_int(cfg, "halley", "event_grace");
+    hc.worker_token = orr_config_str(cfg, "halley", "worker_token");
     if (hl_secret_init(&err) != ORR_OK ||
         hl_secret_parse_key(orr_config_str(cfg, "halley", "secret_key"), hc.secret_key, &err) !=
             ORR_OK ||
@@ -151,6 +155,7 @@ static int hl_cmd_serve(orr_config *cfg)
         .threads = (int)orr_config_int(cfg, "halley", "threads"),
         .max_streams = (int)orr_config_int(cfg, "halley", "max_streams"),
         .token = orr_config_str(cfg, "halley", "token"),
+        .handler_auth = hl_worker_methods,
     };
     if (orr_rpc_server_create(&orrery__halley__v1__halley__descriptor, hl_methods, hl_methods_count,
                               &hc, &so, &srv, &err) != ORR_OK ||

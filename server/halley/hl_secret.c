@@ -89,3 +89,12 @@ orr_status hl_secret_open(const unsigned char key[HL_SECRET_KEY_BYTES], const vo
     out->data[out->len] = 0;
     return ORR_OK;
 }
+
+int hl_secret_token_equal(const char *token, const char *want)
+{
+    size_t got_len = strlen(token), want_len = strlen(want);
+    unsigned diff = got_len != want_len;
+    for (size_t i = 0; i < want_len; i++)
+        diff |= (unsigned)((unsigned char)want[i] ^ (i < got_len ? (unsigned char)token[i] : 0));
+    return diff == 0;
+}

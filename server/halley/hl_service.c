@@ -29,5 +29,12 @@ const orr_rpc_method hl_methods[] = {
     {"Authenticate", hl_api_authenticate, NULL},
     {"PutDataSource", hl_api_put_data_source, NULL},
     {"GetDataSource", hl_api_get_data_source, NULL},
+    {"ListUsers", hl_api_list_users, NULL},
+    {"ListTeams", hl_api_list_teams, NULL},
+    {"ListAttempts", hl_api_list_attempts, NULL},
+    {"InstanceStats", hl_api_instance_stats, NULL},
+    {"GetDataSourceSecret", hl_api_get_data_source_secret, NULL},
 };
 const size_t hl_methods_count = sizeof hl_methods / sizeof hl_methods[0];
+
+const char *const hl_worker_methods[] = {"GetDataSourceSecret", NULL};

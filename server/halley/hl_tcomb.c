@@ -80,7 +80,8 @@ static hl_stmt q_transition_many = HL_STMT(
     "  SELECT 'instance.transition', task_id, id, executor, jsonb_build_object('from', xexp,"
     "  'to', state, 'attempt', attempt, 'actor', xactor, 'reason', xreason) FROM u ORDER BY xord"
     "  RETURNING id, instance_id) "
-    "SELECT " HL_INSTANCE_COLS ", ev.id, i.xord"
+    "SELECT " HL_INSTANCE_COLS ", CASE WHEN i.xrec THEN coalesce(i.xexit, " HL_EXIT_COL ")"
+    " ELSE " HL_EXIT_COL " END, ev.id, i.xord"
     " FROM u i JOIN ev ON ev.instance_id = i.id JOIN tasks t ON t.id = i.task_id");
 
 /* Append s as a quoted element of a PostgreSQL array literal. */
@@ -185,14 +186,14 @@ static void hl__run_batch(hl_ctx *hc, hl_titem **items, size_t n)
     } else {
         unsigned char *hit = orr_arena_calloc(tmp, n, 1);
         for (int row = 0; row < PQntuples(r); row++) {
-            long long ord = hl_val_i64(r, row, 15);
+            long long ord = hl_val_i64(r, row, 16);
             if (ord < 1 || (size_t)ord > n)
                 continue;
             hl_titem *it = items[ord - 1];
             hl_pb_instance in;
             hl_fill_instance(tmp, r, row, &in);
             it->res->instance = hl__own_instance(it->arena, &in);
-            it->res->event_id = hl_val_i64(r, row, 14);
+            it->res->event_id = hl_val_i64(r, row, 15);
             it->status = ORR_OK;
             hit[ord - 1] = 1;
             if (it->res->event_id > max_event)

@@ -1,0 +1,705 @@
+/*
+ * it_round2.c - halleyd's second API round end to end: ListUsers/ListTeams,
+ * ListAttempts and the current attempt's exit code, ListInstances in
+ * descending order and by team, ListTasks with the last run, InstanceStats,
+ * dependency-cycle refusal, and GetDataSourceSecret with the worker token.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hlt.h"
+
+#define WORKER_TOKEN "worker-token-for-tests"
+#define HOUR_MS      3600000LL
+#define T0           1700000000000LL /* a whole hour */
+
+typedef Orrery__Halley__V1__Task Task;
+typedef Orrery__Halley__V1__Instance Instance;
+
+static orr_rpc_client *cl;
+static orr_err err;
+
+#define FREE(m) protobuf_c_message_free_unpacked((ProtobufCMessage *)(m), NULL)
+
+static void team(const char *name)
+{
+    Orrery__Halley__V1__CreateTeamRequest rq = ORRERY__HALLEY__V1__CREATE_TEAM_REQUEST__INIT;
+    rq.name = (char *)name;
+    Orrery__Halley__V1__Team *t = NULL;
+    HLT_CHECK(hlt_call(cl, "CreateTeam", &rq, &t, &err) == ORR_OK, "team %s: %s", name, err.msg);
+    if (t)
+        FREE(t);
+}
+
+static void user(const char *name, Orrery__Halley__V1__Role role, const char *t1, const char *t2)
+{
+    Orrery__Halley__V1__CreateUserRequest rq = ORRERY__HALLEY__V1__CREATE_USER_REQUEST__INIT;
+    char *teams[2] = {(char *)t1, (char *)t2};
+    rq.name = (char *)name;
+    rq.password = "correct horse";
+    rq.role = role;
+    rq.teams = teams;
+    rq.n_teams = t2 ? 2 : t1 ? 1 : 0;
+    Orrery__Halley__V1__User *u = NULL;
+    HLT_CHECK(hlt_call(cl, "CreateUser", &rq, &u, &err) == ORR_OK, "user %s: %s", name, err.msg);
+    if (u)
+        FREE(u);
+}
+
+/* Save a task (update when id > 0); returns its id or 0, checking status and field. */
+static int64_t save_task(int64_t id, const char *name, const char *tm, const char *extra,
+                         orr_status want, const char *field)
+{
+    char spec[2048];
+    hlt_shell_spec(spec, sizeof spec, name, tm, extra);
+    Task *t = NULL;
+    orr_status st;
+    if (id) {
+        Orrery__Halley__V1__UpdateTaskRequest rq = ORRERY__HALLEY__V1__UPDATE_TASK_REQUEST__INIT;
+        rq.id = id;
+        rq.spec_json = spec;
+        rq.actor = "user:ann";
+        st = hlt_call(cl, "UpdateTask", &rq, &t, &err);
+    } else {
+        Orrery__Halley__V1__CreateTaskRequest rq = ORRERY__HALLEY__V1__CREATE_TASK_REQUEST__INIT;
+        rq.spec_json = spec;
+        rq.actor = "user:ann";
+        st = hlt_call(cl, "CreateTask", &rq, &t, &err);
+    }
+    HLT_CHECK(st == want, "save %s: got %s (%s: %s)", name, orr_status_name(st), err.field,
+              err.msg);
+    if (field && st != ORR_OK)
+        HLT_CHECK(strcmp(err.field, field) == 0, "field %s, want %s (%s)", err.field, field,
+                  err.msg);
+    int64_t out = t ? t->id : 0;
+    if (t)
+        FREE(t);
+    return out;
+}
+
+/* ------------------------------------------------------------------ users */
+
+static void test_users(void)
+{
+    team("ops");
+    team("dev");
+    team("bi");
+    user("ann", ORRERY__HALLEY__V1__ROLE__ROLE_ADMIN, "ops", "dev");
+    user("anton", ORRERY__HALLEY__V1__ROLE__ROLE_VIEWER, "bi", NULL);
+    user("bob", ORRERY__HALLEY__V1__ROLE__ROLE_DEVELOPER, "dev", NULL);
+    user("carl", ORRERY__HALLEY__V1__ROLE__ROLE_DEVELOPER, NULL, NULL);
+
+    Orrery__Halley__V1__ListTeamsRequest tr = ORRERY__HALLEY__V1__LIST_TEAMS_REQUEST__INIT;
+    Orrery__Halley__V1__ListTeamsResponse *ts = NULL;
+    HLT_CHECK(hlt_call(cl, "ListTeams", &tr, &ts, &err) == ORR_OK && ts->n_teams == 3 &&
+                  strcmp(ts->teams[0]->name, "bi") == 0 && strcmp(ts->teams[2]->name, "ops") == 0 &&
+                  ts->teams[0]->id > 0,
+              "ListTeams by name: %s", err.msg);
+    if (ts)
+        FREE(ts);
+
+    /* All users, two per page, following the tokens. */
+    Orrery__Halley__V1__ListUsersRequest rq = ORRERY__HALLEY__V1__LIST_USERS_REQUEST__INIT;
+    rq.page_size = 2;
+    char seen[256] = "";
+    int pages = 0;
+    char token[64] = "";
+    do {
+        rq.page_token = token;
+        Orrery__Halley__V1__ListUsersResponse *r = NULL;
+        orr_status st = hlt_call(cl, "ListUsers", &rq, &r, &err);
+        HLT_CHECK(st == ORR_OK, "ListUsers page %d: %s", pages, err.msg);
+        if (st != ORR_OK)
+            break;
+        for (size_t i = 0; i < r->n_users; i++) {
+            strncat(seen, r->users[i]->name, sizeof seen - strlen(seen) - 2);
+            strcat(seen, ",");
+        }
+        snprintf(token, sizeof token, "%s", r->next_page_token);
+        FREE(r);
+        pages++;
+    } while (token[0] && pages < 10);
+    HLT_CHECK(strcmp(seen, "ann,anton,bob,carl,") == 0 && pages == 2, "paged users: %s (%d)", seen,
+              pages);
+
+    /* Filters, and the teams of each user; no hash anywhere. */
+    rq.page_size = 0;
+    rq.page_token = "";
+    rq.name_prefix = "an";
+    Orrery__Halley__V1__ListUsersResponse *r = NULL;
+    HLT_CHECK(hlt_call(cl, "ListUsers", &rq, &r, &err) == ORR_OK && r->n_users == 2 &&
+                  strcmp(r->users[0]->name, "ann") == 0 && r->users[0]->n_teams == 2 &&
+                  strcmp(r->users[0]->teams[0], "dev") == 0 &&
+                  strcmp(r->users[0]->teams[1], "ops") == 0 &&
+                  r->users[0]->role == ORRERY__HALLEY__V1__ROLE__ROLE_ADMIN &&
+                  r->users[0]->active && !r->next_page_token[0],
+              "prefix an: %s", err.msg);
+    if (r)
+        FREE(r);
+    rq.name_prefix = "";
+    rq.role = ORRERY__HALLEY__V1__ROLE__ROLE_DEVELOPER;
+    r = NULL;
+    HLT_CHECK(hlt_call(cl, "ListUsers", &rq, &r, &err) == ORR_OK && r->n_users == 2 &&
+                  strcmp(r->users[0]->name, "bob") == 0 && strcmp(r->users[1]->name, "carl") == 0 &&
+                  r->users[1]->n_teams == 0,
+              "role developer");
+    if (r)
+        FREE(r);
+    rq.team = "dev";
+    r = NULL;
+    HLT_CHECK(hlt_call(cl, "ListUsers", &rq, &r, &err) == ORR_OK && r->n_users == 1 &&
+                  strcmp(r->users[0]->name, "bob") == 0,
+              "developers of dev");
+    if (r)
+        FREE(r);
+    rq.role = 0;
+    rq.team = "nosuchteam";
+    r = NULL;
+    HLT_CHECK(hlt_call(cl, "ListUsers", &rq, &r, &err) == ORR_OK && r->n_users == 0,
+              "unknown team lists nobody");
+    if (r)
+        FREE(r);
+    /* Bad arguments name their field. */
+    rq.team = "bad team!";
+    HLT_CHECK(hlt_call(cl, "ListUsers", &rq, &r, &err) == ORR_EINVAL &&
+                  strcmp(err.field, "team") == 0,
+              "bad team name: %s", err.field);
+    rq.team = "";
+    rq.role = 7;
+    HLT_CHECK(hlt_call(cl, "ListUsers", &rq, &r, &err) == ORR_EINVAL &&
+                  strcmp(err.field, "role") == 0,
+              "bad role");
+    rq.role = 0;
+    rq.page_size = 1001;
+    HLT_CHECK(hlt_call(cl, "ListUsers", &rq, &r, &err) == ORR_EINVAL &&
+                  strcmp(err.field, "page_size") == 0,
+              "bad page size");
+    rq.page_size = 0;
+    rq.page_token = "x1";
+    HLT_CHECK(hlt_call(cl, "ListUsers", &rq, &r, &err) == ORR_EINVAL &&
+                  strcmp(err.field, "page_token") == 0,
+              "bad page token");
+}
+
+/* ------------------------------------------------------------- instances */
+
+static int64_t t_a, t_b;
+static int64_t inst_a[5], inst_b;
+
+static int64_t create_instance(int64_t task, int64_t at)
+{
+    Orrery__Halley__V1__CreateInstance ci = ORRERY__HALLEY__V1__CREATE_INSTANCE__INIT;
+    Orrery__Halley__V1__CreateInstance *cis[1] = {&ci};
+    ci.task_id = task;
+    ci.schedule_time_ms = at;
+    ci.actor = "test";
+    Orrery__Halley__V1__CreateInstancesRequest rq =
+        ORRERY__HALLEY__V1__CREATE_INSTANCES_REQUEST__INIT;
+    rq.instances = cis;
+    rq.n_instances = 1;
+    Orrery__Halley__V1__CreateInstancesResponse *r = NULL;
+    int64_t id = 0;
+    if (hlt_call(cl, "CreateInstances", &rq, &r, &err) == ORR_OK && r->results[0]->instance) {
+        id = r->results[0]->instance->id;
+        HLT_CHECK(!r->results[0]->instance->has_exit_code, "new instance has no exit code");
+    }
+    HLT_CHECK(id > 0, "instance created: %s", err.msg);
+    if (r)
+        FREE(r);
+    return id;
+}
+
+/* One transition; exit < 0 = no exit code. Returns the instance (free it) or NULL. */
+static Instance *move(int64_t id, int from, int to, int exit, const char *reason)
+{
+    Orrery__Halley__V1__TransitionRequest rq = ORRERY__HALLEY__V1__TRANSITION_REQUEST__INIT;
+    rq.instance_id = id;
+    rq.expected_state = from;
+    rq.new_state = to;
+    rq.actor = "test";
+    rq.reason = (char *)reason;
+    rq.executor = "exec-1";
+    if (exit >= 0) {
+        rq.has_exit_code = 1;
+        rq.exit_code = exit;
+    }
+    Orrery__Halley__V1__TransitionResult *r = NULL;
+    orr_status st = hlt_call(cl, "TransitionInstance", &rq, &r, &err);
+    HLT_CHECK(st == ORR_OK && r->instance, "transition %d -> %d: %s", from, to, err.msg);
+    Instance *in = NULL;
+    if (r) {
+        in = r->instance;
+        r->instance = NULL;
+        FREE(r);
+    }
+    return in;
+}
+
+#define W    1
+#define R    2
+#define D    3
+#define RUN  4
+#define OK   5
+#define FAIL 6
+#define KILL 7
+
+/* waiting -> ready -> dispatched -> running -> final (exit code). */
+static void run_to(int64_t id, int final, int exit)
+{
+    int path[4] = {R, D, RUN, final};
+    int from = W;
+    for (int i = 0; i < 4; i++) {
+        Instance *in = move(id, from, path[i], i == 3 ? exit : -1, i == 3 ? "done" : "");
+        if (in && i == 3)
+            HLT_CHECK(in->has_exit_code == (exit >= 0) && (exit < 0 || in->exit_code == exit),
+                      "transition answer carries exit code %d (has %d, %d)", exit,
+                      in->has_exit_code, in->exit_code);
+        if (in)
+            FREE(in);
+        from = path[i];
+    }
+}
+
+static void test_instances(void)
+{
+    t_a = save_task(0, "r_a", "ops", "\"slots\":3", ORR_OK, NULL);
+    t_b = save_task(0, "r_b", "dev", NULL, ORR_OK, NULL);
+    for (int i = 0; i < 5; i++)
+        inst_a[i] = create_instance(t_a, T0 + i * HOUR_MS);
+    inst_b = create_instance(t_b, T0 + 2 * HOUR_MS);
+
+    /* inst_a[0]: fails with exit 2, is retried, succeeds with exit 0. */
+    run_to(inst_a[0], FAIL, 2);
+    Instance *in = move(inst_a[0], FAIL, W, -1, "retry");
+    HLT_CHECK(in && in->attempt == 2 && !in->has_exit_code, "new attempt has no exit code yet");
+    if (in)
+        FREE(in);
+    run_to(inst_a[0], OK, 0);
+
+    Orrery__Halley__V1__GetInstanceRequest g = ORRERY__HALLEY__V1__GET_INSTANCE_REQUEST__INIT;
+    g.id = inst_a[0];
+    in = NULL;
+    HLT_CHECK(hlt_call(cl, "GetInstance", &g, &in, &err) == ORR_OK && in->has_exit_code &&
+                  in->exit_code == 0 && in->attempt == 2,
+              "GetInstance exit code of the current attempt");
+    if (in)
+        FREE(in);
+
+    Orrery__Halley__V1__ListAttemptsRequest la = ORRERY__HALLEY__V1__LIST_ATTEMPTS_REQUEST__INIT;
+    la.instance_id = inst_a[0];
+    Orrery__Halley__V1__ListAttemptsResponse *at = NULL;
+    HLT_CHECK(hlt_call(cl, "ListAttempts", &la, &at, &err) == ORR_OK && at->n_attempts == 2,
+              "two attempts: %s", err.msg);
+    if (at && at->n_attempts == 2) {
+        Orrery__Halley__V1__Attempt *a1 = at->attempts[0], *a2 = at->attempts[1];
+        HLT_CHECK(a1->attempt == 1 && a1->state == FAIL && a1->has_exit_code &&
+                      a1->exit_code == 2 && strcmp(a1->executor, "exec-1") == 0 &&
+                      a1->started_at_ms > 0 && a1->finished_at_ms >= a1->started_at_ms &&
+                      strcmp(a1->reason, "done") == 0,
+                  "attempt 1 failed with 2");
+        HLT_CHECK(a2->attempt == 2 && a2->state == OK && a2->has_exit_code && a2->exit_code == 0,
+                  "attempt 2 succeeded with 0");
+    }
+    if (at)
+        FREE(at);
+    la.instance_id = inst_a[4]; /* never dispatched: no attempts, but it exists */
+    at = NULL;
+    HLT_CHECK(hlt_call(cl, "ListAttempts", &la, &at, &err) == ORR_OK && at->n_attempts == 0,
+              "no attempts yet");
+    if (at)
+        FREE(at);
+    la.instance_id = 999999;
+    HLT_CHECK(hlt_call(cl, "ListAttempts", &la, &at, &err) == ORR_ENOTFOUND &&
+                  strcmp(err.field, "instance_id") == 0,
+              "attempts of a missing instance");
+    la.instance_id = 0;
+    HLT_CHECK(hlt_call(cl, "ListAttempts", &la, &at, &err) == ORR_EINVAL &&
+                  strcmp(err.field, "instance_id") == 0,
+              "attempts of id 0");
+
+    /* inst_a[1] killed without exit code; inst_a[2] running; inst_a[3] ready. */
+    Instance *x = move(inst_a[1], W, KILL, -1, "stop");
+    if (x)
+        FREE(x);
+    int path[3] = {R, D, RUN};
+    for (int i = 0, from = W; i < 3; from = path[i++])
+        if ((x = move(inst_a[2], from, path[i], -1, "")))
+            FREE(x);
+    if ((x = move(inst_a[3], W, R, -1, "")))
+        FREE(x);
+
+    /* ListInstances: exit codes in lists, descending with keyset paging, team. */
+    Orrery__Halley__V1__ListInstancesRequest lr = ORRERY__HALLEY__V1__LIST_INSTANCES_REQUEST__INIT;
+    lr.descending = 1;
+    lr.page_size = 2;
+    int64_t order[8];
+    int n = 0, pages = 0;
+    char token[64] = "";
+    do {
+        lr.page_token = token;
+        Orrery__Halley__V1__ListInstancesResponse *r = NULL;
+        orr_status st = hlt_call(cl, "ListInstances", &lr, &r, &err);
+        HLT_CHECK(st == ORR_OK, "descending page %d: %s", pages, err.msg);
+        if (st != ORR_OK)
+            break;
+        for (size_t i = 0; i < r->n_instances && n < 8; i++) {
+            order[n++] = r->instances[i]->id;
+            if (r->instances[i]->id == inst_a[0])
+                HLT_CHECK(r->instances[i]->has_exit_code && r->instances[i]->exit_code == 0,
+                          "exit code in the list");
+        }
+        snprintf(token, sizeof token, "%s", r->next_page_token);
+        FREE(r);
+        pages++;
+    } while (token[0] && pages < 10);
+    /* Newest schedule first; inst_a[2] and inst_b share T0+2h: higher id first. */
+    int64_t want[6] = {inst_a[4], inst_a[3], inst_b, inst_a[2], inst_a[1], inst_a[0]};
+    int same = n == 6;
+    for (int i = 0; same && i < 6; i++)
+        same = order[i] == want[i];
+    HLT_CHECK(same && pages == 3, "descending order over 3 pages (%d rows, %d pages)", n, pages);
+    lr.page_token = "5"; /* an ascending token */
+    Orrery__Halley__V1__ListInstancesResponse *r = NULL;
+    HLT_CHECK(hlt_call(cl, "ListInstances", &lr, &r, &err) == ORR_EINVAL &&
+                  strcmp(err.field, "page_token") == 0,
+              "ascending token refused in descending order");
+    lr.descending = 0;
+    lr.page_token = "d1.5";
+    HLT_CHECK(hlt_call(cl, "ListInstances", &lr, &r, &err) == ORR_EINVAL &&
+                  strcmp(err.field, "page_token") == 0,
+              "descending token refused in ascending order");
+    lr.page_token = "";
+    lr.page_size = 0;
+    lr.team = "dev";
+    r = NULL;
+    HLT_CHECK(hlt_call(cl, "ListInstances", &lr, &r, &err) == ORR_OK && r->n_instances == 1 &&
+                  r->instances[0]->id == inst_b,
+              "team dev: one instance");
+    if (r)
+        FREE(r);
+    lr.team = "ops";
+    lr.descending = 1;
+    r = NULL;
+    HLT_CHECK(hlt_call(cl, "ListInstances", &lr, &r, &err) == ORR_OK && r->n_instances == 5 &&
+                  r->instances[0]->id == inst_a[4],
+              "team ops descending: five");
+    if (r)
+        FREE(r);
+    lr.team = "bad team";
+    HLT_CHECK(hlt_call(cl, "ListInstances", &lr, &r, &err) == ORR_EINVAL &&
+                  strcmp(err.field, "team") == 0,
+              "bad team");
+}
+
+/* ------------------------------------------------------------------ tasks */
+
+static void test_last_run(void)
+{
+    int64_t t_c = save_task(0, "r_c_never_run", "bi", NULL, ORR_OK, NULL);
+    Orrery__Halley__V1__ListTasksRequest rq = ORRERY__HALLEY__V1__LIST_TASKS_REQUEST__INIT;
+    rq.name_prefix = "r_";
+    rq.with_last_run = 1;
+    Orrery__Halley__V1__ListTasksResponse *r = NULL;
+    HLT_CHECK(hlt_call(cl, "ListTasks", &rq, &r, &err) == ORR_OK && r->n_tasks == 3,
+              "ListTasks with last run: %s", err.msg);
+    for (size_t i = 0; r && i < r->n_tasks; i++) {
+        Task *t = r->tasks[i];
+        if (t->id == t_a)
+            HLT_CHECK(t->last_state == W && t->last_schedule_time_ms == T0 + 4 * HOUR_MS,
+                      "r_a last run is the newest (waiting at T0+4h): %d %lld", t->last_state,
+                      (long long)t->last_schedule_time_ms);
+        else if (t->id == t_b)
+            HLT_CHECK(t->last_state == W && t->last_schedule_time_ms == T0 + 2 * HOUR_MS,
+                      "r_b last run");
+        else if (t->id == t_c)
+            HLT_CHECK(t->last_state == 0 && t->last_schedule_time_ms == 0, "never run");
+    }
+    if (r)
+        FREE(r);
+    rq.with_last_run = 0;
+    r = NULL;
+    HLT_CHECK(hlt_call(cl, "ListTasks", &rq, &r, &err) == ORR_OK && r->n_tasks == 3 &&
+                  r->tasks[0]->last_state == 0 && r->tasks[0]->last_schedule_time_ms == 0,
+              "without with_last_run nothing is filled");
+    if (r)
+        FREE(r);
+}
+
+/* ------------------------------------------------------------------ stats */
+
+static Orrery__Halley__V1__InstanceStatsResponse *
+stats(int64_t from, int64_t to, int bucket, const char *tm, orr_status want, const char *field)
+{
+    Orrery__Halley__V1__InstanceStatsRequest rq = ORRERY__HALLEY__V1__INSTANCE_STATS_REQUEST__INIT;
+    rq.from_ms = from;
+    rq.to_ms = to;
+    rq.bucket_seconds = bucket;
+    rq.team = (char *)tm;
+    Orrery__Halley__V1__InstanceStatsResponse *r = NULL;
+    orr_status st = hlt_call(cl, "InstanceStats", &rq, &r, &err);
+    HLT_CHECK(st == want, "InstanceStats: %s %s", orr_status_name(st), err.msg);
+    if (field && st != ORR_OK)
+        HLT_CHECK(strcmp(err.field, field) == 0, "field %s, want %s", err.field, field);
+    return st == ORR_OK ? r : NULL;
+}
+
+static void test_stats(hlt_db *db)
+{
+    /* Pin finished_at so the buckets are known: success in the 2nd minute,
+     * killed in the 4th, relative to base. */
+    int64_t base = hlt_now_ms() / 60000 * 60000 - 10 * 60000;
+    char sql[512];
+    snprintf(sql, sizeof sql,
+             "UPDATE instances SET finished_at = to_timestamp(%lld / 1000.0) WHERE id = %lld;"
+             "UPDATE instances SET finished_at = to_timestamp(%lld / 1000.0) WHERE id = %lld",
+             (long long)(base + 60000 + 5000), (long long)inst_a[0],
+             (long long)(base + 3 * 60000 + 1), (long long)inst_a[1]);
+    PQclear(hlt_sql(db, sql));
+    Orrery__Halley__V1__InstanceStatsResponse *r =
+        stats(base, base + 5 * 60000, 60, "", ORR_OK, NULL);
+    if (r) {
+        HLT_CHECK(r->n_buckets == 5 && r->buckets[0]->start_ms == base &&
+                      r->buckets[4]->start_ms == base + 4 * 60000,
+                  "5 buckets of a minute (%zu)", r->n_buckets);
+        if (r->n_buckets == 5)
+            HLT_CHECK(r->buckets[1]->success == 1 && r->buckets[3]->killed == 1 &&
+                          r->buckets[0]->success + r->buckets[2]->success + r->buckets[4]->success +
+                                  r->buckets[1]->killed ==
+                              0 &&
+                          r->buckets[1]->failed == 0,
+                      "success in bucket 1, killed in bucket 3");
+        /* waiting: inst_a[4], inst_b; ready: inst_a[3]; running: inst_a[2] (slots 3). */
+        HLT_CHECK(r->waiting == 2 && r->ready == 1 && r->dispatched == 0 && r->running == 1 &&
+                      r->running_slots == 3,
+                  "queue w%lld r%lld d%lld run%lld slots%lld", (long long)r->waiting,
+                  (long long)r->ready, (long long)r->dispatched, (long long)r->running,
+                  (long long)r->running_slots);
+        FREE(r);
+    }
+    r = stats(base, base + 5 * 60000 + 1, 120, "dev", ORR_OK, NULL);
+    if (r) {
+        HLT_CHECK(r->n_buckets == 3 && r->buckets[0]->success == 0 && r->buckets[1]->killed == 0 &&
+                      r->waiting == 1 && r->running == 0 && r->running_slots == 0,
+                  "team dev: partial last bucket, nothing finished, one waiting");
+        FREE(r);
+    }
+    stats(0, base, 60, "", ORR_EINVAL, "from_ms");
+    stats(base, base, 60, "", ORR_EINVAL, "to_ms");
+    stats(base, base + 60000, 59, "", ORR_EINVAL, "bucket_seconds");
+    stats(base, base + 60000, 86401, "", ORR_EINVAL, "bucket_seconds");
+    stats(base, base + 10001LL * 60000, 60, "", ORR_EINVAL, "to_ms");
+    r = stats(base, base + 10000LL * 60000, 60, "", ORR_OK, NULL);
+    HLT_CHECK(r && r->n_buckets == 10000, "10000 buckets allowed");
+    if (r)
+        FREE(r);
+    stats(base, base + 60000, 60, "bad team", ORR_EINVAL, "team");
+}
+
+/* ------------------------------------------------------------------ cycles */
+
+static void test_cycles(void)
+{
+    int64_t a = save_task(0, "cy_a", "ops", NULL, ORR_OK, NULL);
+    save_task(0, "cy_b", "ops", "\"upstreams\":[{\"kind\":\"strong\",\"task\":\"cy_a\"}]", ORR_OK,
+              NULL);
+    save_task(0, "cy_c", "ops",
+              "\"upstreams\":[{\"kind\":\"weak\",\"task\":\"cy_b\"},{\"kind\":\"self\"}]", ORR_OK,
+              NULL);
+    /* a -> c -> b -> a: refused, naming the cycle, nothing written. */
+    save_task(a, "cy_a", "ops", "\"upstreams\":[{\"kind\":\"strong\",\"task\":\"cy_c\"}]",
+              ORR_EINVAL, "spec.upstreams");
+    HLT_CHECK(strstr(err.msg, "cy_a -> cy_c -> cy_b -> cy_a") != NULL, "cycle named: %s", err.msg);
+    Orrery__Halley__V1__GetTaskRequest g = ORRERY__HALLEY__V1__GET_TASK_REQUEST__INIT;
+    g.id = a;
+    Task *t = NULL;
+    HLT_CHECK(hlt_call(cl, "GetTask", &g, &t, &err) == ORR_OK && t->current_version == 1,
+              "refused update wrote no version");
+    if (t)
+        FREE(t);
+    /* A task naming itself as strong upstream is refused (kind self is the way). */
+    save_task(0, "cy_d", "ops", "\"upstreams\":[{\"kind\":\"strong\",\"task\":\"cy_d\"}]",
+              ORR_EINVAL, "spec.upstreams[0].task");
+    HLT_CHECK(strstr(err.msg, "self") != NULL, "self loop explained: %s", err.msg);
+    g.id = 0;
+    g.name = "cy_d";
+    HLT_CHECK(hlt_call(cl, "GetTask", &g, &t, &err) == ORR_ENOTFOUND,
+              "refused create wrote nothing");
+    save_task(0, "cy_e", "ops", "\"upstreams\":[{\"kind\":\"self\"}]", ORR_OK, NULL);
+    /* A diamond is no cycle. */
+    save_task(0, "cy_f", "ops",
+              "\"upstreams\":[{\"kind\":\"strong\",\"task\":\"cy_b\"},{\"kind\":\"strong\","
+              "\"task\":\"cy_c\"},{\"kind\":\"weak\",\"task\":\"cy_a\"}]",
+              ORR_OK, NULL);
+    /* Unknown upstream names its position. */
+    save_task(0, "cy_g", "ops",
+              "\"upstreams\":[{\"kind\":\"strong\",\"task\":\"cy_a\"},{\"kind\":\"strong\","
+              "\"task\":\"ghost\"}]",
+              ORR_EINVAL, "spec.upstreams[1].task");
+    /* Updating a -> f (f depends on a through b and c and directly) is refused too. */
+    save_task(a, "cy_a", "ops", "\"upstreams\":[{\"kind\":\"weak\",\"task\":\"cy_f\"}]", ORR_EINVAL,
+              "spec.upstreams");
+    HLT_CHECK(strstr(err.msg, "cy_a -> cy_f -> cy_a") != NULL, "shortest cycle named: %s", err.msg);
+}
+
+/* Two saves that would make a cycle only together, run at the same time:
+ * the dependency lock lets exactly one of them through. */
+typedef struct racer {
+    orr_rpc_client *c;
+    int64_t id;
+    const char *name, *upstream;
+    orr_status st;
+    pthread_barrier_t *go;
+} racer;
+
+static void *race_save(void *arg)
+{
+    racer *r = arg;
+    char spec[512], extra[128];
+    snprintf(extra, sizeof extra, "\"upstreams\":[{\"kind\":\"strong\",\"task\":\"%s\"}]",
+             r->upstream);
+    Orrery__Halley__V1__UpdateTaskRequest rq = ORRERY__HALLEY__V1__UPDATE_TASK_REQUEST__INIT;
+    rq.id = r->id;
+    rq.spec_json = (char *)hlt_shell_spec(spec, sizeof spec, r->name, "ops", extra);
+    rq.actor = "race";
+    Task *t = NULL;
+    orr_err e;
+    pthread_barrier_wait(r->go);
+    r->st = hlt_call(r->c, "UpdateTask", &rq, &t, &e);
+    if (t)
+        FREE(t);
+    return NULL;
+}
+
+static void test_cycle_race(const hlt_server *s)
+{
+    int one_each = 1;
+    for (int round = 0; round < 8; round++) {
+        char pn[32], qn[32];
+        snprintf(pn, sizeof pn, "race_p%d", round);
+        snprintf(qn, sizeof qn, "race_q%d", round);
+        racer rs[2] = {{hlt_client(s, NULL), save_task(0, pn, "ops", NULL, ORR_OK, NULL), pn, qn,
+                        ORR_OK, NULL},
+                       {hlt_client(s, NULL), save_task(0, qn, "ops", NULL, ORR_OK, NULL), qn, pn,
+                        ORR_OK, NULL}};
+        pthread_barrier_t go;
+        pthread_barrier_init(&go, NULL, 2);
+        pthread_t th[2];
+        for (int i = 0; i < 2; i++) {
+            rs[i].go = &go;
+            pthread_create(&th[i], NULL, race_save, &rs[i]);
+        }
+        for (int i = 0; i < 2; i++)
+            pthread_join(th[i], NULL);
+        pthread_barrier_destroy(&go);
+        int ok = (rs[0].st == ORR_OK) + (rs[1].st == ORR_OK);
+        int refused = (rs[0].st == ORR_EINVAL) + (rs[1].st == ORR_EINVAL);
+        if (ok != 1 || refused != 1) {
+            one_each = 0;
+            fprintf(stderr, "round %d: %s / %s\n", round, orr_status_name(rs[0].st),
+                    orr_status_name(rs[1].st));
+        }
+        for (int i = 0; i < 2; i++)
+            orr_rpc_client_destroy(rs[i].c);
+    }
+    HLT_CHECK(one_each, "concurrent saves never make a cycle together");
+}
+
+/* ----------------------------------------------------------- secrets */
+
+static void test_secret(const hlt_server *s, const hlt_server *plain)
+{
+    Orrery__Halley__V1__PutDataSourceRequest ds = ORRERY__HALLEY__V1__PUT_DATA_SOURCE_REQUEST__INIT;
+    ds.name = "warehouse";
+    ds.kind = "postgresql";
+    ds.params_json = "{\"host\":\"db1\"}";
+    ds.secret = "s3cr3t-passw0rd";
+    Orrery__Halley__V1__DataSource *d = NULL;
+    HLT_CHECK(hlt_call(cl, "PutDataSource", &ds, &d, &err) == ORR_OK, "put: %s", err.msg);
+    if (d)
+        FREE(d);
+    ds.name = "open";
+    ds.secret = "";
+    d = NULL;
+    HLT_CHECK(hlt_call(cl, "PutDataSource", &ds, &d, &err) == ORR_OK, "put: %s", err.msg);
+    if (d)
+        FREE(d);
+
+    Orrery__Halley__V1__GetDataSourceSecretRequest rq =
+        ORRERY__HALLEY__V1__GET_DATA_SOURCE_SECRET_REQUEST__INIT;
+    rq.name = "warehouse";
+    Orrery__Halley__V1__DataSourceSecret *r = NULL;
+    orr_rpc_client *w = hlt_client(s, WORKER_TOKEN);
+    HLT_CHECK(hlt_call(w, "GetDataSourceSecret", &rq, &r, &err) == ORR_OK &&
+                  strcmp(r->secret, "s3cr3t-passw0rd") == 0 && strcmp(r->kind, "postgresql") == 0 &&
+                  strstr(r->params_json, "db1"),
+              "worker reads the secret: %s", err.msg);
+    if (r)
+        FREE(r);
+    rq.name = "open";
+    r = NULL;
+    HLT_CHECK(hlt_call(w, "GetDataSourceSecret", &rq, &r, &err) == ORR_OK && r->secret[0] == 0,
+              "no secret stored: empty");
+    if (r)
+        FREE(r);
+    rq.name = "ghost";
+    HLT_CHECK(hlt_call(w, "GetDataSourceSecret", &rq, &r, &err) == ORR_ENOTFOUND,
+              "missing data source");
+    /* The worker token opens nothing else. */
+    Orrery__Halley__V1__GetDataSourceRequest gd = ORRERY__HALLEY__V1__GET_DATA_SOURCE_REQUEST__INIT;
+    gd.name = "warehouse";
+    d = NULL;
+    HLT_CHECK(hlt_call(w, "GetDataSource", &gd, &d, &err) == ORR_EAUTH,
+              "worker token is not the service token");
+    orr_rpc_client_destroy(w);
+    rq.name = "warehouse";
+    HLT_CHECK(hlt_call(cl, "GetDataSourceSecret", &rq, &r, &err) == ORR_EPERM,
+              "service token cannot read secrets");
+    w = hlt_client(s, "worker-token-for-testsX");
+    HLT_CHECK(hlt_call(w, "GetDataSourceSecret", &rq, &r, &err) == ORR_EPERM, "wrong worker token");
+    orr_rpc_client_destroy(w);
+    w = hlt_client(s, "");
+    HLT_CHECK(hlt_call(w, "GetDataSourceSecret", &rq, &r, &err) == ORR_EPERM, "no token");
+    orr_rpc_client_destroy(w);
+    /* A halleyd without worker_token refuses every caller. */
+    w = hlt_client(plain, WORKER_TOKEN);
+    HLT_CHECK(hlt_call(w, "GetDataSourceSecret", &rq, &r, &err) == ORR_EPERM,
+              "unset worker_token: refused");
+    orr_rpc_client_destroy(w);
+    w = hlt_client(plain, NULL);
+    HLT_CHECK(hlt_call(w, "GetDataSourceSecret", &rq, &r, &err) == ORR_EPERM,
+              "unset worker_token: service token refused too");
+    orr_rpc_client_destroy(w);
+}
+
+int main(void)
+{
+    hlt_db db;
+    hlt_db_create(&db);
+    HLT_CHECK(hlt_migrate(db.dsn) == 0, "migrate");
+    hlt_server s, plain;
+    const char *env[] = {"ORRERY_HALLEY_WORKER_TOKEN=" WORKER_TOKEN, NULL};
+    if (hlt_start(&s, db.dsn, env, NULL) != 0) {
+        HLT_CHECK(0, "halleyd started");
+        hlt_db_drop(&db);
+        return hlt_finish("halley_it_round2");
+    }
+    int plain_up = hlt_start(&plain, db.dsn, NULL, NULL) == 0;
+    HLT_CHECK(plain_up, "second halleyd (no worker token) started");
+    cl = hlt_client(&s, NULL);
+    test_users();
+    test_instances();
+    test_last_run();
+    test_stats(&db);
+    test_cycles();
+    test_cycle_race(&s);
+    if (plain_up)
+        test_secret(&s, &plain);
+    orr_rpc_client_destroy(cl);
+    HLT_CHECK(hlt_stop(&s) == 0, "halleyd exits 0 on SIGTERM");
+    if (plain_up)
+        HLT_CHECK(hlt_stop(&plain) == 0, "second halleyd exits 0");
+    hlt_db_drop(&db);
+    return hlt_finish("halley_it_round2");
+}
