@@ -7,6 +7,7 @@
  * layer never echoes one back. */
 #include <fcntl.h>
 #include <time.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -290,12 +291,29 @@ void gx_h_teams_list(gx_req *req, gx_resp *resp)
 /* Dashboard statistics: outcomes per bucket over [from, to) and the queue now. */
 void gx_h_stats_instances(gx_req *req, gx_resp *resp)
 {
-    int64_t now_ms = (int64_t)time(NULL) * 1000, from_ms, to_ms, step;
+    int64_t now_ms = (int64_t)time(NULL) * 1000, from_ms, to_ms, step = 3600;
     const char *v;
-    if (gx_req_query_int(req, resp, "step", 3600, 60, 86400, &step))
-        return;
-    to_ms = now_ms;
-    from_ms = now_ms - 86400000;
+    if ((v = gx_req_query(req, "step"))) {
+        /* Seconds ("3600") or a duration ("15m", "1h", "1d"). */
+        char *end;
+        long long secs = strtoll(v, &end, 10);
+        int64_t ms;
+        if (*end == '\0' && end != v)
+            step = secs;
+        else if (orr_config_parse_duration(v, &ms) == ORR_OK)
+            step = ms / 1000;
+        else
+            step = -1;
+        if (step < 60 || step > 86400) {
+            gx_resp_fail(resp, ORR_EINVAL, "step",
+                         "must be 60 to 86400 seconds, or a duration such as 15m, 1h, 1d");
+            return;
+        }
+    }
+    /* Default: the last 24 hours in buckets aligned to the step, the last
+     * bucket holding "now". */
+    to_ms = (now_ms / (step * 1000) + 1) * step * 1000;
+    from_ms = to_ms - 86400000;
     if ((v = gx_req_query(req, "from")) && gx_parse_time(v, &from_ms) != ORR_OK) {
         gx_resp_fail(resp, ORR_EINVAL, "from", "must be an ISO-8601 time");
         return;

@@ -65,6 +65,14 @@ void gx_h_executors(gx_req *req, gx_resp *resp)
             json_decref(card);
             continue; /* went away between the two reads, or not ours */
         }
+        /* The console's names for the card's fields, beside the card's own. */
+        json_t *id = json_object_get(card, "id");
+        if (json_is_string(id))
+            json_object_set(card, "name", id);
+        json_t *used = json_object_get(card, "used_slots");
+        json_object_set_new(card, "used",
+                            json_is_integer(used) ? json_incref(used) : json_integer(0));
+        json_object_set_new(card, "last_seen", gx_json_time((int64_t)time(NULL) * 1000));
         json_object_set_new(card, "alive", json_true());
         json_array_append_new(items, card);
     }

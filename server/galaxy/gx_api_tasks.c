@@ -63,6 +63,7 @@ void gx_h_tasks_list(gx_req *req, gx_resp *resp)
         return;
     }
     rq.page_size = (int32_t)limit;
+    rq.with_last_run = (v = gx_req_query(req, "with_last_run")) && strcmp(v, "1") == 0;
     HL(ListTasksResponse) * rs;
     if (gx_halley(req, resp, "ListTasks", &rq.base, (ProtobufCMessage **)&rs) != ORR_OK)
         return;

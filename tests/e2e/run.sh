@@ -128,6 +128,7 @@ ORRERY_GALAXY_LISTEN=127.0.0.1:$GALAXY_PORT \
 	ORRERY_GALAXY_JWT_SECRET=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n') \
 	ORRERY_GALAXY_STATIC_DIR=$ROOT/static \
 	ORRERY_GALAXY_SCHEMA_DIR=$ROOT/schema \
+	ORRERY_GALAXY_ZK=${ORRERY_ZK:-} \
 	ORRERY_GALAXY_THREADS=4 \
 	"$BUILD/bin/galaxyd" serve >"$TMP/galaxyd.log" 2>&1 &
 PIDS+=($!)
