@@ -270,7 +270,7 @@ test('backfill creates instances (they wait for the scheduler)', async (t) => {
 
 test(
   'an instance runs to success and its log follows as it grows',
-  { skip: SCHEDULER ? false : 'needs keplerd and executord, which are not in the tree yet' },
+  { skip: SCHEDULER ? false : 'needs keplerd and executord running against this galaxyd (ORRERY_E2E_SCHEDULER=1); this run keeps instances still for the other tests' },
   async (t) => {
     const page = await open(t);
     await login(page, DEV);
