@@ -172,6 +172,16 @@ class Tasks(unittest.TestCase):
         self.assertEqual(r.status, 400)
         self.assertEqual(r.json()["error"]["field"], "cron")
 
+    def test_quartz_and_unix_schedules(self):
+        for i, cron in enumerate(("0 30 2 * * ?", "0 0 12 ? * MON-FRI 2027", "15 3 * * *", "@daily")):
+            r = P.http("POST", "/api/v1/tasks", shell_task(f"etl.cron{i}", "etl", schedule=cron),
+                       token=TOK["ann"])
+            self.assertEqual(r.status, 201, (cron, r))
+        r = P.http("POST", "/api/v1/tasks", shell_task("etl.cronbad", "etl", schedule="* * *"),
+                   token=TOK["ann"])
+        self.assertEqual(r.status, 400, r)
+        self.assertEqual(r.json()["error"]["field"], "spec.schedule")
+
     def test_duplicate_name_is_409(self):
         s = shell_task("etl.dup", "etl")
         self.assertEqual(P.http("POST", "/api/v1/tasks", s, token=TOK["ann"]).status, 201)
