@@ -121,7 +121,8 @@ orr_daemons_start() {
     # executord needs root for its cgroup sandboxes and to run tasks as "orrery".
     if [ "$(id -u)" -eq 0 ]; then
         mkdir -p "$ORRERY_VAR_DIR/executor" "$ORRERY_VAR_DIR/blob"
-        chmod 0711 "$ORRERY_VAR_DIR" "$ORRERY_VAR_DIR/executor"
+        chmod 0755 "$ORRERY_VAR_DIR"
+        chmod 0711 "$ORRERY_VAR_DIR/executor"
         orr_daemon_start executord "bash -c 'exec 3<>/dev/tcp/127.0.0.1/$ORR_EXECUTOR_PORT'" serve
     else
         echo "executord: not started (needs root for its sandboxes)"
