@@ -64,6 +64,12 @@ echo "killed after $(landed) records landed"
 
 "$SORTD" run --stream "$T/spec.json" >"$T/out.2" 2>"$T/err.2" &
 pid=$!
+# Stop it only once it runs (its signal handlers are in place by then): a
+# sanitizer build starts slowly, and the first run may have landed it all.
+for _ in $(seq 1 300); do
+    grep -q 'msg="stream started"' "$T/err.2" 2>/dev/null && break
+    sleep 0.1
+done
 for _ in $(seq 1 300); do
     [ "$(landed)" -ge "$N" ] && break
     sleep 0.2
