@@ -30,20 +30,26 @@
 
 static hl_stmt q_horizon =
     HL_STMT("SELECT pruned_upto, coalesce((SELECT max(id) FROM events), 0) FROM event_horizon");
+/* The start time of the oldest writing transaction of any other session
+ * (NULL when there is none). All halleyd replicas connect as one role, so
+ * they see each other's backend_xid in pg_stat_activity. It is read in its
+ * own statement BEFORE the events are read: a transaction still open then is
+ * counted, and one that committed before then is visible to the later read.
+ * (Read in the same statement, a writer committing between the events
+ * snapshot and the pg_stat_activity read would be neither, and its event lost.) */
+static hl_stmt q_oldest_writer =
+    HL_STMT("SELECT min(xact_start) FROM pg_stat_activity"
+            " WHERE datname = current_database() AND backend_xid IS NOT NULL"
+            " AND pid <> pg_backend_pid()");
 /* Column 7 says whether a gap before this row may be passed: true when the
- * row is older than the grace period, or when no other session of the
- * database has a writing transaction that started before the row was
- * written (a transaction holding a lower, uncommitted id must have started
- * before that). All halleyd replicas connect as one role, so they see each
- * other's backend_xid in pg_stat_activity. */
+ * row is older than the grace period, or older than $4, the oldest writing
+ * transaction seen just before (a transaction holding a lower, uncommitted id
+ * took it before this row was written, so it started before then). */
 static hl_stmt q_events = HL_STMT(
-    "WITH w AS (SELECT min(xact_start) AS oldest FROM pg_stat_activity"
-    " WHERE datname = current_database() AND backend_xid IS NOT NULL"
-    " AND pid <> pg_backend_pid()) "
     "SELECT id, kind, coalesce(task_id, 0), coalesce(instance_id, 0), executor, "
     "payload::text, " HL_MS(
         "created_at") ", created_at < clock_timestamp() - $2::int * interval '1 millisecond'"
-                      " OR created_at < coalesce((SELECT oldest FROM w), 'infinity')"
+                      " OR created_at < coalesce($4::timestamptz, 'infinity')"
                       " FROM events WHERE id > $1::int8 ORDER BY id LIMIT $3::int");
 
 static int hl__kind_matches(const Orrery__Halley__V1__WatchEventsRequest *rq, const char *kind)
@@ -112,9 +118,16 @@ orr_status hl_api_watch_events(orr_rpc_call *call, const ProtobufCMessage *req, 
         uint64_t seq = hl_events_seq(hc->events);
         if ((s = hl_db_get(hc->db, &c, err)) != ORR_OK)
             break;
-        const char *p[3] = {hl_i64s(a, cursor), orr_arena_sprintf(a, "%d", hc->event_grace_ms),
-                            orr_arena_sprintf(a, "%d", HL_WATCH_BATCH)};
-        s = hl_db_query(c, a, &q_events, 3, p, &r, err);
+        PGresult *ow;
+        s = hl_db_query(c, a, &q_oldest_writer, 0, NULL, &ow, err);
+        if (s != ORR_OK) {
+            hl_db_put(hc->db, c);
+            break;
+        }
+        const char *p[4] = {hl_i64s(a, cursor), orr_arena_sprintf(a, "%d", hc->event_grace_ms),
+                            orr_arena_sprintf(a, "%d", HL_WATCH_BATCH),
+                            PQgetisnull(ow, 0, 0) ? NULL : PQgetvalue(ow, 0, 0)};
+        s = hl_db_query(c, a, &q_events, 4, p, &r, err);
         hl_db_put(hc->db, c);
         if (s != ORR_OK)
             break;

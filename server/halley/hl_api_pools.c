@@ -97,14 +97,9 @@ HL_UNARY(hl_api_get_pool)
     orr_arena *a = orr_rpc_call_arena(call);
     if (!hl_is_name(rq->name, 64))
         return orr_err_set(err, ORR_EINVAL, "name", "1-64 characters of [A-Za-z0-9_.-]");
-    hl_conn *c;
-    orr_status s = hl_db_get(hc->db, &c, err);
-    if (s != ORR_OK)
-        return s;
     const char *p[1] = {rq->name};
     PGresult *r;
-    s = hl_db_query(c, a, &q_get_pool, 1, p, &r, err);
-    hl_db_put(hc->db, c);
+    orr_status s = hl_db_query_once(hc->db, a, &q_get_pool, 1, p, &r, err);
     if (s != ORR_OK)
         return s;
     if (PQntuples(r) == 0)
@@ -120,13 +115,8 @@ HL_UNARY(hl_api_list_pools)
     hl_ctx *hc = ctx;
     (void)req;
     orr_arena *a = orr_rpc_call_arena(call);
-    hl_conn *c;
-    orr_status s = hl_db_get(hc->db, &c, err);
-    if (s != ORR_OK)
-        return s;
     PGresult *r;
-    s = hl_db_query(c, a, &q_list_pools, 0, NULL, &r, err);
-    hl_db_put(hc->db, c);
+    orr_status s = hl_db_query_once(hc->db, a, &q_list_pools, 0, NULL, &r, err);
     if (s != ORR_OK)
         return s;
     Orrery__Halley__V1__ListPoolsResponse *o = orr_arena_alloc(a, sizeof *o);

@@ -321,14 +321,9 @@ HL_UNARY(hl_api_get_data_source)
     orr_arena *a = orr_rpc_call_arena(call);
     if (!hl_is_name(rq->name, 128))
         return orr_err_set(err, ORR_EINVAL, "name", "1-128 characters of [A-Za-z0-9_.-]");
-    hl_conn *c;
-    orr_status s = hl_db_get(hc->db, &c, err);
-    if (s != ORR_OK)
-        return s;
     const char *p[1] = {rq->name};
     PGresult *r;
-    s = hl_db_query(c, a, &q_get_ds, 1, p, &r, err);
-    hl_db_put(hc->db, c);
+    orr_status s = hl_db_query_once(hc->db, a, &q_get_ds, 1, p, &r, err);
     if (s != ORR_OK)
         return s;
     if (PQntuples(r) == 0)
@@ -385,15 +380,10 @@ HL_UNARY(hl_api_list_users)
         if (*end || after <= 0)
             return orr_err_set(err, ORR_EINVAL, "page_token", "not a token from a previous page");
     }
-    hl_conn *c;
-    orr_status s = hl_db_get(hc->db, &c, err);
-    if (s != ORR_OK)
-        return s;
     const char *p[5] = {hl_i64s(a, after), rq->name_prefix, rq->role ? hl__roles[rq->role] : "",
                         rq->team, orr_arena_sprintf(a, "%d", size + 1)};
     PGresult *r;
-    s = hl_db_query(c, a, &q_list_users, 5, p, &r, err);
-    hl_db_put(hc->db, c);
+    orr_status s = hl_db_query_once(hc->db, a, &q_list_users, 5, p, &r, err);
     if (s != ORR_OK)
         return s;
     Orrery__Halley__V1__ListUsersResponse *o = orr_arena_alloc(a, sizeof *o);
@@ -423,13 +413,8 @@ HL_UNARY(hl_api_list_teams)
     hl_ctx *hc = ctx;
     (void)req;
     orr_arena *a = orr_rpc_call_arena(call);
-    hl_conn *c;
-    orr_status s = hl_db_get(hc->db, &c, err);
-    if (s != ORR_OK)
-        return s;
     PGresult *r;
-    s = hl_db_query(c, a, &q_list_teams, 0, NULL, &r, err);
-    hl_db_put(hc->db, c);
+    orr_status s = hl_db_query_once(hc->db, a, &q_list_teams, 0, NULL, &r, err);
     if (s != ORR_OK)
         return s;
     Orrery__Halley__V1__ListTeamsResponse *o = orr_arena_alloc(a, sizeof *o);
@@ -460,14 +445,9 @@ HL_UNARY(hl_api_get_data_source_secret)
         return orr_err_set(err, ORR_EPERM, "authorization", "needs the worker token");
     if (!hl_is_name(rq->name, 128))
         return orr_err_set(err, ORR_EINVAL, "name", "1-128 characters of [A-Za-z0-9_.-]");
-    hl_conn *c;
-    orr_status s = hl_db_get(hc->db, &c, err);
-    if (s != ORR_OK)
-        return s;
     const char *p[1] = {rq->name};
     PGresult *r;
-    s = hl_db_query(c, a, &q_get_ds_secret, 1, p, &r, err);
-    hl_db_put(hc->db, c);
+    orr_status s = hl_db_query_once(hc->db, a, &q_get_ds_secret, 1, p, &r, err);
     if (s != ORR_OK)
         return s;
     if (PQntuples(r) == 0)

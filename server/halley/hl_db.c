@@ -260,6 +260,18 @@ static void hl__pqclear(void *p)
     PQclear(p);
 }
 
+orr_status hl_db_query_once(hl_db *db, orr_arena *a, hl_stmt *st, int n, const char *const *params,
+                            PGresult **res, orr_err *err)
+{
+    hl_conn *c;
+    orr_status s = hl_db_get(db, &c, err);
+    if (s != ORR_OK)
+        return s;
+    s = hl_db_query(c, a, st, n, params, res, err);
+    hl_db_put(db, c);
+    return s;
+}
+
 orr_status hl_db_query(hl_conn *c, orr_arena *a, hl_stmt *st, int n, const char *const *params,
                        PGresult **res, orr_err *err)
 {

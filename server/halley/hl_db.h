@@ -72,6 +72,10 @@ void hl_db_put(hl_db *db, hl_conn *c);
  * err->msg carries PostgreSQL's message; err->field is left empty. */
 orr_status hl_db_query(hl_conn *c, orr_arena *a, hl_stmt *st, int n, const char *const *params,
                        PGresult **res, orr_err *err);
+/* hl_db_get + hl_db_query + hl_db_put: one statement on a pooled connection,
+ * for the many calls that need no transaction. Same errors as both. */
+orr_status hl_db_query_once(hl_db *db, orr_arena *a, hl_stmt *st, int n, const char *const *params,
+                            PGresult **res, orr_err *err);
 /* Run a fixed command without parameters ("BEGIN", "COMMIT"). Same errors. */
 orr_status hl_db_cmd(hl_conn *c, const char *sql, orr_err *err);
 orr_status hl_db_begin(hl_conn *c, orr_err *err);
