@@ -35,21 +35,23 @@ static hl_stmt q_horizon =
  * they see each other's backend_xid in pg_stat_activity. It is read in its
  * own statement BEFORE the events are read: a transaction still open then is
  * counted, and one that committed before then is visible to the later read.
+ * Only rows written before that read ($5, its clock) can be judged by it.
  * (Read in the same statement, a writer committing between the events
  * snapshot and the pg_stat_activity read would be neither, and its event lost.) */
 static hl_stmt q_oldest_writer =
-    HL_STMT("SELECT min(xact_start) FROM pg_stat_activity"
+    HL_STMT("SELECT min(xact_start), clock_timestamp() FROM pg_stat_activity"
             " WHERE datname = current_database() AND backend_xid IS NOT NULL"
             " AND pid <> pg_backend_pid()");
 /* Column 7 says whether a gap before this row may be passed: true when the
- * row is older than the grace period, or older than $4, the oldest writing
- * transaction seen just before (a transaction holding a lower, uncommitted id
- * took it before this row was written, so it started before then). */
+ * row is older than the grace period, or older than both the read of
+ * pg_stat_activity ($5) and $4, the oldest writing transaction it saw (a transaction holding a
+ * lower, uncommitted id took it before this row was written, so it started before then). */
 static hl_stmt q_events = HL_STMT(
     "SELECT id, kind, coalesce(task_id, 0), coalesce(instance_id, 0), executor, "
     "payload::text, " HL_MS(
         "created_at") ", created_at < clock_timestamp() - $2::int * interval '1 millisecond'"
-                      " OR created_at < coalesce($4::timestamptz, 'infinity')"
+                      " OR (created_at < $5::timestamptz"
+                      " AND created_at < coalesce($4::timestamptz, 'infinity'))"
                       " FROM events WHERE id > $1::int8 ORDER BY id LIMIT $3::int");
 
 static int hl__kind_matches(const Orrery__Halley__V1__WatchEventsRequest *rq, const char *kind)
@@ -124,10 +126,11 @@ orr_status hl_api_watch_events(orr_rpc_call *call, const ProtobufCMessage *req, 
             hl_db_put(hc->db, c);
             break;
         }
-        const char *p[4] = {hl_i64s(a, cursor), orr_arena_sprintf(a, "%d", hc->event_grace_ms),
+        const char *p[5] = {hl_i64s(a, cursor), orr_arena_sprintf(a, "%d", hc->event_grace_ms),
                             orr_arena_sprintf(a, "%d", HL_WATCH_BATCH),
-                            PQgetisnull(ow, 0, 0) ? NULL : PQgetvalue(ow, 0, 0)};
-        s = hl_db_query(c, a, &q_events, 4, p, &r, err);
+                            PQgetisnull(ow, 0, 0) ? NULL : PQgetvalue(ow, 0, 0),
+                            PQgetvalue(ow, 0, 1)};
+        s = hl_db_query(c, a, &q_events, 5, p, &r, err);
         hl_db_put(hc->db, c);
         if (s != ORR_OK)
             break;
