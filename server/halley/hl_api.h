@@ -80,6 +80,33 @@ HL_UNARY(hl_api_list_teams);
 HL_UNARY(hl_api_list_attempts);
 HL_UNARY(hl_api_instance_stats);
 HL_UNARY(hl_api_get_data_source_secret);
+/* Third round, registry (hl_api_registry.c). */
+HL_UNARY(hl_api_create_api_token);
+HL_UNARY(hl_api_list_api_tokens);
+HL_UNARY(hl_api_revoke_api_token);
+HL_UNARY(hl_api_authenticate_api_token);
+HL_UNARY(hl_api_put_executor);
+HL_UNARY(hl_api_list_executors);
+HL_UNARY(hl_api_put_workflow);
+HL_UNARY(hl_api_get_workflow);
+HL_UNARY(hl_api_list_workflows);
+HL_UNARY(hl_api_create_code_package);
+HL_UNARY(hl_api_get_code_package);
+HL_UNARY(hl_api_list_code_packages);
+HL_UNARY(hl_api_report_deployment);
+HL_UNARY(hl_api_list_audit);
+/* Third round, data (hl_api_data.c). */
+HL_UNARY(hl_api_put_sort_stream);
+HL_UNARY(hl_api_get_sort_stream);
+HL_UNARY(hl_api_list_sort_streams);
+HL_UNARY(hl_api_report_data_unit);
+HL_UNARY(hl_api_list_data_units);
+HL_UNARY(hl_api_add_lineage);
+HL_UNARY(hl_api_list_lineage);
+HL_UNARY(hl_api_record_process_stats);
+HL_UNARY(hl_api_list_process_stats);
+HL_UNARY(hl_api_get_watermark);
+HL_UNARY(hl_api_put_watermark);
 orr_status hl_api_watch_events(orr_rpc_call *call, const ProtobufCMessage *req, orr_err *err,
                                void *ctx);
 
