@@ -32,7 +32,8 @@
     X(EAGAIN, "try again")                                                                         \
     X(EOF, "end of stream")                                                                        \
     X(ECANCELLED, "cancelled")                                                                     \
-    X(EINTERNAL, "internal error")
+    X(EINTERNAL, "internal error")                                                                 \
+    X(EUNIMPL, "not implemented")
 
 typedef enum orr_status {
 #define ORR__STATUS_ENUM(name, msg) ORR_##name,

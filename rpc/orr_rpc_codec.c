@@ -40,6 +40,8 @@ grpc_status_code orr_rpc_status_to_grpc(orr_status s)
         return GRPC_STATUS_RESOURCE_EXHAUSTED;
     case ORR_ECANCELLED:
         return GRPC_STATUS_CANCELLED;
+    case ORR_EUNIMPL:
+        return GRPC_STATUS_UNIMPLEMENTED;
     default:
         return GRPC_STATUS_INTERNAL;
     }
@@ -73,6 +75,8 @@ orr_status orr_rpc_status_from_grpc(grpc_status_code c)
         return ORR_ETOOBIG;
     case GRPC_STATUS_CANCELLED:
         return ORR_ECANCELLED;
+    case GRPC_STATUS_UNIMPLEMENTED:
+        return ORR_EUNIMPL;
     default:
         return ORR_EINTERNAL;
     }

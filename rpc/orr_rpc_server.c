@@ -574,13 +574,12 @@ static void srv_on_new(orr_rpc_server *s, orr_rpc_call *c, int ok)
         memcpy(path, GRPC_SLICE_START_PTR(c->details.method), n);
         path[n] = '\0';
         orr_err err;
-        orr_err_set(&err, ORR_EINTERNAL, NULL, "method %s is not implemented", path);
-        /* UNIMPLEMENTED has no orr_status: send it directly */
+        orr_err_set(&err, ORR_EUNIMPL, NULL, "method %s is not implemented", path);
         grpc_op ops[3];
         memset(ops, 0, sizeof(ops));
         ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
         ops[1].op = GRPC_OP_SEND_STATUS_FROM_SERVER;
-        ops[1].data.send_status_from_server.status = GRPC_STATUS_UNIMPLEMENTED;
+        ops[1].data.send_status_from_server.status = orr_rpc_status_to_grpc(err.code);
         c->status_details = grpc_slice_from_copied_string(err.msg);
         c->has_details = 1;
         ops[1].data.send_status_from_server.status_details = &c->status_details;

@@ -9,6 +9,7 @@
  */
 #include <curl/curl.h>
 #include <signal.h>
+#include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,7 +40,11 @@ static const orr_cfg_key gx_schema[] = {
      "bearer token of the executors' log servers ([executor] log_token)"},
     {"galaxy", "blob_root", ORR_CFG_STRING, "var/blob", 0, 0, 0,
      "blob store root where executors archive logs (file:// or a path)"},
-    {"galaxy", "max_body", ORR_CFG_SIZE, "1m", 0, 1024, 64LL << 20, "largest request body"},
+    {"galaxy", "max_body", ORR_CFG_SIZE, "1m", 0, 1024, 64LL << 20,
+     "largest request body (code package uploads included)"},
+    {"galaxy", "datasource_test_token", ORR_CFG_SECRET, "", 0, 0, 0,
+     "the [halley] worker token, to read data-source secrets for connection tests "
+     "(unset = tests answer 503)"},
     {"galaxy", "rpc_timeout", ORR_CFG_DURATION, "5s", 0, 100, 60000, "deadline of halleyd calls"},
     {"galaxy", "login_max_failures", ORR_CFG_INT, "5", 0, 1, 1000,
      "failed logins allowed per user and per address in a window"},
@@ -90,12 +95,28 @@ static int gx_cmd_serve(orr_config *cfg)
         fprintf(stderr, "galaxyd: %s: %s: %s\n", schema_path, e.field, e.msg);
         goto out;
     }
+    if (sodium_init() < 0) {
+        fprintf(stderr, "galaxyd: libsodium failed to initialise\n");
+        goto out;
+    }
+    app.tokcache = gx_tokcache_create();
+    const char *blob = orr_config_str(cfg, "galaxy", "blob_root");
+    app.blob_root = strncmp(blob, "file://", 7) == 0 ? blob + 7 : blob;
     const char *zk = orr_config_str(cfg, "galaxy", "zk");
+    app.zk_hosts = zk;
     if (zk && *zk && orr_zk_open(zk, 3000, &app.zk, &e) != ORR_OK)
         ORR_WARN("ZooKeeper not reachable yet; executors and live logs will retry", "zk=%s", zk);
     if (orr_rpc_client_create(
             &orrery__halley__v1__halley__descriptor, orr_config_str(cfg, "galaxy", "halley"),
             orr_config_str(cfg, "galaxy", "halley_token"), &app.halley, &e) != ORR_OK) {
+        fprintf(stderr, "galaxyd: %s\n", e.msg);
+        goto out;
+    }
+    const char *dstok = orr_config_str(cfg, "galaxy", "datasource_test_token");
+    if (dstok && *dstok &&
+        orr_rpc_client_create(&orrery__halley__v1__halley__descriptor,
+                              orr_config_str(cfg, "galaxy", "halley"), dstok, &app.halley_worker,
+                              &e) != ORR_OK) {
         fprintf(stderr, "galaxyd: %s\n", e.msg);
         goto out;
     }
@@ -129,6 +150,8 @@ static int gx_cmd_serve(orr_config *cfg)
     rc = 0;
 out:
     orr_rpc_client_destroy(app.halley);
+    orr_rpc_client_destroy(app.halley_worker);
+    gx_tokcache_destroy(app.tokcache);
     gx_ratelimit_destroy(app.login_by_user);
     gx_ratelimit_destroy(app.login_by_addr);
     orr_jschema_free(app.task_schema);

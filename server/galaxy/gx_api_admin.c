@@ -1,10 +1,14 @@
-/* gx_api_admin.c - resource pools, users, teams and data sources, plus the
- * operational endpoints (/healthz, /metrics, the OpenAPI document).
+/* gx_api_admin.c - resource pools, users, teams, data sources (with a
+ * connection test) and executors, plus the operational endpoints (/healthz,
+ * /metrics, the OpenAPI document).
  *
  * Pools, users and teams are changed by admins only (the route table says
  * so); everyone logged in may read pools. Data-source passwords are
  * write-only: halleyd stores them encrypted and never returns them, and this
- * layer never echoes one back. */
+ * layer never echoes one back. The connection test reads the clear secret
+ * with the worker token ([galaxy] datasource_test_token), uses it for one
+ * connection (libpq / libmariadb, 5 s timeouts), wipes it, and answers only
+ * ok, a message with any copy of the secret masked, and the time taken. */
 #include <fcntl.h>
 #include <time.h>
 #include <stdlib.h>
@@ -12,8 +16,22 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <libpq-fe.h>
+#include <mysql.h>
+#include <sodium.h>
+
 #include "gx_app.h"
 #include "orr_json.h"
+#include "orr_log.h"
+
+/* Frees a DataSourceSecret after wiping its clear secret. */
+static void gx_free_secret(void *p)
+{
+    HL(DataSourceSecret) *s = p;
+    if (s->secret)
+        sodium_memzero(s->secret, strlen(s->secret));
+    protobuf_c_message_free_unpacked(&s->base, NULL);
+}
 
 static json_t *gx_pool_json(const HL(Pool) * p)
 {
@@ -352,4 +370,249 @@ void gx_h_stats_instances(gx_req *req, gx_resp *resp)
                            (json_int_t)rs->ready, "dispatched", (json_int_t)rs->dispatched,
                            "running", (json_int_t)rs->running, "running_slots",
                            (json_int_t)rs->running_slots));
+}
+
+/* ------------------------------------------------- third round: data sources */
+
+/* Every data source (no secrets), optionally of one ?kind. */
+void gx_h_datasources_list(gx_req *req, gx_resp *resp)
+{
+    HL(ListDataSourcesRequest) rq = HL_INIT(LIST_DATA_SOURCES_REQUEST);
+    const char *kind = gx_req_query(req, "kind");
+    rq.kind = (char *)(kind ? kind : "");
+    HL(ListDataSourcesResponse) * ls;
+    if (gx_halley(req, resp, "ListDataSources", &rq.base, (ProtobufCMessage **)&ls) != ORR_OK)
+        return;
+    json_t *items = json_array();
+    for (size_t i = 0; i < ls->n_data_sources; i++)
+        json_array_append_new(items, gx_datasource_json(ls->data_sources[i]));
+    gx_resp_json(resp, 200, json_pack("{s:o}", "items", items));
+}
+
+static const char *gx_param_str(json_t *params, const char *a, const char *b)
+{
+    const char *v = json_string_value(json_object_get(params, a));
+    if (!v && b)
+        v = json_string_value(json_object_get(params, b));
+    return v;
+}
+
+/* Port as a string: "port" may be a number or a string in the params. */
+static const char *gx_param_port(gx_req *req, json_t *params, const char *def)
+{
+    json_t *p = json_object_get(params, "port");
+    if (json_is_integer(p))
+        return orr_arena_sprintf(req->arena, "%lld", (long long)json_integer_value(p));
+    return json_is_string(p) ? json_string_value(p) : def;
+}
+
+static int gx_test_pg(gx_req *req, json_t *params, const char *secret, char *msg, size_t n)
+{
+    const char *keys[8], *vals[8];
+    int k = 0;
+#define GX_KV(K, V)                                                                                \
+    do {                                                                                           \
+        const char *v_ = (V);                                                                      \
+        if (v_) {                                                                                  \
+            keys[k] = (K);                                                                         \
+            vals[k++] = v_;                                                                        \
+        }                                                                                          \
+    } while (0)
+    GX_KV("host", gx_param_str(params, "host", NULL));
+    GX_KV("port", gx_param_port(req, params, NULL));
+    GX_KV("dbname", gx_param_str(params, "database", "dbname"));
+    GX_KV("user", gx_param_str(params, "user", "username"));
+    GX_KV("password", *secret ? secret : NULL);
+    GX_KV("sslmode", gx_param_str(params, "sslmode", NULL));
+    GX_KV("connect_timeout", "5");
+#undef GX_KV
+    keys[k] = vals[k] = NULL;
+    PGconn *c = PQconnectdbParams(keys, vals, 0);
+    int ok = c && PQstatus(c) == CONNECTION_OK;
+    if (ok)
+        snprintf(msg, n, "connected to PostgreSQL %d", PQserverVersion(c));
+    else
+        snprintf(msg, n, "%s", c ? PQerrorMessage(c) : "out of memory");
+    PQfinish(c);
+    return ok;
+}
+
+static int gx_test_mysql(gx_req *req, json_t *params, const char *secret, char *msg, size_t n)
+{
+    MYSQL *m = mysql_init(NULL);
+    if (!m) {
+        snprintf(msg, n, "out of memory");
+        return 0;
+    }
+    unsigned int timeout = 5;
+    mysql_options(m, MYSQL_OPT_CONNECT_TIMEOUT, &timeout);
+    mysql_options(m, MYSQL_OPT_READ_TIMEOUT, &timeout);
+    mysql_options(m, MYSQL_OPT_WRITE_TIMEOUT, &timeout);
+    const char *port = gx_param_port(req, params, "3306");
+    char *end;
+    long p = strtol(port, &end, 10);
+    if (*end || p <= 0 || p > 65535) {
+        snprintf(msg, n, "params.port: must be 1-65535");
+        mysql_close(m);
+        return 0;
+    }
+    const char *host = gx_param_str(params, "host", NULL);
+    int ok = mysql_real_connect(m, host ? host : "127.0.0.1", gx_param_str(params, "user", "username"),
+                                secret, gx_param_str(params, "database", "dbname"),
+                                (unsigned)p, NULL, 0) != NULL;
+    if (ok)
+        snprintf(msg, n, "connected to %s", mysql_get_server_info(m));
+    else
+        snprintf(msg, n, "%s", mysql_error(m));
+    mysql_close(m);
+    return ok;
+}
+
+void gx_h_datasource_test(gx_req *req, gx_resp *resp)
+{
+    gx_app *app = req->app;
+    const char *name = gx_req_param(req, 0);
+    if (!app->halley_worker) {
+        gx_resp_fail(resp, ORR_EUNAVAIL, "datasource_test_token",
+                     "connection tests are off: set [galaxy] datasource_test_token (the "
+                     "[halley] worker token) in galaxyd's configuration");
+        return;
+    }
+    HL(GetDataSourceSecretRequest) rq = HL_INIT(GET_DATA_SOURCE_SECRET_REQUEST);
+    rq.name = (char *)name;
+    HL(DataSourceSecret) *s = NULL;
+    orr_err e;
+    orr_err_clear(&e);
+    orr_status rc = orr_rpc_call_unary(app->halley_worker, "GetDataSourceSecret", &rq.base,
+                                       (ProtobufCMessage **)&s, app->rpc_timeout_ms, &e);
+    if (rc != ORR_OK) {
+        if (rc == ORR_EAUTH || rc == ORR_EPERM)
+            orr_err_set(&e, ORR_EINTERNAL, "datasource_test_token",
+                        "the metadata service refused [galaxy] datasource_test_token");
+        else if (rc == ORR_ETIMEOUT)
+            orr_err_set(&e, ORR_EUNAVAIL, NULL, "metadata service unavailable; retry shortly");
+        gx_resp_err(resp, &e);
+        return;
+    }
+    /* Wipe the clear secret when the request ends, whatever happens. */
+    orr_arena_on_cleanup(req->arena, gx_free_secret, s);
+    json_t *params = json_loads(s->params_json && *s->params_json ? s->params_json : "{}", 0, NULL);
+    if (!json_is_object(params)) {
+        json_decref(params);
+        gx_resp_fail(resp, ORR_EINVAL, "params", "stored parameters are not a JSON object");
+        return;
+    }
+    const char *secret = s->secret ? s->secret : "";
+    char msg[512];
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int ok;
+    if (strcmp(s->kind, "postgresql") == 0 || strcmp(s->kind, "postgres") == 0)
+        ok = gx_test_pg(req, params, secret, msg, sizeof(msg));
+    else if (strcmp(s->kind, "mysql") == 0 || strcmp(s->kind, "mariadb") == 0)
+        ok = gx_test_mysql(req, params, secret, msg, sizeof(msg));
+    else {
+        json_decref(params);
+        gx_resp_fail(resp, ORR_EINVAL, "kind",
+                     "connection tests exist for postgresql and mysql, not %s", s->kind);
+        return;
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    json_decref(params);
+    gx_scrub_secret(msg, secret);
+    size_t ml = strlen(msg);
+    while (ml && (msg[ml - 1] == '\n' || msg[ml - 1] == ' '))
+        msg[--ml] = '\0';
+    int64_t elapsed =
+        (int64_t)(t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
+    ORR_INFO("data source test", "name=%s kind=%s ok=%d elapsed_ms=%lld by=%s", orr_log_q(name),
+             s->kind, ok, (long long)elapsed, orr_log_q(req->who.name));
+    gx_resp_json(resp, 200,
+                 json_pack("{s:b,s:s,s:I}", "ok", ok, "message", msg, "elapsed_ms",
+                           (json_int_t)elapsed));
+}
+
+/* ------------------------------------------------------------ executors */
+
+/* Halley's inventory (slots, labels, last seen, active) merged with the
+ * ZooKeeper nodes of the executors alive now (used slots, since). An
+ * executor known to one side only is listed too. */
+void gx_h_executors_merged(gx_req *req, gx_resp *resp)
+{
+    gx_app *app = req->app;
+    if (!app->zk) {
+        gx_resp_fail(resp, ORR_EUNAVAIL, "zk", "galaxyd has no [galaxy] zk configured");
+        return;
+    }
+    orr_err e;
+    orr_err_clear(&e);
+    json_t *byid = json_object();
+    HL(ListExecutorsRequest) rq = HL_INIT(LIST_EXECUTORS_REQUEST);
+    HL(ListExecutorsResponse) * rs;
+    if (gx_halley(req, resp, "ListExecutors", &rq.base, (ProtobufCMessage **)&rs) == ORR_OK) {
+        for (size_t i = 0; i < rs->n_executors; i++) {
+            const HL(Executor) *x = rs->executors[i];
+            json_t *labels = json_loads(x->labels_json && *x->labels_json ? x->labels_json : "{}",
+                                        0, NULL);
+            json_t *o = json_object();
+            json_object_set_new(o, "id", json_string(x->id));
+            json_object_set_new(o, "name", json_string(x->id));
+            json_object_set_new(o, "host", json_string(x->host));
+            json_object_set_new(o, "slots", json_integer(x->slots));
+            json_object_set_new(o, "used", json_integer(x->used_slots));
+            json_object_set_new(o, "labels", labels ? labels : json_object());
+            json_object_set_new(o, "active", json_boolean(x->active));
+            json_object_set_new(o, "last_seen", gx_json_time(x->last_seen_ms));
+            json_object_set_new(o, "alive", json_false());
+            json_object_set_new(byid, x->id, o);
+        }
+    } else if (resp->status != 501) {
+        json_decref(byid);
+        return; /* Halley down: answered */
+    }
+    char **names;
+    size_t n;
+    orr_status rc = orr_zk_children(app->zk, "/orrery/executors", req->arena, &names, &n, &e);
+    if (rc == ORR_ENOTFOUND)
+        n = 0;
+    else if (rc != ORR_OK) {
+        json_decref(byid);
+        gx_resp_err(resp, &e);
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        orr_buf b = ORR_BUF_INIT;
+        const char *path = orr_arena_sprintf(req->arena, "/orrery/executors/%s", names[i]);
+        json_t *card = NULL;
+        if (orr_zk_get(app->zk, path, &b, &e) == ORR_OK && b.len)
+            card = json_loadb(b.data, b.len, 0, NULL);
+        orr_buf_free(&b);
+        const char *id = json_string_value(json_object_get(card, "id"));
+        if (!json_is_object(card) || !id) {
+            json_decref(card);
+            continue;
+        }
+        json_t *o = json_object_get(byid, id);
+        if (!o) {
+            o = json_object();
+            json_object_set_new(o, "id", json_string(id));
+            json_object_set_new(o, "name", json_string(id));
+            json_object_set_new(o, "active", json_true());
+            json_object_set_new(o, "last_seen", json_null());
+            json_object_set_new(byid, id, o);
+        }
+        /* The live card wins for what changes by the second. */
+        json_object_update(o, card);
+        json_t *used = json_object_get(card, "used_slots");
+        json_object_set_new(o, "used", json_is_integer(used) ? json_incref(used) : json_integer(0));
+        json_object_set_new(o, "alive", json_true());
+        json_object_set_new(o, "last_seen", gx_json_time((int64_t)time(NULL) * 1000));
+        json_decref(card);
+    }
+    json_t *items = json_array();
+    const char *k;
+    json_t *v;
+    json_object_foreach(byid, k, v) json_array_append(items, v);
+    json_decref(byid);
+    gx_resp_json(resp, 200, json_pack("{s:o}", "items", items));
 }

@@ -2,7 +2,9 @@
  * state names, times and the JSON shapes of tasks, instances and users. */
 #include "gx_app.h"
 
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -26,8 +28,14 @@ int gx_auth_check(gx_req *req, gx_resp *resp)
         gx_resp_fail(resp, ORR_EAUTH, "authorization", "login required");
         return 1;
     }
-    if (gx_jwt_verify(app->jwt_secret, app->jwt_secret_len, tok, time(NULL), req->arena, &req->who,
-                      &e) != ORR_OK) {
+    if (strncmp(tok, "orr_", 4) == 0) {
+        /* API token of a service account: acts as its user. */
+        if (gx_token_authenticate(req, tok, &e) != ORR_OK) {
+            gx_resp_err(resp, &e);
+            return 1;
+        }
+    } else if (gx_jwt_verify(app->jwt_secret, app->jwt_secret_len, tok, time(NULL), req->arena,
+                             &req->who, &e) != ORR_OK) {
         gx_resp_err(resp, &e);
         return 1;
     }
@@ -75,6 +83,14 @@ orr_status gx_halley(gx_req *req, gx_resp *resp, const char *method, const Proto
             ORR_WARN("halley call failed", "method=%s code=%s err=%s", method, orr_status_name(rc),
                      orr_log_q(e.msg));
             orr_err_set(&e, ORR_EUNAVAIL, NULL, "metadata service unavailable; retry shortly");
+        } else if (rc == ORR_EUNIMPL) {
+            /* This halleyd predates the method. */
+            ORR_WARN("halley lacks a method", "method=%s", method);
+            orr_err_set(&e, ORR_EUNIMPL, NULL,
+                        "not implemented by this metadata service (%s); upgrade halleyd", method);
+            gx_resp_err(resp, &e);
+            resp->status = 501;
+            return rc;
         } else if (rc == ORR_EAUTH) {
             /* Our service token was refused: a deployment problem, not the user's. */
             ORR_ERROR("halley refused the service token", "method=%s", method);
@@ -85,6 +101,41 @@ orr_status gx_halley(gx_req *req, gx_resp *resp, const char *method, const Proto
     }
     orr_arena_on_cleanup(req->arena, gx_free_msg, *out);
     return ORR_OK;
+}
+
+gx_role gx_role_of(HL(Role) r)
+{
+    switch (r) {
+    case HL_ROLE(ADMIN):
+        return GX_ROLE_ADMIN;
+    case HL_ROLE(DEVELOPER):
+        return GX_ROLE_DEVELOPER;
+    case HL_ROLE(VIEWER):
+        return GX_ROLE_VIEWER;
+    default:
+        return GX_ROLE_NONE;
+    }
+}
+
+int64_t gx_param_id(gx_req *req, gx_resp *resp, int i, const char *field)
+{
+    const char *s = gx_req_param(req, i);
+    char *end;
+    errno = 0;
+    long long v = s ? strtoll(s, &end, 10) : 0;
+    if (!s || errno || *end || v <= 0) {
+        gx_resp_fail(resp, ORR_EINVAL, field, "must be a positive integer");
+        return 0;
+    }
+    return v;
+}
+
+int gx_check_name(gx_resp *resp, const char *s, const char *field)
+{
+    if (gx_name_ok(s))
+        return 1;
+    gx_resp_fail(resp, ORR_EINVAL, field, "must be 1-128 characters of A-Z a-z 0-9 _ . -");
+    return 0;
 }
 
 static const char *const gx_state_names[] = {
@@ -121,54 +172,6 @@ json_t *gx_json_time(int64_t ms)
     char buf[40];
     strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
     return json_string(buf);
-}
-
-/* Days from 1970-01-01 of a civil date (proleptic Gregorian). */
-static int64_t gx_days_from_civil(int64_t y, unsigned m, unsigned d)
-{
-    y -= m <= 2;
-    const int64_t era = (y >= 0 ? y : y - 399) / 400;
-    const unsigned yoe = (unsigned)(y - era * 400);
-    const unsigned doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-    const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    return era * 146097 + (int64_t)doe - 719468;
-}
-
-orr_status gx_parse_time(const char *s, int64_t *ms)
-{
-    int y, mo, d, h = 0, mi = 0, se = 0, n = 0;
-    if (!s || sscanf(s, "%4d-%2d-%2d%n", &y, &mo, &d, &n) != 3 || n != 10)
-        return ORR_EINVAL;
-    const char *p = s + 10;
-    int offset_s = 0;
-    if (*p == 'T' || *p == ' ') {
-        if (sscanf(p + 1, "%2d:%2d:%2d%n", &h, &mi, &se, &n) != 3 || n != 8)
-            return ORR_EINVAL;
-        p += 1 + n;
-        if (*p == '.') { /* fractional seconds are ignored */
-            p++;
-            while (*p >= '0' && *p <= '9')
-                p++;
-        }
-        if (*p == 'Z') {
-            p++;
-        } else if (*p == '+' || *p == '-') {
-            int oh, om;
-            if (sscanf(p + 1, "%2d:%2d%n", &oh, &om, &n) != 2 || n != 5 || oh > 23 || om > 59)
-                return ORR_EINVAL;
-            offset_s = (oh * 3600 + om * 60) * (*p == '-' ? -1 : 1);
-            p += 1 + n;
-        }
-    }
-    if (*p || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || se > 60 || y < 1970)
-        return ORR_EINVAL;
-    static const int mdays[] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-    int leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
-    if (d > mdays[mo - 1] || (mo == 2 && d == 29 && !leap))
-        return ORR_EINVAL;
-    int64_t days = gx_days_from_civil(y, (unsigned)mo, (unsigned)d);
-    *ms = ((days * 86400 + h * 3600 + mi * 60 + se) - offset_s) * 1000;
-    return ORR_OK;
 }
 
 json_t *gx_task_json(const HL(Task) * t)

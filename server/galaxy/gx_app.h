@@ -4,8 +4,9 @@
  * Halley calls that answer errors for the handler, JSON shapes).
  *
  * galaxyd keeps no state of its own: users, tasks and instances live in
- * halleyd; sessions are signed tokens; so any number of copies can run
- * behind nginx.
+ * halleyd; sessions are signed tokens; API tokens are checked by halleyd and
+ * only remembered for GX_TOKCACHE_TTL_S seconds; so any number of copies can
+ * run behind nginx.
  */
 #ifndef GX_APP_H
 #define GX_APP_H
@@ -14,6 +15,7 @@
 #include <stdint.h>
 
 #include "gx_http.h"
+#include "gx_input.h"
 #include "gx_ratelimit.h"
 #include "halley.pb-c.h"
 #include "orr_config.h"
@@ -40,6 +42,11 @@ typedef struct gx_app {
     const char *openapi_path;
     struct orr_jschema *task_schema; /* schema/task.schema.json, for validate */
     orr_zk *zk;                      /* live executors; NULL without [galaxy] zk */
+    const char *zk_hosts;            /* [galaxy] zk ("" = none), for publishing */
+    orr_rpc_client *halley_worker;   /* worker-token client for GetDataSourceSecret; NULL
+                                        without [galaxy] datasource_test_token */
+    const char *blob_root;           /* [galaxy] blob_root, a path (file:// stripped) */
+    struct gx_tokcache *tokcache;    /* API tokens seen lately (gx_api_tokens.c) */
 } gx_app;
 
 /* The route table (gx_routes.c). */
@@ -59,10 +66,34 @@ int gx_require_team(gx_req *req, gx_resp *resp, const char *team);
 const char *gx_actor(gx_req *req);
 
 /* Call Halley's method. On success *out is the reply, freed with the request.
- * On failure answers the mapped error into resp (503 when Halley is down) and
- * returns the status. */
+ * On failure answers the mapped error into resp (503 when Halley is down, 501
+ * when this halleyd does not implement the method yet) and returns the status. */
 orr_status gx_halley(gx_req *req, gx_resp *resp, const char *method, const ProtobufCMessage *in,
                      ProtobufCMessage **out);
+
+/* Authenticate an API token ("orr_..."): from the cache when it was seen in
+ * the last GX_TOKCACHE_TTL_S seconds, else with Halley's AuthenticateApiToken.
+ * Fills req->who (arena strings). ORR_EAUTH for an unknown, revoked or
+ * expired token; ORR_EUNAVAIL when Halley cannot be asked; err says why. */
+#define GX_TOKCACHE_TTL_S 30
+#define GX_TOKCACHE_SLOTS 512
+orr_status gx_token_authenticate(gx_req *req, const char *token, orr_err *err);
+/* The token cache (bounded, keyed by the SHA-256 of the token). create
+ * returns NULL on out-of-memory; flush forgets every entry (after a revoke). */
+struct gx_tokcache *gx_tokcache_create(void);
+void gx_tokcache_flush(struct gx_tokcache *c);
+void gx_tokcache_destroy(struct gx_tokcache *c);
+
+/* Halley role -> galaxyd role (GX_ROLE_NONE when unknown). */
+gx_role gx_role_of(Orrery__Halley__V1__Role r);
+
+/* Path parameter i as a positive integer; answers 400 naming field and
+ * returns 0 when it is not one. */
+int64_t gx_param_id(gx_req *req, gx_resp *resp, int i, const char *field);
+
+/* 1 if s is a safe object name: 1..128 of [A-Za-z0-9_.-], not "." or "..".
+ * Otherwise answers 400 naming field and returns 0. */
+int gx_check_name(gx_resp *resp, const char *s, const char *field);
 
 /* Instance states: "waiting" <-> enum; NULL / 0 when unknown. */
 const char *gx_state_name(Orrery__Halley__V1__InstanceState s);
@@ -70,8 +101,6 @@ Orrery__Halley__V1__InstanceState gx_state_parse(const char *name);
 
 /* ISO-8601 UTC ("2026-11-30T10:00:00Z") of epoch milliseconds; JSON null for 0. */
 json_t *gx_json_time(int64_t ms);
-/* Parse "2026-11-30T10:00:00Z" / "...+02:00" / "2026-11-30" into epoch ms. */
-orr_status gx_parse_time(const char *s, int64_t *ms);
 
 json_t *gx_task_json(const Orrery__Halley__V1__Task *t);
 json_t *gx_instance_json(const Orrery__Halley__V1__Instance *in);
@@ -107,6 +136,26 @@ void gx_h_teams_create(gx_req *, gx_resp *);
 void gx_h_datasource_get(gx_req *, gx_resp *);
 void gx_h_datasource_put(gx_req *, gx_resp *);
 void gx_h_healthz(gx_req *, gx_resp *);
+/* third round */
+void gx_h_tokens_list(gx_req *, gx_resp *);
+void gx_h_token_create(gx_req *, gx_resp *);
+void gx_h_token_revoke(gx_req *, gx_resp *);
+void gx_h_datasources_list(gx_req *, gx_resp *);
+void gx_h_datasource_test(gx_req *, gx_resp *);
+void gx_h_executors_merged(gx_req *, gx_resp *);
+void gx_h_instance_stats(gx_req *, gx_resp *);
+void gx_h_task_stats(gx_req *, gx_resp *);
+void gx_h_workflows_list(gx_req *, gx_resp *);
+void gx_h_workflow_get(gx_req *, gx_resp *);
+void gx_h_workflow_put(gx_req *, gx_resp *);
+void gx_h_packages_list(gx_req *, gx_resp *);
+void gx_h_package_upload(gx_req *, gx_resp *);
+void gx_h_streams_list(gx_req *, gx_resp *);
+void gx_h_stream_get(gx_req *, gx_resp *);
+void gx_h_stream_put(gx_req *, gx_resp *);
+void gx_h_stream_units(gx_req *, gx_resp *);
+void gx_h_lineage(gx_req *, gx_resp *);
+void gx_h_audit(gx_req *, gx_resp *);
 void gx_h_metrics(gx_req *, gx_resp *);
 void gx_h_openapi(gx_req *, gx_resp *);
 

@@ -80,6 +80,7 @@ HL_UNARY(hl_api_list_teams);
 HL_UNARY(hl_api_list_attempts);
 HL_UNARY(hl_api_instance_stats);
 HL_UNARY(hl_api_get_data_source_secret);
+HL_UNARY(hl_api_list_data_sources);
 /* Third round, registry (hl_api_registry.c). */
 HL_UNARY(hl_api_create_api_token);
 HL_UNARY(hl_api_list_api_tokens);

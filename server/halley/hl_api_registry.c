@@ -65,18 +65,20 @@ static hl_stmt q_lock_token =
 static hl_stmt q_revoke_token =
     HL_STMT("UPDATE api_tokens SET revoked_at = now() WHERE id = $1::int8");
 /* The hot path: $1 hex SHA-256. Columns: user id, name, role, active,
- * teams (comma-joined), live (not revoked, not expired), rows touched. */
+ * teams (comma-joined), live (not revoked, not expired), rows touched,
+ * expiry (ms, 0 = never). */
 static hl_stmt q_auth_token = HL_STMT(
     "WITH hit AS (SELECT t.id AS tid, t.user_id AS uid,"
     "  t.revoked_at IS NULL AND (t.expires_at IS NULL OR t.expires_at > now()) AS live,"
-    "  t.last_used_at IS NULL OR t.last_used_at < now() - interval '1 minute' AS stale"
+    "  t.last_used_at IS NULL OR t.last_used_at < now() - interval '1 minute' AS stale,"
+    "  coalesce(" HL_MS("t.expires_at") ", 0) AS exp"
     "  FROM api_tokens t WHERE t.token_hash = decode($1, 'hex')),"
     " touch AS (UPDATE api_tokens x SET last_used_at = now() FROM hit, users u"
     "  WHERE x.id = hit.tid AND hit.live AND hit.stale AND u.id = hit.uid AND u.active"
     "  RETURNING x.id)"
     " SELECT u.id, u.name, u.role, u.active, coalesce((SELECT string_agg(tm.name, ',' ORDER BY"
     "  tm.name) FROM user_teams ut JOIN teams tm ON tm.id = ut.team_id WHERE ut.user_id = u.id),"
-    "  ''), hit.live, (SELECT count(*) FROM touch)"
+    "  ''), hit.live, (SELECT count(*) FROM touch), hit.exp"
     " FROM hit JOIN users u ON u.id = hit.uid");
 
 /* used_slots weighs each dispatched or running instance by the slots of the
@@ -434,6 +436,7 @@ HL_UNARY(hl_api_authenticate_api_token)
     u->teams = hl__split(a, hl_val(r, 0, 4), &u->n_teams);
     o->ok = 1;
     o->user = u;
+    o->expires_at_ms = hl_val_i64(r, 0, 7);
     return ORR_OK;
 }
 

@@ -46,6 +46,9 @@ static hl_stmt q_list_users = HL_STMT(
 static hl_stmt q_get_ds_secret =
     HL_STMT("SELECT name, kind, params::text, coalesce(encode(secret, 'hex'), '') FROM data_sources"
             " WHERE name = $1");
+static hl_stmt q_list_ds =
+    HL_STMT("SELECT name, kind, params::text, secret IS NOT NULL, " HL_MS(
+        "updated_at") " FROM data_sources WHERE $1 = '' OR kind = $1 ORDER BY name");
 static hl_stmt q_list_teams = HL_STMT("SELECT id, name FROM teams ORDER BY name");
 
 static const char *const hl__roles[] = {NULL, "admin", "developer", "viewer"};
@@ -335,6 +338,37 @@ HL_UNARY(hl_api_get_data_source)
     o->params_json = (char *)hl_val(r, 0, 2);
     o->has_secret = hl_val_bool(r, 0, 3);
     o->updated_at_ms = hl_val_i64(r, 0, 4);
+    *resp = &o->base;
+    return ORR_OK;
+}
+
+HL_UNARY(hl_api_list_data_sources)
+{
+    hl_ctx *hc = ctx;
+    const Orrery__Halley__V1__ListDataSourcesRequest *rq = (const void *)req;
+    orr_arena *a = orr_rpc_call_arena(call);
+    if (rq->kind[0] && !hl_is_name(rq->kind, 64))
+        return orr_err_set(err, ORR_EINVAL, "kind", "1-64 characters of [A-Za-z0-9_.-]");
+    const char *p[1] = {rq->kind};
+    PGresult *r;
+    orr_status s = hl_db_query_once(hc->db, a, &q_list_ds, 1, p, &r, err);
+    if (s != ORR_OK)
+        return s;
+    Orrery__Halley__V1__ListDataSourcesResponse *o = orr_arena_alloc(a, sizeof *o);
+    orrery__halley__v1__list_data_sources_response__init(o);
+    size_t n = (size_t)PQntuples(r);
+    o->n_data_sources = n;
+    o->data_sources = orr_arena_alloc(a, sizeof *o->data_sources * (n ? n : 1));
+    for (size_t i = 0; i < n; i++) {
+        Orrery__Halley__V1__DataSource *d = orr_arena_alloc(a, sizeof *d);
+        orrery__halley__v1__data_source__init(d);
+        d->name = (char *)hl_val(r, (int)i, 0);
+        d->kind = (char *)hl_val(r, (int)i, 1);
+        d->params_json = (char *)hl_val(r, (int)i, 2);
+        d->has_secret = hl_val_bool(r, (int)i, 3);
+        d->updated_at_ms = hl_val_i64(r, (int)i, 4);
+        o->data_sources[i] = d;
+    }
     *resp = &o->base;
     return ORR_OK;
 }

@@ -34,6 +34,7 @@ const orr_rpc_method hl_methods[] = {
     {"ListAttempts", hl_api_list_attempts, NULL},
     {"InstanceStats", hl_api_instance_stats, NULL},
     {"GetDataSourceSecret", hl_api_get_data_source_secret, NULL},
+    {"ListDataSources", hl_api_list_data_sources, NULL},
     {"CreateApiToken", hl_api_create_api_token, NULL},
     {"ListApiTokens", hl_api_list_api_tokens, NULL},
     {"RevokeApiToken", hl_api_revoke_api_token, NULL},

@@ -7,6 +7,7 @@ ship without its authorisation test.
 
 usage: test_authz.py BUILD_DIR
 """
+import gzip
 import os
 import subprocess
 import sys
@@ -28,6 +29,12 @@ ADMIN = dict(anon=401, vic=403, ann=403, bob=403, root="ok")
 # This galaxyd has no ZooKeeper configured: logged-in callers get 503 (the
 # executor tests cover the configured case), others 401.
 EXECUTORS = dict(anon=401, vic=503, ann=503, bob=503, root=503)
+# Any developer, whatever the team (code packages).
+DEVELOPER = dict(anon=401, vic=403, ann="ok", bob="ok", root="ok")
+# Admin routes that also need configuration this galaxyd lacks: an admin
+# passes authorisation and gets 503 ([galaxy] zk / datasource_test_token).
+ADMIN_UNCONFIGURED = dict(anon=401, vic=403, ann=403, bob=403, root=503)
+GZIP_BODY = gzip.compress(b"")
 
 
 def spec(name, team="etl"):
@@ -39,7 +46,10 @@ class Matrix(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         global P
-        P = orrery_it.Platform(BUILD).__enter__()
+        P = orrery_it.Platform(BUILD)
+        # Uploaded packages land in the fixture's folder, removed with it.
+        os.environ["ORRERY_GALAXY_BLOB_ROOT"] = "file://" + os.path.join(P.tmp, "blob")
+        P.__enter__()
         P.add_user("root", "root-password-1", "admin")
         P.add_user("ann", "ann-password-1", "developer", teams=["etl"])
         P.add_user("bob", "bob-password-1", "developer", teams=["ads"])
@@ -58,6 +68,18 @@ class Matrix(unittest.TestCase):
         assert len(cls.instances) == 24, r
         P.http("PUT", "/api/v1/datasources/dw", {"kind": "postgresql", "params": {}},
                token=TOK["root"])
+        r = P.http("PUT", "/api/v1/workflows/wf-etl", {"team": "etl", "task_ids": [cls.task]},
+                   token=TOK["root"])
+        assert r.status == 200, r
+        # Streams are published to ZooKeeper: create one through a galaxyd that has it.
+        zport = P.start_galaxy({"ORRERY_GALAXY_ZK": orrery_it.require_env("ORRERY_ZK")})
+        r = orrery_it.http(f"http://127.0.0.1:{zport}", "PUT", "/api/v1/streams/st1",
+                           {"spec": {"name": "st1", "business": "b1",
+                                     "source": {"type": "redis", "key": "k1"},
+                                     "format": {"type": "kv"}, "interface": {"field": "if"},
+                                     "time": {"field": "t", "format": "epoch_s"},
+                                     "bucket": "hour"}}, token=TOK["root"])
+        assert r.status == 200, r
 
     @classmethod
     def tearDownClass(cls):
@@ -80,6 +102,15 @@ class Matrix(unittest.TestCase):
         r = P.http("POST", f"/api/v1/instances/{i}/actions/mark-success", {}, token=TOK["root"])
         self.assertEqual(r.status, 200, r)
         return i
+
+    def own_token(self, who):
+        """A token of the caller (of root for anonymous callers) to revoke."""
+        self.n += 1
+        r = P.http("POST", "/api/v1/tokens",
+                   {"name": f"rv-{who}-{self.n}", "user": "root" if who == "anon" else who},
+                   token=TOK["root"])
+        self.assertEqual(r.status, 201, r)
+        return r.json()["token"]["id"]
 
     def cases(self):
         """(method, route pattern, path maker, body maker, expectations)."""
@@ -133,6 +164,33 @@ class Matrix(unittest.TestCase):
             ("GET", "/api/v1/datasources/{name}", lambda w: "/api/v1/datasources/dw", None, READ),
             ("PUT", "/api/v1/datasources/{name}", lambda w: f"/api/v1/datasources/ds-{w}",
              lambda w: {"kind": "postgresql", "params": {"host": "h"}}, ADMIN),
+            ("GET", "/api/v1/datasources", lambda w: "/api/v1/datasources", None, READ),
+            ("POST", "/api/v1/datasources/{name}/test", lambda w: "/api/v1/datasources/dw/test",
+             lambda w: {}, ADMIN_UNCONFIGURED),
+            ("GET", "/api/v1/audit", lambda w: "/api/v1/audit", None, ADMIN),
+            ("GET", "/api/v1/tokens", lambda w: "/api/v1/tokens", None, READ),
+            ("POST", "/api/v1/tokens", lambda w: "/api/v1/tokens",
+             lambda w: {"name": f"mx-{w}"}, READ),
+            ("DELETE", "/api/v1/tokens/{id}", lambda w: f"/api/v1/tokens/{self.own_token(w)}",
+             None, READ),
+            ("GET", "/api/v1/instances/{id}/stats",
+             lambda w: f"/api/v1/instances/{Matrix.instances[0]}/stats", None, READ),
+            ("GET", "/api/v1/tasks/{id}/stats", lambda w: f"/api/v1/tasks/{t}/stats", None, READ),
+            ("GET", "/api/v1/workflows", lambda w: "/api/v1/workflows", None, READ),
+            ("GET", "/api/v1/workflows/{name}", lambda w: "/api/v1/workflows/wf-etl", None, READ),
+            ("PUT", "/api/v1/workflows/{name}", lambda w: "/api/v1/workflows/wf-etl",
+             lambda w: {"team": "etl", "task_ids": [t]}, TEAM),
+            ("GET", "/api/v1/packages", lambda w: "/api/v1/packages", None, READ),
+            ("POST", "/api/v1/packages", lambda w: f"/api/v1/packages?name=pkg-{w}",
+             lambda w: GZIP_BODY, DEVELOPER),
+            ("GET", "/api/v1/streams", lambda w: "/api/v1/streams", None, READ),
+            ("GET", "/api/v1/streams/{name}", lambda w: "/api/v1/streams/st1", None, READ),
+            ("PUT", "/api/v1/streams/{name}", lambda w: "/api/v1/streams/st1",
+             lambda w: {"spec": {}}, ADMIN_UNCONFIGURED),
+            ("GET", "/api/v1/streams/{name}/units", lambda w: "/api/v1/streams/st1/units", None,
+             READ),
+            ("GET", "/api/v1/lineage", lambda w: "/api/v1/lineage?kind=table&name=dw.t", None,
+             READ),
         ]
 
     def test_every_route_is_in_the_matrix(self):
@@ -148,7 +206,13 @@ class Matrix(unittest.TestCase):
                 # A team refusal must leave nothing behind: the same request by
                 # an allowed caller still succeeds afterwards (checked below).
                 with self.subTest(route=f"{method} {pattern}", who=who):
-                    r = P.http(method, path(who), body(who) if body else None, token=TOK[who])
+                    url = path(who)  # before the body: some bodies use what path made
+                    b = body(who) if body else None
+                    if isinstance(b, bytes):
+                        r = P.http(method, url, token=TOK[who], raw=b,
+                                   headers={"Content-Type": "application/gzip"})
+                    else:
+                        r = P.http(method, url, b, token=TOK[who])
                     want = expect[who]
                     if want == "ok":
                         self.assertTrue(200 <= r.status < 300, r)

@@ -259,6 +259,7 @@ static void test_status_mapping(void **state)
         {ORR_EAGAIN, GRPC_STATUS_INTERNAL, ORR_EINTERNAL},
         {ORR_EOF, GRPC_STATUS_INTERNAL, ORR_EINTERNAL},
         {ORR_EINTERNAL, GRPC_STATUS_INTERNAL, ORR_EINTERNAL},
+        {ORR_EUNIMPL, GRPC_STATUS_UNIMPLEMENTED, ORR_EUNIMPL},
     };
     assert_int_equal(sizeof(cases) / sizeof(cases[0]), ORR__STATUS_COUNT - 1);
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -305,7 +306,7 @@ static void test_status_mapping(void **state)
     assert_string_equal(err.field, "");
     assert_string_equal(err.msg, "task 42 does not exist");
     /* the reverse mapping of codes without an orr_status */
-    assert_int_equal(orr_rpc_status_from_grpc(GRPC_STATUS_UNIMPLEMENTED), ORR_EINTERNAL);
+    assert_int_equal(orr_rpc_status_from_grpc(GRPC_STATUS_UNIMPLEMENTED), ORR_EUNIMPL);
     assert_int_equal(orr_rpc_status_from_grpc(GRPC_STATUS_UNKNOWN), ORR_EINTERNAL);
     assert_int_equal(orr_rpc_status_from_grpc(GRPC_STATUS_OUT_OF_RANGE), ORR_EINVAL);
     /* Fail with code 0 succeeds */
@@ -424,7 +425,7 @@ static void test_unknown_method(void **state)
     req.text = "x";
     ProtobufCMessage *resp = NULL;
     assert_int_equal(orr_rpc_call_unary(g_cli, "Unserved", &req.base, &resp, 2000, &err),
-                     ORR_EINTERNAL);
+                     ORR_EUNIMPL);
     /* a name the client's service lacks: refused locally */
     assert_int_equal(orr_rpc_call_unary(g_cli, "Nope", &req.base, &resp, 2000, &err), ORR_EINVAL);
     assert_string_equal(err.field, "method");
