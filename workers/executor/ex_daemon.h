@@ -19,6 +19,7 @@
 
 #include "ex_cgroup.h"
 #include "ex_logsrv.h"
+#include "ex_runner.h"
 #include "ex_sandbox.h"
 #include "ex_zk.h"
 #include "halley.pb-c.h"
@@ -84,11 +85,14 @@ typedef struct ex_daemon {
     char cg_root[EX_PATH];
 
     orr_rpc_client *halley;
+    orr_rpc_client *halley_worker; /* with the worker token; NULL if none */
     ex_logsrv *logsrv;
     ex_zk *zk;
     int64_t started_at_ms; /* wall clock */
 
     atomic_int stopping;
+    pthread_t deployer; /* ex_deploy.c */
+    int deployer_started;
     pthread_mutex_t mu;
     ex_job *jobs;
     int used_slots;
@@ -129,6 +133,35 @@ const char *ex_state_name(int state);
 /* Unary Halley call with the daemon's deadline. */
 orr_status ex_halley(ex_daemon *d, const char *method, const ProtobufCMessage *req,
                      ProtobufCMessage **resp, orr_err *err);
+
+/* -------------------------------------------------------------- ex_xfer.c */
+
+/* One transfer attempt's dealings with Halley (lives on the job's stack). */
+typedef struct ex_xfer {
+    ex_daemon *d;
+    int64_t task_id;
+    int64_t instance_id;
+    int attempt;
+    ex_run_hooks hooks; /* for ex_run_ctx.hooks: data sources, watermark */
+} ex_xfer;
+
+void ex_xfer_init(ex_xfer *x, ex_daemon *d, int64_t task_id, int64_t instance_id, int attempt);
+/* After the run: record the process statistics of wormhole's summary in
+ * log_path (failures only logged), and when succeeded and the job is
+ * incremental, save the new watermark (compare-and-set with the value read
+ * before). ORR_OK, or the error that kept the watermark from being saved
+ * (field "watermark"); the caller fails the attempt then. Blocks. */
+orr_status ex_xfer_after(ex_xfer *x, orr_arena *a, const ex_run_plan *plan, const char *log_path,
+                         int succeeded, orr_err *err);
+
+/* ------------------------------------------------------------ ex_deploy.c */
+
+/* Code packages: install the newest package of every name at start-up, and
+ * each package announced by a "package.created" event; report each result
+ * with ReportDeployment. Runs its own thread (event stream + installs).
+ * ex_deploy_start returns at once; ex_deploy_stop joins (d->stopping set). */
+orr_status ex_deploy_start(ex_daemon *d, orr_err *err);
+void ex_deploy_stop(ex_daemon *d);
 
 /* --------------------------------------------------------------- ex_job.c */
 

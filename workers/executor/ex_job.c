@@ -15,8 +15,12 @@
  *   6. running -> success | failed | timed_out (+ exit code, reason), through
  *      the outbox. A kill by a person needs no report (the instance is
  *      already killed); the process tree is ended all the same.
+ *   6a. transfer: process statistics from wormhole's summary and, after a
+ *      success, the new watermark (ex_xfer.c); a watermark that cannot be
+ *      saved turns the outcome into failed.
  *   7. Log copied to <blob>/logs/<task>/<instance>-<attempt>.log, run dir
- *      removed, slots released.
+ *      removed (on every path: it may hold a resolved job with passwords),
+ *      slots released.
  */
 #include <errno.h>
 #include <ftw.h>
@@ -123,6 +127,9 @@ static void run_job(ex_daemon *d, ex_job *j, orr_arena *a)
     ex_sandbox *sb = NULL;
     char log_path[EX_PATH + 64] = "";
     int64_t inst = j->instance_id;
+    char run_dir[EX_PATH + 64] = ""; /* set: removed at the end */
+    ex_xfer xfer;
+    ex_run_plan plan = {0};
 
     if (ex_halley(d, "GetInstance", &giq.base, (ProtobufCMessage **)&in, &err) != ORR_OK) {
         ORR_WARN("cannot read the instance", "instance=%lld err=%s", (long long)inst,
@@ -148,12 +155,10 @@ static void run_job(ex_daemon *d, ex_job *j, orr_arena *a)
     }
 
     /* Spec and run directory. */
-    char run_dir[EX_PATH + 64];
     snprintf(run_dir, sizeof run_dir, "%s/%lld-%d", d->run_dir, (long long)inst, j->attempt);
     ex_log_path(log_path, sizeof log_path, d->log_dir, inst, j->attempt);
     orr_status s = parse_spec(d, task->spec_json, &js, &err);
     const ex_runner_ops *runner = NULL;
-    ex_run_plan plan = {0};
     if (s == ORR_OK && !(runner = ex_runner_find(js.type)))
         s = orr_err_set(&err, ORR_EINVAL, "type", "no runner for task type \"%.64s\"", js.type);
     if (s == ORR_OK) {
@@ -166,6 +171,7 @@ static void run_job(ex_daemon *d, ex_job *j, orr_arena *a)
             s = orr_err_set(&err, ORR_EIO, run_dir, "cannot create: %s", strerror(errno));
     }
     if (s == ORR_OK) {
+        ex_xfer_init(&xfer, d, in->task_id, inst, j->attempt);
         ex_run_ctx ctx = {.arena = a,
                           .config = js.config,
                           .instance_id = inst,
@@ -174,7 +180,11 @@ static void run_job(ex_daemon *d, ex_job *j, orr_arena *a)
                           .schedule_time_ms = in->schedule_time_ms,
                           .run_dir = run_dir,
                           .code_dir = d->code_dir,
-                          .bin_dir = d->bin_dir};
+                          .bin_dir = d->bin_dir,
+                          .drop = d->drop,
+                          .uid = d->uid,
+                          .gid = d->gid,
+                          .hooks = &xfer.hooks};
         s = runner->prepare(&ctx, &plan, &err);
     }
     if (s != ORR_OK) {
@@ -202,6 +212,7 @@ static void run_job(ex_daemon *d, ex_job *j, orr_arena *a)
                    .envp = plan.envp,
                    .cwd = plan.cwd,
                    .log_path = log_path,
+                   .stdin_path = plan.stdin_path,
                    .drop = d->drop,
                    .uid = d->uid,
                    .gid = d->gid};
@@ -228,7 +239,8 @@ static void run_job(ex_daemon *d, ex_job *j, orr_arena *a)
     ex_result res;
     ex_sandbox_wait(sb, ex_now_ms() + js.timeout_ms, &res);
     set_sb(d, j, NULL);
-    ex_logsrv_end(d->logsrv, inst, j->attempt);
+    if (plan.secret_path) /* credentials live no longer than the run */
+        unlink(plan.secret_path);
     if (res.left)
         ORR_ERROR("processes survived the kill", "instance=%lld left=%d", (long long)inst,
                   res.left);
@@ -260,6 +272,18 @@ static void run_job(ex_daemon *d, ex_job *j, orr_arena *a)
         snprintf(reason, sizeof reason, "killed by signal %d", res.term_signal);
     }
     int code = res.exited ? res.exit_code : 128 + res.term_signal;
+    if (strcmp(js.type, "transfer") == 0 && res.how != EX_END_CANCELLED) {
+        /* Statistics, and the watermark of a successful run, before the
+         * final state: whoever sees success finds them. */
+        if (ex_xfer_after(&xfer, a, &plan, log_path, to == HL_STATE(SUCCESS), &err) != ORR_OK) {
+            char msg[600];
+            orr_err_str(&err, msg, sizeof msg);
+            to = HL_STATE(FAILED);
+            snprintf(reason, sizeof reason, "%.250s", msg);
+            log_note(log_path, "the run succeeded but %s%s", msg, "");
+        }
+    }
+    ex_logsrv_end(d->logsrv, inst, j->attempt);
     ORR_INFO("instance ended", "instance=%lld attempt=%d state=%s reason=%s exit_code=%d ms=%lld",
              (long long)inst, j->attempt, ex_state_name(to), orr_log_q(reason), code,
              (long long)res.ran_ms);
@@ -275,9 +299,10 @@ static void run_job(ex_daemon *d, ex_job *j, orr_arena *a)
 
     if (to != HL_STATE(KILLED))
         finish_report(d, j, HL_STATE(RUNNING), to, reason, 1, code);
-    remove_tree(run_dir);
 
 done:
+    if (run_dir[0])
+        remove_tree(run_dir);
     ex_sandbox_free(sb);
     if (js.root)
         json_decref(js.root);

@@ -101,7 +101,11 @@ orr_status ex_sandbox_start(const ex_cgroup_ops *ops, const ex_cg_env *env, cons
         s = orr_err_set(err, ORR_EIO, sp->log_path, "cannot open log: %s", strerror(errno));
         goto fail;
     }
-    null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    null_fd = open(sp->stdin_path ? sp->stdin_path : "/dev/null", O_RDONLY | O_CLOEXEC);
+    if (null_fd < 0 && sp->stdin_path) {
+        s = orr_err_set(err, ORR_EIO, sp->stdin_path, "cannot open: %s", strerror(errno));
+        goto fail;
+    }
     if (null_fd < 0 || pipe2(go, O_CLOEXEC) != 0 || pipe2(ep, O_CLOEXEC) != 0) {
         s = orr_err_set(err, ORR_EIO, NULL, "cannot create pipes: %s", strerror(errno));
         goto fail;

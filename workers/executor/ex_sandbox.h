@@ -4,7 +4,8 @@
  * The child gets: its own session and process group (setsid), membership of
  * the attempt's group (cgroup or rlimits, see ex_cgroup.h) before it runs a
  * single instruction of the task, the run_as user (setgroups/setgid/setuid),
- * a private working directory, stdin from /dev/null, stdout and stderr
+ * a private working directory, stdin from /dev/null (or sp->stdin_path,
+ * opened before the switch of user), stdout and stderr
  * appended to the attempt's log file, no other inherited descriptor, a
  * default signal mask and dispositions, and the environment it was given.
  *
@@ -24,11 +25,13 @@
 #include "orr_status.h"
 
 typedef struct ex_spawn {
-    char *const *argv;    /* argv[0]: a path (no PATH search happens here) */
-    char *const *envp;    /* the complete environment */
-    const char *cwd;      /* working directory (must exist) */
-    const char *log_path; /* stdout + stderr appended here (created 0640) */
-    int drop;             /* 1: switch to uid/gid (needs root) */
+    char *const *argv;      /* argv[0]: a path (no PATH search happens here) */
+    char *const *envp;      /* the complete environment */
+    const char *cwd;        /* working directory (must exist) */
+    const char *log_path;   /* stdout + stderr appended here (created 0640) */
+    const char *stdin_path; /* NULL: /dev/null; else opened by executord and given
+                             * as stdin, so the task reads a file it may not open */
+    int drop;               /* 1: switch to uid/gid (needs root) */
     uid_t uid;
     gid_t gid;
 } ex_spawn;

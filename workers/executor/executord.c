@@ -11,7 +11,9 @@
  *   2. the outbox: reports an earlier life could not deliver are re-sent;
  *   3. instances Halley still shows `running` on this executor belong to an
  *      earlier life: running -> failed "executor_restarted";
- *   4. the log server, the ZooKeeper registration, the event stream;
+ *   4. the log server, the ZooKeeper registration, the code-package
+ *      deployer (ex_deploy.c: installs what is missing, then follows
+ *      "package.created"), the event stream;
  *   5. a sweep starts what is already `dispatched` to us.
  * Then the main loop: stop signals, ZooKeeper ticks (a lost session kills
  * every job before registering again), a periodic sweep that repairs any
@@ -47,6 +49,9 @@ static const orr_cfg_key ex_schema[] = {
      "host name others use to reach the log server; default: the host name"},
     {"executor", "halley", ORR_CFG_STRING, "127.0.0.1:7070", 0, 0, 0, "halleyd gRPC address"},
     {"executor", "halley_token", ORR_CFG_SECRET, NULL, 0, 0, 0, "service token for halleyd"},
+    {"executor", "halley_worker_token", ORR_CFG_SECRET, NULL, 0, 0, 0,
+     "halleyd's worker token, to read data-source secrets for transfer tasks (unset: "
+     "data-source references fail)"},
     {"executor", "zk", ORR_CFG_STRING, NULL, 1, 0, 0, "ZooKeeper address, host:port[,host:port]"},
     {"executor", "zk_session", ORR_CFG_DURATION, "10s", 0, 2000, 600000,
      "ZooKeeper session timeout"},
@@ -437,6 +442,12 @@ static int serve(orr_config *cfg, const char *argv0)
             &orrery__halley__v1__halley__descriptor, orr_config_str(cfg, "executor", "halley"),
             orr_config_str(cfg, "executor", "halley_token"), &d.halley, &err) != ORR_OK)
         goto fail;
+    const char *wtok = orr_config_str(cfg, "executor", "halley_worker_token");
+    if (wtok && wtok[0] &&
+        orr_rpc_client_create(&orrery__halley__v1__halley__descriptor,
+                              orr_config_str(cfg, "executor", "halley"), wtok, &d.halley_worker,
+                              &err) != ORR_OK)
+        goto fail;
     ORR_INFO("executord starting", "id=%s halley=%s work_dir=%s slots=%d", d.id,
              orr_config_str(cfg, "executor", "halley"), orr_log_q(d.work_dir), d.slots);
 
@@ -463,6 +474,8 @@ static int serve(orr_config *cfg, const char *argv0)
                     (int)orr_config_int(cfg, "executor", "zk_session"), &d.zk, &err) != ORR_OK)
         goto fail;
     ex_daemon_publish(&d);
+    if (ex_deploy_start(&d, &err) != ORR_OK)
+        goto fail;
     if (pthread_create(&events, NULL, event_thread, &d) != 0) {
         orr_err_set(&err, ORR_EINTERNAL, NULL, "cannot start the event thread");
         goto fail;
@@ -509,9 +522,11 @@ out:
     if (events_started)
         pthread_join(events, NULL);
     ex_job_reap(&d, 1);
+    ex_deploy_stop(&d);
     ex_zk_stop(d.zk);
     ex_logsrv_stop(d.logsrv);
     orr_rpc_client_destroy(d.halley);
+    orr_rpc_client_destroy(d.halley_worker);
     pthread_mutex_destroy(&d.mu);
     return rc;
 }

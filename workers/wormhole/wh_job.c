@@ -194,7 +194,8 @@ fail:
 orr_status wh_job_load_file(const char *path, wh_job **out, orr_err *err)
 {
     *out = NULL;
-    FILE *f = fopen(path, "rb");
+    int from_stdin = strcmp(path, "-") == 0;
+    FILE *f = from_stdin ? stdin : fopen(path, "rb");
     if (!f)
         return orr_err_set(err, ORR_EIO, "", "cannot open job file %s", path);
     orr_buf b = ORR_BUF_INIT;
@@ -305,6 +306,10 @@ orr_status wh_get_dsn(const json_t *spec, const char *path, const char **out, or
     if (dsn && env)
         return orr_err_set(err, ORR_EINVAL, orr_json_path(p, sizeof(p), path, "dsn_env"),
                            "give dsn or dsn_env, not both");
+    if (json_object_get(spec, "datasource"))
+        return orr_err_set(err, ORR_EINVAL, orr_json_path(p, sizeof(p), path, "datasource"),
+                           "a data-source reference is resolved by the executor when the job "
+                           "runs as a task; run alone, give dsn or dsn_env");
     if (env) {
         dsn = getenv(env);
         if (!dsn || !dsn[0])

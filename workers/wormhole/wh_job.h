@@ -45,7 +45,8 @@ struct wh_job {
 /* Parse a job from JSON text. On failure ORR_EINVAL with err->field the JSON
  * path; *out is NULL. Free with wh_job_free. */
 orr_status wh_job_parse(const char *text, size_t len, wh_job **out, orr_err *err);
-/* Read and parse a file; ORR_EIO when it cannot be read. */
+/* Read and parse a file ("-" = standard input, which is then closed);
+ * ORR_EIO when it cannot be read. */
 orr_status wh_job_load_file(const char *path, wh_job **out, orr_err *err);
 /* Frees plugin confs too. NULL is a no-op. */
 void wh_job_free(wh_job *j);

@@ -4,6 +4,10 @@
  *   wormhole run JOB.json [--state FILE] [--log-level LEVEL]
  *   wormhole check JOB.json        parse the spec only
  *
+ * JOB.json "-" reads the job from standard input (how executord hands over
+ * a job holding passwords); an incremental job then needs --state or
+ * state_file.
+ *
  * Progress lines and logs go to stderr, the final JSON summary to stdout.
  * Exit status: 0 the run succeeded, 1 it failed, 2 bad job spec or usage
  * (the message names the JSON path of the bad field).
@@ -71,7 +75,7 @@ int main(int argc, char **argv)
         return 0;
     }
     char state_buf[4096];
-    if (!state && !job->state_file && job->incr_on) {
+    if (!state && !job->state_file && job->incr_on && strcmp(job_path, "-") != 0) {
         snprintf(state_buf, sizeof(state_buf), "%s.state", job_path);
         state = state_buf;
     }

@@ -241,10 +241,10 @@ out:
 orr_status my_conf_parse(const json_t *spec, const char *path, int is_reader, my_conf **out,
                          orr_err *err)
 {
-    static const char *const rkeys[] = {"dsn",    "dsn_env", "table",  "columns",
-                                        "filter", "split",   "tables", NULL};
-    static const char *const wkeys[] = {"dsn",    "dsn_env", "table",        "columns", "mode",
-                                        "filter", "key",     "insert_bytes", NULL};
+    static const char *const rkeys[] = {"dsn",    "datasource", "dsn_env", "table", "columns",
+                                        "filter", "split",      "tables",  NULL};
+    static const char *const wkeys[] = {"dsn",  "datasource", "dsn_env", "table",        "columns",
+                                        "mode", "filter",     "key",     "insert_bytes", NULL};
     orr_status rc;
     char p[128];
     *out = NULL;

@@ -187,10 +187,10 @@ out:
 orr_status pg_conf_parse(const json_t *spec, const char *path, int is_reader, pg_conf **out,
                          orr_err *err)
 {
-    static const char *const rkeys[] = {"dsn",    "dsn_env", "table",  "columns",
-                                        "filter", "split",   "tables", NULL};
-    static const char *const wkeys[] = {"dsn",  "dsn_env", "table", "columns",
-                                        "mode", "filter",  "key",   NULL};
+    static const char *const rkeys[] = {"dsn",    "datasource", "dsn_env", "table", "columns",
+                                        "filter", "split",      "tables",  NULL};
+    static const char *const wkeys[] = {"dsn",  "datasource", "dsn_env", "table", "columns",
+                                        "mode", "filter",     "key",     NULL};
     orr_status rc;
     char p[128];
     *out = NULL;
