@@ -23,9 +23,10 @@ orr_write_config() {
     local conf=$ORRERY_VAR_DIR/orrery.conf
     [ -f "$conf" ] && return 0
     orr_daemon_ports
-    local token log_token
+    local token log_token worker_token
     token=$(orr_random_hex 24)
     log_token=$(orr_random_hex 24)
+    worker_token=$(orr_random_hex 24)
     umask 077
     cat >"$conf" <<CONF
 # Orrery platform configuration, written by deploy/quickstart.sh.
@@ -38,6 +39,7 @@ listen = 127.0.0.1:$ORR_HALLEY_PORT
 metrics_listen = 127.0.0.1:$ORR_HALLEY_METRICS_PORT
 pg_dsn = $ORRERY_PG_DSN
 token = $token
+worker_token = $worker_token
 secret_key = $(orr_random_hex 32)
 
 [galaxy]
@@ -49,12 +51,14 @@ static_dir = $ORR_ROOT/static
 schema_dir = $ORR_ROOT/schema
 zk = $ORRERY_ZK
 executor_log_token = $log_token
+datasource_test_token = $worker_token
 blob_root = file://$ORRERY_VAR_DIR/blob
 
 [executor]
 id = local-1
 halley = 127.0.0.1:$ORR_HALLEY_PORT
 halley_token = $token
+halley_worker_token = $worker_token
 zk = $ORRERY_ZK
 slots = 8
 labels = host=local

@@ -324,6 +324,26 @@ orr_status wh_ts_sub(const char *ts, int64_t seconds, char *out, size_t n)
     return ORR_OK;
 }
 
+/* 1 when the run's high mark is below the saved watermark (rows deleted at
+ * the source, or a mark saved by hand): the watermark never moves back. */
+static int wh_mark_behind(const wh_incr *in)
+{
+    if (!in->has_low || !in->saved[0])
+        return 0;
+    if (!in->is_time) {
+        long long hi = strtoll(in->high, NULL, 10), sv = strtoll(in->saved, NULL, 10);
+        return hi < sv;
+    }
+    /* Timestamps compare as text once both are in the canonical
+     * "YYYY-MM-DD HH:MM:SS<rest>" form with the same zone suffix. */
+    char hi[sizeof in->high], sv[sizeof in->saved];
+    if (wh_ts_sub(in->high, 0, hi, sizeof hi) != ORR_OK ||
+        wh_ts_sub(in->saved, 0, sv, sizeof sv) != ORR_OK || strlen(hi) < 19 || strlen(sv) < 19 ||
+        strcmp(hi + 19, sv + 19) != 0)
+        return 0;
+    return strcmp(hi, sv) < 0;
+}
+
 static orr_status wh_incr_setup(wh_run_t *r, const char *state_path, orr_err *err)
 {
     const wh_job *j = r->job;
@@ -584,7 +604,9 @@ orr_status wh_run(const wh_job *job, const char *state_path, wh_result *res)
     if (r->ctx.incr.on) {
         res->incremental = 1;
         snprintf(res->watermark_from, sizeof(res->watermark_from), "%s", r->ctx.incr.saved);
-        const char *mark = r->ctx.incr.has_high ? r->ctx.incr.high : r->ctx.incr.saved;
+        const char *mark = r->ctx.incr.has_high && !wh_mark_behind(&r->ctx.incr)
+                               ? r->ctx.incr.high
+                               : r->ctx.incr.saved;
         snprintf(res->watermark_to, sizeof(res->watermark_to), "%s", mark);
         if (mark[0] && wh_state_save(state_path, job->name, job->incr_column, mark, &e) != ORR_OK)
             goto fail;

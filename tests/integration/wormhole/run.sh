@@ -349,6 +349,12 @@ J
 	expect_eq "failing run exit" "$RC" 1
 	grep -q '"watermark": *"540"' "$TMP/i.state" || fail "watermark moved on a failed run: $(cat "$TMP/i.state")"
 	echo "ok: watermark kept at 540 after a failed run"
+	# Rows deleted at the source never move the watermark back.
+	pg -c "DELETE FROM $src WHERE id > 520"
+	must_run "$TMP/i.json" --state "$TMP/i.state"
+	grep -q '"watermark": *"540"' "$TMP/i.state" || fail "watermark moved back: $(cat "$TMP/i.state")"
+	pg -c "INSERT INTO $src SELECT g, now(), 'v' || g FROM generate_series(521, 541) g"
+	echo "ok: watermark kept at 540 after rows were deleted at the source"
 	# Timestamp watermark with an overlap window, upserting (overlap re-reads).
 	pg -c "ALTER TABLE $dst DROP CONSTRAINT no_x"
 	pgt "wh_idst2_$S"
