@@ -114,8 +114,8 @@ static int read_content(ut *u, int64_t n, size_t limit, orr_buf *b)
         return -1;
     b->len = (size_t)n;
     b->data[n] = 0;
-    int64_t pad = (UT_BLOCK - n % UT_BLOCK) % UT_BLOCK;
-    return skip(u, pad);
+    char pad[UT_BLOCK];
+    return read_full(u, pad, (size_t)((UT_BLOCK - n % UT_BLOCK) % UT_BLOCK));
 }
 
 /* Parse pax records "LEN key=value\n" into the pending overrides. */
