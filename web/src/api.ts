@@ -41,6 +41,7 @@ export interface TaskSpec {
 }
 
 export interface Task {
+  last_run?: { state: State | null; schedule_time: string | null };
   id: number;
   name: string;
   team: string;
@@ -125,6 +126,91 @@ export interface BackfillResult {
   existing: number[];
 }
 
+export interface InstanceStats {
+  step: number;
+  buckets: { start: string; success: number; failed: number; killed: number; timed_out: number; marked_success: number }[];
+  now: { waiting: number; ready: number; dispatched: number; running: number; running_slots: number };
+}
+
+export interface ApiToken {
+  id: number;
+  user: string;
+  name: string;
+  expires_at: string | null;
+  created_at: string | null;
+  last_used_at: string | null;
+}
+
+export interface DataSource {
+  name: string;
+  kind: string;
+  params: Record<string, unknown>;
+  has_password: boolean;
+  updated_at?: string | null;
+}
+
+export interface Deployment {
+  executor: string;
+  result: string; // pending | ok | failed
+  message: string;
+  updated_at: string | null;
+}
+
+export interface CodePackage {
+  id: number;
+  name: string;
+  sha256: string;
+  size: number;
+  source?: string;
+  created_by: string;
+  created_at: string | null;
+  deployments: Deployment[];
+}
+
+export interface SortStream {
+  name: string;
+  active: boolean;
+  version: number;
+  updated_at: string | null;
+  spec: Record<string, unknown>;
+}
+
+export interface DataUnit {
+  business: string;
+  interface: string;
+  bucket: string;
+  records: number;
+  files: number;
+  bytes: number;
+  late_records: number;
+  check_version: number;
+  reconciled: boolean;
+  updated_at: string | null;
+}
+
+export interface ProcessStat {
+  attempt: number;
+  key: string;
+  value: number;
+  recorded_at: string | null;
+}
+
+export interface TaskRunStats {
+  instance_id: number;
+  schedule_time: string;
+  attempt: number;
+  stats: Record<string, number>;
+}
+
+export interface LineageEdge {
+  source_kind: string;
+  source_name: string;
+  target_kind: string;
+  target_name: string;
+  task_id?: number;
+  created_at?: string | null;
+}
+
 export class ApiError extends Error {
   readonly status: number;
   readonly code: string;
@@ -137,9 +223,10 @@ export class ApiError extends Error {
   }
 }
 
-/** True when the endpoint itself does not exist (yet) in this galaxyd. */
+/** True when the endpoint itself does not exist (yet) in this galaxyd, or the
+ * metadata service behind it does not implement it (501). */
 export function isMissingEndpoint(e: unknown): boolean {
-  return e instanceof ApiError && ((e.status === 404 && e.field === 'path') || e.status === 405);
+  return e instanceof ApiError && ((e.status === 404 && e.field === 'path') || e.status === 405 || e.status === 501);
 }
 
 /** Called on any 401 so the app can go back to the login page. */
@@ -229,7 +316,7 @@ export const api = {
       signal,
     }),
 
-  instances: (q: { task_id?: number; state?: string; from?: string; to?: string; limit?: number; page_token?: string }) =>
+  instances: (q: { task_id?: number; state?: string; from?: string; to?: string; limit?: number; page_token?: string; order?: 'asc' | 'desc' }) =>
     request<Page<Instance>>('GET', '/instances', { query: q }),
   instance: (id: number) => request<InstanceDetail>('GET', `/instances/${id}`),
   act: (id: number, action: Action, reason?: string) =>
@@ -247,9 +334,40 @@ export const api = {
     request<User>('POST', '/users', { body: u }),
   createTeam: (name: string) => request<{ id: number; name: string }>('POST', '/teams', { body: { name } }),
 
-  // Not served by galaxyd yet: the pages that use these show "not available yet".
   executors: () => request<{ items: unknown[] }>('GET', '/executors'),
-  stats: (q: { from: string; to: string; step: string }) => request<unknown>('GET', '/stats/instances', { query: q }),
+  stats: (q: { from?: string; to?: string; step: string; team?: string }) =>
+    request<InstanceStats>('GET', '/stats/instances', { query: q }),
+  lastRuns: (q: { q?: string; team?: string; type?: string; active?: string; limit?: number; page_token?: string }) =>
+    request<Page<Task>>('GET', '/tasks', { query: { ...q, with_last_run: 1 } }),
+  latest: (taskId: number) => request<Page<Instance>>('GET', '/instances', { query: { task_id: taskId, order: 'desc', limit: 1 } }),
+
+  // Third API round. Pages that use these show "not available yet" while
+  // galaxyd answers 404 (no route) for them.
+  tokens: () => request<{ items: ApiToken[] }>('GET', '/tokens'),
+  createToken: (name: string, expires_at: string | null) =>
+    request<{ token: ApiToken; secret: string }>('POST', '/tokens', { body: { name, expires_at } }),
+  revokeToken: (id: number) => request<null>('DELETE', `/tokens/${id}`),
+
+  datasources: () => request<{ items: DataSource[] }>('GET', '/datasources'),
+  datasource: (name: string) => request<DataSource>('GET', `/datasources/${encodeURIComponent(name)}`),
+  putDatasource: (name: string, body: { kind: string; params: Record<string, unknown>; password?: string }) =>
+    request<DataSource>('PUT', `/datasources/${encodeURIComponent(name)}`, { body }),
+  testDatasource: (name: string) =>
+    request<{ ok: boolean; message: string; elapsed_ms: number }>('POST', `/datasources/${encodeURIComponent(name)}/test`),
+
+  packages: () => request<{ items: CodePackage[] }>('GET', '/packages'),
+
+  streams: () => request<{ items: SortStream[] }>('GET', '/streams'),
+  stream: (name: string) => request<SortStream>('GET', `/streams/${encodeURIComponent(name)}`),
+  putStream: (name: string, spec: Record<string, unknown>, active: boolean) =>
+    request<SortStream>('PUT', `/streams/${encodeURIComponent(name)}`, { body: { spec, active } }),
+  units: (name: string, q: { business?: string; interface?: string; from?: string; to?: string; reconciled?: string }) =>
+    request<{ items: DataUnit[] }>('GET', `/streams/${encodeURIComponent(name)}/units`, { query: q }),
+
+  instanceStats: (id: number) => request<{ items: ProcessStat[] }>('GET', `/instances/${id}/stats`),
+  taskStats: (id: number) => request<{ items: TaskRunStats[] }>('GET', `/tasks/${id}/stats`),
+  lineage: (q: { kind: string; name: string; depth?: number }) => request<{ edges: LineageEdge[] }>('GET', '/lineage', { query: q }),
+
   log: (id: number, attempt: number, offset: number, signal?: AbortSignal) =>
     request<{ data: string; next_offset: number; complete: boolean }>('GET', `/instances/${id}/log`, {
       query: { attempt, offset },
@@ -271,4 +389,39 @@ export async function allPages<T>(
     token = p.next_page_token;
   }
   return { items, truncated: true };
+}
+
+/**
+ * Upload a code package archive (.tar.gz) as the raw request body, reporting
+ * progress (0..1) as the browser sends it. Resolves with the stored package;
+ * rejects with an ApiError carrying the API's {code, message, field}.
+ */
+export function uploadPackage(name: string, file: Blob, onProgress: (f: number) => void): Promise<CodePackage> {
+  return new Promise((resolve, reject) => {
+    const x = new XMLHttpRequest();
+    x.open('POST', `/api/v1/packages${qs({ name })}`);
+    x.setRequestHeader('Content-Type', 'application/gzip');
+    x.setRequestHeader('Accept', 'application/json');
+    x.withCredentials = true;
+    x.upload.onprogress = (e) => e.lengthComputable && onProgress(e.loaded / e.total);
+    x.onerror = () => reject(new ApiError(0, 'ENETWORK', 'galaxyd cannot be reached; check your connection', null));
+    x.onload = () => {
+      let data: unknown = null;
+      try {
+        data = x.responseText ? JSON.parse(x.responseText) : null;
+      } catch {
+        data = null;
+      }
+      if (x.status >= 200 && x.status < 300) {
+        onProgress(1);
+        const d = data as { package?: CodePackage } & CodePackage;
+        resolve(d.package ?? d);
+        return;
+      }
+      const err = (data as { error?: { code?: string; message?: string; field?: string | null } } | null)?.error;
+      if (x.status === 401 && onUnauthorized) onUnauthorized();
+      reject(new ApiError(x.status, err?.code ?? `HTTP${x.status}`, err?.message ?? `${x.status} ${x.statusText}`, err?.field ?? null));
+    };
+    x.send(file);
+  });
 }

@@ -39,6 +39,7 @@ export function fmtRelative(iso: string | null | undefined, now = Date.now()): s
   if (Number.isNaN(t)) return iso;
   const d = t - now;
   const abs = Math.abs(d);
+  if (abs < 1000) return 'just now';
   const word = fmtDuration(abs).replace(/ \d+ (s|min|h)$/, '');
   return d >= 0 ? `in ${word}` : `${word} ago`;
 }

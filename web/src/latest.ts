@@ -1,10 +1,8 @@
-// latest.ts - "state of the last run" of a task. galaxyd lists instances in
-// id order only, so the latest one (by schedule time) is found by reading
-// the task's instances, at most MAX_PAGES pages of 1000; a short cache and a
-// small concurrency limit keep the task list and the workflow view cheap.
+// latest.ts - "state of the last run" of a task: its newest instance by
+// schedule time (GET /instances?task_id=N&order=desc&limit=1). A short cache
+// and a small concurrency limit keep the workflow view cheap.
 import { api, type Instance } from './api';
 
-const MAX_PAGES = 3;
 const TTL_MS = 4000;
 const CONCURRENCY = 6;
 
@@ -29,17 +27,8 @@ function slot<T>(fn: () => Promise<T>): Promise<T> {
 }
 
 async function fetchLatest(taskId: number): Promise<Instance | null> {
-  let best: Instance | null = null;
-  let token: string | undefined;
-  for (let i = 0; i < MAX_PAGES; i++) {
-    const page = await api.instances({ task_id: taskId, limit: 1000, page_token: token });
-    for (const it of page.items)
-      if (!best || it.schedule_time > best.schedule_time || (it.schedule_time === best.schedule_time && it.id > best.id))
-        best = it;
-    if (!page.next_page_token) break;
-    token = page.next_page_token;
-  }
-  return best;
+  const page = await api.latest(taskId);
+  return page.items[0] ?? null;
 }
 
 export function latestInstance(taskId: number, fresh = false): Promise<Instance | null> {

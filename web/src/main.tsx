@@ -10,8 +10,12 @@ import { DashboardPage } from './pages/dashboard';
 import { DesignerPage } from './pages/designer';
 import { InstancePage } from './pages/instance';
 import { InstancesPage } from './pages/instances';
+import { LineagePage } from './pages/lineage';
 import { LoginPage } from './pages/login';
+import { PackagesPage } from './pages/packages';
+import { StreamPage, StreamsPage } from './pages/streams';
 import { TasksPage } from './pages/tasks';
+import { TokensPage } from './pages/tokens';
 import { WorkflowPage } from './pages/workflow';
 import { match, navigate, useRoute } from './router';
 import { SessionContext } from './session';
@@ -22,6 +26,10 @@ const NAV = [
   { to: '/tasks', label: 'Tasks', icon: '☰' },
   { to: '/workflow', label: 'Workflows', icon: '⋔' },
   { to: '/instances', label: 'Instances', icon: '▤' },
+  { to: '/streams', label: 'Streams', icon: '≋' },
+  { to: '/lineage', label: 'Lineage', icon: '⇄' },
+  { to: '/packages', label: 'Packages', icon: '▣' },
+  { to: '/tokens', label: 'API tokens', icon: '⚷' },
   { to: '/admin/pools', label: 'Admin', icon: '⚙' },
 ];
 
@@ -38,6 +46,11 @@ function Shell({ me, onLogout }: { me: Me; onLogout: () => void }) {
   else if ((m = match('/workflow/:id', p))) page = <WorkflowPage taskId={Number(m.id)} />;
   else if (p === '/instances') page = <InstancesPage />;
   else if ((m = match('/instances/:id', p))) page = <InstancePage id={Number(m.id)} />;
+  else if (p === '/streams') page = <StreamsPage />;
+  else if ((m = match('/streams/:name', p))) page = <StreamPage name={m.name} />;
+  else if (p === '/lineage') page = <LineagePage />;
+  else if (p === '/packages') page = <PackagesPage />;
+  else if (p === '/tokens') page = <TokensPage />;
   else if ((m = match('/admin/:tab', p))) page = <AdminPage tab={m.tab} />;
   else if (p === '/admin') page = <AdminPage tab="pools" />;
   else

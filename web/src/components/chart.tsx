@@ -1,7 +1,9 @@
 // chart.tsx - time-series charts with uPlot, loaded on first use. Series
 // are given as plain arrays; "stacked" draws bars stacked bottom-up (uPlot has
 // no stacking of its own: the values are accumulated here and drawn
-// largest-first so each band shows its own share).
+// largest-first so each band shows its own share). The chart's element
+// carries data-ready once drawn and data-total (the sum of every value
+// shown), so tests and people can tell an empty chart from a real one.
 import { useEffect, useRef } from 'preact/hooks';
 import type uPlotT from 'uplot';
 
@@ -12,13 +14,39 @@ export interface Series {
 }
 
 type UPlotCtor = typeof uPlotT;
+
+/** 1234567 -> "1.2M": short y-axis labels that fit the axis. */
+function compact(v: number): string {
+  const a = Math.abs(v);
+  for (const [d, u] of [
+    [1e12, 'T'],
+    [1e9, 'G'],
+    [1e6, 'M'],
+    [1e3, 'k'],
+  ] as const)
+    if (a >= d) return `${+(v / d).toFixed(a >= 10 * d ? 0 : 1)}${u}`;
+  return String(v);
+}
+
+/** Y-axis tick steps: whole numbers only (counts of rows, records, runs). */
+const COUNT_STEPS: number[] = [];
+for (let p = 1; p <= 1e15; p *= 10) COUNT_STEPS.push(p, 2 * p, 5 * p);
 let lib: Promise<UPlotCtor> | null = null;
 function load(): Promise<UPlotCtor> {
   if (!lib) lib = Promise.all([import('uplot'), import('uplot/dist/uPlot.min.css')]).then(([u]) => u.default);
   return lib;
 }
 
-export function TimeChart(props: { x: number[]; series: Series[]; stacked?: boolean; height?: number; yLabel?: string; step?: boolean }) {
+export function TimeChart(props: {
+  x: number[];
+  series: Series[];
+  stacked?: boolean;
+  height?: number;
+  yLabel?: string;
+  step?: boolean;
+  points?: boolean;
+  testid?: string;
+}) {
   const el = useRef<HTMLDivElement>(null);
   const key = JSON.stringify([props.x, props.series.map((s) => s.values), props.stacked]);
   useEffect(() => {
@@ -42,22 +70,23 @@ export function TimeChart(props: { x: number[]; series: Series[]; stacked?: bool
         {
           width,
           height: props.height ?? 220,
-          legend: { show: true },
+          legend: { show: true, live: false },
           cursor: { drag: { x: false, y: false } },
-          scales: { x: { time: true } },
+          // Counts: the y axis starts at zero so bar heights compare honestly.
+          scales: { x: { time: true }, y: { range: (_u: unknown, _min: number, max: number) => [0, max > 0 ? max * 1.08 : 1] } },
           axes: [
             { stroke: '#6b7485', grid: { stroke: '#eef0f4' } },
-            { stroke: '#6b7485', grid: { stroke: '#eef0f4' }, label: props.yLabel, size: 50 },
+            { stroke: '#6b7485', grid: { stroke: '#eef0f4' }, label: props.yLabel, size: 56, incrs: COUNT_STEPS, values: (_u: unknown, vals: number[]) => vals.map(compact) },
           ],
           series: [
             {},
             ...series.map((s) => ({
               label: s.label,
               stroke: s.color,
-              fill: props.stacked ? s.color : `${s.color}22`,
+              fill: props.stacked ? s.color : props.points ? undefined : `${s.color}22`,
               width: props.stacked ? 0 : 2,
               paths: props.stacked ? bars : props.step ? uPlot.paths.stepped!({ align: 1 }) : undefined,
-              points: { show: false },
+              points: { show: !!props.points, size: 7 },
             })),
           ],
         },
@@ -77,5 +106,7 @@ export function TimeChart(props: { x: number[]; series: Series[]; stacked?: bool
       plot?.destroy();
     };
   }, [key]);
-  return <div class="chart" ref={el} />;
+  let total = 0;
+  for (const s of props.series) for (const v of s.values) total += v ?? 0;
+  return <div class="chart" ref={el} data-total={total} data-points={props.x.length} data-testid={props.testid} />;
 }

@@ -1,11 +1,13 @@
 // admin.tsx - the admin console: resource pools (capacity editing, usage
-// refreshed every 3 s), executors (slots, labels, liveness) and users and
+// refreshed every 3 s), executors (slots, labels, liveness), data sources
+// (datasources.tsx) and users and
 // teams. Non-admins see the same pages read-only. Sections galaxyd has no
 // endpoint for yet show a "not available yet" state.
 import { useState } from 'preact/hooks';
 import { api, ApiError, type Pool, type Role, type User } from '../api';
 import { Empty, ErrorBanner, Field, Link, Loading, PageHead, Spinner, Unavailable, toast, useAsync, useInterval, val } from '../components/ui';
 import { useMe } from '../session';
+import { DataSourcesTab } from './datasources';
 
 function Usage({ used, capacity }: { used: number; capacity: number }) {
   const pct = capacity > 0 ? Math.min(100, (used / capacity) * 100) : used > 0 ? 100 : 0;
@@ -357,6 +359,7 @@ function UsersTab({ admin }: { admin: boolean }) {
 const TABS = [
   { id: 'pools', label: 'Resource pools' },
   { id: 'executors', label: 'Executors' },
+  { id: 'datasources', label: 'Data sources' },
   { id: 'users', label: 'Users and teams' },
 ];
 
@@ -377,6 +380,8 @@ export function AdminPage({ tab }: { tab: string }) {
         <PoolsTab admin={admin} />
       ) : tab === 'executors' ? (
         <ExecutorsTab />
+      ) : tab === 'datasources' ? (
+        <DataSourcesTab admin={admin} />
       ) : tab === 'users' ? (
         <UsersTab admin={admin} />
       ) : (

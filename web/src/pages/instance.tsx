@@ -1,13 +1,16 @@
 // instance.tsx - one instance: its state and actions (rerun, suspend,
 // resume, mark success, kill; the risky ones ask first), its attempts, a
 // state timeline built from the transitions, the upstream/downstream graph
-// with each neighbour's state, and the live log of the current attempt.
+// with each neighbour's state, the process statistics of the run and rows
+// over the task's recent runs (components/procstats.tsx), and the live log
+// of the current attempt.
 //
 // The page polls the instance (every 2 s while it is not finished) so state
 // changes made by the scheduler or by other people show up by themselves.
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, ApiError, isMissingEndpoint, type Action, type State, type Transition } from '../api';
 import { Graph, type GNode, type GEdge } from '../components/graph';
+import { InstanceStats, TaskRowsChart } from '../components/procstats';
 import { Confirm, ErrorBanner, Link, Loading, PageHead, StateBadge, Unavailable, toast, useAsync, useInterval } from '../components/ui';
 import { fmtDuration, fmtRelative, fmtShort, fmtTime } from '../format';
 import { navigate } from '../router';
@@ -309,6 +312,16 @@ export function InstancePage({ id }: { id: number }) {
               ))}
             </tbody>
           </table>
+        </section>
+      </div>
+      <div class="split">
+        <section class="card pad">
+          <h2>Process statistics</h2>
+          <InstanceStats id={d.id} attempt={d.attempt} live={live} />
+        </section>
+        <section class="card pad">
+          <h2>Rows over recent runs of {d.task_name}</h2>
+          <TaskRowsChart taskId={d.task_id} />
         </section>
       </div>
       <section class="card pad">

@@ -1,34 +1,22 @@
 // tasks.tsx - the task list: search by name prefix, team / type / active
-// filters (kept in the URL), the state of each task's last run, and entry
+// filters (kept in the URL), the state of each task's last run (the list
+// asks for it with with_last_run=1, one request for the page), and entry
 // points to the designer, the workflow view, instances and backfill.
 import { useEffect, useState } from 'preact/hooks';
-import { api, type Instance, type Task } from '../api';
+import { api, type Task } from '../api';
 import { BackfillDialog } from '../components/backfill';
 import { Empty, ErrorBanner, Link, Loading, PageHead, StateBadge, useAsync, val } from '../components/ui';
 import { fmtRelative } from '../format';
-import { latestInstance } from '../latest';
 import { setQuery, useRoute } from '../router';
 import { canEditTeam, useMe } from '../session';
 
-function LastRun({ taskId }: { taskId: number }) {
-  const [st, setSt] = useState<{ i: Instance | null } | 'loading' | 'error'>('loading');
-  useEffect(() => {
-    let live = true;
-    latestInstance(taskId).then(
-      (i) => live && setSt({ i }),
-      () => live && setSt('error'),
-    );
-    return () => {
-      live = false;
-    };
-  }, [taskId]);
-  if (st === 'loading') return <span class="skeleton skeleton-badge" />;
-  if (st === 'error') return <span class="muted">unknown</span>;
-  if (!st.i) return <StateBadge state={null} />;
+function LastRun({ task }: { task: Task }) {
+  const r = task.last_run;
+  if (!r || !r.state) return <StateBadge state={null} />;
   return (
-    <Link to={`/instances/${st.i.id}`} class="lastrun" title={`instance ${st.i.id}`}>
-      <StateBadge state={st.i.state} />
-      <span class="muted small">{fmtRelative(st.i.schedule_time)}</span>
+    <Link to={`/instances?task_id=${task.id}`} class="lastrun" title="this task's instances, newest first">
+      <StateBadge state={r.state} />
+      <span class="muted small">{fmtRelative(r.schedule_time)}</span>
     </Link>
   );
 }
@@ -44,7 +32,7 @@ export function TasksPage() {
   const [pages, setPages] = useState<Task[][]>([]);
   const [next, setNext] = useState<string | null>(null);
   const [backfill, setBackfill] = useState<Task | null>(null);
-  const list = useAsync(() => api.tasks({ q, team, type, active, limit: 50 }), [q, team, type, active]);
+  const list = useAsync(() => api.lastRuns({ q, team, type, active, limit: 50 }), [q, team, type, active]);
   useEffect(() => {
     if (list.data) {
       setPages([list.data.items]);
@@ -59,7 +47,7 @@ export function TasksPage() {
   }, [search]);
   const more = async () => {
     if (!next) return;
-    const p = await api.tasks({ q, team, type, active, limit: 50, page_token: next });
+    const p = await api.lastRuns({ q, team, type, active, limit: 50, page_token: next });
     setPages((old) => [...old, p.items]);
     setNext(p.next_page_token);
   };
@@ -155,7 +143,7 @@ export function TasksPage() {
                     {t.schedule && t.timezone && t.timezone !== 'UTC' && <span class="muted small"> {t.timezone}</span>}
                   </td>
                   <td>
-                    <LastRun taskId={t.id} />
+                    <LastRun task={t} />
                   </td>
                   <td class="right nowrap">
                     <Link to={`/workflow/${t.id}`} class="btn btn-small btn-ghost">
