@@ -116,6 +116,9 @@ export ORRERY_HALLEY_SECRET_KEY=${ORRERY_HALLEY_SECRET_KEY:-$(head -c 32 /dev/ur
 ORRERY_HALLEY_METRICS_LISTEN=127.0.0.1:$(free_port)
 export ORRERY_HALLEY_METRICS_LISTEN
 export ORRERY_HALLEY_POOL_SIZE=4
+# The worker token lets galaxyd's data-source connection test read a secret.
+ORRERY_HALLEY_WORKER_TOKEN=$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')
+export ORRERY_HALLEY_WORKER_TOKEN
 
 "$BUILD/bin/halleyd" migrate >"$TMP/migrate.log" 2>&1 || die "halleyd migrate failed: $(tail -n 5 "$TMP/migrate.log")"
 "$BUILD/bin/halleyd" serve >"$TMP/halleyd.log" 2>&1 &
@@ -130,6 +133,8 @@ ORRERY_GALAXY_LISTEN=127.0.0.1:$GALAXY_PORT \
 	ORRERY_GALAXY_SCHEMA_DIR=$ROOT/schema \
 	ORRERY_GALAXY_ZK=${ORRERY_ZK:-} \
 	ORRERY_GALAXY_THREADS=4 \
+	ORRERY_GALAXY_BLOB_ROOT=file://$TMP/blob \
+	ORRERY_GALAXY_DATASOURCE_TEST_TOKEN=$ORRERY_HALLEY_WORKER_TOKEN \
 	"$BUILD/bin/galaxyd" serve >"$TMP/galaxyd.log" 2>&1 &
 PIDS+=($!)
 wait_port "$GALAXY_PORT" "${PIDS[-1]}" galaxyd
