@@ -85,7 +85,9 @@ typedef enum kp_verdict {
 } kp_verdict;
 
 /* Verdict of one dependency of kind over the states of its n mapped
- * instances. past_deadline applies to weak dependencies only. */
+ * instances. past_deadline applies to weak dependencies only. A data_unit
+ * dependency has no upstream instances: it is judged by kp_du_met()
+ * (kp_du.h), and this returns KP_DEPS_MET for it. */
 kp_verdict kp_deps_eval(kp_dep_kind kind, const kp_dep_obs *obs, size_t n, int past_deadline);
 
 #endif

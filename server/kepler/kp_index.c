@@ -91,9 +91,13 @@ static orr_status spec_deps(kp_task *t, json_t *doc, orr_err *err)
         if (!json_is_object(u))
             return orr_err_set(err, ORR_EINVAL, path, "must be an object");
         const char *kind = NULL, *task = NULL, *cycle = "latest";
+        const char *stream = NULL, *business = NULL, *interface = NULL;
         if ((st = orr_json_get_str(u, path, "kind", 1, &kind, err)) != ORR_OK ||
             (st = orr_json_get_str(u, path, "task", 0, &task, err)) != ORR_OK ||
-            (st = orr_json_get_str(u, path, "cycle", 0, &cycle, err)) != ORR_OK)
+            (st = orr_json_get_str(u, path, "cycle", 0, &cycle, err)) != ORR_OK ||
+            (st = orr_json_get_str(u, path, "stream", 0, &stream, err)) != ORR_OK ||
+            (st = orr_json_get_str(u, path, "business", 0, &business, err)) != ORR_OK ||
+            (st = orr_json_get_str(u, path, "interface", 0, &interface, err)) != ORR_OK)
             return st;
         kp_dep *d = &t->deps[t->n_deps];
         char f[96];
@@ -121,6 +125,18 @@ static orr_status spec_deps(kp_task *t, json_t *doc, orr_err *err)
                 return orr_err_set(err, ORR_EINVAL, orr_json_path(f, sizeof f, path, "task"),
                                    "longer than %d bytes", KP_NAME_MAX - 1);
             d->task = xstrdup(task);
+        }
+        if (d->kind == KP_DEP_DATA_UNIT) {
+            const char *const names[] = {"stream", "business", "interface"};
+            const char *vals[] = {stream, business, interface};
+            for (int k = 0; k < 3; k++)
+                if (!vals[k] || !*vals[k] || strlen(vals[k]) >= KP_NAME_MAX)
+                    return orr_err_set(err, ORR_EINVAL, orr_json_path(f, sizeof f, path, names[k]),
+                                       "is required for a data_unit dependency (1 to %d bytes)",
+                                       KP_NAME_MAX - 1);
+            d->stream = xstrdup(stream);
+            d->business = xstrdup(business);
+            d->interface = xstrdup(interface);
         }
         t->n_deps++;
     }
@@ -294,8 +310,12 @@ fail:
 
 void kp_task_clear(kp_task *t)
 {
-    for (size_t i = 0; i < t->n_deps; i++)
+    for (size_t i = 0; i < t->n_deps; i++) {
         free(t->deps[i].task);
+        free(t->deps[i].stream);
+        free(t->deps[i].business);
+        free(t->deps[i].interface);
+    }
     free(t->deps);
     for (size_t i = 0; i < t->n_pools; i++)
         free(t->pools[i].pool);

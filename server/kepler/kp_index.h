@@ -41,14 +41,15 @@ typedef enum kp_dep_kind {
     KP_DEP_STRONG,
     KP_DEP_WEAK,
     KP_DEP_SELF,
-    KP_DEP_DATA_UNIT, /* not resolved by keplerd yet: ignored (logged once) */
+    KP_DEP_DATA_UNIT, /* reconciled data units of a sort stream (kp_du.h) */
 } kp_dep_kind;
 
 typedef struct kp_dep {
     kp_dep_kind kind;
-    int cycle_same;      /* "cycle": "same": exactly the same schedule time */
-    char *task;          /* upstream name (NULL for self / data_unit) */
-    int64_t upstream_id; /* resolved by kp_index_link; 0 = unresolved */
+    int cycle_same;                      /* "cycle": "same": exactly the same schedule time */
+    char *task;                          /* upstream name (NULL for self / data_unit) */
+    int64_t upstream_id;                 /* resolved by kp_index_link; 0 = unresolved */
+    char *stream, *business, *interface; /* data_unit only, else NULL */
 } kp_dep;
 
 typedef struct kp_pool_need {

@@ -2,7 +2,8 @@
  * kp_sched.c - the scheduler loop of keplerd (see kp_sched.h).
  *
  * Threads:
- *   watcher    reads Halley's WatchEvents stream (instance.*, task.*),
+ *   watcher    reads Halley's WatchEvents stream (instance.*, task.*,
+ *              data_unit.*, stream.*),
  *              resuming by event id after any error, turns each event into
  *              a small kp_ev and queues it; it runs on standbys too, so a
  *              standby that takes over has a live stream already;
@@ -21,15 +22,43 @@
  *   5. executors: take a new ZooKeeper snapshot when there is one;
  *   6. materialise due fire times (CreateInstances, <= 1000 per call);
  *   7. one pass over the store: dependency checks of waiting instances of
- *      "dirty" tasks (waiting -> ready in TransitionInstances batches), and
- *      collection of ready, timed-out, retry-due and executor-lost ones;
- *   8. dispatch ready instances in priority order: max_parallel, executor
- *      choice, pool tokens (a denied pool is skipped for the rest of the
- *      round, so other instances still go), then ready -> dispatched with
- *      the executor, in batches;
- *   9. retries (-> waiting, new attempt), timeouts (-> timed_out),
+ *      "dirty" tasks, and collection of ready, timed-out, retry-due and
+ *      executor-lost ones;
+ *   8. dispatch what is ready already (9), so slots freed since the last
+ *      round are filled before the round spends time on ready writes; then
+ *      waiting -> ready for a capped number of the instances whose
+ *      dependencies are met (highest priority, then oldest schedule time
+ *      first): as many as halleyd writes in about READY_BUDGET_US at its
+ *      recent pace, between READY_MIN and READY_ROUND, but at least as many
+ *      as there are free slots nothing ready can take; the rest keep their
+ *      dirty flag and the round asks for another round at once, so a
+ *      release of thousands of instances is spread over rounds with
+ *      dispatch (9) and events (1) between its batches;
+ *   9. dispatch ready instances, highest priority first and within a
+ *      priority the longest-ready first: max_parallel, executor choice, pool
+ *      tokens (a denied pool is skipped for the rest of the round, so other
+ *      instances still go), then ready -> dispatched with the executor, in
+ *      batches; the loop ends as soon as no executor has a free slot;
+ *  10. retries (-> waiting, new attempt), timeouts (-> timed_out),
  *      executor_lost (-> failed), in batches;
- *  10. every sweep_interval: re-read every live instance and recount.
+ *  11. every sweep_interval: re-read every live instance and recount.
+ *
+ * Data-unit dependencies (kp_du.h): the bucket grid of a stream is read
+ * with GetSortStream (again after "stream.changed"), the reconciled units of
+ * the buckets an instance needs with ListDataUnits (reconciled_only), and
+ * "data_unit.reconciled" events mark units and send the tasks with data-unit
+ * dependencies to a new check. A failed read (Halley without the data API,
+ * an unknown stream) holds the instance and is retried after DU_RETRY_MS.
+ *
+ * Writes: halleyd applies the items of one TransitionInstances call one by
+ * one on one database connection, so a batch of 64 or more is split into up
+ * to SEND_PARTS calls sent at once from short-lived threads (send_batch);
+ * only the scheduler thread touches the store, after the calls returned.
+ *
+ * Latency: a round blocks on its RPCs, so the time from an event (an
+ * upstream's success, a slot freed) to the dispatch it allows is bounded by
+ * one round: one ready batch (about READY_BUDGET_US) plus one dispatch
+ * batch, not by the size of the release.
  *
  * Fencing: before every write batch the round checks that the leadership
  * epoch it built its state for is still current; and every write is a
@@ -54,6 +83,7 @@
 #include "halley.pb-c.h"
 #include "kp_deps.h"
 #include "kp_dispatch.h"
+#include "kp_du.h"
 #include "kp_elect.h"
 #include "kp_index.h"
 #include "kp_materialise.h"
@@ -68,20 +98,41 @@
 #define FETCH_ROUND        64   /* dependency range reads per round at most */
 #define REFETCH_ROUND      200  /* single-instance re-reads per round at most */
 #define WATERMARK_EVERY_MS 5000
+#define READY_ROUND        500    /* waiting -> ready per round at most */
+#define READY_MIN          16     /* ... and at least, whatever the write cost */
+#define SEND_PARTS         4      /* concurrent calls a transition batch is split into */
+#define SEND_PART_MIN      32     /* ... each of at least this many items */
+#define READY_BUDGET_US    250000 /* a ready batch should take about this long */
+#define DU_FETCH_ROUND     32     /* data-unit range reads per round at most */
+#define DU_STREAM_ROUND    8      /* stream grid reads per round at most */
+#define DU_RETRY_MS        5000   /* a failed data-unit read is retried after this */
 
 typedef Orrery__Halley__V1__Instance pb_instance;
 typedef Orrery__Halley__V1__TransitionRequest pb_treq;
 
 /* ------------------------------------------------------------ events */
 
-enum { EV_INSTANCE_CREATED, EV_INSTANCE_TRANSITION, EV_TASK, EV_OTHER };
+enum { EV_INSTANCE_CREATED, EV_INSTANCE_TRANSITION, EV_TASK, EV_DATA_UNIT, EV_STREAM, EV_OTHER };
 
 typedef struct kp_ev {
     int64_t id, task_id, instance_id, sched_ms, at_ms;
     int kind;
     int from, to, attempt;
     const char *exec; /* interned */
+    /* EV_DATA_UNIT: the unit (interned; stream also for EV_STREAM) */
+    const char *stream, *business, *interface;
+    int64_t bucket_ms;
 } kp_ev;
+
+/* A stream's bucket grid as read from Halley. */
+typedef struct du_stream {
+    char name[KP_NAME_MAX];
+    int state;           /* DU_GRID_* */
+    int64_t retry_at_ms; /* DU_GRID_FAILED: read again from then */
+    kp_du_grid grid;
+} du_stream;
+
+enum { DU_GRID_UNREAD, DU_GRID_OK, DU_GRID_FAILED };
 
 typedef struct sched {
     const kp_sched_opts *o;
@@ -115,6 +166,13 @@ typedef struct sched {
     kp_inst **vec;
     size_t n_vec, cap_vec;
     uint64_t dispatched_total;
+    int64_t item_us; /* moving average of halleyd's time per transition */
+    /* data units */
+    kp_du_cache *du;
+    du_stream *streams;
+    size_t n_streams, cap_streams;
+    int64_t du_retry_at_ms; /* ListDataUnits failed: no reads before then */
+    int du_dirty;           /* re-check every task with a data-unit dependency */
 } sched;
 
 static int64_t wall_ms(void)
@@ -122,6 +180,13 @@ static int64_t wall_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int64_t mono_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
 static void *xrealloc(void *p, size_t n)
@@ -140,6 +205,37 @@ static int ev_state(json_t *payload, const char *key)
     return json_is_string(v) ? (int)kp_state_parse(json_string_value(v)) : 0;
 }
 
+static const char *ev_str(json_t *payload, const char *key)
+{
+    json_t *v = json_object_get(payload, key);
+    return json_is_string(v) ? kp_intern(json_string_value(v)) : NULL;
+}
+
+/* data_unit.reconciled / stream.changed: the unit or stream named. */
+static void ev_data_from_pb(const Orrery__Halley__V1__Event *m, kp_ev *e)
+{
+    json_t *p = json_loads(m->payload_json ? m->payload_json : "{}", 0, NULL);
+    if (!p) {
+        e->kind = EV_OTHER;
+        return;
+    }
+    if (e->kind == EV_STREAM) {
+        e->stream = ev_str(p, "name");
+    } else {
+        e->stream = ev_str(p, "stream");
+        e->business = ev_str(p, "business");
+        e->interface = ev_str(p, "interface");
+        json_t *b = json_object_get(p, "bucket_ms");
+        if (json_is_integer(b))
+            e->bucket_ms = json_integer_value(b);
+        if (!e->stream || !e->business || !e->interface || !json_is_integer(b))
+            e->kind = EV_OTHER;
+    }
+    if (!e->stream)
+        e->kind = EV_OTHER;
+    json_decref(p);
+}
+
 static void ev_from_pb(const Orrery__Halley__V1__Event *m, kp_ev *e)
 {
     memset(e, 0, sizeof *e);
@@ -154,8 +250,16 @@ static void ev_from_pb(const Orrery__Halley__V1__Event *m, kp_ev *e)
         e->kind = EV_INSTANCE_TRANSITION;
     else if (strncmp(m->kind, "task.", 5) == 0)
         e->kind = EV_TASK;
+    else if (strcmp(m->kind, "data_unit.reconciled") == 0)
+        e->kind = EV_DATA_UNIT;
+    else if (strcmp(m->kind, "stream.changed") == 0)
+        e->kind = EV_STREAM;
     else
         e->kind = EV_OTHER;
+    if (e->kind == EV_DATA_UNIT || e->kind == EV_STREAM) {
+        ev_data_from_pb(m, e);
+        return;
+    }
     if (e->kind != EV_INSTANCE_CREATED && e->kind != EV_INSTANCE_TRANSITION)
         return;
     json_t *p = json_loads(m->payload_json ? m->payload_json : "{}", 0, NULL);
@@ -173,14 +277,14 @@ static void ev_from_pb(const Orrery__Halley__V1__Event *m, kp_ev *e)
 static void *watcher_main(void *arg)
 {
     sched *s = arg;
-    char *kinds[] = {"instance.*", "task.*"};
+    char *kinds[] = {"instance.*", "task.*", "data_unit.*", "stream.*"};
     while (!*s->stop) {
         Orrery__Halley__V1__WatchEventsRequest rq = ORRERY__HALLEY__V1__WATCH_EVENTS_REQUEST__INIT;
         pthread_mutex_lock(&s->qmu);
         rq.from_id = s->last_event_id;
         pthread_mutex_unlock(&s->qmu);
         rq.from_latest = rq.from_id == 0;
-        rq.n_kinds = 2;
+        rq.n_kinds = sizeof kinds / sizeof kinds[0];
         rq.kinds = kinds;
         orr_rpc_stream *stream = NULL;
         orr_err err;
@@ -339,41 +443,49 @@ static void req_init(pb_treq *t, const sched *s, const kp_inst *r, int to, const
     t->expected_attempt = r->attempt;
 }
 
-/* Send n transitions (n <= BATCH_MAX); results[i] is the status code per
- * item (0 OK), *outs[i] the instance after the transition (NULL on error);
- * the caller frees *resp with protobuf_c_message_free_unpacked. Returns
- * ORR_ESTATE without sending when leadership moved. */
-static orr_status send_batch(sched *s, pb_treq *items, size_t n,
-                             Orrery__Halley__V1__TransitionBatchResponse **resp)
+/* One TransitionInstances call: a part of a batch, sent from its own thread
+ * when the batch is split (send_batch). Touches nothing of the scheduler but
+ * its client, which is thread-safe. */
+typedef struct send_part {
+    orr_rpc_client *cl;
+    pb_treq *items;
+    size_t n;
+    Orrery__Halley__V1__TransitionBatchResponse *resp; /* NULL on failure */
+    orr_status rc;
+    int64_t took_us;
+    pthread_t th;
+} send_part;
+
+static void *send_part_main(void *arg)
 {
-    *resp = NULL;
-    if (!still_leader(s))
-        return ORR_ESTATE;
-    pb_treq **ptrs = xrealloc(NULL, n * sizeof *ptrs);
-    for (size_t i = 0; i < n; i++)
-        ptrs[i] = &items[i];
+    send_part *p = arg;
+    pb_treq **ptrs = xrealloc(NULL, p->n * sizeof *ptrs);
+    for (size_t i = 0; i < p->n; i++)
+        ptrs[i] = &p->items[i];
     Orrery__Halley__V1__TransitionBatchRequest rq =
         ORRERY__HALLEY__V1__TRANSITION_BATCH_REQUEST__INIT;
-    rq.n_items = n;
+    rq.n_items = p->n;
     rq.items = ptrs;
     orr_err err;
     ProtobufCMessage *out = NULL;
-    orr_status rc =
-        orr_rpc_call_unary(s->cl, "TransitionInstances", &rq.base, &out, RPC_TIMEOUT_MS, &err);
+    int64_t t0 = mono_us();
+    p->rc = orr_rpc_call_unary(p->cl, "TransitionInstances", &rq.base, &out, RPC_TIMEOUT_MS, &err);
+    p->took_us = mono_us() - t0;
     free(ptrs);
-    if (rc != ORR_OK) {
+    p->resp = NULL;
+    if (p->rc != ORR_OK) {
         char buf[600];
-        ORR_WARN("transition batch failed", "items=%zu error=%s", n,
+        ORR_WARN("transition batch failed", "items=%zu error=%s", p->n,
                  orr_log_q(orr_err_str(&err, buf, sizeof buf)));
-        return rc;
+        return NULL;
     }
-    *resp = (Orrery__Halley__V1__TransitionBatchResponse *)out;
-    if ((*resp)->n_results != n) {
+    p->resp = (Orrery__Halley__V1__TransitionBatchResponse *)out;
+    if (p->resp->n_results != p->n) {
         protobuf_c_message_free_unpacked(out, NULL);
-        *resp = NULL;
-        return ORR_EINTERNAL;
+        p->resp = NULL;
+        p->rc = ORR_EINTERNAL;
     }
-    return ORR_OK;
+    return NULL;
 }
 
 /* Apply a batch's results to the records it was about: OK -> adopt the
@@ -400,6 +512,66 @@ static size_t apply_results(sched *s, kp_inst **recs, size_t n,
     return ok;
 }
 
+/* Send n transitions (n <= BATCH_MAX) about recs[0..n) and apply the
+ * results. halleyd writes the items of one call one after the other on one
+ * database connection, so a batch of 2 * SEND_PART_MIN or more is split into
+ * up to SEND_PARTS calls sent at once (distinct instances: their order does
+ * not matter). Returns the number applied OK; *failed is set when a call
+ * failed (its records are marked for a re-read) or, without sending, when
+ * leadership moved. */
+static size_t send_batch(sched *s, pb_treq *items, kp_inst **recs, size_t n, int *failed)
+{
+    *failed = 0;
+    if (!still_leader(s)) {
+        *failed = 1;
+        return 0;
+    }
+    send_part parts[SEND_PARTS];
+    size_t np = n / SEND_PART_MIN;
+    np = np < 1 ? 1 : np > SEND_PARTS ? SEND_PARTS : np;
+    size_t off = 0;
+    for (size_t i = 0; i < np; i++) {
+        size_t k = n / np + (i < n % np);
+        memset(&parts[i], 0, sizeof parts[i]);
+        parts[i].cl = s->cl;
+        parts[i].items = items + off;
+        parts[i].n = k;
+        off += k;
+    }
+    /* part 0 runs on this thread, and so does a part whose thread cannot start */
+    int started[SEND_PARTS] = {0};
+    for (size_t i = 1; i < np; i++)
+        started[i] = pthread_create(&parts[i].th, NULL, send_part_main, &parts[i]) == 0;
+    send_part_main(&parts[0]);
+    for (size_t i = 1; i < np; i++) {
+        if (started[i])
+            pthread_join(parts[i].th, NULL);
+        else
+            send_part_main(&parts[i]);
+    }
+    size_t ok = 0;
+    int64_t took = 0;
+    off = 0;
+    for (size_t i = 0; i < np; i++) {
+        send_part *p = &parts[i];
+        took = p->took_us > took ? p->took_us : took;
+        if (p->resp) {
+            ok += apply_results(s, recs + off, p->n, p->resp);
+            protobuf_c_message_free_unpacked(&p->resp->base, NULL);
+        } else {
+            for (size_t j = 0; j < p->n; j++)
+                recs[off + j]->flags |= KP_I_REFETCH;
+            s->again = 1;
+            *failed = 1;
+        }
+        off += p->n;
+    }
+    int64_t per = took / (int64_t)n; /* wall time per item, the parts together */
+    s->item_us = s->item_us ? (s->item_us * 3 + per) / 4 : per;
+    ORR_DEBUG("transition batch", "items=%zu calls=%zu us_per_item=%" PRId64, n, np, per);
+    return ok;
+}
+
 /* Transitions of recs[0..n) to `to` with one reason, in batches. */
 static size_t transition_all(sched *s, kp_inst **recs, size_t n, int to, const char *reason)
 {
@@ -409,11 +581,10 @@ static size_t transition_all(sched *s, kp_inst **recs, size_t n, int to, const c
         size_t k = n - off < BATCH_MAX ? n - off : BATCH_MAX;
         for (size_t i = 0; i < k; i++)
             req_init(&items[i], s, recs[off + i], to, reason);
-        Orrery__Halley__V1__TransitionBatchResponse *resp;
-        if (send_batch(s, items, k, &resp) != ORR_OK)
+        int failed;
+        ok += send_batch(s, items, recs + off, k, &failed);
+        if (failed)
             break;
-        ok += apply_results(s, recs + off, k, resp);
-        protobuf_c_message_free_unpacked(&resp->base, NULL);
     }
     free(items);
     return ok;
@@ -564,10 +735,6 @@ static kp_task *index_task(sched *s, const Orrery__Halley__V1__Task *m, int64_t 
         kp_index_remove(s->ix, m->id);
         return NULL;
     }
-    for (size_t i = 0; i < t.n_deps; i++)
-        if (t.deps[i].kind == KP_DEP_DATA_UNIT)
-            ORR_WARN("data_unit dependency not resolved by this keplerd: ignored",
-                     "task=%s position=%zu", orr_log_q(t.name), i);
     int existed = kp_index_get(s->ix, m->id) != NULL;
     kp_task *st = kp_index_put(s->ix, &t);
     if (!existed)
@@ -666,8 +833,42 @@ static void refresh_tasks(sched *s)
 
 /* ------------------------------------------------------------ events */
 
+static du_stream *stream_find(sched *s, const char *name, int create)
+{
+    for (size_t i = 0; i < s->n_streams; i++)
+        if (strcmp(s->streams[i].name, name) == 0)
+            return &s->streams[i];
+    if (!create)
+        return NULL;
+    if (s->n_streams == s->cap_streams) {
+        s->cap_streams = s->cap_streams ? s->cap_streams * 2 : 8;
+        s->streams = xrealloc(s->streams, s->cap_streams * sizeof *s->streams);
+    }
+    du_stream *st = &s->streams[s->n_streams++];
+    memset(st, 0, sizeof *st);
+    snprintf(st->name, sizeof st->name, "%s", name);
+    return st;
+}
+
 static void apply_event(sched *s, const kp_ev *e)
 {
+    if (e->kind == EV_DATA_UNIT) {
+        kp_du_mark(s->du, e->stream, e->business, e->interface, e->bucket_ms);
+        ORR_DEBUG("data unit reconciled", "stream=%s business=%s interface=%s bucket_ms=%" PRId64,
+                  orr_log_q(e->stream), orr_log_q(e->business), orr_log_q(e->interface),
+                  e->bucket_ms);
+        s->du_dirty = 1;
+        s->again = 1;
+        return;
+    }
+    if (e->kind == EV_STREAM) {
+        du_stream *st = stream_find(s, e->stream, 0);
+        if (st)
+            st->state = DU_GRID_UNREAD; /* the bucket may have changed: read it again */
+        s->du_dirty = 1;
+        s->again = 1;
+        return;
+    }
     if (e->kind == EV_TASK) {
         for (size_t i = 0; i < s->n_task_refresh; i++)
             if (s->task_refresh[i] == e->task_id)
@@ -868,11 +1069,22 @@ typedef struct fetch_req {
     int64_t task_id, from_ms, to_ms;
 } fetch_req;
 
+typedef struct du_fetch_req {
+    char stream[KP_NAME_MAX], business[KP_NAME_MAX], interface[KP_NAME_MAX];
+    int64_t from_ms, to_ms;
+} du_fetch_req;
+
 typedef struct dep_ctx {
     fetch_req fetch[FETCH_ROUND];
     size_t n_fetch;
     int64_t times[KP_DEPS_MAX_CYCLES];
     kp_dep_obs obs[KP_DEPS_MAX_CYCLES];
+    /* data units */
+    int64_t buckets[KP_DU_MAX_BUCKETS];
+    du_fetch_req du_fetch[DU_FETCH_ROUND];
+    size_t n_du_fetch;
+    char grid_read[DU_STREAM_ROUND][KP_NAME_MAX];
+    size_t n_grid_read;
 } dep_ctx;
 
 enum { DEP_MET, DEP_WAIT, DEP_FETCH };
@@ -916,6 +1128,52 @@ static int observe(sched *s, dep_ctx *c, const kp_task *u, size_t n)
     return DEP_MET;
 }
 
+/* One data-unit dependency of t's instance at tsec: DEP_MET, DEP_WAIT, or
+ * DEP_FETCH (the stream's grid or some units must be read first). */
+static int check_du(sched *s, dep_ctx *c, const kp_task *t, const kp_dep *dep, int64_t tsec,
+                    int64_t now)
+{
+    du_stream *st = stream_find(s, dep->stream, 1);
+    if (st->state == DU_GRID_FAILED)
+        return DEP_WAIT; /* round_work clears it at retry_at_ms and re-checks */
+    if (st->state == DU_GRID_UNREAD) {
+        for (size_t i = 0; i < c->n_grid_read; i++)
+            if (strcmp(c->grid_read[i], st->name) == 0)
+                return DEP_FETCH;
+        if (c->n_grid_read < DU_STREAM_ROUND)
+            snprintf(c->grid_read[c->n_grid_read++], KP_NAME_MAX, "%s", st->name);
+        return DEP_FETCH;
+    }
+    size_t n = 0;
+    if (kp_du_buckets(t->has_cron ? &t->cron : NULL, t->tz, &st->grid, tsec, c->buckets,
+                      KP_DU_MAX_BUCKETS, &n) != ORR_OK)
+        return DEP_WAIT; /* more buckets than any cycle may span: never met */
+    int unknown = 0;
+    int64_t from = 0, to = 0;
+    if (kp_du_met(s->du, dep->stream, dep->business, dep->interface, c->buckets, n, st->grid.size_s,
+                  &unknown, &from, &to))
+        return DEP_MET;
+    if (!unknown)
+        return DEP_WAIT;
+    if (now < s->du_retry_at_ms)
+        return DEP_WAIT; /* round_work re-checks when the back-off ends */
+    for (size_t i = 0; i < c->n_du_fetch; i++) {
+        du_fetch_req *f = &c->du_fetch[i];
+        if (strcmp(f->stream, dep->stream) == 0 && strcmp(f->business, dep->business) == 0 &&
+            strcmp(f->interface, dep->interface) == 0 && f->from_ms <= from && f->to_ms >= to)
+            return DEP_FETCH;
+    }
+    if (c->n_du_fetch < DU_FETCH_ROUND) {
+        du_fetch_req *f = &c->du_fetch[c->n_du_fetch++];
+        snprintf(f->stream, sizeof f->stream, "%s", dep->stream);
+        snprintf(f->business, sizeof f->business, "%s", dep->business);
+        snprintf(f->interface, sizeof f->interface, "%s", dep->interface);
+        f->from_ms = from;
+        f->to_ms = to;
+    }
+    return DEP_FETCH;
+}
+
 static int check_deps(sched *s, dep_ctx *c, const kp_task *t, const kp_inst *r, int64_t now)
 {
     int64_t tsec = r->sched_ms / 1000;
@@ -924,8 +1182,14 @@ static int check_deps(sched *s, dep_ctx *c, const kp_task *t, const kp_inst *r, 
         const kp_dep *dep = &t->deps[d];
         size_t n = 0;
         const kp_task *u;
-        if (dep->kind == KP_DEP_DATA_UNIT)
+        if (dep->kind == KP_DEP_DATA_UNIT) {
+            int v = check_du(s, c, t, dep, tsec, now);
+            if (v == DEP_WAIT)
+                return DEP_WAIT;
+            if (v == DEP_FETCH)
+                result = DEP_FETCH;
             continue;
+        }
         if (dep->kind == KP_DEP_SELF) {
             if (!t->has_cron || kp_deps_prev_fire(&t->cron, t->tz, tsec, &c->times[0]) != ORR_OK)
                 continue;
@@ -1000,6 +1264,105 @@ static void run_fetches(sched *s, dep_ctx *c)
     s->again = 1;
 }
 
+/* Read the grids of streams and the reconciled units asked for by the pass.
+ * A failure holds the instances (DEP_WAIT) until a retry time. */
+static void run_du_fetches(sched *s, dep_ctx *c, int64_t now)
+{
+    for (size_t i = 0; i < c->n_grid_read; i++) {
+        du_stream *st = stream_find(s, c->grid_read[i], 1);
+        Orrery__Halley__V1__GetSortStreamRequest rq =
+            ORRERY__HALLEY__V1__GET_SORT_STREAM_REQUEST__INIT;
+        rq.name = st->name;
+        ProtobufCMessage *out = NULL;
+        orr_err err;
+        orr_status rc =
+            orr_rpc_call_unary(s->cl, "GetSortStream", &rq.base, &out, RPC_TIMEOUT_MS, &err);
+        if (rc == ORR_OK) {
+            const Orrery__Halley__V1__SortStream *ss = (const void *)out;
+            rc = kp_du_grid_parse(ss->spec_json, &st->grid, &err);
+            protobuf_c_message_free_unpacked(out, NULL);
+        }
+        if (rc == ORR_OK) {
+            st->state = DU_GRID_OK;
+            ORR_INFO("sort stream read", "stream=%s bucket_s=%" PRId64 " tz_s=%d",
+                     orr_log_q(st->name), st->grid.size_s, (int)st->grid.tz_s);
+        } else {
+            char buf[600];
+            st->state = DU_GRID_FAILED;
+            st->retry_at_ms = now + DU_RETRY_MS;
+            ORR_WARN("sort stream not readable: its data-unit dependencies wait",
+                     "stream=%s status=%s error=%s", orr_log_q(st->name), orr_status_name(rc),
+                     orr_log_q(orr_err_str(&err, buf, sizeof buf)));
+        }
+        s->du_dirty = 1;
+    }
+    c->n_grid_read = 0;
+    for (size_t i = 0; i < c->n_du_fetch; i++) {
+        du_fetch_req *f = &c->du_fetch[i];
+        Orrery__Halley__V1__ListDataUnitsRequest rq =
+            ORRERY__HALLEY__V1__LIST_DATA_UNITS_REQUEST__INIT;
+        rq.stream = f->stream;
+        rq.business = f->business;
+        rq.interface = f->interface;
+        rq.from_ms = f->from_ms;
+        rq.to_ms = f->to_ms;
+        rq.reconciled_only = 1;
+        rq.limit = 5000; /* > KP_DU_MAX_BUCKETS: one page covers the range */
+        ProtobufCMessage *out = NULL;
+        orr_err err;
+        orr_status rc =
+            orr_rpc_call_unary(s->cl, "ListDataUnits", &rq.base, &out, RPC_TIMEOUT_MS, &err);
+        if (rc != ORR_OK) {
+            char buf[600];
+            s->du_retry_at_ms = now + DU_RETRY_MS;
+            ORR_WARN("data units not readable: their dependents wait",
+                     "stream=%s status=%s error=%s", orr_log_q(f->stream), orr_status_name(rc),
+                     orr_log_q(orr_err_str(&err, buf, sizeof buf)));
+            break;
+        }
+        const Orrery__Halley__V1__ListDataUnitsResponse *r = (const void *)out;
+        for (size_t j = 0; j < r->n_units; j++) {
+            const Orrery__Halley__V1__DataUnit *u = r->units[j];
+            /* the filter is Halley's; a unit that does not match is not ours */
+            if (u->reconciled && strcmp(u->stream, f->stream) == 0 &&
+                strcmp(u->business, f->business) == 0 && strcmp(u->interface, f->interface) == 0)
+                kp_du_mark(s->du, u->stream, u->business, u->interface, u->bucket_ms);
+        }
+        kp_du_listed(s->du, f->stream, f->business, f->interface, f->from_ms, f->to_ms);
+        protobuf_c_message_free_unpacked(out, NULL);
+        s->du_dirty = 1;
+    }
+    c->n_du_fetch = 0;
+    s->again = 1;
+}
+
+/* Tasks with a data-unit dependency: their waiting instances to a check. */
+static void du_mark_tasks(sched *s, int64_t now)
+{
+    for (size_t i = 0; i < s->n_streams; i++) {
+        du_stream *st = &s->streams[i];
+        if (st->state == DU_GRID_FAILED && now >= st->retry_at_ms) {
+            st->state = DU_GRID_UNREAD;
+            s->du_dirty = 1;
+        }
+    }
+    if (s->du_retry_at_ms && now >= s->du_retry_at_ms) {
+        s->du_retry_at_ms = 0;
+        s->du_dirty = 1;
+    }
+    if (!s->du_dirty)
+        return;
+    s->du_dirty = 0;
+    for (size_t i = 0; i < kp_index_count(s->ix); i++) {
+        kp_task *t = kp_index_at(s->ix, i);
+        for (size_t d = 0; d < t->n_deps; d++)
+            if (t->deps[d].kind == KP_DEP_DATA_UNIT) {
+                t->deps_dirty = 1;
+                break;
+            }
+    }
+}
+
 /* ------------------------------------------------------------ the pass */
 
 typedef struct work {
@@ -1014,11 +1377,26 @@ static void push(kp_inst ***v, size_t *n, size_t cap, kp_inst *r)
         (*v)[(*n)++] = r;
 }
 
+/* Order of waiting -> ready: priority, then the oldest schedule time. */
+static int waiting_cmp(const void *a, const void *b)
+{
+    const kp_inst *x = *(kp_inst *const *)a, *y = *(kp_inst *const *)b;
+    if (x->priority != y->priority)
+        return x->priority > y->priority ? -1 : 1;
+    if (x->sched_ms != y->sched_ms)
+        return x->sched_ms < y->sched_ms ? -1 : 1;
+    return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/* Order of dispatch: priority, then the longest ready (since_ms is when it
+ * entered ready), then the oldest schedule time. */
 static int ready_cmp(const void *a, const void *b)
 {
     const kp_inst *x = *(kp_inst *const *)a, *y = *(kp_inst *const *)b;
     if (x->priority != y->priority)
         return x->priority > y->priority ? -1 : 1;
+    if (x->since_ms != y->since_ms)
+        return x->since_ms < y->since_ms ? -1 : 1;
     if (x->sched_ms != y->sched_ms)
         return x->sched_ms < y->sched_ms ? -1 : 1;
     return x->id < y->id ? -1 : x->id > y->id;
@@ -1098,9 +1476,29 @@ static int64_t pass(sched *s, work *w, dep_ctx *c, int64_t now)
     return next_timer;
 }
 
+/* How many waiting -> ready this round: what halleyd writes in about
+ * READY_BUDGET_US at its recent pace, within [READY_MIN, READY_ROUND]. */
+static size_t ready_cap(const sched *s)
+{
+    if (s->item_us <= 0)
+        return READY_ROUND;
+    int64_t k = READY_BUDGET_US / s->item_us;
+    return k < READY_MIN ? READY_MIN : k > READY_ROUND ? READY_ROUND : (size_t)k;
+}
+
+/* Free slots over all live executors. */
+static long free_slots(const sched *s)
+{
+    long f = 0;
+    for (size_t i = 0; i < s->n_ex; i++)
+        if (s->ex[i].alive && s->ex[i].slots > s->ex[i].used)
+            f += s->ex[i].slots - s->ex[i].used;
+    return f;
+}
+
 static void dispatch(sched *s, work *w)
 {
-    if (!s->ex_version || w->n_ready == 0)
+    if (!s->ex_version || w->n_ready == 0 || free_slots(s) <= 0)
         return;
     qsort(w->ready, w->n_ready, sizeof *w->ready, ready_cmp);
     pb_treq *items = xrealloc(NULL, BATCH_MAX * sizeof *items);
@@ -1109,6 +1507,10 @@ static void dispatch(sched *s, work *w)
     size_t n_short = 0, n = 0;
     for (size_t i = 0; i <= w->n_ready; i++) {
         kp_inst *r = i < w->n_ready ? w->ready[i] : NULL;
+        if (r && free_slots(s) <= 0) {
+            r = NULL; /* every executor is full: send what is built, stop */
+            i = w->n_ready;
+        }
         if (r) {
             kp_task *t = kp_index_get(s->ix, r->task_id);
             if (!t || (t->max_parallel && t->n_live >= t->max_parallel))
@@ -1165,22 +1567,15 @@ static void dispatch(sched *s, work *w)
         }
         if (n == 0 || (r && n < BATCH_MAX))
             continue;
-        Orrery__Halley__V1__TransitionBatchResponse *resp;
-        orr_status rc = send_batch(s, items, n, &resp);
         for (size_t j = 0; j < n; j++)
             set_state(s, recs[j], KP_ST_READY, NULL); /* adopt() sets the truth */
-        if (rc == ORR_OK) {
-            size_t ok = apply_results(s, recs, n, resp);
-            s->dispatched_total += ok;
-            protobuf_c_message_free_unpacked(&resp->base, NULL);
-            ORR_DEBUG("dispatched", "instances=%zu total=%" PRIu64, ok, s->dispatched_total);
-        } else {
-            for (size_t j = 0; j < n; j++)
-                recs[j]->flags |= KP_I_REFETCH;
-            n = 0;
-            break;
-        }
+        int failed;
+        size_t ok = send_batch(s, items, recs, n, &failed);
+        s->dispatched_total += ok;
+        ORR_DEBUG("dispatched", "instances=%zu total=%" PRIu64, ok, s->dispatched_total);
         n = 0;
+        if (failed)
+            break; /* the failed call's records are marked for a re-read */
     }
     if (n) /* a leadership break with a batch half built: undo the counts */
         for (size_t j = 0; j < n; j++)
@@ -1245,6 +1640,8 @@ static void sweep(sched *s, int64_t now)
     recount(s);
     for (size_t i = 0; i < kp_index_count(s->ix); i++)
         kp_index_at(s->ix, i)->deps_dirty = 1;
+    /* data units: read again when next needed; old marks go */
+    kp_du_forget(s->du, now - s->o->horizon_ms - 86400 * 1000LL);
     ORR_INFO("sweep done", "instances=%zu evicted=%zu tasks=%zu", kp_store_count(s->st), n,
              kp_index_count(s->ix));
 }
@@ -1262,6 +1659,10 @@ static void drop_state(sched *s)
     s->ex_version = 0;
     s->n_task_refresh = 0;
     s->epoch = 0;
+    kp_du_cache_destroy(s->du);
+    s->du = kp_du_cache_create();
+    s->n_streams = 0;
+    s->du_retry_at_ms = 0;
 }
 
 static orr_status rebuild(sched *s)
@@ -1307,21 +1708,50 @@ static void round_work(sched *s, work *w, dep_ctx *c)
     free(re);
 
     materialise(s, now);
+    du_mark_tasks(s, now);
     c->n_fetch = 0;
+    c->n_du_fetch = 0;
+    c->n_grid_read = 0;
     int64_t next_timer = pass(s, w, c, now);
     if (c->n_fetch) {
         run_fetches(s, c);
         for (size_t i = 0; i < kp_index_count(s->ix); i++)
             kp_index_at(s->ix, i)->deps_dirty = 1;
     }
+    if (c->n_du_fetch || c->n_grid_read)
+        run_du_fetches(s, c, now);
+    /* slots freed since the last round go to instances already ready before
+     * this round spends time on a ready batch */
+    dispatch(s, w);
     if (w->n_to_ready) {
-        transition_all(s, w->to_ready, w->n_to_ready, KP_ST_READY, "dependencies met");
-        /* make them dispatchable in this same round */
-        for (size_t i = 0; i < w->n_to_ready; i++)
+        size_t k = w->n_to_ready, cap = ready_cap(s), left = 0;
+        for (size_t i = 0; i < w->n_ready; i++)
+            left += w->ready[i]->state == KP_ST_READY;
+        /* free slots that nothing ready can fill: ready enough for them now */
+        long idle = free_slots(s) - (long)left;
+        if (idle > (long)cap)
+            cap = idle < READY_ROUND ? (size_t)idle : READY_ROUND;
+        if (k > cap) {
+            /* the oldest first; the others are checked again next round */
+            qsort(w->to_ready, k, sizeof *w->to_ready, waiting_cmp);
+            for (size_t i = cap; i < k; i++)
+                w->to_ready[i]->flags |= KP_I_DIRTY;
+            k = cap;
+            s->again = 1;
+        }
+        transition_all(s, w->to_ready, k, KP_ST_READY, "dependencies met");
+        /* the ones dispatched above are no longer ready: keep the rest, add
+         * the new ones, and dispatch again */
+        size_t m = 0;
+        for (size_t i = 0; i < w->n_ready; i++)
+            if (w->ready[i]->state == KP_ST_READY)
+                w->ready[m++] = w->ready[i];
+        w->n_ready = m;
+        for (size_t i = 0; i < k; i++)
             if (w->to_ready[i]->state == KP_ST_READY)
                 push(&w->ready, &w->n_ready, w->cap, w->to_ready[i]);
+        dispatch(s, w);
     }
-    dispatch(s, w);
     if (w->n_lost) {
         for (size_t i = 0; i < w->n_lost; i++)
             ORR_WARN("executor lost: failing its instance", "instance=%" PRId64 " executor=%s",
@@ -1368,6 +1798,7 @@ orr_status kp_sched_run(const kp_sched_opts *o, volatile sig_atomic_t *stop, orr
     }
     s.ix = kp_index_create();
     s.st = kp_store_create();
+    s.du = kp_du_cache_create();
     if (pthread_create(&s.wth, NULL, watcher_main, &s) != 0) {
         kp_elect_stop(s.el);
         orr_rpc_client_destroy(s.cl);
@@ -1445,6 +1876,8 @@ orr_status kp_sched_run(const kp_sched_opts *o, volatile sig_atomic_t *stop, orr
     drop_state(&s);
     kp_index_destroy(s.ix);
     kp_store_destroy(s.st);
+    kp_du_cache_destroy(s.du);
+    free(s.streams);
     free(s.ex);
     free(s.q);
     free(evs);

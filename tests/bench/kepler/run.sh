@@ -33,6 +33,19 @@
 #                      count / (last - first), and over the middle 80 %
 #   latency            upstream's running->success to each downstream's
 #                      waiting->ready and ready->dispatched: p50 / p99 / max
+#                      (the raw figure: with S = KPB_EXECUTORS x KPB_SLOTS
+#                      slots, all but the first S wait for slots to free)
+#   scheduler latency  the part keplerd is responsible for: for the k-th
+#                      downstream dispatch (k = 0, 1, ... in time order) the
+#                      moment it could have gone is when it was eligible
+#                      (the upstream's success) and a slot was free: the
+#                      upstream's success for k < S, else the later of that
+#                      and the (k-S)-th downstream success (every run takes
+#                      one slot, so the k-th dispatch needs the slot the
+#                      (k-S)-th finished run gave back); scheduler latency =
+#                      dispatch - that moment, queue wait = that moment -
+#                      upstream success (capacity, not the scheduler): p50 /
+#                      p99 / max of both
 #   memory             keplerd VmHWM (peak RSS) from /proc/<pid>/status
 #
 # Environment: ORRERY_PG_DSN and ORRERY_ZK must be set (deploy/stack.sh env);
@@ -317,7 +330,13 @@ WITH d AS (
 disp AS (SELECT * FROM d WHERE to_state = 'dispatched'),
 rdy AS (SELECT * FROM d WHERE to_state = 'ready'),
 mid AS (SELECT percentile_disc(0.1) WITHIN GROUP (ORDER BY at) AS a,
-               percentile_disc(0.9) WITHIN GROUP (ORDER BY at) AS b FROM disp)
+               percentile_disc(0.9) WITHIN GROUP (ORDER BY at) AS b FROM disp),
+fin AS MATERIALIZED (SELECT array_agg(at ORDER BY at, id) AS a FROM d WHERE to_state = 'success'),
+dk AS MATERIALIZED (SELECT at, row_number() OVER (ORDER BY at, id) AS k FROM disp),
+free AS (SELECT dk.at AS at,
+           GREATEST($UP_OK, COALESCE(fin.a[dk.k - $((EXECUTORS * SLOTS))], $UP_OK)) AS avail
+         FROM dk, fin),
+sl AS MATERIALIZED (SELECT at - avail AS lat, avail - $UP_OK AS qw FROM free)
 SELECT
   (SELECT count(*) FROM disp),
   (SELECT round((count(*) / GREATEST(max(at) - min(at), 0.001))::numeric, 0) FROM disp),
@@ -333,10 +352,17 @@ SELECT
   (SELECT count(*) FROM (SELECT id FROM disp ORDER BY lat LIMIT $((EXECUTORS * SLOTS))) f),
   (SELECT round(max(lat)::numeric, 3) FROM (SELECT lat FROM disp ORDER BY lat LIMIT $((EXECUTORS * SLOTS))) f),
   (SELECT count(*) FROM instances WHERE task_id <> $UP_ID AND task_id NOT IN
-     (SELECT id FROM tasks WHERE name LIKE 'kpb-d-%'));
+     (SELECT id FROM tasks WHERE name LIKE 'kpb-d-%')),
+  (SELECT round((percentile_cont(0.5) WITHIN GROUP (ORDER BY lat))::numeric, 3) FROM sl),
+  (SELECT round((percentile_cont(0.99) WITHIN GROUP (ORDER BY lat))::numeric, 3) FROM sl),
+  (SELECT round(max(lat)::numeric, 3) FROM sl),
+  (SELECT round((percentile_cont(0.5) WITHIN GROUP (ORDER BY qw))::numeric, 3) FROM sl),
+  (SELECT round((percentile_cont(0.99) WITHIN GROUP (ORDER BY qw))::numeric, 3) FROM sl),
+  (SELECT round(max(qw)::numeric, 3) FROM sl);
 SQL
 )
-read -r N_DISP RATE_ALL RATE_MID P50_D P99_D MAX_D MIN_D P50_R P99_R MAX_R N_FIRST MAX_FIRST OTHER <<<"$FIG"
+read -r N_DISP RATE_ALL RATE_MID P50_D P99_D MAX_D MIN_D P50_R P99_R MAX_R N_FIRST MAX_FIRST OTHER \
+	P50_S P99_S MAX_S P50_Q P99_Q MAX_Q <<<"$FIG"
 
 printf '\n%-52s %s\n' "figure" "value"
 printf '%-52s %s\n' "tasks in halley (indexed by keplerd)" "$TASKS ($REBUILT)"
@@ -349,6 +375,8 @@ printf '%-52s %s\n' "dispatch rate, middle 80 % of dispatches, inst/s" "$RATE_MI
 printf '%-52s %s\n' "upstream success -> ready, p50/p99/max s" "$P50_R / $P99_R / $MAX_R"
 printf '%-52s %s\n' "upstream success -> dispatched, p50/p99/max s" "$P50_D / $P99_D / $MAX_D"
 printf '%-52s %s\n' "  first dispatch after upstream success, s" "$MIN_D"
+printf '%-52s %s\n' "scheduler latency (eligible+slot free -> dispatched)" "$P50_S / $P99_S / $MAX_S"
+printf '%-52s %s\n' "  p50/p99/max s; queue wait for a slot, p50/p99/max s" "$P50_Q / $P99_Q / $MAX_Q"
 printf '%-52s %s\n' "  first $N_FIRST dispatched (one slot round), max s" "$MAX_FIRST"
 printf '%-52s %s\n' "keplerd RSS after rebuild / at end, MB" "$((RSS_IDLE / 1024)) / $((RSS / 1024))"
 printf '%-52s %s\n' "keplerd peak RSS (VmHWM), MB" "$((HWM / 1024))"

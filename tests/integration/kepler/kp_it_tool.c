@@ -8,6 +8,9 @@
  *   team NAME                     create a team
  *   task SPEC_JSON                create a task; prints its id
  *   pool NAME CAPACITY            create or resize a pool
+ *   stream NAME SPEC_JSON         create or replace a sort stream
+ *   unit STREAM BUSINESS INTERFACE BUCKET_MS RECONCILED(0|1) [VERSION]
+ *                                 report a data unit's statistics
  *   create TASK_ID MS [MS...]     create instances; prints their ids
  *   instances [PREFIX]            one JSON line per instance (task name prefix)
  *   max-live PREFIX MS            sample every 20 ms for MS ms how many
@@ -389,6 +392,29 @@ int main(int argc, char **argv)
         rq.capacity = atoi(argv[3]);
         rq.actor = "test";
         protobuf_c_message_free_unpacked(call("PutPool", &rq.base), NULL);
+    } else if (strcmp(cmd, "stream") == 0 && argc == 4) {
+        Orrery__Halley__V1__PutSortStreamRequest rq =
+            ORRERY__HALLEY__V1__PUT_SORT_STREAM_REQUEST__INIT;
+        rq.name = argv[2];
+        rq.spec_json = argv[3];
+        rq.active = 1;
+        rq.actor = "test";
+        protobuf_c_message_free_unpacked(call("PutSortStream", &rq.base), NULL);
+    } else if (strcmp(cmd, "unit") == 0 && (argc == 7 || argc == 8)) {
+        Orrery__Halley__V1__DataUnit u = ORRERY__HALLEY__V1__DATA_UNIT__INIT;
+        u.stream = argv[2];
+        u.business = argv[3];
+        u.interface = argv[4];
+        u.bucket_ms = strtoll(argv[5], NULL, 10);
+        u.reconciled = strcmp(argv[6], "1") == 0;
+        u.records = 10;
+        u.files = 1;
+        u.bytes = 100;
+        u.check_version = argc == 8 ? atoi(argv[7]) : 1;
+        Orrery__Halley__V1__ReportDataUnitRequest rq =
+            ORRERY__HALLEY__V1__REPORT_DATA_UNIT_REQUEST__INIT;
+        rq.unit = &u;
+        protobuf_c_message_free_unpacked(call("ReportDataUnit", &rq.base), NULL);
     } else if (strcmp(cmd, "create") == 0 && argc >= 4) {
         size_t n = (size_t)(argc - 3);
         for (size_t off = 0; off < n; off += 1000) {

@@ -1,6 +1,6 @@
 """test_kepler.py - keplerd against real ZooKeeper, halleyd and PostgreSQL.
 
-    test_kepler.py BUILD_DIR scheduling|failover|executord
+    test_kepler.py BUILD_DIR scheduling|failover|executord|data_unit
 
 scheduling: a diamond DAG runs in dependency order (and each downstream is
 dispatched within a second of its last upstream's success); a weak upstream
@@ -13,6 +13,13 @@ is killed with SIGKILL mid-flow; every instance ends in success exactly once
 and no attempt is dispatched twice (checked on halleyd's transition history).
 
 executord: the diamond again, run by the real executord (when it is built).
+
+data_unit: an hourly task depending on a data unit of a 15-minute sort stream
+(created through PutSortStream) stays waiting while any of the four buckets
+of its hour is unreported or not reconciled (units of other hours, other
+interfaces and a reconciled=false report do not count), and runs once
+ReportDataUnit(reconciled=true) arrives for the last one; a task whose units
+were all reconciled before its instance existed runs at once.
 
 Tasks, pools and instances are created through halleyd's API by kp_it_tool
 (a small orr_rpc client), which also plays the executors. Every run uses its
@@ -271,6 +278,72 @@ def real_executor(k):
         check(d["started"] >= max(b["finished"], c["finished"]), "executord: d after b and c")
 
 
+DU_STREAM = {
+    "name": "du-clicks",
+    "business": "b42",
+    "source": {"type": "file", "path": "/nonexistent/du-clicks", "exit_at_eof": True},
+    "format": {"type": "delimited", "delimiter": "|", "fields": ["id", "ts", "iface"]},
+    "interface": {"field": "iface"},
+    "interfaces": ["login", "pay"],
+    "time": {"field": "ts", "format": "epoch_s", "timezone": "UTC"},
+    "bucket": "15m",
+}
+
+
+def data_unit(k):
+    k.start_executor("exec-a", 4, 100)
+    k.start_kepler("k1")
+    check(wait_until(lambda: k.leader()[0] == "k1", 20), "keplerd k1 becomes leader")
+    k.tool("stream", "du-clicks", json.dumps(DU_STREAM))
+    hour = 1_699_999_200_000  # 2023-11-14T22:00:00Z: buckets 22:00, 22:15, 22:30, 22:45
+    q = 900_000
+    dep = {"kind": "data_unit", "stream": "du-clicks", "business": "b42", "interface": "login"}
+    hourly = k.task("du-hourly", schedule="0 * * * *", upstreams=[dep])
+    pre = k.task("du-pre", schedule="0 * * * *", upstreams=[dict(dep, interface="pay")])
+
+    def unit(iface, bucket_ms, reconciled, version=1):
+        k.tool("unit", "du-clicks", "b42", iface, str(bucket_ms), "1" if reconciled else "0",
+               str(version))
+
+    def inst(name):
+        for i in k.instances(name):
+            if i["task"] == name and i["sched"] == hour:
+                return i
+        return {}
+
+    # units reconciled before the instance exists: read through ListDataUnits
+    for b in range(4):
+        unit("pay", hour + b * q, True)
+    time.sleep(0.5)  # let keplerd index the tasks
+    k.create(pre, [hour])
+    k.create(hourly, [hour])
+    ok = wait_until(lambda: inst("du-pre").get("state") == "success", 20)
+    check(ok, f"data_unit: all four buckets reconciled beforehand -> runs "
+          f"({inst('du-pre').get('state')})")
+
+    # three of four, plus reports that must not count
+    for b in (0, 2, 3):
+        unit("login", hour + b * q, True)
+    unit("login", hour + q, False)            # reported, not reconciled
+    unit("login", hour + 4 * q, True)         # the next hour's first bucket
+    unit("login", hour - q, True)             # the previous hour's last bucket
+    k.tool("unit", "du-clicks", "b43", "login", str(hour + q), "1")  # another business
+    time.sleep(3)
+    st = inst("du-hourly").get("state")
+    check(st == "waiting", f"data_unit: waits while one bucket of its hour is not reconciled ({st})")
+
+    reported = int(time.time() * 1000)
+    unit("login", hour + q, True, version=2)
+    ok = wait_until(lambda: inst("du-hourly").get("state") == "success", 20)
+    check(ok, f"data_unit: runs once every bucket is reconciled ({inst('du-hourly').get('state')})")
+    if ok:
+        lat = inst("du-hourly")["started"] - reported
+        print(f"     last unit reconciled -> started: {lat} ms", flush=True)
+        check(lat < 5000, f"data_unit: started {lat} ms after the last unit (< 5000)")
+    log = k.p.log("keplerd-k1.log")
+    check("sort stream read" in log, "data_unit: keplerd read the stream's bucket grid")
+
+
 def failover(k):
     k.start_executor("exec-a", 64, 300)
     k.start_executor("exec-b", 64, 300)
@@ -326,9 +399,11 @@ def failover(k):
 
 
 def main():
-    modes = {"scheduling": scheduling, "failover": failover, "executord": real_executor}
+    modes = {"scheduling": scheduling, "failover": failover, "executord": real_executor,
+             "data_unit": data_unit}
     if len(sys.argv) != 3 or sys.argv[2] not in modes:
-        print("usage: test_kepler.py BUILD_DIR scheduling|failover|executord", file=sys.stderr)
+        print("usage: test_kepler.py BUILD_DIR scheduling|failover|executord|data_unit",
+              file=sys.stderr)
         return 2
     orrery_it.require_env("ORRERY_ZK")
     with orrery_it.Platform(sys.argv[1], galaxies=0) as p:
