@@ -519,34 +519,26 @@ HL_UNARY(hl_api_transition_instances)
     orrery__halley__v1__transition_batch_response__init(o);
     o->n_results = rq->n_items;
     o->results = orr_arena_alloc(a, sizeof *o->results * rq->n_items);
-    hl_conn *c;
-    orr_status s = hl_db_get(hc->db, &c, err);
-    if (s != ORR_OK)
-        return s;
-    int64_t max_event = 0; /* each item commits on its own */
+    orr_status *st = orr_arena_calloc(a, rq->n_items, sizeof *st);
+    orr_err *errs = orr_arena_calloc(a, rq->n_items, sizeof *errs);
     for (size_t i = 0; i < rq->n_items; i++) {
-        hl_pb_transition_res *res = orr_arena_alloc(a, sizeof *res);
-        orrery__halley__v1__transition_result__init(res);
-        o->results[i] = res;
-        orr_err ie;
-        orr_err_clear(&ie);
-        orr_status is = hl_transition_one(c, a, rq->items[i], res, &ie);
-        if (is == ORR_EUNAVAIL) { /* the database went away: the whole call fails */
-            *err = ie;
-            hl_db_put(hc->db, c);
-            hl_events_committed(hc->events, max_event);
-            return is;
-        }
-        if (is == ORR_OK && res->event_id > max_event)
-            max_event = res->event_id;
-        res->code = hl_grpc_code(is);
-        if (is != ORR_OK) {
-            res->field = orr_arena_strdup(a, ie.field);
-            res->message = orr_arena_strdup(a, ie.msg);
+        o->results[i] = orr_arena_alloc(a, sizeof *o->results[i]);
+        orrery__halley__v1__transition_result__init(o->results[i]);
+    }
+    /* Combined statements; reports the committed events itself. */
+    orr_status s =
+        hl_tcomb_transition_batch(hc, a, rq->items, rq->n_items, o->results, st, errs);
+    if (s != ORR_OK) { /* the database went away: the whole call fails */
+        *err = errs[0];
+        return s;
+    }
+    for (size_t i = 0; i < rq->n_items; i++) {
+        o->results[i]->code = hl_grpc_code(st[i]);
+        if (st[i] != ORR_OK) {
+            o->results[i]->field = orr_arena_strdup(a, errs[i].field);
+            o->results[i]->message = orr_arena_strdup(a, errs[i].msg);
         }
     }
-    hl_db_put(hc->db, c);
-    hl_events_committed(hc->events, max_event);
     *resp = &o->base;
     return ORR_OK;
 }

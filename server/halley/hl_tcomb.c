@@ -262,3 +262,46 @@ orr_status hl_tcomb_transition(hl_ctx *hc, orr_arena *a, const hl_pb_transition_
         *err = self.err;
     return self.status;
 }
+
+orr_status hl_tcomb_transition_batch(hl_ctx *hc, orr_arena *a, hl_pb_transition_req *const *rqs,
+                                     size_t n, hl_pb_transition_res **res, orr_status *status,
+                                     orr_err *errs)
+{
+    hl_titem *items = orr_arena_calloc(a, n ? n : 1, sizeof *items);
+    hl_titem **chunk = orr_arena_calloc(a, HL_TCOMB_MAX, sizeof *chunk);
+    size_t k = 0;
+    for (size_t i = 0; i <= n; i++) {
+        /* A chunk ends at HL_TCOMB_MAX items, at the end, or before a second
+         * item for an instance already in it (that one must see the first's
+         * effect, so it goes into a later statement). */
+        int flush = i == n || k == HL_TCOMB_MAX;
+        for (size_t j = 0; !flush && j < k; j++)
+            flush = chunk[j]->rq->instance_id == rqs[i]->instance_id;
+        if (flush && k > 0) {
+            hl__run_batch(hc, chunk, k);
+            for (size_t j = 0; j < k; j++)
+                if (chunk[j]->status == ORR_EUNAVAIL) {
+                    errs[0] = chunk[j]->err;
+                    return ORR_EUNAVAIL;
+                }
+            k = 0;
+        }
+        if (i == n)
+            break;
+        hl_titem *it = &items[i];
+        it->rq = rqs[i];
+        it->arena = a;
+        it->res = res[i];
+        orr_err_clear(&it->err);
+        it->status = hl_transition_check(rqs[i], &it->err);
+        if (it->status == ORR_OK) {
+            it->status = ORR_EINTERNAL;
+            chunk[k++] = it;
+        }
+    }
+    for (size_t i = 0; i < n; i++) {
+        status[i] = items[i].status;
+        errs[i] = items[i].err;
+    }
+    return ORR_OK;
+}

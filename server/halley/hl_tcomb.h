@@ -15,4 +15,15 @@
 orr_status hl_tcomb_transition(hl_ctx *hc, orr_arena *a, const hl_pb_transition_req *rq,
                                hl_pb_transition_res *res, orr_err *err);
 
+/* TransitionInstances: items rqs[0..n) run as a few combined statements (at
+ * most HL_TCOMB_MAX items each; a later item for the same instance goes into
+ * a later statement, so it sees the earlier one's effect). Each item is its
+ * own compare-and-set: status[i] and errs[i] say how it ended, res[i] (an
+ * initialised result, strings in a) holds the instance on ORR_OK. Returns
+ * ORR_EUNAVAIL with errs[0] set when the database went away (items already
+ * run stay applied), ORR_OK otherwise. */
+orr_status hl_tcomb_transition_batch(hl_ctx *hc, orr_arena *a, hl_pb_transition_req *const *rqs,
+                                     size_t n, hl_pb_transition_res **res, orr_status *status,
+                                     orr_err *errs);
+
 #endif
