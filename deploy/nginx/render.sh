@@ -25,13 +25,15 @@ done
 server_block=$(sed -e "s|@LISTEN@|$listen|" -e "s|@UPSTREAMS@|$ups|" "$here/orrery.conf")
 cat >"$prefix/nginx.conf" <<CONF
 # Rendered by deploy/nginx/render.sh; do not edit.
-worker_processes 1;
+# One worker per core: a single worker is one runnable task among many on a
+# busy machine and becomes the front's bottleneck.
+worker_processes auto;
 daemon off;
 pid $prefix/nginx.pid;
 error_log $prefix/logs/error.log warn;
 events { worker_connections 1024; }
 http {
-    access_log $prefix/logs/access.log;
+    access_log $prefix/logs/access.log combined buffer=64k flush=1s;
     client_body_temp_path $prefix/tmp/body;
     proxy_temp_path $prefix/tmp/proxy;
     fastcgi_temp_path $prefix/tmp/fastcgi;

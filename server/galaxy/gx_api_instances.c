@@ -12,7 +12,12 @@
  * An action the current state does not allow is 409 with halleyd's message.
  * The bulk form checks the caller's right on every instance first (403 and
  * nothing applied if one is refused), then applies the action to each and
- * reports each result: a state that does not allow it fails that item only. */
+ * reports each result: a state that does not allow it fails that item only.
+ *
+ * The list and the single instance are GET answers that depend only on the
+ * request (and the caller's role/teams): they go through galaxyd's response
+ * cache (gx_http.h), so a busy instance page costs halleyd at most one call
+ * per distinct query per cache TTL; the actions, being POSTs, invalidate it. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,6 +69,8 @@ static int64_t gx_parse_id(const char *s)
 void gx_h_instances_list(gx_req *req, gx_resp *resp)
 {
     int64_t limit, task_id;
+    if (gx_cache_get(req, resp))
+        return;
     if (gx_req_query_int(req, resp, "limit", 50, 1, 1000, &limit) ||
         gx_req_query_int(req, resp, "task_id", 0, 0, INT64_MAX, &task_id))
         return;
@@ -127,6 +134,7 @@ void gx_h_instances_list(gx_req *req, gx_resp *resp)
                             ? json_string(rs->next_page_token)
                             : json_null());
     gx_resp_json(resp, 200, out);
+    gx_cache_put(req, resp);
 }
 
 static HL(Instance) * gx_get_instance(gx_req *req, gx_resp *resp, int64_t id)
@@ -141,6 +149,8 @@ static HL(Instance) * gx_get_instance(gx_req *req, gx_resp *resp, int64_t id)
 
 void gx_h_instance_get(gx_req *req, gx_resp *resp)
 {
+    if (gx_cache_get(req, resp))
+        return;
     int64_t id = gx_parse_id(gx_req_param(req, 0));
     if (!id) {
         gx_resp_fail(resp, ORR_EINVAL, "id", "must be a positive integer");
@@ -198,6 +208,7 @@ void gx_h_instance_get(gx_req *req, gx_resp *resp)
         json_object_set_new(out, "downstreams", json_array());
     }
     gx_resp_json(resp, 200, out);
+    gx_cache_put(req, resp);
 }
 
 /* May the caller act on instances of task task_id? ORR_OK, or EPERM naming

@@ -14,6 +14,18 @@
  * The arena is destroyed when MHD reports the request completed.
  *
  * Handlers may block (they call halleyd); the MHD thread pool is sized for it.
+ *
+ * Response cache: a handler whose answer depends only on its request and the
+ * caller's visibility may call gx_cache_get() first and gx_cache_put() after
+ * a 200. The key is method, path, every query argument (length-prefixed, in
+ * arrival order) and the caller's role and teams. An entry is served for at
+ * most cache_ttl_ms after the moment its fetch began, and never after a
+ * request with another method than GET/HEAD finished on this server (a write
+ * through this galaxyd is seen by the next read at once; writes made
+ * elsewhere within the TTL). Past half the TTL one request per entry queues
+ * a background refresh (the handler is replayed on the server's refresher
+ * thread with the same method, path, query and caller) and is itself served
+ * from the entry, so readers of a hot key never wait on halleyd.
  * Errors are JSON: {"error":{"code","message","field"}} with the HTTP status
  * mapped from orr_status (gx_http_status()).
  */
@@ -63,6 +75,16 @@ typedef struct gx_req {
     gx_principal who; /* role GX_ROLE_NONE until authenticated */
     void *app;        /* the application context given to gx_server_start */
     const char *peer; /* client address, "127.0.0.1" */
+    gx_server *server;
+    const char *cache_key; /* set by gx_cache_get, in the arena */
+    uint64_t cache_gen;    /* cache generation when the lookup ran */
+    int64_t cache_t0_ms;   /* monotonic ms when the lookup ran */
+    /* A background cache refresh replays a request without a connection
+     * (conn NULL): its query arguments are these name/value pairs, in
+     * arrival order; it has no headers or cookies. */
+    int cache_refresh;
+    const char **qargs;
+    int nqargs;
 } gx_req;
 
 /* Streaming body (Server-Sent Events): called by MHD for more bytes; see gx_sse.h. */
@@ -106,7 +128,15 @@ typedef struct gx_server_opts {
     size_t nroutes;
     gx_auth_fn auth;
     void *app;
+    int cache_ttl_ms;       /* response cache staleness bound; 0 = GX_CACHE_TTL_MS, < 0 = off */
+    size_t cache_max_entry; /* largest cached body; 0 = GX_CACHE_MAX_ENTRY */
 } gx_server_opts;
+
+#ifndef GX_CACHE_TTL_MS /* a build may set it; -1 turns the cache off by default */
+#define GX_CACHE_TTL_MS 250
+#endif
+#define GX_CACHE_MAX_ENTRY (256u << 10)
+#define GX_CACHE_SLOTS     64 /* bodies held at most: slots x max entry (16 MiB) */
 
 /* Start serving in MHD's threads. ORR_EIO if the address cannot be bound. */
 orr_status gx_server_start(const gx_server_opts *o, gx_server **out, orr_err *err);
@@ -117,6 +147,28 @@ void gx_server_stop(gx_server *s);
 void gx_server_metrics(gx_server *s, orr_buf *out);
 /* Resume a suspended connection (streams); safe from any thread. */
 void gx_server_resume(struct MHD_Connection *conn);
+
+/* ------------------------------------------------------------ response cache */
+
+/* Look the request up in the server's response cache. 1: a fresh answer was
+ * copied into resp (status, content type, body); 0: not cached, stale or the
+ * cache is off (and always for a background refresh); the handler computes
+ * the answer and may gx_cache_put() it. Call after authentication (the key
+ * holds req->who's role and teams) and first in the handler: a handler that
+ * uses the cache must answer from the request alone (no headers, cookies or
+ * side effects), since a refresh replays it without a connection. */
+int gx_cache_get(gx_req *req, gx_resp *resp);
+/* Remember resp for the key of the preceding gx_cache_get(). Only a 200 with
+ * an in-memory body no larger than cache_max_entry is kept; anything else is
+ * ignored. The entry ages from the lookup, not from now. */
+void gx_cache_put(gx_req *req, const gx_resp *resp);
+/* Make every cached answer stale (runs after each non-GET request). */
+void gx_cache_invalidate(gx_server *s);
+/* Counters for metrics and tests. */
+typedef struct gx_cache_stats {
+    uint64_t hits, misses, stores, invalidations, refreshes;
+} gx_cache_stats;
+void gx_cache_get_stats(gx_server *s, gx_cache_stats *out);
 
 /* ------------------------------------------------------------ helpers */
 

@@ -1,11 +1,131 @@
-/* gx_jwt.c - HS256 session tokens with algorithm and expiry checked here (see gx_jwt.h). */
+/* gx_jwt.c - HS256 session tokens with algorithm and expiry checked here (see gx_jwt.h).
+ *
+ * Verified-token cache: every API request carries the same few tokens, and a
+ * full check (base64, JSON, HMAC, claims) costs far more than the rest of a
+ * cached answer. A token that passed is remembered (GX_JWT_CACHE_SLOTS
+ * direct-mapped slots, one mutex) with the exact token text, the exact secret
+ * it was checked with and its claims. A later call with the same token and
+ * secret reuses the claims only while exp > now and the entry is younger than
+ * GX_JWT_CACHE_TTL_S; everything else (a miss, a refusal, expiry) takes the
+ * full path, so refusals and their reasons are unchanged.
+ */
 #include "gx_jwt.h"
 
 #include <errno.h>
 #include <jansson.h>
 #include <jwt.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+
+#define GX_JWT_CACHE_SLOTS     256
+#define GX_JWT_CACHE_TTL_S     30
+#define GX_JWT_CACHE_MAX_TOKEN 4096
+#define GX_JWT_CACHE_MAX_KEY   128
+
+struct gx_jwt_cached {
+    uint64_t hash;
+    char *block; /* malloc'd: token NUL name NUL team NUL ... team NUL; NULL = empty */
+    size_t token_len;
+    unsigned char secret[GX_JWT_CACHE_MAX_KEY];
+    size_t secret_len;
+    int64_t user_id;
+    gx_role role;
+    size_t nteams;
+    time_t exp;
+    time_t cached_at;
+};
+
+static pthread_mutex_t gx_jwt_cache_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct gx_jwt_cached gx_jwt_cache[GX_JWT_CACHE_SLOTS];
+
+static uint64_t gx_jwt_hash(const char *p, size_t n)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (size_t i = 0; i < n; i++) {
+        h ^= (unsigned char)p[i];
+        h *= 1099511628211ULL;
+    }
+    return h;
+}
+
+/* 1 and *who filled (arena copies) if token is cached for this secret and
+ * still usable at now. */
+static int gx_jwt_cache_get(const unsigned char *secret, size_t secret_len, const char *token,
+                            size_t token_len, uint64_t h, time_t now, orr_arena *a,
+                            gx_principal *who)
+{
+    struct gx_jwt_cached *c = &gx_jwt_cache[h % GX_JWT_CACHE_SLOTS];
+    int hit = 0;
+    pthread_mutex_lock(&gx_jwt_cache_mu);
+    if (c->block && c->hash == h && c->token_len == token_len && c->secret_len == secret_len &&
+        c->exp > now && now >= c->cached_at && now - c->cached_at < GX_JWT_CACHE_TTL_S &&
+        memcmp(c->block, token, token_len) == 0 && memcmp(c->secret, secret, secret_len) == 0) {
+        const char *p = c->block + token_len + 1;
+        who->user_id = c->user_id;
+        who->role = c->role;
+        who->name = orr_arena_strdup(a, p);
+        p += strlen(p) + 1;
+        const char **list = orr_arena_calloc(a, c->nteams + 1, sizeof(*list));
+        for (size_t i = 0; i < c->nteams; i++) {
+            list[i] = orr_arena_strdup(a, p);
+            p += strlen(p) + 1;
+        }
+        who->teams = list;
+        hit = 1;
+    }
+    pthread_mutex_unlock(&gx_jwt_cache_mu);
+    return hit;
+}
+
+static void gx_jwt_cache_put(const unsigned char *secret, size_t secret_len, const char *token,
+                             size_t token_len, uint64_t h, time_t now, time_t exp,
+                             const gx_principal *who)
+{
+    if (secret_len > GX_JWT_CACHE_MAX_KEY || token_len > GX_JWT_CACHE_MAX_TOKEN)
+        return;
+    size_t size = token_len + 1 + strlen(who->name) + 1, nteams = 0;
+    for (const char *const *t = who->teams; t && *t; t++, nteams++)
+        size += strlen(*t) + 1;
+    char *block = malloc(size), *p = block;
+    if (!block)
+        return;
+    memcpy(p, token, token_len + 1);
+    p += token_len + 1;
+    size_t n = strlen(who->name) + 1;
+    memcpy(p, who->name, n);
+    p += n;
+    for (const char *const *t = who->teams; t && *t; t++) {
+        n = strlen(*t) + 1;
+        memcpy(p, *t, n);
+        p += n;
+    }
+    struct gx_jwt_cached *c = &gx_jwt_cache[h % GX_JWT_CACHE_SLOTS];
+    pthread_mutex_lock(&gx_jwt_cache_mu);
+    char *old = c->block;
+    c->block = block;
+    c->hash = h;
+    c->token_len = token_len;
+    memcpy(c->secret, secret, secret_len);
+    c->secret_len = secret_len;
+    c->user_id = who->user_id;
+    c->role = who->role;
+    c->nteams = nteams;
+    c->exp = exp;
+    c->cached_at = now;
+    pthread_mutex_unlock(&gx_jwt_cache_mu);
+    free(old);
+}
+
+void gx_jwt_cache_clear(void)
+{
+    pthread_mutex_lock(&gx_jwt_cache_mu);
+    for (size_t i = 0; i < GX_JWT_CACHE_SLOTS; i++) {
+        free(gx_jwt_cache[i].block);
+        gx_jwt_cache[i].block = NULL;
+    }
+    pthread_mutex_unlock(&gx_jwt_cache_mu);
+}
 
 const char *gx_role_name(gx_role r)
 {
@@ -88,6 +208,10 @@ orr_status gx_jwt_verify(const unsigned char *secret, size_t secret_len, const c
     const char *why = "malformed token";
     if (!secret || secret_len < 32 || !token || !*token || strlen(token) > 8192)
         goto out;
+    size_t token_len = strlen(token);
+    uint64_t h = gx_jwt_hash(token, token_len);
+    if (gx_jwt_cache_get(secret, secret_len, token, token_len, h, now, a, who))
+        return ORR_OK;
     if (jwt_decode(&jwt, token, secret, (int)secret_len) != 0 || !jwt) {
         why = "bad signature or malformed token";
         goto out;
@@ -135,6 +259,7 @@ orr_status gx_jwt_verify(const unsigned char *secret, size_t secret_len, const c
     }
     json_decref(teams);
     who->teams = list;
+    gx_jwt_cache_put(secret, secret_len, token, token_len, h, now, (time_t)exp, who);
     rc = ORR_OK;
 out:
     jwt_free(jwt);

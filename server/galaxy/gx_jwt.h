@@ -26,9 +26,14 @@ orr_status gx_jwt_issue(const unsigned char *secret, size_t secret_len, const gx
                         int64_t ttl_s, time_t now, char **out, orr_err *err);
 
 /* Verify token; on success fill *who with arena copies. ORR_EAUTH with a
- * reason ("expired", "bad signature", "algorithm must be HS256", ...) otherwise. */
+ * reason ("expired", "bad signature", "algorithm must be HS256", ...) otherwise.
+ * A token that passed is remembered with its secret for up to 30 s (never past
+ * its exp), so repeated calls skip the decode and HMAC; thread-safe. */
 orr_status gx_jwt_verify(const unsigned char *secret, size_t secret_len, const char *token,
                          time_t now, orr_arena *a, gx_principal *who, orr_err *err);
+/* Forget every remembered token (tests; a secret rotation needs nothing:
+ * entries are bound to the exact secret). */
+void gx_jwt_cache_clear(void);
 
 const char *gx_role_name(gx_role r);
 /* "viewer" -> GX_ROLE_VIEWER; GX_ROLE_NONE for anything else. */
