@@ -23,6 +23,8 @@ static const orr_cfg_key gx_schema[] = {
     {"galaxy", "listen", ORR_CFG_STRING, "127.0.0.1:8080", 0, 0, 0, "HTTP listen address"},
     {"galaxy", "threads", ORR_CFG_INT, "8", 0, 1, 256,
      "HTTP worker threads (handlers block on halleyd calls)"},
+    {"galaxy", "cache_ttl", ORR_CFG_DURATION, "250ms", 0, 0, 5000,
+     "staleness bound of the response cache of instance and task reads; 0 turns it off"},
     {"galaxy", "halley", ORR_CFG_STRING, NULL, 1, 0, 0, "halleyd gRPC address, host:port"},
     {"galaxy", "halley_token", ORR_CFG_SECRET, NULL, 1, 0, 0, "service token for halleyd"},
     {"galaxy", "jwt_secret", ORR_CFG_SECRET, NULL, 1, 0, 0,
@@ -130,6 +132,9 @@ static int gx_cmd_serve(orr_config *cfg)
     gx_server_opts o = {
         .listen = orr_config_str(cfg, "galaxy", "listen"),
         .threads = (int)orr_config_int(cfg, "galaxy", "threads"),
+        .cache_ttl_ms = orr_config_int(cfg, "galaxy", "cache_ttl") > 0
+                            ? (int)orr_config_int(cfg, "galaxy", "cache_ttl")
+                            : -1,
         .max_body = (size_t)orr_config_int(cfg, "galaxy", "max_body"),
         .static_dir = static_dir,
         .routes = gx_routes,

@@ -124,10 +124,14 @@ static HL(Task) * gx_get_task(gx_req *req, gx_resp *resp, int64_t id, int32_t ve
 
 void gx_h_task_get(gx_req *req, gx_resp *resp)
 {
+    if (gx_cache_get(req, resp)) /* the task page's first call; bounded staleness */
+        return;
     int64_t id = gx_id_param(req, resp, 0, "id");
     HL(Task) *t = id ? gx_get_task(req, resp, id, 0) : NULL;
-    if (t)
+    if (t) {
         gx_resp_json(resp, 200, gx_task_json(t));
+        gx_cache_put(req, resp);
+    }
 }
 
 void gx_h_task_version(gx_req *req, gx_resp *resp)

@@ -50,36 +50,40 @@ class Matrix(unittest.TestCase):
         # Uploaded packages land in the fixture's folder, removed with it.
         os.environ["ORRERY_GALAXY_BLOB_ROOT"] = "file://" + os.path.join(P.tmp, "blob")
         P.__enter__()
-        P.add_user("root", "root-password-1", "admin")
-        P.add_user("ann", "ann-password-1", "developer", teams=["etl"])
-        P.add_user("bob", "bob-password-1", "developer", teams=["ads"])
-        P.add_user("vic", "vic-password-1", "viewer", teams=["etl"])
-        TOK["anon"] = None
-        for u in WHO[1:]:
-            TOK[u] = P.login(u, f"{u}-password-1")
-        r = P.http("POST", "/api/v1/tasks", spec("etl.base"), token=TOK["root"])
-        assert r.status == 201, r
-        cls.task = r.json()["id"]
-        r = P.http("POST", f"/api/v1/tasks/{cls.task}/backfill",
-                   {"from": "2026-01-01T00:00:00Z", "to": "2026-01-02T00:00:00Z"},
+        try:  # a failed set-up must not leave the servers running
+            P.add_user("root", "root-password-1", "admin")
+            P.add_user("ann", "ann-password-1", "developer", teams=["etl"])
+            P.add_user("bob", "bob-password-1", "developer", teams=["ads"])
+            P.add_user("vic", "vic-password-1", "viewer", teams=["etl"])
+            TOK["anon"] = None
+            for u in WHO[1:]:
+                TOK[u] = P.login(u, f"{u}-password-1")
+            r = P.http("POST", "/api/v1/tasks", spec("etl.base"), token=TOK["root"])
+            assert r.status == 201, r
+            cls.task = r.json()["id"]
+            r = P.http("POST", f"/api/v1/tasks/{cls.task}/backfill",
+                       {"from": "2026-01-01T00:00:00Z", "to": "2026-01-02T00:00:00Z"},
+                       token=TOK["root"])
+            assert r.status == 200, r
+            cls.instances = r.json()["created"]
+            assert len(cls.instances) == 24, r
+            P.http("PUT", "/api/v1/datasources/dw", {"kind": "postgresql", "params": {}},
                    token=TOK["root"])
-        assert r.status == 200, r
-        cls.instances = r.json()["created"]
-        assert len(cls.instances) == 24, r
-        P.http("PUT", "/api/v1/datasources/dw", {"kind": "postgresql", "params": {}},
-               token=TOK["root"])
-        r = P.http("PUT", "/api/v1/workflows/wf-etl", {"team": "etl", "task_ids": [cls.task]},
-                   token=TOK["root"])
-        assert r.status == 200, r
-        # Streams are published to ZooKeeper: create one through a galaxyd that has it.
-        zport = P.start_galaxy({"ORRERY_GALAXY_ZK": orrery_it.require_env("ORRERY_ZK")})
-        r = orrery_it.http(f"http://127.0.0.1:{zport}", "PUT", "/api/v1/streams/st1",
-                           {"spec": {"name": "st1", "business": "b1",
-                                     "source": {"type": "redis", "key": "k1"},
-                                     "format": {"type": "kv"}, "interface": {"field": "if"},
-                                     "time": {"field": "t", "format": "epoch_s"},
-                                     "bucket": "hour"}}, token=TOK["root"])
-        assert r.status == 200, r
+            r = P.http("PUT", "/api/v1/workflows/wf-etl", {"team": "etl", "task_ids": [cls.task]},
+                       token=TOK["root"])
+            assert r.status == 200, r
+            # Streams are published to ZooKeeper: create one through a galaxyd that has it.
+            zport = P.start_galaxy({"ORRERY_GALAXY_ZK": orrery_it.require_env("ORRERY_ZK")})
+            r = orrery_it.http(f"http://127.0.0.1:{zport}", "PUT", "/api/v1/streams/st1",
+                               {"spec": {"name": "st1", "business": "b1",
+                                         "source": {"type": "redis", "key": "k1"},
+                                         "format": {"type": "kv"}, "interface": {"field": "if"},
+                                         "time": {"field": "t", "format": "epoch_s"},
+                                         "bucket": "hour"}}, token=TOK["root"])
+            assert r.status == 200, r
+        except BaseException:
+            P.__exit__(None, None, None)
+            raise
 
     @classmethod
     def tearDownClass(cls):
