@@ -97,6 +97,41 @@ static int varint_get(const uint8_t **pp, const uint8_t *end, uint32_t *out)
     return 0;
 }
 
+/* 64-bit varint at [*pp, end): 1 and the value, or 0 when cut short or
+ * longer than 10 bytes / 64 bits. */
+static int varint64_get(const uint8_t **pp, const uint8_t *end, uint64_t *out)
+{
+    const uint8_t *p = *pp;
+    uint64_t v = 0;
+    for (int shift = 0; shift < 70; shift += 7) {
+        if (p == end)
+            return 0;
+        uint8_t b = *p++;
+        if (shift == 63 && (b & 0x7e))
+            return 0; /* past 64 bits */
+        v |= (uint64_t)(b & 0x7f) << shift;
+        if (!(b & 0x80)) {
+            *out = v;
+            *pp = p;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static size_t varint_put(uint8_t *v, uint64_t x)
+{
+    size_t n = 0;
+    do {
+        v[n] = (uint8_t)(x & 0x7f);
+        x >>= 7;
+        if (x)
+            v[n] |= 0x80;
+        n++;
+    } while (x);
+    return n;
+}
+
 /* ---- builder ---------------------------------------------------------- */
 
 static orr_status pack_set_key(orr_pack_builder *b, const void *key, size_t key_len, orr_err *err)
@@ -138,21 +173,21 @@ orr_status orr_pack_add(orr_pack_builder *b, uint64_t offset, const void *rec, s
 {
     if (b->key_len == 0)
         return orr_err_set(err, ORR_EINVAL, "key", "pack builder was not initialised");
-    if (len > ORR_PACK_MAX_RAW || b->body.len + 5 + len > ORR_PACK_MAX_RAW ||
+    if (len > ORR_PACK_MAX_RAW || b->body.len + 15 + len > ORR_PACK_MAX_RAW ||
         b->count == UINT32_MAX)
         return orr_err_set(err, ORR_ETOOBIG, "record",
                            "record of %zu bytes does not fit in the pack (%zu of %u bytes used)",
                            len, b->body.len, ORR_PACK_MAX_RAW);
-    uint8_t v[5];
+    uint8_t v[16];
     size_t n = 0;
-    uint32_t x = (uint32_t)len;
-    do {
-        v[n] = (uint8_t)(x & 0x7f);
-        x >>= 7;
-        if (x)
-            v[n] |= 0x80;
-        n++;
-    } while (x);
+    if (b->flags & ORR_PACK_F_OFFSETS) {
+        if (b->count > 0 && offset < b->last_offset)
+            return orr_err_set(err, ORR_EINVAL, "offset",
+                               "offset %llu is below the previous record's %llu",
+                               (unsigned long long)offset, (unsigned long long)b->last_offset);
+        n = varint_put(v, b->count > 0 ? offset - b->last_offset : 0);
+    }
+    n += varint_put(v + n, (uint32_t)len);
     orr_buf_reserve(&b->body, n + len);
     memcpy(b->body.data + b->body.len, v, n);
     if (len)
@@ -191,7 +226,7 @@ orr_status orr_pack_encode(const orr_pack_builder *b, orr_buf *out, orr_err *err
     size_t k = b->key_len;
     memcpy(h, pack_magic, 4);
     h[4] = ORR_PACK_VERSION;
-    h[5] = 0;
+    h[5] = b->flags & ORR_PACK_F_OFFSETS;
     put_be(h + 6, k, 2);
     memcpy(h + 8, b->key, k);
     put_be(h + 8 + k, b->partition, 4);
@@ -231,7 +266,8 @@ orr_status orr_pack_decode(const void *data, size_t len, orr_buf *scratch, orr_p
     if (p[4] != ORR_PACK_VERSION)
         return orr_err_set(err, ORR_EINVAL, "version", "pack version %u; this reader knows %u",
                            p[4], ORR_PACK_VERSION);
-    if (p[5] != 0)
+    uint8_t flags = p[5];
+    if (flags != 0 && flags != ORR_PACK_F_OFFSETS)
         return orr_err_set(err, ORR_EINVAL, "flags", "unknown pack flags 0x%02x", p[5]);
     size_t k = (size_t)get_be(p + 6, 2);
     if (k == 0 || k > ORR_PACK_MAX_KEY)
@@ -278,12 +314,28 @@ orr_status orr_pack_decode(const void *data, size_t len, orr_buf *scratch, orr_p
     scratch->data[raw] = '\0';
 
     const uint8_t *q = (const uint8_t *)scratch->data, *end = q + raw;
+    uint64_t off = first;
     for (uint32_t i = 0; i < count; i++) {
         uint32_t n;
+        if (flags & ORR_PACK_F_OFFSETS) {
+            uint64_t d;
+            if (!varint64_get(&q, end, &d))
+                return orr_err_set(err, ORR_EINVAL, "body", "record %u of %u is cut short", i,
+                                   count);
+            if ((i == 0 && d != 0) || d > last - off)
+                return orr_err_set(err, ORR_EINVAL, "offsets",
+                                   "record %u's offset is outside %llu..%llu", i,
+                                   (unsigned long long)first, (unsigned long long)last);
+            off += d;
+        }
         if (!varint_get(&q, end, &n) || n > (size_t)(end - q))
             return orr_err_set(err, ORR_EINVAL, "body", "record %u of %u is cut short", i, count);
         q += n;
     }
+    if ((flags & ORR_PACK_F_OFFSETS) && count > 0 && off != last)
+        return orr_err_set(err, ORR_EINVAL, "offsets",
+                           "the last record's offset %llu is not the header's %llu",
+                           (unsigned long long)off, (unsigned long long)last);
     if (q != end)
         return orr_err_set(err, ORR_EINVAL, "count",
                            "%u records end %zu bytes before the end of the body", count,
@@ -294,6 +346,7 @@ orr_status orr_pack_decode(const void *data, size_t len, orr_buf *scratch, orr_p
     out->first_offset = first;
     out->last_offset = last;
     out->count = count;
+    out->flags = flags;
     out->body = (const uint8_t *)scratch->data;
     out->body_len = raw;
     return ORR_OK;
@@ -303,15 +356,32 @@ void orr_pack_iter_init(orr_pack_iter *it, const orr_pack_view *v)
 {
     it->p = v->body;
     it->end = v->body + v->body_len;
+    it->flags = v->flags;
+    it->off = v->first_offset;
 }
 
-int orr_pack_next(orr_pack_iter *it, const void **rec, size_t *len)
+int orr_pack_next_at(orr_pack_iter *it, uint64_t *offset, const void **rec, size_t *len)
 {
     uint32_t n;
-    if (it->p == it->end || !varint_get(&it->p, it->end, &n) || n > (size_t)(it->end - it->p))
+    uint64_t d = 0;
+    if (it->p == it->end)
         return 0;
+    if ((it->flags & ORR_PACK_F_OFFSETS) && !varint64_get(&it->p, it->end, &d))
+        return 0;
+    if (!varint_get(&it->p, it->end, &n) || n > (size_t)(it->end - it->p))
+        return 0;
+    it->off += d;
+    *offset = it->off;
+    if (!(it->flags & ORR_PACK_F_OFFSETS))
+        it->off++;
     *rec = it->p;
     *len = n;
     it->p += n;
     return 1;
+}
+
+int orr_pack_next(orr_pack_iter *it, const void **rec, size_t *len)
+{
+    uint64_t off;
+    return orr_pack_next_at(it, &off, rec, len);
 }

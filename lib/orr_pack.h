@@ -7,7 +7,7 @@
  *   offset  size  field
  *   0       4     magic "ORPK"
  *   4       1     version (1)
- *   5       1     flags (0; bits reserved)
+ *   5       1     flags: ORR_PACK_F_OFFSETS (0x02) or 0; other bits reserved
  *   6       2     unit key length K (1..ORR_PACK_MAX_KEY)
  *   8       K     unit key bytes
  *   8+K     4     source partition
@@ -18,7 +18,18 @@
  *   36+K    4     compressed body length (the rest of the pack)
  *   40+K    4     CRC-32C of every byte before this field and of the body
  *   44+K    ...   body: Snappy-compressed records, each a varint length
- *                 (unsigned LEB128, at most 5 bytes) and that many bytes
+ *                 (unsigned LEB128, at most 5 bytes) and that many bytes;
+ *                 with ORR_PACK_F_OFFSETS each record is preceded by a
+ *                 varint (at most 10 bytes) offset delta: the record's
+ *                 source offset minus the previous record's (the first
+ *                 record's minus first_offset, so 0); the last record's
+ *                 offset must be last_offset
+ *
+ * Record offsets: with ORR_PACK_F_OFFSETS every record carries its own
+ * source offset (sparse offsets, e.g. the records of one unit taken from an
+ * interleaved partition); without it record i has offset first_offset + i
+ * (consecutive offsets, as Kafka numbers messages). Offsets never decrease
+ * inside a pack.
  *
  * Call order:
  *   sender:   orr_pack_builder_init -> orr_pack_add* -> orr_pack_encode ->
@@ -39,10 +50,11 @@
 #include "orr_buf.h"
 #include "orr_status.h"
 
-#define ORR_PACK_VERSION  1
-#define ORR_PACK_MAX_KEY  1024u
-#define ORR_PACK_MAX_RAW  (256u * 1024u * 1024u) /* raw body bytes in one pack */
-#define ORR_PACK_HEAD_MIN 44u                    /* header bytes without the key */
+#define ORR_PACK_VERSION   1
+#define ORR_PACK_MAX_KEY   1024u
+#define ORR_PACK_MAX_RAW   (256u * 1024u * 1024u) /* raw body bytes in one pack */
+#define ORR_PACK_HEAD_MIN  44u                    /* header bytes without the key */
+#define ORR_PACK_F_OFFSETS 0x02u                  /* per-record offset deltas */
 
 typedef struct orr_pack_builder {
     char key[ORR_PACK_MAX_KEY]; /* unit key */
@@ -51,7 +63,8 @@ typedef struct orr_pack_builder {
     uint64_t first_offset; /* offset of the first record added (caller may change) */
     uint64_t last_offset;  /* offset of the last record added (caller may change) */
     uint32_t count;
-    orr_buf body; /* raw body: varint length + bytes per record */
+    uint8_t flags; /* 0 or ORR_PACK_F_OFFSETS: set after init, kept by reset */
+    orr_buf body;  /* raw body: [offset delta] varint length + bytes per record */
 } orr_pack_builder;
 
 /* Start an empty pack for unit key (1..ORR_PACK_MAX_KEY bytes, copied) read
@@ -67,7 +80,10 @@ orr_status orr_pack_builder_reset(orr_pack_builder *b, const void *key, size_t k
 
 /* Append one record read at offset. The first record sets first_offset and
  * every record sets last_offset. ORR_ETOOBIG (field "record") when the pack
- * would pass ORR_PACK_MAX_RAW or 2^32-1 records: encode it and start another. */
+ * would pass ORR_PACK_MAX_RAW or 2^32-1 records: encode it and start another.
+ * With ORR_PACK_F_OFFSETS the offset is stored per record and must not be
+ * below the previous record's (ORR_EINVAL, field "offset"); without it the
+ * caller promises consecutive offsets. */
 orr_status orr_pack_add(orr_pack_builder *b, uint64_t offset, const void *rec, size_t len,
                         orr_err *err);
 
@@ -89,6 +105,7 @@ typedef struct orr_pack_view {
     uint32_t partition;
     uint64_t first_offset, last_offset;
     uint32_t count;
+    uint8_t flags;
     const uint8_t *body;
     size_t body_len;
 } orr_pack_view;
@@ -103,12 +120,17 @@ orr_status orr_pack_decode(const void *data, size_t len, orr_buf *scratch, orr_p
 
 typedef struct orr_pack_iter {
     const uint8_t *p, *end;
+    uint8_t flags;
+    uint64_t off; /* offset of the next record */
 } orr_pack_iter;
 
 void orr_pack_iter_init(orr_pack_iter *it, const orr_pack_view *v);
 
 /* Next record of a decoded view, not copied: 1 with rec/len set, 0 at the end. */
 int orr_pack_next(orr_pack_iter *it, const void **rec, size_t *len);
+/* As orr_pack_next, also giving the record's source offset (see "Record
+ * offsets" above). */
+int orr_pack_next_at(orr_pack_iter *it, uint64_t *offset, const void **rec, size_t *len);
 
 /* CRC-32C (Castagnoli) of n bytes, continuing from crc (start with 0). */
 uint32_t orr_crc32c(uint32_t crc, const void *data, size_t n);

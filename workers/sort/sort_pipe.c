@@ -277,8 +277,8 @@ static void pipe_housekeep(sort_pipeline *p, int force)
     p->last_tick_ms = now;
     pipe_check_writers(p);
     pipe_drain_landings(p);
+    sort_reject_flush(&p->rej); /* before the commit that may acknowledge them */
     pipe_commit(p);
-    sort_reject_flush(&p->rej);
     pipe_checker(p, now);
     if (p->cfg->metrics) {
         pipe_sum_stats(p);
@@ -354,10 +354,8 @@ static void pipe_route_batch(sort_pipeline *p, sort_batch *b)
         }
         sort_unit *u = sort_units_get(&p->units, r.iface, r.iface_len, r.bucket_start);
         uint32_t split = pipe_split_of(e->off, u->split);
-        sort_off last;
-        if (u->landed && sort_unit_landed_last(u, split, e->partition, &last) &&
-            sort_off_cmp(e->off, last) <= 0) {
-            p->st.replay_dropped++;
+        if (!sort_unit_accept(&p->units, u, split, e->partition, e->off)) {
+            p->st.replay_dropped++; /* landed by an earlier run or routed already */
             continue;
         }
         if (u->bucket_end <= p->closed_upto) {

@@ -5,8 +5,8 @@
  *                                                          --landings--> checker
  *
  * The pipeline thread reads a batch from the source, parses each record with
- * the stream's format, finds its unit, drops replayed records that earlier
- * runs already landed, and appends the rest to a pack per writer (unit ->
+ * the stream's format, finds its unit, drops replayed records (landed by an
+ * earlier run or already routed), and appends the rest to a pack per writer (unit ->
  * writer by hash; a hot unit's records spread over its split factor by
  * offset). After each batch every writer gets a stamped pack. Between
  * batches it commits source offsets (the minimum safe position over the
@@ -16,9 +16,10 @@
  *
  * Exactly-once: a record is in exactly one landed file after any number of
  * crashes and restarts, because (1) offsets are committed only after landing,
- * so nothing unlanded is skipped, and (2) a replayed record at or below the
- * last landed offset of its (unit, split, partition) is dropped; within one
- * of those, records arrive and land in offset order.
+ * so nothing unlanded is skipped, and (2) a replayed record (after a restart,
+ * or a pack a producer sent again) at or below the last offset of its (unit,
+ * split, partition) that was landed before or routed in this run is dropped;
+ * within one of those, records arrive and land in offset order.
  *
  * sort_pipe_run blocks until the source ends (exit_at_eof), *stop becomes
  * non-zero (a signal), or a writer or the store fails. On a normal end every
@@ -56,7 +57,7 @@ typedef struct sort_pipe_stats {
     uint64_t records_out; /* records sent to writers */
     uint64_t rejected;    /* all reasons */
     uint64_t rejects[SORT_REJ__COUNT];
-    uint64_t replay_dropped; /* already landed by an earlier run */
+    uint64_t replay_dropped; /* landed by an earlier run or already routed in this one */
     uint64_t late;           /* arrived after their unit closed */
     uint64_t units;
     uint64_t checks_written;

@@ -78,7 +78,7 @@ static orr_status spec__source(sort_spec *s, const json_t *src, const char *path
     static const char *const file_keys[] = {"type", "path", "exit_at_eof", "read_size", NULL};
     static const char *const redis_keys[] = {"type",          "address", "key",   "group",
                                              "consumer",      "field",   "batch", "block_ms",
-                                             "claim_idle_ms", NULL};
+                                             "claim_idle_ms", "packs",   NULL};
     char p[256];
     SPEC_TRY(orr_json_get_str(src, path, "type", 1, &s->source.type, err));
     if (strcmp(s->source.type, "file") == 0) {
@@ -106,6 +106,7 @@ static orr_status spec__source(sort_spec *s, const json_t *src, const char *path
         s->source.claim_idle_ms = 60000;
         SPEC_TRY(orr_json_get_int(src, path, "claim_idle_ms", 0, 0, INT64_C(86400000),
                                   &s->source.claim_idle_ms, err));
+        SPEC_TRY(orr_json_get_bool(src, path, "packs", 0, &s->source.packs, err));
         s->source.type = "redis";
     } else if (strcmp(s->source.type, "kafka") == 0) {
         static const char *const kafka_keys[] = {"type",  "brokers", "topic",       "group",

@@ -66,6 +66,7 @@ typedef struct sort_spec {
         const char *address; /* host:port; NULL = sortd config */
         const char *key, *group, *consumer, *field;
         int64_t batch, block_ms, claim_idle_ms;
+        int packs; /* entries hold orr_packs (many records each), not one record */
         /* kafka (group and batch shared with redis; exit_at_eof with file) */
         const char *brokers, *topic;
         int start_latest; /* no committed offset: 0 = earliest, 1 = latest */

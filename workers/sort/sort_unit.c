@@ -213,6 +213,21 @@ static void units__note_landed(sort_units *t, sort_unit *u, const sort_part_info
     u->landed = l;
 }
 
+int sort_unit_accept(sort_units *t, sort_unit *u, uint32_t split, uint32_t partition, sort_off off)
+{
+    for (sort_landed *l = u->landed; l; l = l->next) {
+        if (l->split == split && l->partition == partition) {
+            if (sort_off_cmp(off, l->last) <= 0)
+                return 0;
+            l->last = off;
+            return 1;
+        }
+    }
+    sort_part_info pi = {.partition = partition, .split = split, .last = off};
+    units__note_landed(t, u, &pi);
+    return 1;
+}
+
 /* Read "version" and the file list of an existing _CHECK. */
 static void units__read_check(sort_units *t, orr_blob *blob, sort_unit *u)
 {

@@ -17,7 +17,10 @@
  *
  * At start, sort_units_load() reads back what earlier runs landed: the files
  * of every unit (for _CHECK) and, per (unit, split, partition), the last
- * landed offset, below which a replayed record is a duplicate.
+ * landed offset, below which a replayed record is a duplicate. While the
+ * stream runs, sort_unit_accept() raises it to the last offset routed, so a
+ * producer that sends records again in the same run (a replay of packs) is
+ * dropped too.
  */
 #ifndef SORT_UNIT_H
 #define SORT_UNIT_H
@@ -56,7 +59,7 @@ typedef struct sort_unit {
     char label[SORT_LABEL_MAX];
     const char *dir;     /* "<business>/<interface>/<label>" */
     uint32_t split;      /* split factor */
-    sort_landed *landed; /* restart state: read-only once loaded */
+    sort_landed *landed; /* last offset landed or routed (pipeline thread) */
     sort_ufile **open;   /* [split]: slot i owned by the writer of split i */
 
     /* Checker state (pipeline thread only). */
@@ -92,6 +95,13 @@ uint64_t sort_unit_hash(const char *iface, size_t len, int64_t bucket_start);
 
 /* 1 and *last if a file of (split, partition) of u was landed before this run. */
 int sort_unit_landed_last(const sort_unit *u, uint32_t split, uint32_t partition, sort_off *last);
+
+/* The duplicate filter (pipeline thread): 1 if off is past the last offset
+ * of (split, partition) of u that an earlier run landed or this run routed,
+ * which it then becomes; 0 if it is a replay (at or below it: drop it).
+ * Relies on the records of one (unit, split, partition) coming in offset
+ * order, replays aside. */
+int sort_unit_accept(sort_units *t, sort_unit *u, uint32_t split, uint32_t partition, sort_off off);
 
 /* Record a landed file in the checker state (pipeline thread). */
 void sort_unit_add_file(sort_units *t, sort_unit *u, const char *name, uint64_t count);

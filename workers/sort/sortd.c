@@ -4,6 +4,28 @@
  *   sortd [--config FILE] run --stream SPEC.json
  *       run one stream until its source ends (exit_at_eof), SIGINT/SIGTERM,
  *       or a failure; prints a one-line JSON summary to stdout.
+ *   sortd [--config FILE] run --stream-name NAME
+ *       the same with the spec published for NAME: from ZooKeeper
+ *       (/orrery/streams/NAME, [sort] zookeeper) or else from Halley
+ *       (GetSortStream, [sort] halley). A watcher thread polls it every
+ *       spec_poll_ms; a new version is applied without a restart: the
+ *       running pipeline is stopped (every open unit rolls, lands and is
+ *       committed) and one for the new spec starts. A version whose spec does
+ *       not parse is logged (naming the field) and the old one keeps running;
+ *       an inactive version stops the stream until an active one comes. One
+ *       summary line per pipeline run, with "stream" and "version".
+ *   With [sort] halley set, every reconciled unit is reported to Halley
+ *   (ReportDataUnit, sort_report.h).
+ *   sortd [--config FILE] run --stream-name NAME
+ *       the same with the spec published for NAME: from ZooKeeper
+ *       (/orrery/streams/NAME, [sort] zookeeper) or else from Halley
+ *       (GetSortStream, [sort] halley). A watcher thread polls it every
+ *       spec_poll_ms; a new version is applied without a restart: the
+ *       running pipeline is stopped (every open unit rolls, lands and is
+ *       committed) and one for the new spec starts. A version whose spec does
+ *       not parse is logged (naming the field) and the old one keeps running;
+ *       an inactive version stops the stream until an active one comes. One
+ *       summary line per pipeline run (with "version").
  *   sortd check-spec SPEC.json
  *       check a stream spec; prints "ok" or the bad field and why.
  *   sortd replay --stream SPEC.json --from OFFSET
@@ -18,10 +40,12 @@
  * in docs/sort.md.
  */
 #include <inttypes.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <hiredis/hiredis.h>
 
@@ -29,7 +53,9 @@
 #include "orr_log.h"
 #include "sort_metrics.h"
 #include "sort_pipe.h"
+#include "sort_report.h"
 #include "sort_spec.h"
+#include "sort_specsrc.h"
 
 #define SORTD "sortd"
 
@@ -52,14 +78,23 @@ static const orr_cfg_key sortd_schema[] = {
      "memory for the pending lzop blocks of all open unit files (sets the block size)"},
     {"sort", "metrics_listen", ORR_CFG_STRING, "", 0, 0, 0,
      "host:port of the Prometheus endpoint GET /metrics (empty: off)"},
+    {"sort", "zookeeper", ORR_CFG_STRING, "", 0, 0, 0,
+     "ZooKeeper hosts where run --stream-name watches /orrery/streams/NAME (empty: off)"},
+    {"sort", "halley", ORR_CFG_STRING, "", 0, 0, 0,
+     "halleyd host:port: unit statistics (ReportDataUnit); specs when no zookeeper"},
+    {"sort", "halley_token", ORR_CFG_SECRET, NULL, 0, 0, 0, "service token for halleyd"},
+    {"sort", "spec_poll_ms", ORR_CFG_INT, "500", 0, 50, 60000,
+     "how often run --stream-name looks for a new spec version"},
 };
 
-static volatile sig_atomic_t sortd_stop;
+static volatile sig_atomic_t sortd_stop; /* a signal: end the process */
+static volatile sig_atomic_t pipe_stop;  /* end the running pipeline (signal or reload) */
 
 static void sortd_on_signal(int sig)
 {
     (void)sig;
     sortd_stop = 1;
+    pipe_stop = 1;
 }
 
 static void sortd_usage(FILE *f)
@@ -68,6 +103,8 @@ static void sortd_usage(FILE *f)
             "usage: %s [--config FILE] [--print-config] [--help] COMMAND [ARGS...]\n"
             "commands:\n"
             "  run --stream SPEC.json            run one stream\n"
+            "  run --stream-name NAME            run the stream published as NAME (ZooKeeper or\n"
+            "                                    Halley), applying new versions live\n"
             "  check-spec SPEC.json              check a stream spec\n"
             "  replay --stream SPEC.json --from OFFSET\n"
             "                                    rewind the stream's committed position\n",
@@ -101,19 +138,21 @@ static int sortd_load_spec(const char *path, sort_spec **spec)
     return 0;
 }
 
-static int sortd_run(orr_config *cfg, const char *spec_path)
+static void sortd_signals(void)
 {
-    sort_spec *spec = NULL;
-    int rc = sortd_load_spec(spec_path, &spec);
-    if (rc != 0)
-        return rc;
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = sortd_on_signal;
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
+}
 
+/* Run one pipeline for spec until it ends or pipe_stop; print its summary
+ * (with stream and version when version >= 0). 0 ok, 1 failure. */
+static int sortd_run_pipe(orr_config *cfg, const sort_spec *spec, int64_t version,
+                          sort_metrics *metrics, const sort_check_sink *sink)
+{
     sort_pipe_cfg pc = {
         .spec = spec,
         .work_dir = orr_config_str(cfg, "sort", "work_dir"),
@@ -125,27 +164,20 @@ static int sortd_run(orr_config *cfg, const char *spec_path)
         .pack_bytes = (size_t)orr_config_int(cfg, "sort", "pack_size"),
         .max_open_units = (size_t)orr_config_int(cfg, "sort", "max_open_units"),
         .unit_memory = (size_t)orr_config_int(cfg, "sort", "unit_memory"),
-        .stop = &sortd_stop,
+        .stop = &pipe_stop,
+        .sink = sink,
+        .metrics = metrics,
     };
     sort_pipe_stats st;
     memset(&st, 0, sizeof st);
     orr_err err;
     orr_err_clear(&err);
-    sort_metrics *metrics = NULL;
-    const char *listen = orr_config_str(cfg, "sort", "metrics_listen");
-    orr_status s = ORR_OK;
-    if (listen && *listen) {
-        s = sort_metrics_start(listen, &metrics, &err);
-        if (s == ORR_OK)
-            ORR_INFO("metrics endpoint listening", "listen=%s port=%d path=/metrics", listen,
-                     sort_metrics_port(metrics));
-    }
-    pc.metrics = metrics;
-    if (s == ORR_OK)
-        s = sort_pipe_run(&pc, &st, &err);
-    sort_metrics_stop(metrics);
+    orr_status s = sort_pipe_run(&pc, &st, &err);
     char *js = sort_pipe_stats_json(&st);
-    printf("%s\n", js);
+    if (version >= 0 && js && js[0] == '{')
+        printf("{\"stream\":\"%s\",\"version\":%" PRId64 ",%s\n", spec->name, version, js + 1);
+    else
+        printf("%s\n", js);
     free(js);
     fflush(stdout);
     if (s != ORR_OK) {
@@ -154,8 +186,242 @@ static int sortd_run(orr_config *cfg, const char *spec_path)
                   orr_log_q(orr_err_str(&err, b, sizeof b)));
         fprintf(stderr, "%s: %s\n", SORTD, orr_err_str(&err, b, sizeof b));
     }
-    sort_spec_free(spec);
     return s == ORR_OK ? 0 : 1;
+}
+
+/* Metrics endpoint and Halley reporter, when configured. 0 ok, 1 failure. */
+static int sortd_services(orr_config *cfg, sort_metrics **metrics, sort_report **report)
+{
+    orr_err err;
+    orr_err_clear(&err);
+    const char *listen = orr_config_str(cfg, "sort", "metrics_listen");
+    if (listen && *listen) {
+        if (sort_metrics_start(listen, metrics, &err) != ORR_OK) {
+            fprintf(stderr, "%s: metrics_listen: %s\n", SORTD, err.msg);
+            return 1;
+        }
+        ORR_INFO("metrics endpoint listening", "listen=%s port=%d path=/metrics", listen,
+                 sort_metrics_port(*metrics));
+    }
+    const char *halley = orr_config_str(cfg, "sort", "halley");
+    if (halley && *halley) {
+        if (sort_report_start(halley, orr_config_str(cfg, "sort", "halley_token"), report, &err) !=
+            ORR_OK) {
+            fprintf(stderr, "%s: halley: %s: %s\n", SORTD, err.field, err.msg);
+            sort_metrics_stop(*metrics);
+            *metrics = NULL;
+            return 1;
+        }
+        ORR_INFO("unit statistics go to Halley", "halley=%s", halley);
+    }
+    return 0;
+}
+
+static void sortd_services_stop(sort_metrics *metrics, sort_report *report)
+{
+    if (report) {
+        sort_report_stop(report, 5000);
+    }
+    sort_metrics_stop(metrics);
+}
+
+static int sortd_run(orr_config *cfg, const char *spec_path)
+{
+    sort_spec *spec = NULL;
+    int rc = sortd_load_spec(spec_path, &spec);
+    if (rc != 0)
+        return rc;
+    sortd_signals();
+    sort_metrics *metrics = NULL;
+    sort_report *report = NULL;
+    rc = sortd_services(cfg, &metrics, &report);
+    if (rc == 0)
+        rc = sortd_run_pipe(cfg, spec, -1, metrics, report ? sort_report_sink(report) : NULL);
+    sortd_services_stop(metrics, report);
+    sort_spec_free(spec);
+    return rc;
+}
+
+/* ---- named streams: spec watcher and live reload ---------------------- */
+
+typedef struct sortd_watch {
+    sort_specsrc *src;
+    int poll_ms;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int64_t running;    /* version the main thread runs (or waits in) */
+    int64_t seen_bad;   /* last version logged as bad */
+    sort_spec_doc next; /* a newer document to apply */
+    int has_next;
+    int quit;
+} sortd_watch;
+
+static void sortd_deadline(struct timespec *ts, int ms)
+{
+    clock_gettime(CLOCK_REALTIME, ts);
+    ts->tv_sec += ms / 1000;
+    ts->tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (ts->tv_nsec >= 1000000000L) {
+        ts->tv_sec++;
+        ts->tv_nsec -= 1000000000L;
+    }
+}
+
+/* One look at the store; a new good document is stashed and the running
+ * pipeline told to stop. Called with w->mu unlocked. */
+static orr_status sortd_watch_poll(sortd_watch *w, orr_err *err)
+{
+    sort_spec_doc doc;
+    orr_err_clear(err);
+    orr_status rc = sort_specsrc_fetch(w->src, &doc, err);
+    pthread_mutex_lock(&w->mu);
+    int64_t known = w->has_next ? w->next.version : w->running;
+    if (rc == ORR_OK && doc.version != known) {
+        if (w->has_next)
+            sort_spec_free(w->next.spec);
+        w->next = doc;
+        w->has_next = 1;
+        doc.spec = NULL;
+        pipe_stop = 1;
+        pthread_cond_broadcast(&w->cv);
+        ORR_INFO("stream spec changed", "where=%s version=%" PRId64 " active=%d",
+                 sort_specsrc_where(w->src), w->next.version, w->next.active);
+    } else if (rc == ORR_EINVAL && doc.version != known && doc.version != w->seen_bad) {
+        char b[600];
+        w->seen_bad = doc.version;
+        ORR_ERROR("stream spec refused; the running version stays",
+                  "where=%s version=%" PRId64 " error=%s", sort_specsrc_where(w->src), doc.version,
+                  orr_log_q(orr_err_str(err, b, sizeof b)));
+    } else if (rc != ORR_OK && rc != ORR_EINVAL) {
+        char b[600];
+        ORR_DEBUG("stream spec not read", "where=%s error=%s", sort_specsrc_where(w->src),
+                  orr_log_q(orr_err_str(err, b, sizeof b)));
+    }
+    pthread_mutex_unlock(&w->mu);
+    sort_spec_free(doc.spec);
+    return rc;
+}
+
+static void *sortd_watch_main(void *arg)
+{
+    sortd_watch *w = arg;
+    pthread_mutex_lock(&w->mu);
+    while (!w->quit) {
+        pthread_mutex_unlock(&w->mu);
+        orr_err err;
+        sortd_watch_poll(w, &err);
+        pthread_mutex_lock(&w->mu);
+        struct timespec ts;
+        sortd_deadline(&ts, w->poll_ms);
+        if (!w->quit)
+            pthread_cond_timedwait(&w->cv, &w->mu, &ts);
+    }
+    pthread_mutex_unlock(&w->mu);
+    return NULL;
+}
+
+/* Take the stashed document, waiting for one or a stop signal. 1 with *doc
+ * filled, 0 on a stop signal. */
+static int sortd_watch_take(sortd_watch *w, sort_spec_doc *doc)
+{
+    pthread_mutex_lock(&w->mu);
+    while (!w->has_next && !sortd_stop) {
+        struct timespec ts;
+        sortd_deadline(&ts, 200);
+        pthread_cond_timedwait(&w->cv, &w->mu, &ts);
+    }
+    int got = w->has_next && !sortd_stop;
+    if (got) {
+        *doc = w->next;
+        w->has_next = 0;
+        w->running = doc->version;
+        pipe_stop = 0;
+    }
+    pthread_mutex_unlock(&w->mu);
+    return got;
+}
+
+static int sortd_run_named(orr_config *cfg, const char *name)
+{
+    orr_err err;
+    orr_err_clear(&err);
+    const char *zk = orr_config_str(cfg, "sort", "zookeeper");
+    const char *halley = orr_config_str(cfg, "sort", "halley");
+    sortd_watch w;
+    memset(&w, 0, sizeof w);
+    w.running = -1;
+    w.seen_bad = -1;
+    w.poll_ms = (int)orr_config_int(cfg, "sort", "spec_poll_ms");
+    orr_status s;
+    if (zk && *zk)
+        s = sort_specsrc_open_zk(zk, name, &w.src, &err);
+    else if (halley && *halley)
+        s = sort_specsrc_open_halley(halley, orr_config_str(cfg, "sort", "halley_token"), name,
+                                     &w.src, &err);
+    else
+        s = orr_err_set(&err, ORR_EINVAL, "sort.zookeeper",
+                        "--stream-name needs [sort] zookeeper or [sort] halley");
+    if (s != ORR_OK) {
+        fprintf(stderr, "%s: %s: %s\n", SORTD, err.field, err.msg);
+        return s == ORR_EINVAL ? 2 : 1;
+    }
+    sortd_signals();
+    sort_metrics *metrics = NULL;
+    sort_report *report = NULL;
+    int rc = sortd_services(cfg, &metrics, &report);
+    if (rc != 0) {
+        sort_specsrc_close(w.src);
+        return rc;
+    }
+    pthread_mutex_init(&w.mu, NULL);
+    pthread_cond_init(&w.cv, NULL);
+    /* A first look: a store that refuses us (token, permission) is fatal;
+     * one that is down or has no such stream yet is waited for. */
+    s = sortd_watch_poll(&w, &err);
+    if (s == ORR_EAUTH || s == ORR_EPERM) {
+        char b[600];
+        fprintf(stderr, "%s: %s: %s\n", SORTD, sort_specsrc_where(w.src),
+                orr_err_str(&err, b, sizeof b));
+        if (w.has_next)
+            sort_spec_free(w.next.spec);
+        pthread_mutex_destroy(&w.mu);
+        pthread_cond_destroy(&w.cv);
+        sort_specsrc_close(w.src);
+        sortd_services_stop(metrics, report);
+        return 1;
+    }
+    pthread_t th;
+    if (pthread_create(&th, NULL, sortd_watch_main, &w) != 0)
+        abort();
+    ORR_INFO("waiting for the stream spec", "where=%s", sort_specsrc_where(w.src));
+    sort_spec_doc doc;
+    while (rc == 0 && sortd_watch_take(&w, &doc)) {
+        if (doc.active && doc.spec) {
+            ORR_INFO("stream spec applied", "stream=%s version=%" PRId64, name, doc.version);
+            rc = sortd_run_pipe(cfg, doc.spec, doc.version, metrics,
+                                report ? sort_report_sink(report) : NULL);
+            if (!pipe_stop) { /* the source ended (exit_at_eof): so does sortd */
+                sort_spec_free(doc.spec);
+                break;
+            }
+        } else {
+            ORR_INFO("stream inactive; waiting for an active version", "stream=%s version=%" PRId64,
+                     name, doc.version);
+        }
+        sort_spec_free(doc.spec);
+    }
+    pthread_mutex_lock(&w.mu);
+    w.quit = 1;
+    pthread_cond_broadcast(&w.cv);
+    pthread_mutex_unlock(&w.mu);
+    pthread_join(th, NULL);
+    if (w.has_next)
+        sort_spec_free(w.next.spec);
+    pthread_mutex_destroy(&w.mu);
+    pthread_cond_destroy(&w.cv);
+    sort_specsrc_close(w.src);
+    sortd_services_stop(metrics, report);
+    return rc;
 }
 
 static int sortd_replay(orr_config *cfg, const char *spec_path, const char *from)
@@ -271,7 +537,9 @@ int main(int argc, char **argv)
         sortd_usage(stderr);
         rc = 2;
     } else if (strcmp(argv[argi], "run") == 0) {
-        rc = sortd_run(cfg, sortd_opt(argc, argv, argi + 1, "--stream"));
+        const char *named = sortd_opt(argc, argv, argi + 1, "--stream-name");
+        rc = named ? sortd_run_named(cfg, named)
+                   : sortd_run(cfg, sortd_opt(argc, argv, argi + 1, "--stream"));
     } else if (strcmp(argv[argi], "check-spec") == 0 && argi + 1 < argc) {
         sort_spec *spec = NULL;
         rc = sortd_load_spec(argv[argi + 1], &spec);

@@ -1,15 +1,28 @@
 /*
  * sort_xadd.c - a Redis Streams producer for sortd's end-to-end benchmark:
  * reads records (one per line) from the files of a folder in name order and
- * adds each as one entry (field "r") with pipelined XADD.
+ * adds them with pipelined XADD (field "r"): one record per entry, or with
+ * --pack R, packs of R records per entry (lib/orr_pack.h, Snappy), as a
+ * batching parse stage hands records to sortd (source "packs": true).
  *
  *   sort_xadd --redis HOST:PORT --key KEY --in DIR [--records N]
- *             [--seconds S] [--pipeline P]
+ *             [--seconds S] [--pipeline P] [--pack R [--spread K]
+ *             [--skip M] [--partition Q]]
  *
- * Stops after N records (default: all lines), after S seconds (default 120)
- * or at the end of the input, whichever comes first; P commands (default
- * 1000) are sent before their replies are read. Prints one line: records
- * added, seconds, records/s. Exit status 0 on success, 1 on a Redis error.
+ * Records are numbered from 0 in input order: the number is the record's
+ * source offset in packs (partition Q, default 0). --spread K fills K packs
+ * at once and puts each record in the one its interface picks (the third
+ * "|" field, as sort_gen writes it; hashed): packs per unit as a parse stage
+ * sends them, so each carries sparse offsets (per-record offsets,
+ * ORR_PACK_F_OFFSETS) and the packs of a partition interleave, while the
+ * records of one unit stay in offset order, as sortd requires. --skip M skips the first M records
+ * but keeps the numbering: a producer sending again from offset M after a crash.
+ *
+ * Stops after N records (default: all lines; counted after the skip), after
+ * S seconds (default 120) or at the end of the input, whichever comes first;
+ * P commands (default 1000; with packs 16) are sent before their replies are
+ * read. Prints one line: records added, seconds, records/s. Exit status 0 on
+ * success, 1 on a Redis error.
  */
 #include <dirent.h>
 #include <inttypes.h>
@@ -19,6 +32,49 @@
 #include <time.h>
 
 #include <hiredis/hiredis.h>
+
+#include "orr_pack.h"
+
+#define XADD_MAX_SPREAD 1024
+
+/* Packs being filled and the encode buffer. */
+typedef struct xadd_packer {
+    orr_pack_builder b[XADD_MAX_SPREAD];
+    size_t spread, per_pack;
+    orr_buf enc;
+} xadd_packer;
+
+/* The pack of a record: hash of its third "|" field, modulo the spread. */
+static size_t xadd_pick(const xadd_packer *pk, const char *line, size_t len)
+{
+    if (pk->spread == 1)
+        return 0;
+    size_t i = 0, field = 0;
+    while (i < len && field < 2)
+        if (line[i++] == '|')
+            field++;
+    uint64_t h = 1469598103934665603ULL;
+    for (; i < len && line[i] != '|'; i++)
+        h = (h ^ (uint8_t)line[i]) * 1099511628211ULL;
+    return (size_t)(h % pk->spread);
+}
+
+/* Encode builder i and append its XADD; returns 1 if a command was queued. */
+static int xadd_flush_pack(redisContext *c, const char *key, xadd_packer *pk, size_t i)
+{
+    orr_pack_builder *b = &pk->b[i];
+    if (b->count == 0)
+        return 0;
+    orr_err err;
+    orr_buf_reset(&pk->enc);
+    if (orr_pack_encode(b, &pk->enc, &err) != ORR_OK) {
+        fprintf(stderr, "sort_xadd: pack: %s: %s\n", err.field, err.msg);
+        exit(1);
+    }
+    redisAppendCommand(c, "XADD %s * r %b", key, pk->enc.data, pk->enc.len);
+    orr_pack_builder_reset(b, NULL, 0, b->partition, &err);
+    return 1;
+}
 
 static double xadd_now(void)
 {
@@ -55,7 +111,7 @@ static int xadd_drain(redisContext *c, size_t n)
 int main(int argc, char **argv)
 {
     const char *addr = NULL, *key = NULL, *in = NULL;
-    uint64_t limit = UINT64_MAX, pipeline = 1000;
+    uint64_t limit = UINT64_MAX, pipeline = 0, pack = 0, spread = 1, skip = 0, partition = 0;
     double seconds = 120;
     for (int i = 1; i + 1 < argc; i += 2) {
         const char *k = argv[i], *v = argv[i + 1];
@@ -71,16 +127,42 @@ int main(int argc, char **argv)
             seconds = strtod(v, NULL);
         else if (strcmp(k, "--pipeline") == 0)
             pipeline = strtoull(v, NULL, 10);
+        else if (strcmp(k, "--pack") == 0)
+            pack = strtoull(v, NULL, 10);
+        else if (strcmp(k, "--spread") == 0)
+            spread = strtoull(v, NULL, 10);
+        else if (strcmp(k, "--skip") == 0)
+            skip = strtoull(v, NULL, 10);
+        else if (strcmp(k, "--partition") == 0)
+            partition = strtoull(v, NULL, 10);
         else {
             fprintf(stderr, "sort_xadd: unknown option %s\n", k);
             return 2;
         }
     }
     const char *colon = addr ? strrchr(addr, ':') : NULL;
-    if (!colon || !key || !in || pipeline == 0 || seconds <= 0) {
+    if (pipeline == 0)
+        pipeline = pack ? 16 : 1000;
+    if (!colon || !key || !in || seconds <= 0 || spread == 0 || spread > XADD_MAX_SPREAD ||
+        partition > UINT32_MAX) {
         fprintf(stderr, "usage: sort_xadd --redis HOST:PORT --key KEY --in DIR [--records N] "
-                        "[--seconds S] [--pipeline P]\n");
+                        "[--seconds S] [--pipeline P] [--pack R [--spread K] [--skip M] "
+                        "[--partition Q]]\n");
         return 2;
+    }
+    xadd_packer *pk = NULL;
+    if (pack) {
+        pk = calloc(1, sizeof *pk);
+        if (!pk)
+            abort();
+        pk->spread = spread;
+        pk->per_pack = pack;
+        for (size_t i = 0; i < spread; i++) {
+            orr_err err;
+            orr_pack_builder_init(&pk->b[i], "stream", 6, (uint32_t)partition, &err);
+            if (spread > 1)
+                pk->b[i].flags = ORR_PACK_F_OFFSETS;
+        }
     }
     char host[256];
     snprintf(host, sizeof host, "%.*s", (int)(colon - addr), addr);
@@ -109,7 +191,7 @@ int main(int argc, char **argv)
     qsort(names, nn, sizeof *names, xadd_cmp);
 
     double t0 = xadd_now(), deadline = t0 + seconds;
-    uint64_t added = 0, inflight = 0;
+    uint64_t added = 0, inflight = 0, number = 0;
     int rc = 0, timed_out = 0;
     char *line = NULL;
     size_t cap = 0;
@@ -126,8 +208,24 @@ int main(int argc, char **argv)
         while (added < limit && (len = getline(&line, &cap, fp)) > 0) {
             if (line[len - 1] == '\n')
                 len--;
-            redisAppendCommand(c, "XADD %s * r %b", key, line, (size_t)len);
+            uint64_t off = number++;
+            if (off < skip)
+                continue;
             added++;
+            if (pk) {
+                orr_err err;
+                size_t i = xadd_pick(pk, line, (size_t)len);
+                if (orr_pack_add(&pk->b[i], off, line, (size_t)len, &err) != ORR_OK) {
+                    fprintf(stderr, "sort_xadd: pack: %s: %s\n", err.field, err.msg);
+                    rc = 1;
+                    break;
+                }
+                if (pk->b[i].count < pk->per_pack)
+                    continue;
+                xadd_flush_pack(c, key, pk, i);
+            } else {
+                redisAppendCommand(c, "XADD %s * r %b", key, line, (size_t)len);
+            }
             if (++inflight == pipeline) {
                 if (xadd_drain(c, inflight) != 0) {
                     rc = 1;
@@ -142,8 +240,16 @@ int main(int argc, char **argv)
         }
         fclose(fp);
     }
+    for (size_t i = 0; pk && !rc && i < pk->spread; i++)
+        inflight += (uint64_t)xadd_flush_pack(c, key, pk, i);
     if (!rc && inflight && xadd_drain(c, inflight) != 0)
         rc = 1;
+    if (pk) {
+        for (size_t i = 0; i < pk->spread; i++)
+            orr_pack_builder_free(&pk->b[i]);
+        orr_buf_free(&pk->enc);
+        free(pk);
+    }
     double dt = xadd_now() - t0;
     printf("added %" PRIu64 " records in %.2f s: %.0f records/s%s\n", added, dt,
            dt > 0 ? (double)added / dt : 0.0, timed_out ? " (time limit)" : "");

@@ -62,9 +62,10 @@ kill -9 "$pid"
 wait "$pid" 2>/dev/null || true
 echo "killed after $(landed) records landed"
 
-"$SORTD" run --stream "$T/spec.json" >"$T/out.2" 2>"$T/err.2" &
+ORRERY_LOG_LEVEL=info "$SORTD" run --stream "$T/spec.json" >"$T/out.2" 2>"$T/err.2" &
 pid=$!
-# Stop it only once it runs (its signal handlers are in place by then): a
+# Stop it only once it runs (its signal handlers are in place by then; the
+# "stream started" line needs log level info): a
 # sanitizer build starts slowly, and the first run may have landed it all.
 for _ in $(seq 1 300); do
     grep -q 'msg="stream started"' "$T/err.2" 2>/dev/null && break

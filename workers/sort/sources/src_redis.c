@@ -14,6 +14,22 @@
  * `next` is acknowledged (XPENDING + XACK in a server-side script, in
  * chunks), so acknowledgement happens only after the records landed.
  *
+ * Packs (spec.source.packs): each entry's field holds an orr_pack (many
+ * records, Snappy-compressed, lib/orr_pack.h) written by a producer that
+ * batches. A record's partition and offset are the pack's source partition
+ * and the record's own source offset (hi = 0, lo = offset), not the entry
+ * id, so a pack the producer sends again after a crash (a new entry with
+ * the same records) is dropped by the write stage like any replay. Every
+ * delivered entry is remembered (id, partition, last record offset) until
+ * commit(partition, next) finds last < next: then it is acknowledged, one
+ * XACK per pack, many ids per command. A pack that does not decode is one
+ * `frame` reject (partition 0, offset 0), acknowledged with partition 0's
+ * next commit, as is an empty pack with its partition's.
+ *
+ * The producer must keep the records of one unit in offset order within a
+ * partition (packs per unit, sent in order, do); packs of different units
+ * may interleave freely.
+ *
  * A lost connection is re-established on the next call; after a reconnect
  * only new entries are read (the pending ones are already in this run).
  * Exactly-once holds for one consumer per stream; entries claimed from
@@ -26,7 +42,18 @@
 #include <string.h>
 
 #include "orr_log.h"
+#include "orr_pack.h"
 #include "sort_source.h"
+
+#define RD_ACK_CHUNK      1000 /* ids per XACK */
+#define RD_PACK_BATCH_MAX 64   /* pack entries per XREADGROUP, whatever spec.source.batch says */
+
+/* A delivered pack entry not yet acknowledged. */
+typedef struct rd_pend {
+    sort_off id;
+    uint32_t partition;
+    uint64_t last;
+} rd_pend;
 
 typedef struct src_redis {
     sort_source base;
@@ -36,7 +63,15 @@ typedef struct src_redis {
     int port;
     int pending_phase;   /* reading our own pending list */
     char pending_id[64]; /* where the pending read continues */
-    sort_off committed;
+    sort_off committed;  /* one-record entries: the one partition */
+    /* packs */
+    orr_buf scratch;
+    rd_pend *pend;
+    size_t npend, cap;
+    sort_off pcommitted[SORT_MAX_PARTITIONS];
+    const char **ack_argv;
+    size_t *ack_lens;
+    char (*ack_ids)[48];
 } src_redis;
 
 static const char ack_script[] =
@@ -78,6 +113,8 @@ static orr_status rd_connect(src_redis *r, orr_err *err)
         r->c = NULL;
         return rc;
     }
+    if (r->spec->source.packs)
+        r->c->reader->maxbuf = 0; /* keep the read buffer: replies of packs are large */
     struct timeval rt = {(long)(r->spec->source.block_ms / 1000) + 10, 0};
     redisSetTimeout(r->c, rt);
     const char *argv[] = {"XGROUP", "CREATE",  r->spec->source.key, r->spec->source.group,
@@ -101,6 +138,11 @@ static void src_redis_close(sort_source *s)
         return;
     if (r->c)
         redisFree(r->c);
+    orr_buf_free(&r->scratch);
+    free(r->pend);
+    free(r->ack_argv);
+    free(r->ack_lens);
+    free(r->ack_ids);
     free(r);
 }
 
@@ -151,6 +193,13 @@ static orr_status src_redis_open(const sort_spec *spec, const sort_source_env *e
         abort();
     r->base.ops = &sort_src_redis;
     r->spec = spec;
+    if (spec->source.packs) {
+        r->ack_argv = calloc(3 + RD_ACK_CHUNK, sizeof *r->ack_argv);
+        r->ack_lens = calloc(3 + RD_ACK_CHUNK, sizeof *r->ack_lens);
+        r->ack_ids = calloc(RD_ACK_CHUNK, sizeof *r->ack_ids);
+        if (!r->ack_argv || !r->ack_lens || !r->ack_ids)
+            abort();
+    }
     const char *colon = strrchr(addr, ':');
     if (!colon || (size_t)(colon - addr) >= sizeof r->host || atoi(colon + 1) <= 0) {
         free(r);
@@ -185,6 +234,96 @@ static int rd_parse_id(const char *s, sort_off *o)
     return *end == 0 ? 0 : -1;
 }
 
+/* XACK the n entry ids staged in r->ack_ids (n <= RD_ACK_CHUNK). */
+static orr_status rd_ack_ids(src_redis *r, size_t n, orr_err *err)
+{
+    if (n == 0)
+        return ORR_OK;
+    r->ack_argv[0] = "XACK";
+    r->ack_argv[1] = r->spec->source.key;
+    r->ack_argv[2] = r->spec->source.group;
+    for (size_t i = 0; i < 3; i++)
+        r->ack_lens[i] = strlen(r->ack_argv[i]);
+    for (size_t i = 0; i < n; i++) {
+        r->ack_argv[3 + i] = r->ack_ids[i];
+        r->ack_lens[3 + i] = strlen(r->ack_ids[i]);
+    }
+    redisReply *rep = redisCommandArgv(r->c, (int)(3 + n), r->ack_argv, r->ack_lens);
+    if (!rep) {
+        orr_status rc = orr_err_set(err, ORR_EUNAVAIL, "redis", "XACK %s:%d: %s", r->host, r->port,
+                                    r->c->errstr[0] ? r->c->errstr : "connection lost");
+        redisFree(r->c);
+        r->c = NULL;
+        return rc;
+    }
+    orr_status rc = ORR_OK;
+    if (rep->type != REDIS_REPLY_INTEGER)
+        rc = orr_err_set(err, ORR_EIO, "redis", "XACK failed: %s",
+                         rep->type == REDIS_REPLY_ERROR ? rep->str : "bad reply");
+    freeReplyObject(rep);
+    return rc;
+}
+
+static void rd_pend_add(src_redis *r, sort_off id, uint32_t partition, uint64_t last)
+{
+    if (r->npend == r->cap) {
+        r->cap = r->cap ? r->cap * 2 : 256;
+        rd_pend *np = realloc(r->pend, r->cap * sizeof *np);
+        if (!np)
+            abort();
+        r->pend = np;
+    }
+    r->pend[r->npend++] = (rd_pend){id, partition, last};
+}
+
+/* One pack entry: its records into the batch, the entry into the set of
+ * delivered entries acknowledged by later commits. */
+static void rd_pack_entry(src_redis *r, sort_batch *b, sort_off eid, const char *id,
+                          const char *val, size_t vlen)
+{
+    orr_pack_view v;
+    orr_err perr;
+    orr_err_clear(&perr);
+    orr_status prc = val ? orr_pack_decode(val, vlen, &r->scratch, &v, &perr)
+                         : orr_err_set(&perr, ORR_EINVAL, "spec.source.field",
+                                       "entry has no field %s", r->spec->source.field);
+    if (prc == ORR_OK && v.partition >= SORT_MAX_PARTITIONS)
+        prc = orr_err_set(&perr, ORR_EINVAL, "partition", "pack partition %u is not below %d",
+                          v.partition, SORT_MAX_PARTITIONS);
+    if (prc != ORR_OK) {
+        /* One frame reject at (partition 0, offset 0); the entry is
+         * acknowledged with partition 0's next commit, after the reject
+         * file was flushed. */
+        char eb[600];
+        ORR_WARN("pack rejected", "stream=%s entry=%s error=%s", r->spec->name, id,
+                 orr_log_q(orr_err_str(&perr, eb, sizeof eb)));
+        sort_entry en = {.next = {0, 1}, .partition = 0, .why = SORT_REJ_FRAME};
+        size_t keep = val ? (vlen > 1024 ? 1024 : vlen) : 0;
+        en.len = (uint32_t)keep;
+        sort_batch_add(b, &en, val ? val : "");
+        rd_pend_add(r, eid, 0, 0);
+        return;
+    }
+    if (v.count == 0) { /* nothing to land: acknowledged with the next commit */
+        rd_pend_add(r, eid, v.partition, 0);
+        return;
+    }
+    orr_pack_iter it;
+    orr_pack_iter_init(&it, &v);
+    uint64_t off;
+    const void *rec;
+    size_t len;
+    while (orr_pack_next_at(&it, &off, &rec, &len)) {
+        sort_entry en = {.off = {0, off},
+                         .next = {0, off + 1},
+                         .partition = v.partition,
+                         .why = -1,
+                         .len = (uint32_t)len};
+        sort_batch_add(b, &en, rec);
+    }
+    rd_pend_add(r, eid, v.partition, v.last_offset);
+}
+
 static orr_status src_redis_next(sort_source *s, sort_batch *b, int wait_ms, orr_err *err)
 {
     src_redis *r = (src_redis *)s;
@@ -195,7 +334,10 @@ static orr_status src_redis_next(sort_source *s, sort_batch *b, int wait_ms, orr
             return rc;
     }
     char count[32], block[32];
-    snprintf(count, sizeof count, "%" PRId64, r->spec->source.batch);
+    int64_t n = r->spec->source.batch;
+    if (r->spec->source.packs && n > RD_PACK_BATCH_MAX)
+        n = RD_PACK_BATCH_MAX; /* each entry is many records: bound the batch's memory */
+    snprintf(count, sizeof count, "%" PRId64, n);
     snprintf(block, sizeof block, "%" PRId64, r->spec->source.block_ms);
     const char *argv[12];
     int argc = 0;
@@ -241,6 +383,23 @@ static orr_status src_redis_next(sort_source *s, sort_batch *b, int wait_ms, orr
             if (r->pending_phase)
                 snprintf(r->pending_id, sizeof r->pending_id, "%s", e->element[0]->str);
             redisReply *fv = e->element[1];
+            if (r->spec->source.packs) {
+                if (fv->type != REDIS_REPLY_ARRAY)
+                    continue; /* deleted while pending: acknowledged by the next commit */
+                const char *pv = NULL;
+                size_t plen = 0;
+                for (size_t k = 0; k + 1 < fv->elements; k += 2) {
+                    redisReply *f = fv->element[k], *v = fv->element[k + 1];
+                    if (f->type == REDIS_REPLY_STRING && v->type == REDIS_REPLY_STRING &&
+                        strcmp(f->str, r->spec->source.field) == 0) {
+                        pv = v->str;
+                        plen = v->len;
+                        break;
+                    }
+                }
+                rd_pack_entry(r, b, off, e->element[0]->str, pv, plen);
+                continue;
+            }
             sort_entry en = {.off = off, .next = {off.hi, off.lo + 1}, .partition = 0, .why = -1};
             const char *val = NULL;
             size_t vlen = 0;
@@ -274,9 +433,50 @@ done:
     return rc;
 }
 
+/* Acknowledge every delivered pack of partition whose records are all
+ * before next (they have landed). */
+static orr_status rd_commit_packs(src_redis *r, uint32_t partition, sort_off next, orr_err *err)
+{
+    if (partition >= SORT_MAX_PARTITIONS || next.hi != 0)
+        return orr_err_set(err, ORR_EINVAL, "offset", "not a pack offset");
+    if (!r->c) {
+        orr_status rc = rd_connect(r, err);
+        if (rc != ORR_OK)
+            return rc;
+    }
+    /* Acknowledge first, forget after: on a failure nothing is forgotten
+     * (acknowledging an entry twice is harmless). */
+    size_t n = 0;
+    orr_status rc = ORR_OK;
+    for (size_t i = 0; i < r->npend && rc == ORR_OK; i++) {
+        const rd_pend *e = &r->pend[i];
+        if (e->partition != partition || e->last >= next.lo)
+            continue;
+        snprintf(r->ack_ids[n], sizeof r->ack_ids[n], "%" PRIu64 "-%" PRIu64, e->id.hi, e->id.lo);
+        if (++n == RD_ACK_CHUNK) {
+            rc = rd_ack_ids(r, n, err);
+            n = 0;
+        }
+    }
+    if (rc == ORR_OK)
+        rc = rd_ack_ids(r, n, err);
+    if (rc != ORR_OK)
+        return rc;
+    size_t keep = 0;
+    for (size_t i = 0; i < r->npend; i++)
+        if (r->pend[i].partition != partition || r->pend[i].last >= next.lo)
+            r->pend[keep++] = r->pend[i];
+    r->npend = keep;
+    if (sort_off_cmp(next, r->pcommitted[partition]) > 0)
+        r->pcommitted[partition] = next;
+    return ORR_OK;
+}
+
 static orr_status src_redis_commit(sort_source *s, uint32_t partition, sort_off next, orr_err *err)
 {
     src_redis *r = (src_redis *)s;
+    if (r->spec->source.packs)
+        return rd_commit_packs(r, partition, next, err);
     if (partition != 0)
         return orr_err_set(err, ORR_EINVAL, "offset", "redis source has one partition");
     if (sort_off_cmp(next, r->committed) <= 0)
@@ -316,8 +516,10 @@ static orr_status src_redis_commit(sort_source *s, uint32_t partition, sort_off 
 
 static sort_off src_redis_committed(sort_source *s, uint32_t partition)
 {
-    (void)partition;
-    return ((src_redis *)s)->committed;
+    src_redis *r = (src_redis *)s;
+    if (r->spec->source.packs)
+        return partition < SORT_MAX_PARTITIONS ? r->pcommitted[partition] : (sort_off){0, 0};
+    return r->committed;
 }
 
 const sort_source_ops sort_src_redis = {
