@@ -24,7 +24,7 @@ static const orr_cfg_key gx_schema[] = {
     {"galaxy", "threads", ORR_CFG_INT, "8", 0, 1, 256,
      "HTTP worker threads (handlers block on halleyd calls)"},
     {"galaxy", "cache_ttl", ORR_CFG_DURATION, "250ms", 0, 0, 5000,
-     "staleness bound of the response cache of instance and task reads; 0 turns it off"},
+     "staleness bound of the response cache of instance and task reads; 0s turns it off"},
     {"galaxy", "halley", ORR_CFG_STRING, NULL, 1, 0, 0, "halleyd gRPC address, host:port"},
     {"galaxy", "halley_token", ORR_CFG_SECRET, NULL, 1, 0, 0, "service token for halleyd"},
     {"galaxy", "jwt_secret", ORR_CFG_SECRET, NULL, 1, 0, 0,
