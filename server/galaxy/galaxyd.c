@@ -40,10 +40,12 @@ static const orr_cfg_key gx_schema[] = {
      "ZooKeeper hosts, to list live executors and reach their log servers"},
     {"galaxy", "executor_log_token", ORR_CFG_SECRET, "", 0, 0, 0,
      "bearer token of the executors' log servers ([executor] log_token)"},
+    {"galaxy", "max_package", ORR_CFG_SIZE, "256m", 0, 1024, 4LL << 30,
+     "largest code-package upload (streamed to a temporary file, never held in memory)"},
     {"galaxy", "blob_root", ORR_CFG_STRING, "var/blob", 0, 0, 0,
      "blob store root where executors archive logs (file:// or a path)"},
     {"galaxy", "max_body", ORR_CFG_SIZE, "1m", 0, 1024, 64LL << 20,
-     "largest request body (code package uploads included)"},
+     "largest request body held in memory (code-package uploads: max_package)"},
     {"galaxy", "datasource_test_token", ORR_CFG_SECRET, "", 0, 0, 0,
      "the [halley] worker token, to read data-source secrets for connection tests "
      "(unset = tests answer 503)"},
@@ -104,6 +106,7 @@ static int gx_cmd_serve(orr_config *cfg)
     app.tokcache = gx_tokcache_create();
     const char *blob = orr_config_str(cfg, "galaxy", "blob_root");
     app.blob_root = strncmp(blob, "file://", 7) == 0 ? blob + 7 : blob;
+    app.max_package = (size_t)orr_config_int(cfg, "galaxy", "max_package");
     const char *zk = orr_config_str(cfg, "galaxy", "zk");
     app.zk_hosts = zk;
     if (zk && *zk && orr_zk_open(zk, 3000, &app.zk, &e) != ORR_OK)
@@ -139,6 +142,7 @@ static int gx_cmd_serve(orr_config *cfg)
         .static_dir = static_dir,
         .routes = gx_routes,
         .nroutes = gx_nroutes,
+        .spool_max = gx_route_spool_max,
         .auth = gx_auth_check,
         .app = &app,
     };

@@ -29,8 +29,6 @@
 #include "gx_app.h"
 #include "orr_log.h"
 
-#define GX_PKG_MAX_BYTES (256LL << 20)
-
 typedef struct gx_pkg {
     int fd;
     char dir[PATH_MAX];
@@ -78,12 +76,9 @@ static orr_status gx_pkg_begin(gx_pkg *p, const char *blob_root, orr_err *err)
     return ORR_OK;
 }
 
-/* Append a piece. ORR_ETOOBIG past GX_PKG_MAX_BYTES, ORR_EIO on a write error. */
+/* Append a piece (the caller bounds the total). ORR_EIO on a write error. */
 static orr_status gx_pkg_write(gx_pkg *p, const void *data, size_t len, orr_err *err)
 {
-    if (p->size + (int64_t)len > GX_PKG_MAX_BYTES)
-        return orr_err_set(err, ORR_ETOOBIG, "body", "a package is at most %lld bytes",
-                           GX_PKG_MAX_BYTES);
     crypto_hash_sha256_update(&p->st, data, len);
     const char *c = data;
     while (len) {
@@ -187,6 +182,23 @@ static HL(CodePackage) *
     return NULL;
 }
 
+#define GX_PKG_CHUNK ((size_t)256 << 10)
+
+/* Read up to n bytes of a spooled body; 0 at its end or on an error. */
+static size_t gx_pkg_read(int fd, unsigned char *buf, size_t n)
+{
+    size_t got = 0;
+    while (got < n) {
+        ssize_t r = read(fd, buf + got, n - got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        got += (size_t)r;
+    }
+    return got;
+}
+
 void gx_h_package_upload(gx_req *req, gx_resp *resp)
 {
     gx_app *app = req->app;
@@ -206,24 +218,43 @@ void gx_h_package_upload(gx_req *req, gx_resp *resp)
         gx_resp_fail(resp, ORR_EINVAL, "Content-Type", "must be application/gzip");
         return;
     }
-    if ((int64_t)req->body_len > GX_PKG_MAX_BYTES) {
-        gx_resp_fail(resp, ORR_ETOOBIG, "body", "a package is at most %lld bytes",
-                     GX_PKG_MAX_BYTES);
+    if (req->body_len > app->max_package) {
+        gx_resp_fail(resp, ORR_ETOOBIG, "body",
+                     "a package is at most %zu bytes ([galaxy] max_package)", app->max_package);
         return;
     }
-    const unsigned char *b = (const unsigned char *)req->body;
-    if (req->body_len < 18 || b[0] != 0x1f || b[1] != 0x8b) {
+    /* The route spools the body (gx_route.spool_max): read it back in
+     * pieces, so memory stays small whatever the package size. */
+    unsigned char *buf = orr_arena_alloc(req->arena, GX_PKG_CHUNK);
+    size_t got = 0;
+    if (req->body_spooled)
+        got = gx_pkg_read(req->body_fd, buf, GX_PKG_CHUNK);
+    else if (req->body)
+        memcpy(buf, req->body, got = req->body_len < GX_PKG_CHUNK ? req->body_len : GX_PKG_CHUNK);
+    if (req->body_len < 18 || got < 2 || buf[0] != 0x1f || buf[1] != 0x8b) {
         gx_resp_fail(resp, ORR_EINVAL, "body", "must be a gzip-compressed tar archive");
         return;
     }
     gx_pkg p;
     if (gx_pkg_begin(&p, app->blob_root, &e) != ORR_OK)
         goto fail;
-    for (size_t off = 0; off < req->body_len;) {
-        size_t n = req->body_len - off > 65536 ? 65536 : req->body_len - off;
-        if (gx_pkg_write(&p, req->body + off, n, &e) != ORR_OK)
+    size_t done = 0;
+    while (got > 0) {
+        if (gx_pkg_write(&p, buf, got, &e) != ORR_OK)
             goto fail;
-        off += n;
+        done += got;
+        if (done >= req->body_len)
+            break;
+        if (req->body_spooled) {
+            got = gx_pkg_read(req->body_fd, buf, GX_PKG_CHUNK);
+        } else {
+            got = req->body_len - done < GX_PKG_CHUNK ? req->body_len - done : GX_PKG_CHUNK;
+            memcpy(buf, req->body + done, got);
+        }
+    }
+    if (done != req->body_len) {
+        orr_err_set(&e, ORR_EIO, "body", "the request body could not be read back");
+        goto fail;
     }
     if (gx_pkg_finish(&p, &e) != ORR_OK)
         goto fail;

@@ -46,12 +46,16 @@ typedef struct gx_app {
     orr_rpc_client *halley_worker;   /* worker-token client for GetDataSourceSecret; NULL
                                         without [galaxy] datasource_test_token */
     const char *blob_root;           /* [galaxy] blob_root, a path (file:// stripped) */
+    size_t max_package;              /* [galaxy] max_package: largest code-package upload */
     struct gx_tokcache *tokcache;    /* API tokens seen lately (gx_api_tokens.c) */
 } gx_app;
 
 /* The route table (gx_routes.c). */
 extern const gx_route gx_routes[];
 extern const size_t gx_nroutes;
+/* gx_server_opts.spool_max: the routes whose bodies go to a temporary file
+ * (code-package uploads), with their size limits. */
+size_t gx_route_spool_max(void *app, const gx_route *rt);
 
 /* Authentication hook for gx_server: session cookie "orrery_session" or
  * "Authorization: Bearer <token>"; 401 without a valid token, 403 when the
@@ -149,6 +153,7 @@ void gx_h_workflows_list(gx_req *, gx_resp *);
 void gx_h_workflow_get(gx_req *, gx_resp *);
 void gx_h_workflow_put(gx_req *, gx_resp *);
 void gx_h_packages_list(gx_req *, gx_resp *);
+
 void gx_h_package_upload(gx_req *, gx_resp *);
 void gx_h_streams_list(gx_req *, gx_resp *);
 void gx_h_stream_get(gx_req *, gx_resp *);

@@ -22,6 +22,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -96,6 +97,12 @@ struct gx_conn {
     gx_req req;
     orr_buf body;
     int too_big;
+    size_t limit;     /* body bytes allowed: max_body, or the route's spool_max */
+    int spool_fd;     /* >= 0 while a spooled body is being received */
+    size_t spooled;   /* bytes written to spool_fd */
+    int spool_failed; /* a write to the spool failed: answer 503 at the end */
+    int refused;      /* early authentication answered already: early holds it */
+    gx_resp early;
     struct timespec start;
     int stats_index;
     int counted;
@@ -756,6 +763,57 @@ static void gx_resp_init(gx_resp *resp)
     resp->status = 500;
 }
 
+/* The route of method + path when it spools its body (*max set), else NULL. */
+static const gx_route *gx_spool_route(gx_server *s, const char *method, const char *path,
+                                      orr_arena *a, size_t *max)
+{
+    if (!s->o.spool_max)
+        return NULL;
+    for (size_t i = 0; i < s->o.nroutes; i++) {
+        const gx_route *rt = &s->o.routes[i];
+        const char *params[GX_MAX_PARAMS];
+        int n = 0;
+        if (strcmp(rt->method, method) == 0 && (*max = s->o.spool_max(s->o.app, rt)) > 0 &&
+            gx_route_match(rt->pattern, path, a, params, &n))
+            return rt;
+    }
+    return NULL;
+}
+
+/* An unlinked temporary file for a spooled body; -1 on failure. */
+static int gx_spool_open(gx_server *s)
+{
+    const char *dir = s->o.spool_dir;
+    if (!dir || !*dir)
+        dir = getenv("TMPDIR");
+    if (!dir || !*dir)
+        dir = "/tmp";
+    int fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+    if (fd >= 0)
+        return fd;
+    char path[PATH_MAX];
+    snprintf(path, sizeof(path), "%s/galaxyd-body-XXXXXX", dir);
+    fd = mkostemp(path, O_CLOEXEC);
+    if (fd >= 0)
+        unlink(path);
+    return fd;
+}
+
+static int gx_spool_write(struct gx_conn *c, const char *data, size_t n)
+{
+    while (n > 0) {
+        ssize_t w = write(c->spool_fd, data, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return -1;
+        data += w;
+        n -= (size_t)w;
+        c->spooled += (size_t)w;
+    }
+    return 0;
+}
+
 static enum MHD_Result gx_access(void *cls, struct MHD_Connection *conn, const char *url,
                                  const char *method, const char *version, const char *upload_data,
                                  size_t *upload_data_size, void **con_cls)
@@ -787,8 +845,25 @@ static enum MHD_Result gx_access(void *cls, struct MHD_Connection *conn, const c
                           sizeof(addr));
         }
         c->req.peer = orr_arena_strdup(c->req.arena, addr);
+        c->spool_fd = -1;
+        c->req.body_fd = -1;
+        c->limit = s->o.max_body;
+        size_t spool_max = 0;
+        const gx_route *sp = gx_spool_route(s, method, url, c->req.arena, &spool_max);
+        if (sp) {
+            c->limit = spool_max;
+            /* Nobody stores a byte before they are known: authenticate now. */
+            gx_resp_init(&c->early);
+            if (sp->min_role != GX_ROLE_NONE && s->o.auth) {
+                c->req.route = sp;
+                if (s->o.auth(&c->req, &c->early) != 0)
+                    c->refused = 1;
+            }
+            if (!c->refused && (c->spool_fd = gx_spool_open(s)) < 0)
+                c->spool_failed = 1;
+        }
         const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Length");
-        if (cl && strtoull(cl, NULL, 10) > s->o.max_body)
+        if (cl && strtoull(cl, NULL, 10) > c->limit)
             c->too_big = 1;
         atomic_fetch_add(&s->in_flight, 1);
         c->counted = 1;
@@ -796,19 +871,41 @@ static enum MHD_Result gx_access(void *cls, struct MHD_Connection *conn, const c
         return MHD_YES;
     }
     if (*upload_data_size) {
-        /* Drain without storing once the limit is passed; answer at the end. */
-        if (!c->too_big && c->body.len + *upload_data_size > s->o.max_body)
+        /* Drain without storing once the limit is passed, the caller was
+         * refused or the spool failed; answer at the end. */
+        size_t have = c->spool_fd >= 0 ? c->spooled : c->body.len;
+        if (!c->too_big && have + *upload_data_size > c->limit)
             c->too_big = 1;
-        if (!c->too_big)
+        if (c->too_big || c->refused || c->spool_failed) {
+            /* nothing kept */
+        } else if (c->spool_fd >= 0) {
+            if (gx_spool_write(c, upload_data, *upload_data_size) != 0)
+                c->spool_failed = 1;
+        } else {
             orr_buf_append(&c->body, upload_data, *upload_data_size);
+        }
         *upload_data_size = 0;
         return MHD_YES;
     }
     gx_resp resp;
     gx_resp_init(&resp);
-    if (c->too_big) {
-        gx_resp_fail(&resp, ORR_ETOOBIG, "body", "request body larger than %zu bytes",
-                     s->o.max_body);
+    if (c->refused) {
+        resp = c->early;
+        gx_resp_init(&c->early);
+    } else if (c->too_big) {
+        gx_resp_fail(&resp, ORR_ETOOBIG, "body", "request body larger than %zu bytes", c->limit);
+    } else if (c->spool_failed) {
+        gx_resp_fail(&resp, ORR_EUNAVAIL, "body", "cannot store the request body: %s",
+                     strerror(errno));
+    } else if (c->spool_fd >= 0) {
+        c->req.body_spooled = 1;
+        c->req.body_fd = c->spool_fd;
+        c->req.body_len = c->spooled;
+        if (lseek(c->spool_fd, 0, SEEK_SET) != 0) {
+            gx_resp_fail(&resp, ORR_EUNAVAIL, "body", "cannot read the request body back");
+        } else {
+            gx_route_request(s, c, &resp);
+        }
     } else {
         if (c->body.len) {
             c->req.body = orr_arena_strndup(c->req.arena, c->body.data, c->body.len);
@@ -849,6 +946,9 @@ static void gx_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     if (c->counted)
         atomic_fetch_sub(&s->in_flight, 1);
     orr_buf_free(&c->body);
+    if (c->spool_fd >= 0)
+        close(c->spool_fd);
+    orr_buf_free(&c->early.body);
     orr_arena_destroy(c->req.arena);
     free(c);
     *con_cls = NULL;

@@ -69,8 +69,13 @@ typedef struct gx_req {
     const char *path;
     const char *params[GX_MAX_PARAMS]; /* {name} captures of the route, in order */
     int nparams;
-    const char *body; /* NUL-terminated, in the arena; NULL when empty */
+    const char *body; /* NUL-terminated, in the arena; NULL when empty or spooled */
     size_t body_len;
+    /* Routes the server spools (gx_server_opts.spool_max): the body is in body_fd (an unlinked
+     * temporary file at offset 0, closed by the server after the handler) instead of body;
+     * body_spooled says so. */
+    int body_spooled;
+    int body_fd;
     const gx_route *route;
     gx_principal who; /* role GX_ROLE_NONE until authenticated */
     void *app;        /* the application context given to gx_server_start */
@@ -120,9 +125,15 @@ struct gx_route {
 typedef int (*gx_auth_fn)(gx_req *req, gx_resp *resp);
 
 typedef struct gx_server_opts {
-    const char *listen;     /* "127.0.0.1:8080"; port 0 picks one */
-    int threads;            /* MHD pool threads */
-    size_t max_body;        /* bytes; larger bodies get 413 */
+    const char *listen; /* "127.0.0.1:8080"; port 0 picks one */
+    int threads;        /* MHD pool threads */
+    size_t max_body;    /* bytes; larger bodies get 413 */
+    /* Non-NULL: for a route it answers non-zero, the body (up to that many
+     * bytes, instead of max_body) goes to a temporary file in spool_dir
+     * (NULL = $TMPDIR or /tmp), never to memory, and the caller is
+     * authenticated before any of it is stored. */
+    size_t (*spool_max)(void *app, const gx_route *rt);
+    const char *spool_dir;
     const char *static_dir; /* served under "/" for paths no route matches; NULL = none */
     const gx_route *routes;
     size_t nroutes;

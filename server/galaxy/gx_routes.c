@@ -91,3 +91,8 @@ const gx_route gx_routes[] = {
 };
 
 const size_t gx_nroutes = sizeof(gx_routes) / sizeof(gx_routes[0]);
+
+size_t gx_route_spool_max(void *app, const gx_route *rt)
+{
+    return rt->fn == gx_h_package_upload ? ((gx_app *)app)->max_package : 0;
+}

@@ -91,7 +91,7 @@ class Round3(unittest.TestCase):
             P.start_galaxy({"ORRERY_GALAXY_ZK": orrery_it.require_env("ORRERY_ZK"),
                             "ORRERY_GALAXY_DATASOURCE_TEST_TOKEN": WORKER_TOKEN,
                             "ORRERY_GALAXY_BLOB_ROOT": "file://" + cls.blob,
-                            "ORRERY_GALAXY_MAX_BODY": "8m"})
+                            "ORRERY_GALAXY_MAX_PACKAGE": "8m"})
             P.add_user("root", "root-password-1", "admin")
             P.add_user("ann", "ann-password-1", "developer", teams=["etl"])
             P.add_user("bob", "bob-password-1", "developer", teams=["ads"])
@@ -275,6 +275,9 @@ class Round3(unittest.TestCase):
                                         headers=hdr, who="ann"), 400, "name")
         self.assertEqual(self.call("POST", "/api/v1/packages?name=v", raw=body, headers=hdr,
                                    who="vic").status, 403)
+        # No credentials: refused before a byte of the body is stored.
+        r = P.http("POST", "/api/v1/packages?name=anon", raw=big, headers=hdr)
+        self.assertEqual(r.status, 401, r)
         self.assertEqual(sorted(os.listdir(os.path.join(self.blob, "packages"))), before)
 
     # ----------------------------------------------------- streams, units
