@@ -537,7 +537,7 @@ void gx_h_datasource_test(gx_req *req, gx_resp *resp)
 /* Halley's inventory (slots, labels, last seen, active) merged with the
  * ZooKeeper nodes of the executors alive now (used slots, since). An
  * executor known to one side only is listed too. */
-void gx_h_executors_merged(gx_req *req, gx_resp *resp)
+void gx_h_executors(gx_req *req, gx_resp *resp)
 {
     gx_app *app = req->app;
     if (!app->zk) {

@@ -14,20 +14,6 @@
 #include "orr_json.h"
 #include "orr_log.h"
 
-static gx_role gx_role_from_halley(HL(Role) r)
-{
-    switch (r) {
-    case HL_ROLE(ADMIN):
-        return GX_ROLE_ADMIN;
-    case HL_ROLE(DEVELOPER):
-        return GX_ROLE_DEVELOPER;
-    case HL_ROLE(VIEWER):
-        return GX_ROLE_VIEWER;
-    default:
-        return GX_ROLE_NONE;
-    }
-}
-
 static void gx_too_many(gx_req *req, gx_resp *resp, int wait)
 {
     gx_resp_fail(resp, ORR_EAGAIN, "name", "too many failed logins; retry in %d s", wait);
@@ -69,7 +55,7 @@ void gx_h_login(gx_req *req, gx_resp *resp)
     HL(AuthenticateResponse) * rs;
     if (gx_halley(req, resp, "Authenticate", &rq.base, (ProtobufCMessage **)&rs) != ORR_OK)
         return;
-    gx_role role = rs->user ? gx_role_from_halley(rs->user->role) : GX_ROLE_NONE;
+    gx_role role = rs->user ? gx_role_of(rs->user->role) : GX_ROLE_NONE;
     if (!rs->ok || !rs->user || !rs->user->active || role == GX_ROLE_NONE) {
         gx_ratelimit_fail(app->login_by_user, ukey, now);
         gx_ratelimit_fail(app->login_by_addr, akey, now);

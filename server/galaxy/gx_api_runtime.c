@@ -1,5 +1,5 @@
-/* gx_api_runtime.c - what runs right now: live executors (from their
- * ZooKeeper nodes) and instance logs.
+/* gx_api_runtime.c - what runs right now: instance logs (the executors'
+ * list, Halley's inventory merged with ZooKeeper, is in gx_api_admin.c).
  *
  * Logs: while an attempt runs its log lives on the executor, which serves it
  * over HTTP with a token (workers/executor/ex_logsrv.c); when the attempt
@@ -33,51 +33,6 @@
 #define GX_LOG_CHUNK (256 * 1024)
 
 static atomic_int gx_sse_streams;
-
-void gx_h_executors(gx_req *req, gx_resp *resp)
-{
-    gx_app *app = req->app;
-    if (!app->zk) {
-        gx_resp_fail(resp, ORR_EUNAVAIL, "zk", "galaxyd has no [galaxy] zk configured");
-        return;
-    }
-    orr_err e;
-    orr_err_clear(&e);
-    char **names;
-    size_t n;
-    json_t *items = json_array();
-    orr_status rc = orr_zk_children(app->zk, "/orrery/executors", req->arena, &names, &n, &e);
-    if (rc == ORR_ENOTFOUND)
-        n = 0;
-    else if (rc != ORR_OK) {
-        json_decref(items);
-        gx_resp_err(resp, &e);
-        return;
-    }
-    for (size_t i = 0; i < n; i++) {
-        orr_buf b = ORR_BUF_INIT;
-        const char *path = orr_arena_sprintf(req->arena, "/orrery/executors/%s", names[i]);
-        json_t *card = NULL;
-        if (orr_zk_get(app->zk, path, &b, &e) == ORR_OK && b.len)
-            card = json_loadb(b.data, b.len, 0, NULL);
-        orr_buf_free(&b);
-        if (!json_is_object(card)) {
-            json_decref(card);
-            continue; /* went away between the two reads, or not ours */
-        }
-        /* The console's names for the card's fields, beside the card's own. */
-        json_t *id = json_object_get(card, "id");
-        if (json_is_string(id))
-            json_object_set(card, "name", id);
-        json_t *used = json_object_get(card, "used_slots");
-        json_object_set_new(card, "used",
-                            json_is_integer(used) ? json_incref(used) : json_integer(0));
-        json_object_set_new(card, "last_seen", gx_json_time((int64_t)time(NULL) * 1000));
-        json_object_set_new(card, "alive", json_true());
-        json_array_append_new(items, card);
-    }
-    gx_resp_json(resp, 200, json_pack("{s:o}", "items", items));
-}
 
 /* --------------------------------------------------------------- logs */
 

@@ -14,19 +14,6 @@
 #include "orr_json.h"
 
 /* Parse a positive id path parameter; answers 400 and returns 0 on failure. */
-static int64_t gx_id_param(gx_req *req, gx_resp *resp, int i, const char *field)
-{
-    const char *s = gx_req_param(req, i);
-    char *end;
-    errno = 0;
-    long long v = s ? strtoll(s, &end, 10) : 0;
-    if (!s || errno || *end || v <= 0) {
-        gx_resp_fail(resp, ORR_EINVAL, field, "must be a positive integer");
-        return 0;
-    }
-    return v;
-}
-
 static char *gx_dump(gx_req *req, json_t *v)
 {
     orr_buf b = ORR_BUF_INIT;
@@ -126,7 +113,7 @@ void gx_h_task_get(gx_req *req, gx_resp *resp)
 {
     if (gx_cache_get(req, resp)) /* the task page's first call; bounded staleness */
         return;
-    int64_t id = gx_id_param(req, resp, 0, "id");
+    int64_t id = gx_param_id(req, resp, 0, "id");
     HL(Task) *t = id ? gx_get_task(req, resp, id, 0) : NULL;
     if (t) {
         gx_resp_json(resp, 200, gx_task_json(t));
@@ -136,10 +123,10 @@ void gx_h_task_get(gx_req *req, gx_resp *resp)
 
 void gx_h_task_version(gx_req *req, gx_resp *resp)
 {
-    int64_t id = gx_id_param(req, resp, 0, "id");
+    int64_t id = gx_param_id(req, resp, 0, "id");
     if (!id)
         return;
-    int64_t version = gx_id_param(req, resp, 1, "version");
+    int64_t version = gx_param_id(req, resp, 1, "version");
     if (!version)
         return;
     if (version > INT32_MAX) {
@@ -153,7 +140,7 @@ void gx_h_task_version(gx_req *req, gx_resp *resp)
 
 void gx_h_task_update(gx_req *req, gx_resp *resp)
 {
-    int64_t id = gx_id_param(req, resp, 0, "id");
+    int64_t id = gx_param_id(req, resp, 0, "id");
     if (!id)
         return;
     json_t *spec = gx_req_json(req, resp);
@@ -189,7 +176,7 @@ void gx_h_task_update(gx_req *req, gx_resp *resp)
 
 void gx_h_task_delete(gx_req *req, gx_resp *resp)
 {
-    int64_t id = gx_id_param(req, resp, 0, "id");
+    int64_t id = gx_param_id(req, resp, 0, "id");
     if (!id)
         return;
     HL(Task) *cur = gx_get_task(req, resp, id, 0);
