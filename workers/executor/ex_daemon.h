@@ -175,5 +175,7 @@ void ex_job_cancel_all(ex_daemon *d, ex_cancel why);
 int ex_job_reap(ex_daemon *d, int wait_all);
 /* Publish the card (slots in use) to ZooKeeper. Thread-safe. */
 void ex_daemon_publish(ex_daemon *d);
+/* rm -r of path (not following links); what cannot be removed stays. */
+void ex_remove_tree(const char *path);
 
 #endif

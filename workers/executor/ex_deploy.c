@@ -24,7 +24,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,20 +41,6 @@
 #define DEPLOY_MAX_UNPACK  (4LL << 30)
 #define DEPLOY_MAX_ENTRIES 200000
 #define DEPLOY_SCAN_MS     5000
-
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st;
-    (void)flag;
-    (void)ftw;
-    remove(path);
-    return 0;
-}
-
-static void remove_tree(const char *path)
-{
-    nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-}
 
 static int valid_name(const char *n)
 {
@@ -155,7 +140,7 @@ static orr_status install(ex_daemon *d, const HL(CodePackage) * p, orr_err *err)
                         p->sha256);
         goto out;
     }
-    remove_tree(tmp);
+    ex_remove_tree(tmp);
     if (mkdir(tmp, 0755) != 0) {
         s = orr_err_set(err, ORR_EIO, tmp, "cannot create: %s", strerror(errno));
         goto out;
@@ -176,7 +161,7 @@ static orr_status install(ex_daemon *d, const HL(CodePackage) * p, orr_err *err)
     }
     s = marker_write(d, p, err);
 out:
-    remove_tree(tmp); /* the old version after a swap, or a failed unpack */
+    ex_remove_tree(tmp); /* the old version after a swap, or a failed unpack */
     unlink(archive);
     return s;
 }

@@ -77,7 +77,7 @@ static int rm_entry(const char *path, const struct stat *st, int flag, struct FT
     return 0;
 }
 
-static void remove_tree(const char *path)
+void ex_remove_tree(const char *path)
 {
     nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
@@ -166,7 +166,7 @@ static void run_job(ex_daemon *d, ex_job *j, orr_arena *a)
         j->slots = js.slots;
         pthread_mutex_unlock(&d->mu);
         ex_daemon_publish(d);
-        remove_tree(run_dir);
+        ex_remove_tree(run_dir);
         if (mkdir(run_dir, 0700) != 0 || (d->drop && chown(run_dir, d->uid, d->gid) != 0))
             s = orr_err_set(&err, ORR_EIO, run_dir, "cannot create: %s", strerror(errno));
     }
@@ -302,7 +302,7 @@ static void run_job(ex_daemon *d, ex_job *j, orr_arena *a)
 
 done:
     if (run_dir[0])
-        remove_tree(run_dir);
+        ex_remove_tree(run_dir);
     ex_sandbox_free(sb);
     if (js.root)
         json_decref(js.root);
