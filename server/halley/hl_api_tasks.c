@@ -505,7 +505,7 @@ HL_UNARY(hl_api_update_task)
     if ((s = hl_db_get(hc->db, &c, err)) != ORR_OK || (s = hl_db_begin(c, err)) != ORR_OK ||
         (s = hl__deps_lock(c, a, &sp, err)) != ORR_OK)
         goto out;
-    int64_t tid, team_id;
+    int64_t tid = 0, team_id = 0;
     const char *tname;
     int cur, active;
     if ((s = hl__lock_task(c, a, rq->id, rq->name, &tid, &tname, &cur, &active, err)) != ORR_OK)
