@@ -67,7 +67,8 @@ static orr_status v2__base(const ex_cg_env *env, char *base, size_t n, orr_err *
                            ctl[0] ? ctl : "none");
     const char *enable = v2__has(ctl, "cpu") ? "+memory +pids +cpu" : "+memory +pids";
     char mid[EX_CG_PATH_MAX];
-    snprintf(mid, sizeof mid, "%s/%s", mount, env->parent);
+    if (snprintf(mid, sizeof mid, "%s/%s", mount, env->parent) >= (int)sizeof mid)
+        return orr_err_set(err, ORR_EINVAL, "executor.cgroup_parent", "cgroup path too long");
     if (snprintf(base, n, "%s/%s", mid, env->executor) >= (int)n)
         return orr_err_set(err, ORR_EINVAL, "executor.id", "cgroup path too long");
     orr_status s;

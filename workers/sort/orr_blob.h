@@ -3,7 +3,8 @@
  * backend, chosen by the URL's scheme.
  *
  *   file:///data/orrery   (or a plain absolute path)   local or NFS folder
- *   webhdfs://host:port/  (planned: HDFS through WebHDFS with libcurl)
+ *   webhdfs://user@host:port/root   HDFS through WebHDFS with libcurl
+ *                                   (orr_blob_webhdfs.c)
  *
  * Paths given to the functions are relative to the store's root, with "/"
  * separators, and must not contain "..", "." components or empty parts.
@@ -85,5 +86,9 @@ size_t orr_blob_sweep_tmp(orr_blob *b, const char *rel);
 
 /* Local root folder of a file:// store; NULL for other backends. */
 const char *orr_blob_local_root(const orr_blob *b);
+
+/* The backends, one ops struct each (orr_blob.c, orr_blob_webhdfs.c). */
+extern const orr_blob_ops orr_blob_file;
+extern const orr_blob_ops orr_blob_webhdfs;
 
 #endif

@@ -97,11 +97,11 @@ int sort_record_route(const sort_spec *s, const sort_val *vals, sort_route *out,
     else if (t->escaped)
         rc = ORR_EINVAL;
     else
-        rc = sort_time_parse_text(t->p, t->len, s->time_fmt, s->tz_offset, &out->time_ms);
+        rc = sort_time_parse_text(t->p, t->len, s->time_fmt, s->tz, &out->time_ms);
     if (rc != ORR_OK) {
         *why = SORT_REJ_BAD_TIME;
         return -1;
     }
-    out->bucket_start = sort_bucket_start(out->time_ms, s->bucket, s->tz_offset);
+    out->bucket_start = sort_bucket_start(out->time_ms, s->bucket, s->tz);
     return 0;
 }

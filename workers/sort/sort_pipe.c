@@ -160,7 +160,7 @@ static int64_t pipe_boundary(sort_pipeline *p)
     } else {
         t_ms = (int64_t)time(NULL) * 1000 - s->check.grace_ms;
     }
-    return sort_bucket_start(t_ms, s->bucket, s->tz_offset);
+    return sort_bucket_start(t_ms, s->bucket, s->tz);
 }
 
 static void pipe_send_ctl(sort_pipeline *p, sort_pack_kind kind, int64_t before)
@@ -181,7 +181,6 @@ static void pipe_send_ctl(sort_pipeline *p, sort_pack_kind kind, int64_t before)
 static void pipe_empty_units(sort_pipeline *p, int64_t upto)
 {
     const sort_spec *s = p->spec;
-    int64_t size = sort_bucket_seconds(s->bucket);
     int64_t lo = p->units.min_bucket;
     if (s->check.clock == SORT_CLOCK_WALL && p->start_bucket < lo)
         lo = p->start_bucket;
@@ -195,7 +194,8 @@ static void pipe_empty_units(sort_pipeline *p, int64_t upto)
         upto = hi;
     }
     size_t made = 0;
-    for (int64_t b = lo; b + size <= upto && made < PIPE_EMPTY_UNIT_CAP; b += size) {
+    for (int64_t b = lo; sort_bucket_end(b, s->bucket, s->tz) <= upto && made < PIPE_EMPTY_UNIT_CAP;
+         b = sort_bucket_next(b, s->bucket, s->tz)) {
         if (p->empty_hi > p->empty_lo && b >= p->empty_lo && b < p->empty_hi)
             continue; /* done in an earlier round */
         for (size_t i = 0; i < s->ninterfaces; i++) {
@@ -461,8 +461,7 @@ orr_status sort_pipe_run(const sort_pipe_cfg *cfg, sort_pipe_stats *stats, orr_e
     p->cur = calloc((size_t)p->nw, sizeof *p->cur);
     if (!p->vals || !p->w || !p->cur)
         abort();
-    p->start_bucket =
-        sort_bucket_start((int64_t)time(NULL) * 1000, p->spec->bucket, p->spec->tz_offset);
+    p->start_bucket = sort_bucket_start((int64_t)time(NULL) * 1000, p->spec->bucket, p->spec->tz);
 
     rc = orr_blob_open(cfg->blob_url, &p->blob, err);
     if (rc != ORR_OK)

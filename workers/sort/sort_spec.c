@@ -339,10 +339,12 @@ static orr_status spec__time(sort_spec *s, const json_t *doc, const char *root, 
         return orr_err_set(err, ORR_EINVAL, orr_json_path(p, sizeof p, path, "format"),
                            "must be one of: epoch_s, epoch_ms, %%Y-%%m-%%d %%H:%%M:%%S, "
                            "%%Y%%m%%d%%H%%M%%S, iso8601");
-    if (sort_tz_parse(tz, &s->tz_offset) != ORR_OK)
+    orr_err tzerr = {0};
+    if (sort_tz_parse(tz, &s->tz, &tzerr) != ORR_OK)
         return orr_err_set(err, ORR_EINVAL, orr_json_path(p, sizeof p, path, "timezone"),
-                           "must be UTC or a fixed offset like +08:00 (named zones are not "
-                           "supported yet)");
+                           "%s (UTC, a fixed offset like +08:00 or an IANA zone name like "
+                           "Europe/Berlin)",
+                           tzerr.msg);
     s->time_field = spec__field_index(s, field);
     if (s->time_field < 0)
         return orr_err_set(err, ORR_EINVAL, orr_json_path(p, sizeof p, path, "field"),

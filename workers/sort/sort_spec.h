@@ -89,7 +89,7 @@ typedef struct sort_spec {
 
     int time_field; /* index in format.fields */
     sort_time_fmt time_fmt;
-    int32_t tz_offset;
+    sort_tz tz;
     sort_bucket_kind bucket;
 
     sort_split_spec *splits;

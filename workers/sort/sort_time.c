@@ -1,4 +1,4 @@
-/* sort_time.c - time fields, fixed-offset zones and buckets (see sort_time.h). */
+/* sort_time.c - time fields, stream time zones and buckets (see sort_time.h). */
 #include "sort_time.h"
 
 #include <stdio.h>
@@ -72,13 +72,63 @@ static int time__offset(const char *p, size_t len, int32_t *out)
     return 0;
 }
 
-orr_status sort_tz_parse(const char *name, int32_t *offset_s)
+sort_tz sort_tz_fixed(int32_t offset_s)
 {
+    sort_tz tz = {offset_s, NULL};
+    return tz;
+}
+
+orr_status sort_tz_parse(const char *name, sort_tz *out, orr_err *err)
+{
+    int32_t off;
     if (strcmp(name, "UTC") == 0 || strcmp(name, "Z") == 0) {
-        *offset_s = 0;
+        *out = sort_tz_fixed(0);
         return ORR_OK;
     }
-    return time__offset(name, strlen(name), offset_s) == 0 ? ORR_OK : ORR_EINVAL;
+    if (name[0] == '+' || name[0] == '-') {
+        if (time__offset(name, strlen(name), &off) != 0)
+            return orr_err_set(err, ORR_EINVAL, "timezone",
+                               "\"%s\" is not an offset like +08:00, -0530 or +09", name);
+        *out = sort_tz_fixed(off);
+        return ORR_OK;
+    }
+    const kp_tz *zone = NULL;
+    orr_err zerr = {0};
+    orr_status rc = kp_tz_load(name, &zone, &zerr);
+    if (rc == ORR_ENOTFOUND)
+        return orr_err_set(err, rc, "timezone", "no IANA time zone named \"%s\"", name);
+    if (rc != ORR_OK)
+        return orr_err_set(err, rc, "timezone", "\"%s\": %s", name, zerr.msg);
+    out->fixed = 0;
+    out->zone = zone;
+    return ORR_OK;
+}
+
+int32_t sort_tz_offset_at(sort_tz tz, int64_t utc_s)
+{
+    return tz.zone ? kp_tz_offset(tz.zone, utc_s) : tz.fixed;
+}
+
+int64_t sort_tz_local_to_utc(sort_tz tz, int64_t local_s)
+{
+    if (!tz.zone)
+        return local_s - tz.fixed;
+    kp_tz_map m;
+    kp_tz_local_to_utc(tz.zone, local_s, &m);
+    if (m.n > 0)
+        return m.utc[0];
+    /* In a gap: read with the offset in force just before it. */
+    return local_s - kp_tz_offset(tz.zone, m.gap_end - 1);
+}
+
+/* The first instant whose wall time is >= local_s (a bucket boundary). */
+static int64_t time__first_at(sort_tz tz, int64_t local_s)
+{
+    if (!tz.zone)
+        return local_s - tz.fixed;
+    kp_tz_map m;
+    kp_tz_local_to_utc(tz.zone, local_s, &m);
+    return m.n == 0 ? m.gap_end : m.utc[0];
 }
 
 /* Howard Hinnant's public-domain civil-date algorithms, written afresh. */
@@ -120,12 +170,11 @@ static int time__civil_ok(int64_t y, int64_t mo, int64_t d, int64_t h, int64_t m
     return d <= md;
 }
 
-static int64_t time__to_ms(int64_t y, int64_t mo, int64_t d, int64_t h, int64_t mi, int64_t s,
-                           int64_t ms, int32_t tz)
+/* Wall-clock seconds (the civil time read as if it were UTC). */
+static int64_t time__local(int64_t y, int64_t mo, int64_t d, int64_t h, int64_t mi, int64_t s)
 {
     int64_t days = sort_days_from_civil(y, (unsigned)mo, (unsigned)d);
-    int64_t secs = days * 86400 + h * 3600 + mi * 60 + s - tz;
-    return secs * 1000 + ms;
+    return days * 86400 + h * 3600 + mi * 60 + s;
 }
 
 orr_status sort_time_from_int(int64_t v, sort_time_fmt f, int64_t *epoch_ms)
@@ -147,10 +196,12 @@ orr_status sort_time_from_int(int64_t v, sort_time_fmt f, int64_t *epoch_ms)
     return ORR_EINVAL;
 }
 
-orr_status sort_time_parse_text(const char *p, size_t len, sort_time_fmt f, int32_t tz,
+orr_status sort_time_parse_text(const char *p, size_t len, sort_time_fmt f, sort_tz tz,
                                 int64_t *epoch_ms)
 {
     int64_t y, mo, d, h, mi, s, ms = 0;
+    int32_t own = 0;
+    int has_own = 0;
     switch (f) {
     case SORT_TF_EPOCH_S:
     case SORT_TF_EPOCH_MS: {
@@ -199,11 +250,11 @@ orr_status sort_time_parse_text(const char *p, size_t len, sort_time_fmt f, int3
             ms = frac;
         }
         if (i < len) {
-            if (p[i] == 'Z' && i + 1 == len) {
-                tz = 0;
-            } else if (time__offset(p + i, len - i, &tz) != 0) {
+            if (p[i] == 'Z' && i + 1 == len)
+                own = 0;
+            else if (time__offset(p + i, len - i, &own) != 0)
                 return ORR_EINVAL;
-            }
+            has_own = 1;
         }
         break;
     }
@@ -212,7 +263,9 @@ orr_status sort_time_parse_text(const char *p, size_t len, sort_time_fmt f, int3
     }
     if (!time__civil_ok(y, mo, d, h, mi, s))
         return ORR_EINVAL;
-    *epoch_ms = time__to_ms(y, mo, d, h, mi, s, ms, tz);
+    int64_t local = time__local(y, mo, d, h, mi, s);
+    int64_t utc = has_own ? local - own : sort_tz_local_to_utc(tz, local);
+    *epoch_ms = utc * 1000 + ms;
     return ORR_OK;
 }
 
@@ -227,16 +280,42 @@ static int64_t time__floor_div(int64_t a, int64_t b)
     return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q;
 }
 
-int64_t sort_bucket_start(int64_t epoch_ms, sort_bucket_kind k, int32_t tz)
+/* Local start (wall-clock seconds) of the bucket holding the instant t. */
+static int64_t time__local_floor(int64_t t, sort_bucket_kind k, sort_tz tz)
 {
-    int64_t local = time__floor_div(epoch_ms, 1000) + tz;
     int64_t size = sort_bucket_seconds(k);
-    return time__floor_div(local, size) * size - tz;
+    return time__floor_div(t + sort_tz_offset_at(tz, t), size) * size;
 }
 
-void sort_bucket_label(int64_t start_s, sort_bucket_kind k, int32_t tz, char *buf)
+int64_t sort_bucket_start(int64_t epoch_ms, sort_bucket_kind k, sort_tz tz)
 {
-    int64_t local = start_s + tz;
+    return time__first_at(tz, time__local_floor(time__floor_div(epoch_ms, 1000), k, tz));
+}
+
+int64_t sort_bucket_next(int64_t start_s, sort_bucket_kind k, sort_tz tz)
+{
+    return time__first_at(tz, time__local_floor(start_s, k, tz) + sort_bucket_seconds(k));
+}
+
+int64_t sort_bucket_end(int64_t start_s, sort_bucket_kind k, sort_tz tz)
+{
+    int64_t e = time__local_floor(start_s, k, tz) + sort_bucket_seconds(k);
+    if (!tz.zone)
+        return e - tz.fixed;
+    kp_tz_map m;
+    kp_tz_local_to_utc(tz.zone, e, &m);
+    if (m.n == 0)
+        return m.gap_end;
+    /* e inside a fold, past its first wall time: the second pass of
+     * [fold start, e) still belongs to this bucket. */
+    if (m.n == 2 && e > m.fold_end - (m.utc[1] - m.utc[0]))
+        return m.utc[1];
+    return m.utc[0];
+}
+
+void sort_bucket_label(int64_t start_s, sort_bucket_kind k, sort_tz tz, char *buf)
+{
+    int64_t local = time__local_floor(start_s, k, tz);
     int64_t days = time__floor_div(local, 86400);
     int64_t sod = local - days * 86400;
     int64_t y;
@@ -255,7 +334,7 @@ void sort_bucket_label(int64_t start_s, sort_bucket_kind k, int32_t tz, char *bu
         snprintf(buf, SORT_LABEL_MAX, "%04d%02u%02u%02u%02u", (int)y, m, d, hh, mm);
 }
 
-int sort_bucket_from_label(const char *label, sort_bucket_kind k, int32_t tz, int64_t *start_s)
+int sort_bucket_from_label(const char *label, sort_bucket_kind k, sort_tz tz, int64_t *start_s)
 {
     size_t want = k == SORT_BUCKET_DAY ? 8 : k == SORT_BUCKET_HOUR ? 10 : 12;
     size_t len = strlen(label);
@@ -271,6 +350,6 @@ int sort_bucket_from_label(const char *label, sort_bucket_kind k, int32_t tz, in
         return -1;
     if (!time__civil_ok(y, mo, d, h, mi, 0) || mi % 15 != 0)
         return -1;
-    *start_s = time__to_ms(y, mo, d, h, mi, 0, 0, tz) / 1000;
+    *start_s = time__first_at(tz, time__local(y, mo, d, h, mi, 0));
     return 0;
 }

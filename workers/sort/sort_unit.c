@@ -88,8 +88,8 @@ sort_unit *sort_units_get(sort_units *t, const char *iface, size_t len, int64_t 
     u->iface = orr_arena_strndup(t->arena, iface, len);
     u->iface_len = len;
     u->bucket_start = bucket_start;
-    u->bucket_end = bucket_start + sort_bucket_seconds(t->spec->bucket);
-    sort_bucket_label(bucket_start, t->spec->bucket, t->spec->tz_offset, u->label);
+    u->bucket_end = sort_bucket_end(bucket_start, t->spec->bucket, t->spec->tz);
+    sort_bucket_label(bucket_start, t->spec->bucket, t->spec->tz, u->label);
     u->dir = orr_arena_sprintf(t->arena, "%s/%s/%s", t->spec->business, u->iface, u->label);
     u->split = sort_spec_split(t->spec, iface, len);
     u->open = orr_arena_calloc(t->arena, u->split, sizeof *u->open);
@@ -281,7 +281,7 @@ orr_status sort_units_load(sort_units *t, orr_blob *blob, orr_err *err)
             const char *label = labels.data + j;
             j += strlen(label) + 1;
             int64_t start;
-            if (sort_bucket_from_label(label, s->bucket, s->tz_offset, &start) != 0)
+            if (sort_bucket_from_label(label, s->bucket, s->tz, &start) != 0)
                 continue;
             sort_unit *u = sort_units_get(t, iface, strlen(iface), start);
             nunits++;

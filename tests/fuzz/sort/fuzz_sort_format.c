@@ -2,7 +2,9 @@
  * fuzz_sort_format.c - fuzz target for one sortd record format (chosen at
  * build time with FUZZ_SORT_FORMAT): frames the input as a byte stream,
  * parses and routes every record, and also parses the whole input as one
- * record. Nothing may crash, read outside the input or loop forever.
+ * record. Nothing may crash, read outside the input or loop forever, and
+ * every routed record must lie inside its bucket, whose label maps back to
+ * it (the kv and jsonl streams use named zones with daylight saving).
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -28,10 +30,12 @@ static const char *fuzz_spec_text(void)
     if (strcmp(f, "kv") == 0)
         return "{\"format\":{\"type\":\"kv\",\"max_record\":4096},\"interface\":{\"field\":"
                "\"if\"},\"interfaces\":[\"a\",\"b\"],\"strict_interfaces\":true,\"time\":"
-               "{\"field\":\"t\",\"format\":\"%Y%m%d%H%M%S\"},\"bucket\":\"hour\"}";
+               "{\"field\":\"t\",\"format\":\"%Y%m%d%H%M%S\",\"timezone\":\"Europe/Berlin\"},"
+               "\"bucket\":\"hour\"}";
     if (strcmp(f, "jsonl") == 0)
         return "{\"format\":{\"type\":\"jsonl\",\"max_record\":4096},\"interface\":{\"field\":"
-               "\"if\"},\"time\":{\"field\":\"ts\",\"format\":\"iso8601\"},\"bucket\":\"day\"}";
+               "\"if\"},\"time\":{\"field\":\"ts\",\"format\":\"iso8601\",\"timezone\":"
+               "\"America/New_York\"},\"bucket\":\"day\"}";
     return "{\"format\":{\"type\":\"binary\",\"max_record\":4096,\"fields\":[{\"name\":\"id\","
            "\"type\":\"u64\"},{\"name\":\"if\",\"type\":\"str\"},{\"name\":\"ts\",\"type\":"
            "\"i64\"},{\"name\":\"n\",\"type\":\"i32\"}]},\"interface\":{\"field\":\"if\"},"
@@ -61,8 +65,19 @@ static void fuzz_record(const sort_spec *s, const sort_format_ops *f, const char
 {
     sort_reject_reason why;
     sort_route r;
-    if (f->parse(s, rec, len, vals, &why) == 0)
-        (void)sort_record_route(s, vals, &r, &why);
+    if (f->parse(s, rec, len, vals, &why) != 0 || sort_record_route(s, vals, &r, &why) != 0)
+        return;
+    /* Bucket invariants (named zones included), for years 1900..9998. */
+    const int64_t lo_ms = -2208988800000LL, hi_ms = 253370764800000LL;
+    if (r.time_ms < lo_ms || r.time_ms >= hi_ms)
+        return;
+    char label[SORT_LABEL_MAX];
+    int64_t back;
+    sort_bucket_label(r.bucket_start, s->bucket, s->tz, label);
+    if (r.bucket_start * 1000 > r.time_ms ||
+        r.time_ms >= sort_bucket_end(r.bucket_start, s->bucket, s->tz) * 1000 ||
+        sort_bucket_from_label(label, s->bucket, s->tz, &back) != 0 || back != r.bucket_start)
+        abort();
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

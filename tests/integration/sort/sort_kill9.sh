@@ -42,7 +42,9 @@ for round in $(seq 1 "$ROUNDS"); do
     sleep "$(awk -v r=$RANDOM 'BEGIN { printf "%.2f", 0.2 + (r % 120) / 100 }')"
     kill -9 "$pid" 2>/dev/null || true
     wait "$pid" 2>/dev/null || true
-    landed=$(find "$T/blob" -name 'part-*.lzo' 2>/dev/null | wc -l)
+    # (a kill before sortd created the blob root leaves no folder to search)
+    landed=0
+    [ -d "$T/blob" ] && landed=$(find "$T/blob" -name 'part-*.lzo' | wc -l)
     echo "round $round: killed; $landed files landed so far"
 done
 

@@ -12,12 +12,14 @@ source that tails a folder:
 1. version 1 (bucket hour): the first input file lands in hourly folders;
    closed hours get _CHECK, and each reconciled unit reaches Halley through
    ReportDataUnit (interface, bucket and record count as in its _CHECK).
-2. a PUT changes the bucket to 15m: the same sortd process (same pid, never
-   restarted) drains version 1 and starts version 2, and the records of the
-   next input file land in 15-minute folders. Every record lands exactly
-   once over both versions.
+2. a PUT changes the bucket to 15m and the zone to Asia/Kolkata (an IANA
+   name, accepted by halleyd's schema): the same sortd process (same pid,
+   never restarted) drains version 1 and starts version 2, and the records
+   of the next input file land in 15-minute folders labelled with Kolkata
+   wall-clock time. Every record lands exactly once over both versions.
 3. SIGTERM ends sortd cleanly with one summary line per version.
 """
+import datetime
 import glob
 import json
 import os
@@ -28,6 +30,7 @@ import sys
 import tempfile
 import time
 import unittest
+import zoneinfo
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import orrery_it  # noqa: E402
@@ -37,13 +40,16 @@ NAME = f"live{os.getpid()}"
 START = 1714521600  # 2024-05-01T00:00:00Z
 
 
-def spec(folder, bucket):
+def spec(folder, bucket, tz=None):
+    time_spec = {"field": "ts", "format": "epoch_s"}
+    if tz:
+        time_spec["timezone"] = tz
     return {"name": NAME, "business": "blive",
             "source": {"type": "file", "path": folder, "read_size": 65536},
             "format": {"type": "delimited", "delimiter": "|",
                        "fields": ["id", "ts", "iface", "user", "h", "m", "path", "st", "n", "ua"]},
             "interface": {"field": "iface"},
-            "time": {"field": "ts", "format": "epoch_s"},
+            "time": time_spec,
             "bucket": bucket,
             "output": {"roll_size": 1048576, "roll_age_ms": 300, "fsync": False},
             "check": {"clock": "data", "grace_ms": 0}}
@@ -138,10 +144,10 @@ class SortLive(unittest.TestCase):
                 self.assertGreaterEqual(len(checks), 3)
                 self.assertTrue(all(n > 0 for _, _, n in want), want)
 
-                # Version 2: 15-minute buckets, same process.
+                # Version 2: 15-minute buckets in a named zone, same process.
                 pid = sortd.pid
-                r = P.http("PUT", f"/api/v1/streams/{NAME}", {"spec": spec(inp, "15m")},
-                           token=tok)
+                r = P.http("PUT", f"/api/v1/streams/{NAME}",
+                           {"spec": spec(inp, "15m", "Asia/Kolkata")}, token=tok)
                 self.assertEqual(r.status, 200, r)
                 v2 = r.json()["version"]
                 self.assertGreater(v2, v1)
@@ -172,6 +178,12 @@ class SortLive(unittest.TestCase):
                                           check=True).stdout.decode()
                     self.assertTrue(all(int(x.split("|", 1)[0]) >= 10000
                                         for x in data.splitlines()), f)
+                    # labels are Kolkata wall-clock quarter hours (zoneinfo's view)
+                    ts = int(data.splitlines()[0].split("|")[1])
+                    local = datetime.datetime.fromtimestamp(ts, zoneinfo.ZoneInfo("Asia/Kolkata"))
+                    local = local.replace(minute=local.minute - local.minute % 15)
+                    self.assertEqual(os.path.basename(os.path.dirname(f)),
+                                     local.strftime("%Y%m%d%H%M"), f)
             finally:
                 sortd.send_signal(signal.SIGTERM)
                 try:

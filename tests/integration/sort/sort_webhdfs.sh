@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# sort_webhdfs.sh SORTD BLOB_TEST SORT_GEN - the webhdfs:// blob store against
+# the WebHDFS protocol stand-in (webhdfs_standin.py: a loopback namenode +
+# datanode speaking the REST subset; it is not HDFS).
+#
+# 1. webhdfs_blob_test: the orr_blob.h contract with injected failures.
+# 2. sortd end to end: the file source lands into webhdfs://; every record
+#    lands once in lzop files, the _CHECK totals add up, no temporary stays,
+#    and every request carried the configured user.name.
+set -euo pipefail
+SORTD=$1 BLOB_TEST=$2 SORT_GEN=$3
+. "$(dirname "$0")/sort_lib.sh"
+
+T=$(mktemp -d /tmp/sort-webhdfs.XXXXXX)
+SPID=
+cleanup() {
+    [ -n "$SPID" ] && kill "$SPID" 2>/dev/null && wait "$SPID" 2>/dev/null
+    rm -rf "$T"
+}
+trap cleanup EXIT
+mkdir -p "$T/hdfs" "$T/work" "$T/in"
+/usr/bin/python3 "$(dirname "$0")/webhdfs_standin.py" "$T/hdfs" "$T/ports" &
+SPID=$!
+for _ in $(seq 100); do [ -s "$T/ports" ] && break; sleep 0.1; done
+[ -s "$T/ports" ] || fail "stand-in did not start"
+read -r NN _ <"$T/ports"
+
+"$BLOB_TEST" "$NN" "$T/hdfs" "$T/work" || fail "blob contract"
+
+N=20000
+"$SORT_GEN" --out "$T/in" --records "$N" --files 2 --ifaces 2 --span 10800 >/dev/null ||
+    fail "sort_gen failed"
+cat >"$T/spec.json" <<JSON
+{"name": "wh", "business": "bz",
+ "source": {"type": "file", "path": "$T/in", "exit_at_eof": true},
+ "format": {"type": "delimited", "delimiter": "|",
+            "fields": ["id", "ts", "iface", "user", "h", "m", "path", "st", "n", "ua"]},
+ "interface": {"field": "iface"},
+ "time": {"field": "ts", "format": "epoch_s"},
+ "bucket": "hour",
+ "output": {"roll_age_ms": 300},
+ "check": {"clock": "data", "grace_ms": 0}}
+JSON
+ORRERY_LOG_LEVEL=warn ORRERY_SORT_WORK_DIR=$T/swork ORRERY_SORT_STATE_DIR=$T/sstate \
+    ORRERY_SORT_BLOB_ROOT="webhdfs://orrsort@127.0.0.1:$NN/orrery/blob" \
+    "$SORTD" run --stream "$T/spec.json" >"$T/out" 2>"$T/err" ||
+    fail "sortd failed: $(cat "$T/err")"
+verify_landed "$T/hdfs/orrery/blob" "$N"
+[ -z "$(find "$T/hdfs" -name '.tmp-*')" ] || fail "temporaries left: $(find "$T/hdfs" -name '.tmp-*')"
+[ -n "$(find "$T/hdfs/orrery/blob/bz" -name _CHECK)" ] || fail "no _CHECK landed"
+users=$(curl -s "http://127.0.0.1:$NN/ctl?stats=1")
+echo "stand-in requests: $users"
+echo "$users" | grep -q '"orrsort"' || fail "user.name orrsort never sent"
+echo "PASS sort_webhdfs"
