@@ -4,11 +4,18 @@
 // screenshots in ORRERY_E2E_* variables.
 //
 // The tests run in order and build on each other: the designer creates a
-// three-task workflow that later tests backfill, act on and look at. Flows
-// that need a running scheduler and executor (an instance running to success,
-// a log that grows) are written out but skipped, with the reason, unless
-// ORRERY_E2E_SCHEDULER=1 says keplerd and executord are running.
+// three-task workflow that later tests backfill, act on and look at.
+//
+// keplerd and one executord run too (run.sh), so every instance whose
+// upstreams are met runs. Tests that need instances to stay still use the
+// designer's workflow, held back by a strong upstream on a deactivated task
+// (hold_gate), which keplerd never counts as met. The scheduler test runs its
+// own workflow (flow_*), whose instances all end (success, killed) so later
+// counts of waiting instances stay true. Every schedule fires at a minute
+// half an hour away from the start of the run, so no fire time falls due and
+// keplerd creates no instance by itself while the tests run.
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -29,8 +36,12 @@ const ADMIN = [env('ORRERY_E2E_ADMIN'), env('ORRERY_E2E_ADMIN_PASSWORD')];
 const DEV = [env('ORRERY_E2E_DEV'), env('ORRERY_E2E_PASSWORD')];
 const FIN = [env('ORRERY_E2E_FIN'), env('ORRERY_E2E_PASSWORD')];
 const VIEWER = [env('ORRERY_E2E_VIEWER'), env('ORRERY_E2E_PASSWORD')];
-const SCHEDULER = process.env.ORRERY_E2E_SCHEDULER === '1';
+const EXECUTOR = env('ORRERY_E2E_EXECUTOR');
 const T = 30000; // per wait (the test machine may be loaded)
+const RUN_T = 120000; // for a run through keplerd and executord
+// Hourly, at a minute 30 minutes after now (see the top of the file).
+const MINUTE = (new Date().getUTCMinutes() + 30) % 60;
+const CRON = `${MINUTE} * * * *`;
 
 let browser;
 const ids = {}; // task name -> id, filled by the designer test
@@ -146,6 +157,18 @@ function localInput(d) {
   return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())}T${p(d.getHours())}:${p(d.getMinutes())}`;
 }
 
+/** Adds an upstream row in the designer and names its task. A click that
+ * lands while the form is still being (re)built is lost: click again then. */
+async function addUpstream(page, task) {
+  const input = page.locator('input[name="upstreams.0.task"]');
+  for (let i = 0; i < 3 && (await input.count()) === 0; i++) {
+    await page.getByTestId('add-upstream').click();
+    await input.waitFor({ timeout: 5000 }).catch(() => undefined);
+  }
+  await input.fill(task);
+  await page.locator('[data-upstream="0"] .ok-text').waitFor({ timeout: T }); // the picker found it
+}
+
 test('the root redirects to the console, which asks to log in; bad logins are explained', async (t) => {
   const page = await open(t);
   await page.goto('/');
@@ -181,6 +204,18 @@ test('a developer designs a three-task workflow with inline errors and a live cr
   await page.goto('/app/tasks/new');
   await page.getByTestId('designer').waitFor({ timeout: T });
 
+  // The hold of this workflow (see the top of the file), made first so the
+  // designer's upstream picker finds it.
+  const gate = await api(page, 'POST', '/tasks', {
+    name: 'hold_gate',
+    team: 'analytics',
+    type: 'shell',
+    schedule: CRON,
+    config: { command: 'true' },
+  });
+  assert.equal(gate.status, 201, JSON.stringify(gate.body));
+  ids.hold_gate = gate.body.id;
+
   // Schema-driven checks, before the server is asked.
   const name = page.locator('input[name="name"]');
   await name.fill('Bad Name');
@@ -192,13 +227,14 @@ test('a developer designs a three-task workflow with inline errors and a live cr
   assert.equal(await page.locator('select[name="team"]').inputValue(), 'analytics', 'the only team is preselected');
 
   const cron = page.locator('input[name="schedule"]');
-  await cron.fill('0 * * * *');
+  await cron.fill(CRON);
   await until(async () => (await page.locator('[data-testid="cron-preview"] li').count()) === 5, 'five fire times');
   const first = await page.locator('[data-testid="cron-preview"] li').first().textContent();
-  assert.match(first, /:00/, 'hourly fire times fall on the hour');
+  const mm = String(MINUTE).padStart(2, '0');
+  assert.match(first, new RegExp(`:${mm}`), `hourly fire times fall on minute ${mm}`);
   await cron.fill('61 * * * *');
   await page.locator('[data-field="schedule"] .field-error').waitFor({ timeout: T });
-  await cron.fill('0 * * * *');
+  await cron.fill(CRON);
   await until(async () => (await page.locator('[data-testid="cron-preview"] li').count()) === 5, 'preview back');
 
   const timeout = page.locator('input[name="timeout"]');
@@ -208,10 +244,14 @@ test('a developer designs a three-task workflow with inline errors and a live cr
   await timeout.fill('10m');
   await page.locator('input[name="retries.max"]').fill('2');
   await page.locator('textarea[name="config.command"]').fill('echo extract');
+  // The hold: an upstream that is deactivated once e2e_extract exists.
+  await addUpstream(page, 'hold_gate');
   await shot(page, 'designer');
   await page.getByTestId('save-task').click();
   await page.waitForURL(/\/app\/tasks\/\d+$/, { timeout: T });
   ids.e2e_extract = Number(page.url().split('/').pop());
+  const off = await api(page, 'DELETE', `/tasks/${ids.hold_gate}`);
+  assert.ok(off.status === 200 || off.status === 204, `hold_gate deactivated (${off.status})`);
 
   // A duplicate name is refused by the server; the answer is shown.
   await page.goto('/app/tasks/new');
@@ -226,11 +266,10 @@ test('a developer designs a three-task workflow with inline errors and a live cr
     ['e2e_load', 'e2e_transform'],
   ]) {
     await page.goto('/app/tasks/new');
+    await page.getByTestId('designer').waitFor({ timeout: T });
     await page.locator('input[name="name"]').fill(task);
-    await page.locator('input[name="schedule"]').fill('0 * * * *');
-    await page.getByTestId('add-upstream').click();
-    await page.locator('input[name="upstreams.0.task"]').fill(up);
-    await page.locator('[data-upstream="0"] .ok-text').waitFor({ timeout: T }); // the picker found it
+    await page.locator('input[name="schedule"]').fill(CRON);
+    await addUpstream(page, up);
     await page.locator('textarea[name="config.command"]').fill(`echo ${task}`);
     await page.getByTestId('save-task').click();
     await page.waitForURL(/\/app\/tasks\/\d+$/, { timeout: T });
@@ -241,6 +280,7 @@ test('a developer designs a three-task workflow with inline errors and a live cr
   const ex = await api(page, 'GET', `/tasks/${ids.e2e_extract}`);
   assert.equal(ex.body.spec.timeout, '10m');
   assert.deepEqual(ex.body.spec.retries, { max: 2 });
+  assert.deepEqual(ex.body.spec.upstreams, [{ kind: 'strong', task: 'hold_gate' }]);
 });
 
 test('the task list searches and filters; the workflow view draws the DAG', async (t) => {
@@ -263,16 +303,17 @@ test('the task list searches and filters; the workflow view draws the DAG', asyn
   await page.locator('.wf-card', { hasText: 'e2e_extract' }).click();
   const graph = page.getByTestId('graph');
   await page.locator('[data-testid="graph"][data-ready="true"]').waitFor({ timeout: T });
-  assert.equal(await graph.getAttribute('data-nodes'), '3');
-  assert.equal(await graph.getAttribute('data-edges'), '2');
+  // The three tasks and their (deactivated) hold.
+  assert.equal(await graph.getAttribute('data-nodes'), '4');
+  assert.equal(await graph.getAttribute('data-edges'), '3');
   await shot(page, 'workflow');
 });
 
-test('backfill creates instances (they wait for the scheduler)', async (t) => {
+test('backfill creates instances (held: they wait for hold_gate)', async (t) => {
   const page = await open(t);
   await login(page, DEV);
   const now = new Date();
-  const from = new Date(Math.floor(now.getTime() / 3600e3) * 3600e3 - 3 * 3600e3 + 60e3); // 3 fire times
+  const from = new Date(now.getTime() - 3 * 3600e3 + 60e3); // 3 fire times
   for (const task of ['e2e_extract', 'e2e_transform', 'e2e_load']) {
     await page.goto('/app/tasks?q=e2e_');
     await page.locator(`tr[data-task="${task}"]`).getByRole('button', { name: 'Backfill' }).click();
@@ -289,19 +330,121 @@ test('backfill creates instances (they wait for the scheduler)', async (t) => {
   assert.ok(list.body.items.every((i) => i.state === 'waiting'));
 });
 
-test(
-  'an instance runs to success and its log follows as it grows',
-  { skip: SCHEDULER ? false : 'needs keplerd and executord running against this galaxyd (ORRERY_E2E_SCHEDULER=1); this run keeps instances still for the other tests' },
-  async (t) => {
-    const page = await open(t);
-    await login(page, DEV);
-    const list = await api(page, 'GET', `/instances?task_id=${ids.e2e_extract}`);
-    const id = list.body.items[0].id;
-    await page.goto(`/app/instances/${id}`);
-    await page.locator('[data-testid="instance-state"] [data-state="success"]').waitFor({ timeout: 120000 });
-    await until(async () => /echo|extract/.test(await page.getByTestId('log').textContent()), 'log text', 60000);
-  },
-);
+/** Text of the instance page's log panel. */
+const logText = async (page) => (await page.getByTestId('log').textContent()) ?? '';
+
+/** Backfills the one fire time of the last hour of a flow task; its instance id. */
+async function backfillOne(page, taskId) {
+  const now = Date.now();
+  const r = await api(page, 'POST', `/tasks/${taskId}/backfill`, {
+    from: new Date(now - 3600e3).toISOString(),
+    to: new Date(now).toISOString(),
+  });
+  assert.equal(r.status, 200, JSON.stringify(r.body));
+  assert.equal(r.body.created.length, 1, 'one fire time in the last hour');
+  return r.body.created[0];
+}
+
+/** Processes whose command line holds marker (the shell of a task). */
+function procsWith(marker) {
+  try {
+    return execFileSync('pgrep', ['-f', marker], { encoding: 'utf8' }).split('\n').filter(Boolean);
+  } catch {
+    return []; // pgrep exits 1 when nothing matches
+  }
+}
+
+test('the scheduler runs a workflow: states turn to success, the log follows live, rerun, kill', async (t) => {
+  const page = await open(t);
+  await login(page, DEV);
+  const flow = {};
+  const make = async (name, command, upstream) => {
+    const r = await api(page, 'POST', '/tasks', {
+      name,
+      team: 'analytics',
+      type: 'shell',
+      schedule: CRON,
+      config: { command },
+      ...(upstream ? { upstreams: [{ kind: 'strong', task: upstream }] } : {}),
+    });
+    assert.equal(r.status, 201, JSON.stringify(r.body));
+    flow[name] = r.body.id;
+  };
+  // flow_extract writes a line, waits, writes another: the page must show
+  // the first before the second exists, then the second without a reload.
+  await make('flow_extract', 'echo extract-begin; sleep 6; echo extract-live-line; sleep 3; echo extract-end');
+  await make('flow_transform', 'echo transform-ran', 'flow_extract');
+  await make('flow_load', 'echo load-ran', 'flow_transform');
+  const marker = `e2e-long-${process.pid}-${Date.now()}`;
+  await make('flow_long', `echo long-started; sleep 300; echo ${marker}`);
+
+  // The run, watched from flow_extract's instance page.
+  const ext = await backfillOne(page, flow.flow_extract);
+  await page.goto(`/app/instances/${ext}`);
+  const state = page.getByTestId('instance-state');
+  await state.locator('[data-state="running"]').waitFor({ timeout: RUN_T });
+  await until(async () => (await logText(page)).includes('extract-begin'), 'the first log line', RUN_T);
+  const early = await logText(page);
+  assert.ok(!early.includes('extract-live-line'), `the page shows the log before the line exists: ${early}`);
+  await shot(page, 'instance-live-log');
+  await until(async () => (await logText(page)).includes('extract-live-line'), 'the next line, live', T);
+  const tr = await backfillOne(page, flow.flow_transform);
+  const ld = await backfillOne(page, flow.flow_load);
+  await state.locator('[data-state="success"]').waitFor({ timeout: RUN_T });
+  await until(async () => (await logText(page)).includes('extract-end'), 'the whole log', T);
+
+  // The workflow view follows the downstream tasks to success.
+  await page.goto(`/app/workflow/${flow.flow_load}`);
+  await page.locator('[data-testid="graph"][data-ready="true"]').waitFor({ timeout: T });
+  assert.equal(await page.getByTestId('graph').getAttribute('data-nodes'), '3');
+  await page.locator('[data-testid="wf-side"] [data-state="success"]').waitFor({ timeout: RUN_T });
+  await shot(page, 'workflow-run');
+  for (const id of [ext, tr, ld]) {
+    const d = await api(page, 'GET', `/instances/${id}`);
+    assert.equal(d.body.state, 'success', `instance ${id}`);
+  }
+  const order = await Promise.all(
+    [ext, tr, ld].map(async (id) => {
+      const d = await api(page, 'GET', `/instances/${id}`);
+      return Date.parse(d.body.transitions.find((x) => x.to === 'running').at);
+    }),
+  );
+  assert.ok(order[0] <= order[1] && order[1] <= order[2], `ran in dependency order: ${order}`);
+
+  // Rerun: a second attempt that runs to success too.
+  await page.goto(`/app/instances/${ld}`);
+  await state.locator('[data-state="success"]').waitFor({ timeout: T });
+  await until(async () => (await logText(page)).includes('load-ran'), 'the log of attempt 1', T);
+  await page.locator('[data-action="rerun"]').click();
+  await page.locator('[data-confirm]').click();
+  await page.getByText(/attempt 2/).first().waitFor({ timeout: T });
+  await until(async () => {
+    const d = await api(page, 'GET', `/instances/${ld}`);
+    return d.body.attempt === 2 && d.body.state === 'success';
+  }, 'attempt 2 ends in success', RUN_T);
+  await state.locator('[data-state="success"]').waitFor({ timeout: T });
+  await until(async () => (await page.locator('[data-testid="attempts"] tbody tr').count()) === 2, 'two attempts');
+  await until(async () => (await logText(page)).includes('load-ran'), 'the log of attempt 2', T);
+  await shot(page, 'instance-rerun');
+
+  // Kill a long run: it ends killed and its processes are gone.
+  const long = await backfillOne(page, flow.flow_long);
+  await page.goto(`/app/instances/${long}`);
+  await state.locator('[data-state="running"]').waitFor({ timeout: RUN_T });
+  await until(async () => (await logText(page)).includes('long-started'), 'the long task started', T);
+  assert.ok(procsWith(marker).length > 0, 'the task runs on this machine');
+  await page.locator('[data-action="kill"]').click();
+  await page.locator('[data-confirm]').click();
+  await state.locator('[data-state="killed"]').waitFor({ timeout: T });
+  await until(async () => procsWith(marker).length === 0, 'the executor ended the task', T);
+  const k = await api(page, 'GET', `/instances/${long}`);
+  assert.equal(k.body.state, 'killed', 'killed, not failed or retried');
+  // The executor closes the log of the killed attempt.
+  await page.getByText(/attempt 1 · [\d,]+ bytes · complete/).waitFor({ timeout: T });
+  const log = await logText(page);
+  assert.ok(log.includes('long-started') && !log.includes(marker), `the task never got past its sleep: ${log}`);
+  await shot(page, 'instance-killed');
+});
 
 test('instances: filter by state, select, bulk suspend with confirmation', async (t) => {
   const page = await open(t);
@@ -388,8 +531,10 @@ test('an admin changes a pool capacity; a developer only reads it', async (t) =>
   await shot(page, 'admin-pools');
 
   await page.goto('/app/admin/executors');
-  // galaxyd reads live executors from ZooKeeper; none runs in this test.
-  await page.getByText('No executor has registered').waitFor({ timeout: T });
+  // galaxyd reads live executors from ZooKeeper: the one run.sh started.
+  const exRow = page.locator('tr', { hasText: EXECUTOR });
+  await exRow.waitFor({ timeout: T });
+  assert.match(await exRow.textContent(), /zone=e2e.*alive/);
   await shot(page, 'admin-executors');
   await page.goto('/app/admin/users');
   await page.getByLabel('User name').fill(DEV[0]);
@@ -465,6 +610,10 @@ test('the dashboard charts outcomes from the statistics API, queue and running s
   assert.equal(stats.status, 200);
   const sum = stats.body.buckets.reduce((a, b) => a + b.success + b.failed + b.killed + b.timed_out + b.marked_success, 0);
   assert.ok(sum >= 1, 'the statistics API counts the instance marked done');
+  const total = (k) => stats.body.buckets.reduce((a, b) => a + b[k], 0);
+  // The scheduler test's runs: three successes (one rerun) and one kill.
+  assert.ok(total('success') >= 3, `successes counted (${total('success')})`);
+  assert.ok(total('killed') >= 1, `the kill counted (${total('killed')})`);
   assert.equal(Number(await outcomes.getAttribute('data-total')), sum, 'the chart draws every finished instance');
   assert.equal(Number(await outcomes.getAttribute('data-points')), stats.body.buckets.length, 'one bar per hour');
   // 3 e2e_extract suspended; 3 e2e_transform + 3 e2e_load waiting, one of them marked done -> 5.
