@@ -1430,6 +1430,12 @@ static int64_t pass(sched *s, work *w, dep_ctx *c, int64_t now)
         case KP_ST_WAITING:
             if (!t || t->in_cycle || !((r->flags & KP_I_DIRTY) || t->deps_dirty))
                 break;
+            if (r->sched_ms > now) { /* not its time yet (backfilled into the future) */
+                r->flags |= KP_I_DIRTY;
+                if (r->sched_ms < next_timer)
+                    next_timer = r->sched_ms;
+                break;
+            }
             {
                 int v = check_deps(s, c, t, r, now);
                 if (v == DEP_MET)

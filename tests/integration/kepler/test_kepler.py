@@ -194,6 +194,20 @@ def scheduling(k):
         lat = d["started"] - max(b["finished"], c["finished"])
         check(lat < 1000, f"diamond: d started {lat} ms after its last upstream (< 1000)")
 
+    # --- an instance backfilled into the future waits for its time
+    fut = k.task("future-x")
+    time.sleep(0.5)
+    at = int(time.time() * 1000) + 4000
+    k.create(fut, [at])
+    time.sleep(2)
+    st = states(k, "future-").get("future-x", {})
+    check(st.get("state") == "waiting", f"future: still waiting before its time ({st.get('state')})")
+    ok = wait_until(lambda: states(k, "future-").get("future-x", {}).get("state") == "success", 20)
+    check(ok, "future: runs once its time has come")
+    st = states(k, "future-").get("future-x", {})
+    if ok:
+        check(st["started"] >= at, f"future: started {st['started'] - at} ms after its time (>= 0)")
+
     # --- weak vs strong on a failing upstream (no retries)
     up = k.task("ws-fail-up")
     weak = k.task("ws-weak", upstreams=[{"kind": "weak", "task": "ws-fail-up"}])
