@@ -40,7 +40,8 @@
     X(NO_IFACE, "missing_interface")                                                               \
     X(BAD_IFACE, "bad_interface")                                                                  \
     X(UNKNOWN_IFACE, "unknown_interface")                                                          \
-    X(LATE, "late_dropped")
+    X(LATE, "late_dropped")                                                                        \
+    X(DB_REFUSED, "db_refused")
 
 typedef enum sort_reject_reason {
 #define SORT__REJ_ENUM(n, s) SORT_REJ_##n,

@@ -14,6 +14,7 @@
 #include "orr_log.h"
 #include "sort_metrics.h"
 #include "sort_reject.h"
+#include "sort_sink_pg.h"
 
 #define PIPE_TICK_MS        100
 #define PIPE_EMPTY_UNIT_CAP 100000 /* empty units created per check round, at most */
@@ -26,6 +27,7 @@ typedef struct sort_pipeline {
     sort_units units;
     sort_reject rej;
     sort_source *src;
+    sort_sink_pg *pg; /* NULL: no PostgreSQL sink */
     sort_writer *w;
     int nw;
     sort_queue pool;
@@ -128,6 +130,13 @@ static void pipe_commit(sort_pipeline *p)
             }
             if (i == 0 || sort_off_cmp(s, lo) < 0)
                 lo = s;
+        }
+        sort_off pgs;
+        if (ok && p->pg) {
+            if (!sort_sink_pg_safe(p->pg, part, &pgs))
+                ok = 0;
+            else if (sort_off_cmp(pgs, lo) < 0)
+                lo = pgs;
         }
         if (!ok)
             continue;
@@ -269,6 +278,16 @@ static void pipe_checker(sort_pipeline *p, int64_t now)
     }
 }
 
+/* Commit the PostgreSQL batch when due (or forced); a failure stops the stream. */
+static void pipe_pg_flush(sort_pipeline *p, int force)
+{
+    if (!p->pg || p->failed || (!force && !sort_sink_pg_due(p->pg, pipe_mono_ms())))
+        return;
+    orr_err_clear(&p->fail_err);
+    if (sort_sink_pg_flush(p->pg, &p->rej, &p->fail_err) != ORR_OK)
+        p->failed = 1;
+}
+
 static void pipe_housekeep(sort_pipeline *p, int force)
 {
     int64_t now = pipe_mono_ms();
@@ -277,6 +296,7 @@ static void pipe_housekeep(sort_pipeline *p, int force)
     p->last_tick_ms = now;
     pipe_check_writers(p);
     pipe_drain_landings(p);
+    pipe_pg_flush(p, 0);
     sort_reject_flush(&p->rej); /* before the commit that may acknowledge them */
     pipe_commit(p);
     pipe_checker(p, now);
@@ -330,6 +350,8 @@ static void pipe_route_batch(sort_pipeline *p, sort_batch *b)
         const sort_entry *e = &b->e[i];
         const char *rec = b->data.data + e->pos;
         sort_reject_reason why;
+        if (p->failed)
+            break; /* a sink failed: nothing more is routed (nor committed) */
         p->st.records_in++;
         if (e->partition >= SORT_MAX_PARTITIONS)
             continue; /* sources never produce these */
@@ -337,6 +359,16 @@ static void pipe_route_batch(sort_pipeline *p, sort_batch *b)
         if (!has_end[e->partition] || sort_off_cmp(e->next, ends[e->partition]) > 0) {
             ends[e->partition] = e->next;
             has_end[e->partition] = 1;
+        }
+        /* In PostgreSQL already: only the files (if any) may still need it. */
+        int pg_has = 0;
+        if (p->pg) {
+            sort_sink_pg_advance(p->pg, e->partition, e->next);
+            pg_has = sort_sink_pg_skip(p->pg, e->partition, e->off);
+            if (pg_has && !s->sinks.files) {
+                p->st.replay_dropped++; /* committed to PostgreSQL by an earlier run */
+                continue;
+            }
         }
         if (e->why >= 0) {
             sort_reject_add(&p->rej, e->partition, e->off, (sort_reject_reason)e->why, rec, e->len);
@@ -352,6 +384,17 @@ static void pipe_route_batch(sort_pipeline *p, sort_batch *b)
             sort_reject_add(&p->rej, e->partition, e->off, why, rec, e->len);
             continue;
         }
+        if (p->pg && !pg_has) {
+            /* A value PostgreSQL cannot hold is a reject of this sink only. */
+            if (sort_sink_pg_add(p->pg, e->partition, e->off, p->vals, rec, e->len) != 0)
+                sort_reject_add(&p->rej, e->partition, e->off, SORT_REJ_DB_REFUSED, rec, e->len);
+            else if (!s->sinks.files)
+                p->st.records_out++;
+            if (sort_sink_pg_due(p->pg, 0))
+                pipe_pg_flush(p, 1);
+        }
+        if (!s->sinks.files)
+            continue;
         sort_unit *u = sort_units_get(&p->units, r.iface, r.iface_len, r.bucket_start);
         uint32_t split = pipe_split_of(e->off, u->split);
         if (!sort_unit_accept(&p->units, u, split, e->partition, e->off)) {
@@ -426,6 +469,8 @@ static void pipe_sum_stats(sort_pipeline *p)
         p->st.rejects[r] = p->rej.count[r];
     p->st.rejected = p->rej.total;
     p->st.units = p->units.n;
+    if (p->pg)
+        sort_sink_pg_counts(p->pg, &p->st.pg_rows, &p->st.pg_refused, &p->st.pg_batches);
 }
 
 orr_status sort_pipe_run(const sort_pipe_cfg *cfg, sort_pipe_stats *stats, orr_err *err)
@@ -477,6 +522,11 @@ orr_status sort_pipe_run(const sort_pipe_cfg *cfg, sort_pipe_stats *stats, orr_e
     rc = sort_reject_open(&p->rej, path, err);
     if (rc != ORR_OK)
         goto out;
+    if (p->spec->sinks.pg) {
+        rc = sort_sink_pg_open(p->spec, &p->pg, err);
+        if (rc != ORR_OK)
+            goto out;
+    }
     sort_source_env env = {cfg->state_dir, cfg->redis_addr, p->fmt};
     rc = sops->open(p->spec, &env, &p->src, err);
     if (rc != ORR_OK)
@@ -538,6 +588,8 @@ stop:
         sort_writer_join(&p->w[i]);
     pipe_check_writers(p);
     pipe_drain_landings(p);
+    pipe_pg_flush(p, 1);
+    sort_reject_flush(&p->rej);
     pipe_commit(p);
     if (p->spec->check.enabled && !p->failed) {
         int64_t b = pipe_boundary(p);
@@ -560,6 +612,7 @@ out:
         *stats = p->st;
     if (p->src)
         p->src->ops->close(p->src);
+    sort_sink_pg_close(p->pg);
     sort_reject_close(&p->rej);
     sort_pack *k;
     while ((k = sort_queue_pop(&p->pool, 0)) != NULL) {
@@ -593,6 +646,9 @@ char *sort_pipe_stats_json(const sort_pipe_stats *st)
                           "bytes_lzo", (json_int_t)st->w.bytes_lzo, "records_written",
                           (json_int_t)st->w.records, "pool_waits", (json_int_t)st->pool_waits,
                           "seconds", st->seconds);
+    json_object_set_new(o, "pg_rows", json_integer((json_int_t)st->pg_rows));
+    json_object_set_new(o, "pg_refused", json_integer((json_int_t)st->pg_refused));
+    json_object_set_new(o, "pg_batches", json_integer((json_int_t)st->pg_batches));
     char *s = json_dumps(o, JSON_COMPACT);
     json_decref(o);
     return s;

@@ -21,6 +21,13 @@
  * split, partition) that was landed before or routed in this run is dropped;
  * within one of those, records arrive and land in offset order.
  *
+ * With a PostgreSQL sink (spec sinks.postgres, sort_sink_pg.h) each parsed
+ * record is also (or only) added to the sink's batch; the sink commits rows
+ * and its per-partition position in one transaction, records below that
+ * position skip the sink, and the source commit is the minimum of the
+ * sink's position and the writers' (nothing is acknowledged before every
+ * sink has it).
+ *
  * sort_pipe_run blocks until the source ends (exit_at_eof), *stop becomes
  * non-zero (a signal), or a writer or the store fails. On a normal end every
  * open file is rolled, landed and committed first.
@@ -61,8 +68,9 @@ typedef struct sort_pipe_stats {
     uint64_t late;           /* arrived after their unit closed */
     uint64_t units;
     uint64_t checks_written;
-    uint64_t pool_waits; /* times the source paused for flow control */
-    sort_writer_stats w; /* summed over writers */
+    uint64_t pool_waits;                      /* times the source paused for flow control */
+    sort_writer_stats w;                      /* summed over writers */
+    uint64_t pg_rows, pg_refused, pg_batches; /* PostgreSQL sink (sort_sink_pg.h) */
     double seconds;
     uint64_t lag[SORT_MAX_PARTITIONS]; /* source messages not yet read */
     uint8_t has_lag[SORT_MAX_PARTITIONS];

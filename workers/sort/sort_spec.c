@@ -450,11 +450,89 @@ static orr_status spec__check(sort_spec *s, const json_t *doc, const char *root,
     return ORR_OK;
 }
 
+static orr_status spec__pg(sort_spec *s, const json_t *o, const char *path, orr_err *err)
+{
+    static const char *const keys[] = {"dsn",        "dsn_env",  "table", "columns",
+                                       "batch_rows", "batch_ms", NULL};
+    char p[256];
+    const char *dsn = NULL, *env = NULL, *table = NULL;
+    json_t *cols = NULL;
+    if (!json_is_object(o))
+        return orr_err_set(err, ORR_EINVAL, path, "must be an object");
+    SPEC_TRY(orr_json_allow_keys(o, path, keys, err));
+    SPEC_TRY(orr_json_get_str(o, path, "dsn", 0, &dsn, err));
+    SPEC_TRY(orr_json_get_str(o, path, "dsn_env", 0, &env, err));
+    if ((dsn != NULL) == (env != NULL))
+        return orr_err_set(err, ORR_EINVAL, path, "exactly one of dsn, dsn_env is required");
+    SPEC_TRY(orr_json_get_str(o, path, "table", 1, &table, err));
+    size_t tl = strlen(table);
+    const char *dot = strchr(table, '.');
+    if (tl == 0 || tl > SORT_NAME_MAX ||
+        (dot && (dot == table || dot[1] == 0 || strchr(dot + 1, '.'))))
+        return orr_err_set(err, ORR_EINVAL, orr_json_path(p, sizeof p, path, "table"),
+                           "must be table or schema.table");
+    SPEC_TRY(orr_json_get_array(o, path, "columns", 1, &cols, err));
+    orr_json_path(p, sizeof p, path, "columns");
+    size_t n = json_array_size(cols);
+    if (n == 0 || n > SORT_MAX_FIELDS)
+        return orr_err_set(err, ORR_EINVAL, p, "must list 1..%d field names", SORT_MAX_FIELDS);
+    s->sinks.columns = orr_arena_calloc(s->arena, n, sizeof *s->sinks.columns);
+    s->sinks.col_field = orr_arena_calloc(s->arena, n, sizeof *s->sinks.col_field);
+    for (size_t i = 0; i < n; i++) {
+        const char *c = json_string_value(json_array_get(cols, i));
+        char pi[300];
+        snprintf(pi, sizeof pi, "%s[%zu]", p, i);
+        if (!c)
+            return orr_err_set(err, ORR_EINVAL, pi, "must be a string");
+        int f = -1;
+        for (size_t k = 0; k < s->format.nfields && f < 0; k++)
+            if (strcmp(s->format.fields[k].name, c) == 0)
+                f = (int)k;
+        if (f < 0)
+            return orr_err_set(err, ORR_EINVAL, pi, "not a field of format.fields: %s", c);
+        s->sinks.columns[i] = orr_arena_strdup(s->arena, c);
+        s->sinks.col_field[i] = f;
+    }
+    s->sinks.ncolumns = n;
+    s->sinks.batch_rows = 1000;
+    s->sinks.batch_ms = 1000;
+    SPEC_TRY(orr_json_get_int(o, path, "batch_rows", 0, 1, 100000, &s->sinks.batch_rows, err));
+    SPEC_TRY(orr_json_get_int(o, path, "batch_ms", 0, 10, 600000, &s->sinks.batch_ms, err));
+    s->sinks.dsn = dsn ? orr_arena_strdup(s->arena, dsn) : NULL;
+    s->sinks.dsn_env = env ? orr_arena_strdup(s->arena, env) : NULL;
+    s->sinks.table = orr_arena_strdup(s->arena, table);
+    s->sinks.pg = 1;
+    return ORR_OK;
+}
+
+static orr_status spec__sinks(sort_spec *s, const json_t *doc, const char *root, orr_err *err)
+{
+    static const char *const keys[] = {"files", "postgres", NULL};
+    json_t *o = NULL, *pg = NULL;
+    char path[256], p[256];
+    s->sinks.files = 1;
+    SPEC_TRY(orr_json_get_obj(doc, root, "sinks", 0, &o, err));
+    if (!o)
+        return ORR_OK;
+    orr_json_path(path, sizeof path, root, "sinks");
+    if (!json_is_object(o))
+        return orr_err_set(err, ORR_EINVAL, path, "must be an object");
+    SPEC_TRY(orr_json_allow_keys(o, path, keys, err));
+    SPEC_TRY(orr_json_get_bool(o, path, "files", 0, &s->sinks.files, err));
+    SPEC_TRY(orr_json_get_obj(o, path, "postgres", 0, &pg, err));
+    if (pg)
+        SPEC_TRY(spec__pg(s, pg, orr_json_path(p, sizeof p, path, "postgres"), err));
+    if (!s->sinks.files && !s->sinks.pg)
+        return orr_err_set(err, ORR_EINVAL, path, "at least one sink is required");
+    return ORR_OK;
+}
+
 static orr_status spec__parse(sort_spec *s, const json_t *doc, const char *root, orr_err *err)
 {
     static const char *const keys[] = {
         "name", "business", "source", "format", "interface", "interfaces", "strict_interfaces",
-        "time", "bucket",   "split",  "output", "check",     "$schema",    NULL};
+        "time", "bucket",   "split",  "output", "check",     "$schema",    "sinks",
+        NULL};
     char p[256];
     if (!json_is_object(doc))
         return orr_err_set(err, ORR_EINVAL, root, "must be a JSON object");
@@ -477,6 +555,7 @@ static orr_status spec__parse(sort_spec *s, const json_t *doc, const char *root,
     SPEC_TRY(spec__split(s, doc, root, err));
     SPEC_TRY(spec__output(s, doc, root, err));
     SPEC_TRY(spec__check(s, doc, root, err));
+    SPEC_TRY(spec__sinks(s, doc, root, err));
     return ORR_OK;
 }
 

@@ -107,6 +107,19 @@ typedef struct sort_spec {
         sort_clock clock;
         sort_late_policy late;
     } check;
+
+    /* Where records go ("sinks"; default: files only). */
+    struct {
+        int files;           /* unit files (the default sink) */
+        int pg;              /* PostgreSQL rows (sort_sink_pg.h) */
+        const char *dsn;     /* libpq connection string, or NULL ... */
+        const char *dsn_env; /* ... the environment variable holding it */
+        const char *table;   /* "table" or "schema.table" */
+        const char **columns;
+        int *col_field; /* columns[i] is format.fields[col_field[i]] */
+        size_t ncolumns;
+        int64_t batch_rows, batch_ms;
+    } sinks;
 } sort_spec;
 
 /* Parse and check a spec. root_path names the document in errors (e.g.

@@ -133,7 +133,7 @@ static void test_streams(void)
                    "{\"name\":\"web\",\"business\":\"shop\",\"source\":{\"type\":\"file\","
                    "\"path\":\"/d\"},\"format\":{\"type\":\"jsonl\"},\"interface\":{\"field\":"
                    "\"if\"},\"time\":{\"field\":\"ts\",\"format\":\"epoch_ms\","
-                   "\"timezone\":\"Mars/Olympus\"},\"bucket\":\"hour\"}",
+                   "\"timezone\":\"Europe//Berlin\"},\"bucket\":\"hour\"}",
                    1, &s) == ORR_EINVAL &&
             strcmp(err.field, "spec.time.timezone") == 0,
         "bad timezone names spec.time.timezone (%s: %s)", err.field, err.msg);

@@ -1,0 +1,506 @@
+/* sort_sink_pg.c - PostgreSQL record sink: COPY batches + offsets in one transaction (see
+ * sort_sink_pg.h). */
+#include "sort_sink_pg.h"
+
+#include <libpq-fe.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "orr_log.h"
+
+typedef struct pg_row {
+    uint32_t partition;
+    sort_off off;
+    size_t line_pos, line_len; /* in lines */
+    size_t rec_pos, rec_len;   /* in recs */
+} pg_row;
+
+struct sort_sink_pg {
+    const sort_spec *spec;
+    PGconn *conn;
+    char *copy_sql;
+    orr_buf lines; /* COPY text of the pending rows */
+    orr_buf recs;  /* their raw records (for rejects) */
+    pg_row *rows;  /* batch_rows entries, allocated once */
+    size_t nrows;
+    int64_t first_ms; /* when the batch got its first change; -1 = clean */
+    sort_off stored[SORT_MAX_PARTITIONS];
+    uint8_t has_stored[SORT_MAX_PARTITIONS];
+    sort_off pos[SORT_MAX_PARTITIONS];
+    uint8_t dirty[SORT_MAX_PARTITIONS];
+    uint64_t n_rows, n_refused, n_batches;
+};
+
+static int64_t pg_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* ---- COPY text escaping ---------------------------------------------- */
+
+static void pg_put_byte(orr_buf *out, unsigned char c)
+{
+    switch (c) {
+    case '\\':
+        orr_buf_append(out, "\\\\", 2);
+        break;
+    case '\t':
+        orr_buf_append(out, "\\t", 2);
+        break;
+    case '\n':
+        orr_buf_append(out, "\\n", 2);
+        break;
+    case '\r':
+        orr_buf_append(out, "\\r", 2);
+        break;
+    default:
+        orr_buf_append_byte(out, (char)c);
+        break;
+    }
+}
+
+static int pg_hex4(const char *p, uint32_t *out)
+{
+    uint32_t v = 0;
+    for (int i = 0; i < 4; i++) {
+        char c = p[i];
+        v <<= 4;
+        if (c >= '0' && c <= '9')
+            v |= (uint32_t)(c - '0');
+        else if (c >= 'a' && c <= 'f')
+            v |= (uint32_t)(c - 'a' + 10);
+        else if (c >= 'A' && c <= 'F')
+            v |= (uint32_t)(c - 'A' + 10);
+        else
+            return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+static void pg_put_utf8(orr_buf *out, uint32_t cp)
+{
+    if (cp < 0x80) {
+        pg_put_byte(out, (unsigned char)cp);
+    } else if (cp < 0x800) {
+        orr_buf_append_byte(out, (char)(0xC0 | (cp >> 6)));
+        orr_buf_append_byte(out, (char)(0x80 | (cp & 0x3F)));
+    } else if (cp < 0x10000) {
+        orr_buf_append_byte(out, (char)(0xE0 | (cp >> 12)));
+        orr_buf_append_byte(out, (char)(0x80 | ((cp >> 6) & 0x3F)));
+        orr_buf_append_byte(out, (char)(0x80 | (cp & 0x3F)));
+    } else {
+        orr_buf_append_byte(out, (char)(0xF0 | (cp >> 18)));
+        orr_buf_append_byte(out, (char)(0x80 | ((cp >> 12) & 0x3F)));
+        orr_buf_append_byte(out, (char)(0x80 | ((cp >> 6) & 0x3F)));
+        orr_buf_append_byte(out, (char)(0x80 | (cp & 0x3F)));
+    }
+}
+
+int sort_pg_copy_escape(orr_buf *out, const char *v, size_t len, int json_escaped)
+{
+    size_t mark = out->len;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)v[i];
+        if (c == 0)
+            goto bad;
+        if (!json_escaped || c != '\\') {
+            pg_put_byte(out, c);
+            continue;
+        }
+        if (++i >= len)
+            goto bad;
+        switch (v[i]) {
+        case '"':
+            pg_put_byte(out, '"');
+            break;
+        case '\\':
+            pg_put_byte(out, '\\');
+            break;
+        case '/':
+            pg_put_byte(out, '/');
+            break;
+        case 'b':
+            pg_put_byte(out, '\b');
+            break;
+        case 'f':
+            pg_put_byte(out, '\f');
+            break;
+        case 'n':
+            pg_put_byte(out, '\n');
+            break;
+        case 'r':
+            pg_put_byte(out, '\r');
+            break;
+        case 't':
+            pg_put_byte(out, '\t');
+            break;
+        case 'u': {
+            uint32_t cp, lo;
+            if (len - i < 5 || pg_hex4(v + i + 1, &cp) != 0)
+                goto bad;
+            i += 4;
+            if (cp >= 0xD800 && cp < 0xDC00) {
+                if (len - i < 7 || v[i + 1] != '\\' || v[i + 2] != 'u' ||
+                    pg_hex4(v + i + 3, &lo) != 0 || lo < 0xDC00 || lo > 0xDFFF)
+                    goto bad;
+                cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+                i += 6;
+            } else if (cp >= 0xDC00 && cp <= 0xDFFF) {
+                goto bad;
+            }
+            if (cp == 0)
+                goto bad;
+            pg_put_utf8(out, cp);
+            break;
+        }
+        default:
+            goto bad;
+        }
+    }
+    return 0;
+bad:
+    out->len = mark;
+    return -1;
+}
+
+int sort_pg_copy_row(orr_buf *out, const sort_spec *spec, const sort_val *vals)
+{
+    size_t mark = out->len;
+    for (size_t i = 0; i < spec->sinks.ncolumns; i++) {
+        const sort_val *v = &vals[spec->sinks.col_field[i]];
+        if (i > 0)
+            orr_buf_append_byte(out, '\t');
+        if (!v->set) {
+            orr_buf_append(out, "\\N", 2);
+        } else if (v->is_num) {
+            orr_buf_appendf(out, "%lld", (long long)v->num);
+        } else if (sort_pg_copy_escape(out, v->p, v->len, v->escaped) != 0) {
+            out->len = mark;
+            return -1;
+        }
+    }
+    orr_buf_append_byte(out, '\n');
+    return 0;
+}
+
+/* ---- connection -------------------------------------------------------- */
+
+static orr_status pg_exec(PGconn *c, const char *sql, int nparams, const char *const *params,
+                          PGresult **res, orr_err *err)
+{
+    PGresult *r = PQexecParams(c, sql, nparams, NULL, params, NULL, NULL, 0);
+    ExecStatusType st = PQresultStatus(r);
+    if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
+        orr_err_set(err, ORR_EIO, "postgres", "%s", PQerrorMessage(c));
+        PQclear(r);
+        return ORR_EIO;
+    }
+    if (res)
+        *res = r;
+    else
+        PQclear(r);
+    return ORR_OK;
+}
+
+/* "t" or "s.t" as quoted identifiers, appended to b. */
+static orr_status pg_quote_table(PGconn *c, const char *table, orr_buf *b, orr_err *err)
+{
+    const char *dot = strchr(table, '.');
+    size_t n1 = dot ? (size_t)(dot - table) : strlen(table);
+    char *q = PQescapeIdentifier(c, table, n1);
+    if (!q)
+        return orr_err_set(err, ORR_EINVAL, "spec.sinks.postgres.table", "%s", PQerrorMessage(c));
+    orr_buf_append_str(b, q);
+    PQfreemem(q);
+    if (dot) {
+        q = PQescapeIdentifier(c, dot + 1, strlen(dot + 1));
+        if (!q)
+            return orr_err_set(err, ORR_EINVAL, "spec.sinks.postgres.table", "%s",
+                               PQerrorMessage(c));
+        orr_buf_append_byte(b, '.');
+        orr_buf_append_str(b, q);
+        PQfreemem(q);
+    }
+    return ORR_OK;
+}
+
+orr_status sort_sink_pg_open(const sort_spec *spec, sort_sink_pg **out, orr_err *err)
+{
+    *out = NULL;
+    const char *dsn = spec->sinks.dsn;
+    if (!dsn) {
+        dsn = getenv(spec->sinks.dsn_env);
+        if (!dsn || !*dsn)
+            return orr_err_set(err, ORR_EINVAL, "spec.sinks.postgres.dsn_env",
+                               "environment variable %s is not set", spec->sinks.dsn_env);
+    }
+    sort_sink_pg *k = calloc(1, sizeof *k);
+    if (!k)
+        abort();
+    k->spec = spec;
+    k->first_ms = -1;
+    orr_status rc = ORR_OK;
+    PGresult *r = NULL;
+    orr_buf sql = {0};
+    k->rows = calloc((size_t)spec->sinks.batch_rows, sizeof *k->rows);
+    if (!k->rows)
+        abort();
+    k->conn = PQconnectdb(dsn);
+    if (PQstatus(k->conn) != CONNECTION_OK) {
+        rc = orr_err_set(err, ORR_EIO, "spec.sinks.postgres", "connect: %s",
+                         PQerrorMessage(k->conn));
+        goto fail;
+    }
+    rc = pg_exec(k->conn,
+                 "CREATE TABLE IF NOT EXISTS orrery_sort_offsets (stream text NOT NULL, "
+                 "part integer NOT NULL, off_hi bigint NOT NULL, off_lo bigint NOT NULL, "
+                 "PRIMARY KEY (stream, part))",
+                 0, NULL, NULL, err);
+    if (rc != ORR_OK)
+        goto fail;
+    const char *p1[] = {spec->name};
+    rc = pg_exec(k->conn, "SELECT part, off_hi, off_lo FROM orrery_sort_offsets WHERE stream = $1",
+                 1, p1, &r, err);
+    if (rc != ORR_OK)
+        goto fail;
+    for (int i = 0; i < PQntuples(r); i++) {
+        long part = strtol(PQgetvalue(r, i, 0), NULL, 10);
+        if (part < 0 || part >= SORT_MAX_PARTITIONS)
+            continue;
+        k->stored[part].hi = (uint64_t)strtoll(PQgetvalue(r, i, 1), NULL, 10);
+        k->stored[part].lo = (uint64_t)strtoll(PQgetvalue(r, i, 2), NULL, 10);
+        k->has_stored[part] = 1;
+        k->pos[part] = k->stored[part];
+    }
+    PQclear(r);
+    r = NULL;
+    /* The COPY statement, columns quoted. */
+    orr_buf_append_str(&sql, "COPY ");
+    rc = pg_quote_table(k->conn, spec->sinks.table, &sql, err);
+    if (rc != ORR_OK)
+        goto fail;
+    orr_buf_append_str(&sql, " (");
+    for (size_t i = 0; i < spec->sinks.ncolumns; i++) {
+        char *q =
+            PQescapeIdentifier(k->conn, spec->sinks.columns[i], strlen(spec->sinks.columns[i]));
+        if (!q) {
+            rc = orr_err_set(err, ORR_EINVAL, "spec.sinks.postgres.columns", "%s",
+                             PQerrorMessage(k->conn));
+            goto fail;
+        }
+        if (i > 0)
+            orr_buf_append_str(&sql, ", ");
+        orr_buf_append_str(&sql, q);
+        PQfreemem(q);
+    }
+    orr_buf_append_str(&sql, ") FROM STDIN");
+    k->copy_sql = orr_buf_detach(&sql, NULL);
+    ORR_INFO("postgres sink open", "stream=%s table=%s columns=%zu batch_rows=%lld", spec->name,
+             spec->sinks.table, spec->sinks.ncolumns, (long long)spec->sinks.batch_rows);
+    *out = k;
+    return ORR_OK;
+fail:
+    PQclear(r);
+    orr_buf_free(&sql);
+    sort_sink_pg_close(k);
+    return rc;
+}
+
+int sort_sink_pg_skip(const sort_sink_pg *k, uint32_t partition, sort_off off)
+{
+    return partition < SORT_MAX_PARTITIONS && k->has_stored[partition] &&
+           sort_off_cmp(off, k->stored[partition]) < 0;
+}
+
+int sort_sink_pg_add(sort_sink_pg *k, uint32_t partition, sort_off off, const sort_val *vals,
+                     const char *rec, size_t len)
+{
+    size_t pos = k->lines.len;
+    if ((int64_t)k->nrows >= k->spec->sinks.batch_rows)
+        abort(); /* the pipeline flushes a due batch before adding */
+    if (sort_pg_copy_row(&k->lines, k->spec, vals) != 0)
+        return -1;
+    pg_row *w = &k->rows[k->nrows++];
+    w->partition = partition;
+    w->off = off;
+    w->line_pos = pos;
+    w->line_len = k->lines.len - pos;
+    w->rec_pos = k->recs.len;
+    w->rec_len = len;
+    orr_buf_append(&k->recs, rec, len);
+    if (k->first_ms < 0)
+        k->first_ms = pg_now_ms();
+    return 0;
+}
+
+void sort_sink_pg_advance(sort_sink_pg *k, uint32_t partition, sort_off next)
+{
+    if (partition >= SORT_MAX_PARTITIONS)
+        return;
+    if (k->has_stored[partition] && sort_off_cmp(next, k->pos[partition]) <= 0 &&
+        !k->dirty[partition])
+        return;
+    k->pos[partition] = next;
+    k->dirty[partition] = 1;
+    if (k->first_ms < 0)
+        k->first_ms = pg_now_ms();
+}
+
+int sort_sink_pg_due(const sort_sink_pg *k, int64_t now_ms)
+{
+    if ((int64_t)k->nrows >= k->spec->sinks.batch_rows || k->lines.len >= SORT_PG_BATCH_BYTES)
+        return 1;
+    return k->first_ms >= 0 && now_ms - k->first_ms >= k->spec->sinks.batch_ms;
+}
+
+/* COPY n bytes of rows. ORR_OK; ORR_EAGAIN when PostgreSQL refused the data
+ * (SQLSTATE class 22/23; msg gets its message); otherwise ORR_EIO. */
+static orr_status pg_copy(sort_sink_pg *k, const char *data, size_t n, char *msg, size_t msgcap,
+                          orr_err *err)
+{
+    PGresult *r = PQexec(k->conn, k->copy_sql);
+    if (PQresultStatus(r) != PGRES_COPY_IN) {
+        orr_err_set(err, ORR_EIO, "postgres", "COPY: %s", PQerrorMessage(k->conn));
+        PQclear(r);
+        return ORR_EIO;
+    }
+    PQclear(r);
+    if (n > 0 && PQputCopyData(k->conn, data, (int)n) != 1)
+        return orr_err_set(err, ORR_EIO, "postgres", "COPY data: %s", PQerrorMessage(k->conn));
+    if (PQputCopyEnd(k->conn, NULL) != 1)
+        return orr_err_set(err, ORR_EIO, "postgres", "COPY end: %s", PQerrorMessage(k->conn));
+    orr_status rc = ORR_OK;
+    while ((r = PQgetResult(k->conn)) != NULL) {
+        if (PQresultStatus(r) != PGRES_COMMAND_OK && rc == ORR_OK) {
+            const char *state = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+            const char *m = PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY);
+            snprintf(msg, msgcap, "%s", m ? m : PQerrorMessage(k->conn));
+            if (state && (strncmp(state, "22", 2) == 0 || strncmp(state, "23", 2) == 0))
+                rc = ORR_EAGAIN;
+            else
+                rc = orr_err_set(err, ORR_EIO, "postgres", "COPY: %s", msg);
+        }
+        PQclear(r);
+    }
+    return rc;
+}
+
+static orr_status pg_upsert_offsets(sort_sink_pg *k, orr_err *err)
+{
+    for (uint32_t part = 0; part < SORT_MAX_PARTITIONS; part++) {
+        if (!k->dirty[part])
+            continue;
+        char sp[16], hi[32], lo[32];
+        snprintf(sp, sizeof sp, "%u", part);
+        snprintf(hi, sizeof hi, "%lld", (long long)k->pos[part].hi);
+        snprintf(lo, sizeof lo, "%lld", (long long)k->pos[part].lo);
+        const char *pv[] = {k->spec->name, sp, hi, lo};
+        orr_status rc = pg_exec(k->conn,
+                                "INSERT INTO orrery_sort_offsets (stream, part, off_hi, off_lo) "
+                                "VALUES ($1, $2, $3, $4) ON CONFLICT (stream, part) DO UPDATE "
+                                "SET off_hi = EXCLUDED.off_hi, off_lo = EXCLUDED.off_lo",
+                                4, pv, NULL, err);
+        if (rc != ORR_OK)
+            return rc;
+    }
+    return ORR_OK;
+}
+
+orr_status sort_sink_pg_flush(sort_sink_pg *k, sort_reject *rej, orr_err *err)
+{
+    if (k->first_ms < 0)
+        return ORR_OK;
+    char msg[512];
+    uint64_t refused = 0;
+    orr_status rc = pg_exec(k->conn, "BEGIN", 0, NULL, NULL, err);
+    if (rc != ORR_OK)
+        goto fail;
+    rc = k->nrows ? pg_copy(k, k->lines.data, k->lines.len, msg, sizeof msg, err) : ORR_OK;
+    if (rc == ORR_EAGAIN) {
+        /* A refused row: again row by row, a savepoint each. */
+        ORR_WARN("postgres refused a batch; retrying row by row", "stream=%s rows=%zu error=%s",
+                 k->spec->name, k->nrows, orr_log_q(msg));
+        pg_exec(k->conn, "ROLLBACK", 0, NULL, NULL, NULL);
+        rc = pg_exec(k->conn, "BEGIN", 0, NULL, NULL, err);
+        for (size_t i = 0; i < k->nrows && rc == ORR_OK; i++) {
+            const pg_row *w = &k->rows[i];
+            rc = pg_exec(k->conn, "SAVEPOINT orrery_row", 0, NULL, NULL, err);
+            if (rc != ORR_OK)
+                break;
+            rc = pg_copy(k, k->lines.data + w->line_pos, w->line_len, msg, sizeof msg, err);
+            if (rc == ORR_EAGAIN) {
+                char ob[SORT_OFF_MAX];
+                ORR_WARN("postgres refused a row", "stream=%s partition=%u offset=%s error=%s",
+                         k->spec->name, w->partition, sort_off_fmt(w->off, ob), orr_log_q(msg));
+                sort_reject_add(rej, w->partition, w->off, SORT_REJ_DB_REFUSED,
+                                k->recs.data + w->rec_pos, w->rec_len);
+                refused++;
+                rc = pg_exec(k->conn, "ROLLBACK TO SAVEPOINT orrery_row", 0, NULL, NULL, err);
+            } else if (rc == ORR_OK) {
+                rc = pg_exec(k->conn, "RELEASE SAVEPOINT orrery_row", 0, NULL, NULL, err);
+            }
+        }
+    }
+    if (rc != ORR_OK)
+        goto fail;
+    rc = pg_upsert_offsets(k, err);
+    if (rc != ORR_OK)
+        goto fail;
+    rc = pg_exec(k->conn, "COMMIT", 0, NULL, NULL, err);
+    if (rc != ORR_OK)
+        goto fail;
+    for (uint32_t part = 0; part < SORT_MAX_PARTITIONS; part++) {
+        if (!k->dirty[part])
+            continue;
+        k->stored[part] = k->pos[part];
+        k->has_stored[part] = 1;
+        k->dirty[part] = 0;
+    }
+    k->n_rows += k->nrows - refused;
+    k->n_refused += refused;
+    k->n_batches++;
+    k->nrows = 0;
+    orr_buf_reset(&k->lines);
+    orr_buf_reset(&k->recs);
+    k->first_ms = -1;
+    return ORR_OK;
+fail:
+    if (PQstatus(k->conn) == CONNECTION_OK)
+        pg_exec(k->conn, "ROLLBACK", 0, NULL, NULL, NULL);
+    /* Rejects of a rolled-back retry may be written again by the next try. */
+    return rc == ORR_OK ? ORR_EIO : rc;
+}
+
+int sort_sink_pg_safe(const sort_sink_pg *k, uint32_t partition, sort_off *out)
+{
+    if (partition >= SORT_MAX_PARTITIONS || !k->has_stored[partition])
+        return 0;
+    *out = k->stored[partition];
+    return 1;
+}
+
+void sort_sink_pg_counts(const sort_sink_pg *k, uint64_t *rows, uint64_t *refused,
+                         uint64_t *batches)
+{
+    *rows = k->n_rows;
+    *refused = k->n_refused;
+    *batches = k->n_batches;
+}
+
+void sort_sink_pg_close(sort_sink_pg *k)
+{
+    if (!k)
+        return;
+    if (k->conn)
+        PQfinish(k->conn);
+    free(k->copy_sql);
+    orr_buf_free(&k->lines);
+    orr_buf_free(&k->recs);
+    free(k->rows);
+    free(k);
+}
