@@ -397,6 +397,12 @@ static void pipe_route_batch(sort_pipeline *p, sort_batch *b)
             continue;
         sort_unit *u = sort_units_get(&p->units, r.iface, r.iface_len, r.bucket_start);
         uint32_t split = pipe_split_of(e->off, u->split);
+        /* The data clock counts replayed records too: after a crash the
+         * buckets they close must still get their _CHECK. */
+        if (!p->has_data || r.time_ms > p->max_data_ms) {
+            p->max_data_ms = r.time_ms;
+            p->has_data = 1;
+        }
         if (!sort_unit_accept(&p->units, u, split, e->partition, e->off)) {
             p->st.replay_dropped++; /* landed by an earlier run or routed already */
             continue;
@@ -409,10 +415,6 @@ static void pipe_route_batch(sort_pipeline *p, sort_batch *b)
             u->late++;
             p->st.late++;
             p->late_pending = 1;
-        }
-        if (!p->has_data || r.time_ms > p->max_data_ms) {
-            p->max_data_ms = r.time_ms;
-            p->has_data = 1;
         }
         int wi = (int)((u->hash + split) % (uint64_t)p->nw);
         sort_pack *k = pipe_pack(p, wi);
