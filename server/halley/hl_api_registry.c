@@ -628,17 +628,26 @@ out:
     return s;
 }
 
+/* Get-by-id-or-name requests: id > 0 or a valid name (or both). */
+static orr_status hl__id_or_name(int64_t id, const char *name, orr_err *err)
+{
+    if (id < 0)
+        return orr_err_set(err, ORR_EINVAL, "id", "must be positive");
+    if (name[0] && !hl_is_name(name, 128))
+        return orr_err_set(err, ORR_EINVAL, "name", "1-128 characters of [A-Za-z0-9_.-]");
+    if (id == 0 && !name[0])
+        return orr_err_set(err, ORR_EINVAL, "id", "give id or name");
+    return ORR_OK;
+}
+
 HL_UNARY(hl_api_get_workflow)
 {
     hl_ctx *hc = ctx;
     const Orrery__Halley__V1__GetWorkflowRequest *rq = (const void *)req;
     orr_arena *a = orr_rpc_call_arena(call);
-    if (rq->id < 0)
-        return orr_err_set(err, ORR_EINVAL, "id", "must be positive");
-    if (rq->name[0] && !hl_is_name(rq->name, 128))
-        return orr_err_set(err, ORR_EINVAL, "name", "1-128 characters of [A-Za-z0-9_.-]");
-    if (rq->id == 0 && !rq->name[0])
-        return orr_err_set(err, ORR_EINVAL, "id", "give id or name");
+    orr_status bad = hl__id_or_name(rq->id, rq->name, err);
+    if (bad != ORR_OK)
+        return bad;
     const char *p[3] = {hl_i64s(a, rq->id), rq->name, ""};
     PGresult *r;
     orr_status s = hl_db_query_once(hc->db, a, &q_list_workflows, 3, p, &r, err);
@@ -815,12 +824,9 @@ HL_UNARY(hl_api_get_code_package)
     hl_ctx *hc = ctx;
     const Orrery__Halley__V1__GetCodePackageRequest *rq = (const void *)req;
     orr_arena *a = orr_rpc_call_arena(call);
-    if (rq->id < 0)
-        return orr_err_set(err, ORR_EINVAL, "id", "must be positive");
-    if (rq->name[0] && !hl_is_name(rq->name, 128))
-        return orr_err_set(err, ORR_EINVAL, "name", "1-128 characters of [A-Za-z0-9_.-]");
-    if (rq->id == 0 && !rq->name[0])
-        return orr_err_set(err, ORR_EINVAL, "id", "give id or name");
+    orr_status bad = hl__id_or_name(rq->id, rq->name, err);
+    if (bad != ORR_OK)
+        return bad;
     hl_conn *c;
     orr_status s = hl_db_get(hc->db, &c, err);
     if (s != ORR_OK)

@@ -7,6 +7,7 @@
  */
 #include "wh_text.h"
 
+#include <stdio.h>
 #include <string.h>
 
 void wh_textfmt_csv(wh_textfmt *f, char delim)
@@ -377,4 +378,29 @@ int wh_fixed_parse(const char *p, size_t n, const int *widths, size_t ncols, wh_
         pos += w;
     }
     return 0;
+}
+
+void wh_quote_ident(orr_buf *out, const char *name, char q)
+{
+    orr_buf_append_byte(out, q);
+    for (const char *p = name; *p; p++) {
+        if (*p == q)
+            orr_buf_append_byte(out, q);
+        orr_buf_append_byte(out, *p);
+    }
+    orr_buf_append_byte(out, q);
+}
+
+void wh_quote_qualified(orr_buf *out, const char *name, char q)
+{
+    const char *dot = strchr(name, '.');
+    if (!dot) {
+        wh_quote_ident(out, name, q);
+        return;
+    }
+    char schema[128];
+    snprintf(schema, sizeof(schema), "%.*s", (int)(dot - name), name);
+    wh_quote_ident(out, schema, q);
+    orr_buf_append_byte(out, '.');
+    wh_quote_ident(out, dot + 1, q);
 }

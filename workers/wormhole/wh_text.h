@@ -57,4 +57,10 @@ void wh_text_encode(const wh_textfmt *f, orr_buf *out, const char *p, int64_t le
 int wh_fixed_parse(const char *p, size_t n, const int *widths, size_t ncols, wh_batch *b,
                    const char **why);
 
+/* SQL identifiers: name quoted with q (PostgreSQL '"', MySQL '`'), a q
+ * inside doubled; _qualified splits "schema.table" at its first dot and
+ * quotes each part. */
+void wh_quote_ident(orr_buf *out, const char *name, char q);
+void wh_quote_qualified(orr_buf *out, const char *name, char q);
+
 #endif

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "orr_json.h"
+#include "wh_text.h"
 
 /* mysql://user[:password]@host[:port]/database */
 static int my_dsn_parse(const char *dsn, char *user, char *pass, char *host, unsigned *port,
@@ -98,27 +99,12 @@ orr_status my_exec(MYSQL *m, const char *sql, const char *path, orr_err *err)
 
 void my_quote_ident(orr_buf *out, const char *name)
 {
-    orr_buf_append_byte(out, '`');
-    for (const char *p = name; *p; p++) {
-        if (*p == '`')
-            orr_buf_append_byte(out, '`');
-        orr_buf_append_byte(out, *p);
-    }
-    orr_buf_append_byte(out, '`');
+    wh_quote_ident(out, name, '`');
 }
 
 void my_quote_qualified(orr_buf *out, const char *name)
 {
-    const char *dot = strchr(name, '.');
-    if (!dot) {
-        my_quote_ident(out, name);
-        return;
-    }
-    char schema[128];
-    snprintf(schema, sizeof(schema), "%.*s", (int)(dot - name), name);
-    my_quote_ident(out, schema);
-    orr_buf_append_byte(out, '.');
-    my_quote_ident(out, dot + 1);
+    wh_quote_qualified(out, name, '`');
 }
 
 void my_quote_literal(MYSQL *m, orr_buf *out, const char *s, size_t n)

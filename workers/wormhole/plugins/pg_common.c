@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "orr_json.h"
+#include "wh_text.h"
 
 static void pg_quiet(void *arg, const char *msg)
 {
@@ -53,27 +54,12 @@ orr_status pg_exec(PGconn *c, const char *sql, const char *path, orr_err *err)
 
 void pg_quote_ident(orr_buf *out, const char *name)
 {
-    orr_buf_append_byte(out, '"');
-    for (const char *p = name; *p; p++) {
-        if (*p == '"')
-            orr_buf_append_byte(out, '"');
-        orr_buf_append_byte(out, *p);
-    }
-    orr_buf_append_byte(out, '"');
+    wh_quote_ident(out, name, '"');
 }
 
 void pg_quote_qualified(orr_buf *out, const char *name)
 {
-    const char *dot = strchr(name, '.');
-    if (!dot) {
-        pg_quote_ident(out, name);
-        return;
-    }
-    char schema[128];
-    snprintf(schema, sizeof(schema), "%.*s", (int)(dot - name), name);
-    pg_quote_ident(out, schema);
-    orr_buf_append_byte(out, '.');
-    pg_quote_ident(out, dot + 1);
+    wh_quote_qualified(out, name, '"');
 }
 
 void pg_quote_literal(orr_buf *out, const char *s)
