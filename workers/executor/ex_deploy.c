@@ -3,11 +3,15 @@
  * <work_dir>/code/<name>, where shell tasks with config.package run
  * (contract in ex_daemon.h).
  *
- * One thread. It opens WatchEvents(kinds "package.*") first, then installs
- * the newest package of every name that ListCodePackages shows and this
- * executor lacks (retried every few seconds until the list succeeds), then
- * installs each package a "package.created" event announces. A broken
- * stream is reopened from the last event id and followed by a new scan.
+ * One thread. It opens WatchEvents(kinds "package.*", start_marker) first
+ * and waits for the server's "watch.start" marker, so the subscription is
+ * in place before it looks; then it installs the newest package of every
+ * name that ListCodePackages shows and this executor lacks (retried every
+ * few seconds until the list succeeds), then installs each package a
+ * "package.created" event announces. A package created between the two is
+ * seen by both, which is harmless (an installed sha256 is only reported). A
+ * broken stream is reopened from the last event id and followed by a new
+ * scan.
  *
  * Installing a package (install_one):
  *   1. its name must be a plain folder name; already installed with the
@@ -261,6 +265,7 @@ static void *deploy_thread(void *arg)
         rq.n_kinds = 1;
         rq.from_id = last_id;
         rq.from_latest = last_id == 0;
+        rq.start_marker = 1;
         orr_rpc_stream *st = NULL;
         orr_err e;
         if (orr_rpc_stream_open(d->halley, "WatchEvents", &rq.base, 0, &st, &e) != ORR_OK) {
@@ -269,8 +274,9 @@ static void *deploy_thread(void *arg)
             continue;
         }
         orr_status s = ORR_OK;
+        int subscribed = 0; /* the server's watch.start marker arrived */
         while (!atomic_load(&d->stopping)) {
-            if (!scanned && ex_now_ms() >= next_scan) {
+            if (subscribed && !scanned && ex_now_ms() >= next_scan) {
                 scanned = scan(d) == ORR_OK;
                 next_scan = ex_now_ms() + DEPLOY_SCAN_MS;
             }
@@ -285,7 +291,10 @@ static void *deploy_thread(void *arg)
             HL(Event) *ev = (HL(Event) *)msg;
             if (ev->id > last_id)
                 last_id = ev->id;
-            on_package_event(d, ev);
+            if (strcmp(ev->kind, "watch.start") == 0)
+                subscribed = 1;
+            else
+                on_package_event(d, ev);
             protobuf_c_message_free_unpacked(msg, NULL);
         }
         orr_rpc_stream_close(st);

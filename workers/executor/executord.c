@@ -21,8 +21,10 @@
  *
  * Events: WatchEvents(kinds "instance.*", executor = id) tells of instances
  * moved to `dispatched` on us (start them) and to `killed` (end their
- * process tree). A broken stream is reopened from the last event id seen,
- * followed by a sweep.
+ * process tree). The stream asks for the server's "watch.start" marker and
+ * sweeps when it arrives, so nothing dispatched before the subscription was
+ * in place is missed. A broken stream is reopened from the last event id
+ * seen, followed by that sweep.
  */
 #include <errno.h>
 #include <grp.h>
@@ -243,6 +245,7 @@ static void *event_thread(void *arg)
         rq.executor = (char *)d->id;
         rq.from_id = last_id;
         rq.from_latest = last_id == 0;
+        rq.start_marker = 1;
         orr_rpc_stream *st = NULL;
         orr_err e;
         if (orr_rpc_stream_open(d->halley, "WatchEvents", &rq.base, 0, &st, &e) != ORR_OK) {
@@ -250,25 +253,24 @@ static void *event_thread(void *arg)
             backoff = backoff * 2 > 5000 ? 5000 : backoff * 2;
             continue;
         }
-        int opened = 0;
         orr_status s = ORR_OK;
         while (!atomic_load(&d->stopping)) {
             ProtobufCMessage *msg = NULL;
             s = orr_rpc_stream_next(st, &msg, 300, &e);
-            if (s == ORR_ETIMEOUT) {
-                if (!opened) { /* the stream is up: catch what came before it */
-                    opened = 1;
-                    backoff = 200;
-                    sweep(d);
-                }
+            if (s == ORR_ETIMEOUT)
                 continue;
-            }
             if (s != ORR_OK)
                 break;
             HL(Event) *ev = (HL(Event) *)msg;
             if (ev->id > last_id)
                 last_id = ev->id;
-            on_event(d, ev);
+            if (strcmp(ev->kind, "watch.start") == 0) {
+                /* the subscription is in place: catch what came before it */
+                backoff = 200;
+                sweep(d);
+            } else {
+                on_event(d, ev);
+            }
             protobuf_c_message_free_unpacked(msg, NULL);
         }
         orr_rpc_stream_close(st);
