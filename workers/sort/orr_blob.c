@@ -16,7 +16,6 @@ typedef struct blob_file {
     int root_fd; /* for syncfs */
 } blob_file;
 
-
 static const orr_blob_ops *const orr_blob_backends[] = {
     &orr_blob_file,
     &orr_blob_webhdfs,

@@ -52,7 +52,6 @@
 
 #include "orr_json.h"
 
-
 typedef struct blob_hdfs {
     orr_blob base;
     char *base_url; /* http://HOST:PORT/webhdfs/v1 */

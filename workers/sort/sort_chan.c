@@ -99,6 +99,7 @@ void sort_pack_clear(sort_pack *p)
     orr_buf_reset(&p->data);
     p->n = 0;
     p->nstamps = 0;
+    p->batch = 0;
     p->kind = SORT_PACK_DATA;
 }
 

@@ -59,6 +59,7 @@ typedef struct sort_pack {
     size_t nstamps;
     int64_t roll_before;
     uint64_t seq;
+    uint64_t batch; /* data: the pipeline's batch number on a batch's last pack, else 0 */
 } sort_pack;
 
 typedef struct sort_queue {

@@ -14,10 +14,17 @@
 #include "orr_log.h"
 #include "sort_metrics.h"
 #include "sort_reject.h"
+#include "sort_sink_handoff.h"
 #include "sort_sink_pg.h"
 
 #define PIPE_TICK_MS        100
 #define PIPE_EMPTY_UNIT_CAP 100000 /* empty units created per check round, at most */
+
+typedef struct pipe_bmin {
+    uint64_t batch;
+    sort_off min[SORT_MAX_PARTITIONS];
+    uint8_t has[SORT_MAX_PARTITIONS];
+} pipe_bmin;
 
 typedef struct sort_pipeline {
     const sort_pipe_cfg *cfg;
@@ -27,7 +34,9 @@ typedef struct sort_pipeline {
     sort_units units;
     sort_reject rej;
     sort_source *src;
-    sort_sink_pg *pg; /* NULL: no PostgreSQL sink */
+    sort_sink_pg *pg;              /* NULL: no PostgreSQL sink */
+    sort_handoff *ho;              /* NULL: no hand-off to write stages */
+    char stem[SORT_NAME_MAX + 24]; /* name, or "<name>.w<I>" for write stage I */
     sort_writer *w;
     int nw;
     sort_queue pool;
@@ -41,6 +50,14 @@ typedef struct sort_pipeline {
     uint8_t seen[SORT_MAX_PARTITIONS];
     sort_off committed[SORT_MAX_PARTITIONS];
     uint8_t has_committed[SORT_MAX_PARTITIONS];
+    /* Batches still in the writers' queues: the lowest offset routed per
+     * partition (a ring indexed by batch number; at most npool batches are
+     * in flight, one pooled pack per writer each). */
+    pipe_bmin *bmin;
+    size_t nbmin;
+    uint64_t batch_seq;                     /* number of the batch being routed (1, 2, ...) */
+    sort_off stamp_hi[SORT_MAX_PARTITIONS]; /* packs sources: highest stamp so far */
+    uint8_t has_stamp_hi[SORT_MAX_PARTITIONS];
 
     int64_t closed_upto; /* buckets ending at or before this (s) are closed */
     int64_t max_data_ms;
@@ -131,16 +148,41 @@ static void pipe_commit(sort_pipeline *p)
             if (i == 0 || sort_off_cmp(s, lo) < 0)
                 lo = s;
         }
-        sort_off pgs;
+        /* Records of batches some writer has not appended yet: with a packs
+         * source they may lie below what the writers already passed. */
+        uint64_t done = UINT64_MAX;
+        for (int i = 0; i < p->nw; i++) {
+            uint64_t d = sort_writer_done_batch(&p->w[i]);
+            if (d < done)
+                done = d;
+        }
+        if (ok && p->batch_seq - done >= p->nbmin)
+            ok = 0; /* cannot happen (the pool bounds batches in flight) */
+        for (uint64_t b = done + 1; ok && b <= p->batch_seq; b++) {
+            const pipe_bmin *m = &p->bmin[b % p->nbmin];
+            if (m->batch == b && m->has[part] && sort_off_cmp(m->min[part], lo) < 0)
+                lo = m->min[part];
+        }
+        sort_off ks;
         if (ok && p->pg) {
-            if (!sort_sink_pg_safe(p->pg, part, &pgs))
+            if (!sort_sink_pg_safe(p->pg, part, &ks))
                 ok = 0;
-            else if (sort_off_cmp(pgs, lo) < 0)
-                lo = pgs;
+            else if (sort_off_cmp(ks, lo) < 0)
+                lo = ks;
+        }
+        if (ok && p->ho) {
+            if (!sort_handoff_safe(p->ho, part, &ks))
+                ok = 0;
+            else if (sort_off_cmp(ks, lo) < 0)
+                lo = ks;
         }
         if (!ok)
             continue;
-        if (p->has_committed[part] && sort_off_cmp(lo, p->committed[part]) <= 0)
+        /* A packs source acknowledges per delivered pack: one that came
+         * below the committed position (a producer's replay) is only
+         * acknowledged by committing that position again. */
+        int c = p->has_committed[part] ? sort_off_cmp(lo, p->committed[part]) : 1;
+        if (c < 0 || (c == 0 && !p->spec->source.packs))
             continue;
         orr_err err;
         orr_err_clear(&err);
@@ -208,7 +250,10 @@ static void pipe_empty_units(sort_pipeline *p, int64_t upto)
         if (p->empty_hi > p->empty_lo && b >= p->empty_lo && b < p->empty_hi)
             continue; /* done in an earlier round */
         for (size_t i = 0; i < s->ninterfaces; i++) {
-            sort_units_get(&p->units, s->interfaces[i], strlen(s->interfaces[i]), b);
+            size_t len = strlen(s->interfaces[i]);
+            if (!sort_units_owns(&p->units, sort_unit_hash(s->interfaces[i], len, b)))
+                continue; /* another write stage's */
+            sort_units_get(&p->units, s->interfaces[i], len, b);
             made++;
         }
     }
@@ -256,8 +301,8 @@ static void pipe_write_checks(sort_pipeline *p)
 
 static void pipe_checker(sort_pipeline *p, int64_t now)
 {
-    if (!p->spec->check.enabled)
-        return;
+    if (!p->spec->check.enabled || !p->spec->sinks.files)
+        return; /* _CHECK lists unit files: only who lands them writes it */
     if (p->ctl_pending) {
         for (int i = 0; i < p->nw; i++)
             if (sort_writer_acked(&p->w[i]) < p->ctl_pending)
@@ -288,6 +333,27 @@ static void pipe_pg_flush(sort_pipeline *p, int force)
         p->failed = 1;
 }
 
+/* Send the hand-off packs when due (or forced); a failure stops the stream. */
+static void pipe_ho_flush(sort_pipeline *p, int force)
+{
+    if (!p->ho || p->failed || (!force && !sort_handoff_due(p->ho, pipe_mono_ms())))
+        return;
+    orr_err_clear(&p->fail_err);
+    orr_status rc = sort_handoff_flush(p->ho, &p->fail_err);
+    if (rc == ORR_ECANCELLED)
+        return; /* stopping while the write stages are behind: replayed next run */
+    if (rc != ORR_OK)
+        p->failed = 1;
+}
+
+/* Make every record routed so far durable in the sinks other than files
+ * (PostgreSQL, the hand-off), so that a commit right after covers them. */
+static void pipe_flush_sinks(sort_pipeline *p)
+{
+    pipe_pg_flush(p, 1);
+    pipe_ho_flush(p, 1);
+}
+
 static void pipe_housekeep(sort_pipeline *p, int force)
 {
     int64_t now = pipe_mono_ms();
@@ -297,6 +363,7 @@ static void pipe_housekeep(sort_pipeline *p, int force)
     pipe_check_writers(p);
     pipe_drain_landings(p);
     pipe_pg_flush(p, 0);
+    pipe_ho_flush(p, 0);
     sort_reject_flush(&p->rej); /* before the commit that may acknowledge them */
     pipe_commit(p);
     pipe_checker(p, now);
@@ -346,6 +413,19 @@ static void pipe_route_batch(sort_pipeline *p, sort_batch *b)
     const sort_spec *s = p->spec;
     sort_off ends[SORT_MAX_PARTITIONS];
     uint8_t has_end[SORT_MAX_PARTITIONS] = {0};
+    /* The whole batch counts as in flight from the start: a commit made
+     * while it is routed (a pool wait) must stay below its records. */
+    pipe_bmin *bm = &p->bmin[++p->batch_seq % p->nbmin];
+    bm->batch = p->batch_seq;
+    memset(bm->has, 0, sizeof bm->has);
+    for (size_t i = 0; i < b->n; i++) {
+        const sort_entry *e = &b->e[i];
+        if (e->partition < SORT_MAX_PARTITIONS &&
+            (!bm->has[e->partition] || sort_off_cmp(e->off, bm->min[e->partition]) < 0)) {
+            bm->min[e->partition] = e->off;
+            bm->has[e->partition] = 1;
+        }
+    }
     for (size_t i = 0; i < b->n; i++) {
         const sort_entry *e = &b->e[i];
         const char *rec = b->data.data + e->pos;
@@ -360,6 +440,8 @@ static void pipe_route_batch(sort_pipeline *p, sort_batch *b)
             ends[e->partition] = e->next;
             has_end[e->partition] = 1;
         }
+        if (p->ho)
+            sort_handoff_advance(p->ho, e->partition, e->next);
         /* In PostgreSQL already: only the files (if any) may still need it. */
         int pg_has = 0;
         if (p->pg) {
@@ -393,6 +475,20 @@ static void pipe_route_batch(sort_pipeline *p, sort_batch *b)
             if (sort_sink_pg_due(p->pg, 0))
                 pipe_pg_flush(p, 1);
         }
+        if (p->ho) {
+            orr_err_clear(&p->fail_err);
+            orr_status hrc = sort_handoff_add(p->ho, r.iface, r.iface_len, r.bucket_start,
+                                              e->partition, e->off, rec, e->len, &p->fail_err);
+            if (hrc == ORR_ECANCELLED)
+                break; /* stopping while the write stages are behind */
+            if (hrc != ORR_OK) {
+                p->failed = 1;
+                continue;
+            }
+            p->st.records_out++;
+            if (sort_handoff_due(p->ho, 1))
+                pipe_ho_flush(p, 0);
+        }
         if (!s->sinks.files)
             continue;
         sort_unit *u = sort_units_get(&p->units, r.iface, r.iface_len, r.bucket_start);
@@ -423,14 +519,135 @@ static void pipe_route_batch(sort_pipeline *p, sort_batch *b)
         if (k->data.len >= p->cfg->pack_bytes)
             pipe_send(p, wi);
     }
+    /* A packs source interleaves offsets across batches: its stamps only
+     * rise (the commit stays behind unappended records through bmin), so
+     * packs delivered below a later batch's end are acknowledged too. */
+    if (s->source.packs)
+        for (uint32_t part = 0; part < SORT_MAX_PARTITIONS; part++) {
+            if (has_end[part] && p->has_stamp_hi[part] &&
+                sort_off_cmp(ends[part], p->stamp_hi[part]) < 0)
+                ends[part] = p->stamp_hi[part];
+            if (has_end[part]) {
+                p->stamp_hi[part] = ends[part];
+                p->has_stamp_hi[part] = 1;
+            }
+        }
     /* Every writer learns how far this batch went, records or not. */
     for (int wi = 0; wi < p->nw; wi++) {
         sort_pack *k = pipe_pack(p, wi);
         for (uint32_t part = 0; part < SORT_MAX_PARTITIONS; part++)
             if (has_end[part])
                 sort_pack_stamp(k, part, ends[part]);
+        k->batch = p->batch_seq;
         pipe_send(p, wi);
     }
+}
+
+/* ---- rebalancing ------------------------------------------------------ */
+/* The source's hooks (sort_source.h) for partitions that move between
+ * processes (a Kafka source in a consumer group). */
+
+/* Wait until every writer has taken control pack seq. 0, or -1 (p->failed)
+ * when a writer failed: a failed writer takes nothing more. */
+static int pipe_wait_acked(sort_pipeline *p, uint64_t seq)
+{
+    for (;;) {
+        int behind = 0;
+        pipe_check_writers(p);
+        if (p->failed)
+            return -1;
+        for (int i = 0; i < p->nw; i++)
+            if (sort_writer_acked(&p->w[i]) < seq)
+                behind = 1;
+        if (!behind)
+            return 0;
+        struct timespec ts = {0, 2000000L};
+        nanosleep(&ts, NULL);
+        pipe_drain_landings(p);
+    }
+}
+
+static orr_status pipe_on_drain(void *ctx, sort_batch *b, const uint32_t *parts, size_t n, int lost,
+                                orr_err *err)
+{
+    sort_pipeline *p = ctx;
+    p->st.rebalances_revoked++;
+    if (lost && !p->failed) {
+        /* Another member may be writing these partitions already: nothing
+         * pending may become durable now. */
+        orr_err_set(&p->fail_err, ORR_ESTATE, "spec.source.session_timeout_ms",
+                    "partitions lost to the consumer group (session timed out): stopping "
+                    "without committing; their next owner replays");
+        p->failed = 1;
+    }
+    if (b && b->n > 0)
+        pipe_route_batch(p, b);
+    if (b)
+        sort_batch_reset(b);
+    for (int i = 0; i < p->nw; i++)
+        if (p->cur[i])
+            pipe_send(p, i);
+    if (!p->failed) {
+        /* Kind ROLL before INT64_MIN rolls nothing: a barrier every writer
+         * acknowledges after publishing its positions. */
+        pipe_send_ctl(p, SORT_PACK_ROLL, INT64_MIN);
+        pipe_wait_acked(p, p->ctl_seq);
+    }
+    pipe_drain_landings(p);
+    pipe_flush_sinks(p); /* nothing after a failure */
+    sort_reject_flush(&p->rej);
+    if (!p->failed)
+        pipe_commit(p);
+    for (size_t i = 0; i < n; i++) {
+        uint32_t part = parts[i];
+        if (part >= SORT_MAX_PARTITIONS)
+            continue;
+        char ob[SORT_OFF_MAX];
+        if (p->seen[part])
+            ORR_INFO("partition handed over", "stream=%s partition=%u committed=%s", p->spec->name,
+                     part, p->has_committed[part] ? sort_off_fmt(p->committed[part], ob) : "none");
+        /* Its next owner commits it now: a later commit from here would be stale. */
+        p->seen[part] = 0;
+        p->has_committed[part] = 0;
+    }
+    if (p->failed) {
+        if (err)
+            *err = p->fail_err;
+        return p->fail_err.code != ORR_OK ? p->fail_err.code : ORR_EIO;
+    }
+    return ORR_OK;
+}
+
+static orr_status pipe_on_assigned(void *ctx, const uint32_t *parts, sort_off *from, size_t n,
+                                   orr_err *err)
+{
+    sort_pipeline *p = ctx;
+    p->st.rebalances_assigned++;
+    if (p->failed)
+        return ORR_OK; /* routes nothing more anyway */
+    if (p->pg && n > 0 && sort_sink_pg_reload(p->pg, parts, n, &p->fail_err) != ORR_OK) {
+        p->failed = 1;
+        if (err)
+            *err = p->fail_err;
+        return p->fail_err.code;
+    }
+    /* With PostgreSQL the only sink, its position is where the partition
+     * resumes: the records below are in the table already. */
+    int pg_only = p->pg && !p->spec->sinks.files && !p->spec->sinks.handoff;
+    for (size_t i = 0; i < n; i++) {
+        char fb[SORT_OFF_MAX], sb[SORT_OFF_MAX], tb[SORT_OFF_MAX];
+        sort_off at, was = from[i];
+        int known = sort_off_cmp(was, SORT_OFF_UNKNOWN) != 0;
+        int has_at = p->pg && sort_sink_pg_safe(p->pg, parts[i], &at);
+        if (pg_only && has_at && (!known || sort_off_cmp(at, was) > 0))
+            from[i] = at;
+        ORR_INFO("partition taken over", "stream=%s partition=%u committed=%s sink_at=%s start=%s",
+                 p->spec->name, parts[i], known ? sort_off_fmt(was, fb) : "none",
+                 has_at ? sort_off_fmt(at, sb) : "none",
+                 sort_off_cmp(from[i], SORT_OFF_UNKNOWN) != 0 ? sort_off_fmt(from[i], tb)
+                                                              : "source");
+    }
+    return ORR_OK;
 }
 
 /* ---- run -------------------------------------------------------------- */
@@ -473,6 +690,13 @@ static void pipe_sum_stats(sort_pipeline *p)
     p->st.units = p->units.n;
     if (p->pg)
         sort_sink_pg_counts(p->pg, &p->st.pg_rows, &p->st.pg_refused, &p->st.pg_batches);
+    if (p->ho) {
+        sort_handoff_counts hc;
+        sort_handoff_get_counts(p->ho, &hc);
+        p->st.ho_packs = hc.packs;
+        p->st.ho_bytes = hc.bytes;
+        p->st.ho_waits = hc.waits;
+    }
 }
 
 orr_status sort_pipe_run(const sort_pipe_cfg *cfg, sort_pipe_stats *stats, orr_err *err)
@@ -494,7 +718,12 @@ orr_status sort_pipe_run(const sort_pipe_cfg *cfg, sort_pipe_stats *stats, orr_e
     const sort_source_ops *sops = sort_source_find(p->spec->source.type);
     if (!p->fmt || !sops)
         return orr_err_set(err, ORR_EINVAL, "spec.format.type", "no such format or source");
-    snprintf(p->work, sizeof p->work, "%s/%s", cfg->work_dir, p->spec->name);
+    if (p->spec->stage_count > 0)
+        snprintf(p->stem, sizeof p->stem, "%s.w%" PRId64, p->spec->name, p->spec->stage_index);
+    else
+        snprintf(p->stem, sizeof p->stem, "%s", p->spec->name);
+    if (snprintf(p->work, sizeof p->work, "%s/%s", cfg->work_dir, p->stem) >= (int)sizeof p->work)
+        return orr_err_set(err, ORR_EINVAL, "work_dir", "path too long");
     if (pipe_mkdirs(p->work) != 0 || pipe_mkdirs(cfg->state_dir) != 0)
         return orr_err_set(err, ORR_EIO, "work_dir", "cannot create %s or %s: %s", p->work,
                            cfg->state_dir, strerror(errno));
@@ -513,14 +742,18 @@ orr_status sort_pipe_run(const sort_pipe_cfg *cfg, sort_pipe_stats *stats, orr_e
     rc = orr_blob_open(cfg->blob_url, &p->blob, err);
     if (rc != ORR_OK)
         goto out;
-    rc = sort_units_load(&p->units, p->blob, err);
+    /* Only who lands unit files reads them back (and sweeps leftovers). */
+    rc = p->spec->sinks.files ? sort_units_load(&p->units, p->blob, err) : ORR_OK;
     if (rc != ORR_OK)
         goto out;
     /* Buckets reconciled by an earlier run stay closed: later records are late. */
     for (size_t i = 0; i < p->units.n; i++)
         if (p->units.all[i]->check_version > 0 && p->units.all[i]->bucket_end > p->closed_upto)
             p->closed_upto = p->units.all[i]->bucket_end;
-    snprintf(path, sizeof path, "%s/%s.rejects", cfg->state_dir, p->spec->name);
+    if (snprintf(path, sizeof path, "%s/%s.rejects", cfg->state_dir, p->stem) >= (int)sizeof path) {
+        rc = orr_err_set(err, ORR_EINVAL, "state_dir", "path too long");
+        goto out;
+    }
     rc = sort_reject_open(&p->rej, path, err);
     if (rc != ORR_OK)
         goto out;
@@ -529,12 +762,22 @@ orr_status sort_pipe_run(const sort_pipe_cfg *cfg, sort_pipe_stats *stats, orr_e
         if (rc != ORR_OK)
             goto out;
     }
-    sort_source_env env = {cfg->state_dir, cfg->redis_addr, p->fmt};
+    sort_source_env env = {cfg->state_dir, cfg->redis_addr, p->fmt, p,
+                           pipe_on_drain,  pipe_on_assigned};
     rc = sops->open(p->spec, &env, &p->src, err);
     if (rc != ORR_OK)
         goto out;
+    if (p->spec->sinks.handoff) {
+        rc = sort_handoff_open(p->spec, cfg->redis_addr, p->src, cfg->stop, &p->ho, err);
+        if (rc != ORR_OK)
+            goto out;
+    }
 
     npool = cfg->packs > p->nw * 2 ? cfg->packs : p->nw * 2;
+    p->nbmin = (size_t)npool + 2;
+    p->bmin = calloc(p->nbmin, sizeof *p->bmin);
+    if (!p->bmin)
+        abort();
     for (int i = 0; i < npool; i++) {
         sort_pack *k = calloc(1, sizeof *k);
         if (!k)
@@ -590,7 +833,7 @@ stop:
         sort_writer_join(&p->w[i]);
     pipe_check_writers(p);
     pipe_drain_landings(p);
-    pipe_pg_flush(p, 1);
+    pipe_flush_sinks(p);
     sort_reject_flush(&p->rej);
     pipe_commit(p);
     if (p->spec->check.enabled && !p->failed) {
@@ -615,6 +858,7 @@ out:
     if (p->src)
         p->src->ops->close(p->src);
     sort_sink_pg_close(p->pg);
+    sort_handoff_close(p->ho);
     sort_reject_close(&p->rej);
     sort_pack *k;
     while ((k = sort_queue_pop(&p->pool, 0)) != NULL) {
@@ -627,6 +871,7 @@ out:
     sort_units_free(&p->units);
     sort_batch_free(&batch);
     free(p->vals);
+    free(p->bmin);
     free(p->w);
     free(p->cur);
     return rc;
@@ -651,6 +896,12 @@ char *sort_pipe_stats_json(const sort_pipe_stats *st)
     json_object_set_new(o, "pg_rows", json_integer((json_int_t)st->pg_rows));
     json_object_set_new(o, "pg_refused", json_integer((json_int_t)st->pg_refused));
     json_object_set_new(o, "pg_batches", json_integer((json_int_t)st->pg_batches));
+    json_object_set_new(o, "rebalances_assigned",
+                        json_integer((json_int_t)st->rebalances_assigned));
+    json_object_set_new(o, "rebalances_revoked", json_integer((json_int_t)st->rebalances_revoked));
+    json_object_set_new(o, "handoff_packs", json_integer((json_int_t)st->ho_packs));
+    json_object_set_new(o, "handoff_bytes", json_integer((json_int_t)st->ho_bytes));
+    json_object_set_new(o, "handoff_waits", json_integer((json_int_t)st->ho_waits));
     char *s = json_dumps(o, JSON_COMPACT);
     json_decref(o);
     return s;

@@ -71,6 +71,9 @@ typedef struct sort_pipe_stats {
     uint64_t pool_waits;                      /* times the source paused for flow control */
     sort_writer_stats w;                      /* summed over writers */
     uint64_t pg_rows, pg_refused, pg_batches; /* PostgreSQL sink (sort_sink_pg.h) */
+    uint64_t ho_packs, ho_bytes, ho_waits;    /* hand-off sink (sort_sink_handoff.h) */
+    /* Kafka consumer group (source.subscribe): partitions given, taken away. */
+    uint64_t rebalances_assigned, rebalances_revoked;
     double seconds;
     uint64_t lag[SORT_MAX_PARTITIONS]; /* source messages not yet read */
     uint8_t has_lag[SORT_MAX_PARTITIONS];

@@ -256,11 +256,18 @@ orr_status sort_sink_pg_open(const sort_spec *spec, sort_sink_pg **out, orr_err 
                          PQerrorMessage(k->conn));
         goto fail;
     }
-    rc = pg_exec(k->conn,
-                 "CREATE TABLE IF NOT EXISTS orrery_sort_offsets (stream text NOT NULL, "
-                 "part integer NOT NULL, off_hi bigint NOT NULL, off_lo bigint NOT NULL, "
-                 "PRIMARY KEY (stream, part))",
-                 0, NULL, NULL, err);
+    /* IF NOT EXISTS is not safe against a concurrent CREATE (sortd
+     * processes of one consumer group start together): the loser fails
+     * with a unique violation, and a second try finds the table. */
+    for (int tries = 0; tries < 2; tries++) {
+        rc = pg_exec(k->conn,
+                     "CREATE TABLE IF NOT EXISTS orrery_sort_offsets (stream text NOT NULL, "
+                     "part integer NOT NULL, off_hi bigint NOT NULL, off_lo bigint NOT NULL, "
+                     "PRIMARY KEY (stream, part))",
+                     0, NULL, NULL, err);
+        if (rc == ORR_OK)
+            break;
+    }
     if (rc != ORR_OK)
         goto fail;
     const char *p1[] = {spec->name};
@@ -482,6 +489,46 @@ int sort_sink_pg_safe(const sort_sink_pg *k, uint32_t partition, sort_off *out)
         return 0;
     *out = k->stored[partition];
     return 1;
+}
+
+orr_status sort_sink_pg_reload(sort_sink_pg *k, const uint32_t *parts, size_t n, orr_err *err)
+{
+    orr_buf list = {0};
+    PGresult *r = NULL;
+    orr_status rc = ORR_OK;
+    orr_buf_append_byte(&list, '{');
+    for (size_t i = 0; i < n; i++) {
+        if (parts[i] >= SORT_MAX_PARTITIONS)
+            continue;
+        if (k->dirty[parts[i]]) {
+            rc = orr_err_set(err, ORR_EINVAL, "postgres",
+                             "partition %u reloaded with unflushed changes", parts[i]);
+            goto out;
+        }
+        orr_buf_appendf(&list, "%s%u", list.len > 1 ? "," : "", parts[i]);
+    }
+    orr_buf_append_byte(&list, '}');
+    orr_buf_append_byte(&list, 0);
+    const char *pv[] = {k->spec->name, list.data};
+    rc = pg_exec(k->conn,
+                 "SELECT part, off_hi, off_lo FROM orrery_sort_offsets WHERE stream = $1 AND "
+                 "part = ANY($2::integer[])",
+                 2, pv, &r, err);
+    if (rc != ORR_OK)
+        goto out;
+    for (int i = 0; i < PQntuples(r); i++) {
+        long part = strtol(PQgetvalue(r, i, 0), NULL, 10);
+        if (part < 0 || part >= SORT_MAX_PARTITIONS)
+            continue;
+        k->stored[part].hi = (uint64_t)strtoll(PQgetvalue(r, i, 1), NULL, 10);
+        k->stored[part].lo = (uint64_t)strtoll(PQgetvalue(r, i, 2), NULL, 10);
+        k->has_stored[part] = 1;
+        k->pos[part] = k->stored[part];
+    }
+out:
+    PQclear(r);
+    orr_buf_free(&list);
+    return rc;
 }
 
 void sort_sink_pg_counts(const sort_sink_pg *k, uint64_t *rows, uint64_t *refused,

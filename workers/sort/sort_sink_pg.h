@@ -4,6 +4,8 @@
  *
  * Call order (pipeline thread only):
  *   open -> { skip? / add / advance ... ; due? -> flush ; safe } ... -> flush -> close
+ * and, when partitions move between processes (Kafka consumer group), flush
+ * then reload for the partitions taken over.
  *
  * Exactly-once: flush runs ONE transaction that COPYs the batch and upserts
  * the stream's per-partition position in orrery_sort_offsets(stream, part,
@@ -67,6 +69,13 @@ int sort_sink_pg_due(const sort_sink_pg *k, int64_t now_ms);
 orr_status sort_sink_pg_flush(sort_sink_pg *k, sort_reject *rej, orr_err *err);
 /* Committed position of partition: 1 and *out, or 0 if none yet. */
 int sort_sink_pg_safe(const sort_sink_pg *k, uint32_t partition, sort_off *out);
+/* Read the stream's positions of partitions parts[0..n) from
+ * orrery_sort_offsets again (another process may have advanced them while
+ * it owned them: Kafka consumer groups); records below them are skipped
+ * from then on. Call with no pending change for those partitions (after a
+ * flush). ORR_OK; ORR_EIO with PostgreSQL's message, or ORR_EINVAL if a
+ * partition still has unflushed changes (positions unchanged). */
+orr_status sort_sink_pg_reload(sort_sink_pg *k, const uint32_t *parts, size_t n, orr_err *err);
 /* Rows committed, rows refused, batches committed, by this process. */
 void sort_sink_pg_counts(const sort_sink_pg *k, uint64_t *rows, uint64_t *refused,
                          uint64_t *batches);

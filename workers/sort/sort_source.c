@@ -24,6 +24,16 @@ const sort_source_ops *sort_source_find(const char *type)
     return NULL;
 }
 
+int sort_source_off64(const sort_source *s, sort_off off, uint64_t *out)
+{
+    if (s->ops->off64)
+        return s->ops->off64(s, off, out);
+    if (off.hi != 0)
+        return -1;
+    *out = off.lo;
+    return 0;
+}
+
 char *sort_off_fmt(sort_off o, char *buf)
 {
     if (o.hi == 0)

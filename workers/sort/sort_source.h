@@ -17,7 +17,11 @@
  *           exhausted; other codes on failure (the caller retries later).
  *   commit  every record of the partition before `next` has landed: the
  *           source records it durably (state file, XACK). A restart resumes
- *           from the last commit; nothing before it is read again.
+ *           from the last commit; nothing before it is read again. A
+ *           rebalancing source skips (ORR_OK, nothing written) commits of
+ *           partitions it no longer owns and positions below where its
+ *           current ownership began: another member may own them now.
+ *           next may call the rebalancing hooks below.
  */
 #ifndef SORT_SOURCE_H
 #define SORT_SOURCE_H
@@ -71,11 +75,55 @@ void sort_batch_add(sort_batch *b, const sort_entry *e, const void *body);
 
 typedef struct sort_source sort_source;
 
+/*
+ * Rebalancing hooks: a source whose partitions come and go while it runs (a
+ * Kafka source with source.subscribe, in a consumer group) calls back into
+ * the pipeline from inside next() (and only from there, on the pipeline
+ * thread). Sources that never rebalance ignore them; a NULL drain means no
+ * pipeline is attached (sortd replay): such a source takes its partitions
+ * directly instead.
+ *
+ * Call order, per rebalance:
+ *   drain(parts being taken away)  -> the source commits nothing itself and
+ *                                     gives the partitions up afterwards
+ *   assigned(parts given, from)    -> then the source starts reading them
+ * drain comes before every loss of partitions (also a lost group
+ * membership); assigned before the first record of a new partition is put
+ * in a batch.
+ *
+ * drain(ctx, b, parts, n, lost): route the records of b (the batch next() is
+ *   filling: records read before the rebalance; b is reset afterwards, so
+ *   next() goes on filling it), make everything routed so far durable in
+ *   every sink and commit it through ops->commit while the partitions are
+ *   still owned. Afterwards the pipeline commits nothing more for parts.
+ *   ORR_OK; on failure (a sink or writer failed) err is set, the pipeline
+ *   has failed and stops without committing more; the partitions' next
+ *   owner replays what was not committed. lost: the partitions were
+ *   already taken away (this member's session timed out; another member
+ *   may be writing them): nothing is routed, flushed or committed, the
+ *   pipeline fails at once (ORR_ESTATE) and the process ends.
+ * assigned(ctx, parts, from, n): the sinks reload their positions for parts
+ *   (another process may have advanced them). from[i] is where the source
+ *   resumes parts[i] (its committed position), or SORT_OFF_UNKNOWN when
+ *   it has none. The hook may raise from[i] to where every sink already
+ *   holds the partition (the source then starts there: the records below
+ *   would only be dropped as replayed). This matters when the commit of a
+ *   drain could not reach the broker (a group that is rebalancing refuses
+ *   commits on some brokers) or the previous owner was killed. ORR_OK, or
+ *   the failure (the pipeline has failed and routes nothing more).
+ */
+#define SORT_OFF_UNKNOWN ((sort_off){UINT64_MAX, UINT64_MAX})
+
 /* What a source needs besides its spec. */
 typedef struct sort_source_env {
     const char *state_dir;  /* durable source state (file source offsets) */
     const char *redis_addr; /* host:port when the spec gives none */
     const sort_format_ops *fmt;
+    void *hook_ctx; /* first argument of the hooks */
+    orr_status (*drain)(void *ctx, sort_batch *b, const uint32_t *parts, size_t n, int lost,
+                        orr_err *err);
+    orr_status (*assigned)(void *ctx, const uint32_t *parts, sort_off *from, size_t n,
+                           orr_err *err);
 } sort_source_env;
 
 typedef struct sort_source_ops {
@@ -91,7 +139,15 @@ typedef struct sort_source_ops {
      * Must not block. */
     int (*lag)(sort_source *s, uint32_t partition, uint64_t *out);
     void (*close)(sort_source *s);
+    /* Optional: a position as one number, as packs carry them
+     * (lib/orr_pack.h; the hand-off sink), keeping the order of positions
+     * within a partition. 0 and *out, or -1 when it does not fit. NULL: the
+     * number is lo, and hi must be 0. */
+    int (*off64)(const sort_source *s, sort_off off, uint64_t *out);
 } sort_source_ops;
+
+/* off64 through the ops, with the NULL rule above. */
+int sort_source_off64(const sort_source *s, sort_off off, uint64_t *out);
 
 /* Every source struct starts with this. */
 struct sort_source {
@@ -102,7 +158,8 @@ extern const sort_source_ops sort_src_file;
 extern const sort_source_ops sort_src_redis;
 extern const sort_source_ops sort_src_kafka;
 
-/* Partitions assigned to an open Kafka source (its topic's partitions). */
+/* Partitions assigned to an open Kafka source now (its topic's partitions,
+ * or in a consumer group the ones this member owns). */
 int sort_src_kafka_partitions(sort_source *s);
 
 /* The ops for a source type; NULL if unknown. */

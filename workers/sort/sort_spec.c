@@ -1,6 +1,7 @@
 /* sort_spec.c - strict reading of a sort stream's spec (see sort_spec.h). */
 #include "sort_spec.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -109,8 +110,10 @@ static orr_status spec__source(sort_spec *s, const json_t *src, const char *path
         SPEC_TRY(orr_json_get_bool(src, path, "packs", 0, &s->source.packs, err));
         s->source.type = "redis";
     } else if (strcmp(s->source.type, "kafka") == 0) {
-        static const char *const kafka_keys[] = {"type",  "brokers", "topic",       "group",
-                                                 "batch", "start",   "exit_at_eof", NULL};
+        static const char *const kafka_keys[] = {"type",        "brokers",   "topic",
+                                                 "group",       "batch",     "start",
+                                                 "exit_at_eof", "subscribe", "session_timeout_ms",
+                                                 NULL};
         const char *start = "earliest";
         SPEC_TRY(orr_json_allow_keys(src, path, kafka_keys, err));
         SPEC_TRY(spec__str(src, path, "brokers", 1, s->arena, &s->source.brokers, err));
@@ -128,12 +131,31 @@ static orr_status spec__source(sort_spec *s, const json_t *src, const char *path
             return orr_err_set(err, ORR_EINVAL, orr_json_path(p, sizeof p, path, "start"),
                                "must be earliest or latest");
         SPEC_TRY(orr_json_get_bool(src, path, "exit_at_eof", 0, &s->source.exit_at_eof, err));
+        SPEC_TRY(orr_json_get_bool(src, path, "subscribe", 0, &s->source.subscribe, err));
+        s->source.session_timeout_ms = 45000;
+        SPEC_TRY(orr_json_get_int(src, path, "session_timeout_ms", 0, 6000, 3600000,
+                                  &s->source.session_timeout_ms, err));
         s->source.type = "kafka";
     } else {
         return orr_err_set(err, ORR_EINVAL, orr_json_path(p, sizeof p, path, "type"),
                            "must be one of: file, redis, kafka");
     }
     return ORR_OK;
+}
+
+/* A Kafka source in a consumer group hands partitions between processes:
+ * each process would land its own files of the same units, and a unit's
+ * _CHECK lists the files of one process only. (After sinks are read.) */
+static orr_status spec__kafka_group(const sort_spec *s, const char *root, orr_err *err)
+{
+    char p[256], q[256];
+    if (strcmp(s->source.type, "kafka") != 0 || !s->source.subscribe || !s->sinks.files)
+        return ORR_OK;
+    const char *field =
+        orr_json_path(q, sizeof q, orr_json_path(p, sizeof p, root, "source"), "subscribe");
+    return orr_err_set(err, ORR_EINVAL, field,
+                       "needs sinks.files false: a unit's files must come from one process; "
+                       "use a postgres or handoff sink and let the write stage own the files");
 }
 
 static orr_status spec__ftype(const char *name, sort_ftype *out)
@@ -505,10 +527,37 @@ static orr_status spec__pg(sort_spec *s, const json_t *o, const char *path, orr_
     return ORR_OK;
 }
 
+static orr_status spec__handoff(sort_spec *s, const json_t *o, const char *path, orr_err *err)
+{
+    static const char *const keys[] = {"key",      "address",   "streams", "max_packs",
+                                       "flush_ms", "pack_size", NULL};
+    char p[256];
+    if (!json_is_object(o))
+        return orr_err_set(err, ORR_EINVAL, path, "must be an object");
+    SPEC_TRY(orr_json_allow_keys(o, path, keys, err));
+    s->sinks.ho_key = orr_arena_sprintf(s->arena, "orrery:handoff:%s", s->name);
+    SPEC_TRY(spec__str(o, path, "key", 0, s->arena, &s->sinks.ho_key, err));
+    if (strlen(s->sinks.ho_key) > 200)
+        return orr_err_set(err, ORR_EINVAL, orr_json_path(p, sizeof p, path, "key"),
+                           "at most 200 bytes");
+    SPEC_TRY(spec__str(o, path, "address", 0, s->arena, &s->sinks.ho_address, err));
+    SPEC_TRY(
+        orr_json_get_int(o, path, "streams", 1, 1, SORT_MAX_HANDOFF, &s->sinks.ho_streams, err));
+    s->sinks.ho_max_packs = 1024;
+    SPEC_TRY(orr_json_get_int(o, path, "max_packs", 0, 1, 100000, &s->sinks.ho_max_packs, err));
+    s->sinks.ho_flush_ms = 200;
+    SPEC_TRY(orr_json_get_int(o, path, "flush_ms", 0, 1, 60000, &s->sinks.ho_flush_ms, err));
+    s->sinks.ho_pack_bytes = 256 << 10;
+    SPEC_TRY(
+        orr_json_get_int(o, path, "pack_size", 0, 4096, 64 << 20, &s->sinks.ho_pack_bytes, err));
+    s->sinks.handoff = 1;
+    return ORR_OK;
+}
+
 static orr_status spec__sinks(sort_spec *s, const json_t *doc, const char *root, orr_err *err)
 {
-    static const char *const keys[] = {"files", "postgres", NULL};
-    json_t *o = NULL, *pg = NULL;
+    static const char *const keys[] = {"files", "postgres", "handoff", NULL};
+    json_t *o = NULL, *pg = NULL, *ho = NULL;
     char path[256], p[256];
     s->sinks.files = 1;
     SPEC_TRY(orr_json_get_obj(doc, root, "sinks", 0, &o, err));
@@ -522,7 +571,14 @@ static orr_status spec__sinks(sort_spec *s, const json_t *doc, const char *root,
     SPEC_TRY(orr_json_get_obj(o, path, "postgres", 0, &pg, err));
     if (pg)
         SPEC_TRY(spec__pg(s, pg, orr_json_path(p, sizeof p, path, "postgres"), err));
-    if (!s->sinks.files && !s->sinks.pg)
+    SPEC_TRY(orr_json_get_obj(o, path, "handoff", 0, &ho, err));
+    if (ho) {
+        SPEC_TRY(spec__handoff(s, ho, orr_json_path(p, sizeof p, path, "handoff"), err));
+        if (s->sinks.files)
+            return orr_err_set(err, ORR_EINVAL, p,
+                               "needs \"files\": false: the write stages land the unit files");
+    }
+    if (!s->sinks.files && !s->sinks.pg && !s->sinks.handoff)
         return orr_err_set(err, ORR_EINVAL, path, "at least one sink is required");
     return ORR_OK;
 }
@@ -556,6 +612,7 @@ static orr_status spec__parse(sort_spec *s, const json_t *doc, const char *root,
     SPEC_TRY(spec__output(s, doc, root, err));
     SPEC_TRY(spec__check(s, doc, root, err));
     SPEC_TRY(spec__sinks(s, doc, root, err));
+    SPEC_TRY(spec__kafka_group(s, root, err));
     return ORR_OK;
 }
 
@@ -592,6 +649,39 @@ void sort_spec_free(sort_spec *s)
 {
     if (s)
         orr_arena_destroy(s->arena);
+}
+
+orr_status sort_spec_write_stage(const sort_spec *parent, int64_t index, sort_spec **out,
+                                 orr_err *err)
+{
+    if (!parent->sinks.handoff)
+        return orr_err_set(err, ORR_EINVAL, "--handoff-stream", "stream %s has no sinks.handoff",
+                           parent->name);
+    if (index < 0 || index >= parent->sinks.ho_streams)
+        return orr_err_set(err, ORR_EINVAL, "--handoff-stream",
+                           "must be 0..%" PRId64 " (sinks.handoff.streams)",
+                           parent->sinks.ho_streams - 1);
+    orr_arena *a = orr_arena_create(0);
+    sort_spec *w = orr_arena_calloc(a, 1, sizeof *w);
+    *w = *parent; /* strings and arrays stay the parent's */
+    w->arena = a;
+    memset(&w->source, 0, sizeof w->source);
+    w->source.type = "redis";
+    w->source.address = parent->sinks.ho_address;
+    w->source.key = orr_arena_sprintf(a, "%s.%" PRId64, parent->sinks.ho_key, index);
+    w->source.group = "sortd-write";
+    w->source.consumer = orr_arena_sprintf(a, "write-%" PRId64, index);
+    w->source.field = "r";
+    w->source.batch = 64;
+    w->source.block_ms = 200;
+    w->source.claim_idle_ms = 0; /* one consumer per hand-off stream */
+    w->source.packs = 1;
+    memset(&w->sinks, 0, sizeof w->sinks);
+    w->sinks.files = 1;
+    w->stage_index = index;
+    w->stage_count = parent->sinks.ho_streams;
+    *out = w;
+    return ORR_OK;
 }
 
 uint32_t sort_spec_split(const sort_spec *s, const char *iface, size_t len)

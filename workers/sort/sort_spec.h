@@ -70,6 +70,8 @@ typedef struct sort_spec {
         /* kafka (group and batch shared with redis; exit_at_eof with file) */
         const char *brokers, *topic;
         int start_latest; /* no committed offset: 0 = earliest, 1 = latest */
+        int subscribe;    /* join the consumer group (rebalancing); needs sinks.files false */
+        int64_t session_timeout_ms; /* group session timeout (subscribe) */
     } source;
 
     struct {
@@ -119,8 +121,23 @@ typedef struct sort_spec {
         int *col_field; /* columns[i] is format.fields[col_field[i]] */
         size_t ncolumns;
         int64_t batch_rows, batch_ms;
+        /* Hand-off to write stages (sort_sink_handoff.h): packs per unit
+         * to the Redis streams "<key>.<i>", i = unit hash mod streams. */
+        int handoff;
+        const char *ho_key;     /* stream key prefix */
+        const char *ho_address; /* host:port; NULL = sortd config */
+        int64_t ho_streams;     /* write stages, 1..SORT_MAX_HANDOFF */
+        int64_t ho_max_packs;   /* unacknowledged packs per stream before pausing */
+        int64_t ho_flush_ms;    /* longest a routed record waits before it is sent */
+        int64_t ho_pack_bytes;  /* a unit's pack is sent when it holds this much */
     } sinks;
+
+    /* A hand-off write stage (sort_spec_write_stage) owns the units whose
+     * hash mod stage_count is stage_index; stage_count 0: every unit. */
+    int64_t stage_index, stage_count;
 } sort_spec;
+
+#define SORT_MAX_HANDOFF 64
 
 /* Parse and check a spec. root_path names the document in errors (e.g.
  * "spec"). On success *out is a new spec (free with sort_spec_free); on
@@ -129,6 +146,15 @@ orr_status sort_spec_parse(const json_t *doc, const char *root_path, sort_spec *
 /* Read a JSON file and parse it. ORR_EIO if unreadable. */
 orr_status sort_spec_load_file(const char *path, sort_spec **out, orr_err *err);
 void sort_spec_free(sort_spec *s);
+
+/* The spec of write stage `index` of a hand-off stream (sinks.handoff):
+ * the same stream read from the Redis stream "<ho_key>.<index>" in packs
+ * mode (group "sortd-write", consumer "write-<index>"), writing unit files
+ * only. The result borrows strings from parent: free it (sort_spec_free)
+ * before parent. ORR_EINVAL naming "--handoff-stream" when parent has no
+ * hand-off sink or index is out of range. */
+orr_status sort_spec_write_stage(const sort_spec *parent, int64_t index, sort_spec **out,
+                                 orr_err *err);
 
 /* Split factor of an interface (1 when not listed). */
 uint32_t sort_spec_split(const sort_spec *s, const char *iface, size_t len);

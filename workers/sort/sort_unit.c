@@ -283,6 +283,8 @@ orr_status sort_units_load(sort_units *t, orr_blob *blob, orr_err *err)
             int64_t start;
             if (sort_bucket_from_label(label, s->bucket, s->tz, &start) != 0)
                 continue;
+            if (!sort_units_owns(t, sort_unit_hash(iface, strlen(iface), start)))
+                continue; /* another write stage's unit: not ours to read or clean */
             sort_unit *u = sort_units_get(t, iface, strlen(iface), start);
             nunits++;
             orr_blob_sweep_tmp(blob, u->dir);

@@ -93,6 +93,22 @@ sort_unit *sort_units_find(sort_units *t, const char *iface, size_t len, int64_t
 /* Hash of a unit (stable across runs: decides its writer). */
 uint64_t sort_unit_hash(const char *iface, size_t len, int64_t bucket_start);
 
+/* The hand-off write stage (0..stages-1) that owns a unit: its stream, and
+ * the only process that lands its files and writes its _CHECK. Bits above
+ * the low ones, which pick the writer thread inside the stage. */
+static inline int64_t sort_unit_stage_of(uint64_t hash, int64_t stages)
+{
+    return (int64_t)((hash >> 16) % (uint64_t)stages);
+}
+
+/* 1 if this process owns the unit: always, except in a hand-off write
+ * stage (spec stage_count > 0), which owns its share. */
+static inline int sort_units_owns(const sort_units *t, uint64_t hash)
+{
+    return t->spec->stage_count == 0 ||
+           sort_unit_stage_of(hash, t->spec->stage_count) == t->spec->stage_index;
+}
+
 /* 1 and *last if a file of (split, partition) of u was landed before this run. */
 int sort_unit_landed_last(const sort_unit *u, uint32_t split, uint32_t partition, sort_off *last);
 

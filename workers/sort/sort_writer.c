@@ -334,6 +334,7 @@ static void wr_publish(sort_writer *w)
     w->lstats.open_units = w->nopen;
     pthread_mutex_lock(&w->mu);
     w->stats = w->lstats;
+    w->done_batch = w->ldone_batch;
     for (uint32_t p = 0; p < SORT_MAX_PARTITIONS; p++) {
         if (!w->has_done[p])
             continue;
@@ -404,6 +405,8 @@ static void *wr_main(void *arg)
                     w->done[part] = p->stamps[i].next;
                     w->has_done[part] = 1;
                 }
+                if (p->batch)
+                    w->ldone_batch = p->batch;
                 break;
             }
             case SORT_PACK_ROLL:
@@ -523,6 +526,14 @@ int sort_writer_safe(sort_writer *w, uint32_t partition, sort_off *pos)
         *pos = w->safe[partition];
     pthread_mutex_unlock(&w->mu);
     return ok;
+}
+
+uint64_t sort_writer_done_batch(sort_writer *w)
+{
+    pthread_mutex_lock(&w->mu);
+    uint64_t b = w->done_batch;
+    pthread_mutex_unlock(&w->mu);
+    return b;
 }
 
 uint64_t sort_writer_acked(sort_writer *w)

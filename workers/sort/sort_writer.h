@@ -93,6 +93,7 @@ typedef struct sort_writer {
     size_t nbatch, batch_cap;
     sort_off done[SORT_MAX_PARTITIONS];
     uint8_t has_done[SORT_MAX_PARTITIONS];
+    uint64_t ldone_batch; /* last pipeline batch whose packs were all appended */
     sort_writer_stats lstats;
 
     /* published under mu */
@@ -100,6 +101,7 @@ typedef struct sort_writer {
     sort_off safe[SORT_MAX_PARTITIONS];
     uint8_t has_safe[SORT_MAX_PARTITIONS];
     uint64_t acked_seq;
+    uint64_t done_batch; /* ldone_batch, published with safe */
     int failed;
     orr_err err;
     sort_writer_stats stats;
@@ -117,6 +119,9 @@ void sort_writer_join(sort_writer *w);
 /* 1 and *pos when the writer has a safe position for partition. */
 int sort_writer_safe(sort_writer *w, uint32_t partition, sort_off *pos);
 uint64_t sort_writer_acked(sort_writer *w);
+/* The last pipeline batch (sort_pack.batch) every record of which this
+ * writer has appended (in a file, landed or open, as safe says); 0: none. */
+uint64_t sort_writer_done_batch(sort_writer *w);
 /* 1 if the writer failed (err copied out). */
 int sort_writer_failed(sort_writer *w, orr_err *err);
 void sort_writer_get_stats(sort_writer *w, sort_writer_stats *out);

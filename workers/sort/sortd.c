@@ -16,16 +16,11 @@
  *       summary line per pipeline run, with "stream" and "version".
  *   With [sort] halley set, every reconciled unit is reported to Halley
  *   (ReportDataUnit, sort_report.h).
- *   sortd [--config FILE] run --stream-name NAME
- *       the same with the spec published for NAME: from ZooKeeper
- *       (/orrery/streams/NAME, [sort] zookeeper) or else from Halley
- *       (GetSortStream, [sort] halley). A watcher thread polls it every
- *       spec_poll_ms; a new version is applied without a restart: the
- *       running pipeline is stopped (every open unit rolls, lands and is
- *       committed) and one for the new spec starts. A version whose spec does
- *       not parse is logged (naming the field) and the old one keeps running;
- *       an inactive version stops the stream until an active one comes. One
- *       summary line per pipeline run (with "version").
+ *   run ... --handoff-stream I
+ *       write stage I of a stream whose spec hands off (sinks.handoff): read
+ *       the packs of Redis stream "<key>.<I>" that the parse stage (the
+ *       same spec run without this option) sends, and land the units it owns
+ *       (sort_spec_write_stage, sort_sink_handoff.h).
  *   sortd check-spec SPEC.json
  *       check a stream spec; prints "ok" or the bad field and why.
  *   sortd replay --stream SPEC.json --from OFFSET
@@ -88,6 +83,7 @@ static const orr_cfg_key sortd_schema[] = {
 };
 
 static volatile sig_atomic_t sortd_stop; /* a signal: end the process */
+static int64_t sortd_stage = -1;         /* --handoff-stream: the write stage to run */
 static volatile sig_atomic_t pipe_stop;  /* end the running pipeline (signal or reload) */
 
 static void sortd_on_signal(int sig)
@@ -105,6 +101,7 @@ static void sortd_usage(FILE *f)
             "  run --stream SPEC.json            run one stream\n"
             "  run --stream-name NAME            run the stream published as NAME (ZooKeeper or\n"
             "                                    Halley), applying new versions live\n"
+            "  run ... --handoff-stream I         run write stage I of a hand-off stream\n"
             "  check-spec SPEC.json              check a stream spec\n"
             "  replay --stream SPEC.json --from OFFSET\n"
             "                                    rewind the stream's committed position\n",
@@ -153,6 +150,16 @@ static void sortd_signals(void)
 static int sortd_run_pipe(orr_config *cfg, const sort_spec *spec, int64_t version,
                           sort_metrics *metrics, const sort_check_sink *sink)
 {
+    sort_spec *stage = NULL;
+    orr_err err;
+    orr_err_clear(&err);
+    if (sortd_stage >= 0) {
+        if (sort_spec_write_stage(spec, sortd_stage, &stage, &err) != ORR_OK) {
+            fprintf(stderr, "%s: %s: %s\n", SORTD, err.field, err.msg);
+            return 2;
+        }
+        spec = stage;
+    }
     sort_pipe_cfg pc = {
         .spec = spec,
         .work_dir = orr_config_str(cfg, "sort", "work_dir"),
@@ -170,8 +177,6 @@ static int sortd_run_pipe(orr_config *cfg, const sort_spec *spec, int64_t versio
     };
     sort_pipe_stats st;
     memset(&st, 0, sizeof st);
-    orr_err err;
-    orr_err_clear(&err);
     orr_status s = sort_pipe_run(&pc, &st, &err);
     char *js = sort_pipe_stats_json(&st);
     if (version >= 0 && js && js[0] == '{')
@@ -186,6 +191,7 @@ static int sortd_run_pipe(orr_config *cfg, const sort_spec *spec, int64_t versio
                   orr_log_q(orr_err_str(&err, b, sizeof b)));
         fprintf(stderr, "%s: %s\n", SORTD, orr_err_str(&err, b, sizeof b));
     }
+    sort_spec_free(stage);
     return s == ORR_OK ? 0 : 1;
 }
 
@@ -450,8 +456,8 @@ static int sortd_replay(orr_config *cfg, const char *spec_path, const char *from
             int n = snprintf(line, sizeof line, "%" PRIu64 " %" PRIu64 " ", o.hi, o.lo);
             /* The file name at that index comes from the folder listing. */
             sort_source *src = NULL;
-            sort_source_env env = {orr_config_str(cfg, "sort", "state_dir"), NULL,
-                                   sort_format_find(spec->format.type)};
+            sort_source_env env = {.state_dir = orr_config_str(cfg, "sort", "state_dir"),
+                                   .fmt = sort_format_find(spec->format.type)};
             remove(path);
             if (sort_src_file.open(spec, &env, &src, &err) != ORR_OK ||
                 sort_src_file.commit(src, 0, o, &err) != ORR_OK) {
@@ -471,7 +477,7 @@ static int sortd_replay(orr_config *cfg, const char *spec_path, const char *from
         } else {
             /* Commit OFFSET for every partition of the topic for the group. */
             sort_source *src = NULL;
-            sort_source_env env = {NULL, NULL, sort_format_find(spec->format.type)};
+            sort_source_env env = {.fmt = sort_format_find(spec->format.type)};
             rc = sort_src_kafka.open(spec, &env, &src, &err) == ORR_OK ? 0 : 1;
             int n = rc == 0 ? sort_src_kafka_partitions(src) : 0;
             for (int i = 0; i < n && rc == 0; i++)
@@ -538,6 +544,17 @@ int main(int argc, char **argv)
         rc = 2;
     } else if (strcmp(argv[argi], "run") == 0) {
         const char *named = sortd_opt(argc, argv, argi + 1, "--stream-name");
+        const char *stage = sortd_opt(argc, argv, argi + 1, "--handoff-stream");
+        char *end = NULL;
+        if (stage) {
+            sortd_stage = strtoll(stage, &end, 10);
+            if (!*stage || *end || sortd_stage < 0 || sortd_stage >= SORT_MAX_HANDOFF) {
+                fprintf(stderr, "%s: --handoff-stream: must be 0..%d\n", SORTD,
+                        SORT_MAX_HANDOFF - 1);
+                rc = 2;
+                goto done;
+            }
+        }
         rc = named ? sortd_run_named(cfg, named)
                    : sortd_run(cfg, sortd_opt(argc, argv, argi + 1, "--stream"));
     } else if (strcmp(argv[argi], "check-spec") == 0 && argi + 1 < argc) {
@@ -553,6 +570,7 @@ int main(int argc, char **argv)
         sortd_usage(stderr);
         rc = 2;
     }
+done:
     orr_config_free(cfg);
     orr_log_close();
     return rc;

@@ -6,7 +6,13 @@
  * and serves until the stop file exists or the time limit passes.
  *
  *   sort_kafka_mock --topic T --in DIR [--partitions P] [--brokers B]
- *                   --stop-file PATH [--seconds S]
+ *                   --stop-file PATH [--seconds S] [--rate R]
+ *
+ * Without --rate every message is produced first and the line is
+ * "bootstrap=<servers> messages=<count>". With --rate R (messages per
+ * second) the line "bootstrap=<servers> rate=<R>" comes first and the
+ * messages trickle in at that pace (for consumers that come and go while
+ * data arrives); "produced=<count>" follows once all are in the topic.
  *
  * Exit status 0 after a clean stop, 1 if the cluster or the produce failed.
  */
@@ -25,9 +31,18 @@ static int km_cmp(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static int km_produce_dir(rd_kafka_t *rk, const char *topic, const char *dir, int parts,
-                          long *count)
+static double km_now(void)
 {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* rate > 0: at most rate messages per second (checked every 10 ms). */
+static int km_produce_dir(rd_kafka_t *rk, const char *topic, const char *dir, int parts,
+                          double rate, long *count)
+{
+    double t0 = km_now();
     DIR *d = opendir(dir);
     if (!d) {
         perror(dir);
@@ -62,6 +77,11 @@ static int km_produce_dir(rd_kafka_t *rk, const char *topic, const char *dir, in
         while (rc == 0 && (len = getline(&line, &cap, f)) > 0) {
             if (line[len - 1] == '\n')
                 len--;
+            while (rate > 0 && (double)*count >= (km_now() - t0) * rate) {
+                rd_kafka_poll(rk, 10);
+                struct timespec nap = {0, 10000000L};
+                nanosleep(&nap, NULL);
+            }
             for (int tries = 0;; tries++) {
                 rd_kafka_resp_err_t e = rd_kafka_producev(
                     rk, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_PARTITION((int32_t)(*count % parts)),
@@ -101,7 +121,7 @@ int main(int argc, char **argv)
 {
     const char *topic = NULL, *in = NULL, *stop = NULL;
     int parts = 3, brokers = 1;
-    double seconds = 600;
+    double seconds = 600, rate = 0;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (strcmp(argv[i], "--topic") == 0)
             topic = argv[i + 1];
@@ -115,10 +135,12 @@ int main(int argc, char **argv)
             stop = argv[i + 1];
         else if (strcmp(argv[i], "--seconds") == 0)
             seconds = atof(argv[i + 1]);
+        else if (strcmp(argv[i], "--rate") == 0)
+            rate = atof(argv[i + 1]);
     }
     if (!topic || !in || !stop || parts < 1 || brokers < 1) {
         fprintf(stderr, "usage: sort_kafka_mock --topic T --in DIR [--partitions P] "
-                        "[--brokers B] --stop-file PATH [--seconds S]\n");
+                        "[--brokers B] --stop-file PATH [--seconds S] [--rate R]\n");
         return 2;
     }
     char msg[512], nb[16];
@@ -142,7 +164,11 @@ int main(int argc, char **argv)
         return 1;
     }
     long count = 0;
-    int rc = km_produce_dir(rk, topic, in, parts, &count);
+    if (rate > 0) {
+        printf("bootstrap=%s rate=%g\n", rd_kafka_mock_cluster_bootstraps(mc), rate);
+        fflush(stdout);
+    }
+    int rc = km_produce_dir(rk, topic, in, parts, rate, &count);
     if (rc == 0 && rd_kafka_flush(rk, 60000) != RD_KAFKA_RESP_ERR_NO_ERROR)
         rc = -1;
     if (rc != 0 || km_failed) {
@@ -166,7 +192,10 @@ int main(int argc, char **argv)
         }
         held += (long)hi;
     }
-    printf("bootstrap=%s messages=%ld\n", rd_kafka_mock_cluster_bootstraps(mc), held);
+    if (rate > 0)
+        printf("produced=%ld\n", held);
+    else
+        printf("bootstrap=%s messages=%ld\n", rd_kafka_mock_cluster_bootstraps(mc), held);
     fflush(stdout);
     struct timespec t0, now;
     clock_gettime(CLOCK_MONOTONIC, &t0);

@@ -325,6 +325,16 @@ static sort_off src_file_committed(sort_source *s, uint32_t partition)
     return ((src_file *)s)->committed;
 }
 
+/* File index in the top 24 bits, byte offset in the low 40 (1 TiB files). */
+static int src_file_off64(const sort_source *s, sort_off off, uint64_t *out)
+{
+    (void)s;
+    if (off.hi >= (1ULL << 24) || off.lo >= (1ULL << 40))
+        return -1;
+    *out = off.hi << 40 | off.lo;
+    return 0;
+}
+
 const sort_source_ops sort_src_file = {
     .name = "file",
     .open = src_file_open,
@@ -332,4 +342,5 @@ const sort_source_ops sort_src_file = {
     .commit = src_file_commit,
     .committed = src_file_committed,
     .close = src_file_close,
+    .off64 = src_file_off64,
 };

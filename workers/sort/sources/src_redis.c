@@ -21,8 +21,10 @@
  * id, so a pack the producer sends again after a crash (a new entry with
  * the same records) is dropped by the write stage like any replay. Every
  * delivered entry is remembered (id, partition, last record offset) until
- * commit(partition, next) finds last < next: then it is acknowledged, one
- * XACK per pack, many ids per command. A pack that does not decode is one
+ * commit(partition, next) finds last < next: then it is acknowledged and
+ * deleted (XACK and XDEL in one script, many ids per call), so the
+ * stream's length is the number of packs not yet landed, which a hand-off
+ * producer bounds. A pack that does not decode is one
  * `frame` reject (partition 0, offset 0), acknowledged with partition 0's
  * next commit, as is an empty pack with its partition's.
  *
@@ -194,8 +196,8 @@ static orr_status src_redis_open(const sort_spec *spec, const sort_source_env *e
     r->base.ops = &sort_src_redis;
     r->spec = spec;
     if (spec->source.packs) {
-        r->ack_argv = calloc(3 + RD_ACK_CHUNK, sizeof *r->ack_argv);
-        r->ack_lens = calloc(3 + RD_ACK_CHUNK, sizeof *r->ack_lens);
+        r->ack_argv = calloc(5 + RD_ACK_CHUNK, sizeof *r->ack_argv);
+        r->ack_lens = calloc(5 + RD_ACK_CHUNK, sizeof *r->ack_lens);
         r->ack_ids = calloc(RD_ACK_CHUNK, sizeof *r->ack_ids);
         if (!r->ack_argv || !r->ack_lens || !r->ack_ids)
             abort();
@@ -234,21 +236,29 @@ static int rd_parse_id(const char *s, sort_off *o)
     return *end == 0 ? 0 : -1;
 }
 
-/* XACK the n entry ids staged in r->ack_ids (n <= RD_ACK_CHUNK). */
+/* Acknowledge and delete the n entry ids staged in r->ack_ids (n <=
+ * RD_ACK_CHUNK) in one script, so a crash cannot leave an acknowledged
+ * pack in the stream: the stream then holds only packs not yet landed,
+ * which is what a hand-off producer's flow control counts. */
+static const char ack_del_script[] = "redis.call('XACK', KEYS[1], ARGV[1], unpack(ARGV, 2))\n"
+                                     "return redis.call('XDEL', KEYS[1], unpack(ARGV, 2))\n";
+
 static orr_status rd_ack_ids(src_redis *r, size_t n, orr_err *err)
 {
     if (n == 0)
         return ORR_OK;
-    r->ack_argv[0] = "XACK";
-    r->ack_argv[1] = r->spec->source.key;
-    r->ack_argv[2] = r->spec->source.group;
-    for (size_t i = 0; i < 3; i++)
+    r->ack_argv[0] = "EVAL";
+    r->ack_argv[1] = ack_del_script;
+    r->ack_argv[2] = "1";
+    r->ack_argv[3] = r->spec->source.key;
+    r->ack_argv[4] = r->spec->source.group;
+    for (size_t i = 0; i < 5; i++)
         r->ack_lens[i] = strlen(r->ack_argv[i]);
     for (size_t i = 0; i < n; i++) {
-        r->ack_argv[3 + i] = r->ack_ids[i];
-        r->ack_lens[3 + i] = strlen(r->ack_ids[i]);
+        r->ack_argv[5 + i] = r->ack_ids[i];
+        r->ack_lens[5 + i] = strlen(r->ack_ids[i]);
     }
-    redisReply *rep = redisCommandArgv(r->c, (int)(3 + n), r->ack_argv, r->ack_lens);
+    redisReply *rep = redisCommandArgv(r->c, (int)(5 + n), r->ack_argv, r->ack_lens);
     if (!rep) {
         orr_status rc = orr_err_set(err, ORR_EUNAVAIL, "redis", "XACK %s:%d: %s", r->host, r->port,
                                     r->c->errstr[0] ? r->c->errstr : "connection lost");
@@ -522,6 +532,24 @@ static sort_off src_redis_committed(sort_source *s, uint32_t partition)
     return r->committed;
 }
 
+/* Entry ids: milliseconds in the top 44 bits (until the year 2527), the
+ * sequence in the low 20 (a million entries in one millisecond). Packs: the
+ * record offsets the producer gave (hi is 0). */
+static int src_redis_off64(const sort_source *s, sort_off off, uint64_t *out)
+{
+    const src_redis *r = (const src_redis *)s;
+    if (r->spec->source.packs) {
+        if (off.hi != 0)
+            return -1;
+        *out = off.lo;
+        return 0;
+    }
+    if (off.hi >= (1ULL << 44) || off.lo >= (1ULL << 20))
+        return -1;
+    *out = off.hi << 20 | off.lo;
+    return 0;
+}
+
 const sort_source_ops sort_src_redis = {
     .name = "redis",
     .open = src_redis_open,
@@ -529,4 +557,5 @@ const sort_source_ops sort_src_redis = {
     .commit = src_redis_commit,
     .committed = src_redis_committed,
     .close = src_redis_close,
+    .off64 = src_redis_off64,
 };

@@ -1,0 +1,189 @@
+#!/usr/bin/env bash
+# sort_handoff.sh SORTD SORT_GEN SORT_XADD - the two-stage pipeline across
+# processes against a real Redis (ORRERY_REDIS=host:port, from the test
+# stack):
+#
+#   raw records (Redis stream) -> sortd (parse stage, sinks.handoff)
+#       -> packs on "<key>.0", "<key>.1" -> sortd --handoff-stream 0 | 1
+#
+# While records arrive, one of the three processes is killed with SIGKILL
+# at a random moment and restarted, several times. A write stage is also
+# paused (SIGSTOP) for a while: the parse stage must stop adding once its
+# stream holds max_packs (flow control), and go on when it resumes.
+# At the end every record must have landed exactly once (count, unique ids,
+# id checksum, `lzop -t`), nothing may be pending on any stream, each
+# stream must be empty (landed packs are deleted), and every _CHECK must
+# list exactly the files of its folder with their sum (one owner per unit).
+# A spec with a hand-off and files on, and a bad --handoff-stream, are
+# refused naming the field.
+set -euo pipefail
+SORTD=$1
+GEN=$2
+XADD=$3
+. "$(dirname "$0")/sort_lib.sh"
+
+[ -n "${ORRERY_REDIS:-}" ] || fail "ORRERY_REDIS is not set (start the stack: deploy/stack.sh start redis)"
+HOST=${ORRERY_REDIS%:*}
+PORT=${ORRERY_REDIS##*:}
+rcli() { redis-cli -h "$HOST" -p "$PORT" "$@"; }
+rcli PING | grep -q PONG || fail "Redis at $ORRERY_REDIS does not answer"
+
+N=${SORT_HANDOFF_RECORDS:-60000}
+ROUNDS=${SORT_HANDOFF_ROUNDS:-6}
+FIRST=$((N * 6 / 10))
+RAW="orr-it-ho-raw-$$"
+HK="orr-it-ho-$$"
+MAXP=20
+T=$(mktemp -d /tmp/sort-handoff.XXXXXX)
+declare -A pid=()
+cleanup() {
+    for k in "${!pid[@]}"; do
+        kill -CONT "${pid[$k]}" 2>/dev/null || true
+        kill -9 "${pid[$k]}" 2>/dev/null || true
+    done
+    rcli DEL "$RAW" "$HK.0" "$HK.1" >/dev/null 2>&1 || true
+    rm -rf "$T"
+}
+trap cleanup EXIT
+[ -n "${SORT_KEEP:-}" ] && trap - EXIT
+
+"$GEN" --out "$T/in" --records "$N" --files 3 --ifaces 11 --span 10800 >/dev/null
+cat >"$T/spec.json" <<JSON
+{"name": "ho", "business": "bh",
+ "source": {"type": "redis", "address": "$ORRERY_REDIS", "key": "$RAW", "group": "parse",
+            "consumer": "p1", "batch": 500, "block_ms": 100},
+ "format": {"type": "delimited", "delimiter": "|",
+            "fields": ["id", "ts", "iface", "user", "h", "m", "path", "st", "n", "ua"]},
+ "interface": {"field": "iface"},
+ "time": {"field": "ts", "format": "epoch_s"},
+ "bucket": "hour",
+ "split": {"if2": 3},
+ "output": {"roll_size": 131072, "roll_age_ms": 300},
+ "check": {"clock": "data", "grace_ms": 0},
+ "sinks": {"files": false,
+           "handoff": {"key": "$HK", "streams": 2, "max_packs": $MAXP, "flush_ms": 50,
+                       "pack_size": 16384}}}
+JSON
+export ORRERY_SORT_WORK_DIR=$T/work ORRERY_SORT_STATE_DIR=$T/state
+export ORRERY_SORT_BLOB_ROOT=file://$T/blob ORRERY_SORT_PACKS=8 ORRERY_LOG_LEVEL=info
+export ORRERY_SORT_REDIS=$ORRERY_REDIS # the hand-off streams (the spec names no address)
+
+# --- refusals --------------------------------------------------------------
+sed 's/"files": false/"files": true/' "$T/spec.json" >"$T/bad.json"
+if "$SORTD" check-spec "$T/bad.json" >"$T/bad.out" 2>&1; then fail "files + handoff accepted"; fi
+grep -q 'sinks.handoff' "$T/bad.out" || fail "files + handoff refusal does not name the field: $(cat "$T/bad.out")"
+st=0
+"$SORTD" run --stream "$T/spec.json" --handoff-stream 2 >/dev/null 2>"$T/bad.err" || st=$?
+[ "$st" = 2 ] || fail "--handoff-stream 2 of 2 streams: exit $st, expected 2"
+grep -q -- '--handoff-stream' "$T/bad.err" || fail "bad stream index not named: $(cat "$T/bad.err")"
+
+# --- the run ---------------------------------------------------------------
+landed() {
+    find "$T/blob" -name 'part-*.lzo' 2>/dev/null | sed 's/.*-n\([0-9]*\)\.lzo$/\1/' |
+        awk '{ s += $1 } END { print s + 0 }'
+}
+ginfo() { # ginfo KEY GROUP FIELD
+    rcli XINFO GROUPS "$1" 2>/dev/null |
+        awk -v g="$2" -v k="$3" '$0 == "name" { getline; cur = $0 } cur == g && prev == k { print; exit } { prev = $0 }'
+}
+declare -A runs=()
+start() { # start p|w0|w1
+    local who=$1 args=()
+    runs[$who]=$((${runs[$who]:-0} + 1))
+    [ "$who" = p ] || args=(--handoff-stream "${who#w}")
+    local log="$T/err.$who.${runs[$who]}"
+    "$SORTD" run --stream "$T/spec.json" "${args[@]}" >"$T/out.$who.${runs[$who]}" 2>"$log" &
+    pid[$who]=$!
+    for _ in $(seq 1 300); do
+        grep -q 'msg="stream started"' "$log" 2>/dev/null && return 0
+        kill -0 "${pid[$who]}" 2>/dev/null || fail "sortd $who died: $(cat "$log")"
+        sleep 0.1
+    done
+    fail "sortd $who did not start"
+}
+stop_term() { # stop_term WHO: SIGTERM, must exit 0
+    local who=$1 st=0
+    kill -TERM "${pid[$who]}"
+    wait "${pid[$who]}" || st=$?
+    unset "pid[$who]"
+    [ "$st" = 0 ] || fail "sortd $who exited $st after SIGTERM: $(cat "$T/err.$who.${runs[$who]}")"
+}
+
+"$XADD" --redis "$ORRERY_REDIS" --key "$RAW" --in "$T/in" --records "$FIRST" --seconds 60 >/dev/null
+start p
+start w0
+start w1
+
+# Flow control: with write stage 1 paused, stream 1 stops growing at about
+# max_packs (one flush may add a pack per unit it holds: 2 hours x 11
+# interfaces at most), and the parse stage counts the waits.
+kill -STOP "${pid[w1]}"
+sleep 2.5
+peak=$(rcli XLEN "$HK.1")
+sleep 0.5
+peak2=$(rcli XLEN "$HK.1")
+kill -CONT "${pid[w1]}"
+echo "stream 1 held $peak then $peak2 packs while its write stage was paused (max_packs $MAXP)"
+[ "$peak2" -ge "$MAXP" ] || fail "stream 1 did not fill up to max_packs while paused ($peak2)"
+[ "$peak2" -le $((MAXP + 40)) ] || fail "stream 1 grew to $peak2 packs: flow control did not pause the parse stage"
+[ "$peak2" -le $((peak + 1)) ] || fail "stream 1 kept growing ($peak -> $peak2) while full"
+
+added=0
+for round in $(seq 1 "$ROUNDS"); do
+    sleep "0.$((RANDOM % 7 + 2))"
+    who=$(echo p w0 w1 | tr ' ' '\n' | shuf -n 1)
+    kill -9 "${pid[$who]}"
+    wait "${pid[$who]}" 2>/dev/null || true
+    unset "pid[$who]"
+    echo "round $round: killed $who; $(landed) records landed"
+    if [ "$added" = 0 ] && [ "$round" -ge $((ROUNDS / 2)) ]; then
+        "$XADD" --redis "$ORRERY_REDIS" --key "$RAW" --in "$T/in" --skip "$FIRST" --seconds 60 >/dev/null
+        added=1
+    fi
+    start "$who"
+done
+[ "$added" = 1 ] || "$XADD" --redis "$ORRERY_REDIS" --key "$RAW" --in "$T/in" --skip "$FIRST" --seconds 60 >/dev/null
+
+done_all() {
+    [ "$(landed)" -ge "$N" ] || return 1
+    [ "$(ginfo "$RAW" parse pending)" = 0 ] || return 1
+    [ "$(ginfo "$RAW" parse lag)" = 0 ] || return 1
+    [ "$(rcli XLEN "$HK.0")" = 0 ] && [ "$(rcli XLEN "$HK.1")" = 0 ]
+}
+for _ in $(seq 1 600); do
+    done_all && break
+    sleep 0.2
+done
+stop_term p
+stop_term w0
+stop_term w1
+echo "parse stage: $(cat "$T/out.p.${runs[p]}")"
+verify_landed "$T/blob" "$N" nocheck
+for k in "$HK.0" "$HK.1"; do
+    [ "$(rcli XLEN "$k")" = 0 ] || fail "$k still holds $(rcli XLEN "$k") packs"
+    [ "$(ginfo "$k" sortd-write pending)" = 0 ] || fail "$k has packs pending"
+done
+[ "$(ginfo "$RAW" parse pending)" = 0 ] || fail "raw entries still pending after the last commit"
+waits=$(cat "$T"/out.p.* | /usr/bin/python3 -c 'import sys, json; print(sum(json.loads(l).get("handoff_waits", 0) for l in sys.stdin if l.strip()))')
+[ "$waits" -gt 0 ] || fail "the parse stage never waited for room (handoff_waits=0)"
+
+# One owner per unit: each _CHECK lists exactly its folder's files and their sum.
+/usr/bin/python3 - "$T/blob" <<'PY' || fail "a _CHECK does not match its folder"
+import json, os, re, sys
+root, bad, units = sys.argv[1], 0, 0
+for d, _, files in os.walk(root):
+    if "_CHECK" not in files:
+        continue
+    units += 1
+    c = json.load(open(os.path.join(d, "_CHECK")))
+    parts = sorted(f for f in files if f.startswith("part-") and f.endswith(".lzo"))
+    listed = sorted(f["name"] for f in c["files"])
+    total = sum(int(re.search(r"-n(\d+)\.lzo$", f).group(1)) for f in parts)
+    if listed != parts or c["total"] != total:
+        print(f"{d}: _CHECK lists {len(listed)} files / {c['total']} records, "
+              f"folder has {len(parts)} / {total}", file=sys.stderr)
+        bad += 1
+print(f"{units} units reconciled, {bad} mismatched")
+sys.exit(1 if bad or units == 0 else 0)
+PY
+echo "PASS sort_handoff (kills: $ROUNDS, parse-stage waits: $waits)"

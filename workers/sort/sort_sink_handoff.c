@@ -1,0 +1,442 @@
+/* sort_sink_handoff.c - packs per unit to the write stages' Redis streams (see
+ * sort_sink_handoff.h). */
+#include "sort_sink_handoff.h"
+
+#include <hiredis/hiredis.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "orr_buf.h"
+#include "orr_log.h"
+#include "orr_pack.h"
+#include "sort_unit.h"
+
+#define HO_WAIT_MS 20
+#define HO_SPARE   4096 /* idle builders kept for reuse */
+#define HO_KEY_MAX (SORT_NAME_MAX + 24)
+
+/* One (unit, partition) with records since the last flush. */
+typedef struct ho_slot {
+    uint64_t hash; /* unit hash */
+    int64_t bucket;
+    uint32_t partition;
+    int stream;
+    orr_pack_builder *b;
+} ho_slot;
+
+struct sort_handoff {
+    const sort_spec *spec;
+    const sort_source *src;
+    redisContext *c;
+    char host[256];
+    int port;
+    char **keys; /* "<key>.<i>" */
+    size_t nstreams;
+
+    ho_slot *slots; /* open addressing, cap a power of two */
+    size_t cap, used;
+    orr_pack_builder **spare;
+    size_t nspare;
+
+    orr_buf enc;         /* one encoded pack */
+    size_t replies;      /* XADDs sent, replies not read yet */
+    uint64_t *added;     /* per stream: packs sent since the last length check */
+    uint64_t *len;       /* per stream: length when last read */
+    size_t buffered;     /* raw bytes in open packs */
+    int64_t dirty_since; /* monotonic ms of the first advance since a flush; -1: none */
+    uint64_t pend_records;
+
+    sort_off routed[SORT_MAX_PARTITIONS], safe[SORT_MAX_PARTITIONS];
+    uint8_t has_routed[SORT_MAX_PARTITIONS], has_safe[SORT_MAX_PARTITIONS];
+    sort_handoff_counts n;
+    int broken;  /* a pack may be lost: nothing may become safe any more */
+    int stopped; /* stopped while waiting for room: nothing may become safe */
+    volatile sig_atomic_t *stop;
+};
+
+static int64_t ho_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static orr_status ho_lost(sort_handoff *h, const char *what, orr_err *err)
+{
+    orr_status rc = orr_err_set(err, ORR_EUNAVAIL, "redis", "%s %s:%d: %s", what, h->host, h->port,
+                                h->c && h->c->errstr[0] ? h->c->errstr : "connection lost");
+    if (h->c)
+        redisFree(h->c);
+    h->c = NULL;
+    if (h->replies > 0)
+        h->broken = 1; /* sent packs whose fate is unknown */
+    h->replies = 0;
+    return rc;
+}
+
+static orr_status ho_connect(sort_handoff *h, orr_err *err)
+{
+    if (h->c)
+        return ORR_OK;
+    struct timeval tv = {2, 0};
+    h->c = redisConnectWithTimeout(h->host, h->port, tv);
+    if (!h->c || h->c->err)
+        return ho_lost(h, "connect", err);
+    struct timeval io = {30, 0};
+    redisSetTimeout(h->c, io);
+    return ORR_OK;
+}
+
+/* Read every outstanding XADD reply. */
+static orr_status ho_read_replies(sort_handoff *h, orr_err *err)
+{
+    orr_status rc = ORR_OK;
+    while (h->replies > 0) {
+        redisReply *rep = NULL;
+        if (redisGetReply(h->c, (void **)&rep) != REDIS_OK || !rep)
+            return ho_lost(h, "XADD", err);
+        h->replies--;
+        if (rep->type == REDIS_REPLY_ERROR && rc == ORR_OK) {
+            rc = orr_err_set(err, ORR_EIO, "redis", "XADD refused: %s", rep->str);
+            h->broken = 1;
+        }
+        freeReplyObject(rep);
+    }
+    return rc;
+}
+
+static orr_status ho_room(sort_handoff *h, const uint8_t *want, orr_err *err);
+
+/* Encode the slot's pack and queue its XADD; the builder is emptied. When
+ * the stream may be full (its length when last read plus what was added
+ * since reaches max_packs), first wait for room. */
+static orr_status ho_send(sort_handoff *h, ho_slot *s, orr_err *err)
+{
+    orr_status rc = ho_connect(h, err);
+    if (rc != ORR_OK)
+        return rc;
+    if ((int64_t)(h->len[s->stream] + h->added[s->stream]) >= h->spec->sinks.ho_max_packs) {
+        uint8_t want[SORT_MAX_HANDOFF] = {0};
+        want[s->stream] = 1;
+        if ((rc = ho_read_replies(h, err)) != ORR_OK || (rc = ho_room(h, want, err)) != ORR_OK)
+            return rc;
+    }
+    orr_buf_reset(&h->enc);
+    if ((rc = orr_pack_encode(s->b, &h->enc, err)) != ORR_OK)
+        return rc;
+    const char *argv[5] = {"XADD", h->keys[s->stream], "*", "r", h->enc.data};
+    size_t lens[5] = {4, strlen(h->keys[s->stream]), 1, 1, h->enc.len};
+    if (redisAppendCommandArgv(h->c, 5, argv, lens) != REDIS_OK) {
+        h->broken = 1;
+        return ho_lost(h, "XADD", err);
+    }
+    h->replies++;
+    h->added[s->stream]++;
+    h->n.records += s->b->count;
+    h->n.packs++;
+    h->n.bytes += h->enc.len;
+    h->buffered -= orr_pack_raw_len(s->b);
+    orr_pack_builder_reset(s->b, NULL, 0, s->partition, err);
+    return ORR_OK;
+}
+
+orr_status sort_handoff_open(const sort_spec *spec, const char *default_addr,
+                             const sort_source *src, volatile sig_atomic_t *stop,
+                             sort_handoff **out, orr_err *err)
+{
+    *out = NULL;
+    const char *addr = spec->sinks.ho_address ? spec->sinks.ho_address : default_addr;
+    const char *colon = addr ? strrchr(addr, ':') : NULL;
+    if (!colon || colon == addr || (size_t)(colon - addr) >= 256 || atoi(colon + 1) <= 0)
+        return orr_err_set(err, ORR_EINVAL, "spec.sinks.handoff.address",
+                           "must be host:port (got %s)", addr ? addr : "nothing");
+    sort_handoff *h = calloc(1, sizeof *h);
+    if (!h)
+        abort();
+    h->spec = spec;
+    h->src = src;
+    h->stop = stop;
+    snprintf(h->host, sizeof h->host, "%.*s", (int)(colon - addr), addr);
+    h->port = atoi(colon + 1);
+    h->nstreams = (size_t)spec->sinks.ho_streams;
+    h->keys = calloc(h->nstreams, sizeof *h->keys);
+    h->added = calloc(h->nstreams, sizeof *h->added);
+    h->len = calloc(h->nstreams, sizeof *h->len);
+    h->cap = 1024;
+    h->slots = calloc(h->cap, sizeof *h->slots);
+    h->spare = calloc(HO_SPARE, sizeof *h->spare);
+    if (!h->keys || !h->added || !h->len || !h->slots || !h->spare)
+        abort();
+    for (size_t i = 0; i < h->nstreams; i++) {
+        size_t n = strlen(spec->sinks.ho_key) + 24;
+        h->keys[i] = malloc(n);
+        if (!h->keys[i])
+            abort();
+        snprintf(h->keys[i], n, "%s.%zu", spec->sinks.ho_key, i);
+    }
+    h->dirty_since = -1;
+    orr_status rc = ho_connect(h, err);
+    if (rc == ORR_OK) {
+        redisReply *rep = redisCommand(h->c, "PING");
+        if (!rep)
+            rc = ho_lost(h, "PING", err);
+        else
+            freeReplyObject(rep);
+    }
+    if (rc != ORR_OK) {
+        sort_handoff_close(h);
+        return rc;
+    }
+    ORR_INFO("hand-off to write stages",
+             "stream=%s redis=%s:%d key=%s streams=%zu max_packs=%" PRId64, spec->name, h->host,
+             h->port, spec->sinks.ho_key, h->nstreams, spec->sinks.ho_max_packs);
+    *out = h;
+    return ORR_OK;
+}
+
+static void ho_grow(sort_handoff *h)
+{
+    size_t ncap = h->cap * 2;
+    ho_slot *ns = calloc(ncap, sizeof *ns);
+    if (!ns)
+        abort();
+    for (size_t i = 0; i < h->cap; i++) {
+        ho_slot *s = &h->slots[i];
+        if (!s->b)
+            continue;
+        size_t j = (size_t)(s->hash ^ s->partition * 0x9E3779B97F4A7C15ULL) & (ncap - 1);
+        while (ns[j].b)
+            j = (j + 1) & (ncap - 1);
+        ns[j] = *s;
+    }
+    free(h->slots);
+    h->slots = ns;
+    h->cap = ncap;
+}
+
+/* The slot of (unit, partition), created empty if new. */
+static ho_slot *ho_slot_of(sort_handoff *h, uint64_t hash, const char *iface, size_t len,
+                           int64_t bucket, uint32_t partition, orr_err *err)
+{
+    if ((h->used + 1) * 4 > h->cap * 3)
+        ho_grow(h);
+    size_t j = (size_t)(hash ^ partition * 0x9E3779B97F4A7C15ULL) & (h->cap - 1);
+    for (;; j = (j + 1) & (h->cap - 1)) {
+        ho_slot *s = &h->slots[j];
+        if (!s->b)
+            break;
+        if (s->hash == hash && s->bucket == bucket && s->partition == partition &&
+            s->b->key_len > 0 && memcmp(s->b->key, iface, len) == 0 && s->b->key[len] == '@')
+            return s;
+    }
+    ho_slot *s = &h->slots[j];
+    char key[HO_KEY_MAX];
+    int kl = snprintf(key, sizeof key, "%.*s@%" PRId64, (int)len, iface, bucket);
+    orr_pack_builder *b = h->nspare ? h->spare[--h->nspare] : calloc(1, sizeof *b);
+    if (!b)
+        abort();
+    orr_status rc = b->key_len ? orr_pack_builder_reset(b, key, (size_t)kl, partition, err)
+                               : orr_pack_builder_init(b, key, (size_t)kl, partition, err);
+    if (rc != ORR_OK) {
+        if (h->nspare < HO_SPARE)
+            h->spare[h->nspare++] = b;
+        else {
+            orr_pack_builder_free(b);
+            free(b);
+        }
+        return NULL;
+    }
+    b->flags = ORR_PACK_F_OFFSETS; /* a unit's records are sparse in the partition */
+    s->hash = hash;
+    s->bucket = bucket;
+    s->partition = partition;
+    s->stream = (int)sort_unit_stage_of(hash, (int64_t)h->nstreams);
+    s->b = b;
+    h->used++;
+    return s;
+}
+
+orr_status sort_handoff_add(sort_handoff *h, const char *iface, size_t iface_len,
+                            int64_t bucket_start, uint32_t partition, sort_off off, const char *rec,
+                            size_t len, orr_err *err)
+{
+    uint64_t o;
+    if (h->broken)
+        return orr_err_set(err, ORR_EIO, "handoff",
+                           "a pack may not have reached Redis: the stream must restart");
+    if (h->stopped)
+        return orr_err_set(err, ORR_ECANCELLED, "handoff", "stopped while waiting for room");
+    if (sort_source_off64(h->src, off, &o) != 0) {
+        char ob[SORT_OFF_MAX];
+        return orr_err_set(err, ORR_EINVAL, "offset",
+                           "source position %s of partition %u cannot be carried by a pack",
+                           sort_off_fmt(off, ob), partition);
+    }
+    uint64_t hash = sort_unit_hash(iface, iface_len, bucket_start);
+    ho_slot *s = ho_slot_of(h, hash, iface, iface_len, bucket_start, partition, err);
+    if (!s)
+        return err->code;
+    size_t before = orr_pack_raw_len(s->b);
+    orr_status rc = orr_pack_add(s->b, o, rec, len, err);
+    if (rc == ORR_ETOOBIG && s->b->count > 0) { /* full: send it, start again */
+        if ((rc = ho_send(h, s, err)) != ORR_OK)
+            return rc;
+        before = 0;
+        rc = orr_pack_add(s->b, o, rec, len, err);
+    }
+    if (rc != ORR_OK)
+        return rc;
+    h->buffered += orr_pack_raw_len(s->b) - before;
+    h->pend_records++;
+    if ((int64_t)orr_pack_raw_len(s->b) >= h->spec->sinks.ho_pack_bytes)
+        return ho_send(h, s, err);
+    return ORR_OK;
+}
+
+void sort_handoff_advance(sort_handoff *h, uint32_t partition, sort_off next)
+{
+    if (partition >= SORT_MAX_PARTITIONS)
+        return;
+    if (!h->has_routed[partition] || sort_off_cmp(next, h->routed[partition]) > 0) {
+        h->routed[partition] = next;
+        h->has_routed[partition] = 1;
+    }
+    if (h->dirty_since < 0)
+        h->dirty_since = ho_now_ms();
+}
+
+int sort_handoff_due(const sort_handoff *h, int64_t now_ms)
+{
+    if (h->dirty_since < 0)
+        return 0;
+    if (h->buffered >= SORT_HANDOFF_BUFFER || h->replies >= 1024)
+        return 1;
+    return now_ms == 0 || now_ms - h->dirty_since >= h->spec->sinks.ho_flush_ms;
+}
+
+/* Wait until every stream we are about to add to has room. */
+static orr_status ho_room(sort_handoff *h, const uint8_t *want, orr_err *err)
+{
+    int waited = 0;
+    for (;;) {
+        orr_status rc = ho_connect(h, err);
+        if (rc != ORR_OK)
+            return rc;
+        for (size_t i = 0; i < h->nstreams; i++) {
+            if (!want[i])
+                continue;
+            const char *argv[2] = {"XLEN", h->keys[i]};
+            if (redisAppendCommandArgv(h->c, 2, argv, NULL) != REDIS_OK)
+                return ho_lost(h, "XLEN", err);
+        }
+        int full = 0;
+        for (size_t i = 0; i < h->nstreams; i++) {
+            if (!want[i])
+                continue;
+            redisReply *rep = NULL;
+            if (redisGetReply(h->c, (void **)&rep) != REDIS_OK || !rep)
+                return ho_lost(h, "XLEN", err);
+            h->len[i] = rep->type == REDIS_REPLY_INTEGER ? (uint64_t)rep->integer : 0;
+            freeReplyObject(rep);
+            h->added[i] = 0;
+            if ((int64_t)h->len[i] >= h->spec->sinks.ho_max_packs)
+                full = 1;
+        }
+        if (!full)
+            return ORR_OK;
+        if (h->stop && *h->stop) {
+            h->stopped = 1; /* records were advanced past but not sent */
+            return orr_err_set(err, ORR_ECANCELLED, "handoff", "stopped while waiting for room");
+        }
+        if (!waited) {
+            h->n.waits++;
+            waited = 1;
+        }
+        struct timespec ts = {0, HO_WAIT_MS * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+}
+
+orr_status sort_handoff_flush(sort_handoff *h, orr_err *err)
+{
+    if (h->broken)
+        return orr_err_set(err, ORR_EIO, "handoff",
+                           "a pack may not have reached Redis: the stream must restart");
+    if (h->stopped)
+        return orr_err_set(err, ORR_ECANCELLED, "handoff", "stopped while waiting for room");
+    if (h->dirty_since < 0)
+        return ORR_OK;
+    sort_off upto[SORT_MAX_PARTITIONS];
+    uint8_t has[SORT_MAX_PARTITIONS];
+    memcpy(upto, h->routed, sizeof upto);
+    memcpy(has, h->has_routed, sizeof has);
+    orr_status rc = ORR_OK;
+    for (size_t i = 0; i < h->cap; i++) {
+        ho_slot *s = &h->slots[i];
+        if (!s->b)
+            continue;
+        if (s->b->count > 0 && (rc = ho_send(h, s, err)) != ORR_OK)
+            return rc;
+        if (h->nspare < HO_SPARE) {
+            h->spare[h->nspare++] = s->b;
+        } else {
+            orr_pack_builder_free(s->b);
+            free(s->b);
+        }
+        s->b = NULL;
+    }
+    h->used = 0;
+    if ((rc = ho_read_replies(h, err)) != ORR_OK)
+        return rc;
+    for (uint32_t p = 0; p < SORT_MAX_PARTITIONS; p++)
+        if (has[p]) {
+            h->safe[p] = upto[p];
+            h->has_safe[p] = 1;
+        }
+    h->buffered = 0;
+    h->pend_records = 0;
+    h->dirty_since = -1;
+    return ORR_OK;
+}
+
+int sort_handoff_safe(const sort_handoff *h, uint32_t partition, sort_off *out)
+{
+    if (partition >= SORT_MAX_PARTITIONS || !h->has_safe[partition])
+        return 0;
+    *out = h->safe[partition];
+    return 1;
+}
+
+void sort_handoff_get_counts(const sort_handoff *h, sort_handoff_counts *out)
+{
+    *out = h->n;
+}
+
+void sort_handoff_close(sort_handoff *h)
+{
+    if (!h)
+        return;
+    if (h->c)
+        redisFree(h->c);
+    for (size_t i = 0; i < h->cap; i++)
+        if (h->slots[i].b) {
+            orr_pack_builder_free(h->slots[i].b);
+            free(h->slots[i].b);
+        }
+    for (size_t i = 0; i < h->nspare; i++) {
+        orr_pack_builder_free(h->spare[i]);
+        free(h->spare[i]);
+    }
+    for (size_t i = 0; i < h->nstreams && h->keys; i++)
+        free(h->keys[i]);
+    free(h->keys);
+    free(h->added);
+    free(h->len);
+    free(h->slots);
+    free(h->spare);
+    orr_buf_free(&h->enc);
+    free(h);
+}

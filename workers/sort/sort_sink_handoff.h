@@ -1,0 +1,95 @@
+/*
+ * sort_sink_handoff.h - the parse stage's hand-off: parsed and routed
+ * records leave this process as packs (lib/orr_pack.h: records of one unit,
+ * Snappy-compressed, with their source offsets) on Redis streams, one per
+ * write stage, for `sortd run --handoff-stream I` to land.
+ *
+ *   source -> parse + route -> [hand-off sink] --XADD--> "<key>.<i>"
+ *                                      i = unit hash mod streams
+ *
+ * Call order (pipeline thread only):
+ *   open -> { add / advance ... ; due? -> flush ; safe } ... -> flush -> close
+ *
+ * Packs. A unit goes to stream sort_unit_stage_of(unit hash, streams)
+ * (sort_unit.h). Each (unit, source partition) gets a pack builder; a record is
+ * appended with its source offset as one number (sort_source_off64). Every
+ * split of a unit goes to the same stream, so one write stage owns the
+ * whole unit and its _CHECK. A pack is sent (XADD, pipelined) when it
+ * reaches pack_size; flush sends every partial pack and reads every reply.
+ *
+ * Exactly-once. advance() notes the source position after each entry;
+ * flush() remembers that position as the partition's safe position only
+ * once every pack holding a record before it was accepted by Redis, so the
+ * source is acknowledged only after its records are on the hand-off
+ * streams. If this process dies before that, the source delivers the
+ * records again and they are packed again (cut differently, new entries):
+ * the write stage drops every record at or below what it already routed
+ * for that (unit, split, partition). Within a partition a unit's records
+ * are sent in offset order, which that rule needs. How durable an accepted
+ * XADD is depends on Redis's persistence (appendonly, appendfsync).
+ *
+ * Flow control. The write stage deletes each pack once it has landed
+ * (src_redis.c), so a stream's length is its packs not yet landed. The
+ * sink counts what it added to each stream since it last read its length;
+ * when that reaches max_packs it reads the length again before the next
+ * XADD and, while the stream holds max_packs, waits (20 ms steps, counted
+ * in waits) until the write stage has caught up or *stop is set. So a
+ * stream never holds more than max_packs packs from this process, the
+ * source pauses, and memory stays bounded (buffered records are flushed at
+ * SORT_HANDOFF_BUFFER bytes).
+ */
+#ifndef SORT_SINK_HANDOFF_H
+#define SORT_SINK_HANDOFF_H
+
+#include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "orr_status.h"
+#include "sort_source.h"
+#include "sort_spec.h"
+
+#define SORT_HANDOFF_BUFFER (16u << 20) /* raw bytes buffered before a flush */
+
+typedef struct sort_handoff sort_handoff;
+
+typedef struct sort_handoff_counts {
+    uint64_t packs;   /* packs accepted by Redis */
+    uint64_t records; /* records in them */
+    uint64_t bytes;   /* encoded pack bytes */
+    uint64_t waits;   /* flow-control pauses (a stream held max_packs) */
+} sort_handoff_counts;
+
+/* Connect to spec->sinks.ho_address (or default_addr) and check that the
+ * streams can be written. src gives positions as numbers (it must outlive
+ * the sink); *stop (may be NULL) ends a wait for room. ORR_EUNAVAIL naming
+ * "redis" when Redis cannot be reached. */
+orr_status sort_handoff_open(const sort_spec *spec, const char *default_addr,
+                             const sort_source *src, volatile sig_atomic_t *stop,
+                             sort_handoff **out, orr_err *err);
+/* Append a routed record of unit (iface, bucket_start) read at off of
+ * partition (a full pack is sent, waiting for room). ORR_EINVAL naming
+ * "offset" when the source position cannot be carried by a pack;
+ * ORR_ECANCELLED when *stop was set while waiting for room; ORR_EUNAVAIL/
+ * ORR_EIO when a pack could not be sent. After any of these nothing
+ * becomes safe any more: the stream must stop (and replays). */
+orr_status sort_handoff_add(sort_handoff *h, const char *iface, size_t iface_len,
+                            int64_t bucket_start, uint32_t partition, sort_off off, const char *rec,
+                            size_t len, orr_err *err);
+/* The source position after an entry of partition (routed or not). */
+void sort_handoff_advance(sort_handoff *h, uint32_t partition, sort_off next);
+/* 1 when records wait and the oldest has waited flush_ms, or the buffer
+ * is full. */
+int sort_handoff_due(const sort_handoff *h, int64_t now_ms);
+/* Send every pack (waiting for room) and read every reply; then the
+ * positions advanced so far are safe. ORR_ECANCELLED when *stop was set
+ * while waiting for room; ORR_EUNAVAIL/ORR_EIO on a Redis failure; after
+ * either nothing becomes safe any more. */
+orr_status sort_handoff_flush(sort_handoff *h, orr_err *err);
+/* Safe position of partition: 1 and *out, or 0 if none yet. */
+int sort_handoff_safe(const sort_handoff *h, uint32_t partition, sort_off *out);
+void sort_handoff_get_counts(const sort_handoff *h, sort_handoff_counts *out);
+/* Disconnect and free (unsent records are dropped: they are not safe). */
+void sort_handoff_close(sort_handoff *h);
+
+#endif
