@@ -1,0 +1,129 @@
+#!/usr/bin/env bash
+# tests/bench/sort/handoff.sh [BUILD_DIR] - the two-stage pipeline across
+# processes: SORT_HANDOFF_RECORDS (default 1,000,000) raw delimited records
+# of ~200 bytes over 1,000 units, one record per Redis entry, are read by a
+# parse stage (sortd with sinks.handoff), handed off as packs per unit on
+# SORT_HANDOFF_STREAMS (default 1) Redis streams, and landed by as many
+# write stages (sortd --handoff-stream I) as lzop files (fsync on).
+#
+# The raw stream is filled first (pipelined XADD, not timed); the clock runs
+# from the stages' start until every raw entry is acknowledged, every hand-
+# off stream is empty (each pack landed and deleted) and every record has
+# landed: records/s end to end across both stages. The same records are
+# then run through a single sortd (raw source -> files, the one-process
+# path) on the same machine, and the ratio is printed. Peak RSS of each
+# process is read from /proc. Needs ORRERY_REDIS=host:port
+# (deploy/stack.sh env). Bounded: each wait gives up after
+# SORT_HANDOFF_SECONDS (default 300).
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/../../.." && pwd)
+BUILD=${1:-$ROOT/build}
+N=${SORT_HANDOFF_RECORDS:-1000000}
+NS=${SORT_HANDOFF_STREAMS:-1}
+LIMIT_S=${SORT_HANDOFF_SECONDS:-300}
+T=${SORT_BENCH_DIR:-/tmp/sort-handoff-bench}
+SORTD=$BUILD/bin/sortd
+GEN=$BUILD/bin/sort_gen
+XADD=$BUILD/bin/sort_xadd
+for b in "$SORTD" "$GEN" "$XADD"; do
+    [ -x "$b" ] || { echo "build sortd, sort_gen and sort_xadd in $BUILD first" >&2; exit 2; }
+done
+[ -n "${ORRERY_REDIS:-}" ] || { echo "ORRERY_REDIS is not set (deploy/stack.sh start redis)" >&2; exit 2; }
+HOST=${ORRERY_REDIS%:*}
+PORT=${ORRERY_REDIS##*:}
+rcli() { redis-cli -h "$HOST" -p "$PORT" "$@"; }
+RAW="orr-bench-ho-raw-$$"
+HK="orr-bench-ho-$$"
+pids=()
+cleanup() {
+    for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
+    rcli DEL "$RAW" >/dev/null 2>&1 || true
+    for i in $(seq 0 $((NS - 1))); do rcli DEL "$HK.$i" >/dev/null 2>&1 || true; done
+    rm -rf "$T"
+}
+rm -rf "$T"
+mkdir -p "$T"
+trap cleanup EXIT
+
+"$GEN" --out "$T/in" --records "$N" --files 10 --ifaces 250 --span 14400 >/dev/null
+spec() { # spec NAME GROUP SINKS
+    cat <<JSON
+{"name": "$1", "business": "$1",
+ "source": {"type": "redis", "address": "$ORRERY_REDIS", "key": "$RAW", "group": "$2",
+            "consumer": "c1", "batch": 5000, "block_ms": 50},
+ "format": {"type": "delimited", "delimiter": "|",
+            "fields": ["id", "ts", "iface", "user", "h", "m", "path", "st", "n", "ua"]},
+ "interface": {"field": "iface"},
+ "time": {"field": "ts", "format": "epoch_s"},
+ "bucket": "hour",
+ "output": {"roll_size": 268435456, "roll_age_ms": 1000, "fsync": true},
+ "check": {"clock": "data", "grace_ms": 0}$3}
+JSON
+}
+spec hob two ", \"sinks\": {\"files\": false, \"handoff\": {\"key\": \"$HK\", \"streams\": $NS}}" >"$T/two.json"
+spec hos one "" >"$T/one.json"
+"$XADD" --redis "$ORRERY_REDIS" --key "$RAW" --in "$T/in" --records "$N" --seconds "$LIMIT_S" >/dev/null
+rcli XGROUP CREATE "$RAW" two 0 >/dev/null
+rcli XGROUP CREATE "$RAW" one 0 >/dev/null
+
+ginfo() { # ginfo KEY GROUP FIELD
+    rcli XINFO GROUPS "$1" 2>/dev/null |
+        awk -v g="$2" -v k="$3" '$0 == "name" { getline; cur = $0 } cur == g && prev == k { print; exit } { prev = $0 }'
+}
+landed() {
+    find "$1" -name 'part-*.lzo' 2>/dev/null | sed 's/.*-n\([0-9]*\)\.lzo$/\1/' |
+        awk '{ s += $1 } END { print s + 0 }'
+}
+run_sortd() { # run_sortd TAG SPEC [ARGS...]
+    local tag=$1 spec=$2
+    shift 2
+    ORRERY_SORT_WORK_DIR=$T/work ORRERY_SORT_STATE_DIR=$T/state ORRERY_SORT_BLOB_ROOT=file://$T/blob.${spec%%.*} \
+        ORRERY_SORT_REDIS=$ORRERY_REDIS ORRERY_LOG_LEVEL=warn \
+        "$SORTD" run --stream "$T/$spec" "$@" >"$T/$tag.out" 2>"$T/$tag.err" &
+    pids+=($!)
+}
+wait_until() { # wait_until CMD...: poll, bounded
+    local deadline=$(($(date +%s) + LIMIT_S))
+    until "$@"; do
+        [ "$(date +%s)" -lt "$deadline" ] || { echo "FAIL: not drained in ${LIMIT_S}s" >&2; exit 1; }
+        sleep 0.1
+    done
+}
+rss_of() { awk '/VmHWM/ { printf "%.0f", $2 / 1024 }' "/proc/$1/status"; }
+stop_all() {
+    for p in "${pids[@]}"; do kill -TERM "$p"; done
+    for p in "${pids[@]}"; do wait "$p" || { echo "FAIL: a sortd exited with an error" >&2; exit 1; }; done
+    pids=()
+}
+
+two_done() {
+    [ "$(ginfo "$RAW" two lag)" = 0 ] && [ "$(ginfo "$RAW" two pending)" = 0 ] || return 1
+    for i in $(seq 0 $((NS - 1))); do [ "$(rcli XLEN "$HK.$i")" = 0 ] || return 1; done
+    [ "$(landed "$T/blob.two")" -ge "$N" ]
+}
+t0=$(date +%s.%N)
+run_sortd parse two.json
+for i in $(seq 0 $((NS - 1))); do run_sortd "write$i" two.json --handoff-stream "$i"; done
+wait_until two_done
+t1=$(date +%s.%N)
+rss2=""
+for p in "${pids[@]}"; do rss2="$rss2 $(rss_of "$p")"; done
+stop_all
+[ "$(landed "$T/blob.two")" = "$N" ] || { echo "FAIL: two stages landed $(landed "$T/blob.two") of $N" >&2; exit 1; }
+
+one_done() {
+    [ "$(ginfo "$RAW" one lag)" = 0 ] && [ "$(ginfo "$RAW" one pending)" = 0 ]
+}
+t2=$(date +%s.%N)
+run_sortd single one.json
+wait_until one_done
+t3=$(date +%s.%N)
+rss1=$(rss_of "${pids[0]}")
+stop_all
+[ "$(landed "$T/blob.one")" = "$N" ] || { echo "FAIL: one process landed $(landed "$T/blob.one") of $N" >&2; exit 1; }
+awk -v n="$N" -v ns="$NS" -v a="$t0" -v b="$t1" -v c="$t2" -v d="$t3" -v r2="$rss2" -v r1="$rss1" 'BEGIN {
+    printf "records              %d, one per raw entry, 1,000 units\n", n
+    printf "parse + %d write     %.2f s  %9.0f records/s  peak RSS (MB):%s\n", ns, b - a, n / (b - a), r2
+    printf "one process          %.2f s  %9.0f records/s  peak RSS %d MB\n", d - c, n / (d - c), r1
+    printf "ratio                %.2f (two stages / one process)\n", (d - c) / (b - a)
+}'
