@@ -15,6 +15,8 @@ struct orr_zk {
     char *hosts;
     int timeout_ms;
     int connected;
+    orr_zk_notify notify; /* orr_zk_get_watch */
+    void *notify_ctx;
 };
 
 static void zk_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx)
@@ -26,8 +28,28 @@ static void zk_watcher(zhandle_t *zh, int type, int state, const char *path, voi
         return;
     pthread_mutex_lock(&z->mu);
     z->connected = state == ZOO_CONNECTED_STATE;
+    orr_zk_notify fn = z->connected ? NULL : z->notify; /* watches die with a session */
+    void *fctx = z->notify_ctx;
     pthread_cond_broadcast(&z->cv);
     pthread_mutex_unlock(&z->mu);
+    if (fn)
+        fn(fctx);
+}
+
+/* A node watch fired (changed, deleted, created). */
+static void zk_node_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx)
+{
+    (void)zh;
+    (void)type;
+    (void)state;
+    (void)path;
+    orr_zk *z = ctx;
+    pthread_mutex_lock(&z->mu);
+    orr_zk_notify fn = z->notify;
+    void *fctx = z->notify_ctx;
+    pthread_mutex_unlock(&z->mu);
+    if (fn)
+        fn(fctx);
 }
 
 /* Caller holds mu. Opens a session if there is none (or it expired) and waits. */
@@ -152,6 +174,40 @@ orr_status orr_zk_get(orr_zk *z, const char *path, orr_buf *out, orr_err *err)
     int len = cap;
     rc = zk_map(zoo_get(zh, path, 0, buf, &len, NULL), path, err);
     if (rc == ORR_OK && len > 0)
+        orr_buf_append(out, buf, (size_t)len);
+    free(buf);
+    return rc;
+}
+
+orr_status orr_zk_get_watch(orr_zk *z, const char *path, orr_buf *out, orr_zk_notify fn, void *ctx,
+                            orr_err *err)
+{
+    pthread_mutex_lock(&z->mu);
+    z->notify = fn;
+    z->notify_ctx = ctx;
+    orr_status rc = zk_ensure(z, err);
+    zhandle_t *zh = z->zh;
+    pthread_mutex_unlock(&z->mu);
+    if (rc != ORR_OK)
+        return rc;
+    int cap = 1 << 20;
+    char *buf = malloc((size_t)cap);
+    if (!buf)
+        abort();
+    int len = cap, zrc = ZNONODE;
+    for (int round = 0; round < 3 && zrc == ZNONODE; round++) {
+        len = cap;
+        zrc = zoo_wget(zh, path, zk_node_watcher, z, buf, &len, NULL);
+        if (zrc != ZNONODE)
+            break;
+        zrc = zoo_wexists(zh, path, zk_node_watcher, z, NULL); /* watch for its creation */
+        if (zrc == ZOK)
+            zrc = ZNONODE; /* created meanwhile: read it */
+        else
+            break;
+    }
+    rc = zk_map(zrc, path, err);
+    if (rc == ORR_OK && len > 0 && len <= cap)
         orr_buf_append(out, buf, (size_t)len);
     free(buf);
     return rc;

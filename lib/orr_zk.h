@@ -31,4 +31,15 @@ orr_status orr_zk_children(orr_zk *zk, const char *path, orr_arena *a, char ***n
 /* Data of path appended to out (at most 1 MiB). Same errors. */
 orr_status orr_zk_get(orr_zk *zk, const char *path, orr_buf *out, orr_err *err);
 
+/* Called from a ZooKeeper client thread when a watched node may have
+ * changed: quick, and no call back into the handle. */
+typedef void (*orr_zk_notify)(void *ctx);
+
+/* As orr_zk_get, and leaves a one-shot watch on path: fn(ctx) is called
+ * once the node is changed or deleted (or, after ORR_ENOTFOUND, created),
+ * or when the session is lost; read again to see what changed and to watch
+ * again. One fn/ctx per handle (the last one given wins). */
+orr_status orr_zk_get_watch(orr_zk *zk, const char *path, orr_buf *out, orr_zk_notify fn, void *ctx,
+                            orr_err *err);
+
 #endif

@@ -19,6 +19,8 @@ struct sort_specsrc {
     char where[512];
     char path[SORT_NAME_MAX + 64];
     orr_zk *zk;
+    void (*notify)(void *ctx); /* zk: the node watch's callback */
+    void *notify_ctx;
     orr_rpc_client *rpc;
 };
 
@@ -122,7 +124,8 @@ static orr_status specsrc_fetch_zk(sort_specsrc *s, sort_spec_doc *doc, orr_err 
 {
     orr_buf b = ORR_BUF_INIT;
     json_t *root = NULL;
-    orr_status rc = orr_zk_get(s->zk, s->path, &b, err);
+    orr_status rc = s->notify ? orr_zk_get_watch(s->zk, s->path, &b, s->notify, s->notify_ctx, err)
+                              : orr_zk_get(s->zk, s->path, &b, err);
     if (rc != ORR_OK)
         goto out;
     rc = orr_json_parse(b.data ? b.data : "", b.len, &root, err);
@@ -176,4 +179,10 @@ orr_status sort_specsrc_fetch(sort_specsrc *s, sort_spec_doc *doc, orr_err *err)
     memset(doc, 0, sizeof *doc);
     doc->version = -1;
     return s->kind == 0 ? specsrc_fetch_zk(s, doc, err) : specsrc_fetch_halley(s, doc, err);
+}
+
+void sort_specsrc_on_change(sort_specsrc *s, void (*fn)(void *ctx), void *ctx)
+{
+    s->notify = fn;
+    s->notify_ctx = ctx;
 }

@@ -7,10 +7,12 @@
  *           {"name": N, "version": V, "active": B, "spec": {...}}
  *   halley  GetSortStream(name) -> SortStream{spec_json, active, version}
  *
- * Call order: open -> fetch* -> close, from one thread (the spec watcher).
- * fetch reads the current document each time (sortd polls it: a change is
- * seen within one poll period). The version only grows; a caller applies a
- * document whose version differs from the running one.
+ * Call order: open -> [on_change] -> fetch* -> close, from one thread (the
+ * spec watcher). fetch reads the current document each time; with
+ * on_change, a ZooKeeper fetch also leaves a watch on the node, so a change
+ * is announced at once (Halley has no watch: it is polled). The version
+ * only grows; a caller applies a document whose version differs from the
+ * running one.
  */
 #ifndef SORT_SPECSRC_H
 #define SORT_SPECSRC_H
@@ -44,6 +46,10 @@ orr_status sort_specsrc_open_halley(const char *addr, const char *token, const c
  * when the store cannot be reached; ORR_EINVAL when the document or its spec
  * is bad (err->field names the JSON path, doc->version set when known). */
 orr_status sort_specsrc_fetch(sort_specsrc *s, sort_spec_doc *doc, orr_err *err);
+
+/* fn(ctx) is called (from a ZooKeeper thread: quick, no call into s) when
+ * the node watched by the last fetch may have changed; fetch again. */
+void sort_specsrc_on_change(sort_specsrc *s, void (*fn)(void *ctx), void *ctx);
 
 /* "zk:/orrery/streams/NAME" or "halley:ADDR/NAME", for logs. */
 const char *sort_specsrc_where(const sort_specsrc *s);

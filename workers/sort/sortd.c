@@ -7,8 +7,10 @@
  *   sortd [--config FILE] run --stream-name NAME
  *       the same with the spec published for NAME: from ZooKeeper
  *       (/orrery/streams/NAME, [sort] zookeeper) or else from Halley
- *       (GetSortStream, [sort] halley). A watcher thread polls it every
- *       spec_poll_ms; a new version is applied without a restart: the
+ *       (GetSortStream, [sort] halley). A watcher thread reads it when the
+ *       ZooKeeper watch on the node fires, and every spec_poll_ms as a
+ *       safety net (Halley: the poll alone); a new version is applied
+ *       without a restart: the
  *       running pipeline is stopped (every open unit rolls, lands and is
  *       committed) and one for the new spec starts. A version whose spec does
  *       not parse is logged (naming the field) and the old one keeps running;
@@ -34,6 +36,7 @@
  * Settings ([sort] section, or ORRERY_SORT_<KEY>) are listed by --help and
  * in docs/sort.md.
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <signal.h>
@@ -260,7 +263,18 @@ typedef struct sortd_watch {
     sort_spec_doc next; /* a newer document to apply */
     int has_next;
     int quit;
+    int poked; /* the ZooKeeper watch fired: look now */
 } sortd_watch;
+
+/* The spec source's change callback (a ZooKeeper thread). */
+static void sortd_watch_poke(void *ctx)
+{
+    sortd_watch *w = ctx;
+    pthread_mutex_lock(&w->mu);
+    w->poked = 1;
+    pthread_cond_broadcast(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+}
 
 static void sortd_deadline(struct timespec *ts, int ms)
 {
@@ -313,14 +327,16 @@ static void *sortd_watch_main(void *arg)
     sortd_watch *w = arg;
     pthread_mutex_lock(&w->mu);
     while (!w->quit) {
+        w->poked = 0;
         pthread_mutex_unlock(&w->mu);
         orr_err err;
         sortd_watch_poll(w, &err);
         pthread_mutex_lock(&w->mu);
         struct timespec ts;
         sortd_deadline(&ts, w->poll_ms);
-        if (!w->quit)
-            pthread_cond_timedwait(&w->cv, &w->mu, &ts);
+        while (!w->quit && !w->poked)
+            if (pthread_cond_timedwait(&w->cv, &w->mu, &ts) == ETIMEDOUT)
+                break;
     }
     pthread_mutex_unlock(&w->mu);
     return NULL;
@@ -381,6 +397,7 @@ static int sortd_run_named(orr_config *cfg, const char *name)
     }
     pthread_mutex_init(&w.mu, NULL);
     pthread_cond_init(&w.cv, NULL);
+    sort_specsrc_on_change(w.src, sortd_watch_poke, &w); /* a watch besides the poll */
     /* A first look: a store that refuses us (token, permission) is fatal;
      * one that is down or has no such stream yet is waited for. */
     s = sortd_watch_poll(&w, &err);
@@ -390,9 +407,9 @@ static int sortd_run_named(orr_config *cfg, const char *name)
                 orr_err_str(&err, b, sizeof b));
         if (w.has_next)
             sort_spec_free(w.next.spec);
+        sort_specsrc_close(w.src); /* first: no watch may fire after */
         pthread_mutex_destroy(&w.mu);
         pthread_cond_destroy(&w.cv);
-        sort_specsrc_close(w.src);
         sortd_services_stop(metrics, report);
         return 1;
     }
@@ -423,9 +440,9 @@ static int sortd_run_named(orr_config *cfg, const char *name)
     pthread_join(th, NULL);
     if (w.has_next)
         sort_spec_free(w.next.spec);
+    sort_specsrc_close(w.src); /* first: no watch may fire after */
     pthread_mutex_destroy(&w.mu);
     pthread_cond_destroy(&w.cv);
-    sort_specsrc_close(w.src);
     sortd_services_stop(metrics, report);
     return rc;
 }
