@@ -278,6 +278,25 @@ static orr_status bf_remove(orr_blob *bb, const char *rel, orr_err *err)
     return ORR_OK;
 }
 
+static orr_status bf_size(orr_blob *bb, const char *rel, uint64_t *size, orr_err *err)
+{
+    blob_file *b = (blob_file *)bb;
+    char full[4096];
+    orr_status rc = bf__full(b, rel, full, sizeof full, err);
+    if (rc != ORR_OK)
+        return rc;
+    struct stat st;
+    if (stat(full, &st) != 0) {
+        if (errno == ENOENT)
+            return orr_err_set(err, ORR_ENOTFOUND, full, "no such object");
+        return orr_err_set(err, ORR_EIO, full, "cannot stat: %s", strerror(errno));
+    }
+    if (!S_ISREG(st.st_mode))
+        return orr_err_set(err, ORR_EINVAL, full, "not a file");
+    *size = (uint64_t)st.st_size;
+    return ORR_OK;
+}
+
 /* Make everything written to the store's filesystem durable: syncfs, or
  * where that is unavailable, fsync of each path in paths (NUL-separated). */
 static orr_status bf__sync(blob_file *b, const orr_buf *paths, orr_err *err)
@@ -461,6 +480,7 @@ const orr_blob_ops orr_blob_file = {
     .get_bytes = bf_get_bytes,
     .list = bf_list,
     .remove = bf_remove,
+    .size = bf_size,
     .put_many = bf_put_many,
     .close = bf_close,
 };

@@ -22,6 +22,7 @@
 #define ORR_BLOB_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "orr_buf.h"
 #include "orr_status.h"
@@ -51,6 +52,9 @@ typedef struct orr_blob_ops {
      * a NUL, appended to out. ORR_ENOTFOUND if the folder is absent. */
     orr_status (*list)(orr_blob *b, const char *rel, orr_buf *out, orr_err *err);
     orr_status (*remove)(orr_blob *b, const char *rel, orr_err *err);
+    /* Size in bytes of the object at rel into *size. ORR_ENOTFOUND if
+     * absent, ORR_EINVAL for a bad rel or a folder, ORR_EIO otherwise. */
+    orr_status (*size)(orr_blob *b, const char *rel, uint64_t *size, orr_err *err);
     /* Land n items as one batch: each is first placed under a temporary
      * name in its folder (folders created as needed), then every item is
      * renamed to its final name in list order. With durable set, the bytes

@@ -18,7 +18,7 @@
  *   RENAME     {"boolean":true} when done; false when the destination exists
  *              or the source is missing.
  *   OPEN       307 to a datanode, followed; 200 with the bytes.
- *   LISTSTATUS, DELETE, MKDIRS, GETFILESTATUS.
+ *   LISTSTATUS, DELETE, MKDIRS, GETFILESTATUS (also the size op: `length`).
  *
  * Landing: CREATE "<folder>/.tmp-<name>" then RENAME to "<folder>/<name>",
  * so a reader sees the whole object or nothing. HDFS's RENAME does not
@@ -508,6 +508,47 @@ out:
     return rc;
 }
 
+static orr_status wh_size(orr_blob *bb, const char *rel, uint64_t *size, orr_err *err)
+{
+    blob_hdfs *b = (blob_hdfs *)bb;
+    orr_buf full = ORR_BUF_INIT;
+    wh_req r = {0};
+    json_t *j = NULL;
+    orr_status rc = wh__full(b, rel, &full, err);
+    if (rc == ORR_OK && (!rel || !*rel))
+        rc = orr_err_set(err, ORR_EINVAL, "path", "is empty");
+    if (rc != ORR_OK)
+        goto out;
+    rc = wh__simple(b, "GET", "GETFILESTATUS", orr_buf_cstr(&full), "", &r, err);
+    if (rc != ORR_OK)
+        goto out;
+    if (r.status != 200) {
+        rc = wh__fail(&r, err);
+        goto out;
+    }
+    json_t *fs;
+    const char *type = NULL;
+    int64_t len = 0;
+    if ((rc = orr_json_parse(r.body.data ? r.body.data : "", r.body.len, &j, err)) != ORR_OK ||
+        (rc = orr_json_get_obj(j, "", "FileStatus", 1, &fs, err)) != ORR_OK ||
+        (rc = orr_json_get_str(fs, "FileStatus", "type", 1, &type, err)) != ORR_OK ||
+        (rc = orr_json_get_int(fs, "FileStatus", "length", 1, 0, INT64_MAX, &len, err)) != ORR_OK) {
+        rc = orr_err_set(err, ORR_EIO, orr_buf_cstr(&full), "webhdfs GETFILESTATUS: bad answer: %s",
+                         err ? err->msg : "");
+        goto out;
+    }
+    if (strcmp(type, "FILE") != 0) {
+        rc = orr_err_set(err, ORR_EINVAL, orr_buf_cstr(&full), "not a file (type %s)", type);
+        goto out;
+    }
+    *size = (uint64_t)len;
+out:
+    json_decref(j);
+    wh__req_free(&r);
+    orr_buf_free(&full);
+    return rc;
+}
+
 static orr_status wh_remove(orr_blob *bb, const char *rel, orr_err *err)
 {
     blob_hdfs *b = (blob_hdfs *)bb;
@@ -725,6 +766,7 @@ const orr_blob_ops orr_blob_webhdfs = {
     .get_bytes = wh_get_bytes,
     .list = wh_list,
     .remove = wh_remove,
+    .size = wh_size,
     .put_many = wh_put_many,
     .close = wh_close,
 };

@@ -26,22 +26,25 @@ static void check_render(const sort_spec *spec, const sort_unit *u, orr_buf *out
     if (!v)
         abort();
     size_t n = 0;
-    uint64_t total = 0;
+    uint64_t total = 0, total_bytes = 0;
     for (sort_lfile *f = u->files; f; f = f->next) {
         v[n++] = f;
         total += f->count;
+        total_bytes += f->bytes;
     }
     qsort(v, n, sizeof *v, lfile_cmp);
     json_t *files = json_array();
     for (size_t i = 0; i < n; i++)
-        json_array_append_new(
-            files, json_pack("{s:s,s:I}", "name", v[i]->name, "records", (json_int_t)v[i]->count));
+        json_array_append_new(files,
+                              json_pack("{s:s,s:I,s:I}", "name", v[i]->name, "records",
+                                        (json_int_t)v[i]->count, "bytes", (json_int_t)v[i]->bytes));
     free(v);
     json_t *doc =
-        json_pack("{s:s,s:s,s:s,s:s,s:I,s:I,s:o,s:I,s:I}", "stream", spec->name, "business",
+        json_pack("{s:s,s:s,s:s,s:s,s:I,s:I,s:o,s:I,s:I,s:I}", "stream", spec->name, "business",
                   spec->business, "interface", u->iface, "bucket", u->label, "bucket_start",
                   (json_int_t)u->bucket_start, "version", (json_int_t)(u->check_version + 1),
-                  "files", files, "total", (json_int_t)total, "late_records", (json_int_t)u->late);
+                  "files", files, "total", (json_int_t)total, "total_bytes",
+                  (json_int_t)total_bytes, "late_records", (json_int_t)u->late);
     orr_json_dump_buf(doc, out);
     orr_buf_append_byte(out, '\n');
     json_decref(doc);
@@ -97,8 +100,10 @@ static void check_log(void *ctx, const sort_spec *spec, const sort_unit *u)
 {
     (void)ctx;
     ORR_INFO("unit reconciled",
-             "stream=%s unit=%s version=%" PRIu32 " files=%zu records=%" PRIu64 " late=%" PRIu64,
-             spec->name, orr_log_q(u->dir), u->check_version, u->nfiles, u->total, u->late);
+             "stream=%s unit=%s version=%" PRIu32 " files=%zu records=%" PRIu64 " bytes=%" PRIu64
+             " late=%" PRIu64,
+             spec->name, orr_log_q(u->dir), u->check_version, u->nfiles, u->total, u->total_bytes,
+             u->late);
 }
 
 const sort_check_sink sort_check_log_sink = {NULL, check_log};

@@ -119,7 +119,7 @@ static void pipe_drain_landings(sort_pipeline *p)
     sort_landing *v = NULL;
     size_t n = sort_landings_take(&p->landings, &v);
     for (size_t i = 0; i < n; i++)
-        sort_unit_add_file(&p->units, v[i].unit, v[i].name, v[i].count);
+        sort_unit_add_file(&p->units, v[i].unit, v[i].name, v[i].count, v[i].bytes);
     free(v);
 }
 

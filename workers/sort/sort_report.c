@@ -18,7 +18,7 @@
 typedef struct report_item {
     struct report_item *next;
     char stream[SORT_NAME_MAX + 1], business[SORT_NAME_MAX + 1], iface[SORT_NAME_MAX + 1];
-    int64_t bucket_ms, records, late;
+    int64_t bucket_ms, records, late, bytes;
     int32_t files, check_version;
 } report_item;
 
@@ -54,6 +54,7 @@ static void report_reconciled(void *ctx, const sort_spec *spec, const sort_unit 
     it->bucket_ms = u->bucket_start * 1000;
     it->records = (int64_t)u->total;
     it->late = (int64_t)u->late;
+    it->bytes = (int64_t)u->total_bytes;
     it->files = (int32_t)u->nfiles;
     it->check_version = (int32_t)u->check_version;
     pthread_mutex_lock(&r->mu);
@@ -86,7 +87,7 @@ static orr_status report_send(sort_report *r, const report_item *it, orr_err *er
     du.bucket_ms = it->bucket_ms;
     du.records = it->records;
     du.files = it->files;
-    du.bytes = 0; /* not tracked per unit yet */
+    du.bytes = it->bytes; /* .lzo bytes of the unit's files */
     du.late_records = it->late;
     du.check_version = it->check_version;
     du.reconciled = 1;

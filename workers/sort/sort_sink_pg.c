@@ -397,23 +397,50 @@ static orr_status pg_copy(sort_sink_pg *k, const char *data, size_t n, char *msg
     return rc;
 }
 
-static orr_status pg_upsert_offsets(sort_sink_pg *k, orr_err *err)
+/* Write the dirty positions as a compare-and-set inside the open
+ * transaction: a stored row moves only if it still holds what this process
+ * last loaded or saved (stored[]); a partition without one is inserted only
+ * if no row appeared meanwhile. ORR_ECONFLICT naming stream and partition
+ * when another process moved it (the caller rolls back), ORR_EIO otherwise. */
+static orr_status pg_cas_offsets(sort_sink_pg *k, orr_err *err)
 {
     for (uint32_t part = 0; part < SORT_MAX_PARTITIONS; part++) {
         if (!k->dirty[part])
             continue;
-        char sp[16], hi[32], lo[32];
+        char sp[16], hi[32], lo[32], ehi[32], elo[32], ob[SORT_OFF_MAX];
         snprintf(sp, sizeof sp, "%u", part);
         snprintf(hi, sizeof hi, "%lld", (long long)k->pos[part].hi);
         snprintf(lo, sizeof lo, "%lld", (long long)k->pos[part].lo);
-        const char *pv[] = {k->spec->name, sp, hi, lo};
-        orr_status rc = pg_exec(k->conn,
-                                "INSERT INTO orrery_sort_offsets (stream, part, off_hi, off_lo) "
-                                "VALUES ($1, $2, $3, $4) ON CONFLICT (stream, part) DO UPDATE "
-                                "SET off_hi = EXCLUDED.off_hi, off_lo = EXCLUDED.off_lo",
-                                4, pv, NULL, err);
+        snprintf(ehi, sizeof ehi, "%lld", (long long)k->stored[part].hi);
+        snprintf(elo, sizeof elo, "%lld", (long long)k->stored[part].lo);
+        const char *pv[] = {k->spec->name, sp, hi, lo, ehi, elo};
+        PGresult *r = NULL;
+        orr_status rc;
+        if (k->has_stored[part])
+            rc = pg_exec(k->conn,
+                         "UPDATE orrery_sort_offsets SET off_hi = $3, off_lo = $4 "
+                         "WHERE stream = $1 AND part = $2 AND off_hi = $5 AND off_lo = $6",
+                         6, pv, &r, err);
+        else
+            rc = pg_exec(k->conn,
+                         "INSERT INTO orrery_sort_offsets (stream, part, off_hi, off_lo) "
+                         "VALUES ($1, $2, $3, $4) ON CONFLICT (stream, part) DO NOTHING",
+                         4, pv, &r, err);
         if (rc != ORR_OK)
             return rc;
+        int changed = strcmp(PQcmdTuples(r), "1") == 0;
+        PQclear(r);
+        if (!changed) {
+            if (k->has_stored[part])
+                return orr_err_set(err, ORR_ECONFLICT, "postgres",
+                                   "stream %s partition %u: position in orrery_sort_offsets is no "
+                                   "longer %s (another process moved it); batch rolled back",
+                                   k->spec->name, part, sort_off_fmt(k->stored[part], ob));
+            return orr_err_set(err, ORR_ECONFLICT, "postgres",
+                               "stream %s partition %u: another process stored a position in "
+                               "orrery_sort_offsets first; batch rolled back",
+                               k->spec->name, part);
+        }
     }
     return ORR_OK;
 }
@@ -455,7 +482,7 @@ orr_status sort_sink_pg_flush(sort_sink_pg *k, sort_reject *rej, orr_err *err)
     }
     if (rc != ORR_OK)
         goto fail;
-    rc = pg_upsert_offsets(k, err);
+    rc = pg_cas_offsets(k, err);
     if (rc != ORR_OK)
         goto fail;
     rc = pg_exec(k->conn, "COMMIT", 0, NULL, NULL, err);
@@ -480,6 +507,9 @@ fail:
     if (PQstatus(k->conn) == CONNECTION_OK)
         pg_exec(k->conn, "ROLLBACK", 0, NULL, NULL, NULL);
     /* Rejects of a rolled-back retry may be written again by the next try. */
+    if (rc == ORR_ECONFLICT)
+        ORR_ERROR("postgres position conflict; batch rolled back", "stream=%s rows=%zu error=%s",
+                  k->spec->name, k->nrows, orr_log_q(err ? err->msg : ""));
     return rc == ORR_OK ? ORR_EIO : rc;
 }
 
@@ -516,6 +546,10 @@ orr_status sort_sink_pg_reload(sort_sink_pg *k, const uint32_t *parts, size_t n,
                  2, pv, &r, err);
     if (rc != ORR_OK)
         goto out;
+    /* The table is the truth: a partition without a row expects none. */
+    for (size_t i = 0; i < n; i++)
+        if (parts[i] < SORT_MAX_PARTITIONS)
+            k->has_stored[parts[i]] = 0;
     for (int i = 0; i < PQntuples(r); i++) {
         long part = strtol(PQgetvalue(r, i, 0), NULL, 10);
         if (part < 0 || part >= SORT_MAX_PARTITIONS)

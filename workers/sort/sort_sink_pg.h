@@ -7,12 +7,20 @@
  * and, when partitions move between processes (Kafka consumer group), flush
  * then reload for the partitions taken over.
  *
- * Exactly-once: flush runs ONE transaction that COPYs the batch and upserts
+ * Exactly-once: flush runs ONE transaction that COPYs the batch and writes
  * the stream's per-partition position in orrery_sort_offsets(stream, part,
  * off_hi, off_lo) (the next source offset not yet handled). open loads those
  * positions; skip() then says which replayed records are already in the
  * table. safe() gives the committed position, so the source is acknowledged
  * only after the rows are committed.
+ *
+ * The position write is a compare-and-set: a row is updated only where it
+ * still holds the position this process last loaded (open, reload) or
+ * saved (flush); a partition without a row is inserted only if none exists.
+ * If another process moved any of the batch's partitions (a consumer-group
+ * member that stalled past its session timeout while its partitions went
+ * elsewhere), the whole transaction is rolled back and flush fails with
+ * ORR_ECONFLICT: no row is added twice.
  *
  * A row PostgreSQL refuses (SQLSTATE class 22 or 23: bad value, constraint)
  * does not stop the stream: the batch is retried row by row (a savepoint
@@ -65,14 +73,17 @@ void sort_sink_pg_advance(sort_sink_pg *k, uint32_t partition, sort_off next);
 /* 1 when the batch is full, or old enough (batch_ms) to flush. */
 int sort_sink_pg_due(const sort_sink_pg *k, int64_t now_ms);
 /* Commit the batch and positions (see above); refused rows go to rej.
- * ORR_OK or ORR_EIO (the batch stays pending). */
+ * ORR_OK; ORR_ECONFLICT (message naming the stream and partition) when a
+ * partition's stored position is not the expected one; ORR_EIO otherwise.
+ * On failure nothing is committed and the batch stays pending. */
 orr_status sort_sink_pg_flush(sort_sink_pg *k, sort_reject *rej, orr_err *err);
 /* Committed position of partition: 1 and *out, or 0 if none yet. */
 int sort_sink_pg_safe(const sort_sink_pg *k, uint32_t partition, sort_off *out);
 /* Read the stream's positions of partitions parts[0..n) from
  * orrery_sort_offsets again (another process may have advanced them while
  * it owned them: Kafka consumer groups); records below them are skipped
- * from then on. Call with no pending change for those partitions (after a
+ * from then on, and they are what the next flush expects to find (a
+ * partition without a row expects none). Call with no pending change for those partitions (after a
  * flush). ORR_OK; ORR_EIO with PostgreSQL's message, or ORR_EINVAL if a
  * partition still has unflushed changes (positions unchanged). */
 orr_status sort_sink_pg_reload(sort_sink_pg *k, const uint32_t *parts, size_t n, orr_err *err);

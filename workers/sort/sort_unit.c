@@ -119,11 +119,14 @@ int sort_unit_landed_last(const sort_unit *u, uint32_t split, uint32_t partition
     return 0;
 }
 
-void sort_unit_add_file(sort_units *t, sort_unit *u, const char *name, uint64_t count)
+void sort_unit_add_file(sort_units *t, sort_unit *u, const char *name, uint64_t count,
+                        uint64_t bytes)
 {
     sort_lfile *f = orr_arena_calloc(t->arena, 1, sizeof *f);
     f->name = orr_arena_strdup(t->arena, name);
     f->count = count;
+    f->bytes = bytes;
+    u->total_bytes += bytes;
     f->next = u->files;
     u->files = f;
     u->nfiles++;
@@ -297,7 +300,13 @@ orr_status sort_units_load(sort_units *t, orr_blob *blob, orr_err *err)
                 sort_part_info pi;
                 if (sort_part_parse(fn, &pi) != 0)
                     continue;
-                sort_unit_add_file(t, u, fn, pi.count);
+                char frel[4096];
+                uint64_t bytes = 0;
+                snprintf(frel, sizeof frel, "%s/%s", u->dir, fn);
+                rc = blob->ops->size(blob, frel, &bytes, err);
+                if (rc != ORR_OK)
+                    goto done;
+                sort_unit_add_file(t, u, fn, pi.count, bytes);
                 units__note_landed(t, u, &pi);
                 nfiles++;
             }

@@ -16,11 +16,11 @@
  * "<name>.index" beside it.
  *
  * At start, sort_units_load() reads back what earlier runs landed: the files
- * of every unit (for _CHECK) and, per (unit, split, partition), the last
- * landed offset, below which a replayed record is a duplicate. While the
- * stream runs, sort_unit_accept() raises it to the last offset routed, so a
- * producer that sends records again in the same run (a replay of packs) is
- * dropped too.
+ * of every unit (names, record counts and sizes, for _CHECK) and, per
+ * (unit, split, partition), the last landed offset, below which a replayed
+ * record is a duplicate. While the stream runs, sort_unit_accept() raises
+ * it to the last offset routed, so a producer that sends records again in
+ * the same run (a replay of packs) is dropped too.
  */
 #ifndef SORT_UNIT_H
 #define SORT_UNIT_H
@@ -48,6 +48,7 @@ typedef struct sort_lfile {
     struct sort_lfile *next;
     char *name;
     uint64_t count;
+    uint64_t bytes; /* size of the landed .lzo file */
 } sort_lfile;
 
 typedef struct sort_unit {
@@ -66,6 +67,7 @@ typedef struct sort_unit {
     sort_lfile *files; /* newest first */
     size_t nfiles;
     uint64_t total;
+    uint64_t total_bytes;   /* sum of the files' bytes */
     uint64_t late;          /* records that arrived after the unit closed */
     uint32_t check_version; /* 0: no _CHECK yet */
     size_t checked_nfiles;  /* files listed by the last _CHECK */
@@ -119,8 +121,10 @@ int sort_unit_landed_last(const sort_unit *u, uint32_t split, uint32_t partition
  * order, replays aside. */
 int sort_unit_accept(sort_units *t, sort_unit *u, uint32_t split, uint32_t partition, sort_off off);
 
-/* Record a landed file in the checker state (pipeline thread). */
-void sort_unit_add_file(sort_units *t, sort_unit *u, const char *name, uint64_t count);
+/* Record a landed file (count records, bytes = size of the .lzo file) in
+ * the checker state (pipeline thread). */
+void sort_unit_add_file(sort_units *t, sort_unit *u, const char *name, uint64_t count,
+                        uint64_t bytes);
 
 typedef struct sort_part_info {
     uint32_t partition, split;
@@ -134,9 +138,11 @@ void sort_part_name(char *buf, const sort_part_info *pi);
 /* Parse a landed file name. 0 on success, -1 if it is not one. */
 int sort_part_parse(const char *name, sort_part_info *out);
 
-/* Read back what earlier runs landed under <business>/ (units, files,
- * last offsets, _CHECK versions) and remove ".tmp-" leftovers. ORR_EIO if
- * the store cannot be listed. */
+/* Read back what earlier runs landed under <business>/ (units, files with
+ * their sizes from the store's size op, last offsets, _CHECK versions) and
+ * remove ".tmp-" leftovers. ORR_EIO if the store cannot be listed; the
+ * size op's status (err names the file) if a landed file's size cannot be
+ * read. */
 orr_status sort_units_load(sort_units *t, orr_blob *blob, orr_err *err);
 
 #endif

@@ -205,6 +205,7 @@ static orr_status wr_land(sort_writer *w, sort_ufile *f, orr_err *err)
     if (rc != ORR_OK)
         return rc;
     b->bytes_out = st.bytes_out;
+    b->l.bytes = st.bytes_out;
     w->nbatch++;
     return ORR_OK;
 }

@@ -49,6 +49,7 @@ typedef struct sort_landing {
     sort_unit *unit;
     char name[SORT_PART_NAME_MAX];
     uint64_t count;
+    uint64_t bytes; /* size of the landed .lzo file (index not counted) */
 } sort_landing;
 
 /* Landings reported by writers, drained by the pipeline thread. */

@@ -6,7 +6,7 @@
 # (SORT_KILL_ROUNDS times, default 6), restarting it each time, then lets a
 # last run finish. The landed files must hold every record exactly once
 # (count, unique ids, id checksum), pass `lzop -t`, and the _CHECK totals
-# must add up to N. Small roll limits make files land all the time, so the
+# must add up to N, their byte counts the file sizes. Small roll limits make files land all the time, so the
 # kills hit landing, committing and checking.
 set -euo pipefail
 SORTD=$1
@@ -52,6 +52,8 @@ done
     fail "final run failed: $(cat "$T/err.final")"
 echo "final run: $(cat "$T/out.final")"
 verify_landed "$T/blob" "$N"
+# Files of killed runs were read back at each restart: their sizes too.
+verify_check_bytes "$T/blob"
 grep -q '"replay_dropped"' "$T/out.final" || fail "no summary from the final run"
 
 # Replay from the start: every record is read again and recognised as landed.

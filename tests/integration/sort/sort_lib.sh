@@ -41,3 +41,32 @@ verify_landed() {
     [ "$checked" = "$n" ] || fail "_CHECK totals sum to $checked, expected $n"
     echo "verified: $count records, $(echo "$files" | wc -l) files, no duplicates, _CHECK totals $checked"
 }
+
+# verify_check_bytes ROOT: in every _CHECK under ROOT each file's "bytes" is
+# the size of that landed .lzo file and "total_bytes" is their sum (and at
+# least one file is listed somewhere). Prints how many files were compared.
+verify_check_bytes() {
+    local root=$1 out
+    out=$(/usr/bin/python3 - "$root" <<'PY'
+import json, os, sys
+files = 0
+for d, _, names in os.walk(sys.argv[1]):
+    if "_CHECK" not in names:
+        continue
+    doc = json.loads(open(os.path.join(d, "_CHECK")).read())
+    total = 0
+    for f in doc["files"]:
+        real = os.path.getsize(os.path.join(d, f["name"]))
+        if f.get("bytes") != real:
+            sys.exit(f"{d}/{f['name']}: _CHECK bytes {f.get('bytes')}, file has {real}")
+        total += real
+        files += 1
+    if doc.get("total_bytes") != total:
+        sys.exit(f"{d}: _CHECK total_bytes {doc.get('total_bytes')}, files sum to {total}")
+if files == 0:
+    sys.exit("no file listed in any _CHECK")
+print(files)
+PY
+) || fail "_CHECK bytes: $out"
+    echo "_CHECK bytes match the file sizes ($out files)"
+}

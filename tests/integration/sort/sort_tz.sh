@@ -9,7 +9,8 @@
 # and their record counts come from Python's zoneinfo (an independent reader
 # of the same tz database): the landed unit folders must be exactly those
 # labels, each _CHECK total must match, every file must pass `lzop -t` and
-# hold each record once.
+# hold each record once, and the _CHECK byte counts must be the file sizes
+# (also for files read back after a restart, when late records amend a unit).
 set -euo pipefail
 SORTD=$1
 . "$(dirname "$0")/sort_lib.sh"
@@ -100,6 +101,29 @@ print(sys.argv[2], lines[-1]["total"])' "$d/_CHECK" "$d"
 
 run hour in_epoch epoch_s hour
 check hour "$(cat "$T/n_epoch")"
+verify_check_bytes "$T/blob_hour"
+# A restart reads the landed files back (their sizes from the store); two
+# late records of a closed hour then give that unit a new _CHECK version
+# listing the old files with the new one: every size must still be right.
+late_label=$(head -n1 "$T/want_hour" | cut -d' ' -f1)
+late_ts=$(/usr/bin/python3 -c 'import datetime as dt, sys, zoneinfo
+t = dt.datetime.strptime(sys.argv[1], "%Y%m%d%H").replace(tzinfo=zoneinfo.ZoneInfo("Europe/Berlin"))
+print(int(t.timestamp()) + 60)' "$late_label")
+n_epoch=$(cat "$T/n_epoch")
+printf '%d|%d|web\n%d|%d|web\n' "$n_epoch" "$late_ts" "$((n_epoch + 1))" "$late_ts" \
+    >"$T/in_epoch/part-1.log"
+nfiles_before=$(find "$T/blob_hour/bz/web/$late_label" -name 'part-*.lzo' | wc -l)
+run hour in_epoch epoch_s hour
+verify_landed "$T/blob_hour" "$((n_epoch + 2))" nocheck
+doc=$(cat "$T/blob_hour/bz/web/$late_label/_CHECK")
+/usr/bin/python3 -c 'import json, sys
+d = json.loads(sys.argv[1]); n = int(sys.argv[2])
+assert d["version"] == 2 and d["late_records"] == 2, d
+assert len(d["files"]) == n + 1, (len(d["files"]), n)' "$doc" "$nfiles_before" ||
+    fail "late records after a restart: unexpected _CHECK $doc"
+verify_check_bytes "$T/blob_hour"
+echo "restart: $nfiles_before read-back files + 1 late file, sizes match"
+rm "$T/in_epoch/part-1.log" # the day run below reads the original input only
 # The spring gap has no hour 02; the autumn fold's hour 02 holds two hours.
 [ ! -e "$T/blob_hour/bz/web/2024033102" ] || fail "a unit for the missing hour"
 grep -qx "2024102702 120" "$T/want_hour" || fail "expected a two-hour unit in the fold"

@@ -11,9 +11,12 @@ source that tails a folder:
 
 1. version 1 (bucket hour): the first input file lands in hourly folders;
    closed hours get _CHECK, and each reconciled unit reaches Halley through
-   ReportDataUnit (interface, bucket and record count as in its _CHECK).
+   ReportDataUnit (interface, bucket and record count as in its _CHECK,
+   bytes = the sum of the unit's landed file sizes).
 2. a PUT changes the bucket to 15m and the zone to Asia/Kolkata (an IANA
-   name, accepted by halleyd's schema): the same sortd process (same pid,
+   name, accepted by halleyd's schema); sortd polls only once a minute here,
+   so the new version must come through the ZooKeeper watch within 20 s:
+   the same sortd process (same pid,
    never restarted) drains version 1 and starts version 2, and the records
    of the next input file land in 15-minute folders labelled with Kolkata
    wall-clock time. Every record lands exactly once over both versions.
@@ -107,7 +110,8 @@ class SortLive(unittest.TestCase):
                         "ORRERY_SORT_ZOOKEEPER": zk,
                         "ORRERY_SORT_HALLEY": f"127.0.0.1:{P.halley_port}",
                         "ORRERY_SORT_HALLEY_TOKEN": P.token,
-                        "ORRERY_SORT_SPEC_POLL_MS": "200",
+                        # a minute: a new version must come through the ZooKeeper watch
+                        "ORRERY_SORT_SPEC_POLL_MS": "60000",
                         "ORRERY_LOG_LEVEL": "info"})
             out = open(os.path.join(T, "sortd.out"), "w")
             err = open(os.path.join(T, "sortd.err"), "w")
@@ -131,18 +135,21 @@ class SortLive(unittest.TestCase):
                     for c in glob.glob(os.path.join(blob, "**", "_CHECK"), recursive=True):
                         with open(c) as f:
                             d = json.loads(f.read())
-                        want.add((d["interface"], iso(d["bucket_start"]), d["total"]))
+                        # bytes: the sum of the unit's landed file sizes
+                        size = sum(os.path.getsize(os.path.join(os.path.dirname(c), x["name"]))
+                                   for x in d["files"])
+                        want.add((d["interface"], iso(d["bucket_start"]), d["total"], size))
                     r = P.http("GET", f"/api/v1/streams/{NAME}/units?reconciled=true",
                                token=tok)
                     if r.status != 200:
                         return None
-                    got = {(u["interface"], u["bucket"], u["records"])
+                    got = {(u["interface"], u["bucket"], u["records"], int(u["bytes"]))
                            for u in r.json()["items"] if u["reconciled"]}
                     return (want, got) if want and want <= got else None
                 want, got = wait_for("the _CHECKs reported to Halley", reports_match,
                                      timeout=30)
                 self.assertGreaterEqual(len(checks), 3)
-                self.assertTrue(all(n > 0 for _, _, n in want), want)
+                self.assertTrue(all(n > 0 and b > 0 for _, _, n, b in want), want)
 
                 # Version 2: 15-minute buckets in a named zone, same process.
                 pid = sortd.pid
@@ -156,7 +163,9 @@ class SortLive(unittest.TestCase):
                 def v2_applied():
                     with open(os.path.join(T, "sortd.err")) as f:
                         return applied in f.read()
-                wait_for("version 2 applied", v2_applied, proc=sortd)
+                t_put = time.time()
+                wait_for("version 2 applied", v2_applied, proc=sortd, timeout=20)
+                self.assertLess(time.time() - t_put, 20, "the spec came by the poll, not the watch")
                 write_records(os.path.join(inp, "a-0002.log"), 10000, 10000, 3 * 3600 * 2)
                 wait_for("version 2 to land file 2",
                          lambda: sum(landed(blob).values()) >= 20000, proc=sortd)

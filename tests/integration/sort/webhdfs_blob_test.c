@@ -191,6 +191,22 @@ int main(int argc, char **argv)
     rc = b->ops->put_bytes(b, "a/../b", "x", 1, &err);
     CHECK(rc == ORR_EINVAL && strcmp(err.field, "path") == 0, "bad rel: %d", rc);
 
+    /* size: GETFILESTATUS's length; absent, a folder, a bad path. */
+    uint64_t size = 0;
+    rc = b->ops->size(b, "biz/big", &size, &err);
+    CHECK(rc == ORR_OK && size == big_n, "size big: %d %llu %s", rc, (unsigned long long)size,
+          err.msg);
+    rc = b->ops->size(b, "biz/if/f1", &size, &err);
+    CHECK(rc == ORR_OK && size == strlen("file one\n"), "size f1: %d %llu", rc,
+          (unsigned long long)size);
+    rc = b->ops->size(b, "biz/none", &size, &err);
+    CHECK(rc == ORR_ENOTFOUND && strstr(err.msg, "GETFILESTATUS"), "size absent: %d %s", rc,
+          err.msg);
+    rc = b->ops->size(b, "biz/if", &size, &err);
+    CHECK(rc == ORR_EINVAL && strstr(err.msg, "DIRECTORY"), "size of a folder: %d %s", rc, err.msg);
+    rc = b->ops->size(b, "a/../b", &size, &err);
+    CHECK(rc == ORR_EINVAL && strcmp(err.field, "path") == 0, "size bad rel: %d", rc);
+
     /* remove */
     rc = b->ops->remove(b, "biz/if/f1m", &err);
     CHECK(rc == ORR_OK && !stored("biz/if/f1m"), "remove: %s", err.msg);

@@ -109,6 +109,15 @@ static void test_put_many_lands_all(void **state)
     snprintf(p, sizeof p, "%s/s1/biz/a/2024050100/_CHECK", g_root);
     assert_string_equal(slurp(p), "{}\n");
     assert_int_equal(orr_blob_sweep_tmp(b, "biz/a/2024050100"), 0);
+    uint64_t size = 0;
+    assert_int_equal(b->ops->size(b, "biz/a/2024050100/f1", &size, &err), ORR_OK);
+    assert_int_equal(size, strlen("first again\n"));
+    assert_int_equal(b->ops->size(b, "biz/a/2024050100/_CHECK", &size, &err), ORR_OK);
+    assert_int_equal(size, 3);
+    assert_int_equal(b->ops->size(b, "biz/a/2024050100/nope", &size, &err), ORR_ENOTFOUND);
+    assert_int_equal(b->ops->size(b, "biz/a/2024050100", &size, &err), ORR_EINVAL);
+    assert_int_equal(b->ops->size(b, "biz/../x", &size, &err), ORR_EINVAL);
+    assert_string_equal(err.field, "path");
     orr_blob_close(b);
 }
 
@@ -168,8 +177,8 @@ static void test_check_write_many(void **state)
     sort_unit *u[3] = {sort_units_get(&t, "a", 1, 1714521600),
                        sort_units_get(&t, "b", 1, 1714521600),
                        sort_units_get(&t, "a", 1, 1714525200)};
-    sort_unit_add_file(&t, u[0], "part-0-0-9-n10.lzo", 10);
-    sort_unit_add_file(&t, u[0], "part-0-10-11-n2.lzo", 2);
+    sort_unit_add_file(&t, u[0], "part-0-0-9-n10.lzo", 10, 300);
+    sort_unit_add_file(&t, u[0], "part-0-10-11-n2.lzo", 2, 45);
     size_t written = 0;
     assert_int_equal(sort_check_write_many(b, spec, u, 3, &written, &err), ORR_OK);
     assert_int_equal(written, 3);
@@ -183,11 +192,15 @@ static void test_check_write_many(void **state)
     assert_non_null(text);
     assert_non_null(strstr(text, "\"total\":12"));
     assert_non_null(strstr(text, "\"version\":1"));
+    assert_non_null(strstr(text, "{\"name\":\"part-0-0-9-n10.lzo\",\"records\":10,\"bytes\":300}"));
+    assert_non_null(strstr(text, "\"total_bytes\":345"));
+    assert_int_equal(u[0]->total_bytes, 345);
     snprintf(p, sizeof p, "%s/s3/%s/_CHECK", g_root, u[1]->dir);
     text = slurp(p);
     assert_non_null(text);
     assert_non_null(strstr(text, "\"files\":[]"));
-    sort_unit_add_file(&t, u[1], "part-0-20-20-n1.lzo", 1);
+    assert_non_null(strstr(text, "\"total_bytes\":0"));
+    sort_unit_add_file(&t, u[1], "part-0-20-20-n1.lzo", 1, 7);
     assert_true(sort_check_stale(u[1]));
     assert_int_equal(sort_check_write_many(b, spec, &u[1], 1, &written, &err), ORR_OK);
     assert_int_equal(u[1]->check_version, 2);
