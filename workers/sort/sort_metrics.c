@@ -62,6 +62,18 @@ void sort_metrics_render(sort_metrics *m, orr_buf *o)
                     s->checks_written);
         met_counter(o, "sortd_pool_waits_total", "Source pauses for flow control.", "counter", n,
                     s->pool_waits);
+        met_counter(o, "sortd_pg_rows_total", "Rows committed to the PostgreSQL sink.", "counter",
+                    n, s->pg_rows);
+        met_counter(o, "sortd_handoff_packs_total", "Packs handed off to write stages.", "counter",
+                    n, s->ho_packs);
+        met_counter(o, "sortd_handoff_bytes_total", "Encoded bytes handed off to write stages.",
+                    "counter", n, s->ho_bytes);
+        met_counter(o, "sortd_handoff_waits_total",
+                    "Parse-stage pauses while a hand-off stream was full.", "counter", n,
+                    s->ho_waits);
+        met_counter(o, "sortd_rebalances_total",
+                    "Consumer-group assignments given to this process.", "counter", n,
+                    s->rebalances_assigned);
         orr_buf_appendf(o, "# HELP sortd_lag Source messages not yet read.\n"
                            "# TYPE sortd_lag gauge\n");
         for (uint32_t p = 0; p < SORT_MAX_PARTITIONS; p++)

@@ -276,6 +276,8 @@ orr_status sort_handoff_add(sort_handoff *h, const char *iface, size_t iface_len
                            sort_off_fmt(off, ob), partition);
     }
     uint64_t hash = sort_unit_hash(iface, iface_len, bucket_start);
+    if (h->spec->sinks.ho_partition >= 0)
+        partition = (uint32_t)h->spec->sinks.ho_partition; /* this parse stage's own */
     ho_slot *s = ho_slot_of(h, hash, iface, iface_len, bucket_start, partition, err);
     if (!s)
         return err->code;

@@ -529,8 +529,8 @@ static orr_status spec__pg(sort_spec *s, const json_t *o, const char *path, orr_
 
 static orr_status spec__handoff(sort_spec *s, const json_t *o, const char *path, orr_err *err)
 {
-    static const char *const keys[] = {"key",      "address",   "streams", "max_packs",
-                                       "flush_ms", "pack_size", NULL};
+    static const char *const keys[] = {"key",      "address",   "streams",   "max_packs",
+                                       "flush_ms", "pack_size", "partition", NULL};
     char p[256];
     if (!json_is_object(o))
         return orr_err_set(err, ORR_EINVAL, path, "must be an object");
@@ -550,6 +550,13 @@ static orr_status spec__handoff(sort_spec *s, const json_t *o, const char *path,
     s->sinks.ho_pack_bytes = 256 << 10;
     SPEC_TRY(
         orr_json_get_int(o, path, "pack_size", 0, 4096, 64 << 20, &s->sinks.ho_pack_bytes, err));
+    /* Parse stages feeding the same write stages must not share a partition:
+     * the write stage orders each (unit, partition) by offset. */
+    s->sinks.ho_partition = -1;
+    SPEC_TRY(orr_json_get_int(o, path, "partition", 0, 0, 63, &s->sinks.ho_partition, err));
+    if (s->sinks.ho_partition >= 0 && strcmp(s->source.type, "kafka") == 0)
+        return orr_err_set(err, ORR_EINVAL, orr_json_path(p, sizeof p, path, "partition"),
+                           "not with a kafka source: packs carry the topic's partitions");
     s->sinks.handoff = 1;
     return ORR_OK;
 }

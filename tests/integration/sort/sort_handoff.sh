@@ -3,11 +3,14 @@
 # processes against a real Redis (ORRERY_REDIS=host:port, from the test
 # stack):
 #
-#   raw records (Redis stream) -> sortd (parse stage, sinks.handoff)
-#       -> packs on "<key>.0", "<key>.1" -> sortd --handoff-stream 0 | 1
+#   raw records (Redis stream A) -> sortd (parse stage, partition 0) \
+#   raw records (Redis stream B) -> sortd (parse stage, partition 1) -+->
+#       packs on "<key>.0", "<key>.1" -> sortd --handoff-stream 0 | 1
 #
-# While records arrive, one of the three processes is killed with SIGKILL
-# at a random moment and restarted, several times. A write stage is also
+# Half the records go to each raw stream, so every unit gets records from
+# both parse stages with unrelated offsets (their own partitions keep them
+# apart). While records arrive, one of the four processes is killed with
+# SIGKILL at a random moment and restarted, several times. A write stage is also
 # paused (SIGSTOP) for a while: the parse stage must stop adding once its
 # stream holds max_packs (flow control), and go on when it resumes.
 # At the end every record must have landed exactly once (count, unique ids,
@@ -30,8 +33,10 @@ rcli PING | grep -q PONG || fail "Redis at $ORRERY_REDIS does not answer"
 
 N=${SORT_HANDOFF_RECORDS:-60000}
 ROUNDS=${SORT_HANDOFF_ROUNDS:-6}
-FIRST=$((N * 6 / 10))
+HALF=$((N / 2))
+FIRST=$((HALF * 6 / 10)) # of each half, sent before the stages start
 RAW="orr-it-ho-raw-$$"
+RAW2="orr-it-ho-raw2-$$"
 HK="orr-it-ho-$$"
 MAXP=20
 T=$(mktemp -d /tmp/sort-handoff.XXXXXX)
@@ -41,13 +46,19 @@ cleanup() {
         kill -CONT "${pid[$k]}" 2>/dev/null || true
         kill -9 "${pid[$k]}" 2>/dev/null || true
     done
-    rcli DEL "$RAW" "$HK.0" "$HK.1" >/dev/null 2>&1 || true
+    rcli DEL "$RAW" "$RAW2" "$HK.0" "$HK.1" >/dev/null 2>&1 || true
     rm -rf "$T"
 }
 trap cleanup EXIT
 [ -n "${SORT_KEEP:-}" ] && trap - EXIT
 
-"$GEN" --out "$T/in" --records "$N" --files 3 --ifaces 11 --span 10800 >/dev/null
+# Two halves over the same three hours (so every unit gets records of both):
+# ids 0..HALF-1 for stream A, HALF..N-1 for stream B.
+"$GEN" --out "$T/in" --records "$HALF" --files 3 --ifaces 11 --span 10800 >/dev/null
+mkdir "$T/in2"
+for f in "$T"/in/*; do
+    awk -F'|' -v OFS='|' -v h="$HALF" '{ $1 += h; print }' "$f" >"$T/in2/${f##*/}"
+done
 cat >"$T/spec.json" <<JSON
 {"name": "ho", "business": "bh",
  "source": {"type": "redis", "address": "$ORRERY_REDIS", "key": "$RAW", "group": "parse",
@@ -64,6 +75,9 @@ cat >"$T/spec.json" <<JSON
            "handoff": {"key": "$HK", "streams": 2, "max_packs": $MAXP, "flush_ms": 50,
                        "pack_size": 16384}}}
 JSON
+sed -e "s/\"key\": \"$RAW\"/\"key\": \"$RAW2\"/" -e 's/"streams": 2,/"streams": 2, "partition": 1,/' \
+    "$T/spec.json" >"$T/spec2.json"
+grep -q "$RAW2" "$T/spec2.json" && grep -q '"partition": 1' "$T/spec2.json" || fail "spec2 not made"
 export ORRERY_SORT_WORK_DIR=$T/work ORRERY_SORT_STATE_DIR=$T/state
 export ORRERY_SORT_BLOB_ROOT=file://$T/blob ORRERY_SORT_PACKS=8 ORRERY_LOG_LEVEL=info
 export ORRERY_SORT_REDIS=$ORRERY_REDIS # the hand-off streams (the spec names no address)
@@ -87,12 +101,16 @@ ginfo() { # ginfo KEY GROUP FIELD
         awk -v g="$2" -v k="$3" '$0 == "name" { getline; cur = $0 } cur == g && prev == k { print; exit } { prev = $0 }'
 }
 declare -A runs=()
-start() { # start p|w0|w1
-    local who=$1 args=()
+start() { # start p|p2|w0|w1
+    local who=$1 args=() spec=$T/spec.json
     runs[$who]=$((${runs[$who]:-0} + 1))
-    [ "$who" = p ] || args=(--handoff-stream "${who#w}")
+    case $who in
+    p) ;;
+    p2) spec=$T/spec2.json ;;
+    *) args=(--handoff-stream "${who#w}") ;;
+    esac
     local log="$T/err.$who.${runs[$who]}"
-    "$SORTD" run --stream "$T/spec.json" "${args[@]}" >"$T/out.$who.${runs[$who]}" 2>"$log" &
+    "$SORTD" run --stream "$spec" "${args[@]}" >"$T/out.$who.${runs[$who]}" 2>"$log" &
     pid[$who]=$!
     for _ in $(seq 1 300); do
         grep -q 'msg="stream started"' "$log" 2>/dev/null && return 0
@@ -109,7 +127,19 @@ stop_term() { # stop_term WHO: SIGTERM, must exit 0
     [ "$st" = 0 ] || fail "sortd $who exited $st after SIGTERM: $(cat "$T/err.$who.${runs[$who]}")"
 }
 
+# B's records get the lower entry ids, and its parse stage starts last: the
+# write stages see A's records of a unit first. Only the partitions keep B's
+# from looking like replays of A's (with one shared partition they would be
+# dropped).
+"$XADD" --redis "$ORRERY_REDIS" --key "$RAW2" --in "$T/in2" --records "$FIRST" \
+    --seconds 60 >/dev/null
 "$XADD" --redis "$ORRERY_REDIS" --key "$RAW" --in "$T/in" --records "$FIRST" --seconds 60 >/dev/null
+add_rest() {
+    "$XADD" --redis "$ORRERY_REDIS" --key "$RAW" --in "$T/in" --skip "$FIRST" \
+        --records $((HALF - FIRST)) --seconds 60 >/dev/null
+    "$XADD" --redis "$ORRERY_REDIS" --key "$RAW2" --in "$T/in2" --skip "$FIRST" \
+        --seconds 60 >/dev/null
+}
 start p
 start w0
 start w1
@@ -127,27 +157,33 @@ echo "stream 1 held $peak then $peak2 packs while its write stage was paused (ma
 [ "$peak2" -ge "$MAXP" ] || fail "stream 1 did not fill up to max_packs while paused ($peak2)"
 [ "$peak2" -le $((MAXP + 40)) ] || fail "stream 1 grew to $peak2 packs: flow control did not pause the parse stage"
 [ "$peak2" -le $((peak + 1)) ] || fail "stream 1 kept growing ($peak -> $peak2) while full"
+for _ in $(seq 1 100); do
+    [ "$(landed)" -ge $((FIRST / 2)) ] && break
+    sleep 0.1
+done
+start p2
 
 added=0
 for round in $(seq 1 "$ROUNDS"); do
     sleep "0.$((RANDOM % 7 + 2))"
-    who=$(echo p w0 w1 | tr ' ' '\n' | shuf -n 1)
+    who=$(echo p p2 w0 w1 | tr ' ' '\n' | shuf -n 1)
     kill -9 "${pid[$who]}"
     wait "${pid[$who]}" 2>/dev/null || true
     unset "pid[$who]"
     echo "round $round: killed $who; $(landed) records landed"
     if [ "$added" = 0 ] && [ "$round" -ge $((ROUNDS / 2)) ]; then
-        "$XADD" --redis "$ORRERY_REDIS" --key "$RAW" --in "$T/in" --skip "$FIRST" --seconds 60 >/dev/null
+        add_rest
         added=1
     fi
     start "$who"
 done
-[ "$added" = 1 ] || "$XADD" --redis "$ORRERY_REDIS" --key "$RAW" --in "$T/in" --skip "$FIRST" --seconds 60 >/dev/null
+[ "$added" = 1 ] || add_rest
 
 done_all() {
     [ "$(landed)" -ge "$N" ] || return 1
-    [ "$(ginfo "$RAW" parse pending)" = 0 ] || return 1
-    [ "$(ginfo "$RAW" parse lag)" = 0 ] || return 1
+    for k in "$RAW" "$RAW2"; do
+        [ "$(ginfo "$k" parse pending)" = 0 ] && [ "$(ginfo "$k" parse lag)" = 0 ] || return 1
+    done
     [ "$(rcli XLEN "$HK.0")" = 0 ] && [ "$(rcli XLEN "$HK.1")" = 0 ]
 }
 for _ in $(seq 1 600); do
@@ -155,6 +191,7 @@ for _ in $(seq 1 600); do
     sleep 0.2
 done
 stop_term p
+stop_term p2
 stop_term w0
 stop_term w1
 echo "parse stage: $(cat "$T/out.p.${runs[p]}")"
@@ -163,8 +200,9 @@ for k in "$HK.0" "$HK.1"; do
     [ "$(rcli XLEN "$k")" = 0 ] || fail "$k still holds $(rcli XLEN "$k") packs"
     [ "$(ginfo "$k" sortd-write pending)" = 0 ] || fail "$k has packs pending"
 done
-[ "$(ginfo "$RAW" parse pending)" = 0 ] || fail "raw entries still pending after the last commit"
-waits=$(cat "$T"/out.p.* | /usr/bin/python3 -c 'import sys, json; print(sum(json.loads(l).get("handoff_waits", 0) for l in sys.stdin if l.strip()))')
+[ "$(ginfo "$RAW" parse pending)" = 0 ] && [ "$(ginfo "$RAW2" parse pending)" = 0 ] ||
+    fail "raw entries still pending after the last commit"
+waits=$(cat "$T"/out.p.* "$T"/out.p2.* | /usr/bin/python3 -c 'import sys, json; print(sum(json.loads(l).get("handoff_waits", 0) for l in sys.stdin if l.strip()))')
 [ "$waits" -gt 0 ] || fail "the parse stage never waited for room (handoff_waits=0)"
 
 # One owner per unit: each _CHECK lists exactly its folder's files and their sum.

@@ -61,6 +61,12 @@ static void test_defaults(void **state)
     assert_int_equal(s->sinks.ho_flush_ms, 200);
     assert_int_equal(s->sinks.ho_pack_bytes, 256 << 10);
     assert_int_equal(s->stage_count, 0);
+    assert_int_equal(s->sinks.ho_partition, -1); /* the source's own */
+    sort_spec_free(s);
+    assert_int_equal(
+        parse_sinks("{\"files\":false,\"handoff\":{\"streams\":3,\"partition\":63}}", &s, &err),
+        ORR_OK);
+    assert_int_equal(s->sinks.ho_partition, 63);
     sort_spec_free(s);
 }
 
@@ -79,6 +85,8 @@ static void test_refusals(void **state)
             NULL);
     refused("{\"files\":false,\"handoff\":[]}", "spec.sinks.handoff", NULL);
     refused("{\"files\":false}", "spec.sinks", "at least one sink");
+    refused("{\"files\":false,\"handoff\":{\"streams\":2,\"partition\":64}}",
+            "spec.sinks.handoff.partition", NULL);
 }
 
 static void test_write_stage(void **state)

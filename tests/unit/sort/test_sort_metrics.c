@@ -60,6 +60,9 @@ static void test_metrics_served(void **state)
     st.w.bytes_lzo = 987654;
     st.lag[2] = 55;
     st.has_lag[2] = 1;
+    st.ho_packs = 321;
+    st.ho_waits = 4;
+    st.rebalances_assigned = 2;
     sort_metrics_publish(m, "clicks", &st);
     http_get(port, "/metrics", buf, sizeof buf);
     assert_non_null(strstr(buf, "text/plain; version=0.0.4"));
@@ -71,6 +74,9 @@ static void test_metrics_served(void **state)
     assert_non_null(strstr(buf, "sortd_bytes_written_total{stream=\"clicks\"} 987654\n"));
     assert_non_null(strstr(buf, "sortd_lag{stream=\"clicks\",partition=\"2\"} 55\n"));
     assert_null(strstr(buf, "partition=\"1\""));
+    assert_non_null(strstr(buf, "sortd_handoff_packs_total{stream=\"clicks\"} 321\n"));
+    assert_non_null(strstr(buf, "sortd_handoff_waits_total{stream=\"clicks\"} 4\n"));
+    assert_non_null(strstr(buf, "sortd_rebalances_total{stream=\"clicks\"} 2\n"));
     assert_non_null(strstr(buf, "# TYPE sortd_open_units gauge"));
 
     http_get(port, "/other", buf, sizeof buf);
