@@ -486,8 +486,8 @@ static void pipe_route_batch(sort_pipeline *p, sort_batch *b)
                 continue;
             }
             p->st.records_out++;
-            if (sort_handoff_due(p->ho, 1))
-                pipe_ho_flush(p, 0);
+            if (sort_handoff_due(p->ho, 0)) /* the buffer is full */
+                pipe_ho_flush(p, 1);
         }
         if (!s->sinks.files)
             continue;

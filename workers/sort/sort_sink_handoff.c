@@ -316,7 +316,7 @@ int sort_handoff_due(const sort_handoff *h, int64_t now_ms)
         return 0;
     if (h->buffered >= SORT_HANDOFF_BUFFER || h->replies >= 1024)
         return 1;
-    return now_ms == 0 || now_ms - h->dirty_since >= h->spec->sinks.ho_flush_ms;
+    return now_ms > 0 && now_ms - h->dirty_since >= h->spec->sinks.ho_flush_ms;
 }
 
 /* Wait until every stream we are about to add to has room. */

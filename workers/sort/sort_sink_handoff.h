@@ -78,8 +78,8 @@ orr_status sort_handoff_add(sort_handoff *h, const char *iface, size_t iface_len
                             size_t len, orr_err *err);
 /* The source position after an entry of partition (routed or not). */
 void sort_handoff_advance(sort_handoff *h, uint32_t partition, sort_off next);
-/* 1 when records wait and the oldest has waited flush_ms, or the buffer
- * is full. */
+/* 1 when records wait and the buffer is full, or (now_ms > 0, monotonic
+ * ms) the oldest has waited flush_ms. */
 int sort_handoff_due(const sort_handoff *h, int64_t now_ms);
 /* Send every pack (waiting for room) and read every reply; then the
  * positions advanced so far are safe. ORR_ECANCELLED when *stop was set
