@@ -159,32 +159,11 @@ orr_status orr_zk_children(orr_zk *z, const char *path, orr_arena *a, char ***na
     return rc;
 }
 
-orr_status orr_zk_get(orr_zk *z, const char *path, orr_buf *out, orr_err *err)
+/* Read path into out; with watch, also leave a one-shot watch on it (on its
+ * creation when it does not exist). */
+static orr_status zk_read(orr_zk *z, const char *path, orr_buf *out, int watch, orr_err *err)
 {
     pthread_mutex_lock(&z->mu);
-    orr_status rc = zk_ensure(z, err);
-    zhandle_t *zh = z->zh;
-    pthread_mutex_unlock(&z->mu);
-    if (rc != ORR_OK)
-        return rc;
-    int cap = 1 << 20;
-    char *buf = malloc((size_t)cap);
-    if (!buf)
-        abort();
-    int len = cap;
-    rc = zk_map(zoo_get(zh, path, 0, buf, &len, NULL), path, err);
-    if (rc == ORR_OK && len > 0)
-        orr_buf_append(out, buf, (size_t)len);
-    free(buf);
-    return rc;
-}
-
-orr_status orr_zk_get_watch(orr_zk *z, const char *path, orr_buf *out, orr_zk_notify fn, void *ctx,
-                            orr_err *err)
-{
-    pthread_mutex_lock(&z->mu);
-    z->notify = fn;
-    z->notify_ctx = ctx;
     orr_status rc = zk_ensure(z, err);
     zhandle_t *zh = z->zh;
     pthread_mutex_unlock(&z->mu);
@@ -197,6 +176,10 @@ orr_status orr_zk_get_watch(orr_zk *z, const char *path, orr_buf *out, orr_zk_no
     int len = cap, zrc = ZNONODE;
     for (int round = 0; round < 3 && zrc == ZNONODE; round++) {
         len = cap;
+        if (!watch) {
+            zrc = zoo_get(zh, path, 0, buf, &len, NULL);
+            break;
+        }
         zrc = zoo_wget(zh, path, zk_node_watcher, z, buf, &len, NULL);
         if (zrc != ZNONODE)
             break;
@@ -211,4 +194,19 @@ orr_status orr_zk_get_watch(orr_zk *z, const char *path, orr_buf *out, orr_zk_no
         orr_buf_append(out, buf, (size_t)len);
     free(buf);
     return rc;
+}
+
+orr_status orr_zk_get(orr_zk *z, const char *path, orr_buf *out, orr_err *err)
+{
+    return zk_read(z, path, out, 0, err);
+}
+
+orr_status orr_zk_get_watch(orr_zk *z, const char *path, orr_buf *out, orr_zk_notify fn, void *ctx,
+                            orr_err *err)
+{
+    pthread_mutex_lock(&z->mu);
+    z->notify = fn;
+    z->notify_ctx = ctx;
+    pthread_mutex_unlock(&z->mu);
+    return zk_read(z, path, out, 1, err);
 }
