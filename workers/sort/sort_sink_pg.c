@@ -229,6 +229,21 @@ static orr_status pg_quote_table(PGconn *c, const char *table, orr_buf *b, orr_e
     return ORR_OK;
 }
 
+/* Rows (part, off_hi, off_lo) of orrery_sort_offsets become the stored
+ * (expected) and current positions of their partitions. */
+static void pg_take_positions(sort_sink_pg *k, const PGresult *r)
+{
+    for (int i = 0; i < PQntuples(r); i++) {
+        long part = strtol(PQgetvalue(r, i, 0), NULL, 10);
+        if (part < 0 || part >= SORT_MAX_PARTITIONS)
+            continue;
+        k->stored[part].hi = (uint64_t)strtoll(PQgetvalue(r, i, 1), NULL, 10);
+        k->stored[part].lo = (uint64_t)strtoll(PQgetvalue(r, i, 2), NULL, 10);
+        k->has_stored[part] = 1;
+        k->pos[part] = k->stored[part];
+    }
+}
+
 orr_status sort_sink_pg_open(const sort_spec *spec, sort_sink_pg **out, orr_err *err)
 {
     *out = NULL;
@@ -275,15 +290,7 @@ orr_status sort_sink_pg_open(const sort_spec *spec, sort_sink_pg **out, orr_err 
                  1, p1, &r, err);
     if (rc != ORR_OK)
         goto fail;
-    for (int i = 0; i < PQntuples(r); i++) {
-        long part = strtol(PQgetvalue(r, i, 0), NULL, 10);
-        if (part < 0 || part >= SORT_MAX_PARTITIONS)
-            continue;
-        k->stored[part].hi = (uint64_t)strtoll(PQgetvalue(r, i, 1), NULL, 10);
-        k->stored[part].lo = (uint64_t)strtoll(PQgetvalue(r, i, 2), NULL, 10);
-        k->has_stored[part] = 1;
-        k->pos[part] = k->stored[part];
-    }
+    pg_take_positions(k, r);
     PQclear(r);
     r = NULL;
     /* The COPY statement, columns quoted. */
@@ -550,15 +557,7 @@ orr_status sort_sink_pg_reload(sort_sink_pg *k, const uint32_t *parts, size_t n,
     for (size_t i = 0; i < n; i++)
         if (parts[i] < SORT_MAX_PARTITIONS)
             k->has_stored[parts[i]] = 0;
-    for (int i = 0; i < PQntuples(r); i++) {
-        long part = strtol(PQgetvalue(r, i, 0), NULL, 10);
-        if (part < 0 || part >= SORT_MAX_PARTITIONS)
-            continue;
-        k->stored[part].hi = (uint64_t)strtoll(PQgetvalue(r, i, 1), NULL, 10);
-        k->stored[part].lo = (uint64_t)strtoll(PQgetvalue(r, i, 2), NULL, 10);
-        k->has_stored[part] = 1;
-        k->pos[part] = k->stored[part];
-    }
+    pg_take_positions(k, r);
 out:
     PQclear(r);
     orr_buf_free(&list);

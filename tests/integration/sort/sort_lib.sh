@@ -11,6 +11,16 @@ fail() {
     exit 1
 }
 
+# need_redis: HOST, PORT and rcli for the test stack's Redis (ORRERY_REDIS),
+# or fail saying how to start it.
+need_redis() {
+    [ -n "${ORRERY_REDIS:-}" ] || fail "ORRERY_REDIS is not set (start the stack: deploy/stack.sh start redis)"
+    HOST=${ORRERY_REDIS%:*}
+    PORT=${ORRERY_REDIS##*:}
+    rcli PING | grep -q PONG || fail "Redis at $ORRERY_REDIS does not answer"
+}
+rcli() { redis-cli -h "$HOST" -p "$PORT" "$@"; }
+
 verify_landed() {
     local root=$1 n=$2 nocheck=${3:-}
     local files

@@ -10,11 +10,7 @@ set -euo pipefail
 SORTD=$1
 . "$(dirname "$0")/sort_lib.sh"
 
-[ -n "${ORRERY_REDIS:-}" ] || fail "ORRERY_REDIS is not set (start the stack: deploy/stack.sh start redis)"
-HOST=${ORRERY_REDIS%:*}
-PORT=${ORRERY_REDIS##*:}
-rcli() { redis-cli -h "$HOST" -p "$PORT" "$@"; }
-rcli PING | grep -q PONG || fail "Redis at $ORRERY_REDIS does not answer"
+need_redis
 
 N=${SORT_REDIS_RECORDS:-30000}
 KEY="orr-it-sort-$$"

@@ -19,11 +19,7 @@ GEN=$2
 XADD=$3
 . "$(dirname "$0")/sort_lib.sh"
 
-[ -n "${ORRERY_REDIS:-}" ] || fail "ORRERY_REDIS is not set (start the stack: deploy/stack.sh start redis)"
-HOST=${ORRERY_REDIS%:*}
-PORT=${ORRERY_REDIS##*:}
-rcli() { redis-cli -h "$HOST" -p "$PORT" "$@"; }
-rcli PING | grep -q PONG || fail "Redis at $ORRERY_REDIS does not answer"
+need_redis
 
 N=${SORT_PACKS_RECORDS:-60000}
 FIRST=$((N * 7 / 10))
