@@ -28,6 +28,9 @@
  * are sent in offset order, which that rule needs. How durable an accepted
  * XADD is depends on Redis's persistence (appendonly, appendfsync).
  *
+ * A lost Redis connection or a refused XADD fails the flush: the pipeline
+ * stops (sortd exits 1) and a restart resumes from the last safe position.
+ *
  * Flow control. The write stage deletes each pack once it has landed
  * (src_redis.c), so a stream's length is its packs not yet landed. The
  * sink counts what it added to each stream since it last read its length;
@@ -54,7 +57,7 @@
 typedef struct sort_handoff sort_handoff;
 
 typedef struct sort_handoff_counts {
-    uint64_t packs;   /* packs accepted by Redis */
+    uint64_t packs;   /* packs sent (XADD queued; their replies are read by flush) */
     uint64_t records; /* records in them */
     uint64_t bytes;   /* encoded pack bytes */
     uint64_t waits;   /* flow-control pauses (a stream held max_packs) */
