@@ -239,7 +239,7 @@ static orr_status bf_get_bytes(orr_blob *bb, const char *rel, orr_buf *out, orr_
     return ORR_OK;
 }
 
-static orr_status bf_list(orr_blob *bb, const char *rel, orr_buf *out, orr_err *err)
+static orr_status bf_list(orr_blob *bb, const char *rel, orr_buf *out, orr_buf *sizes, orr_err *err)
 {
     blob_file *b = (blob_file *)bb;
     char full[4096];
@@ -261,6 +261,13 @@ static orr_status bf_list(orr_blob *bb, const char *rel, orr_buf *out, orr_err *
         if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
             continue;
         orr_buf_append(out, de->d_name, strlen(de->d_name) + 1);
+        if (sizes) {
+            struct stat st;
+            uint64_t n = 0; /* a folder, or removed meanwhile */
+            if (fstatat(dirfd(d), de->d_name, &st, 0) == 0 && S_ISREG(st.st_mode))
+                n = (uint64_t)st.st_size;
+            orr_buf_append(sizes, &n, sizeof n);
+        }
     }
     closedir(d);
     return ORR_OK;
@@ -514,7 +521,7 @@ size_t orr_blob_sweep_tmp(orr_blob *b, const char *rel)
 {
     orr_buf names = ORR_BUF_INIT;
     size_t removed = 0;
-    if (b->ops->list(b, rel, &names, NULL) == ORR_OK) {
+    if (b->ops->list(b, rel, &names, NULL, NULL) == ORR_OK) {
         for (size_t off = 0; off < names.len;) {
             const char *nm = names.data + off;
             off += strlen(nm) + 1;

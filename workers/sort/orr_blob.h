@@ -49,8 +49,10 @@ typedef struct orr_blob_ops {
     /* Read a whole object into out (reset first). ORR_ENOTFOUND if absent. */
     orr_status (*get_bytes)(orr_blob *b, const char *rel, orr_buf *out, orr_err *err);
     /* Names in folder rel (not recursive, no "." entries), each followed by
-     * a NUL, appended to out. ORR_ENOTFOUND if the folder is absent. */
-    orr_status (*list)(orr_blob *b, const char *rel, orr_buf *out, orr_err *err);
+     * a NUL, appended to out; with sizes (may be NULL), each entry's size in
+     * bytes (0 for a folder) appended to it as a uint64_t, in the same
+     * order. ORR_ENOTFOUND if the folder is absent. */
+    orr_status (*list)(orr_blob *b, const char *rel, orr_buf *out, orr_buf *sizes, orr_err *err);
     orr_status (*remove)(orr_blob *b, const char *rel, orr_err *err);
     /* Size in bytes of the object at rel into *size. ORR_ENOTFOUND if
      * absent, ORR_EINVAL for a bad rel or a folder, ORR_EIO otherwise. */

@@ -18,7 +18,8 @@
  *   RENAME     {"boolean":true} when done; false when the destination exists
  *              or the source is missing.
  *   OPEN       307 to a datanode, followed; 200 with the bytes.
- *   LISTSTATUS, DELETE, MKDIRS, GETFILESTATUS (also the size op: `length`).
+ *   LISTSTATUS (names, and `length` when sizes are asked for), DELETE,
+ *   MKDIRS, GETFILESTATUS (also the size op: `length`).
  *
  * Landing: CREATE "<folder>/.tmp-<name>" then RENAME to "<folder>/<name>",
  * so a reader sees the whole object or nothing. HDFS's RENAME does not
@@ -464,7 +465,7 @@ out:
     return rc;
 }
 
-static orr_status wh_list(orr_blob *bb, const char *rel, orr_buf *out, orr_err *err)
+static orr_status wh_list(orr_blob *bb, const char *rel, orr_buf *out, orr_buf *sizes, orr_err *err)
 {
     blob_hdfs *b = (blob_hdfs *)bb;
     orr_buf full = ORR_BUF_INIT;
@@ -498,8 +499,15 @@ static orr_status wh_list(orr_blob *bb, const char *rel, orr_buf *out, orr_err *
         if ((rc = orr_json_get_str(st, p, "pathSuffix", 1, &name, err)) != ORR_OK)
             goto out;
         if (!*name)
-            continue; /* LISTSTATUS of a file lists the file itself */
+            continue;    /* LISTSTATUS of a file lists the file itself */
+        int64_t len = 0; /* folders have length 0 */
+        if (sizes && (rc = orr_json_get_int(st, p, "length", 1, 0, INT64_MAX, &len, err)) != ORR_OK)
+            goto out;
         orr_buf_append(out, name, strlen(name) + 1);
+        if (sizes) {
+            uint64_t n = (uint64_t)len;
+            orr_buf_append(sizes, &n, sizeof n);
+        }
     }
 out:
     json_decref(j);

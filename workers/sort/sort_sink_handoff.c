@@ -47,7 +47,6 @@ struct sort_handoff {
     uint64_t *len;       /* per stream: length when last read */
     size_t buffered;     /* raw bytes in open packs */
     int64_t dirty_since; /* monotonic ms of the first advance since a flush; -1: none */
-    uint64_t pend_records;
 
     sort_off routed[SORT_MAX_PARTITIONS], safe[SORT_MAX_PARTITIONS];
     uint8_t has_routed[SORT_MAX_PARTITIONS], has_safe[SORT_MAX_PARTITIONS];
@@ -292,7 +291,6 @@ orr_status sort_handoff_add(sort_handoff *h, const char *iface, size_t iface_len
     if (rc != ORR_OK)
         return rc;
     h->buffered += orr_pack_raw_len(s->b) - before;
-    h->pend_records++;
     if ((int64_t)orr_pack_raw_len(s->b) >= h->spec->sinks.ho_pack_bytes)
         return ho_send(h, s, err);
     return ORR_OK;
@@ -399,7 +397,6 @@ orr_status sort_handoff_flush(sort_handoff *h, orr_err *err)
             h->has_safe[p] = 1;
         }
     h->buffered = 0;
-    h->pend_records = 0;
     h->dirty_since = -1;
     return ORR_OK;
 }

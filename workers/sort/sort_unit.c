@@ -261,7 +261,8 @@ orr_status sort_units_load(sort_units *t, orr_blob *blob, orr_err *err)
 {
     const sort_spec *s = t->spec;
     orr_buf ifaces = ORR_BUF_INIT, labels = ORR_BUF_INIT, files = ORR_BUF_INIT;
-    orr_status rc = blob->ops->list(blob, s->business, &ifaces, err);
+    orr_buf sizes = ORR_BUF_INIT;
+    orr_status rc = blob->ops->list(blob, s->business, &ifaces, NULL, err);
     size_t nunits = 0, nfiles = 0;
     if (rc == ORR_ENOTFOUND) {
         orr_err_clear(err);
@@ -278,7 +279,7 @@ orr_status sort_units_load(sort_units *t, orr_blob *blob, orr_err *err)
         char rel[4096];
         snprintf(rel, sizeof rel, "%s/%s", s->business, iface);
         orr_buf_reset(&labels);
-        if (blob->ops->list(blob, rel, &labels, NULL) != ORR_OK)
+        if (blob->ops->list(blob, rel, &labels, NULL, NULL) != ORR_OK)
             continue;
         for (size_t j = 0; j < labels.len;) {
             const char *label = labels.data + j;
@@ -292,20 +293,18 @@ orr_status sort_units_load(sort_units *t, orr_blob *blob, orr_err *err)
             nunits++;
             orr_blob_sweep_tmp(blob, u->dir);
             orr_buf_reset(&files);
-            if (blob->ops->list(blob, u->dir, &files, NULL) != ORR_OK)
+            orr_buf_reset(&sizes);
+            if (blob->ops->list(blob, u->dir, &files, &sizes, NULL) != ORR_OK)
                 continue;
-            for (size_t k = 0; k < files.len;) {
+            /* sizes come with the listing: one request per folder, not per file */
+            for (size_t k = 0, idx = 0; k < files.len; idx++) {
                 const char *fn = files.data + k;
                 k += strlen(fn) + 1;
                 sort_part_info pi;
                 if (sort_part_parse(fn, &pi) != 0)
                     continue;
-                char frel[4096];
-                uint64_t bytes = 0;
-                snprintf(frel, sizeof frel, "%s/%s", u->dir, fn);
-                rc = blob->ops->size(blob, frel, &bytes, err);
-                if (rc != ORR_OK)
-                    goto done;
+                uint64_t bytes;
+                memcpy(&bytes, sizes.data + idx * sizeof bytes, sizeof bytes);
                 sort_unit_add_file(t, u, fn, pi.count, bytes);
                 units__note_landed(t, u, &pi);
                 nfiles++;
@@ -320,5 +319,6 @@ done:
     orr_buf_free(&ifaces);
     orr_buf_free(&labels);
     orr_buf_free(&files);
+    orr_buf_free(&sizes);
     return rc;
 }

@@ -139,10 +139,8 @@ void sort_part_name(char *buf, const sort_part_info *pi);
 int sort_part_parse(const char *name, sort_part_info *out);
 
 /* Read back what earlier runs landed under <business>/ (units, files with
- * their sizes from the store's size op, last offsets, _CHECK versions) and
- * remove ".tmp-" leftovers. ORR_EIO if the store cannot be listed; the
- * size op's status (err names the file) if a landed file's size cannot be
- * read. */
+ * the sizes their folder's listing gives, last offsets, _CHECK versions)
+ * and remove ".tmp-" leftovers. ORR_EIO if the store cannot be listed. */
 orr_status sort_units_load(sort_units *t, orr_blob *blob, orr_err *err);
 
 #endif

@@ -52,7 +52,7 @@ verify_landed "$T/hdfs/orrery/blob" "$N"
 [ -n "$(find "$T/hdfs/orrery/blob/bz" -name _CHECK)" ] || fail "no _CHECK landed"
 verify_check_bytes "$T/hdfs/orrery/blob"
 # Restart with two late records of the first closed hour: the landed files
-# are read back (sizes by GETFILESTATUS) and the unit's next _CHECK lists
+# are read back (sizes from LISTSTATUS) and the unit's next _CHECK lists
 # them with the new file, every size right.
 label=$(cd "$T/hdfs/orrery/blob/bz" && find . -name _CHECK | sort | head -n1 | cut -d/ -f2-3)
 late_ts=$(/usr/bin/python3 -c 'import calendar, sys, time

@@ -82,7 +82,7 @@ static void list_str(orr_blob *b, const char *rel, char *out, size_t n)
     orr_buf names = ORR_BUF_INIT;
     orr_err err = {0};
     out[0] = 0;
-    orr_status rc = b->ops->list(b, rel, &names, &err);
+    orr_status rc = b->ops->list(b, rel, &names, NULL, &err);
     CHECK(rc == ORR_OK, "list %s: %s", rel, err.msg);
     for (size_t off = 0; off < names.len; off += strlen(names.data + off) + 1) {
         strncat(out, names.data + off, n - strlen(out) - 2);
@@ -186,7 +186,7 @@ int main(int argc, char **argv)
     CHECK(rc == ORR_ENOTFOUND && strstr(err.field, "/store/biz/none") && strstr(err.msg, "404") &&
               strstr(err.msg, "FileNotFoundException"),
           "get absent: %d %s %s", rc, err.field, err.msg);
-    rc = b->ops->list(b, "nofolder", &got, &err);
+    rc = b->ops->list(b, "nofolder", &got, NULL, &err);
     CHECK(rc == ORR_ENOTFOUND, "list absent: %d", rc);
     rc = b->ops->put_bytes(b, "a/../b", "x", 1, &err);
     CHECK(rc == ORR_EINVAL && strcmp(err.field, "path") == 0, "bad rel: %d", rc);
