@@ -442,12 +442,13 @@ static void pipe_route_batch(sort_pipeline *p, sort_batch *b)
         }
         if (p->ho)
             sort_handoff_advance(p->ho, e->partition, e->next);
-        /* In PostgreSQL already: only the files (if any) may still need it. */
+        /* In PostgreSQL already: only the files or the hand-off (if any) may
+         * still need it. */
         int pg_has = 0;
         if (p->pg) {
             sort_sink_pg_advance(p->pg, e->partition, e->next);
             pg_has = sort_sink_pg_skip(p->pg, e->partition, e->off);
-            if (pg_has && !s->sinks.files) {
+            if (pg_has && !s->sinks.files && !p->ho) {
                 p->st.replay_dropped++; /* committed to PostgreSQL by an earlier run */
                 continue;
             }
@@ -470,7 +471,7 @@ static void pipe_route_batch(sort_pipeline *p, sort_batch *b)
             /* A value PostgreSQL cannot hold is a reject of this sink only. */
             if (sort_sink_pg_add(p->pg, e->partition, e->off, p->vals, rec, e->len) != 0)
                 sort_reject_add(&p->rej, e->partition, e->off, SORT_REJ_DB_REFUSED, rec, e->len);
-            else if (!s->sinks.files)
+            else if (!s->sinks.files && !p->ho)
                 p->st.records_out++;
             if (sort_sink_pg_due(p->pg, 0))
                 pipe_pg_flush(p, 1);
