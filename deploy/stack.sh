@@ -19,6 +19,14 @@
 #                         mysql = base+3 (default 15400)
 #   ORRERY_STACK          servers to act on (default "pg zk redis mysql")
 #   ORRERY_STACK_TIMEOUT  seconds to wait for each server to answer (default 60)
+#   ORRERY_STACK_DURABLE  1 (default): every server keeps what it acknowledged
+#                         across a crash of the machine (PostgreSQL fsync,
+#                         full_page_writes and synchronous_commit on; Redis
+#                         with an append-only file synced every second;
+#                         MariaDB's InnoDB log flushed at each commit;
+#                         ZooKeeper's forceSync). 0: the fast settings for
+#                         throw-away test data (all of that off); only
+#                         deploy/test.sh asks for them.
 #
 # Layout under the var dir: pg/ zk/ redis/ mysql/ (data and generated
 # configs), log/<server>.log, run/<server>.pid (written by this script from
@@ -33,7 +41,9 @@
 #   - As root, servers run as the unprivileged system user "orrery" (initdb
 #     refuses root); as another user, they run as that user.
 #
-# This is a dev/test stack: durability is traded for speed (fsync off).
+# Durable by default: the quickstart's platform keeps its data. The test
+# command alone asks for the fast settings (ORRERY_STACK_DURABLE=0). The
+# setting is read at every start, so a restart switches an existing stack.
 set -euo pipefail
 umask 022
 
@@ -55,7 +65,8 @@ die() {
 usage() {
 	cat >&2 <<'EOF'
 usage: deploy/stack.sh start|stop|status|env [pg] [zk] [redis] [mysql]
-  settings: ORRERY_VAR_DIR, ORRERY_PORT_BASE, ORRERY_STACK, ORRERY_STACK_TIMEOUT
+  settings: ORRERY_VAR_DIR, ORRERY_PORT_BASE, ORRERY_STACK, ORRERY_STACK_TIMEOUT,
+            ORRERY_STACK_DURABLE (1 = durable, the default; 0 = fast, for tests)
 EOF
 	exit 2
 }
@@ -65,13 +76,17 @@ EOF
 VAR_DIR=$(realpath -m -- "${ORRERY_VAR_DIR:-$ROOT_DIR/var}")
 PORT_BASE=${ORRERY_PORT_BASE:-15400}
 TIMEOUT=${ORRERY_STACK_TIMEOUT:-60}
+DURABLE=${ORRERY_STACK_DURABLE:-1}
 if ! [[ $PORT_BASE =~ ^[1-9][0-9]{3,4}$ ]] || ((PORT_BASE < 1024 || PORT_BASE > 65532)); then
 	die "ORRERY_PORT_BASE must be a number from 1024 to 65532 (got '$PORT_BASE')"
 fi
 if ! [[ $TIMEOUT =~ ^[1-9][0-9]{0,3}$ ]]; then
 	die "ORRERY_STACK_TIMEOUT must be a whole number of seconds from 1 to 9999 (got '$TIMEOUT')"
 fi
-readonly VAR_DIR PORT_BASE TIMEOUT
+if [[ $DURABLE != 0 && $DURABLE != 1 ]]; then
+	die "ORRERY_STACK_DURABLE must be 1 (durable, the default) or 0 (fast, for tests) (got '$DURABLE')"
+fi
+readonly VAR_DIR PORT_BASE TIMEOUT DURABLE
 readonly SOCK_DIR=$VAR_DIR/run/sock
 readonly PG_DSN="postgresql://$DB_USER:$DB_PASSWORD@127.0.0.1:$PORT_BASE/$DB_NAME"
 readonly MYSQL_DSN="mysql://$DB_USER:$DB_PASSWORD@127.0.0.1:$((PORT_BASE + 3))/$DB_NAME"
@@ -289,10 +304,12 @@ pg_prepare() {
 		own "$data"
 		chmod 700 "$data"
 		say "pg: initdb $data"
+		local sync_opt=()
+		((DURABLE)) || sync_opt=(--no-sync)
 		# Superuser "postgres" over the unix socket (trust: the socket lives in
 		# the private var dir); passwords (scram) over TCP.
 		run_as_service "$PG_BIN/initdb" -D "$data" -U postgres -E UTF8 --locale=C.UTF-8 \
-			--auth-local=trust --auth-host=scram-sha-256 --no-sync >>"$log" 2>&1 ||
+			--auth-local=trust --auth-host=scram-sha-256 "${sync_opt[@]}" >>"$log" 2>&1 ||
 			{
 				tail -n 20 "$log" >&2
 				die "pg: initdb failed; see $log"
@@ -302,12 +319,15 @@ pg_prepare() {
 }
 
 pg_launch() {
-	# fsync, full_page_writes and synchronous_commit are off: this is a private
-	# dev/test instance whose data may be lost on a machine crash.
+	# Durable: PostgreSQL's own defaults (fsync, full_page_writes and
+	# synchronous_commit on). Fast (tests only): all three off, so the data
+	# may be lost on a machine crash.
+	local sync_opts=()
+	((DURABLE)) || sync_opts=(-c fsync=off -c full_page_writes=off -c synchronous_commit=off)
 	launch pg "$PG_BIN/postgres" -D "$VAR_DIR/pg" \
 		-c listen_addresses=127.0.0.1 -c port="$PORT_BASE" \
 		-c unix_socket_directories="$SOCK_DIR" \
-		-c fsync=off -c full_page_writes=off -c synchronous_commit=off \
+		"${sync_opts[@]}" \
 		-c max_connections=200 -c logging_collector=off \
 		-c log_line_prefix='%m [%p] %q%u@%d '
 }
@@ -342,6 +362,8 @@ zk_prepare() {
 	mkdir -p -- "$dir/data"
 	own "$dir" "$dir/data"
 	own_tree "$dir/data"
+	local ZK_FORCE_SYNC=yes
+	((DURABLE)) || ZK_FORCE_SYNC=no
 	cat >"$dir/zoo.cfg" <<EOF
 # Written by deploy/stack.sh on every start: change the script, not this file.
 tickTime=2000
@@ -355,6 +377,7 @@ admin.enableServer=false
 4lw.commands.whitelist=ruok,srvr,stat
 autopurge.snapRetainCount=3
 autopurge.purgeInterval=1
+forceSync=$ZK_FORCE_SYNC
 EOF
 }
 
@@ -396,9 +419,14 @@ protected-mode yes
 daemonize no
 dir $dir
 logfile ""
-save ""
-appendonly no
 EOF
+	if ((DURABLE)); then
+		# Every write goes to the append-only file, synced once a second: a
+		# crash loses at most the last second.
+		printf '%s\n' 'appendonly yes' 'appendfsync everysec' >>"$dir/redis.conf"
+	else
+		printf '%s\n' 'save ""' 'appendonly no' >>"$dir/redis.conf"
+	fi
 }
 
 redis_launch() { launch redis redis-server "$VAR_DIR/redis/redis.conf"; }
@@ -438,12 +466,15 @@ mysql_prepare() {
 }
 
 mysql_launch() {
-	# innodb_flush_log_at_trx_commit=2: dev/test instance, durability traded for speed.
+	# Durable: InnoDB's log is flushed at every commit (MariaDB's default, 1).
+	# Fast (tests only): 2, written at commit and flushed once a second.
+	local flush=1
+	((DURABLE)) || flush=2
 	launch mysql mariadbd --no-defaults --datadir="$VAR_DIR/mysql" \
 		--port="${PORT[mysql]}" --bind-address=127.0.0.1 --skip-networking=0 \
 		--socket="$SOCK_DIR/mysql.sock" --pid-file="$VAR_DIR/mysql/mariadbd.pid" \
 		--log-error="$VAR_DIR/log/mysql.log" --skip-name-resolve --local-infile=1 \
-		--skip-log-bin --innodb-buffer-pool-size=128M --innodb-flush-log-at-trx-commit=2 \
+		--skip-log-bin --innodb-buffer-pool-size=128M --innodb-flush-log-at-trx-commit="$flush" \
 		--max-connections=200 --character-set-server=utf8mb4
 }
 
@@ -567,7 +598,10 @@ cmd_start() {
 	for name in "${SERVERS[@]}"; do
 		port=${PORT[$name]}
 		if running_pid "$name"; then
-			say "$name: already running (pid $PID, port $port)"
+			say "$name: already running (pid $PID, port $port, $(mode_of "$name"))"
+			[[ $(mode_of "$name") == "$(mode_name)" ]] ||
+				say "$name: asked for $(mode_name) settings; they apply at its next start" \
+					"(deploy/stack.sh stop $name; deploy/stack.sh start $name)"
 			continue
 		fi
 		rm -f -- "$VAR_DIR/run/$name.pid"
@@ -581,7 +615,8 @@ cmd_start() {
 	# each in a subshell; then wait for each to answer.
 	LAUNCHED=("${todo[@]}")
 	for name in "${todo[@]}"; do
-		("${name}_prepare" && "${name}_launch") &
+		("${name}_prepare" && "${name}_launch" &&
+			printf '%s\n' "$(mode_name)" >"$VAR_DIR/run/$name.mode") &
 		jobs+=($!)
 	done
 	for i in "${!todo[@]}"; do
@@ -621,11 +656,22 @@ cmd_stop() {
 	stop_servers "${order[@]}"
 }
 
+# mode_name: the settings this call asks for, "durable" or "fast".
+mode_name() { ((DURABLE)) && echo durable || echo fast; }
+
+# mode_of NAME: the settings server NAME was last started with.
+mode_of() {
+	local m=unknown
+	[[ -r $VAR_DIR/run/$1.mode ]] && read -r m <"$VAR_DIR/run/$1.mode"
+	printf '%s\n' "$m"
+}
+
 cmd_status() {
 	local name rc=0
 	for name in "${SERVERS[@]}"; do
 		if running_pid "$name"; then
-			printf '%-6s running  pid=%s port=%s\n' "$name" "$PID" "${PORT[$name]}"
+			printf '%-6s running  pid=%s port=%s %s\n' "$name" "$PID" "${PORT[$name]}" \
+				"$(mode_of "$name")"
 		else
 			printf '%-6s stopped  port=%s\n' "$name" "${PORT[$name]}"
 			rc=1

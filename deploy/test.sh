@@ -47,6 +47,10 @@ while [ "$dir" != "/" ]; do
 done
 export ORRERY_VAR_DIR="${ORRERY_TEST_VAR_DIR:-$default_var}"
 export ORRERY_PORT_BASE="${ORRERY_TEST_PORT_BASE:-15600}"
+# The test stack holds throw-away data: it runs with the fast settings
+# (PostgreSQL fsync off, Redis without an append-only file, ...), chosen here
+# and nowhere else; the quickstart's stack is durable (docs/operations.md).
+export ORRERY_STACK_DURABLE=0
 
 cleanup() {
     say "stopping the test stack"

@@ -9,7 +9,11 @@
 # (PostgreSQL query and CREATEDB, ZooKeeper ruok and srvr, Redis PING and a
 # round trip, MariaDB query and LOAD DATA LOCAL) -> a second start keeps the
 # same pids -> status says running -> a second stack on the same ports is
-# refused -> stop leaves no process behind -> status says stopped, exit != 0.
+# refused -> every server runs with durable settings by default (PostgreSQL
+# fsync, full_page_writes, synchronous_commit; Redis append-only file synced
+# every second; InnoDB log flushed at commit; ZooKeeper forceSync) -> stop
+# leaves no process behind -> status says stopped, exit != 0 -> a start with
+# ORRERY_STACK_DURABLE=0 runs PostgreSQL and Redis with the fast settings.
 # Whatever happens, the exit trap stops the stack and removes the var dir.
 set -euo pipefail
 
@@ -74,7 +78,12 @@ procs_mentioning() {
 	done
 }
 
-stack() { ORRERY_VAR_DIR=$VAR ORRERY_PORT_BASE=$BASE ORRERY_STACK="${SERVERS[*]}" "$STACK" "$@"; }
+# The launcher's default, whatever the caller (deploy/test.sh asks for the
+# fast settings) has in its environment.
+stack() {
+	env -u ORRERY_STACK_DURABLE ORRERY_VAR_DIR="$VAR" ORRERY_PORT_BASE="$BASE" \
+		ORRERY_STACK="${SERVERS[*]}" "$STACK" "$@"
+}
 
 cleanup() {
 	local rc=$? pid
@@ -191,6 +200,22 @@ else
 	fail "mysql: ORRERY_MYSQL_DSN has the form mysql://user:password@host:port/db (got '$ORRERY_MYSQL_DSN')"
 fi
 
+# ------------------------------------------------------------------ durable by default
+pg_setting() { timeout 10 psql -XAt "$ORRERY_PG_DSN" -c "show $1" 2>&1 || true; }
+for setting in fsync full_page_writes synchronous_commit; do
+	check_eq "durable: pg $setting" on "$(pg_setting "$setting")"
+done
+redis_conf() {
+	timeout 5 redis-cli -h 127.0.0.1 -p "$rport" config get "$1" 2>&1 | sed -n 2p || true
+}
+check_eq "durable: redis appendonly" yes "$(redis_conf appendonly)"
+check_eq "durable: redis appendfsync" everysec "$(redis_conf appendfsync)"
+if declare -F my >/dev/null; then
+	check_eq "durable: mysql innodb_flush_log_at_trx_commit" 1 \
+		"$(my -e 'select @@innodb_flush_log_at_trx_commit')"
+fi
+check "durable: zookeeper forceSync=yes" grep -qx 'forceSync=yes' "$VAR/zk/zoo.cfg"
+
 # ------------------------------------------------------------------ idempotence
 if stack start >/dev/null 2>&1; then
 	pass "a second start exits 0"
@@ -207,6 +232,7 @@ done
 status_out=$(stack status) && status_rc=0 || status_rc=$?
 check_eq "status exits 0 while all run" 0 "$status_rc"
 check_eq "status says running for all four" 4 "$(grep -c ' running ' <<<"$status_out" || true)"
+check_eq "status says durable for all four" 4 "$(grep -c ' durable$' <<<"$status_out" || true)"
 
 # ------------------------------------------------------------------ port taken
 other_out=$(ORRERY_VAR_DIR=$OTHER_VAR ORRERY_PORT_BASE=$BASE "$STACK" start redis 2>&1) &&
@@ -234,6 +260,23 @@ check_eq "no process left whose command line names the var dir" "" "$left"
 status_out=$(stack status) && status_rc=0 || status_rc=$?
 check "status exits non-zero once stopped" test "$status_rc" -ne 0
 check_eq "status says stopped for all four" 4 "$(grep -c ' stopped ' <<<"$status_out" || true)"
+
+# ------------------------------------------------------------------ fast, when asked
+if ORRERY_STACK_DURABLE=0 ORRERY_VAR_DIR=$VAR ORRERY_PORT_BASE=$BASE "$STACK" start pg redis; then
+	pass "start pg redis with ORRERY_STACK_DURABLE=0 exits 0"
+	check_eq "fast: pg fsync" off "$(pg_setting fsync)"
+	check_eq "fast: pg synchronous_commit" off "$(pg_setting synchronous_commit)"
+	check_eq "fast: redis appendonly" no "$(redis_conf appendonly)"
+	status_out=$(stack status pg redis) || true
+	check_eq "status says fast for both" 2 "$(grep -c ' fast$' <<<"$status_out" || true)"
+	stack stop pg redis >/dev/null 2>&1 || fail "stop pg redis"
+else
+	fail "start pg redis with ORRERY_STACK_DURABLE=0 exits 0"
+fi
+bad_out=$(ORRERY_STACK_DURABLE=yes ORRERY_VAR_DIR=$VAR ORRERY_PORT_BASE=$BASE "$STACK" start pg 2>&1) &&
+	bad_rc=0 || bad_rc=$?
+check "an ORRERY_STACK_DURABLE other than 0 or 1 is refused" test "$bad_rc" -ne 0
+check "its message names ORRERY_STACK_DURABLE" grep -q 'ORRERY_STACK_DURABLE' <<<"$bad_out"
 
 log "$PASSED passed, $FAILED failed"
 ((FAILED == 0))
