@@ -1008,7 +1008,11 @@ orr_status gx_server_start(const gx_server_opts *o, gx_server **out, orr_err *er
         MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG, 0, NULL, NULL,
         gx_access, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa, MHD_OPTION_THREAD_POOL_SIZE,
         (unsigned)s->o.threads, MHD_OPTION_NOTIFY_COMPLETED, gx_completed, s,
-        MHD_OPTION_CONNECTION_TIMEOUT, 120u, MHD_OPTION_LISTENING_ADDRESS_REUSE, 0, MHD_OPTION_END);
+        MHD_OPTION_CONNECTION_TIMEOUT, 120u, MHD_OPTION_END);
+    /* MHD_OPTION_LISTENING_ADDRESS_REUSE is left out on purpose: by default
+     * libmicrohttpd sets SO_REUSEADDR, so a restart rebinds at once while the
+     * old connections sit in TIME_WAIT; 0 would clear it and 1 would add
+     * SO_REUSEPORT, letting a second galaxyd share the port unnoticed. */
     if (!s->mhd) {
         for (int i = 0; i < GX_CACHE_SLOTS; i++)
             pthread_rwlock_destroy(&s->cache[i].lock);
