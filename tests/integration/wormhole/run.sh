@@ -18,6 +18,7 @@ S=$$
 TMP=$(mktemp -d /tmp/wh-it-XXXXXX)
 PG_TABLES=()
 MY_TABLES=()
+PIDS=() # processes a case started in the background, ended by cleanup
 
 # mysql://user:password@host:port/db
 if [[ ! $ORRERY_MYSQL_DSN =~ ^mysql://([^:]+):([^@]*)@([^:/]+):([0-9]+)/([^?]+) ]]; then
@@ -31,7 +32,8 @@ pg() { psql "$ORRERY_PG_DSN" -X -q -v ON_ERROR_STOP=1 -At "$@"; }
 my() { MYSQL_PWD=$MY_PASS mariadb --no-defaults -h "$MY_HOST" -P "$MY_PORT" -u "$MY_USER" -N -B "$MY_DB" "$@"; }
 
 cleanup() {
-	local t
+	local t p
+	for p in "${PIDS[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
 	for t in "${PG_TABLES[@]}"; do pg -c "DROP TABLE IF EXISTS $t CASCADE" 2>/dev/null || true; done
 	for t in "${MY_TABLES[@]}"; do my -e "DROP TABLE IF EXISTS $t" 2>/dev/null || true; done
 	rm -rf "$TMP"
@@ -287,6 +289,12 @@ case_kill() {
 	# A run killed with SIGKILL mid-load leaves the target as it was; a rerun in
 	# replace mode leaves exactly the source rows. Once on one channel (load
 	# in the delete's transaction), once on three (staging table).
+	#
+	# The killed run reads a FIFO that this shell holds open: the source does
+	# not end until the test says so, so the run cannot finish (and commit)
+	# before the kill, whatever the machine's speed. The kill comes once
+	# PostgreSQL's own COPY progress shows rows of this run arriving, and the
+	# run must die of the signal (not exit by itself).
 	local src=wh_ksrc_$S dst=wh_kdst_$S ch
 	pgt "$src"
 	pgt "$dst"
@@ -295,21 +303,50 @@ case_kill() {
 	       CREATE TABLE $dst (LIKE $src);
 	       INSERT INTO $dst SELECT g, 1, 'stale' FROM generate_series(1, 1000) g;
 	       INSERT INTO $dst VALUES (-5, 7, 'other slice')"
+	# rows copied by PostgreSQL so far into the target (or its staging table) by COPYs
+	# of this run; "-" when no such COPY is running
+	copy_progress() {
+		pg -c "SELECT CASE WHEN count(*) = 0 THEN '-' ELSE sum(p.tuples_processed)::text END
+		         FROM pg_stat_progress_copy p JOIN pg_stat_activity a USING (pid)
+		        WHERE p.command = 'COPY FROM' AND a.query LIKE '%wh\\_kdst\\_${S}%'"
+	}
 	for ch in 1 3; do
+		local fifo=$TMP/k$ch.fifo
+		mkfifo "$fifo"
+		# read-write open: does not wait for a reader, and keeps the FIFO's
+		# write side open, so the reader never sees its end
+		exec 7<>"$fifo"
+		# 60000 rows (~2.6 MB, several COPY chunks per channel); the feeder
+		# blocks while the pipe is full and ends when every row is in the FIFO
+		awk 'BEGIN { for (i = 1; i <= 60000; i++) printf "%d,1,fed-%d\n", 1000000 + i, i }' >&7 &
+		local feeder=$!
+		PIDS+=("$feeder")
 		cat >"$TMP/k.json" <<J
-{"name":"kill","channels":$ch,"limits":{"rows_per_sec":40000},"reader":{$PGSRC,"table":"$src","filter":"day = 1","split":{"key":"id"}},"writers":[{$PGSRC,"table":"$dst","mode":"replace","filter":"day = 1"}]}
+{"name":"kill","channels":$ch,"batch_rows":500,"progress_interval_ms":100,"reader":{"type":"file","path":"$fifo","columns":[{"name":"id"},{"name":"day"},{"name":"v"}]},"writers":[{$PGSRC,"table":"$dst","mode":"replace","filter":"day = 1"}]}
 J
-		"$WH" run "$TMP/k.json" >/dev/null 2>"$TMP/kill-err.txt" &
+		"$WH" run "$TMP/k.json" >/dev/null 2>"$TMP/kill-err.txt" 7>&- &
 		local pid=$!
-		local waited=0
-		# kill once rows are flowing (the progress line says so), within 20 s
-		while ! grep -q "rows_written=[1-9]" "$TMP/kill-err.txt" && ((waited < 200)); do
+		PIDS+=("$pid")
+		# wait (generous deadline: a hang, not a slow machine, trips it) until
+		# PostgreSQL has taken rows of this run into the target's transaction
+		local copied=- deadline=$((SECONDS + 120))
+		while :; do
+			kill -0 "$pid" 2>/dev/null || { cat "$TMP/kill-err.txt" >&2; fail "the run ended before the kill ($ch channels): its source never ended, so it must not"; }
+			copied=$(copy_progress)
+			[[ $copied != - && $copied -gt 0 ]] && break
+			((SECONDS < deadline)) || fail "no rows reached PostgreSQL's COPY within 120 s ($ch channels; progress: $(tail -n 1 "$TMP/kill-err.txt"))"
 			sleep 0.1
-			waited=$((waited + 1))
 		done
+		local progress
+		progress=$(grep "wormhole progress" "$TMP/kill-err.txt" | tail -n 1 || true)
+		echo "ok: killing mid-load ($ch channels): PostgreSQL COPY rows=$copied; last progress: ${progress:-none yet}"
 		kill -KILL "$pid"
-		wait "$pid" || true
-		((waited < 200)) || fail "the run never started writing"
+		local rc=0
+		wait "$pid" || rc=$?
+		expect_eq "the run died of SIGKILL ($ch channels), it did not end by itself" "$rc" 137
+		kill "$feeder" 2>/dev/null || true
+		wait "$feeder" 2>/dev/null || true
+		exec 7>&-
 		expect_eq "after SIGKILL ($ch channels): target unchanged" \
 			"$(pg -c "SELECT count(*) || '/' || count(*) FILTER (WHERE v = 'stale') FROM $dst")" "1001/1000"
 	done
