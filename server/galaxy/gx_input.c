@@ -1,6 +1,7 @@
 /* gx_input.c - see gx_input.h. */
 #include "gx_input.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -15,15 +16,28 @@ static int64_t gx_days_from_civil(int64_t y, unsigned m, unsigned d)
     return era * 146097 + (int64_t)doe - 719468;
 }
 
+/* 1 if s starts with shape: 'd' stands for an ASCII digit, anything else for
+ * itself. sscanf's %d alone would also take spaces and signs ("2023- 2-28"). */
+static int gx_shaped(const char *s, const char *shape)
+{
+    for (; *shape; shape++, s++) {
+        if (*shape == 'd' ? !(*s >= '0' && *s <= '9') : *s != *shape)
+            return 0;
+    }
+    return 1;
+}
+
 orr_status gx_parse_time(const char *s, int64_t *ms)
 {
     int y, mo, d, h = 0, mi = 0, se = 0, n = 0;
-    if (!s || sscanf(s, "%4d-%2d-%2d%n", &y, &mo, &d, &n) != 3 || n != 10)
+    if (!s || !gx_shaped(s, "dddd-dd-dd") || sscanf(s, "%4d-%2d-%2d%n", &y, &mo, &d, &n) != 3 ||
+        n != 10)
         return ORR_EINVAL;
     const char *p = s + 10;
     int offset_s = 0;
     if (*p == 'T' || *p == ' ') {
-        if (sscanf(p + 1, "%2d:%2d:%2d%n", &h, &mi, &se, &n) != 3 || n != 8)
+        if (!gx_shaped(p + 1, "dd:dd:dd") ||
+            sscanf(p + 1, "%2d:%2d:%2d%n", &h, &mi, &se, &n) != 3 || n != 8)
             return ORR_EINVAL;
         p += 1 + n;
         if (*p == '.') { /* fractional seconds are ignored */
@@ -35,7 +49,8 @@ orr_status gx_parse_time(const char *s, int64_t *ms)
             p++;
         } else if (*p == '+' || *p == '-') {
             int oh, om;
-            if (sscanf(p + 1, "%2d:%2d%n", &oh, &om, &n) != 2 || n != 5 || oh > 23 || om > 59)
+            if (!gx_shaped(p + 1, "dd:dd") || sscanf(p + 1, "%2d:%2d%n", &oh, &om, &n) != 2 ||
+                n != 5 || oh > 23 || om > 59)
                 return ORR_EINVAL;
             offset_s = (oh * 3600 + om * 60) * (*p == '-' ? -1 : 1);
             p += 1 + n;
@@ -94,4 +109,90 @@ int gx_name_ok(const char *s)
             return 0;
     }
     return 1;
+}
+
+/* Digits of s as a non-negative int64 (1..19 digits, first not '0' unless
+ * the only one when zero_ok). -1 on anything else or overflow. */
+static int gx_digits(const char *s, int zero_ok, int64_t *out)
+{
+    size_t n = strspn(s, "0123456789");
+    if (n == 0 || n > 19 || s[n] != '\0')
+        return -1;
+    if (s[0] == '0' && !(zero_ok && n == 1))
+        return -1;
+    uint64_t v = 0;
+    for (size_t i = 0; i < n; i++)
+        v = v * 10 + (uint64_t)(s[i] - '0');
+    if (v > (uint64_t)INT64_MAX)
+        return -1;
+    *out = (int64_t)v;
+    return 0;
+}
+
+int gx_parse_id(const char *s, int64_t *out)
+{
+    int64_t v;
+    if (!s || gx_digits(s, 0, &v) != 0)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+int gx_parse_int(const char *s, int64_t *out)
+{
+    int64_t v;
+    if (!s)
+        return -1;
+    if (s[0] == '-') {
+        if (gx_digits(s + 1, 0, &v) != 0)
+            return -1;
+        *out = -v;
+        return 0;
+    }
+    if (gx_digits(s, 1, &v) != 0)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+const char *gx_text_problem(const char *s, size_t n)
+{
+    const unsigned char *p = (const unsigned char *)s, *end = p + n;
+    while (p < end) {
+        unsigned c = *p;
+        if (c < 0x80) {
+            if (c < 0x20 || c == 0x7f)
+                return "control character";
+            p++;
+            continue;
+        }
+        unsigned len, cp;
+        if (c >= 0xc2 && c <= 0xdf) {
+            len = 2;
+            cp = c & 0x1f;
+        } else if (c >= 0xe0 && c <= 0xef) {
+            len = 3;
+            cp = c & 0x0f;
+        } else if (c >= 0xf0 && c <= 0xf4) {
+            len = 4;
+            cp = c & 0x07;
+        } else {
+            return "invalid UTF-8";
+        }
+        if ((size_t)(end - p) < len)
+            return "invalid UTF-8";
+        for (unsigned i = 1; i < len; i++) {
+            if ((p[i] & 0xc0) != 0x80)
+                return "invalid UTF-8";
+            cp = (cp << 6) | (p[i] & 0x3f);
+        }
+        /* Overlong forms, surrogates and code points past U+10FFFF. */
+        if ((len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) || cp > 0x10ffff ||
+            (cp >= 0xd800 && cp <= 0xdfff))
+            return "invalid UTF-8";
+        if (cp >= 0x80 && cp <= 0x9f)
+            return "control character";
+        p += len;
+    }
+    return NULL;
 }

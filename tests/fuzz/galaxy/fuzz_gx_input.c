@@ -2,9 +2,17 @@
  *
  * Input: TEXT [NUL SECRET]. TEXT goes through gx_parse_time and gx_name_ok;
  * then every occurrence of SECRET in TEXT is masked. Properties checked
- * beyond "no crash": an accepted time formats back to a date that parses to
- * the same instant at midnight granularity; an accepted name has no '/'; a
- * masked message never contains a secret of 3 bytes or more, and never grows. */
+ * beyond "no crash", each taken from the contracts in gx_input.h:
+ *   - an accepted time has the documented shape (YYYY-MM-DD, optionally
+ *     T or ' ', hh:mm:ss, a fraction, Z or +hh:mm / -hh:mm), lies at most a
+ *     day before 1970, and formats back to a date that parses to the same
+ *     instant at midnight granularity;
+ *   - an accepted name is 1..128 bytes of [A-Za-z0-9_.-], not "." or "..";
+ *   - masking never grows the message; an empty secret or one made only of
+ *     '*' leaves it as it is; any other secret leaves no occurrence behind,
+ *     changes nothing when it did not occur and something when it did, and
+ *     the bytes other than '*' that remain are a subsequence of the
+ *     message's own (masking only removes or stars bytes). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +22,117 @@
 #include "gx_input.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* 1 if s starts with pattern ('d' = an ASCII digit, anything else itself). */
+static int fz_shape_at(const char *s, const char *pattern)
+{
+    for (; *pattern; pattern++, s++) {
+        if (*pattern == 'd' ? !(*s >= '0' && *s <= '9') : *s != *pattern)
+            return 0;
+    }
+    return 1;
+}
+
+/* 1 if s is spelled as one of the times gx_parse_time documents. */
+static int fz_time_shape(const char *s)
+{
+    if (!fz_shape_at(s, "dddd-dd-dd"))
+        return 0;
+    s += 10;
+    if (*s == '\0')
+        return 1;
+    if ((*s != 'T' && *s != ' ') || !fz_shape_at(s + 1, "dd:dd:dd"))
+        return 0;
+    s += 9;
+    if (*s == '.') {
+        s++;
+        while (*s >= '0' && *s <= '9')
+            s++;
+    }
+    if (*s == 'Z')
+        s++;
+    else if ((*s == '+' || *s == '-') && fz_shape_at(s + 1, "dd:dd"))
+        s += 6;
+    return *s == '\0';
+}
+
+static int fz_name_chars(const char *s)
+{
+    for (; *s; s++) {
+        if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
+              *s == '_' || *s == '.' || *s == '-'))
+            return 0;
+    }
+    return 1;
+}
+
+/* 1 if the bytes of a other than '*' are a subsequence of those of b. */
+static int fz_unstarred_subseq(const char *a, const char *b)
+{
+    for (; *a; a++) {
+        if (*a == '*')
+            continue;
+        while (*b && *b != *a)
+            b++;
+        if (!*b)
+            return 0;
+        b++;
+    }
+    return 1;
+}
+
+static void fz_check_time(const char *text)
+{
+    int64_t ms = 0;
+    if (gx_parse_time(text, &ms) != ORR_OK)
+        return;
+    if (!fz_time_shape(text))
+        abort();
+    if (ms < -86400000LL * 2) /* offsets reach at most a day before 1970 */
+        abort();
+    time_t secs = (time_t)(ms / 1000 - (ms % 1000 < 0));
+    struct tm tm;
+    char day[32];
+    int64_t back;
+    if (gmtime_r(&secs, &tm) && tm.tm_year + 1900 >= 1970 && tm.tm_year + 1900 <= 9999) {
+        strftime(day, sizeof(day), "%Y-%m-%d", &tm);
+        if (gx_parse_time(day, &back) != ORR_OK || back > ms || ms - back >= 86400000)
+            abort();
+    }
+}
+
+static void fz_check_name(const char *text)
+{
+    size_t n = strlen(text);
+    int want = n >= 1 && n <= 128 && strcmp(text, ".") != 0 && strcmp(text, "..") != 0 &&
+               fz_name_chars(text);
+    if (gx_name_ok(text) != want)
+        abort();
+}
+
+static void fz_check_scrub(const char *text, const char *secret)
+{
+    size_t before = strlen(text), n = strlen(secret);
+    char *msg = strdup(text);
+    if (!msg)
+        return;
+    gx_scrub_secret(msg, secret);
+    int was_there = n > 0 && strstr(text, secret) != NULL;
+    if (strlen(msg) > before)
+        abort();
+    if (n == 0 || strspn(secret, "*") == n) {
+        if (strcmp(msg, text) != 0) /* documented: changes nothing */
+            abort();
+    } else {
+        if (strstr(msg, secret))
+            abort();
+        if ((strcmp(msg, text) != 0) != was_there)
+            abort();
+        if (!fz_unstarred_subseq(msg, text))
+            abort();
+    }
+    free(msg);
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -27,34 +146,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     buf[size + 1] = '\0';
     const char *text = buf;
     const char *secret = buf + strlen(buf) + 1; /* "" when there is no NUL */
-    if (secret > buf + size)
-        secret = buf + size + 1;
 
-    int64_t ms = 0;
-    if (gx_parse_time(text, &ms) == ORR_OK) {
-        if (ms < -86400000LL * 2) /* offsets reach at most a day before 1970 */
-            abort();
-        time_t secs = (time_t)(ms / 1000 - (ms % 1000 < 0));
-        struct tm tm;
-        char day[32];
-        int64_t back;
-        if (gmtime_r(&secs, &tm) && tm.tm_year + 1900 >= 1970 && tm.tm_year + 1900 <= 9999) {
-            strftime(day, sizeof(day), "%Y-%m-%d", &tm);
-            if (gx_parse_time(day, &back) != ORR_OK || back > ms || ms - back >= 86400000)
-                abort();
-        }
-    }
-    if (gx_name_ok(text) && (strchr(text, '/') || strlen(text) > 128))
-        abort();
-
-    size_t before = strlen(text);
-    char *msg = strdup(text);
-    if (msg) {
-        gx_scrub_secret(msg, secret);
-        if (strlen(msg) > before || (strlen(secret) >= 3 && strstr(msg, secret)))
-            abort();
-        free(msg);
-    }
+    fz_check_time(text);
+    fz_check_name(text);
+    fz_check_scrub(text, secret);
     free(buf);
     return 0;
 }
