@@ -13,9 +13,14 @@
  *                                 report a data unit's statistics
  *   create TASK_ID MS [MS...]     create instances; prints their ids
  *   instances [PREFIX]            one JSON line per instance (task name prefix)
- *   max-live PREFIX MS            sample every 20 ms for MS ms how many
- *                                 instances of tasks named PREFIX* are
- *                                 dispatched or running; prints the maximum
+ *   max-live PREFIX COUNT MS      sample every 20 ms how many instances of
+ *                                 tasks named PREFIX* are dispatched or
+ *                                 running, until COUNT of them have ended
+ *                                 (success, failed, killed, timed_out);
+ *                                 prints the maximum; exit 1 if that takes
+ *                                 longer than MS ms
+ *   finish ID ATTEMPT             running -> success of that attempt (ends a
+ *                                 run that a holding executor keeps)
  *   audit PREFIX                  for every instance of tasks PREFIX*: its
  *                                 state, attempts, and the number of
  *                                 ready->dispatched transitions per attempt;
@@ -29,6 +34,12 @@
  *                                 task's name contains "fail"); every second it
  *                                 also polls for instances dispatched to it
  *                                 that it has not seen (a missed event).
+ *                                 RUN_MS < 0: runs never end by themselves
+ *                                 (the test ends them, or kills the executor).
+ *                                 With KP_IT_BUDGET=FILE set, it ends at most
+ *                                 as many runs in all as the number in FILE
+ *                                 (re-read every round; missing file = 0):
+ *                                 the rest are held until the test raises it.
  *                                 Runs until SIGTERM/SIGKILL.
  *
  * Exit 0 on success, 1 on a failed call (message on stderr), 2 on bad usage.
@@ -116,11 +127,27 @@ static void print_inst(const Orrery__Halley__V1__Instance *in, void *ctx)
            in->attempt, in->executor, in->reason, in->started_at_ms, in->finished_at_ms);
 }
 
+typedef struct live_count {
+    int live, ended;
+} live_count;
+
 static void count_live(const Orrery__Halley__V1__Instance *in, void *ctx)
 {
-    if (in->state == ORRERY__HALLEY__V1__INSTANCE_STATE__INSTANCE_STATE_DISPATCHED ||
-        in->state == ORRERY__HALLEY__V1__INSTANCE_STATE__INSTANCE_STATE_RUNNING)
-        (*(int *)ctx)++;
+    live_count *c = ctx;
+    switch (in->state) {
+    case ORRERY__HALLEY__V1__INSTANCE_STATE__INSTANCE_STATE_DISPATCHED:
+    case ORRERY__HALLEY__V1__INSTANCE_STATE__INSTANCE_STATE_RUNNING:
+        c->live++;
+        break;
+    case ORRERY__HALLEY__V1__INSTANCE_STATE__INSTANCE_STATE_SUCCESS:
+    case ORRERY__HALLEY__V1__INSTANCE_STATE__INSTANCE_STATE_FAILED:
+    case ORRERY__HALLEY__V1__INSTANCE_STATE__INSTANCE_STATE_KILLED:
+    case ORRERY__HALLEY__V1__INSTANCE_STATE__INSTANCE_STATE_TIMED_OUT:
+        c->ended++;
+        break;
+    default:
+        break;
+    }
 }
 
 typedef struct audit {
@@ -201,9 +228,24 @@ static int transition(int64_t id, int from, int to, int attempt, const char *act
     return rc == ORR_OK;
 }
 
+/* The completion budget of KP_IT_BUDGET (see the file header). */
+static long read_budget(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    long v = 0;
+    if (!f)
+        return 0;
+    if (fscanf(f, "%ld", &v) != 1)
+        v = 0;
+    fclose(f);
+    return v;
+}
+
 static int cmd_executor(const char *zkhosts, const char *id, int slots, int run_ms,
                         const char *labels)
 {
+    const char *budget_file = getenv("KP_IT_BUDGET");
+    long ended = 0, held_logged = -1;
     signal(SIGTERM, on_term);
     signal(SIGINT, on_term);
     zoo_set_debug_level(ZOO_LOG_LEVEL_ERROR);
@@ -269,7 +311,7 @@ static int cmd_executor(const char *zkhosts, const char *id, int slots, int run_
                     runs[n_runs].id = ev->instance_id;
                     runs[n_runs].attempt = attempt;
                     runs[n_runs].fail = fail;
-                    runs[n_runs].end_ms = now_ms() + run_ms;
+                    runs[n_runs].end_ms = run_ms < 0 ? INT64_MAX : now_ms() + run_ms;
                     n_runs++;
                 }
             }
@@ -310,16 +352,22 @@ static int cmd_executor(const char *zkhosts, const char *id, int slots, int run_
                     runs[n_runs].id = in->id;
                     runs[n_runs].attempt = in->attempt;
                     runs[n_runs].fail = strstr(in->task_name, "fail") != NULL;
-                    runs[n_runs].end_ms = t + run_ms;
+                    runs[n_runs].end_ms = run_ms < 0 ? INT64_MAX : t + run_ms;
                     n_runs++;
                 }
             }
             protobuf_c_message_free_unpacked(&lr->base, NULL);
         }
+        long budget = budget_file ? read_budget(budget_file) : -1;
+        if (budget >= 0 && ended >= budget && held_logged != budget) {
+            fprintf(stderr, "budget reached: %ld runs ended, the rest are held\n", ended);
+            held_logged = budget;
+        }
         for (size_t i = 0; i < n_runs;) {
-            if (runs[i].end_ms <= t) {
+            if (runs[i].end_ms <= t && (budget < 0 || ended < budget)) {
                 transition(runs[i].id, 4, runs[i].fail ? 6 : 5, runs[i].attempt, actor,
                            runs[i].fail ? "exit 1" : "exit 0");
+                ended++;
                 runs[i] = runs[--n_runs];
             } else {
                 i++;
@@ -461,17 +509,31 @@ int main(int argc, char **argv)
                    t->executor, t->at_ms);
         }
         protobuf_c_message_free_unpacked(&r->base, NULL);
-    } else if (strcmp(cmd, "max-live") == 0 && argc == 4) {
-        int64_t end = now_ms() + atoll(argv[3]);
+    } else if (strcmp(cmd, "max-live") == 0 && argc == 5) {
+        int want = atoi(argv[3]);
+        int64_t end = now_ms() + atoll(argv[4]);
         int max = 0;
-        while (now_ms() < end) {
-            int live = 0;
-            each_instance(argv[2], count_live, &live);
-            if (live > max)
-                max = live;
+        for (;;) {
+            live_count c = {0, 0};
+            each_instance(argv[2], count_live, &c);
+            if (c.live > max)
+                max = c.live;
+            if (c.ended >= want)
+                break;
+            if (now_ms() >= end) {
+                fprintf(stderr, "kp_it_tool: max-live: %d of %d instances ended in %s ms\n",
+                        c.ended, want, argv[4]);
+                rc = 1;
+                break;
+            }
             sleep_ms(20);
         }
         printf("%d\n", max);
+    } else if (strcmp(cmd, "finish") == 0 && argc == 4) {
+        if (!transition(strtoll(argv[2], NULL, 10), 4, 5, atoi(argv[3]), "test", "exit 0")) {
+            fprintf(stderr, "kp_it_tool: finish %s: the transition was refused\n", argv[2]);
+            rc = 1;
+        }
     } else if (strcmp(cmd, "audit") == 0 && argc == 3) {
         audit a = {0};
         each_instance(argv[2], audit_one, &a);

@@ -2,15 +2,19 @@
 
     test_kepler.py BUILD_DIR scheduling|failover|executord|data_unit
 
-scheduling: a diamond DAG runs in dependency order (and each downstream is
-dispatched within a second of its last upstream's success); a weak upstream
-that fails lets its downstream run, a strong one does not; a pool of 2 never
-has 3 instances live; an executor killed mid-run leads to executor_lost and
-a retry on another executor.
+scheduling: a diamond DAG runs in dependency order, driven by events alone
+(the periodic sweep is set far beyond the test's length, so no dispatch can
+come from it); a weak upstream that fails lets its downstream run, a strong
+one does not; a pool of 2 never has 3 instances live and is used fully; an
+executor killed while it holds a run leads to executor_lost and a retry on
+another executor.
 
-failover: two keplerd; 500 instances flow through two executors; the leader
-is killed with SIGKILL mid-flow; every instance ends in success exactly once
-and no attempt is dispatched twice (checked on halleyd's transition history).
+failover: two keplerd; 500 instances flow through two executors that may end
+at most 200 runs until the test raises their budget; the leader is killed
+with SIGKILL once 60 have succeeded, so the kill lands mid-flow by
+construction (checked: fewer than 500 done while no leader lives); every
+instance ends in success exactly once and no attempt is dispatched twice
+(checked on halleyd's transition history).
 
 executord: the diamond again, run by the real executord (when it is built).
 
@@ -22,7 +26,14 @@ ReportDataUnit(reconciled=true) arrives for the last one; a task whose units
 were all reconciled before its instance existed runs at once.
 
 Tasks, pools and instances are created through halleyd's API by kp_it_tool
-(a small orr_rpc client), which also plays the executors. Every run uses its
+(a small orr_rpc client), which also plays the executors.
+
+Nothing here waits a fixed time: the test waits for what keplerd logs (task
+indexed, executor seen, election joined) or for states in halleyd, each with
+a generous deadline that fails the test naming what it waited for. A
+"still waiting" check is made after a barrier: an instance created later has
+run, so keplerd has handled every earlier event. Latencies are printed, not
+asserted. Every run uses its
 own ZooKeeper chroot and a fresh database. ORRERY_ZK and ORRERY_PG_DSN must
 be set: a missing stack fails the test. For diagnosis: KP_IT_LOG_LEVEL sets
 keplerd's log level, KP_IT_WAIT the seconds the failover test waits for the
@@ -30,6 +41,7 @@ flow to finish (default 120).
 """
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -88,14 +100,14 @@ class Kepler:
         """instance id -> list of its instance rows (for states/times)."""
         return {i["id"]: i for i in self.instances(prefix)}
 
-    def start_kepler(self, name):
+    def start_kepler(self, name, sweep="5s"):
         env = dict(self.env)
         env.update({
             "ORRERY_KEPLER_HALLEY": self.env["KP_IT_HALLEY"],
             "ORRERY_KEPLER_HALLEY_TOKEN": self.p.token,
             "ORRERY_KEPLER_ZK": self.zk,
             "ORRERY_KEPLER_ID": name,
-            "ORRERY_KEPLER_SWEEP_INTERVAL": "5s",
+            "ORRERY_KEPLER_SWEEP_INTERVAL": sweep,
             "ORRERY_KEPLER_ZK_SESSION_TIMEOUT": "4s",
             "ORRERY_LOG_LEVEL": os.environ.get("KP_IT_LOG_LEVEL", "info"),
         })
@@ -103,11 +115,16 @@ class Kepler:
         self.keplers.append((name, proc))
         return proc
 
-    def start_executor(self, name, slots, run_ms, labels=None):
+    def start_executor(self, name, slots, run_ms, labels=None, budget_file=None):
+        """A stand-in executor; run_ms < 0 holds every run until the test ends
+        it; budget_file caps how many runs it ends (see kp_it_tool.c)."""
         args = [self.tool_path, "executor", name, str(slots), str(run_ms)]
         if labels is not None:
             args.append(json.dumps(labels))
-        proc = self.p._spawn(args, self.env, f"executor-{name}.log")
+        env = dict(self.env)
+        if budget_file:
+            env["KP_IT_BUDGET"] = budget_file
+        proc = self.p._spawn(args, env, f"executor-{name}.log")
         self.executors[name] = proc
         return proc
 
@@ -149,6 +166,40 @@ class Kepler:
         return None, None
 
 
+    def wait_log(self, name, pattern, timeout=30):
+        """Waits until keplerd NAME's log matches the regex; False at the deadline."""
+        rx = re.compile(pattern)
+        return wait_until(lambda: rx.search(self.p.log(f"keplerd-{name}.log")), timeout)
+
+    def wait_indexed(self, *tasks):
+        """Waits until the leader logged "task indexed" for every task named."""
+        name, _ = self.leader()
+        for t in tasks:
+            ok = name and self.wait_log(name, r'task indexed.* task="?%s"?( |$)' % re.escape(t),
+                                        30)
+            if not ok:
+                raise RuntimeError(f"keplerd {name} did not index task {t} within 30 s")
+
+    def wait_executor_seen(self, executor):
+        name, _ = self.leader()
+        ok = name and self.wait_log(
+            name, r'executor seen.* executor="?%s"?( |$)' % re.escape(executor), 30)
+        if not ok:
+            raise RuntimeError(f"keplerd {name} did not see executor {executor} within 30 s")
+
+    def barrier(self, tag, labels=None):
+        """Creates and runs one instance of a fresh task. keplerd handles
+        events in order, so once it has run, every event before its creation
+        has been handled (and every dispatch those events allowed made)."""
+        t = self.task(f"zz-barrier-{tag}", **({"labels": labels} if labels else {}))
+        self.wait_indexed(f"zz-barrier-{tag}")
+        self.create(t, [1_700_000_000_000])
+        ok = wait_until(lambda: any(i["task"] == f"zz-barrier-{tag}" and i["state"] == "success"
+                                    for i in self.instances("zz-barrier-")), 30)
+        if not ok:
+            raise RuntimeError(f"barrier {tag}: its instance did not run within 30 s")
+
+
 def wait_until(pred, timeout, step=0.1):
     deadline = time.time() + timeout
     while time.time() < deadline:
@@ -163,10 +214,16 @@ def states(k, prefix):
     return {i["task"]: i for i in k.instances(prefix)}
 
 
+# The sweep repairs what an event missed; set beyond the test's length, it
+# cannot be what moves an instance here, so every dispatch comes from events.
+NO_SWEEP = "1h"
+
+
 def scheduling(k):
-    k.start_executor("exec-a", 8, 400)
-    k.start_executor("exec-b", 8, 400)
-    k.start_kepler("k1")
+    plain = {"plain": "yes"}  # what a barrier asks for: never the holding executor
+    k.start_executor("exec-a", 8, 400, labels=plain)
+    k.start_executor("exec-b", 8, 400, labels=plain)
+    k.start_kepler("k1", sweep=NO_SWEEP)
     check(wait_until(lambda: k.leader()[0] == "k1", 20), "keplerd k1 becomes leader")
     t0 = 1_700_000_000_000
 
@@ -177,13 +234,14 @@ def scheduling(k):
     ids["c"] = k.task("dia-c", upstreams=[{"kind": "strong", "task": "dia-a"}])
     ids["d"] = k.task("dia-d", upstreams=[{"kind": "strong", "task": "dia-b"},
                                           {"kind": "strong", "task": "dia-c"}])
-    time.sleep(0.5)  # let keplerd index the tasks
+    k.wait_indexed("dia-a", "dia-b", "dia-c", "dia-d")
     for n in ("d", "c", "b", "a"):  # create downstream first: order must come from deps
         k.create(ids[n], [t0])
+    # with the sweep off, d runs at all only if its upstreams' events dispatch it
     done = wait_until(lambda: all(i["state"] == "success"
                                   for i in states(k, "dia-").values())
-                      and len(states(k, "dia-")) == 4, 30)
-    check(done, "diamond: all four succeed")
+                      and len(states(k, "dia-")) == 4, 60)
+    check(done, "diamond: all four succeed (events alone)")
     st = states(k, "dia-")
     if len(st) == 4:
         a, b, c, d = (st[f"dia-{x}"] for x in "abcd")
@@ -191,18 +249,30 @@ def scheduling(k):
               "diamond: b and c start after a finished")
         check(d["started"] >= max(b["finished"], c["finished"]),
               "diamond: d starts after b and c finished")
+        # "within a second" is the design's goal; a loaded machine may miss it,
+        # so it is reported, not asserted (the deadline above catches a hang)
         lat = d["started"] - max(b["finished"], c["finished"])
-        check(lat < 1000, f"diamond: d started {lat} ms after its last upstream (< 1000)")
+        print(f"     diamond: d started {lat} ms after its last upstream", flush=True)
 
-    # --- an instance backfilled into the future waits for its time
+    # --- an instance backfilled into the future waits for its time: every
+    # look at it taken wholly before its time finds it waiting
     fut = k.task("future-x")
-    time.sleep(0.5)
+    k.wait_indexed("future-x")
     at = int(time.time() * 1000) + 4000
     k.create(fut, [at])
-    time.sleep(2)
-    st = states(k, "future-").get("future-x", {})
-    check(st.get("state") == "waiting", f"future: still waiting before its time ({st.get('state')})")
-    ok = wait_until(lambda: states(k, "future-").get("future-x", {}).get("state") == "success", 20)
+    looks, early = 0, []
+    while True:
+        st = states(k, "future-").get("future-x", {}).get("state")
+        if time.time() * 1000 >= at:
+            break  # this look may have been taken after its time: not counted
+        looks += 1
+        if st != "waiting":
+            early.append(st)
+        time.sleep(0.1)
+    check(looks > 0, f"future: looked at it before its time ({looks} looks; 0 = the machine "
+          f"took the whole 4 s to create it, so this could not be checked)")
+    check(not early, f"future: waiting at every look before its time (saw {early})")
+    ok = wait_until(lambda: states(k, "future-").get("future-x", {}).get("state") == "success", 30)
     check(ok, "future: runs once its time has come")
     st = states(k, "future-").get("future-x", {})
     if ok:
@@ -212,7 +282,7 @@ def scheduling(k):
     up = k.task("ws-fail-up")
     weak = k.task("ws-weak", upstreams=[{"kind": "weak", "task": "ws-fail-up"}])
     strong = k.task("ws-strong", upstreams=[{"kind": "strong", "task": "ws-fail-up"}])
-    time.sleep(0.5)
+    k.wait_indexed("ws-fail-up", "ws-weak", "ws-strong")
     k.create(weak, [t0])
     k.create(strong, [t0])
     k.create(up, [t0])
@@ -220,42 +290,63 @@ def scheduling(k):
     check(ok, "weak: downstream of a failed upstream runs and succeeds")
     st = states(k, "ws-")
     check(st.get("ws-fail-up", {}).get("state") == "failed", "weak/strong: upstream failed")
-    time.sleep(2)
+    k.barrier("ws")  # keplerd has handled the failure and anything it allowed
     st = states(k, "ws-")
     check(st.get("ws-strong", {}).get("state") == "waiting",
           f"strong: downstream of a failed upstream keeps waiting "
           f"({st.get('ws-strong', {}).get('state')})")
 
-    # --- pool of 2: 8 instances, never 3 live at once
+    # --- pool of 2: 8 instances, never 3 live at once, and 2 at once by
+    # construction: an executor of their own holds every run until the test
+    # ends it, two at a time once both are seen running
     k.tool("pool", "db", "2")
-    pt = k.task("pool-x", pools={"db": 1})
-    time.sleep(0.5)
-    sampler = subprocess.Popen([k.tool_path, "max-live", "pool-", "9000"], env=k.env,
+    k.start_executor("exec-hold", 8, -1, labels={"hold": "yes"})
+    k.wait_executor_seen("exec-hold")
+    pt = k.task("pool-x", pools={"db": 1}, labels={"hold": "yes"})
+    k.wait_indexed("pool-x")
+    sampler = subprocess.Popen([k.tool_path, "max-live", "pool-", "8", "120000"], env=k.env,
                                stdout=subprocess.PIPE, text=True)
     k.create(pt, [t0 + i * 3_600_000 for i in range(8)])
-    out, _ = sampler.communicate(timeout=60)
-    peak = int(out.strip())
-    ok = wait_until(lambda: sum(1 for i in k.instances("pool-") if i["state"] == "success") == 8,
-                    30)
-    check(ok, "pool: all 8 instances succeed")
-    check(peak <= 2, f"pool: at most 2 live at once (peak {peak})")
-    check(peak == 2, f"pool: the pool is used fully (peak {peak})")
 
-    # --- executor lost: a long run on exec-slow is killed; retried elsewhere
+    def pool_running():
+        return [i for i in k.instances("pool-") if i["state"] == "running"]
+
+    for rnd in range(4):
+        two = wait_until(lambda: (lambda r: len(r) == 2 and r)(pool_running()), 30)
+        check(bool(two), f"pool: round {rnd + 1}: two instances running at once")
+        if not two:
+            break
+        if rnd == 0:
+            k.barrier("pool", labels=plain)  # keplerd had its chance to dispatch a third
+            live = [i for i in k.instances("pool-") if i["state"] in ("dispatched", "running")]
+            check(len(live) == 2, f"pool: two held runs keep a third waiting ({len(live)} live)")
+        for i in two:
+            k.tool("finish", str(i["id"]), str(i["attempt"]))
+    out, _ = sampler.communicate(timeout=180)
+    check(sampler.returncode == 0, "pool: the sampler saw all 8 end")
+    peak = int(out.strip() or -1)
+    ok = sum(1 for i in k.instances("pool-") if i["state"] == "success") == 8
+    check(ok, "pool: all 8 instances succeed")
+    check(peak <= 2, f"pool: at most 2 live at once (sampled peak {peak})")
+
+    # --- executor lost: exec-slow holds its run until it is killed (after
+    # the run was seen running there); the retry goes to exec-c
     k.kill_executor("exec-a")
     k.kill_executor("exec-b")
-    k.start_executor("exec-slow", 4, 60000)
-    time.sleep(1.0)
-    lt = k.task("lost-x", retries={"max": 1, "delay": "0s"})
-    time.sleep(0.5)
+    k.kill_executor("exec-hold")
+    k.start_executor("exec-slow", 4, -1, labels={"lost": "yes"})
+    k.wait_executor_seen("exec-slow")
+    lt = k.task("lost-x", retries={"max": 1, "delay": "0s"}, labels={"lost": "yes"})
+    k.wait_indexed("lost-x")
     k.create(lt, [t0])
-    running = wait_until(lambda: any(i["state"] == "running" for i in k.instances("lost-")), 20)
-    check(running, "executor lost: instance running on exec-slow")
-    k.start_executor("exec-c", 4, 300)
-    time.sleep(1.0)
+    running = wait_until(lambda: [i for i in k.instances("lost-")
+                                  if i["state"] == "running" and i["executor"] == "exec-slow"], 30)
+    check(bool(running), "executor lost: instance running on exec-slow")
+    k.start_executor("exec-c", 4, 300, labels={"lost": "yes"})
+    k.wait_executor_seen("exec-c")
     k.kill_executor("exec-slow", signal.SIGKILL)
     ok = wait_until(lambda: [i for i in k.instances("lost-")
-                             if i["state"] == "success" and i["attempt"] == 2], 30)
+                             if i["state"] == "success" and i["attempt"] == 2], 60)
     check(bool(ok), "executor lost: retried as attempt 2 and succeeded")
     if ok:
         check(ok[0]["executor"] == "exec-c", f"executor lost: retry ran on exec-c "
@@ -278,7 +369,7 @@ def real_executor(k):
     ids["d"] = k.task("rx-d", config={"command": "true"},
                       upstreams=[{"kind": "strong", "task": "rx-b"},
                                  {"kind": "strong", "task": "rx-c"}])
-    time.sleep(0.5)
+    k.wait_indexed("rx-a", "rx-b", "rx-c", "rx-d")
     t0 = 1_700_000_000_000
     for n in ("d", "c", "b", "a"):
         k.create(ids[n], [t0])
@@ -306,7 +397,7 @@ DU_STREAM = {
 
 def data_unit(k):
     k.start_executor("exec-a", 4, 100)
-    k.start_kepler("k1")
+    k.start_kepler("k1", sweep=NO_SWEEP)
     check(wait_until(lambda: k.leader()[0] == "k1", 20), "keplerd k1 becomes leader")
     k.tool("stream", "du-clicks", json.dumps(DU_STREAM))
     hour = 1_699_999_200_000  # 2023-11-14T22:00:00Z: buckets 22:00, 22:15, 22:30, 22:45
@@ -328,7 +419,7 @@ def data_unit(k):
     # units reconciled before the instance exists: read through ListDataUnits
     for b in range(4):
         unit("pay", hour + b * q, True)
-    time.sleep(0.5)  # let keplerd index the tasks
+    k.wait_indexed("du-hourly", "du-pre")
     k.create(pre, [hour])
     k.create(hourly, [hour])
     ok = wait_until(lambda: inst("du-pre").get("state") == "success", 20)
@@ -342,37 +433,45 @@ def data_unit(k):
     unit("login", hour + 4 * q, True)         # the next hour's first bucket
     unit("login", hour - q, True)             # the previous hour's last bucket
     k.tool("unit", "du-clicks", "b43", "login", str(hour + q), "1")  # another business
-    time.sleep(3)
+    k.barrier("du")  # keplerd has handled every report above
     st = inst("du-hourly").get("state")
     check(st == "waiting", f"data_unit: waits while one bucket of its hour is not reconciled ({st})")
 
     reported = int(time.time() * 1000)
     unit("login", hour + q, True, version=2)
-    ok = wait_until(lambda: inst("du-hourly").get("state") == "success", 20)
+    # with the sweep off, only the report's event can release it
+    ok = wait_until(lambda: inst("du-hourly").get("state") == "success", 60)
     check(ok, f"data_unit: runs once every bucket is reconciled ({inst('du-hourly').get('state')})")
-    if ok:
+    if ok:  # reported, not asserted: the deadline above catches a hang
         lat = inst("du-hourly")["started"] - reported
         print(f"     last unit reconciled -> started: {lat} ms", flush=True)
-        check(lat < 5000, f"data_unit: started {lat} ms after the last unit (< 5000)")
     log = k.p.log("keplerd-k1.log")
     check("sort stream read" in log, "data_unit: keplerd read the stream's bucket grid")
 
 
 def failover(k):
-    k.start_executor("exec-a", 64, 300)
-    k.start_executor("exec-b", 64, 300)
+    # Each executor ends at most 100 runs until the budget is raised: 200 of
+    # the 500 at most can be done when the leader dies, whatever the speed.
+    budget = os.path.join(k.p.tmp, "budget")
+    with open(budget, "w") as f:
+        f.write("100\n")
+    k.start_executor("exec-a", 64, 300, budget_file=budget)
+    k.start_executor("exec-b", 64, 300, budget_file=budget)
     k.start_kepler("k1")
     check(wait_until(lambda: k.leader()[0] == "k1", 20), "k1 leads")
     k.start_kepler("k2")
-    time.sleep(1.0)
+    check(k.wait_log("k2", r"joined kepler election"), "k2 stands by in the election")
     tasks = [k.task(f"fo-{i}") for i in range(5)]
-    time.sleep(0.5)
+    k.wait_indexed(*[f"fo-{i}" for i in range(5)])
     t0 = 1_700_000_000_000
     for t in tasks:
         k.create(t, [t0 + j * 60_000 for j in range(100)])
     total = 500
-    started = wait_until(lambda: sum(1 for i in k.instances("fo-") if i["state"] == "success")
-                         >= 60, 60)
+
+    def done_count():
+        return sum(1 for i in k.instances("fo-") if i["state"] == "success")
+
+    started = wait_until(lambda: done_count() >= 60, 120)
     check(started, "failover: instances flow before the kill")
     name, proc = k.leader()
     check(name is not None, f"failover: leader found ({name})")
@@ -380,10 +479,16 @@ def failover(k):
     print(f"     killing {name} at {int(kill_at * 1000)}", flush=True)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
+    at_kill = done_count()  # no leader lives now: nothing new can be dispatched
+    print(f"     {at_kill} of {total} succeeded when the leader died", flush=True)
+    check(60 <= at_kill < total, f"failover: the kill landed mid-flow ({at_kill} of {total} done)")
     other = "k2" if name == "k1" else "k1"
-    took = wait_until(lambda: k.leader()[0] == other, 30)
+    took = wait_until(lambda: k.leader()[0] == other, 60)
     check(took, f"failover: {other} takes over")
     print(f"     takeover after {time.time() - kill_at:.1f} s", flush=True)
+    with open(budget + ".new", "w") as f:
+        f.write(f"{10 * total}\n")
+    os.replace(budget + ".new", budget)
     done = wait_until(lambda: sum(1 for i in k.instances("fo-") if i["state"] == "success")
                       == total, int(os.environ.get('KP_IT_WAIT', '120')), step=0.5)
     check(done, "failover: all 500 instances succeed (none stuck)")
