@@ -86,6 +86,9 @@ typedef struct ex_cgroup_ops {
     int (*count)(const ex_cgroup *cg);
     /* 1 if the kernel killed a member for exceeding the memory limit. */
     int (*oom_killed)(const ex_cgroup *cg);
+    /* 1 if a fork in the group was refused for the pids limit (v2, v1:
+     * "max" of pids.events); the rlimit backend cannot tell (0). */
+    int (*pids_limited)(const ex_cgroup *cg);
     /* Kill what is left, remove the group, free cg. NULL is a no-op. */
     void (*destroy)(ex_cgroup *cg);
     /* End and remove every group under <parent>/<executor> (leftovers of a

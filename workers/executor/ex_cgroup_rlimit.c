@@ -10,11 +10,15 @@
  * a grandchild that leaves the group escapes, which is why the daemon says at
  * start that it runs in this mode.
  */
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include "ex_cgroup.h"
 
@@ -59,11 +63,39 @@ static void rl_child_setup(const ex_cgroup *cg)
     }
 }
 
+/* Members of the process group: /proc/<pid>/stat field 5 (pgrp), read
+ * after the ")" that ends the command name. */
 static int rl_count(const ex_cgroup *cg)
 {
     if (cg->leader <= 0)
         return 0;
-    return kill(-cg->leader, 0) == 0 ? 1 : 0;
+    DIR *d = opendir("/proc");
+    if (!d)
+        return kill(-cg->leader, 0) == 0 ? 1 : 0;
+    int n = 0;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        if (de->d_name[0] < '1' || de->d_name[0] > '9')
+            continue;
+        char path[300], buf[512];
+        snprintf(path, sizeof path, "/proc/%s/stat", de->d_name);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+            continue;
+        ssize_t r = read(fd, buf, sizeof buf - 1);
+        close(fd);
+        if (r <= 0)
+            continue;
+        buf[r] = 0;
+        char *p = strrchr(buf, ')');
+        char state = 0;
+        long ppid = 0, pgrp = 0;
+        if (p && sscanf(p + 1, " %c %ld %ld", &state, &ppid, &pgrp) == 3 &&
+            pgrp == (long)cg->leader && state != 'Z')
+            n++;
+    }
+    closedir(d);
+    return n;
 }
 
 static int rl_kill(ex_cgroup *cg, int wait_ms)
@@ -84,6 +116,12 @@ static int rl_oom_killed(const ex_cgroup *cg)
 {
     (void)cg;
     return 0;
+}
+
+static int rl_pids_limited(const ex_cgroup *cg)
+{
+    (void)cg;
+    return 0; /* a refused fork under RLIMIT_NPROC leaves no trace */
 }
 
 static void rl_destroy(ex_cgroup *cg)
@@ -110,6 +148,7 @@ const ex_cgroup_ops ex_cgroup_rlimit_ops = {
     .kill = rl_kill,
     .count = rl_count,
     .oom_killed = rl_oom_killed,
+    .pids_limited = rl_pids_limited,
     .destroy = rl_destroy,
     .sweep = rl_sweep,
 };

@@ -185,6 +185,11 @@ static void v1__rmdir(const char *dir)
         ex_sleep_ms(10);
 }
 
+static int v1_pids_limited(const ex_cgroup *cg)
+{
+    return ex_cg_read_key(cg->procs_dir, "pids.events", "max") > 0;
+}
+
 static void v1_destroy(ex_cgroup *cg)
 {
     if (!cg)
@@ -262,6 +267,7 @@ const ex_cgroup_ops ex_cgroup_v1_ops = {
     .kill = v1_kill,
     .count = v1_count,
     .oom_killed = v1_oom_killed,
+    .pids_limited = v1_pids_limited,
     .destroy = v1_destroy,
     .sweep = v1_sweep,
 };

@@ -189,6 +189,11 @@ static int v2_oom_killed(const ex_cgroup *cg)
     return ex_cg_read_key(cg->dirs[0], "memory.events", "oom_kill") > 0;
 }
 
+static int v2_pids_limited(const ex_cgroup *cg)
+{
+    return ex_cg_read_key(cg->dirs[0], "pids.events", "max") > 0;
+}
+
 static void v2_destroy(ex_cgroup *cg)
 {
     if (!cg)
@@ -246,6 +251,7 @@ const ex_cgroup_ops ex_cgroup_v2_ops = {
     .kill = v2_kill,
     .count = v2_count,
     .oom_killed = v2_oom_killed,
+    .pids_limited = v2_pids_limited,
     .destroy = v2_destroy,
     .sweep = v2_sweep,
 };

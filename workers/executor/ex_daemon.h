@@ -39,6 +39,7 @@ typedef enum ex_cancel {
     EX_CANCEL_USER,         /* the instance was moved to killed by someone */
     EX_CANCEL_SESSION_LOST, /* our ZooKeeper session expired */
     EX_CANCEL_STOPPING,     /* executord is shutting down */
+    EX_CANCEL_FENCED,       /* out of contact with ZooKeeper too long (executord.c) */
 } ex_cancel;
 
 struct ex_daemon;
@@ -91,11 +92,19 @@ typedef struct ex_daemon {
     int64_t started_at_ms; /* wall clock */
 
     atomic_int stopping;
+    atomic_int fenced;    /* 1: ZooKeeper contact not proven; no job may run */
+    atomic_int sweep_now; /* the main loop sweeps at its next turn */
     pthread_t deployer; /* ex_deploy.c */
     int deployer_started;
     pthread_mutex_t mu;
     ex_job *jobs;
     int used_slots;
+
+    /* ex_guard.c; guard_mu guards guard_fd (job threads write to it) */
+    pthread_mutex_t guard_mu;
+    int guard_fd;      /* write end of the guardian's pipe; -1 none */
+    pid_t guard_pid;   /* main thread only */
+    int guard_lock_fd; /* <work>/executord.lock, flock'ed; -1 none */
 } ex_daemon;
 
 /* ------------------------------------------------------------ ex_report.c */
@@ -162,6 +171,30 @@ orr_status ex_xfer_after(ex_xfer *x, orr_arena *a, const ex_run_plan *plan, cons
  * ex_deploy_start returns at once; ex_deploy_stop joins (d->stopping set). */
 orr_status ex_deploy_start(ex_daemon *d, orr_err *err);
 void ex_deploy_stop(ex_daemon *d);
+
+/* ------------------------------------------------------------- ex_guard.c */
+
+/* The guardian process that kills every attempt's processes when executord
+ * dies (design in ex_guard.c). */
+/* Take <work_dir>/executord.lock (exclusive flock), waiting up to 15 s for an
+ * earlier life's guardian to finish. ORR_EINVAL naming executor.work_dir when
+ * another executord holds it. Call before ending an earlier life's groups. */
+orr_status ex_guard_lock(ex_daemon *d, orr_err *err);
+/* Start a guardian (fork + exec of /proc/self/exe) and tell it every live
+ * process group. d->cg, cg_root, cg_env and the lock must be set. ORR_EIO on
+ * failure. Thread-safe with ex_guard_note; call from the main thread. */
+orr_status ex_guard_spawn(ex_daemon *d, orr_err *err);
+/* Tell the guardian an attempt's process group started ('+') or ended ('-').
+ * Never blocks for long (one small pipe write); thread-safe. */
+void ex_guard_note(ex_daemon *d, char op, pid_t pgid);
+/* Main loop: if the guardian died, start another. */
+void ex_guard_check(ex_daemon *d);
+/* Clean stop (every attempt already ended): close the pipe, wait up to 10 s
+ * for the guardian, release the lock. */
+void ex_guard_stop(ex_daemon *d);
+/* `executord guard BACKEND ROOT PARENT EXECUTOR`: the guardian's main (fd 3
+ * the pipe, fd 4 the lock). Returns the exit code. */
+int ex_guard_main(int argc, char **argv);
 
 /* --------------------------------------------------------------- ex_job.c */
 

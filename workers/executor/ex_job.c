@@ -115,6 +115,51 @@ static void finish_report(ex_daemon *d, ex_job *j, int from, int to, const char 
     ex_report_send(d, &r, 1, NULL, &e);
 }
 
+/* The reason a cancelled attempt ends with (a kill by a person has none). */
+static const char *cancel_reason(ex_cancel why)
+{
+    switch (why) {
+    case EX_CANCEL_SESSION_LOST:
+        return "executor_lost";
+    case EX_CANCEL_FENCED:
+        return "executor_fenced";
+    case EX_CANCEL_STOPPING:
+        return "executor_stopped";
+    default:
+        return "";
+    }
+}
+
+/* Record how many processes the main process left running as the attempt's
+ * process statistic "leftover_processes" (failures only logged). */
+static void record_leftover(ex_daemon *d, int64_t inst, int attempt, int n)
+{
+    HL(ProcessStat) st = HL_INIT(PROCESS_STAT);
+    HL(ProcessStat) *sp[1] = {&st};
+    st.key = "leftover_processes";
+    st.value = n;
+    HL(RecordProcessStatsRequest) rq = HL_INIT(RECORD_PROCESS_STATS_REQUEST);
+    rq.instance_id = inst;
+    rq.attempt = attempt;
+    rq.stats = sp;
+    rq.n_stats = 1;
+    orr_err e;
+    orr_status s = ORR_EUNAVAIL;
+    for (int i = 0; i < 5 && s != ORR_OK && !atomic_load(&d->stopping); i++) {
+        ProtobufCMessage *resp = NULL;
+        if (i)
+            ex_sleep_ms(200 << i);
+        s = ex_halley(d, "RecordProcessStats", &rq.base, &resp, &e);
+        if (resp)
+            protobuf_c_message_free_unpacked(resp, NULL);
+        if (s != ORR_OK && s != ORR_EUNAVAIL && s != ORR_ETIMEOUT)
+            break;
+    }
+    if (s != ORR_OK)
+        ORR_WARN("leftover count not recorded", "instance=%lld err=%s", (long long)inst,
+                 orr_log_q(e.msg));
+}
+
 static void run_job(ex_daemon *d, ex_job *j, orr_arena *a)
 {
     HL(GetInstanceRequest) giq = HL_INIT(GET_INSTANCE_REQUEST);
@@ -198,6 +243,11 @@ static void run_job(ex_daemon *d, ex_job *j, orr_arena *a)
         goto done;
     }
 
+    /* Fenced or stopping meanwhile: leave it dispatched (the sweep after the
+     * fence lifts, or keplerd after our loss, takes it from there). */
+    if (atomic_load(&j->cancel) != EX_CANCEL_NONE)
+        goto done;
+
     /* dispatched -> running */
     ex_report rr = {.instance_id = inst,
                     .attempt = j->attempt,
@@ -218,6 +268,12 @@ static void run_job(ex_daemon *d, ex_job *j, orr_arena *a)
                    .gid = d->gid};
     char name[64];
     snprintf(name, sizeof name, "%lld-%d", (long long)inst, j->attempt);
+    ex_cancel early = (ex_cancel)atomic_load(&j->cancel);
+    if (early != EX_CANCEL_NONE) { /* came while we reported running: start nothing */
+        if (early != EX_CANCEL_USER)
+            finish_report(d, j, HL_STATE(RUNNING), HL_STATE(FAILED), cancel_reason(early), 0, 0);
+        goto done;
+    }
     ex_logsrv_begin(d->logsrv, inst, j->attempt);
     if (ex_sandbox_start(d->cg, &d->cg_env, name, &lim, &sp, &sb, &err) != ORR_OK) {
         char why[600], reason[256];
@@ -229,6 +285,7 @@ static void run_job(ex_daemon *d, ex_job *j, orr_arena *a)
         finish_report(d, j, HL_STATE(RUNNING), HL_STATE(FAILED), reason, 0, 0);
         goto done;
     }
+    ex_guard_note(d, '+', ex_sandbox_pid(sb));
     set_sb(d, j, sb);
     if (atomic_load(&j->cancel) != EX_CANCEL_NONE) /* a kill that came before the sandbox */
         ex_sandbox_cancel(sb);
@@ -239,6 +296,7 @@ static void run_job(ex_daemon *d, ex_job *j, orr_arena *a)
     ex_result res;
     ex_sandbox_wait(sb, ex_now_ms() + js.timeout_ms, &res);
     set_sb(d, j, NULL);
+    ex_guard_note(d, '-', ex_sandbox_pid(sb));
     if (plan.secret_path) /* credentials live no longer than the run */
         unlink(plan.secret_path);
     if (res.left)
@@ -252,8 +310,7 @@ static void run_job(ex_daemon *d, ex_job *j, orr_arena *a)
     if (res.how == EX_END_CANCELLED && why == EX_CANCEL_USER) {
         to = HL_STATE(KILLED);
     } else if (res.how == EX_END_CANCELLED) {
-        snprintf(reason, sizeof reason, "%s",
-                 why == EX_CANCEL_SESSION_LOST ? "executor_lost" : "executor_stopped");
+        snprintf(reason, sizeof reason, "%s", cancel_reason(why));
     } else if (res.how == EX_END_TIMEOUT) {
         to = HL_STATE(TIMED_OUT);
         snprintf(reason, sizeof reason, "timeout after %lld ms", (long long)js.timeout_ms);
@@ -264,6 +321,10 @@ static void run_job(ex_daemon *d, ex_job *j, orr_arena *a)
         snprintf(reason, sizeof reason, "memory_limit");
         log_note(log_path, "killed: the memory limit (%s) was reached%s",
                  orr_arena_sprintf(a, "%lld bytes", (long long)lim.memory_bytes), "");
+    } else if (res.pids_limited) {
+        snprintf(reason, sizeof reason, "pids_limit");
+        log_note(log_path, "a fork was refused: the process limit (%s) was reached%s",
+                 orr_arena_sprintf(a, "%d", lim.pids), "");
     } else if (res.exited && res.exit_code == 0) {
         to = HL_STATE(SUCCESS);
     } else if (res.exited) {
@@ -272,6 +333,18 @@ static void run_job(ex_daemon *d, ex_job *j, orr_arena *a)
         snprintf(reason, sizeof reason, "killed by signal %d", res.term_signal);
     }
     int code = res.exited ? res.exit_code : 128 + res.term_signal;
+    if (res.leftover > 0) {
+        /* The main process ended and left work running: killed above. */
+        char *n = orr_arena_sprintf(a, "%d", res.leftover);
+        log_note(log_path, "the main process ended while %s process(es) it started still ran: "
+                           "killed%s",
+                 n, "");
+        ORR_WARN("killed processes the main process left running", "instance=%lld leftover=%d",
+                 (long long)inst, res.leftover);
+        if (to == HL_STATE(SUCCESS))
+            snprintf(reason, sizeof reason, "leftover_processes: %d killed", res.leftover);
+        record_leftover(d, inst, j->attempt, res.leftover);
+    }
     if (strcmp(js.type, "transfer") == 0 && res.how != EX_END_CANCELLED) {
         /* Statistics, and the watermark of a successful run, before the
          * final state: whoever sees success finds them. */
@@ -332,6 +405,10 @@ void ex_job_start(ex_daemon *d, int64_t instance_id)
     if (atomic_load(&d->stopping))
         return;
     pthread_mutex_lock(&d->mu);
+    if (atomic_load(&d->fenced)) { /* the sweep after the fence lifts starts it */
+        pthread_mutex_unlock(&d->mu);
+        return;
+    }
     for (ex_job *j = d->jobs; j; j = j->next)
         if (j->instance_id == instance_id && !atomic_load(&j->done)) {
             pthread_mutex_unlock(&d->mu);

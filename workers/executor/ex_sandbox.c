@@ -230,9 +230,15 @@ void ex_sandbox_wait(ex_sandbox *sb, int64_t deadline_ms, ex_result *res)
     } else if (WIFSIGNALED(st)) {
         res->term_signal = WTERMSIG(st);
     }
-    /* The main process is gone; anything it left behind goes too. */
+    /* The main process is gone; anything it left behind goes too, counted
+     * first when it ended by itself (after a kill the count says nothing). */
+    if (res->how == EX_END_EXITED) {
+        int n = ops->count(sb->cg);
+        res->leftover = n > 0 ? n : 0;
+    }
     res->left = ops->kill(sb->cg, 5000);
     res->oom = ops->oom_killed(sb->cg);
+    res->pids_limited = ops->pids_limited(sb->cg);
 }
 
 void ex_sandbox_free(ex_sandbox *sb)

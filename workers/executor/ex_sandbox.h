@@ -50,6 +50,9 @@ typedef struct ex_result {
     int oom;        /* the memory limit killed a member */
     int exec_errno; /* != 0: the program could not be executed (errno of execve) */
     int left;       /* members still alive after the final kill (0 expected) */
+    int leftover;   /* the main process ended by itself while this many members
+                     * it started were still running: killed then */
+    int pids_limited; /* a fork was refused for the pids limit */
     int64_t ran_ms; /* wall time from start to the end of the main process */
 } ex_result;
 
@@ -72,7 +75,9 @@ void ex_sandbox_cancel(ex_sandbox *sb);
 
 /* Block until the main process ends, deadline_ms passes (ex_now_ms() clock;
  * 0 = none) or a cancel arrives; then kill the whole group (verifying it is
- * empty) and fill *res. Call once. */
+ * empty) and fill *res. When the main process ended by itself, res->leftover
+ * counts the members found after it was reaped (they are killed all the
+ * same). Call once. */
 void ex_sandbox_wait(ex_sandbox *sb, int64_t deadline_ms, ex_result *res);
 
 /* Remove the group and free. NULL is a no-op. */

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <zookeeper/zookeeper.h>
 
+#include "ex_cgroup.h"
 #include "orr_log.h"
 
 struct ex_zk {
@@ -24,16 +25,29 @@ struct ex_zk {
     pthread_mutex_t mu;
     char *card;     /* latest card */
     int card_dirty; /* card changed since it was written */
+    /* fencing; mu also guards zh against ex_zk_reconnect while probing */
+    atomic_int timeout_ms;      /* negotiated session timeout */
+    atomic_int gen;             /* session generation: bumped by open_session */
+    atomic_llong last_ack_ms;   /* send time of the last answered probe; 0 none */
+    atomic_llong last_probe_ms; /* send time of the last probe */
 };
+
+typedef struct zk__probe {
+    ex_zk *z;
+    int gen;
+    int64_t sent_ms;
+} zk__probe;
 
 static void watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx)
 {
-    (void)zh;
     (void)path;
     ex_zk *z = ctx;
     if (type != ZOO_SESSION_EVENT)
         return;
     if (state == ZOO_CONNECTED_STATE) {
+        int t = zoo_recv_timeout(zh);
+        if (t > 0)
+            atomic_store(&z->timeout_ms, t);
         atomic_store(&z->connected, 1);
     } else if (state == ZOO_EXPIRED_SESSION_STATE) {
         atomic_store(&z->connected, 0);
@@ -47,9 +61,14 @@ static orr_status open_session(ex_zk *z, orr_err *err)
 {
     atomic_store(&z->connected, 0);
     atomic_store(&z->expired, 0);
+    atomic_fetch_add(&z->gen, 1);
+    atomic_store(&z->last_ack_ms, 0);
     z->registered = 0;
-    z->zh = zookeeper_init(z->hosts, watcher, z->session_ms, NULL, z, 0);
-    if (!z->zh)
+    zhandle_t *zh = zookeeper_init(z->hosts, watcher, z->session_ms, NULL, z, 0);
+    pthread_mutex_lock(&z->mu);
+    z->zh = zh;
+    pthread_mutex_unlock(&z->mu);
+    if (!zh)
         return orr_err_set(err, ORR_EINVAL, "executor.zk", "cannot create a ZooKeeper client: %s",
                            strerror(errno));
     return ORR_OK;
@@ -66,6 +85,7 @@ orr_status ex_zk_start(const char *hosts, const char *path, int session_ms, ex_z
     snprintf(z->hosts, sizeof z->hosts, "%s", hosts);
     snprintf(z->path, sizeof z->path, "%s", path);
     z->session_ms = session_ms;
+    atomic_store(&z->timeout_ms, session_ms);
     pthread_mutex_init(&z->mu, NULL);
     zoo_set_debug_level(ZOO_LOG_LEVEL_ERROR);
     orr_status s = open_session(z, err);
@@ -168,11 +188,66 @@ ex_zk_state ex_zk_tick(ex_zk *z)
     return z->registered ? EX_ZK_REGISTERED : EX_ZK_DOWN;
 }
 
+static void probe_done(int rc, const struct Stat *st, const void *data)
+{
+    (void)st;
+    zk__probe *p = (zk__probe *)data;
+    /* Any answer of the server (the node "/" exists) counts; connection loss
+     * and closing do not. */
+    if ((rc == ZOK || rc == ZNONODE) && p->gen == atomic_load(&p->z->gen)) {
+        long long prev = atomic_load(&p->z->last_ack_ms);
+        while (p->sent_ms > prev &&
+               !atomic_compare_exchange_weak(&p->z->last_ack_ms, &prev, p->sent_ms)) {
+        }
+    }
+    free(p);
+}
+
+void ex_zk_probe(ex_zk *z)
+{
+    if (!z || !atomic_load(&z->connected))
+        return;
+    int t = atomic_load(&z->timeout_ms);
+    int every = t / 8 < 100 ? 100 : t / 8 > 1000 ? 1000 : t / 8;
+    int64_t now = ex_now_ms();
+    if (now - atomic_load(&z->last_probe_ms) < every)
+        return;
+    zk__probe *p = malloc(sizeof *p);
+    if (!p)
+        return;
+    p->z = z;
+    p->gen = atomic_load(&z->gen);
+    p->sent_ms = now;
+    pthread_mutex_lock(&z->mu);
+    int rc = z->zh ? zoo_aexists(z->zh, "/", 0, probe_done, p) : ZINVALIDSTATE;
+    pthread_mutex_unlock(&z->mu);
+    if (rc != ZOK)
+        free(p);
+    else
+        atomic_store(&z->last_probe_ms, now);
+}
+
+int64_t ex_zk_safe_until(ex_zk *z, int *timeout_ms)
+{
+    int t = atomic_load(&z->timeout_ms);
+    if (timeout_ms)
+        *timeout_ms = t;
+    int64_t ack = atomic_load(&z->last_ack_ms);
+    if (ack == 0)
+        return 0;
+    int margin = t / 4 < 1000 ? 1000 : t / 4;
+    if (margin > t / 2)
+        margin = t / 2;
+    return ack + t - margin;
+}
+
 void ex_zk_reconnect(ex_zk *z)
 {
+    pthread_mutex_lock(&z->mu);
     if (z->zh)
         zookeeper_close(z->zh);
     z->zh = NULL;
+    pthread_mutex_unlock(&z->mu);
     orr_err err;
     if (open_session(z, &err) != ORR_OK)
         ORR_ERROR("zookeeper reconnect failed", "err=%s", orr_log_q(err.msg));

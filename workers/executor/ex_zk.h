@@ -11,9 +11,22 @@
  *   registered and card changed  -> zoo_set
  *   session expired              -> returns EX_ZK_EXPIRED; the daemon kills
  *                                   what it runs, then calls ex_zk_reconnect()
+ *
+ * Fencing (ex_zk_probe, ex_zk_safe_until): the server ends a session when it
+ * has heard nothing from it for the negotiated timeout T, and the node goes
+ * with it; keplerd then fails the executor's instances and retries them
+ * elsewhere. A request sent at time t and answered proves the server heard
+ * from the session at or after t, so the session lives at least until t + T.
+ * ex_zk_probe keeps such a request in flight (every T/8, 100 ms..1 s);
+ * ex_zk_safe_until is the send time of the last answered one + T - margin
+ * (margin = T/4, at least 1 s, at most T/2). Past it the executor cannot be
+ * sure its session is alive and must kill what it runs. Both use a monotonic
+ * clock: the server's and ours run at the same rate.
  */
 #ifndef EX_ZK_H
 #define EX_ZK_H
+
+#include <stdint.h>
 
 #include "orr_status.h"
 
@@ -33,6 +46,14 @@ orr_status ex_zk_start(const char *hosts, const char *path, int session_ms, ex_z
 void ex_zk_set_card(ex_zk *z, const char *json);
 /* Do pending work (see above). Returns the state after it. Main thread only. */
 ex_zk_state ex_zk_tick(ex_zk *z);
+/* Send a probe request if connected and none was sent for the probe interval
+ * (see above). Never blocks. Thread-safe. */
+void ex_zk_probe(ex_zk *z);
+/* Monotonic ms (ex_now_ms clock) until which the current session is certainly
+ * alive; 0 while no probe of the current session was answered. *timeout_ms
+ * (may be NULL) gets the negotiated session timeout (zoo_recv_timeout) or the
+ * requested one before the first connection. Thread-safe. */
+int64_t ex_zk_safe_until(ex_zk *z, int *timeout_ms);
 /* Close the expired session and open a new one. */
 void ex_zk_reconnect(ex_zk *z);
 /* Close (the node goes away with the session) and free. NULL is a no-op. */

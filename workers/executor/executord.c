@@ -15,9 +15,13 @@
  *      deployer (ex_deploy.c: installs what is missing, then follows
  *      "package.created"), the event stream;
  *   5. a sweep starts what is already `dispatched` to us.
+ *   0. (before 2) the guardian (ex_guard.c): a process that kills every
+ *      attempt's processes when executord dies, however it dies;
  * Then the main loop: stop signals, ZooKeeper ticks (a lost session kills
  * every job before registering again), a periodic sweep that repairs any
- * missed event, and joining finished jobs.
+ * missed event, joining finished jobs, restarting a dead guardian. The
+ * fencing thread kills every job once ZooKeeper contact is no longer proven
+ * (see fence_thread).
  *
  * Events: WatchEvents(kinds "instance.*", executor = id) tells of instances
  * moved to `dispatched` on us (start them) and to `killed` (end their
@@ -407,10 +411,54 @@ static orr_status setup(ex_daemon *d, orr_config *cfg, const char *argv0, char *
                  "why=%s", orr_log_q(why));
     else
         ORR_INFO("sandbox backend chosen", "cgroup=%s skipped=%s", d->cg->name, orr_log_q(why));
+    /* After an earlier life's guardian (ex_guard.c) has ended its tasks. */
+    if ((s = ex_guard_lock(d, err)) != ORR_OK)
+        return s;
     int swept = d->cg->sweep(&d->cg_env);
     if (swept)
         ORR_WARN("ended groups left by an earlier run", "count=%d", swept);
     return ORR_OK;
+}
+
+/* ------------------------------------------------------------ fencing */
+
+/* Watches ZooKeeper contact (ex_zk.h, "Fencing") every 50 ms, apart from the
+ * main loop, which may wait on Halley for seconds. Past the moment the
+ * session is no longer certainly alive, every job is cancelled at once
+ * (EX_CANCEL_FENCED: each job thread kills its group the moment it wakes)
+ * and no new job starts, so an attempt's processes are dead before the
+ * session can expire and keplerd can retry the instance elsewhere. Contact
+ * proven again (the same session, or a new one after expiry) lifts the fence
+ * and asks the main loop for a sweep of what is dispatched to us. */
+static void *fence_thread(void *arg)
+{
+    ex_daemon *d = arg;
+    int64_t fenced_at = 0;
+    while (!atomic_load(&d->stopping)) {
+        ex_zk_probe(d->zk);
+        int t = 0;
+        int64_t until = ex_zk_safe_until(d->zk, &t);
+        int64_t now = ex_now_ms();
+        if (!atomic_load(&d->fenced) && now >= until) {
+            atomic_store(&d->fenced, 1);
+            fenced_at = now;
+            ORR_ERROR("out of contact with zookeeper for too long: killing every running "
+                      "instance (fencing)",
+                      "id=%s session_timeout_ms=%d", d->id, t);
+            ex_job_cancel_all(d, EX_CANCEL_FENCED);
+        } else if (atomic_load(&d->fenced) && now < until) {
+            atomic_store(&d->fenced, 0);
+            if (fenced_at)
+                ORR_WARN("zookeeper contact is back: taking work again", "id=%s fenced_ms=%lld",
+                         d->id, (long long)(now - fenced_at));
+            else
+                ORR_INFO("zookeeper contact established", "id=%s session_timeout_ms=%d", d->id,
+                         t);
+            atomic_store(&d->sweep_now, 1);
+        }
+        ex_sleep_ms(50);
+    }
+    return NULL;
 }
 
 static int serve(orr_config *cfg, const char *argv0)
@@ -418,12 +466,15 @@ static int serve(orr_config *cfg, const char *argv0)
     ex_daemon d;
     memset(&d, 0, sizeof d);
     pthread_mutex_init(&d.mu, NULL);
+    pthread_mutex_init(&d.guard_mu, NULL);
+    d.guard_fd = d.guard_lock_fd = -1;
+    atomic_store(&d.fenced, 1); /* until ZooKeeper has answered once */
     char hostname[256] = "";
     orr_err err;
     orr_err_clear(&err);
     int rc = 1;
-    pthread_t events;
-    int events_started = 0;
+    pthread_t events, fence;
+    int events_started = 0, fence_started = 0;
     char msg[600];
 
     /* Block the stop signals in every thread; the main loop takes them. */
@@ -439,6 +490,8 @@ static int serve(orr_config *cfg, const char *argv0)
     d.started_at_ms = (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
 
     if (setup(&d, cfg, argv0, hostname, &err) != ORR_OK)
+        goto fail;
+    if (ex_guard_spawn(&d, &err) != ORR_OK)
         goto fail;
     if (orr_rpc_client_create(
             &orrery__halley__v1__halley__descriptor, orr_config_str(cfg, "executor", "halley"),
@@ -476,6 +529,11 @@ static int serve(orr_config *cfg, const char *argv0)
                     (int)orr_config_int(cfg, "executor", "zk_session"), &d.zk, &err) != ORR_OK)
         goto fail;
     ex_daemon_publish(&d);
+    if (pthread_create(&fence, NULL, fence_thread, &d) != 0) {
+        orr_err_set(&err, ORR_EINTERNAL, NULL, "cannot start the fencing thread");
+        goto fail;
+    }
+    fence_started = 1;
     if (ex_deploy_start(&d, &err) != ORR_OK)
         goto fail;
     if (pthread_create(&events, NULL, event_thread, &d) != 0) {
@@ -505,7 +563,10 @@ static int serve(orr_config *cfg, const char *argv0)
             ex_daemon_publish(&d);
         }
         ex_job_reap(&d, 0);
-        if (ex_now_ms() >= next_sweep) {
+        ex_guard_check(&d);
+        if (atomic_exchange(&d.sweep_now, 0))
+            next_sweep = 0;
+        if (ex_now_ms() >= next_sweep && !atomic_load(&d.fenced)) {
             sweep(&d);
             next_sweep = ex_now_ms() + sweep_every;
         }
@@ -524,17 +585,23 @@ out:
     if (events_started)
         pthread_join(events, NULL);
     ex_job_reap(&d, 1);
+    if (fence_started)
+        pthread_join(fence, NULL);
+    ex_guard_stop(&d);
     ex_deploy_stop(&d);
     ex_zk_stop(d.zk);
     ex_logsrv_stop(d.logsrv);
     orr_rpc_client_destroy(d.halley);
     orr_rpc_client_destroy(d.halley_worker);
     pthread_mutex_destroy(&d.mu);
+    pthread_mutex_destroy(&d.guard_mu);
     return rc;
 }
 
 int main(int argc, char **argv)
 {
+    if (argc > 1 && strcmp(argv[1], "guard") == 0)
+        return ex_guard_main(argc, argv);
     int argi = 1, code = 0;
     orr_config *cfg = orr_config_from_args("executord", argc, argv, ex_schema,
                                            sizeof ex_schema / sizeof ex_schema[0], &argi, &code);

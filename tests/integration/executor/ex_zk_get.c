@@ -6,6 +6,10 @@
  *   ex_zk_get HOST:PORT PATH    -> stdout: "owner=<hex>\n<data>"; exit 0
  *                                  exit 3 when the node does not exist,
  *                                  exit 1 on any other error
+ *   ex_zk_get HOST:PORT --create PATH
+ *                               -> creates PATH as a persistent node (a
+ *                                  private chroot for a test); exit 0 also
+ *                                  when it exists
  */
 #include <stdio.h>
 #include <string.h>
@@ -14,8 +18,9 @@
 
 int main(int argc, char **argv)
 {
-    if (argc != 3) {
-        fprintf(stderr, "usage: ex_zk_get HOST:PORT PATH\n");
+    int create = argc == 4 && strcmp(argv[2], "--create") == 0;
+    if (argc != 3 && !create) {
+        fprintf(stderr, "usage: ex_zk_get HOST:PORT [--create] PATH\n");
         return 2;
     }
     zoo_set_debug_level(ZOO_LOG_LEVEL_ERROR);
@@ -24,6 +29,15 @@ int main(int argc, char **argv)
         return 1;
     for (int i = 0; i < 100 && zoo_state(zh) != ZOO_CONNECTED_STATE; i++)
         usleep(50000);
+    if (create) {
+        int rc = zoo_create(zh, argv[3], NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+        zookeeper_close(zh);
+        if (rc != ZOK && rc != ZNODEEXISTS) {
+            fprintf(stderr, "ex_zk_get: create %s: %s\n", argv[3], zerror(rc));
+            return 1;
+        }
+        return 0;
+    }
     char buf[8192];
     int len = (int)sizeof buf - 1;
     struct Stat st;
