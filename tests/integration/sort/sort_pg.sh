@@ -9,9 +9,13 @@
 #  2. refused rows: values PostgreSQL refuses (not an integer) become
 #     db_refused rejects, every other row lands.
 #  3. kill -9: a generated file source into files AND PostgreSQL, then into
-#     PostgreSQL only; sortd killed at random moments, then a last run: the
-#     table holds exactly the source's rows (count, distinct ids, id
-#     checksum) and so do the files.
+#     PostgreSQL only. The input comes in parts: round r puts file r into
+#     the source folder (the source tails it and never ends) and sortd is
+#     killed once the table holds rows of that run past a random point of
+#     what it was fed, while the later files are held back (kill_mid_run
+#     checks it while the process is stopped). A last run gets the last
+#     file and ends at the end of the input: the table holds exactly the
+#     source's rows (count, distinct ids, id checksum) and so do the files.
 set -euo pipefail
 SORTD=$1
 GEN=$2
@@ -25,7 +29,9 @@ DB=sortpg_$$_$RANDOM
 BASE=${ORRERY_PG_DSN%%\?*}
 BASE=${BASE%/*}
 export SORT_PG_TEST_DSN="$BASE/$DB"
+pid=
 cleanup() {
+    [ -n "$pid" ] && kill -9 "$pid" 2>/dev/null || true
     psql -q "$ORRERY_PG_DSN" -c "DROP DATABASE IF EXISTS $DB" >/dev/null 2>&1 || true
     rm -rf "$T"
 }
@@ -129,13 +135,16 @@ grep -q 'record="r17|1700000000|seventeen"' "$T/state/pgnums.rejects" || fail "r
 echo "refused rows: ok"
 
 # ---- 3. kill -9 --------------------------------------------------------
-"$GEN" --out "$T/gin" --records "$N" --files 5 --ifaces 7 --span 7200 >/dev/null
+"$GEN" --out "$T/gin" --records "$N" --files $((ROUNDS + 1)) --ifaces 7 --span 7200 >/dev/null
+parts=("$T"/gin/part-*.log)
+[ "${#parts[@]}" = $((ROUNDS + 1)) ] || fail "sort_gen made ${#parts[@]} files, expected $((ROUNDS + 1))"
 q "CREATE TABLE it.gen_pg (LIKE it.gen)"
 kill_rounds() { # NAME TABLE FILES(true|false)
     local name=$1 table=$2 files=$3
+    mkdir "$T/in.$name"
     cat >"$T/$name.json" <<JSON
 {"name": "$name", "business": "bk",
- "source": {"type": "file", "path": "$T/gin", "exit_at_eof": true, "read_size": 16384},
+ "source": {"type": "file", "path": "$T/in.$name", "exit_at_eof": false, "read_size": 16384},
  "format": {"type": "delimited", "delimiter": "|",
             "fields": ["id", "ts", "iface", "user", "h", "m", "path", "st", "n", "ua"]},
  "interface": {"field": "iface"},
@@ -148,17 +157,21 @@ kill_rounds() { # NAME TABLE FILES(true|false)
                         "columns": ["id", "ts", "iface", "path", "ua"],
                         "batch_rows": 700, "batch_ms": 100}}}
 JSON
-    local round pid killed=0
+    sed 's/"exit_at_eof": false/"exit_at_eof": true/' "$T/$name.json" >"$T/$name.final.json"
+    local round start past fed=0
     for round in $(seq 1 "$ROUNDS"); do
+        feed "${parts[$((round - 1))]}" "$T/in.$name"
+        fed=$((fed + $(wc -l <"${parts[$((round - 1))]}")))
+        start=$(q "SELECT count(*) FROM $table")
+        past=$(pick_below "$start" "$fed")
         "$SORTD" run --stream "$T/$name.json" >"$T/$name.out.$round" 2>"$T/$name.err.$round" &
         pid=$!
-        sleep "$(awk -v r=$RANDOM 'BEGIN { printf "%.2f", 0.1 + (r % 50) / 100 }')"
-        kill -9 "$pid" 2>/dev/null && killed=$((killed + 1))
-        wait "$pid" 2>/dev/null || true
-        echo "$name round $round: killed; $(q "SELECT count(*) FROM $table") rows so far"
+        kill_mid_run "$pid" "$name round $round" "$start" "$past" "$N" q "SELECT count(*) FROM $table"
+        pid=
+        echo "$name round $round: killed with $KILLED_AT of $fed fed rows in the table ($start before it)"
     done
-    [ "$killed" -gt 0 ] || fail "$name: sortd finished before every kill"
-    "$SORTD" run --stream "$T/$name.json" >"$T/$name.out" 2>"$T/$name.err" ||
+    feed "${parts[$ROUNDS]}" "$T/in.$name"
+    "$SORTD" run --stream "$T/$name.final.json" >"$T/$name.out" 2>"$T/$name.err" ||
         fail "$name: final run failed: $(cat "$T/$name.err")"
     echo "$name final run: $(cat "$T/$name.out")"
     local cnt dist sum
