@@ -157,12 +157,16 @@ class Round3(unittest.TestCase):
         self.assertFieldError(self.call("DELETE", "/api/v1/tokens/abc"), 400, "id")
 
     def test_token_expiry_and_admin_issue(self):
-        exp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 3))
+        # Expires 8 s from now (room for a slow creation); the test then waits
+        # until the clock has passed that second, not a fixed time.
+        exp_at = int(time.time()) + 8
+        exp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(exp_at))
         r = self.call("POST", "/api/v1/tokens", {"name": "short", "expires_at": exp, "user": "ann"})
         self.assertEqual(r.status, 201, r)
         self.assertEqual(r.json()["token"]["user"], "ann")
         secret = r.json()["secret"]
-        time.sleep(4.5)
+        while time.time() < exp_at + 1:
+            time.sleep(0.1)
         # Never used before it expired, so no cache can hold it: refused.
         self.assertEqual(P.http("GET", "/api/v1/auth/me", token=secret).status, 401)
         # An admin's token for a developer writes as that developer.

@@ -202,7 +202,7 @@ int hlt_start(hlt_server *s, const char *dsn, const char *const *extra_env, int 
     unlink(s->port_file);
     s->pid = hlt__spawn("serve", dsn, s->port_file, s->log_file, extra_env);
     hlt__track(s->pid, 1);
-    for (int i = 0; i < 400; i++) {
+    for (int i = 0; i < 1200; i++) { /* 60 s: a generous deadline, fails loudly */
         int st;
         if (waitpid(s->pid, &st, WNOHANG) == s->pid) {
             hlt__track(s->pid, 0);

@@ -11,6 +11,11 @@
  * The live counter is raised only after the grant and lowered before the
  * release, so it can only exceed the capacity if the database did. A
  * sampler thread also checks SUM(tokens) per pool in PostgreSQL directly.
+ *
+ * The race is made, not hoped for: the first holders keep their tokens until
+ * some acquirer has been refused (which needs the pool full, so several
+ * holders at once); only then does anyone release. An acquirer retries a
+ * refusal until it is granted, with a deadline that fails the test loudly.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -31,7 +36,16 @@ static hlt_server srv[2];
 static hlt_db db;
 static int64_t task_id;
 static _Atomic int live, max_live, granted, denied, errors, stop_sampler;
-static _Atomic int db_over;
+static _Atomic int db_over, race_made;
+
+#define HLT_RACE_DEADLINE_S 60 /* a hang, not a slow machine, runs into it */
+
+static double mono_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
 
 static void put_pool(orr_rpc_client *c, const char *name, int cap)
 {
@@ -97,7 +111,8 @@ static void *racer(void *arg)
         }
         Orrery__Halley__V1__AcquireTokensResponse *r;
         orr_err err;
-        for (int tries = 0; tries < 200; tries++) {
+        double deadline = mono_s() + HLT_RACE_DEADLINE_S;
+        for (;;) {
             if (acquire(c, id, "shared", 1, "side", 1, &r, &err) != ORR_OK) {
                 atomic_fetch_add(&errors, 1);
                 fprintf(stderr, "acquire: %s\n", err.msg);
@@ -107,6 +122,12 @@ static void *racer(void *arg)
             FREE(r);
             if (!ok) {
                 atomic_fetch_add(&denied, 1);
+                if (mono_s() > deadline) {
+                    atomic_fetch_add(&errors, 1);
+                    fprintf(stderr, "racer %d: refused for %d s, never granted\n", me,
+                            HLT_RACE_DEADLINE_S);
+                    break;
+                }
                 struct timespec ts = {0, 2000000};
                 nanosleep(&ts, NULL);
                 continue;
@@ -118,6 +139,16 @@ static void *racer(void *arg)
                 ;
             struct timespec ts = {0, 1000000};
             nanosleep(&ts, NULL);
+            /* the first holders wait for a refusal: the pool is then full */
+            double until = mono_s() + HLT_RACE_DEADLINE_S;
+            while (!atomic_load(&race_made) && atomic_load(&denied) == 0 && mono_s() < until)
+                nanosleep(&ts, NULL);
+            if (!atomic_load(&race_made) && atomic_load(&denied) == 0) {
+                atomic_fetch_add(&errors, 1);
+                fprintf(stderr, "racer %d: no acquirer was refused in %d s: no race made\n", me,
+                        HLT_RACE_DEADLINE_S);
+            }
+            atomic_store(&race_made, 1);
             atomic_fetch_sub(&live, 1);
             if (round % 2) {
                 Orrery__Halley__V1__TransitionRequest t =

@@ -161,10 +161,13 @@ int main(void)
         orr_status st = get_task(c, "survivor", &err);
         double dt = now_s() - t0;
         unavailable += st == ORR_EUNAVAIL;
-        slow += dt > 2.0;
+        slow += dt > 5.0;
     }
+    /* A call that waited for the database would end in the client's 10 s
+     * deadline (not UNAVAILABLE); the 5 s bound only catches such a hang and
+     * leaves a loaded machine its time. */
     HLT_CHECK(unavailable == 10, "UNAVAILABLE while down (%d of 10)", unavailable);
-    HLT_CHECK(slow == 0, "answered quickly (%d slow)", slow);
+    HLT_CHECK(slow == 0, "answered without waiting for the database (%d calls over 5 s)", slow);
     int db_ok = 1, lis = 1;
     HLT_CHECK(health(c, &db_ok, &lis) == ORR_OK && !db_ok, "Health answers and says db down");
     HLT_CHECK(kill(s.pid, 0) == 0, "halleyd still running");
