@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
 # sort_kafka.sh SORTD SORT_GEN SORT_KAFKA_MOCK - the Kafka source against
 # librdkafka's mock cluster (a real broker protocol on loopback): N records
-# over 8 partitions; sortd is killed with SIGKILL at random moments and
-# restarted (SORT_KAFKA_ROUNDS times), then a last run reads to the end.
+# over 8 partitions, let into the topic in parts (the mock's hold file).
+# Round r lets the r-th part in and starts sortd (which waits for more at
+# the end of the topic); it is killed with SIGKILL once it has landed
+# records past a random point of what is in the topic, while the rest is
+# still held back (kill_mid_run checks it while the process is stopped),
+# SORT_KAFKA_ROUNDS times; then every record is let in and a last run reads
+# to the end.
 # Offsets are committed for the group only after landing, so every record
 # must land exactly once (count, unique ids, checksum, lzop -t, _CHECK
 # totals); a run after that reads nothing new (resumed from the committed
@@ -27,22 +32,24 @@ cleanup() {
 trap cleanup EXIT
 
 "$GEN" --out "$T/in" --records "$N" --files 3 --ifaces 7 --span 7200
+# hold M: the mock lets the first M records into the topic.
+hold() { echo "$1" >"$T/hold.tmp" && mv "$T/hold.tmp" "$T/hold"; }
+hold 0
 "$MOCK" --topic clicks --in "$T/in" --partitions 8 --stop-file "$T/stop" --seconds 300 \
-    >"$T/mock.out" 2>"$T/mock.err" &
+    --hold-file "$T/hold" >"$T/mock.out" 2>"$T/mock.err" &
 mpid=$!
-for _ in $(seq 1 600); do
-    grep -q '^bootstrap=' "$T/mock.out" 2>/dev/null && break
-    kill -0 "$mpid" 2>/dev/null || fail "mock cluster exited: $(cat "$T/mock.err")"
-    sleep 0.1
-done
+mock_up() {
+    alive "$mpid" || fail "mock cluster exited: $(cat "$T/mock.err")"
+    grep -q '^bootstrap=' "$T/mock.out" 2>/dev/null
+}
+wait_until "the mock cluster to start" mock_up
 BOOT=$(sed -n 's/^bootstrap=\([^ ]*\) .*/\1/p' "$T/mock.out")
 [ -n "$BOOT" ] || fail "mock cluster did not start"
-grep -q "messages=$N\$" "$T/mock.out" || fail "mock cluster holds: $(cat "$T/mock.out")"
 
 cat >"$T/spec.json" <<JSON
 {"name": "kf", "business": "bkf",
  "source": {"type": "kafka", "brokers": "$BOOT", "topic": "clicks", "group": "sortd-it",
-            "batch": 2000, "exit_at_eof": true},
+            "batch": 2000, "exit_at_eof": false},
  "format": {"type": "delimited", "delimiter": "|",
             "fields": ["id", "ts", "iface", "user", "h", "m", "path", "st", "n", "ua"]},
  "interface": {"field": "iface"},
@@ -54,29 +61,41 @@ JSON
 export ORRERY_SORT_WORK_DIR=$T/work ORRERY_SORT_STATE_DIR=$T/state
 export ORRERY_SORT_BLOB_ROOT=file://$T/blob ORRERY_SORT_PACKS=8 ORRERY_SORT_MAX_OPEN_UNITS=12
 export ORRERY_LOG_LEVEL=warn
+# spec.json: the rounds (at the end of the topic the source waits for more);
+# final.json: the same stream, ending at the end of the topic.
+sed 's/"exit_at_eof": false/"exit_at_eof": true/' "$T/spec.json" >"$T/final.json"
 
 for round in $(seq 1 "$ROUNDS"); do
+    let_in=$((N * round / (ROUNDS + 1)))
+    hold "$let_in"
+    start=$(landed_records "$T/blob")
+    past=$(pick_below "$start" "$let_in")
     "$SORTD" run --stream "$T/spec.json" >"$T/out.$round" 2>"$T/err.$round" &
     pid=$!
-    sleep "$(awk -v r=$RANDOM 'BEGIN { printf "%.2f", 0.3 + (r % 100) / 100 }')"
-    kill -9 "$pid" 2>/dev/null || true
-    wait "$pid" 2>/dev/null || true
+    kill_mid_run "$pid" "round $round" "$start" "$past" "$N" landed_records "$T/blob"
     pid=
-    echo "round $round: killed; $(find "$T/blob" -name 'part-*.lzo' 2>/dev/null | wc -l) files landed"
+    echo "round $round: killed with $KILLED_AT of $let_in records landed ($start before it)"
 done
-"$SORTD" run --stream "$T/spec.json" >"$T/out.final" 2>"$T/err.final" ||
+hold "$N"
+produced() {
+    alive "$mpid" || fail "mock cluster exited: $(cat "$T/mock.err")"
+    grep -q '^produced=' "$T/mock.out"
+}
+wait_until "the mock to produce every record" produced
+grep -q "^produced=$N\$" "$T/mock.out" || fail "mock cluster holds: $(cat "$T/mock.out")"
+"$SORTD" run --stream "$T/final.json" >"$T/out.final" 2>"$T/err.final" ||
     fail "final run failed: $(cat "$T/err.final")"
 echo "final run: $(cat "$T/out.final")"
 verify_landed "$T/blob" "$N"
 
 # Resumes from the committed offsets: nothing is read again.
-"$SORTD" run --stream "$T/spec.json" >"$T/out.again" 2>"$T/err.again" ||
+"$SORTD" run --stream "$T/final.json" >"$T/out.again" 2>"$T/err.again" ||
     fail "run after the end failed: $(cat "$T/err.again")"
 grep -q '"records_in":0,' "$T/out.again" || fail "re-read committed records: $(cat "$T/out.again")"
 
 # Replay from offset 0: every record comes back and is dropped as landed.
-"$SORTD" replay --stream "$T/spec.json" --from 0 >/dev/null || fail "replay failed"
-"$SORTD" run --stream "$T/spec.json" >"$T/out.replay" 2>"$T/err.replay" ||
+"$SORTD" replay --stream "$T/final.json" --from 0 >/dev/null || fail "replay failed"
+"$SORTD" run --stream "$T/final.json" >"$T/out.replay" 2>"$T/err.replay" ||
     fail "run after replay failed: $(cat "$T/err.replay")"
 grep -q "\"records_in\":$N," "$T/out.replay" || fail "replay did not re-read: $(cat "$T/out.replay")"
 grep -q "\"replay_dropped\":$N," "$T/out.replay" ||

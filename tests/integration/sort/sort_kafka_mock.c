@@ -6,13 +6,19 @@
  * and serves until the stop file exists or the time limit passes.
  *
  *   sort_kafka_mock --topic T --in DIR [--partitions P] [--brokers B]
- *                   --stop-file PATH [--seconds S] [--rate R]
+ *                   --stop-file PATH [--seconds S] [--rate R] [--hold-file H]
  *
- * Without --rate every message is produced first and the line is
- * "bootstrap=<servers> messages=<count>". With --rate R (messages per
- * second) the line "bootstrap=<servers> rate=<R>" comes first and the
- * messages trickle in at that pace (for consumers that come and go while
- * data arrives); "produced=<count>" follows once all are in the topic.
+ * Without --rate and --hold-file every message is produced first and the
+ * line is "bootstrap=<servers> messages=<count>". Otherwise the line
+ * "bootstrap=<servers> rate=<R> hold=<H>" comes first and the messages are
+ * produced as they are let through: with --rate R at most R per second;
+ * with --hold-file H only while fewer than the number written in H have
+ * been produced (a missing file counts as 0; the test raises the number to
+ * let more through, writing the file atomically; it is read again every
+ * 10 ms while it holds the producer back). The rate counts from the last
+ * time the hold let messages through, so they trickle after a hold too.
+ * "produced=<count>" follows once all are in the topic. The stop file and
+ * the time limit also end a producer that is held back.
  *
  * Exit status 0 after a clean stop, 1 if the cluster or the produce failed.
  */
@@ -38,11 +44,60 @@ static double km_now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* rate > 0: at most rate messages per second (checked every 10 ms). */
+/* What lets messages through: a rate, a hold file; and when to give up. */
+typedef struct km_pace {
+    double rate;      /* > 0: at most rate messages per second */
+    const char *hold; /* non-NULL: only while count < the number in this file */
+    const char *stop; /* give up once this file exists */
+    double deadline;  /* or at this km_now() */
+} km_pace;
+
+/* The number in the hold file; 0 if it is missing or holds no number. */
+static long km_hold_limit(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    long n = 0;
+    if (!f)
+        return 0;
+    if (fscanf(f, "%ld", &n) != 1)
+        n = 0;
+    fclose(f);
+    return n;
+}
+
+/* Wait until message number count may be produced (see km_pace). 0 when it
+ * may, 1 when the stop file or the time limit ended the wait. *t0 is where
+ * the rate counts from; *limit the hold file's number as last read. */
+static int km_wait_turn(rd_kafka_t *rk, const km_pace *pace, long count, double *t0, long *limit)
+{
+    int held = 0;
+    for (;;) {
+        if (pace->hold && count >= *limit)
+            *limit = km_hold_limit(pace->hold);
+        if (pace->hold && count >= *limit) {
+            held = 1;
+        } else {
+            if (held && pace->rate > 0) /* let through again: trickle on, no burst */
+                *t0 = km_now() - (double)count / pace->rate;
+            held = 0;
+            if (pace->rate <= 0 || (double)count < (km_now() - *t0) * pace->rate)
+                return 0;
+        }
+        if (access(pace->stop, F_OK) == 0 || km_now() > pace->deadline)
+            return 1;
+        rd_kafka_poll(rk, 0);
+        struct timespec nap = {0, 10000000L};
+        nanosleep(&nap, NULL);
+    }
+}
+
+/* Produce every line of the files of dir, paced. 0 when all are produced,
+ * 1 when stopped first (stop file, time limit), -1 on a failure. */
 static int km_produce_dir(rd_kafka_t *rk, const char *topic, const char *dir, int parts,
-                          double rate, long *count)
+                          const km_pace *pace, long *count)
 {
     double t0 = km_now();
+    long limit = 0;
     DIR *d = opendir(dir);
     if (!d) {
         perror(dir);
@@ -77,11 +132,8 @@ static int km_produce_dir(rd_kafka_t *rk, const char *topic, const char *dir, in
         while (rc == 0 && (len = getline(&line, &cap, f)) > 0) {
             if (line[len - 1] == '\n')
                 len--;
-            while (rate > 0 && (double)*count >= (km_now() - t0) * rate) {
-                rd_kafka_poll(rk, 10);
-                struct timespec nap = {0, 10000000L};
-                nanosleep(&nap, NULL);
-            }
+            if ((rc = km_wait_turn(rk, pace, *count, &t0, &limit)) != 0)
+                break;
             for (int tries = 0;; tries++) {
                 rd_kafka_resp_err_t e = rd_kafka_producev(
                     rk, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_PARTITION((int32_t)(*count % parts)),
@@ -119,7 +171,7 @@ static void km_dr(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
 
 int main(int argc, char **argv)
 {
-    const char *topic = NULL, *in = NULL, *stop = NULL;
+    const char *topic = NULL, *in = NULL, *stop = NULL, *hold = NULL;
     int parts = 3, brokers = 1;
     double seconds = 600, rate = 0;
     for (int i = 1; i + 1 < argc; i += 2) {
@@ -137,10 +189,13 @@ int main(int argc, char **argv)
             seconds = atof(argv[i + 1]);
         else if (strcmp(argv[i], "--rate") == 0)
             rate = atof(argv[i + 1]);
+        else if (strcmp(argv[i], "--hold-file") == 0)
+            hold = argv[i + 1];
     }
     if (!topic || !in || !stop || parts < 1 || brokers < 1) {
         fprintf(stderr, "usage: sort_kafka_mock --topic T --in DIR [--partitions P] "
-                        "[--brokers B] --stop-file PATH [--seconds S] [--rate R]\n");
+                        "[--brokers B] --stop-file PATH [--seconds S] [--rate R] "
+                        "[--hold-file H]\n");
         return 2;
     }
     char msg[512], nb[16];
@@ -164,11 +219,19 @@ int main(int argc, char **argv)
         return 1;
     }
     long count = 0;
-    if (rate > 0) {
-        printf("bootstrap=%s rate=%g\n", rd_kafka_mock_cluster_bootstraps(mc), rate);
+    int paced = rate > 0 || hold;
+    if (paced) {
+        printf("bootstrap=%s rate=%g hold=%s\n", rd_kafka_mock_cluster_bootstraps(mc), rate,
+               hold ? hold : "none");
         fflush(stdout);
     }
-    int rc = km_produce_dir(rk, topic, in, parts, rate, &count);
+    km_pace pace = {rate, hold, stop, km_now() + seconds};
+    int rc = km_produce_dir(rk, topic, in, parts, &pace, &count);
+    if (rc == 1) {
+        fprintf(stderr, "sort_kafka_mock: stopped after producing %ld messages\n", count);
+        rd_kafka_destroy(rk);
+        return 0;
+    }
     if (rc == 0 && rd_kafka_flush(rk, 60000) != RD_KAFKA_RESP_ERR_NO_ERROR)
         rc = -1;
     if (rc != 0 || km_failed) {
@@ -192,7 +255,7 @@ int main(int argc, char **argv)
         }
         held += (long)hi;
     }
-    if (rate > 0)
+    if (paced)
         printf("produced=%ld\n", held);
     else
         printf("bootstrap=%s messages=%ld\n", rd_kafka_mock_cluster_bootstraps(mc), held);
