@@ -36,21 +36,6 @@ static json_t *gx_parse_or_empty(const char *text)
     return v ? v : json_object();
 }
 
-/* Boolean query parameter: 1/true, 0/false, missing = def; -1 (400 answered)
- * on anything else. */
-static int gx_query_bool(gx_req *req, gx_resp *resp, const char *name, int def)
-{
-    const char *v = gx_req_query(req, name);
-    if (!v)
-        return def;
-    if (strcmp(v, "1") == 0 || strcmp(v, "true") == 0)
-        return 1;
-    if (strcmp(v, "0") == 0 || strcmp(v, "false") == 0)
-        return 0;
-    gx_resp_fail(resp, ORR_EINVAL, name, "must be true or false");
-    return -1;
-}
-
 /* Time query parameter into *ms (untouched when missing); 0 after a 400. */
 static int gx_query_time(gx_req *req, gx_resp *resp, const char *name, int64_t *ms)
 {
@@ -136,7 +121,7 @@ static json_t *gx_stream_json(const HL(SortStream) * s)
 
 void gx_h_streams_list(gx_req *req, gx_resp *resp)
 {
-    int active = gx_query_bool(req, resp, "active", 0);
+    int active = gx_req_query_bool(req, resp, "active", 0);
     if (active < 0)
         return;
     HL(ListSortStreamsRequest) rq = HL_INIT(LIST_SORT_STREAMS_REQUEST);
@@ -241,7 +226,7 @@ void gx_h_stream_units(gx_req *req, gx_resp *resp)
         gx_resp_fail(resp, ORR_EINVAL, "to", "must be after from");
         return;
     }
-    int reconciled = gx_query_bool(req, resp, "reconciled", 0);
+    int reconciled = gx_req_query_bool(req, resp, "reconciled", 0);
     if (reconciled < 0)
         return;
     HL(ListDataUnitsRequest) rq = HL_INIT(LIST_DATA_UNITS_REQUEST);

@@ -58,14 +58,6 @@ static int gx_action_applies(const struct gx_action *a, HL(InstanceState) s)
     return 1;
 }
 
-static int64_t gx_parse_id(const char *s)
-{
-    char *end;
-    errno = 0;
-    long long v = s ? strtoll(s, &end, 10) : 0;
-    return (!s || errno || *end || v <= 0) ? 0 : v;
-}
-
 void gx_h_instances_list(gx_req *req, gx_resp *resp)
 {
     int64_t limit, task_id;
@@ -151,11 +143,9 @@ void gx_h_instance_get(gx_req *req, gx_resp *resp)
 {
     if (gx_cache_get(req, resp))
         return;
-    int64_t id = gx_parse_id(gx_req_param(req, 0));
-    if (!id) {
-        gx_resp_fail(resp, ORR_EINVAL, "id", "must be a positive integer");
+    int64_t id = gx_param_id(req, resp, 0, "id");
+    if (!id)
         return;
-    }
     HL(Instance) *in = gx_get_instance(req, resp, id);
     if (!in)
         return;
@@ -291,11 +281,9 @@ static void gx_free_msg_cb(void *p)
 
 void gx_h_instance_action(gx_req *req, gx_resp *resp)
 {
-    int64_t id = gx_parse_id(gx_req_param(req, 0));
-    if (!id) {
-        gx_resp_fail(resp, ORR_EINVAL, "id", "must be a positive integer");
+    int64_t id = gx_param_id(req, resp, 0, "id");
+    if (!id)
         return;
-    }
     const struct gx_action *a = gx_action_find(gx_req_param(req, 1));
     if (!a) {
         gx_resp_fail(resp, ORR_EINVAL, "action",

@@ -323,13 +323,9 @@ static void gx_sse_free(void *cls)
 void gx_h_instance_log(gx_req *req, gx_resp *resp)
 {
     gx_app *app = req->app;
-    const char *idp = gx_req_param(req, 0);
-    char *end;
-    long long id = idp ? strtoll(idp, &end, 10) : 0;
-    if (!idp || *end || id <= 0) {
-        gx_resp_fail(resp, ORR_EINVAL, "id", "must be a positive integer");
+    int64_t id = gx_param_id(req, resp, 0, "id");
+    if (!id)
         return;
-    }
     int64_t attempt, offset, follow;
     if (gx_req_query_int(req, resp, "attempt", 0, 0, 1000000, &attempt) ||
         gx_req_query_int(req, resp, "offset", 0, 0, INT64_MAX / 2, &offset) ||

@@ -61,13 +61,9 @@ void gx_h_task_backfill(gx_req *req, gx_resp *resp)
 {
     static const char *const keys[] = {"from", "to", "priority", NULL};
     orr_err e;
-    const char *idp = gx_req_param(req, 0);
-    char *end;
-    long long id = idp ? strtoll(idp, &end, 10) : 0;
-    if (!idp || *end || id <= 0) {
-        gx_resp_fail(resp, ORR_EINVAL, "id", "must be a positive integer");
+    int64_t id = gx_param_id(req, resp, 0, "id");
+    if (!id)
         return;
-    }
     json_t *body = gx_req_json(req, resp);
     if (!body)
         return;

@@ -50,7 +50,10 @@ void gx_h_tasks_list(gx_req *req, gx_resp *resp)
         return;
     }
     rq.page_size = (int32_t)limit;
-    rq.with_last_run = (v = gx_req_query(req, "with_last_run")) && strcmp(v, "1") == 0;
+    int with_last_run = gx_req_query_bool(req, resp, "with_last_run", 0);
+    if (with_last_run < 0)
+        return;
+    rq.with_last_run = with_last_run;
     HL(ListTasksResponse) * rs;
     if (gx_halley(req, resp, "ListTasks", &rq.base, (ProtobufCMessage **)&rs) != ORR_OK)
         return;

@@ -196,13 +196,10 @@ static json_t *gx_token_json(const HL(ApiToken) * t)
 void gx_h_tokens_list(gx_req *req, gx_resp *resp)
 {
     const char *user = gx_req_query(req, "user");
-    const char *all = gx_req_query(req, "all");
     int admin = req->who.role == GX_ROLE_ADMIN;
-    if (all && strcmp(all, "1") != 0 && strcmp(all, "0") != 0) {
-        gx_resp_fail(resp, ORR_EINVAL, "all", "must be 1 or 0");
+    int want_all = gx_req_query_bool(req, resp, "all", 0);
+    if (want_all < 0)
         return;
-    }
-    int want_all = all && strcmp(all, "1") == 0;
     if ((want_all || (user && strcmp(user, req->who.name) != 0)) && !admin) {
         gx_resp_fail(resp, ORR_EPERM, want_all ? "all" : "user",
                      "only admins see other users' tokens");

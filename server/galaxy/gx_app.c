@@ -10,6 +10,7 @@
 
 #include "gx_jwt.h"
 #include "orr_log.h"
+#include "orr_name.h"
 
 static const char *bearer_token(gx_req *req)
 {
@@ -119,12 +120,10 @@ gx_role gx_role_of(HL(Role) r)
 
 int64_t gx_param_id(gx_req *req, gx_resp *resp, int i, const char *field)
 {
-    const char *s = gx_req_param(req, i);
-    char *end;
-    errno = 0;
-    long long v = s ? strtoll(s, &end, 10) : 0;
-    if (!s || errno || *end || v <= 0) {
-        gx_resp_fail(resp, ORR_EINVAL, field, "must be a positive integer");
+    int64_t v;
+    if (gx_parse_id(gx_req_param(req, i), &v) != 0) {
+        gx_resp_fail(resp, ORR_EINVAL, field,
+                     "must be an id: digits only, no sign, spaces or leading zero");
         return 0;
     }
     return v;
@@ -134,7 +133,7 @@ int gx_check_name(gx_resp *resp, const char *s, const char *field)
 {
     if (gx_name_ok(s))
         return 1;
-    gx_resp_fail(resp, ORR_EINVAL, field, "must be 1-128 characters of A-Z a-z 0-9 _ . -");
+    gx_resp_fail(resp, ORR_EINVAL, field, "must be " ORR_NAME_RULE);
     return 0;
 }
 

@@ -91,11 +91,12 @@ void gx_tokcache_destroy(struct gx_tokcache *c);
 /* Halley role -> galaxyd role (GX_ROLE_NONE when unknown). */
 gx_role gx_role_of(Orrery__Halley__V1__Role r);
 
-/* Path parameter i as a positive integer; answers 400 naming field and
- * returns 0 when it is not one. */
+/* Path parameter i as an id (gx_parse_id: digits only, no sign, spaces or
+ * leading zero); answers 400 naming field and returns 0 when it is not one. */
 int64_t gx_param_id(gx_req *req, gx_resp *resp, int i, const char *field);
 
-/* 1 if s is a safe object name: 1..128 of [A-Za-z0-9_.-], not "." or "..".
+/* 1 if s is a safe object name (orr_name.h: 1..128 of [A-Za-z0-9_.-], the
+ * first a letter or digit).
  * Otherwise answers 400 naming field and returns 0. */
 int gx_check_name(gx_resp *resp, const char *s, const char *field);
 

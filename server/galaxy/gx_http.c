@@ -31,10 +31,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "gx_input.h"
 #include "orr_json.h"
 #include "orr_log.h"
 
@@ -213,8 +215,11 @@ json_t *gx_req_json(gx_req *r, gx_resp *resp)
         return NULL;
     }
     const char *ct = gx_req_header(r, "Content-Type");
-    if (ct && strncmp(ct, "application/json", 16) != 0) {
-        gx_resp_fail(resp, ORR_EINVAL, "Content-Type", "must be application/json");
+    if (!ct || strncasecmp(ct, "application/json", 16) != 0 ||
+        (ct[16] && ct[16] != ';' && ct[16] != ' ')) {
+        gx_resp_fail(resp, ORR_EINVAL, "Content-Type", "must be application/json (got %s)",
+                     ct ? "another type" : "none");
+        resp->status = 415;
         return NULL;
     }
     if (orr_json_parse(r->body, r->body_len, &v, &e) != ORR_OK) {
@@ -239,16 +244,48 @@ int gx_req_query_int(gx_req *r, gx_resp *resp, const char *name, int64_t def, in
         *out = def;
         return 0;
     }
-    char *end;
-    errno = 0;
-    long long v = strtoll(s, &end, 10);
-    if (errno || end == s || *end || v < min || v > max) {
+    int64_t v;
+    if (gx_parse_int(s, &v) != 0 || v < min || v > max) {
         gx_resp_fail(resp, ORR_EINVAL, name, "must be an integer between %lld and %lld",
                      (long long)min, (long long)max);
         return -1;
     }
     *out = v;
     return 0;
+}
+
+int gx_req_query_bool(gx_req *r, gx_resp *resp, const char *name, int def)
+{
+    const char *v = gx_req_query(r, name);
+    if (!v)
+        return def;
+    if (strcmp(v, "1") == 0 || strcmp(v, "true") == 0)
+        return 1;
+    if (strcmp(v, "0") == 0 || strcmp(v, "false") == 0)
+        return 0;
+    gx_resp_fail(resp, ORR_EINVAL, name, "must be true or false (or 1 or 0)");
+    return -1;
+}
+
+int gx_req_query_enum(gx_req *r, gx_resp *resp, const char *name, const char *const *allowed,
+                      const char **out)
+{
+    const char *v = gx_req_query(r, name);
+    *out = NULL;
+    if (!v)
+        return 0;
+    for (const char *const *a = allowed; *a; a++) {
+        if (strcmp(*a, v) == 0) {
+            *out = *a;
+            return 0;
+        }
+    }
+    orr_buf list = {0};
+    for (const char *const *a = allowed; *a; a++)
+        orr_buf_appendf(&list, "%s%s", a == allowed ? "" : ", ", *a);
+    gx_resp_fail(resp, ORR_EINVAL, name, "must be one of: %s", list.data ? list.data : "");
+    orr_buf_free(&list);
+    return -1;
 }
 
 int gx_route_match(const char *pattern, const char *path, orr_arena *a,
@@ -683,10 +720,41 @@ void gx_cache_get_stats(gx_server *s, gx_cache_stats *out)
     out->refreshes = atomic_load(&s->cache_refreshes);
 }
 
+/* Path parameters by the name the pattern gives them: {id} and {version}
+ * are ids (gx_parse_id), {name} a name (gx_name_ok); others are the
+ * handler's. 0, or a 400 naming the parameter in resp and -1. */
+static int gx_check_params(const char *pattern, const char *const *params, int n, gx_resp *resp)
+{
+    const char *p = pattern;
+    for (int i = 0; i < n && (p = strchr(p, '{')); i++) {
+        const char *end = strchr(p, '}');
+        if (!end)
+            break;
+        char name[32];
+        snprintf(name, sizeof name, "%.*s", (int)(end - p - 1), p + 1);
+        p = end + 1;
+        int64_t id;
+        if ((strcmp(name, "id") == 0 || strcmp(name, "version") == 0) &&
+            gx_parse_id(params[i], &id) != 0) {
+            gx_resp_fail(resp, ORR_EINVAL, name,
+                         "must be an id: digits only, no sign, spaces or leading zero");
+            return -1;
+        }
+        if (strcmp(name, "name") == 0 && !gx_name_ok(params[i])) {
+            gx_resp_fail(resp, ORR_EINVAL, name,
+                         "must be 1-128 characters of A-Z a-z 0-9 _ . -, starting with a letter "
+                         "or digit");
+            return -1;
+        }
+    }
+    return 0;
+}
+
 static void gx_route_request(gx_server *s, struct gx_conn *c, gx_resp *resp)
 {
     gx_req *req = &c->req;
     int path_matched = 0;
+    orr_buf allow = {0};
     for (size_t i = 0; i < s->o.nroutes; i++) {
         const gx_route *rt = &s->o.routes[i];
         const char *params[GX_MAX_PARAMS];
@@ -694,13 +762,19 @@ static void gx_route_request(gx_server *s, struct gx_conn *c, gx_resp *resp)
         if (!gx_route_match(rt->pattern, req->path, req->arena, params, &n))
             continue;
         path_matched = 1;
-        if (strcmp(rt->method, req->method) != 0)
+        if (strcmp(rt->method, req->method) != 0) {
+            if (!allow.data || !strstr(allow.data, rt->method))
+                orr_buf_appendf(&allow, "%s%s", allow.len ? ", " : "", rt->method);
             continue;
+        }
+        orr_buf_free(&allow);
         c->stats_index = (int)i;
         req->route = rt;
         memcpy(req->params, params, sizeof(params));
         req->nparams = n;
         if (rt->min_role != GX_ROLE_NONE && s->o.auth && s->o.auth(req, resp) != 0)
+            return;
+        if (gx_check_params(rt->pattern, req->params, n, resp) != 0)
             return;
         rt->fn(req, resp);
         /* A write went through: what was cached before it may be stale. */
@@ -711,8 +785,11 @@ static void gx_route_request(gx_server *s, struct gx_conn *c, gx_resp *resp)
     if (path_matched) {
         gx_resp_fail(resp, ORR_EINVAL, "method", "method %s not allowed here", req->method);
         resp->status = 405;
+        gx_resp_header(resp, "Allow", orr_arena_strdup(req->arena, allow.data ? allow.data : ""));
+        orr_buf_free(&allow);
         return;
     }
+    orr_buf_free(&allow);
     if (strncmp(req->path, "/api/", 5) != 0 && gx_serve_static(s, req, resp)) {
         c->stats_index = (int)s->o.nroutes;
         return;
@@ -728,7 +805,16 @@ static void gx_add_common_headers(struct MHD_Response *r)
     MHD_add_response_header(r, "Referrer-Policy", "no-referrer");
 }
 
-static enum MHD_Result gx_send(struct MHD_Connection *conn, gx_resp *resp)
+/* 1 if resp already sets header name (case-insensitive). */
+static int gx_resp_has(const gx_resp *resp, const char *name)
+{
+    for (int i = 0; i < resp->nheaders; i++)
+        if (strcasecmp(resp->hname[i], name) == 0)
+            return 1;
+    return 0;
+}
+
+static enum MHD_Result gx_send(struct MHD_Connection *conn, const char *path, gx_resp *resp)
 {
     struct MHD_Response *r;
     if (resp->stream) {
@@ -751,6 +837,12 @@ static enum MHD_Result gx_send(struct MHD_Connection *conn, gx_resp *resp)
         MHD_add_response_header(r, "Content-Type", resp->content_type);
     for (int i = 0; i < resp->nheaders; i++)
         MHD_add_response_header(r, resp->hname[i], resp->hvalue[i]);
+    /* API answers carry callers' data: never stored by a browser or proxy,
+     * unless the handler chose otherwise (e.g. the OpenAPI document). */
+    if (path && strncmp(path, "/api/", 5) == 0 && !gx_resp_has(resp, "Cache-Control"))
+        MHD_add_response_header(r, "Cache-Control", "no-store");
+    if (resp->status == 401 && !gx_resp_has(resp, "WWW-Authenticate"))
+        MHD_add_response_header(r, "WWW-Authenticate", "Bearer realm=\"orrery\"");
     enum MHD_Result ret = MHD_queue_response(conn, (unsigned)resp->status, r);
     MHD_destroy_response(r);
     return ret;
@@ -814,6 +906,82 @@ static int gx_spool_write(struct gx_conn *c, const char *data, size_t n)
     return 0;
 }
 
+/* Query arguments: the first that is not clean text answers 400 naming it. */
+struct gx_text_check {
+    gx_resp *resp;
+    int bad;
+};
+
+static enum MHD_Result gx_check_arg(void *cls, enum MHD_ValueKind kind, const char *key,
+                                    size_t key_size, const char *value, size_t value_size)
+{
+    (void)kind;
+    struct gx_text_check *tc = cls;
+    const char *why = gx_text_problem(key, key_size);
+    if (why) {
+        gx_resp_fail(tc->resp, ORR_EINVAL, "query", "a query parameter name holds %s", why);
+        tc->bad = 1;
+        return MHD_NO;
+    }
+    if (value && (why = gx_text_problem(value, value_size))) {
+        /* The name is clean text now; it names the field. */
+        char name[128];
+        snprintf(name, sizeof name, "%.*s", (int)(key_size < 127 ? key_size : 127), key);
+        gx_resp_fail(tc->resp, ORR_EINVAL, name, "holds %s", why);
+        tc->bad = 1;
+        return MHD_NO;
+    }
+    return MHD_YES;
+}
+
+/* 0 when the request's path and every query argument are clean text
+ * (gx_text_problem); otherwise a 400 in resp and -1. */
+static int gx_check_request_text(struct MHD_Connection *conn, const char *url, gx_resp *resp)
+{
+    const char *why = gx_text_problem(url, strlen(url));
+    if (why) {
+        gx_resp_fail(resp, ORR_EINVAL, "path", "the path holds %s", why);
+        return -1;
+    }
+    struct gx_text_check tc = {resp, 0};
+    MHD_get_connection_values_n(conn, MHD_GET_ARGUMENT_KIND, gx_check_arg, &tc);
+    return tc.bad ? -1 : 0;
+}
+
+static int gx_hexval(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+/* MHD's unescaper for the path and query: %XX decoded; %00 becomes DEL
+ * (0x7F), since a NUL would silently cut the string ("x%00" naming "x"),
+ * while DEL is a control character that gx_text_problem refuses. Other
+ * bytes and malformed escapes are kept as they are. */
+static size_t gx_unescape(void *cls, struct MHD_Connection *conn, char *s)
+{
+    (void)cls;
+    (void)conn;
+    char *w = s;
+    for (const char *r = s; *r; r++) {
+        int hi, lo;
+        if (r[0] == '%' && (hi = gx_hexval(r[1])) >= 0 && (lo = gx_hexval(r[2])) >= 0) {
+            int c = hi * 16 + lo;
+            *w++ = (char)(c == 0 ? 0x7f : c);
+            r += 2;
+        } else {
+            *w++ = *r;
+        }
+    }
+    *w = '\0';
+    return (size_t)(w - s);
+}
+
 static enum MHD_Result gx_access(void *cls, struct MHD_Connection *conn, const char *url,
                                  const char *method, const char *version, const char *upload_data,
                                  size_t *upload_data_size, void **con_cls)
@@ -848,12 +1016,21 @@ static enum MHD_Result gx_access(void *cls, struct MHD_Connection *conn, const c
         c->spool_fd = -1;
         c->req.body_fd = -1;
         c->limit = s->o.max_body;
+        gx_resp_init(&c->early);
+        /* Path and query text is checked before any handler sees it: the
+         * body (if any) is drained and the 400 sent at the end. */
+        if (gx_check_request_text(conn, url, &c->early) != 0) {
+            c->refused = 1;
+            atomic_fetch_add(&s->in_flight, 1);
+            c->counted = 1;
+            *con_cls = c;
+            return MHD_YES;
+        }
         size_t spool_max = 0;
         const gx_route *sp = gx_spool_route(s, method, url, c->req.arena, &spool_max);
         if (sp) {
             c->limit = spool_max;
             /* Nobody stores a byte before they are known: authenticate now. */
-            gx_resp_init(&c->early);
             if (sp->min_role != GX_ROLE_NONE && s->o.auth) {
                 c->req.route = sp;
                 if (s->o.auth(&c->req, &c->early) != 0)
@@ -914,7 +1091,7 @@ static enum MHD_Result gx_access(void *cls, struct MHD_Connection *conn, const c
         orr_buf_free(&c->body);
         gx_route_request(s, c, &resp);
     }
-    enum MHD_Result ret = gx_send(conn, &resp);
+    enum MHD_Result ret = gx_send(conn, c->req.path, &resp);
     if (resp.fd >= 0)
         close(resp.fd);
     orr_buf_free(&resp.body);
@@ -1008,7 +1185,8 @@ orr_status gx_server_start(const gx_server_opts *o, gx_server **out, orr_err *er
         MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG, 0, NULL, NULL,
         gx_access, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa, MHD_OPTION_THREAD_POOL_SIZE,
         (unsigned)s->o.threads, MHD_OPTION_NOTIFY_COMPLETED, gx_completed, s,
-        MHD_OPTION_CONNECTION_TIMEOUT, 120u, MHD_OPTION_END);
+        MHD_OPTION_CONNECTION_TIMEOUT, 120u, MHD_OPTION_UNESCAPE_CALLBACK, gx_unescape, NULL,
+        MHD_OPTION_END);
     /* MHD_OPTION_LISTENING_ADDRESS_REUSE is left out on purpose: by default
      * libmicrohttpd sets SO_REUSEADDR, so a restart rebinds at once while the
      * old connections sit in TIME_WAIT; 0 would clear it and 1 would add

@@ -7,6 +7,9 @@
  *      than max_body (by Content-Length or by counting) is drained, never
  *      stored, and answered 413;
  *   2. the body is accumulated in the arena;
+ *   2a. before that, the path and every query argument must be clean text
+ *      (valid UTF-8, no control character; a %00 counts as one): else 400
+ *      naming the parameter, before any handler or halleyd sees it;
  *   3. the route table is searched ("GET /api/v1/tasks/{id}"): no path match
  *      is 404, a path match with another method is 405; the route's handler
  *      fills a gx_resp, which is sent with the security headers every answer
@@ -208,10 +211,21 @@ const char *gx_req_param(gx_req *r, int i);
  * problem) into resp and return NULL. The result is freed with the request. */
 json_t *gx_req_json(gx_req *r, gx_resp *resp);
 
-/* Integer query parameter with bounds; missing = def. On a bad value answers
- * 400 naming the parameter and returns non-zero. */
+/* Integer query parameter with bounds, read strictly (gx_parse_int: no '+',
+ * spaces or leading zeros); missing = def. On a bad value answers 400 naming
+ * the parameter and returns non-zero. */
 int gx_req_query_int(gx_req *r, gx_resp *resp, const char *name, int64_t def, int64_t min,
                      int64_t max, int64_t *out);
+
+/* Boolean query parameter: true/1, false/0, missing = def. On anything else
+ * answers 400 naming the parameter and returns -1. */
+int gx_req_query_bool(gx_req *r, gx_resp *resp, const char *name, int def);
+
+/* Enumerated query parameter: *out = the matching entry of the NULL-ended
+ * allowed list, or NULL when missing; 0. On any other value answers 400
+ * naming the parameter and the allowed values, and returns -1. */
+int gx_req_query_enum(gx_req *r, gx_resp *resp, const char *name, const char *const *allowed,
+                      const char **out);
 
 /* Route matching, exposed for tests and for the OpenAPI check: 1 if path
  * matches pattern, captures in params (arena copies). */

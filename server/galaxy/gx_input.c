@@ -1,6 +1,8 @@
 /* gx_input.c - see gx_input.h. */
 #include "gx_input.h"
 
+#include "orr_name.h"
+
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -99,16 +101,7 @@ void gx_scrub_secret(char *msg, const char *secret)
 
 int gx_name_ok(const char *s)
 {
-    size_t n = s ? strlen(s) : 0;
-    if (n < 1 || n > 128 || strcmp(s, ".") == 0 || strcmp(s, "..") == 0)
-        return 0;
-    for (size_t i = 0; i < n; i++) {
-        char c = s[i];
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-              c == '_' || c == '.' || c == '-'))
-            return 0;
-    }
-    return 1;
+    return orr_name_ok(s, ORR_NAME_MAX);
 }
 
 /* Digits of s as a non-negative int64 (1..19 digits, first not '0' unless

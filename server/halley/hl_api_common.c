@@ -9,6 +9,7 @@
 #include "hl_api.h"
 #include "hl_migrate.h"
 #include "orr_buf.h"
+#include "orr_name.h"
 
 int hl_grpc_code(orr_status s)
 {
@@ -67,13 +68,7 @@ const char *hl_jstr(orr_arena *a, const char *s)
 
 int hl_is_name(const char *s, size_t max)
 {
-    size_t n = s ? strlen(s) : 0;
-    if (n == 0 || n > max || !isalnum((unsigned char)s[0]))
-        return 0;
-    for (size_t i = 0; i < n; i++)
-        if (!isalnum((unsigned char)s[i]) && s[i] != '_' && s[i] != '.' && s[i] != '-')
-            return 0;
-    return 1;
+    return orr_name_ok(s, max);
 }
 
 int hl_pb_state(const char *name)

@@ -32,6 +32,7 @@
 #include <string.h>
 
 #include "hl_api.h"
+#include "orr_name.h"
 #include "hl_embed.h"
 #include "orr_buf.h"
 #include "orr_json.h"
@@ -183,7 +184,7 @@ HL_UNARY(hl_api_put_sort_stream)
     const Orrery__Halley__V1__PutSortStreamRequest *rq = (const void *)req;
     orr_arena *a = orr_rpc_call_arena(call);
     if (!hl_is_name(rq->name, HL_UNIT_NAME_MAX))
-        return orr_err_set(err, ORR_EINVAL, "name", "1-128 characters of [A-Za-z0-9_.-]");
+        return orr_err_set(err, ORR_EINVAL, "name", "must be " ORR_NAME_RULE);
     orr_status s = hl__check_stream_spec(rq->name, rq->spec_json, err);
     if (s != ORR_OK)
         return s;
@@ -228,7 +229,7 @@ HL_UNARY(hl_api_get_sort_stream)
     const Orrery__Halley__V1__GetSortStreamRequest *rq = (const void *)req;
     orr_arena *a = orr_rpc_call_arena(call);
     if (!hl_is_name(rq->name, HL_UNIT_NAME_MAX))
-        return orr_err_set(err, ORR_EINVAL, "name", "1-128 characters of [A-Za-z0-9_.-]");
+        return orr_err_set(err, ORR_EINVAL, "name", "must be " ORR_NAME_RULE);
     const char *p[1] = {rq->name};
     PGresult *r = NULL;
     orr_status s = hl_db_query_once(hc->db, a, &q_get_stream, 1, p, &r, err);
@@ -317,9 +318,9 @@ static orr_status hl__check_unit(const hl_pb_unit *u, orr_err *err)
     if (!hl_is_name(u->stream, HL_UNIT_NAME_MAX))
         return orr_err_set(err, ORR_EINVAL, "unit.stream", "a stream name");
     if (!hl_is_name(u->business, HL_UNIT_NAME_MAX))
-        return orr_err_set(err, ORR_EINVAL, "unit.business", "1-128 characters of [A-Za-z0-9_.-]");
+        return orr_err_set(err, ORR_EINVAL, "unit.business", "must be " ORR_NAME_RULE);
     if (!hl_is_name(u->interface, HL_UNIT_NAME_MAX))
-        return orr_err_set(err, ORR_EINVAL, "unit.interface", "1-128 characters of [A-Za-z0-9_.-]");
+        return orr_err_set(err, ORR_EINVAL, "unit.interface", "must be " ORR_NAME_RULE);
     if (u->bucket_ms < 0 || u->bucket_ms > HL_MAX_MS)
         return orr_err_set(err, ORR_EINVAL, "unit.bucket_ms",
                            "milliseconds since 1970 before the year 10000");
@@ -402,9 +403,9 @@ HL_UNARY(hl_api_list_data_units)
     if (!hl_is_name(rq->stream, HL_UNIT_NAME_MAX))
         return orr_err_set(err, ORR_EINVAL, "stream", "a stream name is required");
     if (rq->business[0] && !hl_is_name(rq->business, HL_UNIT_NAME_MAX))
-        return orr_err_set(err, ORR_EINVAL, "business", "1-128 characters of [A-Za-z0-9_.-]");
+        return orr_err_set(err, ORR_EINVAL, "business", "must be " ORR_NAME_RULE);
     if (rq->interface[0] && !hl_is_name(rq->interface, HL_UNIT_NAME_MAX))
-        return orr_err_set(err, ORR_EINVAL, "interface", "1-128 characters of [A-Za-z0-9_.-]");
+        return orr_err_set(err, ORR_EINVAL, "interface", "must be " ORR_NAME_RULE);
     if (rq->from_ms < 0 || rq->from_ms > HL_MAX_MS)
         return orr_err_set(err, ORR_EINVAL, "from_ms", "milliseconds since 1970 (0 = no bound)");
     if (rq->to_ms < 0 || rq->to_ms > HL_MAX_MS)

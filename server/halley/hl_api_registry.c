@@ -20,6 +20,7 @@
 #include <time.h>
 
 #include "hl_api.h"
+#include "orr_name.h"
 #include <sodium.h>
 
 #include "orr_buf.h"
@@ -268,7 +269,7 @@ HL_UNARY(hl_api_create_api_token)
     if (!hl_is_name(rq->user, 128))
         return orr_err_set(err, ORR_EINVAL, "user", "a user name is required");
     if (!hl_is_name(rq->name, 128))
-        return orr_err_set(err, ORR_EINVAL, "name", "1-128 characters of [A-Za-z0-9_.-]");
+        return orr_err_set(err, ORR_EINVAL, "name", "must be " ORR_NAME_RULE);
     if (rq->expires_at_ms < 0 || (rq->expires_at_ms > 0 && rq->expires_at_ms <= hl__now_ms()))
         return orr_err_set(err, ORR_EINVAL, "expires_at_ms", "must be 0 (never) or in the future");
 
@@ -490,7 +491,7 @@ HL_UNARY(hl_api_put_executor)
     const Orrery__Halley__V1__PutExecutorRequest *rq = (const void *)req;
     orr_arena *a = orr_rpc_call_arena(call);
     if (!hl_is_name(rq->id, 128))
-        return orr_err_set(err, ORR_EINVAL, "id", "1-128 characters of [A-Za-z0-9_.-]");
+        return orr_err_set(err, ORR_EINVAL, "id", "must be " ORR_NAME_RULE);
     if (!hl__is_printable(rq->host, 255))
         return orr_err_set(err, ORR_EINVAL, "host", "1-255 printable characters, no spaces");
     if (rq->slots < 0 || rq->slots > 100000)
@@ -561,7 +562,7 @@ HL_UNARY(hl_api_put_workflow)
     const Orrery__Halley__V1__PutWorkflowRequest *rq = (const void *)req;
     orr_arena *a = orr_rpc_call_arena(call);
     if (!hl_is_name(rq->name, 128))
-        return orr_err_set(err, ORR_EINVAL, "name", "1-128 characters of [A-Za-z0-9_.-]");
+        return orr_err_set(err, ORR_EINVAL, "name", "must be " ORR_NAME_RULE);
     if (!hl_is_name(rq->team, 128))
         return orr_err_set(err, ORR_EINVAL, "team", "a team name is required");
     if (rq->n_task_ids > HL_MAX_WORKFLOW_TASKS)
@@ -634,7 +635,7 @@ static orr_status hl__id_or_name(int64_t id, const char *name, orr_err *err)
     if (id < 0)
         return orr_err_set(err, ORR_EINVAL, "id", "must be positive");
     if (name[0] && !hl_is_name(name, 128))
-        return orr_err_set(err, ORR_EINVAL, "name", "1-128 characters of [A-Za-z0-9_.-]");
+        return orr_err_set(err, ORR_EINVAL, "name", "must be " ORR_NAME_RULE);
     if (id == 0 && !name[0])
         return orr_err_set(err, ORR_EINVAL, "id", "give id or name");
     return ORR_OK;
@@ -764,7 +765,7 @@ HL_UNARY(hl_api_create_code_package)
     const Orrery__Halley__V1__CreateCodePackageRequest *rq = (const void *)req;
     orr_arena *a = orr_rpc_call_arena(call);
     if (!hl_is_name(rq->name, 128))
-        return orr_err_set(err, ORR_EINVAL, "name", "1-128 characters of [A-Za-z0-9_.-]");
+        return orr_err_set(err, ORR_EINVAL, "name", "must be " ORR_NAME_RULE);
     if (!hl__is_sha256(rq->sha256))
         return orr_err_set(err, ORR_EINVAL, "sha256", "must be 64 lower-case hex digits");
     if (rq->size <= 0)
@@ -880,7 +881,7 @@ HL_UNARY(hl_api_report_deployment)
     if (rq->package_id <= 0)
         return orr_err_set(err, ORR_EINVAL, "package_id", "must be positive");
     if (!hl_is_name(rq->executor, 128))
-        return orr_err_set(err, ORR_EINVAL, "executor", "1-128 characters of [A-Za-z0-9_.-]");
+        return orr_err_set(err, ORR_EINVAL, "executor", "must be " ORR_NAME_RULE);
     if (strcmp(rq->result, "pending") != 0 && strcmp(rq->result, "ok") != 0 &&
         strcmp(rq->result, "failed") != 0)
         return orr_err_set(err, ORR_EINVAL, "result", "must be pending, ok or failed");

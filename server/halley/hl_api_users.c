@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "hl_api.h"
+#include "orr_name.h"
 #include <sodium.h>
 
 #include "orr_buf.h"
@@ -67,7 +68,7 @@ HL_UNARY(hl_api_create_team)
     const Orrery__Halley__V1__CreateTeamRequest *rq = (const void *)req;
     orr_arena *a = orr_rpc_call_arena(call);
     if (!hl_is_name(rq->name, 128))
-        return orr_err_set(err, ORR_EINVAL, "name", "1-128 characters of [A-Za-z0-9_.-]");
+        return orr_err_set(err, ORR_EINVAL, "name", "must be " ORR_NAME_RULE);
     hl_conn *c;
     orr_status s = hl_db_get(hc->db, &c, err);
     if (s != ORR_OK)
@@ -134,7 +135,7 @@ HL_UNARY(hl_api_create_user)
     const Orrery__Halley__V1__CreateUserRequest *rq = (const void *)req;
     orr_arena *a = orr_rpc_call_arena(call);
     if (!hl_is_name(rq->name, 128))
-        return orr_err_set(err, ORR_EINVAL, "name", "1-128 characters of [A-Za-z0-9_.-]");
+        return orr_err_set(err, ORR_EINVAL, "name", "must be " ORR_NAME_RULE);
     size_t plen = strlen(rq->password);
     if (plen < 8 || plen > 1024)
         return orr_err_set(err, ORR_EINVAL, "password", "must be 8 to 1024 bytes");
@@ -195,7 +196,7 @@ HL_UNARY(hl_api_get_user)
     const Orrery__Halley__V1__GetUserRequest *rq = (const void *)req;
     orr_arena *a = orr_rpc_call_arena(call);
     if (!hl_is_name(rq->name, 128))
-        return orr_err_set(err, ORR_EINVAL, "name", "1-128 characters of [A-Za-z0-9_.-]");
+        return orr_err_set(err, ORR_EINVAL, "name", "must be " ORR_NAME_RULE);
     hl_conn *c;
     orr_status s = hl_db_get(hc->db, &c, err);
     if (s != ORR_OK)
@@ -249,7 +250,7 @@ HL_UNARY(hl_api_put_data_source)
     const Orrery__Halley__V1__PutDataSourceRequest *rq = (const void *)req;
     orr_arena *a = orr_rpc_call_arena(call);
     if (!hl_is_name(rq->name, 128))
-        return orr_err_set(err, ORR_EINVAL, "name", "1-128 characters of [A-Za-z0-9_.-]");
+        return orr_err_set(err, ORR_EINVAL, "name", "must be " ORR_NAME_RULE);
     if (!hl_is_name(rq->kind, 64))
         return orr_err_set(err, ORR_EINVAL, "kind", "is required (postgresql, mysql, ...)");
     const char *params = rq->params_json[0] ? rq->params_json : "{}";
@@ -323,7 +324,7 @@ HL_UNARY(hl_api_get_data_source)
     const Orrery__Halley__V1__GetDataSourceRequest *rq = (const void *)req;
     orr_arena *a = orr_rpc_call_arena(call);
     if (!hl_is_name(rq->name, 128))
-        return orr_err_set(err, ORR_EINVAL, "name", "1-128 characters of [A-Za-z0-9_.-]");
+        return orr_err_set(err, ORR_EINVAL, "name", "must be " ORR_NAME_RULE);
     const char *p[1] = {rq->name};
     PGresult *r;
     orr_status s = hl_db_query_once(hc->db, a, &q_get_ds, 1, p, &r, err);
@@ -478,7 +479,7 @@ HL_UNARY(hl_api_get_data_source_secret)
     if (!hl_secret_token_equal(orr_rpc_call_bearer(call), hc->worker_token))
         return orr_err_set(err, ORR_EPERM, "authorization", "needs the worker token");
     if (!hl_is_name(rq->name, 128))
-        return orr_err_set(err, ORR_EINVAL, "name", "1-128 characters of [A-Za-z0-9_.-]");
+        return orr_err_set(err, ORR_EINVAL, "name", "must be " ORR_NAME_RULE);
     const char *p[1] = {rq->name};
     PGresult *r;
     orr_status s = hl_db_query_once(hc->db, a, &q_get_ds_secret, 1, p, &r, err);

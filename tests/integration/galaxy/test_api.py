@@ -347,7 +347,7 @@ class BadInput(unittest.TestCase):
             self.assertIn("error", r.json())
         r = P.http("POST", "/api/v1/tasks", raw=b"{}", token=TOK["ann"],
                    headers={"Content-Type": "text/plain"})
-        self.assertEqual(r.status, 400)
+        self.assertEqual(r.status, 415)
 
     def test_unknown_route_and_method(self):
         self.assertEqual(P.http("GET", "/api/v1/nope", token=TOK["vic"]).status, 404)
