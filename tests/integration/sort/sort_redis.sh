@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # sort_redis.sh SORTD - the Redis Streams source against a real Redis
-# (ORRERY_REDIS=host:port, from the test stack): N key-value records are
-# added to a stream, sortd consumes them through a consumer group, is killed
-# with SIGKILL once mid-run and restarted (its unacknowledged entries come
-# back from the pending list), and is stopped with SIGTERM once every record
+# (ORRERY_REDIS=host:port, from the test stack): the first half of N
+# key-value records is added to a stream, sortd consumes them through a
+# consumer group and is killed with SIGKILL once it has landed records past
+# a random point of that half, while the second half is still held back
+# (kill_mid_run checks it while the process is stopped). A second run
+# (whose unacknowledged entries come back from the pending list) gets the
+# second half while it runs and is stopped with SIGTERM once every record
 # has landed. Every record must be landed exactly once, and the group's
 # pending list must be empty (acknowledged after landing).
 set -euo pipefail
@@ -22,15 +25,20 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# XADD in RESP through redis-cli --pipe: record i = "id=i&if=ifK&t=EPOCH"
-awk -v n="$N" -v key="$KEY" 'BEGIN {
-    for (i = 0; i < n; i++) {
-        rec = sprintf("id=%d&if=if%d&t=%d", i, i % 5, 1714557600 + int(i * 7200 / n))
-        printf "*5\r\n$4\r\nXADD\r\n$%d\r\n%s\r\n$1\r\n*\r\n$1\r\nr\r\n$%d\r\n%s\r\n",
-               length(key), key, length(rec), rec
-    }
-}' | rcli --pipe >/dev/null
-[ "$(rcli XLEN "$KEY")" = "$N" ] || fail "could not add $N entries to $KEY"
+# xadd FROM TO: records FROM..TO-1, "id=i&if=ifK&t=EPOCH", in RESP through
+# redis-cli --pipe.
+xadd() {
+    awk -v from="$1" -v to="$2" -v n="$N" -v key="$KEY" 'BEGIN {
+        for (i = from; i < to; i++) {
+            rec = sprintf("id=%d&if=if%d&t=%d", i, i % 5, 1714557600 + int(i * 7200 / n))
+            printf "*5\r\n$4\r\nXADD\r\n$%d\r\n%s\r\n$1\r\n*\r\n$1\r\nr\r\n$%d\r\n%s\r\n",
+                   length(key), key, length(rec), rec
+        }
+    }' | rcli --pipe >/dev/null
+}
+HALF=$((N / 2))
+xadd 0 "$HALF"
+[ "$(rcli XLEN "$KEY")" = "$HALF" ] || fail "could not add $HALF entries to $KEY"
 
 cat >"$T/spec.json" <<JSON
 {"name": "rs", "business": "br",
@@ -46,34 +54,26 @@ JSON
 export ORRERY_SORT_WORK_DIR=$T/work ORRERY_SORT_STATE_DIR=$T/state
 export ORRERY_SORT_BLOB_ROOT=file://$T/blob ORRERY_SORT_PACKS=8 ORRERY_LOG_LEVEL=warn
 
-landed() {
-    find "$T/blob" -name 'part-*.lzo' 2>/dev/null | sed 's/.*-n\([0-9]*\)\.lzo$/\1/' |
-        awk '{ s += $1 } END { print s + 0 }'
-}
+landed() { landed_records "$T/blob"; }
+started() { grep -q 'msg="stream started"' "$T/err.2" 2>/dev/null; }
+all_landed() { [ "$(landed)" -ge "$((N + 1))" ]; }
 
 "$SORTD" run --stream "$T/spec.json" >"$T/out.1" 2>"$T/err.1" &
 pid=$!
-sleep 0.5
-kill -9 "$pid"
-wait "$pid" 2>/dev/null || true
-echo "killed after $(landed) records landed"
+kill_mid_run "$pid" "first run" 0 "$(pick_below 0 "$HALF")" "$N" landed
+pid=
+echo "first run killed with $KILLED_AT of $HALF records landed, $(rcli XPENDING "$KEY" g1 | head -1) entries pending"
 
 ORRERY_LOG_LEVEL=info "$SORTD" run --stream "$T/spec.json" >"$T/out.2" 2>"$T/err.2" &
 pid=$!
-# Stop it only once it runs (its signal handlers are in place by then; the
-# "stream started" line needs log level info): a
-# sanitizer build starts slowly, and the first run may have landed it all.
-for _ in $(seq 1 300); do
-    grep -q 'msg="stream started"' "$T/err.2" 2>/dev/null && break
-    sleep 0.1
-done
-# One record two hours on: the data clock closes the earlier buckets even
-# when the first run landed and acknowledged everything before the kill.
+# The second half arrives while it runs; stop it only once it runs (its
+# signal handlers are in place by then; the "stream started" line needs log
+# level info).
+wait_until "the second run to start" started
+xadd "$HALF" "$N"
+# One record two hours on: the data clock closes the earlier buckets.
 rcli XADD "$KEY" '*' r "id=$N&if=if0&t=$((1714557600 + 3 * 3600))" >/dev/null
-for _ in $(seq 1 300); do
-    [ "$(landed)" -ge "$((N + 1))" ] && break
-    sleep 0.2
-done
+wait_until "all $((N + 1)) records to land" all_landed
 kill -TERM "$pid"
 status=0
 wait "$pid" || status=$?
