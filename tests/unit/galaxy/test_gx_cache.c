@@ -206,17 +206,19 @@ static void test_errors_not_cached_and_off(void **state)
     gx_server_stop(s);
 }
 
-/* For 1.2 s of reads with a 200 ms TTL (steady, with pauses past the TTL):
- * no answer is older than the TTL, the handler runs a handful of times (not
- * per read), and the entry is renewed in the background. */
+/* For 1.2 s and at least 40 reads with a 200 ms TTL (steady, with pauses
+ * past the TTL): no answer is older than the TTL, the handler runs a handful
+ * of times (not per read), and the entry is renewed in the background. The
+ * read count, not only the clock, ends the loop, so a slow machine still
+ * makes enough reads; the bound on handler runs follows the time it took. */
 static void test_staleness_bound(void **state)
 {
     (void)state;
     const int ttl = 200;
     gx_server *s = start(ttl);
-    int64_t end = mono_ms() + 1200;
+    int64_t start = mono_ms(), end = start + 1200;
     int reads = 0, seen_max = 0;
-    while (mono_ms() < end) {
+    while (mono_ms() < end || reads < 40) {
         int64_t sent = mono_ms();
         long st;
         json_t *v = call(s, "GET", "/api/v1/count", "viewer", &st);
@@ -234,13 +236,13 @@ static void test_staleness_bound(void **state)
          * which the entry must not be served at all. */
         usleep(reads % 30 == 29 ? (useconds_t)(ttl + 30) * 1000 : 5000);
     }
+    int64_t took = mono_ms() - start;
     gx_cache_stats cs;
     gx_cache_get_stats(s, &cs);
     gx_server_stop(s);
-    assert_true(reads >= 10);
     assert_true(seen_max >= 3);               /* it was renewed */
     assert_true(atomic_load(&calls) < reads); /* but not per read */
-    assert_true(atomic_load(&calls) <= 1200 / (ttl / 2) + reads / 30 + 2);
+    assert_true(atomic_load(&calls) <= took / (ttl / 2) + reads / 30 + 2);
     assert_true(cs.refreshes >= 1);
 }
 
