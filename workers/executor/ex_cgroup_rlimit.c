@@ -8,7 +8,8 @@
  * enforced for a privileged user). There is no CPU limit. The group is the
  * attempt's process group (the child calls setsid()), killed with killpg();
  * a grandchild that leaves the group escapes, which is why the daemon says at
- * start that it runs in this mode.
+ * start that it runs in this mode. Members are counted by scanning /proc for
+ * the process group (for the leftover count).
  */
 #include <dirent.h>
 #include <errno.h>

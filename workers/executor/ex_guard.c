@@ -192,7 +192,10 @@ orr_status ex_guard_spawn(ex_daemon *d, orr_err *err)
     if (pid == 0) {
         /* Async-signal-safe calls only until exec. */
         sigprocmask(SIG_SETMASK, &none, NULL);
-        if (dup2(p[0], GUARD_PIPE_FD) < 0 || dup2(d->guard_lock_fd, GUARD_LOCK_FD) < 0)
+        /* Above the targets first, so neither dup2 clobbers the other's
+         * source or is a no-op that keeps close-on-exec. */
+        int pr = fcntl(p[0], F_DUPFD, 10), lk = fcntl(d->guard_lock_fd, F_DUPFD, 10);
+        if (pr < 0 || lk < 0 || dup2(pr, GUARD_PIPE_FD) < 0 || dup2(lk, GUARD_LOCK_FD) < 0)
             _exit(127);
         close_range(GUARD_LOCK_FD + 1, ~0U, 0);
         execv(exe, argv);

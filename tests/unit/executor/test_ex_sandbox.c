@@ -213,14 +213,38 @@ static void test_main_exit_ends_leftover_background(void **state)
     (void)state;
     need_cgroup();
     run r;
-    char *argv[] = {"/bin/sh", "-c", "setsid sleep 63 & echo $!", NULL};
+    char *argv[] = {"/bin/sh", "-c", "setsid sleep 63 & echo $!; sleep 62 &", NULL};
     run_to_end(&r, g_cg, &k_lim, argv, 10000);
     assert_int_equal(r.res.how, EX_END_EXITED);
     assert_int_equal(r.res.exit_code, 0);
     assert_int_equal(r.res.left, 0);
+    assert_int_equal(r.res.leftover, 2); /* both sleeps, counted then killed */
+    assert_int_equal(r.res.pids_limited, 0);
     int p = 0;
     assert_int_equal(sscanf(read_file(r.log), "%d", &p), 1);
     assert_false(pid_alive(p));
+
+    /* A main process that waits for its children leaves nothing. */
+    char *waits[] = {"/bin/sh", "-c", "sleep 0.1 & wait", NULL};
+    run_to_end(&r, g_cg, &k_lim, waits, 10000);
+    assert_int_equal(r.res.exit_code, 0);
+    assert_int_equal(r.res.leftover, 0);
+}
+
+static void test_pids_limit_is_reported(void **state)
+{
+    (void)state;
+    need_cgroup();
+    run r;
+    ex_limits lim = {256 << 20, 100, 8};
+    char *argv[] = {"/bin/sh", "-c",
+                    "i=0; while [ $i -lt 20 ]; do sleep 66 & i=$((i+1)); done; echo done", NULL};
+    run_to_end(&r, g_cg, &lim, argv, 10000);
+    assert_int_equal(r.res.how, EX_END_EXITED);
+    assert_int_equal(r.res.pids_limited, 1);
+    assert_true(r.res.leftover >= 1 && r.res.leftover <= 7);
+    assert_int_equal(r.res.left, 0);
+    assert_null(strstr(read_file(r.log), "done"));
 }
 
 static void test_memory_hog_is_oom_killed(void **state)
@@ -311,6 +335,15 @@ static void test_rlimit_fallback(void **state)
     assert_int_equal(sscanf(read_file(r.log), "%d", &p), 1);
     assert_false(pid_alive(p));
     assert_int_equal(r.res.left, 0);
+
+    /* What the main process leaves in its process group is counted, killed. */
+    char *left[] = {"/bin/sh", "-c", "sleep 67 & echo $!; sleep 67 &", NULL};
+    run_to_end(&r, rl, &k_lim, left, 10000);
+    assert_int_equal(r.res.how, EX_END_EXITED);
+    assert_int_equal(r.res.leftover, 2);
+    assert_int_equal(r.res.left, 0);
+    assert_int_equal(sscanf(read_file(r.log), "%d", &p), 1);
+    assert_false(pid_alive(p));
 
     /* RLIMIT_AS turns a large allocation into a failure. */
     ex_limits small = {256 << 20, 0, 0};
@@ -409,6 +442,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_timeout_kills_the_tree),
         cmocka_unit_test(test_cancel_kills_tree_including_escaped_session),
         cmocka_unit_test(test_main_exit_ends_leftover_background),
+        cmocka_unit_test(test_pids_limit_is_reported),
         cmocka_unit_test(test_memory_hog_is_oom_killed),
         cmocka_unit_test(test_fork_bomb_is_contained),
         cmocka_unit_test(test_drop_to_unprivileged_user),
