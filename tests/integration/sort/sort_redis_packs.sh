@@ -4,15 +4,19 @@
 #
 # A producer (sort_xadd --pack --spread) adds the first 70% of N records as
 # Snappy packs per unit (records dealt by interface), whose offsets are
-# sparse and interleave, plus one entry that is not a pack.
-# sortd (source "packs": true) consumes them and is killed with SIGKILL
-# twice mid-run and restarted (its unacknowledged packs come back from the
-# pending list). Then the producer "crashes and replays": it sends again
-# everything from 40% of N, in packs cut differently, which overlaps what
-# has already landed. Every record must land exactly once (count, unique
-# ids, id checksum, `lzop -t`), the replayed records must be dropped by the
-# write stage (replay_dropped > 0), the bad entry must be one `frame`
-# reject, and once landed every entry must be acknowledged (nothing pending).
+# sparse and interleave, plus one entry that is not a pack: the first 35%
+# before run 1, the next 35% before run 2. sortd (source "packs": true)
+# consumes them and each of these two runs is killed with SIGKILL once it
+# has landed records past a random point of what was added, while the rest
+# is held back (kill_mid_run checks it while the process is stopped); a
+# restart gets its unacknowledged packs back from the pending list. Run 3
+# lands the first 70% (the test waits for that), then the producer "crashes
+# and replays": it sends again everything from 40% of N, in packs cut
+# differently, which overlaps what has landed. Every record must land
+# exactly once (count, unique ids, id checksum, `lzop -t`), the replayed
+# records must be dropped by the write stage (replay_dropped > 0), the bad
+# entry must be one `frame` reject, and once landed every entry must be
+# acknowledged (nothing pending).
 set -euo pipefail
 SORTD=$1
 GEN=$2
@@ -23,6 +27,7 @@ need_redis
 
 N=${SORT_PACKS_RECORDS:-60000}
 FIRST=$((N * 7 / 10))
+PART1=$((N * 35 / 100))
 REPLAY_FROM=$((N * 4 / 10))
 KEY="orr-it-sortpk-$$"
 T=$(mktemp -d /tmp/sort-packs.XXXXXX)
@@ -52,45 +57,47 @@ JSON
 export ORRERY_SORT_WORK_DIR=$T/work ORRERY_SORT_STATE_DIR=$T/state
 export ORRERY_SORT_BLOB_ROOT=file://$T/blob ORRERY_SORT_PACKS=8 ORRERY_LOG_LEVEL=info
 
-landed() {
-    find "$T/blob" -name 'part-*.lzo' 2>/dev/null | sed 's/.*-n\([0-9]*\)\.lzo$/\1/' |
-        awk '{ s += $1 } END { print s + 0 }'
-}
+landed() { landed_records "$T/blob"; }
 group() { rcli XINFO GROUPS "$KEY" | awk -v k="$1" 'prev == k { print; exit } { prev = $0 }'; }
+started() { # started N: run N logged "stream started" (its handlers are in place)
+    alive "$pid" || fail "sortd run $1 died: $(cat "$T/err.$1")"
+    grep -q 'msg="stream started"' "$T/err.$1" 2>/dev/null
+}
 start() {
     "$SORTD" run --stream "$T/spec.json" >"$T/out.$1" 2>"$T/err.$1" &
     pid=$!
-    for _ in $(seq 1 300); do # handlers in place (a sanitizer build starts slowly)
-        grep -q 'msg="stream started"' "$T/err.$1" 2>/dev/null && return 0
-        kill -0 "$pid" 2>/dev/null || fail "sortd run $1 died: $(cat "$T/err.$1")"
-        sleep 0.1
-    done
-    fail "sortd run $1 did not start"
+    wait_until "sortd run $1 to start" started "$1"
 }
 
 rcli XGROUP CREATE "$KEY" g1 0 MKSTREAM >/dev/null
-"$XADD" --redis "$ORRERY_REDIS" --key "$KEY" --in "$T/in" --records "$FIRST" \
+"$XADD" --redis "$ORRERY_REDIS" --key "$KEY" --in "$T/in" --records "$PART1" \
     --pack 400 --spread 7 --seconds 60 >/dev/null
 rcli XADD "$KEY" '*' r 'this entry is not a pack: a producer bug or a stray client' >/dev/null
 
 for round in 1 2; do
+    if [ "$round" = 2 ]; then
+        "$XADD" --redis "$ORRERY_REDIS" --key "$KEY" --in "$T/in" --skip "$PART1" \
+            --records $((FIRST - PART1)) --pack 400 --spread 7 --seconds 60 >/dev/null
+        added=$FIRST
+    else
+        added=$PART1
+    fi
+    before=$(landed)
     start "$round"
-    sleep "0.$((RANDOM % 6 + 2))"
-    kill -9 "$pid"
-    wait "$pid" 2>/dev/null || true
+    kill_mid_run "$pid" "run $round" "$before" "$(pick_below "$before" "$added")" "$N" landed
     pid=
-    echo "kill $round: $(landed) records landed, $(group pending) entries pending"
+    echo "kill $round: $KILLED_AT of $added records landed, $(group pending) entries pending"
 done
 
 start 3
+originals_landed() { [ "$(landed)" -ge "$FIRST" ]; }
+wait_until "run 3 to land the first $FIRST records" originals_landed
 # The producer sends again from REPLAY_FROM (a parse stage resuming from its
 # last committed source offset), packed differently, up to the end.
 "$XADD" --redis "$ORRERY_REDIS" --key "$KEY" --in "$T/in" --skip "$REPLAY_FROM" \
     --pack 300 --spread 3 --seconds 60 >/dev/null
-for _ in $(seq 1 300); do
-    [ "$(landed)" -ge "$N" ] && [ "$(group lag)" = 0 ] && [ "$(group pending)" = 0 ] && break
-    sleep 0.2
-done
+all_done() { [ "$(landed)" -ge "$N" ] && [ "$(group lag)" = 0 ] && [ "$(group pending)" = 0 ]; }
+wait_until "every record to land and every entry to be acknowledged" all_done
 kill -TERM "$pid"
 status=0
 wait "$pid" || status=$?
