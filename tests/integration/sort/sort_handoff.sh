@@ -9,10 +9,16 @@
 #
 # Half the records go to each raw stream, so every unit gets records from
 # both parse stages with unrelated offsets (their own partitions keep them
-# apart). While records arrive, one of the four processes is killed with
-# SIGKILL at a random moment and restarted, several times. A write stage is also
-# paused (SIGSTOP) for a while: the parse stage must stop adding once its
-# stream holds max_packs (flow control), and go on when it resumes.
+# apart). A write stage is paused (SIGSTOP) first: the parse stage must stop
+# adding once its stream holds max_packs (flow control) - so it sends
+# nothing to the other stream either, which its write stage drains while
+# raw records wait unread - and go on when it resumes. Then, round by
+# round, a slice of the records still held back is added to both raw
+# streams and one of the four processes, picked at random, is killed with
+# SIGKILL once it has made progress of its own in that round (raw entries
+# read by a parse stage, packs read by a write stage) while the last slice
+# is still held back (kill_mid_run checks it while the process is
+# stopped), and restarted.
 # At the end every record must have landed exactly once (count, unique ids,
 # id checksum, `lzop -t`), nothing may be pending on any stream, each
 # stream must be empty (landed packs are deleted), and every _CHECK must
@@ -30,7 +36,8 @@ need_redis
 N=${SORT_HANDOFF_RECORDS:-60000}
 ROUNDS=${SORT_HANDOFF_ROUNDS:-6}
 HALF=$((N / 2))
-FIRST=$((HALF * 6 / 10)) # of each half, sent before the stages start
+FIRST=$((HALF * 6 / 10)) # of each half, sent before the stages start; the
+# rest comes in ROUNDS + 1 slices, the last one after the last kill
 RAW="orr-it-ho-raw-$$"
 RAW2="orr-it-ho-raw2-$$"
 HK="orr-it-ho-$$"
@@ -88,10 +95,7 @@ st=0
 grep -q -- '--handoff-stream' "$T/bad.err" || fail "bad stream index not named: $(cat "$T/bad.err")"
 
 # --- the run ---------------------------------------------------------------
-landed() {
-    find "$T/blob" -name 'part-*.lzo' 2>/dev/null | sed 's/.*-n\([0-9]*\)\.lzo$/\1/' |
-        awk '{ s += $1 } END { print s + 0 }'
-}
+landed() { landed_records "$T/blob"; }
 ginfo() { # ginfo KEY GROUP FIELD
     rcli XINFO GROUPS "$1" 2>/dev/null |
         awk -v g="$2" -v k="$3" '$0 == "name" { getline; cur = $0 } cur == g && prev == k { print; exit } { prev = $0 }'
@@ -108,12 +112,11 @@ start() { # start p|p2|w0|w1
     local log="$T/err.$who.${runs[$who]}"
     "$SORTD" run --stream "$spec" "${args[@]}" >"$T/out.$who.${runs[$who]}" 2>"$log" &
     pid[$who]=$!
-    for _ in $(seq 1 300); do
-        grep -q 'msg="stream started"' "$log" 2>/dev/null && return 0
-        kill -0 "${pid[$who]}" 2>/dev/null || fail "sortd $who died: $(cat "$log")"
-        sleep 0.1
-    done
-    fail "sortd $who did not start"
+    wait_until "sortd $who to start" started "$who" "$log"
+}
+started() { # started WHO LOG: it logged "stream started" (its handlers are in place)
+    alive "${pid[$1]}" || fail "sortd $1 died: $(cat "$2")"
+    grep -q 'msg="stream started"' "$2" 2>/dev/null
 }
 stop_term() { # stop_term WHO: SIGTERM, must exit 0
     local who=$1 st=0
@@ -130,50 +133,71 @@ stop_term() { # stop_term WHO: SIGTERM, must exit 0
 "$XADD" --redis "$ORRERY_REDIS" --key "$RAW2" --in "$T/in2" --records "$FIRST" \
     --seconds 60 >/dev/null
 "$XADD" --redis "$ORRERY_REDIS" --key "$RAW" --in "$T/in" --records "$FIRST" --seconds 60 >/dev/null
-add_rest() {
-    "$XADD" --redis "$ORRERY_REDIS" --key "$RAW" --in "$T/in" --skip "$FIRST" \
-        --records $((HALF - FIRST)) --seconds 60 >/dev/null
-    "$XADD" --redis "$ORRERY_REDIS" --key "$RAW2" --in "$T/in2" --skip "$FIRST" \
-        --seconds 60 >/dev/null
+# slice J (1 .. ROUNDS + 1): the J-th part of what each half holds after FIRST.
+slice_start() { echo $((FIRST + (HALF - FIRST) * ($1 - 1) / (ROUNDS + 1))); }
+add_slice() {
+    local from to
+    from=$(slice_start "$1")
+    to=$(slice_start $(($1 + 1)))
+    "$XADD" --redis "$ORRERY_REDIS" --key "$RAW" --in "$T/in" --skip "$from" \
+        --records $((to - from)) --seconds 60 >/dev/null
+    "$XADD" --redis "$ORRERY_REDIS" --key "$RAW2" --in "$T/in2" --skip "$from" \
+        --records $((to - from)) --seconds 60 >/dev/null
+    ADDED=$to # records of each half in its raw stream
 }
 start p
 start w0
 start w1
 
-# Flow control: with write stage 1 paused, stream 1 stops growing at about
+# Flow control: with write stage 1 paused, stream 1 fills up to about
 # max_packs (one flush may add a pack per unit it holds: 2 hours x 11
-# interfaces at most), and the parse stage counts the waits.
+# interfaces at most) and the parse stage waits for room. While it waits it
+# sends nothing, so write stage 0 drains stream 0 although the raw stream
+# still holds records the parse stage has not read; stream 1 stays put.
 kill -STOP "${pid[w1]}"
-sleep 2.5
+hk1_full() { [ "$(rcli XLEN "$HK.1")" -ge "$MAXP" ]; }
+wait_until "stream 1 to fill up to max_packs ($MAXP) while its write stage is paused" hk1_full
 peak=$(rcli XLEN "$HK.1")
-sleep 0.5
+hk0_empty() { [ "$(rcli XLEN "$HK.0")" = 0 ]; }
+wait_until "stream 0 to drain while the parse stage waits for room on stream 1" hk0_empty
+unread=$(ginfo "$RAW" parse lag)
 peak2=$(rcli XLEN "$HK.1")
 kill -CONT "${pid[w1]}"
-echo "stream 1 held $peak then $peak2 packs while its write stage was paused (max_packs $MAXP)"
-[ "$peak2" -ge "$MAXP" ] || fail "stream 1 did not fill up to max_packs while paused ($peak2)"
+echo "stream 1 held $peak then $peak2 packs while its write stage was paused (max_packs $MAXP); stream 0 drained with $unread raw records unread"
+[ "$unread" -gt 0 ] || fail "the parse stage had read all its input: the pause shows no flow control"
 [ "$peak2" -le $((MAXP + 40)) ] || fail "stream 1 grew to $peak2 packs: flow control did not pause the parse stage"
 [ "$peak2" -le $((peak + 1)) ] || fail "stream 1 kept growing ($peak -> $peak2) while full"
-for _ in $(seq 1 100); do
-    [ "$(landed)" -ge $((FIRST / 2)) ] && break
-    sleep 0.1
-done
+half_first() { [ "$(landed)" -ge $((FIRST / 2)) ]; }
+wait_until "$((FIRST / 2)) records to land" half_first
 start p2
 
-added=0
+# progress WHO: raw entries its group has read (parse stages), packs its
+# group has read (write stages); a stopped process cannot move it.
+progress() {
+    local n
+    case $1 in
+    p) n=$(ginfo "$RAW" parse entries-read) ;;
+    p2) n=$(ginfo "$RAW2" parse entries-read) ;;
+    *) n=$(ginfo "$HK.${1#w}" sortd-write entries-read) ;;
+    esac
+    echo "${n:-0}"
+}
 for round in $(seq 1 "$ROUNDS"); do
-    sleep "0.$((RANDOM % 7 + 2))"
     who=$(echo p p2 w0 w1 | tr ' ' '\n' | shuf -n 1)
-    kill -9 "${pid[$who]}"
-    wait "${pid[$who]}" 2>/dev/null || true
+    before=$(progress "$who")
+    add_slice "$round"
+    case $who in
+    p | p2) past=$(pick_below "$before" "$ADDED") total=$HALF ;; # the last slice is held back
+    *) past=$before total=$((1 << 62)) ;; # packs to come are not counted ahead; see below
+    esac
+    kill_mid_run "${pid[$who]}" "round $round ($who)" "$before" "$past" "$total" progress "$who"
     unset "pid[$who]"
-    echo "round $round: killed $who; $(landed) records landed"
-    if [ "$added" = 0 ] && [ "$round" -ge $((ROUNDS / 2)) ]; then
-        add_rest
-        added=1
-    fi
+    [ "$(landed)" -lt "$N" ] || fail "round $round: every record had landed before the kill"
+    echo "round $round: killed $who at progress $KILLED_AT ($before before); $(landed) records landed"
     start "$who"
 done
-[ "$added" = 1 ] || add_rest
+add_slice $((ROUNDS + 1))
+[ "$ADDED" = "$HALF" ] || fail "slices add up to $ADDED records of each half, expected $HALF"
 
 done_all() {
     [ "$(landed)" -ge "$N" ] || return 1
@@ -182,10 +206,7 @@ done_all() {
     done
     [ "$(rcli XLEN "$HK.0")" = 0 ] && [ "$(rcli XLEN "$HK.1")" = 0 ]
 }
-for _ in $(seq 1 600); do
-    done_all && break
-    sleep 0.2
-done
+wait_until "every record to land, be acknowledged and leave the hand-off streams" done_all
 stop_term p
 stop_term p2
 stop_term w0
