@@ -3,13 +3,16 @@
 # topic through a Kafka consumer group (source.subscribe), into PostgreSQL
 # only (ORRERY_PG_DSN; a fresh database per run, dropped at the end).
 #
-# librdkafka's mock cluster trickles N records into P partitions while:
+# librdkafka's mock cluster trickles N records into P partitions, and its
+# hold file keeps back what the test has not let in yet (a third at first,
+# another third once C shares the topic, the rest after C's stop), while:
 #   1. sortd A and B join the group and share the partitions;
-#   2. A is killed with SIGKILL: once its session times out, B takes its
-#      partitions over, from PostgreSQL's positions (what A had committed to
-#      the table is not read again; its uncommitted batch is);
+#   2. A is killed with SIGKILL once rows land, while records are held back
+#      (checked while A is stopped): once its session times out, B takes
+#      its partitions over, from PostgreSQL's positions (what A had
+#      committed to the table is not read again; its uncommitted batch is);
 #   3. sortd C joins: B drains every partition before giving it up, then B
-#      and C share the topic;
+#      and C share the topic, and the second third is let in;
 #   4. C is stopped with SIGTERM: a clean revoke, so its partitions are
 #      drained and committed, and B takes them back at exactly the Kafka
 #      offsets C committed, which equal PostgreSQL's positions;
@@ -100,8 +103,11 @@ echo "files rule: ok"
 
 # ---- the group -----------------------------------------------------------
 "$GEN" --out "$T/in" --records "$N" --files 3 --ifaces 7 --span 7200 >/dev/null
+# hold M: the mock lets the first M records into the topic.
+hold() { echo "$1" >"$T/hold.tmp" && mv "$T/hold.tmp" "$T/hold"; }
+hold $((N / 3))
 "$MOCK" --topic clicks --in "$T/in" --partitions $PARTS --stop-file "$T/stop" --seconds 200 \
-    --rate "$RATE" >"$T/mock.out" 2>"$T/mock.err" &
+    --rate "$RATE" --hold-file "$T/hold" >"$T/mock.out" 2>"$T/mock.err" &
 mpid=$!
 wait_for 30 grep -q '^bootstrap=' "$T/mock.out" || fail "mock cluster did not start: $(cat "$T/mock.err")"
 BOOT=$(sed -n 's/^bootstrap=\([^ ]*\) .*/\1/p' "$T/mock.out")
@@ -122,10 +128,9 @@ wait_for 40 holds_some "$T/b.err" || fail "B got no partitions: $(tail -5 "$T/b.
 wait_for 20 rows_over 2000 || fail "nothing lands: $(tail -5 "$T/b.err")"
 echo "A holds $(assigned "$T/a.err"), B holds $(assigned "$T/b.err"); $(rows) rows after $((SECONDS - t0)) s"
 
-kill -9 "$apid"
-wait "$apid" 2>/dev/null || true
+kill_mid_run "$apid" "A" 0 0 "$N" rows
 apid=
-echo "A killed with $(rows) rows in the table"
+echo "A killed with $KILLED_AT rows in the table"
 wait_for 40 holds "$T/b.err" $PARTS || fail "B did not take A's partitions: $(tail -5 "$T/b.err")"
 echo "B holds all $PARTS partitions after $((SECONDS - t0)) s; $(rows) rows"
 mark=$(wc -l <"$T/b.err")
@@ -136,7 +141,8 @@ wait_for 40 holds_some "$T/c.err" || fail "C got no partitions: $(tail -5 "$T/c.
 wait_for 20 holds_less "$T/b.err" $PARTS || fail "B did not give partitions to C"
 echo "C holds $(assigned "$T/c.err"), B holds $(assigned "$T/b.err") after $((SECONDS - t0)) s"
 before=$(rows)
-wait_for 20 rows_over $((before + 1000)) || fail "nothing lands while B and C share the topic"
+hold $((2 * N / 3))
+wait_for 40 rows_over $((before + 1000)) || fail "nothing lands while B and C share the topic"
 
 mark2=$(wc -l <"$T/b.err")
 kill -TERM "$cpid"
@@ -147,11 +153,11 @@ cpid=
 echo "C stopped: $(cat "$T/c.out")"
 wait_for 40 holds "$T/b.err" $PARTS || fail "B did not take C's partitions back: $(tail -5 "$T/b.err")"
 echo "B holds all $PARTS partitions again after $((SECONDS - t0)) s"
+hold "$N"
 
 wait_for 90 grep -q '^produced=' "$T/mock.out" || fail "the mock did not finish producing"
 grep -q "^produced=$N\$" "$T/mock.out" || fail "the topic holds: $(cat "$T/mock.out")"
 wait_for 60 rows_atleast "$N" || fail "only $(rows) of $N rows after $((SECONDS - t0)) s"
-sleep 1
 kill -TERM "$bpid"
 brc=0
 wait "$bpid" || brc=$?
