@@ -81,7 +81,7 @@ static const orr_cfg_key sortd_schema[] = {
     {"sort", "halley", ORR_CFG_STRING, "", 0, 0, 0,
      "halleyd host:port: unit statistics (ReportDataUnit); specs when no zookeeper"},
     {"sort", "halley_token", ORR_CFG_SECRET, NULL, 0, 0, 0, "service token for halleyd"},
-    {"sort", "spec_poll_ms", ORR_CFG_INT, "500", 0, 50, 60000,
+    {"sort", "spec_poll_ms", ORR_CFG_INT, "500", 0, 50, 3600000,
      "how often run --stream-name looks for a new spec version"},
 };
 

@@ -23,8 +23,11 @@ trap cleanup EXIT
 mkdir -p "$T/hdfs" "$T/work" "$T/in"
 /usr/bin/python3 "$(dirname "$0")/webhdfs_standin.py" "$T/hdfs" "$T/ports" &
 SPID=$!
-for _ in $(seq 100); do [ -s "$T/ports" ] && break; sleep 0.1; done
-[ -s "$T/ports" ] || fail "stand-in did not start"
+standin_up() {
+    alive "$SPID" || fail "the WebHDFS stand-in exited"
+    [ -s "$T/ports" ]
+}
+wait_until "the WebHDFS stand-in to start" standin_up
 read -r NN _ <"$T/ports"
 
 "$BLOB_TEST" "$NN" "$T/hdfs" "$T/work" || fail "blob contract"
