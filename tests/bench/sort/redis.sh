@@ -65,8 +65,16 @@ JSON
 rcli XGROUP CREATE "$KEY" g 0 MKSTREAM >/dev/null
 start_sortd() {
     ORRERY_SORT_WORK_DIR=$T/work ORRERY_SORT_STATE_DIR=$T/state ORRERY_SORT_BLOB_ROOT=file://$T/blob \
-        ORRERY_LOG_LEVEL=warn "$SORTD" run --stream "$T/spec.json" >"$T/sortd.out" 2>"$T/sortd.err" &
+        ORRERY_LOG_LEVEL=info "$SORTD" run --stream "$T/spec.json" >"$T/sortd.out" 2>"$T/sortd.err" &
     pid=$! # sortd itself, so SIGTERM reaches it; peak RSS is read from /proc
+}
+sortd_started() { # it logged "stream started": reading, handlers in place (bounded wait)
+    local deadline=$(($(date +%s) + LIMIT_S))
+    until grep -q 'msg="stream started"' "$T/sortd.err" 2>/dev/null; do
+        kill -0 "$pid" 2>/dev/null || { echo "FAIL: sortd exited: $(tail -3 "$T/sortd.err")" >&2; exit 1; }
+        [ "$(date +%s)" -lt "$deadline" ] || { echo "FAIL: sortd did not start in ${LIMIT_S}s" >&2; exit 1; }
+        sleep 0.05
+    done
 }
 produce() {
     "$XADD" --redis "$ORRERY_REDIS" --key "$KEY" --in "$T/in" --records "$N" --seconds "$LIMIT_S" \
@@ -80,7 +88,7 @@ if [ "$MODE" = preload ]; then
     start_sortd
 else
     start_sortd
-    sleep 0.3
+    sortd_started
     t0=$(date +%s.%N)
     produce
 fi
