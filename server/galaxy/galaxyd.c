@@ -50,10 +50,19 @@ static const orr_cfg_key gx_schema[] = {
      "the [halley] worker token, to read data-source secrets for connection tests "
      "(unset = tests answer 503)"},
     {"galaxy", "rpc_timeout", ORR_CFG_DURATION, "5s", 0, 100, 60000, "deadline of halleyd calls"},
-    {"galaxy", "login_max_failures", ORR_CFG_INT, "5", 0, 1, 1000,
-     "failed logins allowed per user and per address in a window"},
-    {"galaxy", "login_window", ORR_CFG_DURATION, "5m", 0, 1000, 86400000,
-     "window of the failed-login limit"},
+    {"galaxy", "login_free_failures", ORR_CFG_INT, "3", 0, 1, 1000,
+     "failed logins of one account from one client before each further one waits "
+     "(login_delay, doubling); a client gets 4x as many across accounts, an account 4x as many across "
+     "clients that never logged in as it"},
+    {"galaxy", "login_delay", ORR_CFG_DURATION, "1s", 0, 100, 600000,
+     "the first wait after the free failed logins; it doubles with each further failure"},
+    {"galaxy", "login_max_delay", ORR_CFG_DURATION, "1m", 0, 100, 3600000,
+     "the longest wait after failed logins"},
+    {"galaxy", "login_forget", ORR_CFG_DURATION, "15m", 0, 1000, 86400000,
+     "failures older than this are forgotten"},
+    {"galaxy", "trusted_proxies", ORR_CFG_STRING, "", 0, 0, 0,
+     "addresses of proxies (e.g. nginx) whose X-Forwarded-For names the client, comma "
+     "separated; from any other peer the header is ignored"},
 };
 
 static int gx_cmd_routes(void)
@@ -83,10 +92,20 @@ static int gx_cmd_serve(orr_config *cfg)
     app.session_ttl_s = orr_config_int(cfg, "galaxy", "session_ttl") / 1000;
     app.cookie_secure = orr_config_bool(cfg, "galaxy", "cookie_secure");
     app.rpc_timeout_ms = (int)orr_config_int(cfg, "galaxy", "rpc_timeout");
-    int window_s = (int)(orr_config_int(cfg, "galaxy", "login_window") / 1000);
-    int max_fail = (int)orr_config_int(cfg, "galaxy", "login_max_failures");
-    app.login_by_user = gx_ratelimit_create(max_fail, window_s, 8192);
-    app.login_by_addr = gx_ratelimit_create(max_fail * 4, window_s, 8192);
+    gx_ratelimit_policy lp = {
+        .free_failures = (int)orr_config_int(cfg, "galaxy", "login_free_failures"),
+        .base_delay_ms = orr_config_int(cfg, "galaxy", "login_delay"),
+        .max_delay_ms = orr_config_int(cfg, "galaxy", "login_max_delay"),
+        .forget_after_ms = orr_config_int(cfg, "galaxy", "login_forget"),
+    };
+    app.login_by_pair = gx_ratelimit_create(&lp, 16384);
+    lp.free_failures *= 4;
+    app.login_by_client = gx_ratelimit_create(&lp, 8192);
+    app.login_by_user = gx_ratelimit_create(&lp, 8192);
+    /* Clients that logged in as an account pass its account-wide delay for a
+     * session's length. */
+    lp.forget_after_ms = app.session_ttl_s * 1000;
+    app.login_known = gx_ratelimit_create(&lp, 16384);
     const char *static_dir = orr_config_str(cfg, "galaxy", "static_dir");
     char openapi[4096];
     snprintf(openapi, sizeof(openapi), "%s/openapi.json", static_dir);
@@ -145,6 +164,7 @@ static int gx_cmd_serve(orr_config *cfg)
         .spool_max = gx_route_spool_max,
         .auth = gx_auth_check,
         .app = &app,
+        .trusted_proxies = orr_config_str(cfg, "galaxy", "trusted_proxies"),
     };
     if (gx_server_start(&o, &app.server, &e) != ORR_OK) {
         fprintf(stderr, "galaxyd: %s\n", e.msg);
@@ -161,8 +181,10 @@ out:
     orr_rpc_client_destroy(app.halley);
     orr_rpc_client_destroy(app.halley_worker);
     gx_tokcache_destroy(app.tokcache);
+    gx_ratelimit_destroy(app.login_by_pair);
+    gx_ratelimit_destroy(app.login_by_client);
     gx_ratelimit_destroy(app.login_by_user);
-    gx_ratelimit_destroy(app.login_by_addr);
+    gx_ratelimit_destroy(app.login_known);
     orr_jschema_free(app.task_schema);
     orr_zk_close(app.zk);
     return rc;

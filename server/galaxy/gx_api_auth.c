@@ -2,9 +2,18 @@
  *
  * A successful login returns a session token (HS256 JWT, see gx_jwt.h) in the
  * body, for automation, and as an HttpOnly, SameSite=Strict cookie, for the
- * browser. Failed logins are limited per user name and per client address
- * (gx_ratelimit.h); a limited attempt is answered 429 with Retry-After and
- * never reaches Halley, so it cannot be used to guess passwords faster. */
+ * browser.
+ *
+ * Failed logins slow their source down, never lock anyone out
+ * (gx_ratelimit.h): after login_free_failures failures of one account from
+ * one client, that pair waits 1 s, then 2 s, 4 s, ... up to login_max_delay
+ * before it is heard again; a client failing across many accounts (4x the
+ * free failures) and an account failing from many clients (4x) wait the same
+ * way, except that a client which logged in as the account lately is not
+ * held by the account-wide delay. So a stranger's guesses delay only the
+ * stranger. The client is the peer address, or the X-Forwarded-For entry
+ * written by a trusted proxy (req->client). A delayed attempt is answered
+ * 429 with Retry-After and never reaches Halley. */
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -14,11 +23,26 @@
 #include "orr_json.h"
 #include "orr_log.h"
 
-static void gx_too_many(gx_req *req, gx_resp *resp, int wait)
+static int64_t gx_mono_ms(void)
 {
-    gx_resp_fail(resp, ORR_EAGAIN, "name", "too many failed logins; retry in %d s", wait);
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Retry-After for a wait of ms (whole seconds, rounded up). */
+static void gx_retry_after(gx_req *req, gx_resp *resp, int64_t ms)
+{
+    gx_resp_header(resp, "Retry-After",
+                   orr_arena_sprintf(req->arena, "%lld", (long long)((ms + 999) / 1000)));
+}
+
+static void gx_too_many(gx_req *req, gx_resp *resp, int64_t wait_ms)
+{
+    gx_resp_fail(resp, ORR_EAGAIN, "name", "too many failed logins; retry in %lld s",
+                 (long long)((wait_ms + 999) / 1000));
     resp->status = 429;
-    gx_resp_header(resp, "Retry-After", orr_arena_sprintf(req->arena, "%d", wait));
+    gx_retry_after(req, resp, wait_ms);
 }
 
 void gx_h_login(gx_req *req, gx_resp *resp)
@@ -41,12 +65,18 @@ void gx_h_login(gx_req *req, gx_resp *resp)
         return;
     }
     time_t now = time(NULL);
-    const char *ukey = orr_arena_sprintf(req->arena, "user:%s", name);
-    const char *akey = orr_arena_sprintf(req->arena, "addr:%s", req->peer);
-    int wait = gx_ratelimit_blocked(app->login_by_user, ukey, now);
-    int wait2 = gx_ratelimit_blocked(app->login_by_addr, akey, now);
-    if (wait || wait2) {
-        gx_too_many(req, resp, wait > wait2 ? wait : wait2);
+    int64_t mono = gx_mono_ms();
+    const char *client = req->client ? req->client : req->peer;
+    const char *pkey = orr_arena_sprintf(req->arena, "%s\n%s", name, client);
+    int known = gx_ratelimit_known(app->login_known, pkey, mono);
+    int64_t wait = gx_ratelimit_blocked(app->login_by_pair, pkey, mono);
+    int64_t w = gx_ratelimit_blocked(app->login_by_client, client, mono);
+    if (w > wait)
+        wait = w;
+    if (!known && (w = gx_ratelimit_blocked(app->login_by_user, name, mono)) > wait)
+        wait = w;
+    if (wait) {
+        gx_too_many(req, resp, wait);
         return;
     }
     HL(AuthenticateRequest) rq = HL_INIT(AUTHENTICATE_REQUEST);
@@ -57,13 +87,20 @@ void gx_h_login(gx_req *req, gx_resp *resp)
         return;
     gx_role role = rs->user ? gx_role_of(rs->user->role) : GX_ROLE_NONE;
     if (!rs->ok || !rs->user || !rs->user->active || role == GX_ROLE_NONE) {
-        gx_ratelimit_fail(app->login_by_user, ukey, now);
-        gx_ratelimit_fail(app->login_by_addr, akey, now);
-        ORR_INFO("login failed", "user=%s peer=%s", orr_log_q(name), req->peer);
+        int64_t next = gx_ratelimit_fail(app->login_by_pair, pkey, mono);
+        if ((w = gx_ratelimit_fail(app->login_by_client, client, mono)) > next)
+            next = w;
+        if (!known && (w = gx_ratelimit_fail(app->login_by_user, name, mono)) > next)
+            next = w;
+        ORR_INFO("login failed", "user=%s client=%s peer=%s", orr_log_q(name), client, req->peer);
         gx_resp_fail(resp, ORR_EAUTH, NULL, "wrong user name or password");
+        /* Tell the caller when its next attempt will be heard. */
+        if (next > 0)
+            gx_retry_after(req, resp, next);
         return;
     }
-    gx_ratelimit_clear(app->login_by_user, ukey);
+    gx_ratelimit_clear(app->login_by_pair, pkey);
+    gx_ratelimit_remember(app->login_known, pkey, mono);
     const char **teams = orr_arena_calloc(req->arena, rs->user->n_teams + 1, sizeof(*teams));
     for (size_t i = 0; i < rs->user->n_teams; i++)
         teams[i] = rs->user->teams[i];
@@ -87,7 +124,7 @@ void gx_h_login(gx_req *req, gx_resp *resp)
     gx_resp_json(resp, 200, out);
     gx_resp_header(resp, "Set-Cookie", cookie);
     gx_resp_header(resp, "Cache-Control", "no-store");
-    ORR_INFO("login", "user=%s role=%s peer=%s", orr_log_q(name), gx_role_name(role), req->peer);
+    ORR_INFO("login", "user=%s role=%s client=%s", orr_log_q(name), gx_role_name(role), client);
 }
 
 void gx_h_logout(gx_req *req, gx_resp *resp)

@@ -6,27 +6,62 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include "gx_jwt.h"
 #include "orr_log.h"
 #include "orr_name.h"
 
-static const char *bearer_token(gx_req *req)
+/* The caller's token: "Authorization: Bearer <token>" (the scheme in any
+ * case, one or more spaces, RFC 7235), else the session cookie (*cookie set). */
+static const char *bearer_token(gx_req *req, int *cookie)
 {
     const char *h = gx_req_header(req, "Authorization");
-    if (h && strncmp(h, "Bearer ", 7) == 0)
-        return h + 7;
+    *cookie = 0;
+    if (h && strncasecmp(h, "Bearer", 6) == 0 && h[6] == ' ') {
+        h += 6;
+        while (*h == ' ')
+            h++;
+        return h;
+    }
+    *cookie = 1;
     return gx_req_cookie(req, "orrery_session");
+}
+
+/* Cross-site defence for cookie-authenticated requests that change state
+ * (the cookie is SameSite=Strict as well): a browser says where a request
+ * comes from in Sec-Fetch-Site, or at least in Origin; either must say this
+ * site. A request with neither comes from no browser and passes (bearer
+ * tokens, which a page cannot attach by itself, are never checked). 0 ok. */
+static int gx_cross_site(gx_req *req)
+{
+    if (strcmp(req->method, "GET") == 0 || strcmp(req->method, "HEAD") == 0)
+        return 0;
+    const char *site = gx_req_header(req, "Sec-Fetch-Site");
+    if (site)
+        return strcmp(site, "same-origin") == 0 || strcmp(site, "none") == 0 ? 0 : -1;
+    const char *origin = gx_req_header(req, "Origin");
+    if (!origin)
+        return 0;
+    const char *host = gx_req_header(req, "Host");
+    const char *o = strstr(origin, "://");
+    return host && o && strcasecmp(o + 3, host) == 0 ? 0 : -1;
 }
 
 int gx_auth_check(gx_req *req, gx_resp *resp)
 {
     gx_app *app = req->app;
-    const char *tok = bearer_token(req);
+    int cookie;
+    const char *tok = bearer_token(req, &cookie);
     orr_err e;
     if (!tok) {
         gx_resp_fail(resp, ORR_EAUTH, "authorization", "login required");
+        return 1;
+    }
+    if (cookie && gx_cross_site(req) != 0) {
+        gx_resp_fail(resp, ORR_EPERM, "origin",
+                     "cross-site request refused: a session cookie only works from this site");
         return 1;
     }
     if (strncmp(tok, "orr_", 4) == 0) {

@@ -36,8 +36,10 @@ typedef struct gx_app {
     int64_t session_ttl_s;
     int cookie_secure;
     int rpc_timeout_ms;
-    gx_ratelimit *login_by_user;
-    gx_ratelimit *login_by_addr;
+    gx_ratelimit *login_by_pair;   /* failed logins per account and client */
+    gx_ratelimit *login_by_client; /* per client, across accounts */
+    gx_ratelimit *login_by_user;   /* per account, across clients it never logged in from */
+    gx_ratelimit *login_known;     /* account+client pairs that logged in lately */
     gx_server *server;
     const char *openapi_path;
     struct orr_jschema *task_schema; /* schema/task.schema.json, for validate */

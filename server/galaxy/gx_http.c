@@ -1013,6 +1013,10 @@ static enum MHD_Result gx_access(void *cls, struct MHD_Connection *conn, const c
                           sizeof(addr));
         }
         c->req.peer = orr_arena_strdup(c->req.arena, addr);
+        char client[INET6_ADDRSTRLEN];
+        gx_client_addr(addr, MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-Forwarded-For"),
+                       s->o.trusted_proxies, client, sizeof client);
+        c->req.client = orr_arena_strdup(c->req.arena, client);
         c->spool_fd = -1;
         c->req.body_fd = -1;
         c->limit = s->o.max_body;

@@ -82,7 +82,9 @@ typedef struct gx_req {
     const gx_route *route;
     gx_principal who; /* role GX_ROLE_NONE until authenticated */
     void *app;        /* the application context given to gx_server_start */
-    const char *peer; /* client address, "127.0.0.1" */
+    const char *peer;   /* the connection's peer address, "127.0.0.1" */
+    const char *client; /* the client's address: peer, or from X-Forwarded-For when the peer is
+                         * a trusted proxy (gx_client_addr) */
     gx_server *server;
     const char *cache_key; /* set by gx_cache_get, in the arena */
     uint64_t cache_gen;    /* cache generation when the lookup ran */
@@ -142,6 +144,7 @@ typedef struct gx_server_opts {
     size_t nroutes;
     gx_auth_fn auth;
     void *app;
+    const char *trusted_proxies; /* proxies whose X-Forwarded-For is believed ("" = none) */
     int cache_ttl_ms;       /* response cache staleness bound; 0 = GX_CACHE_TTL_MS, < 0 = off */
     size_t cache_max_entry; /* largest cached body; 0 = GX_CACHE_MAX_ENTRY */
 } gx_server_opts;

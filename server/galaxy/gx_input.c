@@ -3,6 +3,7 @@
 
 #include "orr_name.h"
 
+#include <arpa/inet.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -188,4 +189,63 @@ const char *gx_text_problem(const char *s, size_t n)
         p += len;
     }
     return NULL;
+}
+
+/* The address in s[0..n) without spaces, normalised (inet_ntop of its
+ * parse) into out; -1 if it is not an IPv4 or IPv6 address. */
+static int gx_ip_norm(const char *s, size_t n, char *out, size_t outn)
+{
+    while (n && (*s == ' ' || *s == '\t'))
+        s++, n--;
+    while (n && (s[n - 1] == ' ' || s[n - 1] == '\t'))
+        n--;
+    char buf[INET6_ADDRSTRLEN + 1];
+    if (n == 0 || n >= sizeof buf)
+        return -1;
+    memcpy(buf, s, n);
+    buf[n] = '\0';
+    unsigned char bin[16];
+    if (inet_pton(AF_INET, buf, bin) == 1)
+        return inet_ntop(AF_INET, bin, out, (socklen_t)outn) ? 0 : -1;
+    if (inet_pton(AF_INET6, buf, bin) == 1)
+        return inet_ntop(AF_INET6, bin, out, (socklen_t)outn) ? 0 : -1;
+    return -1;
+}
+
+/* 1 if addr (normalised) is one of the addresses listed in trusted. */
+static int gx_is_trusted(const char *addr, const char *trusted)
+{
+    if (!trusted)
+        return 0;
+    const char *p = trusted;
+    while (*p) {
+        size_t n = strcspn(p, ", ");
+        char norm[INET6_ADDRSTRLEN];
+        if (n && gx_ip_norm(p, n, norm, sizeof norm) == 0 && strcmp(norm, addr) == 0)
+            return 1;
+        p += n;
+        p += strspn(p, ", ");
+    }
+    return 0;
+}
+
+const char *gx_client_addr(const char *peer, const char *xff, const char *trusted, char *out,
+                           size_t n)
+{
+    char hop[INET6_ADDRSTRLEN];
+    if (!peer || gx_ip_norm(peer, strlen(peer), hop, sizeof hop) != 0)
+        snprintf(hop, sizeof hop, "%s", peer ? peer : "unknown");
+    size_t end = xff ? strlen(xff) : 0;
+    while (gx_is_trusted(hop, trusted) && end > 0) {
+        size_t start = end;
+        while (start > 0 && xff[start - 1] != ',')
+            start--;
+        char next[INET6_ADDRSTRLEN];
+        if (gx_ip_norm(xff + start, end - start, next, sizeof next) != 0)
+            break;
+        memcpy(hop, next, sizeof hop);
+        end = start > 0 ? start - 1 : 0;
+    }
+    snprintf(out, n, "%s", hop);
+    return out;
 }

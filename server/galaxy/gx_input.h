@@ -41,6 +41,18 @@ int gx_parse_int(const char *s, int64_t *out);
  * ("invalid UTF-8", "control character") in static storage. */
 const char *gx_text_problem(const char *s, size_t n);
 
+/* The client's address of a request that reached galaxyd from peer with
+ * X-Forwarded-For xff (NULL = none). trusted is a list of proxy addresses
+ * separated by commas or spaces (NULL or "" = none). Walking from the peer
+ * towards the client (xff from its right end), each hop that is a trusted
+ * proxy is passed over; the first that is not is the client. So the header
+ * counts only when the peer is a trusted proxy, and only the entries that
+ * trusted proxies wrote. An entry that is not an IP address ends the walk
+ * at the hop before it. Writes the address to out (at most n bytes with
+ * the NUL) and returns out. */
+const char *gx_client_addr(const char *peer, const char *xff, const char *trusted, char *out,
+                           size_t n);
+
 /* Replace, in place, every occurrence of secret in msg by "***" (by as many
  * '*' when the secret is shorter than 3 bytes), until none is left. msg only
  * shrinks. An empty secret, or one made only of '*', changes nothing. */

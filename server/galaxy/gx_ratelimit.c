@@ -1,4 +1,4 @@
-/* gx_ratelimit.c - fixed-window failure counters in a bounded table (see gx_ratelimit.h). */
+/* gx_ratelimit.c - growing delays in a bounded table (see gx_ratelimit.h). */
 #include "gx_ratelimit.h"
 
 #include <pthread.h>
@@ -6,15 +6,16 @@
 #include <string.h>
 
 struct rl_slot {
-    uint64_t hash; /* 0 = empty */
-    time_t window_start;
+    uint64_t hash;     /* 0 = empty */
+    int64_t last;    /* last failure (or when remembered), ms */
+    int64_t next_ok; /* no attempt is heard before this, ms */
     int failures;
+    int remembered;
 };
 
 struct gx_ratelimit {
     pthread_mutex_t mu;
-    int max_failures;
-    int window_s;
+    gx_ratelimit_policy p;
     size_t nslots;
     struct rl_slot *slots;
 };
@@ -23,21 +24,24 @@ static uint64_t rl_hash(const char *key)
 {
     /* FNV-1a 64; never 0 so 0 can mean "empty". */
     uint64_t h = 1469598103934665603ULL;
-    for (const unsigned char *p = (const unsigned char *)key; *p; p++) {
-        h ^= *p;
+    for (const unsigned char *q = (const unsigned char *)key; *q; q++) {
+        h ^= *q;
         h *= 1099511628211ULL;
     }
     return h ? h : 1;
 }
 
-gx_ratelimit *gx_ratelimit_create(int max_failures, int window_s, size_t slots)
+gx_ratelimit *gx_ratelimit_create(const gx_ratelimit_policy *p, size_t slots)
 {
     gx_ratelimit *rl = calloc(1, sizeof(*rl));
     if (!rl)
         abort();
     pthread_mutex_init(&rl->mu, NULL);
-    rl->max_failures = max_failures;
-    rl->window_s = window_s;
+    rl->p = *p;
+    if (rl->p.base_delay_ms < 1)
+        rl->p.base_delay_ms = 1;
+    if (rl->p.max_delay_ms < rl->p.base_delay_ms)
+        rl->p.max_delay_ms = rl->p.base_delay_ms;
     rl->nslots = slots ? slots : 4096;
     rl->slots = calloc(rl->nslots, sizeof(*rl->slots));
     if (!rl->slots)
@@ -54,55 +58,95 @@ void gx_ratelimit_destroy(gx_ratelimit *rl)
     free(rl);
 }
 
-/* Linear probe over 8 slots; caller holds the lock. create: take the oldest. */
-static struct rl_slot *rl_find(gx_ratelimit *rl, uint64_t h, int create)
+/* 1 if s holds nothing that still matters at now. */
+static int rl_stale(const gx_ratelimit *rl, const struct rl_slot *s, int64_t now)
+{
+    return s->hash == 0 || (now >= s->next_ok && now - s->last >= rl->p.forget_after_ms);
+}
+
+/* Linear probe over 8 slots; caller holds the lock. create: take a stale
+ * slot, else the one whose last event is oldest. */
+static struct rl_slot *rl_find(gx_ratelimit *rl, uint64_t h, int create, int64_t now)
 {
     size_t base = (size_t)(h % rl->nslots);
-    struct rl_slot *oldest = NULL;
+    struct rl_slot *victim = NULL;
     for (size_t i = 0; i < 8; i++) {
         struct rl_slot *s = &rl->slots[(base + i) % rl->nslots];
-        if (s->hash == h)
+        if (s->hash == h) {
+            if (rl_stale(rl, s, now)) {
+                memset(s, 0, sizeof(*s));
+                s->hash = h;
+            }
             return s;
-        if (!oldest || s->hash == 0 ||
-            (oldest->hash != 0 && s->window_start < oldest->window_start))
-            oldest = s;
+        }
+        if (!victim || (rl_stale(rl, s, now) && !rl_stale(rl, victim, now)) ||
+            (rl_stale(rl, s, now) == rl_stale(rl, victim, now) && s->last < victim->last))
+            victim = s;
     }
     if (!create)
         return NULL;
-    oldest->hash = h;
-    oldest->failures = 0;
-    oldest->window_start = 0;
-    return oldest;
+    memset(victim, 0, sizeof(*victim));
+    victim->hash = h;
+    return victim;
 }
 
-int gx_ratelimit_blocked(gx_ratelimit *rl, const char *key, time_t now)
+int64_t gx_ratelimit_blocked(gx_ratelimit *rl, const char *key, int64_t now)
 {
-    int wait = 0;
+    int64_t wait = 0;
     pthread_mutex_lock(&rl->mu);
-    struct rl_slot *s = rl_find(rl, rl_hash(key), 0);
-    if (s && s->failures >= rl->max_failures && now < s->window_start + rl->window_s)
-        wait = (int)(s->window_start + rl->window_s - now);
+    struct rl_slot *s = rl_find(rl, rl_hash(key), 0, now);
+    if (s && s->next_ok > now)
+        wait = s->next_ok - now;
     pthread_mutex_unlock(&rl->mu);
     return wait;
 }
 
-void gx_ratelimit_fail(gx_ratelimit *rl, const char *key, time_t now)
+int64_t gx_ratelimit_fail(gx_ratelimit *rl, const char *key, int64_t now)
 {
     pthread_mutex_lock(&rl->mu);
-    struct rl_slot *s = rl_find(rl, rl_hash(key), 1);
-    if (now >= s->window_start + rl->window_s) {
-        s->window_start = now;
-        s->failures = 0;
+    struct rl_slot *s = rl_find(rl, rl_hash(key), 1, now);
+    if (s->failures < 1000000)
+        s->failures++;
+    s->last = now;
+    int over = s->failures - rl->p.free_failures;
+    int64_t wait = 0;
+    if (over > 0) {
+        wait = rl->p.base_delay_ms;
+        for (int i = 1; i < over && wait < rl->p.max_delay_ms; i++)
+            wait *= 2;
+        if (wait > rl->p.max_delay_ms)
+            wait = rl->p.max_delay_ms;
+        s->next_ok = now + wait;
     }
-    s->failures++;
     pthread_mutex_unlock(&rl->mu);
+    return wait;
 }
 
 void gx_ratelimit_clear(gx_ratelimit *rl, const char *key)
 {
     pthread_mutex_lock(&rl->mu);
-    struct rl_slot *s = rl_find(rl, rl_hash(key), 0);
-    if (s)
-        memset(s, 0, sizeof(*s));
+    struct rl_slot *s = rl_find(rl, rl_hash(key), 0, 0);
+    if (s) {
+        s->failures = 0;
+        s->next_ok = 0;
+    }
     pthread_mutex_unlock(&rl->mu);
+}
+
+void gx_ratelimit_remember(gx_ratelimit *rl, const char *key, int64_t now)
+{
+    pthread_mutex_lock(&rl->mu);
+    struct rl_slot *s = rl_find(rl, rl_hash(key), 1, now);
+    s->remembered = 1;
+    s->last = now;
+    pthread_mutex_unlock(&rl->mu);
+}
+
+int gx_ratelimit_known(gx_ratelimit *rl, const char *key, int64_t now)
+{
+    pthread_mutex_lock(&rl->mu);
+    struct rl_slot *s = rl_find(rl, rl_hash(key), 0, now);
+    int known = s && s->remembered;
+    pthread_mutex_unlock(&rl->mu);
+    return known;
 }

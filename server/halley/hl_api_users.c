@@ -216,7 +216,10 @@ HL_UNARY(hl_api_authenticate)
     orr_arena *a = orr_rpc_call_arena(call);
     Orrery__Halley__V1__AuthenticateResponse *o = orr_arena_alloc(a, sizeof *o);
     orrery__halley__v1__authenticate_response__init(o);
+    /* Every refusal spends one argon2id check, so the time of an answer
+     * does not tell whether the user exists (or is active). */
     if (!hl_is_name(rq->name, 128) || !rq->password[0]) {
+        hl_secret_check_dummy(rq->password);
         *resp = &o->base;
         return ORR_OK;
     }
@@ -229,12 +232,13 @@ HL_UNARY(hl_api_authenticate)
     s = hl__read_user(c, a, rq->name, &u, &hash, err);
     hl_db_put(hc->db, c);
     if (s == ORR_ENOTFOUND) {
+        hl_secret_check_dummy(rq->password);
         *resp = &o->base;
         return ORR_OK;
     }
     if (s != ORR_OK)
         return s;
-    if (u->active && hl_secret_check_password(hash, rq->password)) {
+    if (hl_secret_check_password(hash, rq->password) && u->active) {
         o->ok = 1;
         o->user = u;
     }

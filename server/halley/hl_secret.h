@@ -30,6 +30,10 @@ orr_status hl_secret_parse_key(const char *text, unsigned char key[HL_SECRET_KEY
 orr_status hl_secret_hash_password(const char *password, char out[128], orr_err *err);
 /* 1 when password matches hash, 0 otherwise (including a malformed hash). */
 int hl_secret_check_password(const char *hash, const char *password);
+/* Spend the time of hl_secret_check_password on a dummy argon2id hash (made
+ * once, from a random password, with the same parameters): for a login of an
+ * unknown user, so its answer takes as long as a wrong password's. */
+void hl_secret_check_dummy(const char *password);
 
 /* Encrypt len bytes: out gets nonce || ciphertext (appended). */
 void hl_secret_seal(const unsigned char key[HL_SECRET_KEY_BYTES], const void *plain, size_t len,
