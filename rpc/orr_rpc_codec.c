@@ -82,6 +82,118 @@ orr_status orr_rpc_status_from_grpc(grpc_status_code c)
     }
 }
 
+/* ------------------------------------------------------------ google.rpc.Status */
+
+static size_t codec_varint_len(uint64_t v)
+{
+    size_t n = 1;
+    while (v >= 0x80) {
+        v >>= 7;
+        n++;
+    }
+    return n;
+}
+
+/* A small writer that stops (ok = 0) instead of overflowing. */
+struct codec_w {
+    uint8_t *p;
+    size_t n, cap;
+    int ok;
+};
+
+static void codec_put_varint(struct codec_w *w, uint64_t v)
+{
+    do {
+        if (w->n >= w->cap) {
+            w->ok = 0;
+            return;
+        }
+        uint8_t b = (uint8_t)(v & 0x7f);
+        v >>= 7;
+        w->p[w->n++] = v ? (uint8_t)(b | 0x80) : b;
+    } while (v);
+}
+
+static void codec_put_bytes(struct codec_w *w, unsigned tag, const void *b, size_t len)
+{
+    codec_put_varint(w, tag);
+    codec_put_varint(w, len);
+    if (!w->ok || w->cap - w->n < len) {
+        w->ok = 0;
+        return;
+    }
+    if (len)
+        memcpy(w->p + w->n, b, len);
+    w->n += len;
+}
+
+/* Size of a length-delimited field (tag < 128) holding len bytes. */
+static size_t codec_field_len(size_t len)
+{
+    return 1 + codec_varint_len(len) + len;
+}
+
+size_t orr_rpc_status_details(int code, const char *message, const char *field,
+                              const char *description, uint8_t *out, size_t cap)
+{
+    size_t ml = message ? strlen(message) : 0, fl = field ? strlen(field) : 0;
+    size_t dl = description ? strlen(description) : 0;
+    size_t tl = strlen(ORR_RPC_BAD_REQUEST_TYPE);
+    /* FieldViolation{1: field, 2: description} */
+    size_t viol = (fl ? codec_field_len(fl) : 0) + (dl ? codec_field_len(dl) : 0);
+    size_t badreq = codec_field_len(viol);                 /* BadRequest{1: violation} */
+    size_t any = codec_field_len(tl) + codec_field_len(badreq); /* Any{1: url, 2: value} */
+    struct codec_w w = {out, 0, cap, 1};
+    if (code) {
+        codec_put_varint(&w, 0x08); /* Status.code */
+        codec_put_varint(&w, (uint64_t)(int64_t)code);
+    }
+    if (ml)
+        codec_put_bytes(&w, 0x12, message, ml); /* Status.message */
+    codec_put_varint(&w, 0x1a);                 /* Status.details */
+    codec_put_varint(&w, any);
+    codec_put_bytes(&w, 0x0a, ORR_RPC_BAD_REQUEST_TYPE, tl); /* Any.type_url */
+    codec_put_varint(&w, 0x12);                              /* Any.value */
+    codec_put_varint(&w, badreq);
+    codec_put_varint(&w, 0x0a); /* BadRequest.field_violations */
+    codec_put_varint(&w, viol);
+    if (fl)
+        codec_put_bytes(&w, 0x0a, field, fl);
+    if (dl)
+        codec_put_bytes(&w, 0x12, description, dl);
+    return w.ok ? w.n : 0;
+}
+
+int orr_rpc_parse_bearer(const char *v, size_t len, const char **tok, size_t *tok_len)
+{
+    static const char scheme[] = "bearer";
+    size_t sl = sizeof(scheme) - 1;
+    if (len < sl + 2)
+        return 0;
+    for (size_t i = 0; i < sl; i++) {
+        char ch = v[i];
+        if (ch >= 'A' && ch <= 'Z')
+            ch = (char)(ch - 'A' + 'a');
+        if (ch != scheme[i])
+            return 0;
+    }
+    size_t i = sl;
+    if (v[i] != ' ')
+        return 0;
+    while (i < len && v[i] == ' ')
+        i++;
+    size_t end = len;
+    while (end > i && (v[end - 1] == ' ' || v[end - 1] == '\t'))
+        end--;
+    if (end == i)
+        return 0;
+    *tok = v + i;
+    *tok_len = end - i;
+    return 1;
+}
+
+/* ------------------------------------------------------------ arena allocator */
+
 static void *codec_arena_alloc(void *data, size_t size)
 {
     return orr_arena_alloc(data, size);

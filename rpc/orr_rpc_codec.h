@@ -19,12 +19,32 @@
 
 /* Trailing metadata key carrying the field an error is about. */
 #define ORR_RPC_FIELD_KEY "orr-field"
+/* Standard trailing metadata key carrying a serialized google.rpc.Status. */
+#define ORR_RPC_STATUS_DETAILS_KEY "grpc-status-details-bin"
+/* type_url of the one detail orr_rpc sends. */
+#define ORR_RPC_BAD_REQUEST_TYPE "type.googleapis.com/google.rpc.BadRequest"
 
 /* orr_status -> gRPC status, as listed in orr_rpc.h (unknown codes: INTERNAL). */
 grpc_status_code orr_rpc_status_to_grpc(orr_status s);
 /* gRPC status -> orr_status; the inverse of the above, plus UNKNOWN,
  * UNIMPLEMENTED, DATA_LOSS -> EINTERNAL and OUT_OF_RANGE -> EINVAL. */
 orr_status orr_rpc_status_from_grpc(grpc_status_code c);
+
+/* Encode a google.rpc.Status {code, message, details = [Any{type_url
+ * ORR_RPC_BAD_REQUEST_TYPE, value = BadRequest{field_violations =
+ * [FieldViolation{field, description}]}}]} (the public google/rpc/status.proto
+ * and error_details.proto wire format) into out[0..cap). Returns the number of
+ * bytes written, or 0 if cap is too small. message, field and description may
+ * be NULL (empty). Pure; never allocates. */
+size_t orr_rpc_status_details(int code, const char *message, const char *field,
+                              const char *description, uint8_t *out, size_t cap);
+
+/* Parse an authorization header value as an RFC 7235 Bearer credential: the
+ * scheme "Bearer" in any letter case, one or more spaces, then a non-empty
+ * token (trailing spaces and tabs are ignored, as HTTP trims field values).
+ * Returns 1 and sets *tok / *tok_len (pointing into v) on success, 0 when v
+ * is no bearer credential. */
+int orr_rpc_parse_bearer(const char *v, size_t len, const char **tok, size_t *tok_len);
 
 /* A protobuf-c allocator that takes memory from arena and never frees
  * (the arena frees everything at once). Fill *alloc; it refers to arena. */

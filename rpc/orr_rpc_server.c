@@ -90,6 +90,7 @@ struct srv_method {
     orr_rpc_unary_fn unary;
     orr_rpc_stream_fn stream;
     int handler_auth; /* the handler checks the bearer token itself */
+    int public;       /* needs no token at all (standard services) */
     void *reg;        /* grpc_server_register_method handle */
     _Atomic uint64_t calls;
     _Atomic uint64_t errors;
@@ -109,9 +110,9 @@ struct orr_rpc_call {
     grpc_byte_buffer *recv_bb;
     grpc_byte_buffer *send_bb;
     grpc_slice status_details;
-    grpc_metadata trailer;
+    grpc_metadata trailer[2]; /* orr-field, grpc-status-details-bin */
     int has_details;
-    int has_trailer;
+    int n_trailer;
     int close_cancelled; /* filled by RECV_CLOSE_ON_SERVER */
     int md_sent;         /* initial metadata went out (streams) */
     int is_stream;
@@ -142,7 +143,7 @@ struct orr_rpc_server {
     int max_streams;
     int n_armed; /* registered slots per method */
     size_t max_msg;
-    char *auth; /* "Bearer <token>" or NULL */
+    char *auth; /* the service token, or NULL */
     size_t auth_len;
     struct srv_method *methods;
     size_t n_methods;
@@ -201,18 +202,30 @@ static int srv_ct_equal(const unsigned char *got, size_t got_len, const unsigned
     return diff == 0;
 }
 
-static int srv_auth_ok(orr_rpc_server *s, orr_rpc_call *c)
+/* The token of the call's first `authorization` header if it is a bearer
+ * credential (orr_rpc_parse_bearer); 0 otherwise. */
+static int srv_call_bearer(const orr_rpc_call *c, const char **tok, size_t *len)
 {
-    if (!s->auth || (c->m && c->m->handler_auth))
-        return 1;
     for (size_t i = 0; i < c->md.count; i++) {
         const grpc_metadata *e = &c->md.metadata[i];
         if (GRPC_SLICE_LENGTH(e->key) == 13 &&
             memcmp(GRPC_SLICE_START_PTR(e->key), "authorization", 13) == 0)
-            return srv_ct_equal(GRPC_SLICE_START_PTR(e->value), GRPC_SLICE_LENGTH(e->value),
-                                (const unsigned char *)s->auth, s->auth_len);
+            return orr_rpc_parse_bearer((const char *)GRPC_SLICE_START_PTR(e->value),
+                                        GRPC_SLICE_LENGTH(e->value), tok, len);
     }
     return 0;
+}
+
+static int srv_auth_ok(orr_rpc_server *s, orr_rpc_call *c)
+{
+    if (!s->auth || (c->m && (c->m->handler_auth || c->m->public)))
+        return 1;
+    const char *tok;
+    size_t len;
+    if (!srv_call_bearer(c, &tok, &len))
+        return 0;
+    return srv_ct_equal((const unsigned char *)tok, len, (const unsigned char *)s->auth,
+                        s->auth_len);
 }
 
 static uint64_t srv_elapsed_ns(const struct timespec *t0)
@@ -314,9 +327,9 @@ static void srv_ctx_put(orr_rpc_server *s, orr_rpc_call *c)
     }
     if (c->has_details)
         grpc_slice_unref(c->status_details);
-    if (c->has_trailer)
-        grpc_slice_unref(c->trailer.value);
-    c->has_details = c->has_trailer = 0;
+    for (int i = 0; i < c->n_trailer; i++)
+        grpc_slice_unref(c->trailer[i].value);
+    c->has_details = c->n_trailer = 0;
     c->close_cancelled = c->md_sent = c->is_stream = 0;
     c->send_pending = c->send_ok = c->close_done = 0;
     atomic_store(&c->cancelled, 0);
@@ -406,11 +419,21 @@ static void srv_status_op(orr_rpc_call *c, orr_status st, const orr_err *err, gr
             field[i] = ch >= 0x20 && ch < 0x7f ? (char)ch : '?';
         }
         field[i] = '\0';
-        c->trailer.key = grpc_slice_from_static_string(ORR_RPC_FIELD_KEY);
-        c->trailer.value = grpc_slice_from_copied_string(field);
-        c->has_trailer = 1;
-        op->data.send_status_from_server.trailing_metadata_count = 1;
-        op->data.send_status_from_server.trailing_metadata = &c->trailer;
+        c->trailer[0].key = grpc_slice_from_static_string(ORR_RPC_FIELD_KEY);
+        c->trailer[0].value = grpc_slice_from_copied_string(field);
+        c->n_trailer = 1;
+        /* the standard form of the same: google.rpc.Status with a BadRequest
+         * naming the field (a -bin value may hold any bytes) */
+        uint8_t det[sizeof(buf) + sizeof(err->field) + sizeof(err->msg) + 128];
+        size_t dn = orr_rpc_status_details((int)orr_rpc_status_to_grpc(st), buf, err->field,
+                                           err->msg[0] ? err->msg : buf, det, sizeof(det));
+        if (dn) {
+            c->trailer[1].key = grpc_slice_from_static_string(ORR_RPC_STATUS_DETAILS_KEY);
+            c->trailer[1].value = grpc_slice_from_copied_buffer((const char *)det, dn);
+            c->n_trailer = 2;
+        }
+        op->data.send_status_from_server.trailing_metadata_count = (size_t)c->n_trailer;
+        op->data.send_status_from_server.trailing_metadata = c->trailer;
     }
 }
 
@@ -808,13 +831,12 @@ orr_status orr_rpc_server_create(const ProtobufCServiceDescriptor *svc,
     s->n_armed = per_cq < 4 ? 4 : per_cq > 16 ? 16 : per_cq;
     s->t_shutdown = (struct srv_tag){TAG_SHUTDOWN, NULL};
     if (opts->token && opts->token[0]) {
-        s->auth_len = strlen("Bearer ") + strlen(opts->token);
-        s->auth = malloc(s->auth_len + 1);
+        s->auth_len = strlen(opts->token);
+        s->auth = strdup(opts->token);
         if (!s->auth) {
             srv_free(s);
             return orr_err_set(err, ORR_ENOMEM, NULL, "out of memory");
         }
-        snprintf(s->auth, s->auth_len + 1, "Bearer %s", opts->token);
     }
     orr_status st = srv_build_table(s, svc, methods, n_methods, err);
     for (size_t k = 0; st == ORR_OK && opts->handler_auth && opts->handler_auth[k]; k++) {
@@ -1007,21 +1029,14 @@ const char *orr_rpc_call_method(const orr_rpc_call *call)
 
 const char *orr_rpc_call_bearer(orr_rpc_call *call)
 {
-    for (size_t i = 0; i < call->md.count; i++) {
-        const grpc_metadata *e = &call->md.metadata[i];
-        if (GRPC_SLICE_LENGTH(e->key) != 13 ||
-            memcmp(GRPC_SLICE_START_PTR(e->key), "authorization", 13) != 0)
-            continue;
-        size_t n = GRPC_SLICE_LENGTH(e->value);
-        const char *v = (const char *)GRPC_SLICE_START_PTR(e->value);
-        if (n < 7 || memcmp(v, "Bearer ", 7) != 0)
-            return "";
-        char *out = orr_arena_alloc(call->arena, n - 7 + 1);
-        memcpy(out, v + 7, n - 7);
-        out[n - 7] = 0;
-        return out;
-    }
-    return "";
+    const char *tok;
+    size_t n;
+    if (!srv_call_bearer(call, &tok, &n))
+        return "";
+    char *out = orr_arena_alloc(call->arena, n + 1);
+    memcpy(out, tok, n);
+    out[n] = 0;
+    return out;
 }
 
 const char *orr_rpc_call_peer(const orr_rpc_call *call)

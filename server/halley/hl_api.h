@@ -37,6 +37,7 @@ typedef struct hl_ctx {
     int known_schema_version;
     int event_grace_ms;       /* how long a gap in event ids may stay open */
     const char *worker_token; /* [halley] worker_token; NULL or "" = unset */
+    const char *service_token; /* [halley] token; NULL or "" = no auth */
 } hl_ctx;
 
 /* The method table of the Halley service (hl_service.c). */
@@ -46,6 +47,14 @@ extern const size_t hl_methods_count;
  * (NULL-terminated; orr_rpc_server_opts.handler_auth): their handler checks
  * the caller's bearer token against hl_ctx.worker_token. */
 extern const char *const hl_worker_methods[];
+
+/* Who the bearer token of a worker method's call (hl_worker_methods) is:
+ * ORR_OK for the worker token; ORR_EAUTH (field "authorization") for an
+ * unidentified caller (no bearer credential, or a token that is neither the
+ * worker nor the service token); ORR_EPERM for an identified caller without
+ * the right (the service token, or any caller while worker_token is unset
+ * and the service needs no token). Pure; constant-time compares. */
+orr_status hl_worker_auth(const hl_ctx *hc, const char *bearer, orr_err *err);
 
 /* Handlers, by area. Signatures are orr_rpc_unary_fn / orr_rpc_stream_fn. */
 #define HL_UNARY(name)                                                                             \

@@ -43,6 +43,26 @@ int hl_grpc_code(orr_status s)
     }
 }
 
+orr_status hl_worker_auth(const hl_ctx *hc, const char *bearer, orr_err *err)
+{
+    int have_worker = hc->worker_token && hc->worker_token[0];
+    int have_service = hc->service_token && hc->service_token[0];
+    if (!bearer)
+        bearer = "";
+    if (have_worker && hl_secret_token_equal(bearer, hc->worker_token))
+        return ORR_OK;
+    /* Identified as a service caller: the service token, or no token at all
+     * on a server that asks none. */
+    int service = have_service ? hl_secret_token_equal(bearer, hc->service_token) : !bearer[0];
+    if (!service)
+        return orr_err_set(err, ORR_EAUTH, "authorization",
+                           bearer[0] ? "unknown bearer token" : "missing bearer token");
+    if (!have_worker)
+        return orr_err_set(err, ORR_EPERM, "authorization",
+                           "reading secrets is disabled ([halley] worker_token is unset)");
+    return orr_err_set(err, ORR_EPERM, "authorization", "needs the worker token");
+}
+
 const char *hl_i64s(orr_arena *a, int64_t v)
 {
     return orr_arena_sprintf(a, "%" PRId64, v);

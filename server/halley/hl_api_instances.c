@@ -487,9 +487,15 @@ orr_status hl_transition_one(hl_conn *c, orr_arena *a, const hl_pb_transition_re
         return s;
     if (PQntuples(r) == 0)
         return orr_err_set(err, ORR_ENOTFOUND, "instance_id", "no such instance");
-    return orr_err_set(err, ORR_ECONFLICT, "expected_state",
-                       "instance is %s (attempt %s), expected %s", hl_val(r, 0, 0), hl_val(r, 0, 1),
-                       hl_state_name(from));
+    /* Each precondition names its own field: the state when it moved, else
+     * the attempt (the only other condition of the update). */
+    if (strcmp(hl_val(r, 0, 0), hl_state_name(from)) != 0)
+        return orr_err_set(err, ORR_ECONFLICT, "expected_state",
+                           "instance is %s (attempt %s), expected %s", hl_val(r, 0, 0),
+                           hl_val(r, 0, 1), hl_state_name(from));
+    return orr_err_set(err, ORR_ECONFLICT, "expected_attempt",
+                       "instance is at attempt %s, expected %d", hl_val(r, 0, 1),
+                       (int)rq->expected_attempt);
 }
 
 HL_UNARY(hl_api_transition_instance)

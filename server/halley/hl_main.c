@@ -129,6 +129,7 @@ static int hl_cmd_serve(orr_config *cfg)
     hc.known_schema_version = hl_migrate_known_version();
     hc.event_grace_ms = (int)orr_config_int(cfg, "halley", "event_grace");
     hc.worker_token = orr_config_str(cfg, "halley", "worker_token");
+    hc.service_token = orr_config_str(cfg, "halley", "token");
     if (hl_secret_init(&err) != ORR_OK ||
         hl_secret_parse_key(orr_config_str(cfg, "halley", "secret_key"), hc.secret_key, &err) !=
             ORR_OK ||

@@ -1,7 +1,34 @@
 /*
  * hl_service.c - the one method table of the Halley service.
+ *
+ * Worker methods (hl_worker_methods) pass the runtime without the service
+ * token; they are registered through hl__worker_gate, which settles who the
+ * caller is (hl_worker_auth: UNAUTHENTICATED for an unidentified caller,
+ * PERMISSION_DENIED for an identified one without the right) before their
+ * handler runs. A worker method is one line in each of the two tables below.
  */
+#include <string.h>
+
 #include "hl_api.h"
+
+static const struct {
+    const char *name;
+    orr_rpc_unary_fn fn;
+} hl_worker_handlers[] = {
+    {"GetDataSourceSecret", hl_api_get_data_source_secret},
+};
+
+static HL_UNARY(hl__worker_gate)
+{
+    orr_status s = hl_worker_auth(ctx, orr_rpc_call_bearer(call), err);
+    if (s != ORR_OK)
+        return s;
+    const char *m = orr_rpc_call_method(call);
+    for (size_t i = 0; i < sizeof hl_worker_handlers / sizeof hl_worker_handlers[0]; i++)
+        if (strcmp(hl_worker_handlers[i].name, m) == 0)
+            return hl_worker_handlers[i].fn(call, req, resp, err, ctx);
+    return orr_err_set(err, ORR_EINTERNAL, NULL, "no handler for worker method %s", m);
+}
 
 const orr_rpc_method hl_methods[] = {
     {"Health", hl_api_health, NULL},
@@ -33,7 +60,7 @@ const orr_rpc_method hl_methods[] = {
     {"ListTeams", hl_api_list_teams, NULL},
     {"ListAttempts", hl_api_list_attempts, NULL},
     {"InstanceStats", hl_api_instance_stats, NULL},
-    {"GetDataSourceSecret", hl_api_get_data_source_secret, NULL},
+    {"GetDataSourceSecret", hl__worker_gate, NULL},
     {"ListDataSources", hl_api_list_data_sources, NULL},
     {"CreateApiToken", hl_api_create_api_token, NULL},
     {"ListApiTokens", hl_api_list_api_tokens, NULL},

@@ -657,14 +657,16 @@ static void test_secret(const hlt_server *s, const hlt_server *plain)
     HLT_CHECK(hlt_call(cl, "GetDataSourceSecret", &rq, &r, &err) == ORR_EPERM,
               "service token cannot read secrets");
     w = hlt_client(s, "worker-token-for-testsX");
-    HLT_CHECK(hlt_call(w, "GetDataSourceSecret", &rq, &r, &err) == ORR_EPERM, "wrong worker token");
+    /* an unidentified caller is UNAUTHENTICATED, not merely refused */
+    HLT_CHECK(hlt_call(w, "GetDataSourceSecret", &rq, &r, &err) == ORR_EAUTH, "wrong worker token");
     orr_rpc_client_destroy(w);
     w = hlt_client(s, "");
-    HLT_CHECK(hlt_call(w, "GetDataSourceSecret", &rq, &r, &err) == ORR_EPERM, "no token");
+    HLT_CHECK(hlt_call(w, "GetDataSourceSecret", &rq, &r, &err) == ORR_EAUTH, "no token");
     orr_rpc_client_destroy(w);
-    /* A halleyd without worker_token refuses every caller. */
+    /* A halleyd without worker_token refuses every caller (a token it does
+     * not know identifies no one). */
     w = hlt_client(plain, WORKER_TOKEN);
-    HLT_CHECK(hlt_call(w, "GetDataSourceSecret", &rq, &r, &err) == ORR_EPERM,
+    HLT_CHECK(hlt_call(w, "GetDataSourceSecret", &rq, &r, &err) == ORR_EAUTH,
               "unset worker_token: refused");
     orr_rpc_client_destroy(w);
     w = hlt_client(plain, NULL);

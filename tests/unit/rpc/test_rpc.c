@@ -827,6 +827,84 @@ static void test_create_errors(void **state)
     assert_null(c);
 }
 
+/* RFC 7235 credentials: scheme in any case, 1*SP, a token; nothing else. */
+static void test_bearer_parse(void **state)
+{
+    (void)state;
+    struct {
+        const char *v;
+        const char *tok; /* NULL = refused */
+    } cases[] = {
+        {"Bearer abc", "abc"},  {"bearer abc", "abc"},     {"BEARER abc", "abc"},
+        {"bEaReR abc", "abc"},  {"Bearer    abc", "abc"},  {"Bearer abc  \t", "abc"},
+        {"Bearer a b", "a b"},  {"Bearer", NULL},          {"Bearer ", NULL},
+        {"Bearer    ", NULL},   {"Bearerabc", NULL},       {"Bearer\tabc", NULL},
+        {" Bearer abc", NULL},  {"Basic abc", NULL},       {"Bearers abc", NULL},
+        {"", NULL},             {"abc", NULL},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        const char *tok = NULL;
+        size_t n = 0;
+        int ok = orr_rpc_parse_bearer(cases[i].v, strlen(cases[i].v), &tok, &n);
+        if (!cases[i].tok) {
+            assert_int_equal(ok, 0);
+            continue;
+        }
+        assert_int_equal(ok, 1);
+        assert_int_equal(n, strlen(cases[i].tok));
+        assert_memory_equal(tok, cases[i].tok, n);
+    }
+    /* end to end: the runtime takes any letter case and spacing */
+    struct raw_result r;
+    uint8_t req[] = {0x0a, 0x02, 'h', 'i'};
+    raw_call(orr_rpc_server_port(g_srv), "/orrery.test.v1.Echo/Say", req, sizeof(req),
+             "bEARER   " TOKEN, &r);
+    assert_int_equal(r.status, GRPC_STATUS_OK);
+    raw_call(orr_rpc_server_port(g_srv), "/orrery.test.v1.Echo/Say", req, sizeof(req),
+             "Bearer" TOKEN, &r);
+    assert_int_equal(r.status, GRPC_STATUS_UNAUTHENTICATED);
+}
+
+/* google.rpc.Status bytes, checked field by field on the wire format. */
+static void test_status_details_bytes(void **state)
+{
+    (void)state;
+    uint8_t b[1024];
+    size_t n = orr_rpc_status_details(3, "id: bad", "id", "bad", b, sizeof(b));
+    const char *url = ORR_RPC_BAD_REQUEST_TYPE;
+    size_t ul = strlen(url);
+    /* code, message, then one Any with the type URL and a BadRequest */
+    uint8_t want[256];
+    size_t k = 0;
+    want[k++] = 0x08, want[k++] = 3;
+    want[k++] = 0x12, want[k++] = 7;
+    memcpy(want + k, "id: bad", 7), k += 7;
+    size_t viol = 2 + 2 + 2 + 3, badreq = 2 + viol, any = 2 + ul + 2 + badreq;
+    want[k++] = 0x1a, want[k++] = (uint8_t)any;
+    want[k++] = 0x0a, want[k++] = (uint8_t)ul;
+    memcpy(want + k, url, ul), k += ul;
+    want[k++] = 0x12, want[k++] = (uint8_t)badreq;
+    want[k++] = 0x0a, want[k++] = (uint8_t)viol;
+    want[k++] = 0x0a, want[k++] = 2, want[k++] = 'i', want[k++] = 'd';
+    want[k++] = 0x12, want[k++] = 3, want[k++] = 'b', want[k++] = 'a', want[k++] = 'd';
+    assert_int_equal(n, k);
+    assert_memory_equal(b, want, k);
+    /* too small a buffer: 0, never an overflow */
+    for (size_t cap = 0; cap < k; cap++)
+        assert_int_equal(orr_rpc_status_details(3, "id: bad", "id", "bad", b, cap), 0);
+    /* lengths above 127 take two-byte varints */
+    char longf[200];
+    memset(longf, 'f', sizeof(longf) - 1);
+    longf[sizeof(longf) - 1] = 0;
+    n = orr_rpc_status_details(10, longf, longf, longf, b, sizeof(b));
+    assert_true(n > 3 * 199);
+    assert_int_equal(b[0], 0x08);
+    assert_int_equal(b[1], 10);
+    assert_int_equal(b[2], 0x12);
+    assert_int_equal(b[3], 0x80 | (199 & 0x7f));
+    assert_int_equal(b[4], 199 >> 7);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -834,6 +912,8 @@ int main(void)
         cmocka_unit_test(test_status_mapping),
         cmocka_unit_test(test_auth),
         cmocka_unit_test(test_handler_auth),
+        cmocka_unit_test(test_bearer_parse),
+        cmocka_unit_test(test_status_details_bytes),
         cmocka_unit_test(test_unknown_method),
         cmocka_unit_test(test_bad_protobuf),
         cmocka_unit_test(test_missing_field),
