@@ -9,7 +9,8 @@
 # them one after another, one worker each, for SECONDS each. The checked-in
 # seed corpus of a target is read, never written: new corpus entries go to
 # the work folder, crash / leak / timeout / out-of-memory inputs to the
-# findings folder. Ends with a summary table; exits 1 if anything was found.
+# findings folder. Ends with a summary table; exits 1 if anything was found
+# (or a target did not build: the others still run).
 # Not part of CI: a tool for a person, on an otherwise quiet machine.
 #
 # Environment:
@@ -83,16 +84,21 @@ for t in "${TARGETS[@]}"; do
     fi
 done
 
-echo "== building ${TARGETS[*]}"
-cmake --build "$BUILD" -j "$JOBS" --target "${TARGETS[@]}" >"$BUILD/fuzz-build.log" 2>&1 || {
-    tail -40 "$BUILD/fuzz-build.log" >&2
-    exit 1
-}
-
 mkdir -p "$WORK" "$FINDINGS"
 ROWS=()
 FOUND=0
+FORMAT='%-22s %6s %12s %9s %8s %9s %4s'
 for t in "${TARGETS[@]}"; do
+    # One target at a time, so a library that does not build only costs
+    # the targets that link it.
+    echo "== building $t"
+    if ! cmake --build "$BUILD" -j "$JOBS" --target "$t" >"$WORK/$t.build.log" 2>&1; then
+        grep -m3 -E 'error|Error' "$WORK/$t.build.log" >&2 || true
+        echo "   build failed, see $WORK/$t.build.log" >&2
+        FOUND=1
+        ROWS+=("$(printf "$FORMAT" "$t" - - - - 'no build' -)")
+        continue
+    fi
     mkdir -p "$WORK/$t" "$FINDINGS/$t"
     log=$WORK/$t.log
     had=$(find "$FINDINGS/$t" -type f | wc -l)
@@ -112,12 +118,12 @@ for t in "${TARGETS[@]}"; do
         grep -m1 -E '^==[0-9]+== ?ERROR|runtime error|^INFO: Deadly|ALARM|out-of-memory' "$log" >&2 || true
         echo "   see $log" >&2
     fi
-    ROWS+=("$(printf '%-22s %6s %12s %9s %8s %9s %4s' "$t" "$took" "${execs:-?}" "${units:-?}" \
-        "${corp:-?}" "$found" "$rc")")
+    ROWS+=("$(printf "$FORMAT" "$t" "$took" "${execs:-?}" "${units:-?}" "${corp:-?}" "$found" \
+        "$rc")")
 done
 
 echo
-printf '%-22s %6s %12s %9s %8s %9s %4s\n' target secs execs new_units corpus findings rc
+printf "$FORMAT\n" target secs execs new_units corpus findings rc
 printf '%s\n' "${ROWS[@]}"
 echo "new corpus entries: $WORK/<target>/   findings: $FINDINGS/<target>/"
 exit $FOUND

@@ -7,12 +7,17 @@
  *     T or ' ', hh:mm:ss, a fraction, Z or +hh:mm / -hh:mm), lies at most a
  *     day before 1970, and formats back to a date that parses to the same
  *     instant at midnight granularity;
- *   - an accepted name is 1..128 bytes of [A-Za-z0-9_.-], not "." or "..";
+ *   - an accepted name is 1..128 bytes of [A-Za-z0-9_.-], the first a
+ *     letter or digit, and every such text is accepted;
+ *   - an accepted id or integer prints back as the same text, and every
+ *     text that is the shortest spelling of such a number is accepted;
+ *   - text passed as clean has no ASCII control character;
  *   - masking never grows the message; an empty secret or one made only of
  *     '*' leaves it as it is; any other secret leaves no occurrence behind,
  *     changes nothing when it did not occur and something when it did, and
  *     the bytes other than '*' that remain are a subsequence of the
  *     message's own (masking only removes or stars bytes). */
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -104,10 +109,46 @@ static void fz_check_time(const char *text)
 static void fz_check_name(const char *text)
 {
     size_t n = strlen(text);
-    int want = n >= 1 && n <= 128 && strcmp(text, ".") != 0 && strcmp(text, "..") != 0 &&
-               fz_name_chars(text);
+    int alnum0 = (text[0] >= 'a' && text[0] <= 'z') || (text[0] >= 'A' && text[0] <= 'Z') ||
+                 (text[0] >= '0' && text[0] <= '9');
+    int want = n >= 1 && n <= 128 && alnum0 && fz_name_chars(text);
     if (gx_name_ok(text) != want)
         abort();
+}
+
+/* Ids and integers: an accepted text is how printf spells its value, which
+ * is at least lo, and such a spelling of any value from need up is accepted. */
+static void fz_check_number(const char *text, int (*parse)(const char *, int64_t *), int64_t lo,
+                            int64_t need)
+{
+    int64_t v = -7;
+    char back[32];
+    int ok = parse(text, &v) == 0;
+    if (ok) {
+        snprintf(back, sizeof back, "%lld", (long long)v);
+        if (v < lo || strcmp(back, text) != 0)
+            abort();
+    } else if (v != -7) {
+        abort(); /* *out untouched on refusal */
+    }
+    errno = 0;
+    char *end;
+    long long w = strtoll(text, &end, 10);
+    if (errno == 0 && end != text && *end == '\0' && w >= need) {
+        snprintf(back, sizeof back, "%lld", w);
+        if (strcmp(back, text) == 0 && !ok)
+            abort();
+    }
+}
+
+static void fz_check_text(const char *text)
+{
+    if (gx_text_problem(text, strlen(text)) != NULL)
+        return;
+    for (const char *p = text; *p; p++) {
+        if ((unsigned char)*p < 0x20 || *p == 0x7f)
+            abort();
+    }
 }
 
 static void fz_check_scrub(const char *text, const char *secret)
@@ -149,6 +190,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     fz_check_time(text);
     fz_check_name(text);
+    fz_check_number(text, gx_parse_id, 1, 1);
+    /* INT64_MIN itself is refused today (the magnitude is read as an int64
+     * first): the check demands acceptance from -INT64_MAX up. */
+    fz_check_number(text, gx_parse_int, INT64_MIN, -INT64_MAX);
+    fz_check_text(text);
     fz_check_scrub(text, secret);
     free(buf);
     return 0;
