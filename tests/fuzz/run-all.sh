@@ -23,8 +23,8 @@
 #   ORR_FUZZ_JOBS      parallel compile jobs for the build (2)
 #
 # To keep what a run found, merge it into the seed corpus (only inputs that
-# add coverage are copied), e.g.:
-#   build-fuzz/bin/fuzz_cron -merge=1 tests/fuzz/kepler/corpus_cron \
+# reach new edges are copied), e.g.:
+#   build-fuzz/bin/fuzz_cron -merge=1 -use_counters=0 tests/fuzz/kepler/corpus_cron \
 #       build-fuzz/fuzz-work/fuzz_cron
 set -euo pipefail
 
