@@ -32,6 +32,7 @@
 #include <string.h>
 
 #include "hl_api.h"
+#include "hl_page.h"
 #include "orr_name.h"
 #include "hl_embed.h"
 #include "orr_buf.h"
@@ -42,6 +43,8 @@
 #define HL_LINEAGE_NAME_MAX  512
 #define HL_LINEAGE_MAX_EDGES 10000
 #define HL_STATS_MAX_BATCH   1000
+#define HL_UNIT_PAGE_DEFAULT 500
+#define HL_UNIT_LIMIT_MAX    5000 /* of the deprecated ListDataUnitsRequest.limit */
 #define HL_WATERMARK_NAME    256
 #define HL_WATERMARK_VALUE   4096
 #define HL_MAX_MS            253402300799999LL /* 9999-12-31T23:59:59.999Z */
@@ -293,6 +296,9 @@ static hl_stmt q_list_units =
             " AND u.bucket >= to_timestamp($4::int8 / 1000.0)"
             " AND ($5::int8 = 0 OR u.bucket < to_timestamp($5::int8 / 1000.0))"
             " AND (NOT $6::bool OR u.reconciled)"
+            " AND (NOT $8::bool OR u.bucket < to_timestamp($9::int8 / 1000.0)"
+            "  OR (u.bucket = to_timestamp($9::int8 / 1000.0)"
+            "   AND (u.business, u.interface) > ($10::text, $11::text)))"
             " ORDER BY u.bucket DESC, u.business, u.interface LIMIT $7::int");
 
 static void hl__fill_unit(const PGresult *r, int row, hl_pb_unit *o)
@@ -410,22 +416,40 @@ HL_UNARY(hl_api_list_data_units)
         return orr_err_set(err, ORR_EINVAL, "from_ms", "milliseconds since 1970 (0 = no bound)");
     if (rq->to_ms < 0 || rq->to_ms > HL_MAX_MS)
         return orr_err_set(err, ORR_EINVAL, "to_ms", "milliseconds since 1970 (0 = no bound)");
-    if (rq->limit < 0 || rq->limit > 5000)
-        return orr_err_set(err, ORR_EINVAL, "limit", "1..5000 (0 = 500)");
-    const char *p[7] = {rq->stream,
-                        rq->business,
-                        rq->interface,
-                        hl_i64s(a, rq->from_ms),
-                        hl_i64s(a, rq->to_ms),
-                        rq->reconciled_only ? "true" : "false",
-                        hl_i64s(a, rq->limit ? rq->limit : 500)};
+    int size, have;
+    const char *after[3]; /* bucket ms, business, interface of the last unit shown */
+    /* limit is the deprecated name of page_size, with its old range */
+    orr_status s = rq->page_size || !rq->limit
+                       ? hl_page_size(rq->page_size, "page_size", HL_UNIT_PAGE_DEFAULT,
+                                      HL_PAGE_MAX, &size, err)
+                       : hl_page_size(rq->limit, "limit", HL_UNIT_PAGE_DEFAULT,
+                                      HL_UNIT_LIMIT_MAX, &size, err);
+    if (s != ORR_OK ||
+        (s = hl_page_parse(a, "units", "iss", rq->page_token, after, &have, err)) != ORR_OK)
+        return s;
+    const char *p[11] = {rq->stream,
+                         rq->business,
+                         rq->interface,
+                         hl_i64s(a, rq->from_ms),
+                         hl_i64s(a, rq->to_ms),
+                         rq->reconciled_only ? "true" : "false",
+                         hl_i64s(a, size + 1),
+                         have ? "true" : "false",
+                         after[0],
+                         after[1],
+                         after[2]};
     PGresult *r = NULL;
-    orr_status s = hl_db_query_once(hc->db, a, &q_list_units, 7, p, &r, err);
-    if (s != ORR_OK)
+    if ((s = hl_db_query_once(hc->db, a, &q_list_units, 11, p, &r, err)) != ORR_OK)
         return s;
     Orrery__Halley__V1__ListDataUnitsResponse *o = orr_arena_alloc(a, sizeof *o);
     orrery__halley__v1__list_data_units_response__init(o);
     size_t n = (size_t)PQntuples(r);
+    if (n > (size_t)size) {
+        n = (size_t)size;
+        const char *k[3] = {hl_val(r, size - 1, 3), hl_val(r, size - 1, 1),
+                            hl_val(r, size - 1, 2)};
+        o->next_page_token = (char *)hl_page_make(a, "units", "iss", k);
+    }
     o->n_units = n;
     o->units = orr_arena_alloc(a, sizeof *o->units * (n ? n : 1));
     hl_pb_unit *us = orr_arena_alloc(a, sizeof *us * (n ? n : 1));
@@ -723,8 +747,10 @@ HL_UNARY(hl_api_list_process_stats)
         return orr_err_set(err, ORR_EINVAL, "instance_id", "must be positive");
     if (rq->task_id < 0)
         return orr_err_set(err, ORR_EINVAL, "task_id", "must be positive");
-    if (rq->limit < 0 || rq->limit > 1000)
-        return orr_err_set(err, ORR_EINVAL, "limit", "1..1000 (0 = 100)");
+    int limit;
+    orr_status ls = hl_page_size(rq->limit, "limit", HL_PAGE_DEFAULT, HL_PAGE_MAX, &limit, err);
+    if (ls != ORR_OK)
+        return ls;
     hl_conn *c;
     orr_status s = hl_db_get(hc->db, &c, err);
     if (s != ORR_OK)
@@ -737,7 +763,7 @@ HL_UNARY(hl_api_list_process_stats)
             (s = hl_db_query(c, a, &q_stat_instance, 1, p, &x, err)) == ORR_OK && PQntuples(x) == 0)
             s = orr_err_set(err, ORR_ENOTFOUND, "instance_id", "no such instance");
     } else {
-        const char *p[2] = {hl_i64s(a, rq->task_id), hl_i64s(a, rq->limit ? rq->limit : 100)};
+        const char *p[2] = {hl_i64s(a, rq->task_id), hl_i64s(a, limit)};
         if ((s = hl_db_query(c, a, &q_stats_by_task, 2, p, &r, err)) == ORR_OK &&
             PQntuples(r) == 0 && (s = hl_db_query(c, a, &q_task_exists, 1, p, &x, err)) == ORR_OK &&
             PQntuples(x) == 0)

@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "hl_api.h"
+#include "hl_page.h"
 #include "hl_tcomb.h"
 #include "orr_buf.h"
 #include "orr_log.h"
@@ -305,10 +306,11 @@ HL_UNARY(hl_api_get_instance)
     return s;
 }
 
-/* Page token: "<id>" ascending, "d<schedule ms>.<id>" descending. */
+/* Up to limit rows of r; with paged, a page token (hl_page: the id
+ * ascending, schedule ms and id descending) when r has more. */
 static orr_status hl__instances_response(hl_conn *c, orr_arena *a, PGresult *r, int limit,
-                                         int with_deps, int desc, ProtobufCMessage **resp,
-                                         orr_err *err)
+                                         int paged, int with_deps, int desc,
+                                         ProtobufCMessage **resp, orr_err *err)
 {
     Orrery__Halley__V1__ListInstancesResponse *o = orr_arena_alloc(a, sizeof *o);
     orrery__halley__v1__list_instances_response__init(o);
@@ -326,11 +328,12 @@ static orr_status hl__instances_response(hl_conn *c, orr_arena *a, PGresult *r, 
                 return s;
         }
     }
-    if (n > limit)
-        o->next_page_token =
-            desc ? orr_arena_sprintf(a, "d%lld.%lld", (long long)ins[shown - 1].schedule_time_ms,
-                                     (long long)ins[shown - 1].id)
-                 : (char *)hl_i64s(a, ins[shown - 1].id);
+    if (n > limit && paged) {
+        const char *k[2] = {hl_i64s(a, ins[shown - 1].schedule_time_ms),
+                            hl_i64s(a, ins[shown - 1].id)};
+        o->next_page_token = desc ? (char *)hl_page_make(a, "instances.desc", "ii", k)
+                                  : (char *)hl_page_make(a, "instances", "i", k + 1);
+    }
     *resp = &o->base;
     return ORR_OK;
 }
@@ -340,31 +343,21 @@ HL_UNARY(hl_api_list_instances)
     hl_ctx *hc = ctx;
     const Orrery__Halley__V1__ListInstancesRequest *rq = (const void *)req;
     orr_arena *a = orr_rpc_call_arena(call);
-    int size = rq->page_size ? rq->page_size : 100;
-    if (size < 1 || size > 1000)
-        return orr_err_set(err, ORR_EINVAL, "page_size", "must be between 1 and 1000");
+    int size, have;
+    const char *after[2]; /* ascending: id; descending: schedule ms, id */
+    const char *list = rq->descending ? "instances.desc" : "instances";
+    const char *kinds = rq->descending ? "ii" : "i";
+    orr_status ps = hl_page_size(rq->page_size, "page_size", HL_PAGE_DEFAULT, HL_PAGE_MAX, &size,
+                                 err);
+    if (ps != ORR_OK ||
+        (ps = hl_page_parse(a, list, kinds, rq->page_token, after, &have, err)) != ORR_OK)
+        return ps;
+    const char *after_id = rq->descending ? after[1] : after[0];
+    const char *after_ms = rq->descending ? after[0] : "0";
     if (rq->task_id < 0)
         return orr_err_set(err, ORR_EINVAL, "task_id", "must be >= 0");
     if (rq->team[0] && !hl_is_name(rq->team, 128))
         return orr_err_set(err, ORR_EINVAL, "team", "not a team name");
-    int64_t after = 0, after_ms = 0;
-    if (rq->page_token[0]) {
-        char *end;
-        const char *tok = rq->page_token;
-        int ok = (tok[0] == 'd') == (rq->descending != 0);
-        if (ok && rq->descending) {
-            after_ms = strtoll(tok + 1, &end, 10);
-            ok = *end == '.' && end > tok + 1;
-            tok = end + 1;
-        }
-        if (ok) {
-            after = strtoll(tok, &end, 10);
-            ok = !*end && after > 0;
-        }
-        if (!ok)
-            return orr_err_set(err, ORR_EINVAL, "page_token",
-                               "not a token from a previous page in this order");
-    }
     orr_buf states = ORR_BUF_INIT;
     orr_buf_append_byte(&states, '{');
     for (size_t i = 0; i < rq->n_states; i++) {
@@ -377,7 +370,7 @@ HL_UNARY(hl_api_list_instances)
         orr_buf_appendf(&states, "%s%s", i ? "," : "", nm);
     }
     orr_buf_append_byte(&states, '}');
-    const char *p[9] = {hl_i64s(a, after),
+    const char *p[9] = {after_id,
                         hl_i64s(a, rq->task_id),
                         orr_arena_strdup(a, orr_buf_cstr(&states)),
                         rq->executor,
@@ -385,7 +378,7 @@ HL_UNARY(hl_api_list_instances)
                         hl_i64s(a, rq->to_schedule_ms),
                         orr_arena_sprintf(a, "%d", size + 1),
                         rq->team,
-                        hl_i64s(a, after_ms)};
+                        after_ms};
     orr_buf_free(&states);
     hl_conn *c;
     orr_status s = hl_db_get(hc->db, &c, err);
@@ -397,7 +390,7 @@ HL_UNARY(hl_api_list_instances)
     else
         s = hl_db_query(c, a, &q_list_instances, 8, p, &r, err);
     if (s == ORR_OK)
-        s = hl__instances_response(c, a, r, size, rq->with_deps, rq->descending, resp, err);
+        s = hl__instances_response(c, a, r, size, 1, rq->with_deps, rq->descending, resp, err);
     hl_db_put(hc->db, c);
     return s;
 }
@@ -407,9 +400,10 @@ HL_UNARY(hl_api_list_ready_instances)
     hl_ctx *hc = ctx;
     const Orrery__Halley__V1__ListReadyInstancesRequest *rq = (const void *)req;
     orr_arena *a = orr_rpc_call_arena(call);
-    int limit = rq->limit ? rq->limit : 100;
-    if (limit < 1 || limit > 1000)
-        return orr_err_set(err, ORR_EINVAL, "limit", "must be between 1 and 1000");
+    int limit;
+    orr_status ls = hl_page_size(rq->limit, "limit", HL_PAGE_DEFAULT, HL_PAGE_MAX, &limit, err);
+    if (ls != ORR_OK)
+        return ls;
     hl_conn *c;
     orr_status s = hl_db_get(hc->db, &c, err);
     if (s != ORR_OK)
@@ -418,7 +412,7 @@ HL_UNARY(hl_api_list_ready_instances)
     PGresult *r;
     s = hl_db_query(c, a, &q_list_ready, 1, p, &r, err);
     if (s == ORR_OK)
-        s = hl__instances_response(c, a, r, limit, 0, 0, resp, err);
+        s = hl__instances_response(c, a, r, limit, 0, 0, 0, resp, err);
     hl_db_put(hc->db, c);
     return s;
 }

@@ -20,6 +20,7 @@
 #include <time.h>
 
 #include "hl_api.h"
+#include "hl_page.h"
 #include "orr_name.h"
 #include <sodium.h>
 
@@ -156,6 +157,11 @@ static hl_stmt q_list_audit =
     HL_STMT("SELECT " HL_AUDIT_COLS " FROM audit_log"
             " WHERE ($1::int8 = 0 OR id < $1::int8) AND ($2 = '' OR actor = $2)"
             " AND ($3 = '' OR starts_with(object, $3)) ORDER BY id DESC LIMIT $4::int");
+/* A page of packages, newest first: id < $1 unless $1 is 0. */
+static hl_stmt q_page_packages =
+    HL_STMT("SELECT " HL_PACKAGE_COLS " FROM code_packages p"
+            " WHERE ($1::int8 = 0 OR p.id < $1::int8) AND ($2 = '' OR p.name = $2)"
+            " ORDER BY p.id DESC LIMIT $3::int");
 
 /* ------------------------------------------------------------ helpers */
 
@@ -854,23 +860,35 @@ HL_UNARY(hl_api_list_code_packages)
     orr_arena *a = orr_rpc_call_arena(call);
     if (rq->name[0] && !hl_is_name(rq->name, 128))
         return orr_err_set(err, ORR_EINVAL, "name", "not a package name");
-    int limit = rq->limit ? rq->limit : 100;
-    if (limit < 1 || limit > 1000)
-        return orr_err_set(err, ORR_EINVAL, "limit", "must be between 1 and 1000");
-    hl_conn *c;
-    orr_status s = hl_db_get(hc->db, &c, err);
-    if (s != ORR_OK)
+    int size, have;
+    const char *before;
+    /* limit is the deprecated name of page_size */
+    orr_status s = rq->page_size || !rq->limit
+                       ? hl_page_size(rq->page_size, "page_size", HL_PAGE_DEFAULT, HL_PAGE_MAX,
+                                      &size, err)
+                       : hl_page_size(rq->limit, "limit", HL_PAGE_DEFAULT, HL_PAGE_MAX, &size, err);
+    if (s != ORR_OK ||
+        (s = hl_page_parse(a, "packages", "i", rq->page_token, &before, &have, err)) != ORR_OK)
         return s;
-    const char *p[3] = {"0", rq->name, orr_arena_sprintf(a, "%d", limit)};
+    hl_conn *c;
+    if ((s = hl_db_get(hc->db, &c, err)) != ORR_OK)
+        return s;
+    const char *p[3] = {before, rq->name, orr_arena_sprintf(a, "%d", size + 1)};
     PGresult *r;
     Orrery__Halley__V1__ListCodePackagesResponse *o = orr_arena_alloc(a, sizeof *o);
     orrery__halley__v1__list_code_packages_response__init(o);
-    if ((s = hl_db_query(c, a, &q_list_packages, 3, p, &r, err)) == ORR_OK)
+    if ((s = hl_db_query(c, a, &q_page_packages, 3, p, &r, err)) == ORR_OK)
         s = hl__read_packages(c, a, r, &o->packages, &o->n_packages, err);
     hl_db_put(hc->db, c);
-    if (s == ORR_OK)
-        *resp = &o->base;
-    return s;
+    if (s != ORR_OK)
+        return s;
+    if (o->n_packages > (size_t)size) {
+        o->n_packages = (size_t)size;
+        const char *k[1] = {hl_i64s(a, o->packages[size - 1]->id)};
+        o->next_page_token = (char *)hl_page_make(a, "packages", "i", k);
+    }
+    *resp = &o->base;
+    return ORR_OK;
 }
 
 HL_UNARY(hl_api_report_deployment)
@@ -921,24 +939,30 @@ HL_UNARY(hl_api_list_audit)
     hl_ctx *hc = ctx;
     const Orrery__Halley__V1__ListAuditRequest *rq = (const void *)req;
     orr_arena *a = orr_rpc_call_arena(call);
-    int size = rq->page_size ? rq->page_size : 100;
-    if (size < 1 || size > 1000)
-        return orr_err_set(err, ORR_EINVAL, "page_size", "must be between 1 and 1000");
-    if (rq->before_id < 0)
+    int size, have;
+    const char *before;
+    orr_status ps = hl_page_size(rq->page_size, "page_size", HL_PAGE_DEFAULT, HL_PAGE_MAX, &size,
+                                 err);
+    if (ps != ORR_OK ||
+        (ps = hl_page_parse(a, "audit", "i", rq->page_token, &before, &have, err)) != ORR_OK)
+        return ps;
+    /* before_id is the deprecated form of page_token */
+    if (!have && rq->before_id < 0)
         return orr_err_set(err, ORR_EINVAL, "before_id", "must be 0 (newest) or positive");
+    if (!have)
+        before = hl_i64s(a, rq->before_id);
     if (strlen(rq->actor) > 256)
         return orr_err_set(err, ORR_EINVAL, "actor", "at most 256 bytes");
     if (strlen(rq->object_prefix) > 256)
         return orr_err_set(err, ORR_EINVAL, "object_prefix", "at most 256 bytes");
-    const char *p[4] = {hl_i64s(a, rq->before_id), rq->actor, rq->object_prefix,
-                        orr_arena_sprintf(a, "%d", size)};
+    const char *p[4] = {before, rq->actor, rq->object_prefix, orr_arena_sprintf(a, "%d", size + 1)};
     PGresult *r;
     orr_status s = hl_db_query_once(hc->db, a, &q_list_audit, 4, p, &r, err);
     if (s != ORR_OK)
         return s;
     Orrery__Halley__V1__ListAuditResponse *o = orr_arena_alloc(a, sizeof *o);
     orrery__halley__v1__list_audit_response__init(o);
-    int n = PQntuples(r);
+    int n = PQntuples(r) > size ? size : PQntuples(r);
     o->n_entries = (size_t)n;
     o->entries = orr_arena_alloc(a, sizeof *o->entries * (size_t)(n ? n : 1));
     Orrery__Halley__V1__AuditEntry *es = orr_arena_alloc(a, sizeof *es * (size_t)(n ? n : 1));
@@ -951,6 +975,10 @@ HL_UNARY(hl_api_list_audit)
         es[i].detail_json = (char *)hl_val(r, i, 4);
         es[i].at_ms = hl_val_i64(r, i, 5);
         o->entries[i] = &es[i];
+    }
+    if (PQntuples(r) > size) {
+        const char *k[1] = {hl_i64s(a, es[n - 1].id)};
+        o->next_page_token = (char *)hl_page_make(a, "audit", "i", k);
     }
     *resp = &o->base;
     return ORR_OK;

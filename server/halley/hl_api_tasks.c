@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "hl_api.h"
+#include "hl_page.h"
 #include "hl_spec.h"
 #include "orr_buf.h"
 #include "orr_log.h"
@@ -418,23 +419,20 @@ HL_UNARY(hl_api_list_tasks)
     hl_ctx *hc = ctx;
     const Orrery__Halley__V1__ListTasksRequest *rq = (const void *)req;
     orr_arena *a = orr_rpc_call_arena(call);
-    int size = rq->page_size ? rq->page_size : 100;
-    if (size < 1 || size > 1000)
-        return orr_err_set(err, ORR_EINVAL, "page_size", "must be between 1 and 1000");
-    int64_t after = 0;
-    if (rq->page_token[0]) {
-        char *end;
-        after = strtoll(rq->page_token, &end, 10);
-        if (*end || after <= 0)
-            return orr_err_set(err, ORR_EINVAL, "page_token", "not a token from a previous page");
-    }
+    int size, have;
+    const char *after;
+    orr_status ps = hl_page_size(rq->page_size, "page_size", HL_PAGE_DEFAULT, HL_PAGE_MAX, &size,
+                                 err);
+    if (ps != ORR_OK ||
+        (ps = hl_page_parse(a, "tasks", "i", rq->page_token, &after, &have, err)) != ORR_OK)
+        return ps;
     if (rq->active > 2 || rq->active < 0)
         return orr_err_set(err, ORR_EINVAL, "active", "unknown filter");
     hl_conn *c;
     orr_status s = hl_db_get(hc->db, &c, err);
     if (s != ORR_OK)
         return s;
-    const char *p[7] = {hl_i64s(a, after),
+    const char *p[7] = {after,
                         rq->team,
                         rq->type,
                         orr_arena_sprintf(a, "%d", (int)rq->active),
@@ -461,8 +459,10 @@ HL_UNARY(hl_api_list_tasks)
         }
         o->tasks[i] = &ts[i];
     }
-    if (n > size)
-        o->next_page_token = (char *)hl_i64s(a, ts[shown - 1].id);
+    if (n > size) {
+        const char *k[1] = {hl_i64s(a, ts[shown - 1].id)};
+        o->next_page_token = (char *)hl_page_make(a, "tasks", "i", k);
+    }
     *resp = &o->base;
     return ORR_OK;
 }

@@ -722,8 +722,10 @@ static void test_packages(void)
               "by name, limit 1");
     if (lr)
         FREE(lr);
-    lq.limit = 1001;
-    want(call("ListCodePackages", &lq), ORR_EINVAL, "limit", "limit too big");
+    lq.limit = 1001; /* clamped to the maximum page, not refused */
+    want(call("ListCodePackages", &lq), ORR_OK, NULL, "limit too big");
+    lq.limit = -1;
+    want(call("ListCodePackages", &lq), ORR_EINVAL, "limit", "negative limit");
     lq.limit = -1;
     want(call("ListCodePackages", &lq), ORR_EINVAL, "limit", "negative limit");
     lq.limit = 0;
@@ -790,8 +792,10 @@ static void test_audit(void)
               "actor and prefix together");
     if (r)
         FREE(r);
-    rq.page_size = 1001;
-    want(call("ListAudit", &rq), ORR_EINVAL, "page_size", "page too big");
+    rq.page_size = 1001; /* clamped to the maximum page, not refused */
+    want(call("ListAudit", &rq), ORR_OK, NULL, "page too big");
+    rq.page_size = -1;
+    want(call("ListAudit", &rq), ORR_EINVAL, "page_size", "negative page");
     rq.page_size = 0;
     rq.before_id = -1;
     want(call("ListAudit", &rq), ORR_EINVAL, "before_id", "negative before_id");

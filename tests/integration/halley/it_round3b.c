@@ -305,10 +305,15 @@ static void test_units(void)
               "limit 2");
     if (r)
         FREE(r);
-    l.limit = 5001;
+    l.limit = 5001; /* clamped, not refused */
+    r = NULL;
+    HLT_CHECK(hlt_call(cl, "ListDataUnits", &l, &r, &err) == ORR_OK, "limit too large");
+    if (r)
+        FREE(r);
+    l.limit = -1;
     HLT_CHECK(hlt_call(cl, "ListDataUnits", &l, &r, &err) == ORR_EINVAL &&
                   strcmp(err.field, "limit") == 0,
-              "limit too large");
+              "negative limit");
     l.limit = 0;
     l.stream = "";
     HLT_CHECK(hlt_call(cl, "ListDataUnits", &l, &r, &err) == ORR_EINVAL &&
@@ -575,10 +580,10 @@ static void test_stats(void)
                   strcmp(err.field, "instance_id") == 0,
               "both instance and task");
     l.instance_id = 0;
-    l.limit = 1001;
+    l.limit = -1;
     HLT_CHECK(hlt_call(cl, "ListProcessStats", &l, &r, &err) == ORR_EINVAL &&
                   strcmp(err.field, "limit") == 0,
-              "limit 1001");
+              "negative limit");
 
     /* Refusals. */
     const char *nk[2] = {"rows_read", "seconds"};

@@ -179,6 +179,13 @@ class Halley:
         self.channel = grpc.insecure_channel("127.0.0.1:%d" % self.port)
         grpc.channel_ready_future(self.channel).result(timeout=20)
 
+    def sql(self, sql):
+        """Run SQL on the test database (straight, not through the proxy)."""
+        subprocess.run(["psql", "-q", "-v", "ON_ERROR_STOP=1",
+                        dsn_with(self.admin, db=self.db), "-c", sql],
+                       env=dict(os.environ, PGOPTIONS="-c client_min_messages=warning"),
+                       check=True, stdout=subprocess.DEVNULL)
+
     def _psql(self, sql):
         subprocess.run(["psql", "-q", "-v", "ON_ERROR_STOP=1", self.admin, "-c", sql],
                        env=dict(os.environ, PGOPTIONS="-c client_min_messages=warning"),

@@ -1,0 +1,46 @@
+/*
+ * hl_page.h - the one paging helper of halleyd's List calls.
+ *
+ * Every list that can grow takes page_size and page_token and answers
+ * next_page_token ("" on the last page). page_size: 0 = the list's default,
+ * above HL_PAGE_MAX = HL_PAGE_MAX (clamped, not refused), negative = refused.
+ * A page token is opaque to clients: base64url of the list's name and the
+ * keyset position (the sort key of the last row shown), so a token is only
+ * accepted by the list (and order) that made it, and a page never skips or
+ * repeats a row however rows are added meanwhile.
+ *
+ * Legal order per call: hl_page_size, hl_page_parse (the keys feed the
+ * query, which fetches size + 1 rows), then hl_page_make from the last row
+ * shown when more rows came than the page holds.
+ */
+#ifndef HL_PAGE_H
+#define HL_PAGE_H
+
+#include <stdint.h>
+
+#include "orr_arena.h"
+#include "orr_status.h"
+
+#define HL_PAGE_MAX      1000
+#define HL_PAGE_DEFAULT  100
+#define HL_PAGE_MAX_KEYS 4
+
+/* The rows to return for a requested size v (the request's field named
+ * field): def when 0, max when above max; ORR_EINVAL naming field when
+ * negative. *out is 1..max. */
+orr_status hl_page_size(int32_t v, const char *field, int def, int max, int *out, orr_err *err);
+
+/* Read token (a next_page_token of the list named list) into keys[0..n),
+ * strings in arena a. kinds has one letter per key: 'i' an int64 in decimal,
+ * 's' printable ASCII text. "" means the first page: returns ORR_OK with
+ * *have = 0 and every key "" ('s') or "0" ('i'). Anything else that is not a
+ * token of this list with these kinds: ORR_EINVAL, field "page_token". */
+orr_status hl_page_parse(orr_arena *a, const char *list, const char *kinds, const char *token,
+                         const char **keys, int *have, orr_err *err);
+
+/* The token of the position keys[0..strlen(kinds)) of list, in arena a.
+ * Keys are decimal text for 'i', printable ASCII for 's'. */
+const char *hl_page_make(orr_arena *a, const char *list, const char *kinds,
+                         const char *const *keys);
+
+#endif
