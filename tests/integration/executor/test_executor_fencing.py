@@ -316,8 +316,12 @@ def tearDownModule():
             except subprocess.TimeoutExpired:
                 k.kill()
                 k.wait()
+    sanitizer = []
     for ex in EXECUTORS:
         ex.stop()
+        log = ex.daemon_log() if ex.n else ""
+        if "Sanitizer" in log or "runtime error:" in log:
+            sanitizer.append(f"{ex.id}:\n{log[-4000:]}")
         for ctl in ("memory", "pids", "cpu", "freezer", "unified"):
             try:
                 os.rmdir(f"/sys/fs/cgroup/{ctl}/orrery-it/{ex.id}")
@@ -330,6 +334,8 @@ def tearDownModule():
         P.__exit__(None, None, None)
     if SHARED:
         shutil.rmtree(SHARED, ignore_errors=True)
+    if sanitizer:
+        raise AssertionError("a sanitizer reported in executord's log:\n" + "\n".join(sanitizer))
 
 
 class Fencing(unittest.TestCase):
