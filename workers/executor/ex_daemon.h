@@ -94,7 +94,7 @@ typedef struct ex_daemon {
     atomic_int stopping;
     atomic_int fenced;    /* 1: ZooKeeper contact not proven; no job may run */
     atomic_int sweep_now; /* the main loop sweeps at its next turn */
-    pthread_t deployer; /* ex_deploy.c */
+    pthread_t deployer;   /* ex_deploy.c */
     int deployer_started;
     pthread_mutex_t mu;
     ex_job *jobs;

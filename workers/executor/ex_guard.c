@@ -135,7 +135,8 @@ int ex_guard_main(int argc, char **argv)
         if (killpg(groups[i], SIGKILL) == 0)
             killed++;
     if (swept || killed)
-        ORR_WARN("executord is gone: ended the attempts it left", "executor=%s groups=%d "
+        ORR_WARN("executord is gone: ended the attempts it left",
+                 "executor=%s groups=%d "
                  "process_groups=%d",
                  env.executor, swept, killed);
     free(groups);
@@ -176,10 +177,9 @@ orr_status ex_guard_spawn(ex_daemon *d, orr_err *err)
     int p[2];
     if (pipe2(p, O_CLOEXEC) != 0)
         return orr_err_set(err, ORR_EIO, NULL, "guardian pipe: %s", strerror(errno));
-    char *argv[] = {"executord",      "guard",
-                    (char *)d->cg->name, d->cg_root,
-                    (char *)d->cg_env.parent, (char *)d->id,
-                    NULL};
+    char *argv[] = {
+        "executord",   "guard", (char *)d->cg->name, d->cg_root, (char *)d->cg_env.parent,
+        (char *)d->id, NULL};
     char exe[] = "/proc/self/exe";
     sigset_t none;
     sigemptyset(&none);

@@ -135,7 +135,7 @@ static const char *cancel_reason(ex_cancel why)
 static void record_leftover(ex_daemon *d, int64_t inst, int attempt, int n)
 {
     HL(ProcessStat) st = HL_INIT(PROCESS_STAT);
-    HL(ProcessStat) *sp[1] = {&st};
+    HL(ProcessStat) * sp[1] = {&st};
     st.key = "leftover_processes";
     st.value = n;
     HL(RecordProcessStatsRequest) rq = HL_INIT(RECORD_PROCESS_STATS_REQUEST);
@@ -336,8 +336,9 @@ static void run_job(ex_daemon *d, ex_job *j, orr_arena *a)
     if (res.leftover > 0) {
         /* The main process ended and left work running: killed above. */
         char *n = orr_arena_sprintf(a, "%d", res.leftover);
-        log_note(log_path, "the main process ended while %s process(es) it started still ran: "
-                           "killed%s",
+        log_note(log_path,
+                 "the main process ended while %s process(es) it started still ran: "
+                 "killed%s",
                  n, "");
         ORR_WARN("killed processes the main process left running", "instance=%lld leftover=%d",
                  (long long)inst, res.leftover);

@@ -452,8 +452,7 @@ static void *fence_thread(void *arg)
                 ORR_WARN("zookeeper contact is back: taking work again", "id=%s fenced_ms=%lld",
                          d->id, (long long)(now - fenced_at));
             else
-                ORR_INFO("zookeeper contact established", "id=%s session_timeout_ms=%d", d->id,
-                         t);
+                ORR_INFO("zookeeper contact established", "id=%s session_timeout_ms=%d", d->id, t);
             atomic_store(&d->sweep_now, 1);
         }
         ex_sleep_ms(50);
