@@ -3,16 +3,20 @@
 # topic through a Kafka consumer group (source.subscribe), into PostgreSQL
 # only (ORRERY_PG_DSN; a fresh database per run, dropped at the end).
 #
-# librdkafka's mock cluster trickles N records into P partitions, and its
-# hold file keeps back what the test has not let in yet (a third at first,
-# another third once C shares the topic, the rest after C's stop), while:
+# librdkafka's mock cluster trickles N records into P partitions (in turn),
+# and its hold file keeps back what the test has not let in yet: a quarter
+# at first, the next once B holds every partition, the next once C shares
+# the topic, the rest after C's stop. So every phase has records on every
+# partition by construction, and the test waits until PostgreSQL's stored
+# position of every partition has moved on (each owner read some) before
+# the group changes again. Meanwhile:
 #   1. sortd A and B join the group and share the partitions;
 #   2. A is killed with SIGKILL once rows land, while records are held back
 #      (checked while A is stopped): once its session times out, B takes
 #      its partitions over, from PostgreSQL's positions (what A had
 #      committed to the table is not read again; its uncommitted batch is);
 #   3. sortd C joins: B drains every partition before giving it up, then B
-#      and C share the topic, and the second third is let in;
+#      and C share the topic;
 #   4. C is stopped with SIGTERM: a clean revoke, so its partitions are
 #      drained and committed, and B takes them back at exactly the Kafka
 #      offsets C committed, which equal PostgreSQL's positions;
@@ -72,6 +76,15 @@ holds_some() { [ "$(assigned "$1")" -gt 0 ]; }
 holds_less() { local n; n=$(assigned "$1"); [ "$n" -ge 0 ] && [ "$n" -lt "$2" ]; }
 rows_over() { [ "$(rows)" -gt "$1" ]; }
 rows_atleast() { [ "$(rows)" -ge "$1" ]; }
+# positions: "partition:offset" lines, PostgreSQL's stored position of each partition.
+positions() { q "SELECT part || ':' || off_lo FROM orrery_sort_offsets WHERE stream = 'kg' ORDER BY part"; }
+# all_moved SNAPSHOT: every partition's position is past the one in SNAPSHOT
+# (a positions output; a partition missing there counts as none).
+all_moved() {
+    awk -F: -v parts=$PARTS 'NR == FNR { was[$1] = $2; next }
+        !($1 in was) || $2 > was[$1] { n++ } END { exit !(n == parts) }' \
+        <(echo "-1:0"; echo "$1") <(positions)
+}
 
 cat >"$T/spec.json" <<JSON
 {"name": "kg", "business": "bkg",
@@ -105,7 +118,7 @@ echo "files rule: ok"
 "$GEN" --out "$T/in" --records "$N" --files 3 --ifaces 7 --span 7200 >/dev/null
 # hold M: the mock lets the first M records into the topic.
 hold() { echo "$1" >"$T/hold.tmp" && mv "$T/hold.tmp" "$T/hold"; }
-hold $((N / 3))
+hold $((N / 4))
 "$MOCK" --topic clicks --in "$T/in" --partitions $PARTS --stop-file "$T/stop" --seconds 200 \
     --rate "$RATE" --hold-file "$T/hold" >"$T/mock.out" 2>"$T/mock.err" &
 mpid=$!
@@ -133,6 +146,9 @@ apid=
 echo "A killed with $KILLED_AT rows in the table"
 wait_for 40 holds "$T/b.err" $PARTS || fail "B did not take A's partitions: $(tail -5 "$T/b.err")"
 echo "B holds all $PARTS partitions after $((SECONDS - t0)) s; $(rows) rows"
+snap=$(positions)
+hold $((N / 2))
+wait_for 40 all_moved "$snap" || fail "B did not read every partition after A's: $(positions | tr '\n' ' ')"
 mark=$(wc -l <"$T/b.err")
 
 run c
@@ -141,8 +157,10 @@ wait_for 40 holds_some "$T/c.err" || fail "C got no partitions: $(tail -5 "$T/c.
 wait_for 20 holds_less "$T/b.err" $PARTS || fail "B did not give partitions to C"
 echo "C holds $(assigned "$T/c.err"), B holds $(assigned "$T/b.err") after $((SECONDS - t0)) s"
 before=$(rows)
-hold $((2 * N / 3))
+snap=$(positions)
+hold $((3 * N / 4))
 wait_for 40 rows_over $((before + 1000)) || fail "nothing lands while B and C share the topic"
+wait_for 40 all_moved "$snap" || fail "B and C did not read every partition: $(positions | tr '\n' ' ')"
 
 mark2=$(wc -l <"$T/b.err")
 kill -TERM "$cpid"
