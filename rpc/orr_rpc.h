@@ -82,6 +82,30 @@ orr_status orr_rpc_server_create(const ProtobufCServiceDescriptor *svc,
                                  const orr_rpc_method *methods, size_t n_methods, void *ctx,
                                  const orr_rpc_server_opts *opts, orr_rpc_server **out,
                                  orr_err *err);
+/* Serve one more service on s (before orr_rpc_server_start; ORR_ESTATE
+ * after): methods as for orr_rpc_server_create, ctx for their handlers;
+ * public != 0: they need no service token (the standard health and
+ * reflection services, as stock servers have them). A path served twice is
+ * ORR_EINVAL. On failure the server is unchanged apart from memory it frees
+ * at destroy. */
+orr_status orr_rpc_server_add_service(orr_rpc_server *s, const ProtobufCServiceDescriptor *svc,
+                                      const orr_rpc_method *methods, size_t n_methods, void *ctx,
+                                      int public, orr_err *err);
+/* Hand p (malloc'd) to the server, which frees it at destroy: for handler
+ * contexts that must live as long as the server. -1 when full (at most 4). */
+int orr_rpc_server_own(orr_rpc_server *s, void *p);
+
+/* grpc.health.v1.Health (Check and Watch) on s: probe(service, ctx) answers
+ * ORR_RPC_HEALTH_SERVING, ORR_RPC_HEALTH_NOT_SERVING, or
+ * ORR_RPC_HEALTH_UNKNOWN for a service it does not know (Check: NOT_FOUND;
+ * Watch: SERVICE_UNKNOWN, and the stream stays open). Watch probes every
+ * poll_ms (<= 0: 500) and sends each change. probe runs on RPC threads and
+ * may block up to a short while. Public (no token). Before start. */
+enum { ORR_RPC_HEALTH_SERVING = 1, ORR_RPC_HEALTH_NOT_SERVING = 2, ORR_RPC_HEALTH_UNKNOWN = 3 };
+typedef int (*orr_rpc_health_fn)(const char *service, void *ctx);
+orr_status orr_rpc_server_add_health(orr_rpc_server *s, orr_rpc_health_fn probe, void *ctx,
+                                     int poll_ms, orr_err *err);
+
 /* The bound port (useful with port 0). */
 int orr_rpc_server_port(const orr_rpc_server *s);
 /* Start serving in background threads; returns at once. */

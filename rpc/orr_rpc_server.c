@@ -91,6 +91,7 @@ struct srv_method {
     orr_rpc_stream_fn stream;
     int handler_auth; /* the handler checks the bearer token itself */
     int public;       /* needs no token at all (standard services) */
+    void *ctx;        /* passed to the handler */
     void *reg;        /* grpc_server_register_method handle */
     _Atomic uint64_t calls;
     _Atomic uint64_t errors;
@@ -162,6 +163,8 @@ struct orr_rpc_server {
     size_t live;
     int n_streams;
     orr_rpc_call *finished; /* stream threads to join */
+    void *owned[4];         /* freed with the server (orr_rpc_server_own) */
+    int n_owned;
     int shutdown_done;
 };
 
@@ -507,7 +510,7 @@ static void *srv_stream_main(void *arg)
 
     orr_err err;
     orr_err_clear(&err);
-    orr_status st = c->m->stream(c, c->req, &err, s->ctx);
+    orr_status st = c->m->stream(c, c->req, &err, c->m->ctx);
     if (st == ORR_EINTERNAL)
         ORR_WARN("rpc stream failed", "method=%s msg=%s", c->m->name, orr_log_q(err.msg));
 
@@ -655,7 +658,7 @@ static void srv_on_recv(orr_rpc_server *s, orr_rpc_call *c, int ok)
     }
 
     ProtobufCMessage *resp = NULL;
-    st = c->m->unary(c, req, &resp, &err, s->ctx);
+    st = c->m->unary(c, req, &resp, &err, c->m->ctx);
     grpc_byte_buffer *bb = NULL;
     if (st == ORR_OK) {
         orr_err_clear(&err);
@@ -742,15 +745,25 @@ static void *srv_worker(void *arg)
 
 /* ------------------------------------------------------------ public API */
 
+/* Append the n methods of svc to the table (ctx for their handlers, public:
+ * no token needed) and rebuild the path index. Only before start: armed
+ * slots point into s->methods. */
 static orr_status srv_build_table(orr_rpc_server *s, const ProtobufCServiceDescriptor *svc,
-                                  const orr_rpc_method *methods, size_t n, orr_err *err)
+                                  const orr_rpc_method *methods, size_t n, void *ctx, int public,
+                                  orr_err *err)
 {
-    s->methods = calloc(n ? n : 1, sizeof(*s->methods));
+    size_t base = s->n_methods, total = base + n;
+    struct srv_method *all = realloc(s->methods, (total ? total : 1) * sizeof(*all));
+    if (!all)
+        return orr_err_set(err, ORR_ENOMEM, NULL, "out of memory");
+    s->methods = all;
+    memset(all + base, 0, n * sizeof(*all));
+    free(s->slots);
     s->n_slots = 8;
-    while (s->n_slots < 2 * n)
+    while (s->n_slots < 2 * total)
         s->n_slots *= 2;
     s->slots = calloc(s->n_slots, sizeof(*s->slots));
-    if (!s->methods || !s->slots)
+    if (!s->slots)
         return orr_err_set(err, ORR_ENOMEM, NULL, "out of memory");
     for (size_t i = 0; i < n; i++) {
         const orr_rpc_method *in = &methods[i];
@@ -764,7 +777,7 @@ static orr_status srv_build_table(orr_rpc_server *s, const ProtobufCServiceDescr
         if (!in->unary == !in->stream)
             return orr_err_set(err, ORR_EINVAL, field,
                                "method %s: set exactly one of unary and stream", in->name);
-        struct srv_method *m = &s->methods[i];
+        struct srv_method *m = &all[base + i];
         size_t len = strlen(svc->name) + strlen(md->name) + 3;
         m->path = malloc(len);
         if (!m->path)
@@ -775,12 +788,20 @@ static orr_status srv_build_table(orr_rpc_server *s, const ProtobufCServiceDescr
         m->md = md;
         m->unary = in->unary;
         m->stream = in->stream;
-        s->n_methods = i + 1;
+        m->ctx = ctx;
+        m->public = public;
+        s->n_methods = base + i + 1;
+    }
+    for (size_t i = 0; i < s->n_methods; i++) {
+        struct srv_method *m = &all[i];
         size_t mask = s->n_slots - 1;
         size_t j = srv_hash(m->path, m->path_len) & mask;
         while (s->slots[j]) {
-            if (strcmp(s->slots[j]->path, m->path) == 0)
-                return orr_err_set(err, ORR_EINVAL, field, "method %s listed twice", in->name);
+            if (strcmp(s->slots[j]->path, m->path) == 0) {
+                char field[64];
+                snprintf(field, sizeof(field), "methods[%zu]", i >= base ? i - base : i);
+                return orr_err_set(err, ORR_EINVAL, field, "method %s listed twice", m->name);
+            }
             j = (j + 1) & mask;
         }
         s->slots[j] = m;
@@ -802,6 +823,8 @@ static void srv_free(orr_rpc_server *s)
     free(s->workers);
     free(s->cqs);
     free(s->auth);
+    for (int i = 0; i < s->n_owned; i++)
+        free(s->owned[i]);
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->cv);
     free(s);
@@ -838,7 +861,7 @@ orr_status orr_rpc_server_create(const ProtobufCServiceDescriptor *svc,
             return orr_err_set(err, ORR_ENOMEM, NULL, "out of memory");
         }
     }
-    orr_status st = srv_build_table(s, svc, methods, n_methods, err);
+    orr_status st = srv_build_table(s, svc, methods, n_methods, ctx, 0, err);
     for (size_t k = 0; st == ORR_OK && opts->handler_auth && opts->handler_auth[k]; k++) {
         size_t i = 0;
         while (i < s->n_methods && strcmp(s->methods[i].name, opts->handler_auth[k]) != 0)
@@ -896,6 +919,30 @@ orr_status orr_rpc_server_create(const ProtobufCServiceDescriptor *svc,
     }
     *out = s;
     return ORR_OK;
+}
+
+orr_status orr_rpc_server_add_service(orr_rpc_server *s, const ProtobufCServiceDescriptor *svc,
+                                      const orr_rpc_method *methods, size_t n_methods, void *ctx,
+                                      int public, orr_err *err)
+{
+    if (s->started)
+        return orr_err_set(err, ORR_ESTATE, NULL, "add services before the server starts");
+    if (!svc || (n_methods && !methods))
+        return orr_err_set(err, ORR_EINVAL, "service", "a service and its methods are required");
+    size_t first = s->n_methods;
+    orr_status st = srv_build_table(s, svc, methods, n_methods, ctx, public, err);
+    for (size_t i = first; i < s->n_methods; i++)
+        s->methods[i].reg = grpc_server_register_method(
+            s->server, s->methods[i].path, NULL, GRPC_SRM_PAYLOAD_READ_INITIAL_BYTE_BUFFER, 0);
+    return st;
+}
+
+int orr_rpc_server_own(orr_rpc_server *s, void *p)
+{
+    if (s->n_owned >= (int)(sizeof(s->owned) / sizeof(s->owned[0])))
+        return -1;
+    s->owned[s->n_owned++] = p;
+    return 0;
 }
 
 int orr_rpc_server_port(const orr_rpc_server *s)

@@ -56,6 +56,12 @@ extern const char *const hl_worker_methods[];
  * and the service needs no token). Pure; constant-time compares. */
 orr_status hl_worker_auth(const hl_ctx *hc, const char *bearer, orr_err *err);
 
+/* Probe of the standard grpc.health.v1.Health service (orr_rpc_health_fn;
+ * ctx is the hl_ctx): "" and "orrery.halley.v1.Halley" are SERVING while a
+ * query on PostgreSQL succeeds, NOT_SERVING otherwise; any other name is
+ * UNKNOWN. Blocks for one query at most. */
+int hl_health_probe(const char *service, void *ctx);
+
 /* Handlers, by area. Signatures are orr_rpc_unary_fn / orr_rpc_stream_fn. */
 #define HL_UNARY(name)                                                                             \
     orr_status name(orr_rpc_call *call, const ProtobufCMessage *req, ProtobufCMessage **resp,      \

@@ -149,6 +149,20 @@ orr_status hl_audit(hl_conn *c, orr_arena *a, const char *actor, const char *act
 static hl_stmt q_schema_version =
     HL_STMT("SELECT coalesce(max(version), 0) FROM schema_migrations");
 
+static hl_stmt q_ping = HL_STMT("SELECT 1");
+
+int hl_health_probe(const char *service, void *ctx)
+{
+    hl_ctx *hc = ctx;
+    if (service[0] && strcmp(service, orrery__halley__v1__halley__descriptor.name) != 0)
+        return ORR_RPC_HEALTH_UNKNOWN;
+    orr_arena *a = orr_arena_create(0);
+    orr_err e;
+    orr_status s = hl_db_query_once(hc->db, a, &q_ping, 0, NULL, NULL, &e);
+    orr_arena_destroy(a);
+    return s == ORR_OK ? ORR_RPC_HEALTH_SERVING : ORR_RPC_HEALTH_NOT_SERVING;
+}
+
 HL_UNARY(hl_api_health)
 {
     (void)req;

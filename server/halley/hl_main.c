@@ -160,6 +160,7 @@ static int hl_cmd_serve(orr_config *cfg)
     };
     if (orr_rpc_server_create(&orrery__halley__v1__halley__descriptor, hl_methods, hl_methods_count,
                               &hc, &so, &srv, &err) != ORR_OK ||
+        orr_rpc_server_add_health(srv, hl_health_probe, &hc, 500, &err) != ORR_OK ||
         orr_rpc_server_start(srv) != ORR_OK)
         goto fail;
     if (metrics)

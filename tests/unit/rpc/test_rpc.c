@@ -827,6 +827,47 @@ static void test_create_errors(void **state)
     assert_null(c);
 }
 
+static int probe_calls;
+static int probe_serving(const char *service, void *ctx)
+{
+    (void)ctx;
+    probe_calls++;
+    return strcmp(service, "") == 0 ? ORR_RPC_HEALTH_SERVING : ORR_RPC_HEALTH_UNKNOWN;
+}
+
+/* A second, public service beside a token-guarded one. */
+static void test_add_service(void **state)
+{
+    (void)state;
+    orr_rpc_server_opts o = {.listen = "127.0.0.1:0", .threads = 2, .token = TOKEN};
+    orr_rpc_server *s = NULL;
+    orr_err err;
+    assert_int_equal(orr_rpc_server_create(SVC, echo_methods, 3, &g_state, &o, &s, &err), ORR_OK);
+    assert_int_equal(orr_rpc_server_add_health(s, probe_serving, NULL, 100, &err), ORR_OK);
+    /* the same paths twice are refused */
+    assert_int_equal(orr_rpc_server_add_service(s, SVC, echo_methods, 1, NULL, 1, &err),
+                     ORR_EINVAL);
+    assert_string_equal(err.field, "methods[0]");
+    assert_int_equal(orr_rpc_server_start(s), ORR_OK);
+    assert_int_equal(orr_rpc_server_add_health(s, probe_serving, NULL, 100, &err), ORR_ESTATE);
+    int port = orr_rpc_server_port(s);
+    struct raw_result r;
+    /* HealthCheckRequest{service: ""} is the empty message */
+    raw_call(port, "/grpc.health.v1.Health/Check", "", 0, NULL, &r);
+    assert_int_equal(r.status, GRPC_STATUS_OK);
+    assert_int_equal(r.resp_len, 2); /* status = SERVING: 08 01 */
+    uint8_t unknown[] = {0x0a, 0x01, 'x'};
+    raw_call(port, "/grpc.health.v1.Health/Check", unknown, sizeof(unknown), NULL, &r);
+    assert_int_equal(r.status, GRPC_STATUS_NOT_FOUND);
+    assert_string_equal(r.field, "service");
+    /* the guarded service still wants its token */
+    uint8_t req[] = {0x0a, 0x02, 'h', 'i'};
+    raw_call(port, "/orrery.test.v1.Echo/Say", req, sizeof(req), NULL, &r);
+    assert_int_equal(r.status, GRPC_STATUS_UNAUTHENTICATED);
+    assert_true(probe_calls >= 2);
+    orr_rpc_server_destroy(s);
+}
+
 /* RFC 7235 credentials: scheme in any case, 1*SP, a token; nothing else. */
 static void test_bearer_parse(void **state)
 {
@@ -913,6 +954,7 @@ int main(void)
         cmocka_unit_test(test_auth),
         cmocka_unit_test(test_handler_auth),
         cmocka_unit_test(test_bearer_parse),
+        cmocka_unit_test(test_add_service),
         cmocka_unit_test(test_status_details_bytes),
         cmocka_unit_test(test_unknown_method),
         cmocka_unit_test(test_bad_protobuf),
