@@ -92,26 +92,26 @@ if err not in (0, -110):  # ZOK, ZNODEEXISTS
 PY
 }
 
-wait_log() { # file pattern pid what: wait (<= 30 s) for a line of the daemon's log
+wait_log() { # file pattern pid what: wait (<= 60 s) for a line of the daemon's log
 	local i
-	for ((i = 0; i < 300; i++)); do
+	for ((i = 0; i < 600; i++)); do
 		kill -0 "$3" 2>/dev/null || die "$4 exited at start (log: $TMP)"
 		grep -q -- "$2" "$1" 2>/dev/null && return 0
 		sleep 0.1
 	done
-	die "$4 did not log \"$2\" within 30 s"
+	die "$4 did not log \"$2\" within 60 s"
 }
 
 wait_port() { # port pid what
 	local i
-	for ((i = 0; i < 200; i++)); do
+	for ((i = 0; i < 600; i++)); do
 		kill -0 "$2" 2>/dev/null || die "$3 exited at start (log: $TMP)"
 		if (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; then
 			return 0
 		fi
 		sleep 0.1
 	done
-	die "$3 did not listen on port $1 within 20 s"
+	die "$3 did not listen on port $1 within 60 s"
 }
 
 stop_daemons() { # newest first (scheduler and executor before the servers
@@ -214,8 +214,8 @@ wait_port "$GALAXY_PORT" "${PIDS[-1]}" galaxyd
 # the folders it works in must be reachable (0755/0711) from the run's folder.
 EXECUTOR_ID=e2e-ex-$$
 EXECUTOR_PORT=$(free_port)
-mkdir -p -- "$TMP/executor" "$TMP/blob"
-chmod 0755 "$TMP" "$TMP/blob"
+mkdir -p -- "$TMP/executor" "$TMP/blob" "$TMP/gates"
+chmod 0755 "$TMP" "$TMP/blob" "$TMP/gates"
 chmod 0711 "$TMP/executor"
 ORRERY_EXECUTOR_ID=$EXECUTOR_ID \
 	ORRERY_EXECUTOR_HOST=127.0.0.1 \
@@ -272,6 +272,7 @@ ORRERY_E2E_BASE_URL=http://127.0.0.1:$GALAXY_PORT \
 	ORRERY_E2E_SCREENSHOTS=$SHOTS \
 	ORRERY_E2E_CHROMIUM=$CHROMIUM \
 	ORRERY_E2E_EXECUTOR=$EXECUTOR_ID \
+	ORRERY_E2E_GATES=$TMP/gates \
 	ORRERY_E2E_ADMIN=e2e_admin ORRERY_E2E_ADMIN_PASSWORD=$PW_ADMIN \
 	ORRERY_E2E_DEV=e2e_dev ORRERY_E2E_FIN=e2e_fin ORRERY_E2E_VIEWER=e2e_viewer ORRERY_E2E_PASSWORD=$PW_DEV \
 	node --test --test-concurrency=1 --test-timeout=600000 "$WEB"/tests/*.test.mjs 2>&1 | tee "$TMP/node-test.log"

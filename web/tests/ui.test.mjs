@@ -37,6 +37,9 @@ const DEV = [env('ORRERY_E2E_DEV'), env('ORRERY_E2E_PASSWORD')];
 const FIN = [env('ORRERY_E2E_FIN'), env('ORRERY_E2E_PASSWORD')];
 const VIEWER = [env('ORRERY_E2E_VIEWER'), env('ORRERY_E2E_PASSWORD')];
 const EXECUTOR = env('ORRERY_E2E_EXECUTOR');
+// A folder the tasks can see: a task waits for a file here that the test
+// creates when it is ready for the task to go on (a gate, not a sleep).
+const GATES = env('ORRERY_E2E_GATES');
 const T = 30000; // per wait (the test machine may be loaded)
 const RUN_T = 120000; // for a run through keplerd and executord
 // Hourly, at a minute 30 minutes after now (see the top of the file).
@@ -117,7 +120,16 @@ async function shot(page, name) {
   // Sticky parts (the navigation, the designer's spec panel) follow the
   // scroll position: capture from the top.
   await page.evaluate(() => window.scrollTo(0, 0));
-  await page.waitForTimeout(300); // let transitions settle
+  // let CSS transitions and finite animations finish (an endless one, such
+  // as a running state's pulse, never does; cancelled ones count as done)
+  await page.evaluate(() =>
+    Promise.all(
+      document
+        .getAnimations()
+        .filter((a) => Number.isFinite(a.effect?.getComputedTiming().endTime))
+        .map((a) => a.finished.catch(() => null)),
+    ),
+  );
   await page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
 }
 
@@ -370,9 +382,16 @@ test('the scheduler runs a workflow: states turn to success, the log follows liv
     assert.equal(r.status, 201, JSON.stringify(r.body));
     flow[name] = r.body.id;
   };
-  // flow_extract writes a line, waits, writes another: the page must show
-  // the first before the second exists, then the second without a reload.
-  await make('flow_extract', 'echo extract-begin; sleep 6; echo extract-live-line; sleep 3; echo extract-end');
+  // flow_extract writes a line, waits at a gate, writes another: the page
+  // must show the first before the second exists, then the second without a
+  // reload. The gate opens when the test creates the file (the task gives up
+  // after 300 s, so a failed test leaves no endless run).
+  const gate = join(GATES, `extract-${process.pid}`);
+  await make(
+    'flow_extract',
+    `echo extract-begin; i=0; while [ ! -e ${gate} ] && [ $i -lt 3000 ]; do sleep 0.1; i=$((i + 1)); done; ` +
+      'echo extract-live-line; echo extract-end',
+  );
   await make('flow_transform', 'echo transform-ran', 'flow_extract');
   await make('flow_load', 'echo load-ran', 'flow_transform');
   const marker = `e2e-long-${process.pid}-${Date.now()}`;
@@ -387,6 +406,7 @@ test('the scheduler runs a workflow: states turn to success, the log follows liv
   const early = await logText(page);
   assert.ok(!early.includes('extract-live-line'), `the page shows the log before the line exists: ${early}`);
   await shot(page, 'instance-live-log');
+  writeFileSync(gate, '');
   await until(async () => (await logText(page)).includes('extract-live-line'), 'the next line, live', T);
   const tr = await backfillOne(page, flow.flow_transform);
   const ld = await backfillOne(page, flow.flow_load);
