@@ -187,6 +187,8 @@ port_owner() {
 # ---------------------------------------------------------------- identity
 
 # As root, servers run as the system user "orrery"; otherwise as the caller.
+# Tasks of executord run as "orrery-task", made here too.
+readonly TASK_USER=orrery-task
 if ((EUID == 0)); then
 	readonly SERVICE_USER=orrery
 	readonly ADMIN_MYSQL_USER=root
@@ -208,6 +210,14 @@ ensure_service_user() {
 			die "could not create the system user $SERVICE_USER (useradd failed)"
 	fi
 	AS_SERVICE=(setpriv "--reuid=$SERVICE_USER" "--regid=$SERVICE_USER" --clear-groups)
+	# executord runs tasks as a user of their own (its default [executor]
+	# run_as): never the servers' user, which owns their data.
+	if ! id -u "$TASK_USER" >/dev/null 2>&1; then
+		say "creating system user $TASK_USER"
+		useradd --system --no-create-home --user-group --shell /usr/sbin/nologin "$TASK_USER" ||
+			id -u "$TASK_USER" >/dev/null 2>&1 ||
+			die "could not create the system user $TASK_USER (useradd failed)"
+	fi
 }
 
 # run_as_service CMD...: runs CMD as the service user in a clean environment.

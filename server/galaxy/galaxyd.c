@@ -144,6 +144,8 @@ static int gx_cmd_serve(orr_config *cfg)
         fprintf(stderr, "galaxyd: %s\n", e.msg);
         goto out;
     }
+    /* Ended sessions, kept current from halleyd's events (a thread of its own,
+     * started after the signal mask below so it inherits it). */
     /* Block the stop signals in every thread; the main thread waits for them. */
     sigset_t stop;
     sigemptyset(&stop);
@@ -151,6 +153,10 @@ static int gx_cmd_serve(orr_config *cfg)
     sigaddset(&stop, SIGINT);
     pthread_sigmask(SIG_BLOCK, &stop, NULL);
     signal(SIGPIPE, SIG_IGN);
+    if (gx_sessions_start(app.halley, app.rpc_timeout_ms, &app.sessions, &e) != ORR_OK) {
+        fprintf(stderr, "galaxyd: %s\n", e.msg);
+        goto out;
+    }
     gx_server_opts o = {
         .listen = orr_config_str(cfg, "galaxy", "listen"),
         .threads = (int)orr_config_int(cfg, "galaxy", "threads"),
@@ -178,6 +184,7 @@ static int gx_cmd_serve(orr_config *cfg)
     gx_server_stop(app.server);
     rc = 0;
 out:
+    gx_sessions_stop(app.sessions);
     orr_rpc_client_destroy(app.halley);
     orr_rpc_client_destroy(app.halley_worker);
     gx_tokcache_destroy(app.tokcache);

@@ -124,6 +124,71 @@ void gx_h_users_create(gx_req *req, gx_resp *resp)
     gx_resp_json(resp, 201, gx_user_json(u));
 }
 
+/* PATCH /users/{name}: any of role, teams, active, password. halleyd ends
+ * every session of the user in the same change, so the new role or team
+ * list (or the disable) applies at once on every galaxyd. */
+void gx_h_user_update(gx_req *req, gx_resp *resp)
+{
+    static const char *const keys[] = {"role", "teams", "active", "password", NULL};
+    static const char *const roles[] = {"", "admin", "developer", "viewer"};
+    orr_err e;
+    json_t *body = gx_req_json(req, resp);
+    if (!body)
+        return;
+    const char *role = NULL, *password = NULL;
+    json_t *teams = NULL;
+    if (orr_json_allow_keys(body, "", keys, &e) != ORR_OK ||
+        orr_json_get_str(body, "", "role", 0, &role, &e) != ORR_OK ||
+        orr_json_get_array(body, "", "teams", 0, &teams, &e) != ORR_OK ||
+        orr_json_get_str(body, "", "password", 0, &password, &e) != ORR_OK) {
+        gx_resp_err(resp, &e);
+        return;
+    }
+    HL(UpdateUserRequest) rq = HL_INIT(UPDATE_USER_REQUEST);
+    rq.name = (char *)gx_req_param(req, 0);
+    if (role) {
+        for (int i = 1; i < 4; i++)
+            if (strcmp(role, roles[i]) == 0)
+                rq.role = (HL(Role))i;
+        if (!rq.role) {
+            gx_resp_fail(resp, ORR_EINVAL, "role", "must be admin, developer or viewer");
+            return;
+        }
+    }
+    json_t *active = json_object_get(body, "active");
+    if (active) {
+        if (!json_is_boolean(active)) {
+            gx_resp_fail(resp, ORR_EINVAL, "active", "must be true or false");
+            return;
+        }
+        rq.set_active = 1;
+        rq.active = json_is_true(active);
+    }
+    if (teams) {
+        size_t n = json_array_size(teams);
+        char **list = orr_arena_calloc(req->arena, n + 1, sizeof(*list));
+        for (size_t i = 0; i < n; i++) {
+            const char *t = json_string_value(json_array_get(teams, i));
+            if (!t) {
+                char p[32];
+                gx_resp_fail(resp, ORR_EINVAL, orr_json_index_path(p, sizeof(p), "teams", i),
+                             "must be a string");
+                return;
+            }
+            list[i] = (char *)t;
+        }
+        rq.set_teams = 1;
+        rq.n_teams = n;
+        rq.teams = list;
+    }
+    rq.password = (char *)(password ? password : "");
+    rq.actor = (char *)gx_actor(req);
+    HL(User) * u;
+    if (gx_halley(req, resp, "UpdateUser", &rq.base, (ProtobufCMessage **)&u) != ORR_OK)
+        return;
+    gx_resp_json(resp, 200, gx_user_json(u));
+}
+
 void gx_h_user_get(gx_req *req, gx_resp *resp)
 {
     HL(GetUserRequest) rq = HL_INIT(GET_USER_REQUEST);
@@ -222,6 +287,10 @@ void gx_h_healthz(gx_req *req, gx_resp *resp)
     int db_ok = halley_ok && rs->db_ok;
     json_t *out = json_pack("{s:s,s:b,s:b}", "status", halley_ok && db_ok ? "ok" : "degraded",
                             "halley", halley_ok, "database", db_ok);
+    /* "events": sessions are kept from halleyd's event stream; "asking":
+     * the stream is not in place and each session is checked with halleyd. */
+    json_object_set_new(out, "sessions",
+                        json_string(gx_sessions_synced(app->sessions) ? "events" : "asking"));
     if (!halley_ok)
         json_object_set_new(out, "error", json_string(e.msg));
     if (rs)

@@ -15,7 +15,7 @@
 
 /* The caller's token: "Authorization: Bearer <token>" (the scheme in any
  * case, one or more spaces, RFC 7235), else the session cookie (*cookie set). */
-static const char *bearer_token(gx_req *req, int *cookie)
+const char *gx_req_token(gx_req *req, int *cookie)
 {
     const char *h = gx_req_header(req, "Authorization");
     *cookie = 0;
@@ -53,7 +53,7 @@ int gx_auth_check(gx_req *req, gx_resp *resp)
 {
     gx_app *app = req->app;
     int cookie;
-    const char *tok = bearer_token(req, &cookie);
+    const char *tok = gx_req_token(req, &cookie);
     orr_err e;
     if (!tok) {
         gx_resp_fail(resp, ORR_EAUTH, "authorization", "login required");
@@ -72,6 +72,15 @@ int gx_auth_check(gx_req *req, gx_resp *resp)
         }
     } else if (gx_jwt_verify(app->jwt_secret, app->jwt_secret_len, tok, time(NULL), req->arena,
                              &req->who, &e) != ORR_OK) {
+        gx_resp_err(resp, &e);
+        return 1;
+    } else if (!req->who.sid) {
+        gx_resp_fail(resp, ORR_EAUTH, "authorization",
+                     "this session token predates session ids; log in again");
+        return 1;
+    } else if (app->sessions &&
+               gx_sessions_check(app->sessions, req->who.sid, (int64_t)time(NULL) * 1000, &e) !=
+                   ORR_OK) {
         gx_resp_err(resp, &e);
         return 1;
     }

@@ -17,6 +17,7 @@
 #include "gx_http.h"
 #include "gx_input.h"
 #include "gx_ratelimit.h"
+#include "gx_session.h"
 #include "halley.pb-c.h"
 #include "orr_config.h"
 #include "orr_rpc.h"
@@ -50,6 +51,7 @@ typedef struct gx_app {
     const char *blob_root;           /* [galaxy] blob_root, a path (file:// stripped) */
     size_t max_package;              /* [galaxy] max_package: largest code-package upload */
     struct gx_tokcache *tokcache;    /* API tokens seen lately (gx_api_tokens.c) */
+    gx_sessions *sessions;           /* ended login sessions (gx_session.h) */
 } gx_app;
 
 /* The route table (gx_routes.c). */
@@ -114,8 +116,14 @@ json_t *gx_instance_json(const Orrery__Halley__V1__Instance *in);
 json_t *gx_user_json(const Orrery__Halley__V1__User *u);
 
 /* Handlers, by area. */
+/* The caller's token: "Authorization: Bearer <token>" (the scheme in any
+ * case), else the session cookie (*cookie set to 1); NULL when neither. */
+const char *gx_req_token(gx_req *req, int *cookie);
+
 void gx_h_login(gx_req *, gx_resp *);
 void gx_h_logout(gx_req *, gx_resp *);
+void gx_h_password(gx_req *, gx_resp *);
+void gx_h_user_update(gx_req *, gx_resp *);
 void gx_h_me(gx_req *, gx_resp *);
 void gx_h_tasks_list(gx_req *, gx_resp *);
 void gx_h_task_create(gx_req *, gx_resp *);

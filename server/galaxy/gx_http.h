@@ -63,6 +63,8 @@ typedef struct gx_principal {
     const char *name;
     gx_role role;
     const char *const *teams; /* NULL-terminated, in the request arena */
+    const char *sid;          /* session id of a session token; NULL otherwise */
+    int64_t exp_ms;           /* when the session token expires (0 = not a session token) */
 } gx_principal;
 
 typedef struct gx_req {

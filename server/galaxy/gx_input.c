@@ -105,9 +105,9 @@ int gx_name_ok(const char *s)
     return orr_name_ok(s, ORR_NAME_MAX);
 }
 
-/* Digits of s as a non-negative int64 (1..19 digits, first not '0' unless
- * the only one when zero_ok). -1 on anything else or overflow. */
-static int gx_digits(const char *s, int zero_ok, int64_t *out)
+/* Digits of s as a number of at most max (1..19 digits, first not '0'
+ * unless the only one when zero_ok). -1 on anything else or overflow. */
+static int gx_digits(const char *s, int zero_ok, uint64_t max, uint64_t *out)
 {
     size_t n = strspn(s, "0123456789");
     if (n == 0 || n > 19 || s[n] != '\0')
@@ -116,36 +116,37 @@ static int gx_digits(const char *s, int zero_ok, int64_t *out)
         return -1;
     uint64_t v = 0;
     for (size_t i = 0; i < n; i++)
-        v = v * 10 + (uint64_t)(s[i] - '0');
-    if (v > (uint64_t)INT64_MAX)
+        v = v * 10 + (uint64_t)(s[i] - '0'); /* 19 digits cannot wrap a uint64 */
+    if (v > max)
         return -1;
-    *out = (int64_t)v;
+    *out = v;
     return 0;
 }
 
 int gx_parse_id(const char *s, int64_t *out)
 {
-    int64_t v;
-    if (!s || gx_digits(s, 0, &v) != 0)
+    uint64_t v;
+    if (!s || gx_digits(s, 0, (uint64_t)INT64_MAX, &v) != 0)
         return -1;
-    *out = v;
+    *out = (int64_t)v;
     return 0;
 }
 
 int gx_parse_int(const char *s, int64_t *out)
 {
-    int64_t v;
+    uint64_t v;
     if (!s)
         return -1;
     if (s[0] == '-') {
-        if (gx_digits(s + 1, 0, &v) != 0)
+        /* down to INT64_MIN, whose magnitude is INT64_MAX + 1 */
+        if (gx_digits(s + 1, 0, (uint64_t)INT64_MAX + 1, &v) != 0)
             return -1;
-        *out = -v;
+        *out = v == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(int64_t)v;
         return 0;
     }
-    if (gx_digits(s, 1, &v) != 0)
+    if (gx_digits(s, 1, (uint64_t)INT64_MAX, &v) != 0)
         return -1;
-    *out = v;
+    *out = (int64_t)v;
     return 0;
 }
 

@@ -25,7 +25,7 @@
 
 struct gx_jwt_cached {
     uint64_t hash;
-    char *block; /* malloc'd: token NUL name NUL team NUL ... team NUL; NULL = empty */
+    char *block; /* malloc'd: token NUL name NUL sid NUL team NUL ... team NUL; NULL = empty */
     size_t token_len;
     unsigned char secret[GX_JWT_CACHE_MAX_KEY];
     size_t secret_len;
@@ -66,6 +66,9 @@ static int gx_jwt_cache_get(const unsigned char *secret, size_t secret_len, cons
         who->role = c->role;
         who->name = orr_arena_strdup(a, p);
         p += strlen(p) + 1;
+        who->sid = *p ? orr_arena_strdup(a, p) : NULL;
+        who->exp_ms = (int64_t)c->exp * 1000;
+        p += strlen(p) + 1;
         const char **list = orr_arena_calloc(a, c->nteams + 1, sizeof(*list));
         for (size_t i = 0; i < c->nteams; i++) {
             list[i] = orr_arena_strdup(a, p);
@@ -84,7 +87,8 @@ static void gx_jwt_cache_put(const unsigned char *secret, size_t secret_len, con
 {
     if (secret_len > GX_JWT_CACHE_MAX_KEY || token_len > GX_JWT_CACHE_MAX_TOKEN)
         return;
-    size_t size = token_len + 1 + strlen(who->name) + 1, nteams = 0;
+    const char *sid = who->sid ? who->sid : "";
+    size_t size = token_len + 1 + strlen(who->name) + 1 + strlen(sid) + 1, nteams = 0;
     for (const char *const *t = who->teams; t && *t; t++, nteams++)
         size += strlen(*t) + 1;
     char *block = malloc(size), *p = block;
@@ -94,6 +98,9 @@ static void gx_jwt_cache_put(const unsigned char *secret, size_t secret_len, con
     p += token_len + 1;
     size_t n = strlen(who->name) + 1;
     memcpy(p, who->name, n);
+    p += n;
+    n = strlen(sid) + 1;
+    memcpy(p, sid, n);
     p += n;
     for (const char *const *t = who->teams; t && *t; t++) {
         n = strlen(*t) + 1;
@@ -174,6 +181,7 @@ orr_status gx_jwt_issue(const unsigned char *secret, size_t secret_len, const gx
     teams_json = json_dumps(teams, JSON_COMPACT);
     if (!teams_json || jwt_add_grant(jwt, "sub", sub) || jwt_add_grant(jwt, "name", who->name) ||
         jwt_add_grant(jwt, "role", gx_role_name(who->role)) ||
+        (who->sid && jwt_add_grant(jwt, "sid", who->sid)) ||
         jwt_add_grant_int(jwt, "iat", (long)now) ||
         jwt_add_grant_int(jwt, "exp", (long)(now + ttl_s)))
         goto fail;
@@ -243,8 +251,15 @@ orr_status gx_jwt_verify(const unsigned char *secret, size_t secret_len, const c
         why = "bad subject";
         goto out;
     }
+    const char *sid = jwt_get_grant(jwt, "sid");
+    if (sid && (strlen(sid) != 32 || strspn(sid, "0123456789abcdef") != 32)) {
+        why = "bad session id";
+        goto out;
+    }
     who->user_id = uid;
     who->name = orr_arena_strdup(a, name);
+    who->sid = sid ? orr_arena_strdup(a, sid) : NULL;
+    who->exp_ms = (int64_t)exp * 1000;
     who->role = gx_role_parse(role);
     char *teams_json = jwt_get_grants_json(jwt, "teams");
     json_t *teams = teams_json ? json_loads(teams_json, 0, NULL) : NULL;

@@ -8,7 +8,9 @@
  * every claim before the token is freed.
  *
  * Claims: sub (user id), name, role (viewer|developer|admin), teams (array of
- * team names), iat, exp.
+ * team names), sid (the halleyd session, when who->sid is set), iat, exp.
+ * gx_jwt_verify fills who->sid (NULL when the token has none) and
+ * who->exp_ms; whether the session still lives is gx_session.h's concern.
  */
 #ifndef GX_JWT_H
 #define GX_JWT_H

@@ -11,7 +11,10 @@ const gx_route gx_routes[] = {
     {"GET", "/api/v1/openapi.json", gx_h_openapi, GX_ROLE_NONE, "This API's OpenAPI 3 document"},
     /* sessions */
     {"POST", "/api/v1/auth/login", gx_h_login, GX_ROLE_NONE, "Log in; returns a session token"},
-    {"POST", "/api/v1/auth/logout", gx_h_logout, GX_ROLE_NONE, "Clear the session cookie"},
+    {"POST", "/api/v1/auth/logout", gx_h_logout, GX_ROLE_NONE,
+     "End the caller's session on every galaxyd and clear the cookie"},
+    {"POST", "/api/v1/auth/password", gx_h_password, GX_ROLE_VIEWER,
+     "Change one's own password: every session of the user ends; a new one is returned"},
     {"GET", "/api/v1/auth/me", gx_h_me, GX_ROLE_VIEWER, "The logged-in user"},
     /* tasks */
     {"GET", "/api/v1/tasks", gx_h_tasks_list, GX_ROLE_VIEWER, "List tasks"},
@@ -54,6 +57,8 @@ const gx_route gx_routes[] = {
      "Instance outcomes over time and the queue right now"},
     {"POST", "/api/v1/users", gx_h_users_create, GX_ROLE_ADMIN, "Create a user"},
     {"GET", "/api/v1/users/{name}", gx_h_user_get, GX_ROLE_VIEWER, "A user"},
+    {"PATCH", "/api/v1/users/{name}", gx_h_user_update, GX_ROLE_ADMIN,
+     "Change a user's role, teams, password or whether it is active; its sessions end"},
     {"POST", "/api/v1/teams", gx_h_teams_create, GX_ROLE_ADMIN, "Create a team"},
     {"GET", "/api/v1/datasources/{name}", gx_h_datasource_get, GX_ROLE_VIEWER,
      "A data source (never its password)"},

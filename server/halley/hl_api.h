@@ -123,6 +123,21 @@ HL_UNARY(hl_api_record_process_stats);
 HL_UNARY(hl_api_list_process_stats);
 HL_UNARY(hl_api_get_watermark);
 HL_UNARY(hl_api_put_watermark);
+/* Sessions (hl_api_sessions.c). */
+HL_UNARY(hl_api_revoke_session);
+HL_UNARY(hl_api_list_revoked_sessions);
+HL_UNARY(hl_api_check_session);
+HL_UNARY(hl_api_update_user);
+/* A new session of user_id lasting ttl_ms, on c (the caller's transaction or
+ * autocommit); *sid gets its id (arena). Expired sessions are purged a few
+ * at a time. */
+orr_status hl_session_create(hl_conn *c, orr_arena *a, int64_t user_id, int64_t ttl_ms,
+                             const char *client, const char **sid, orr_err *err);
+/* End every live session of user_id (reason goes to the rows and the
+ * event) and emit "session.revoked" for them, inside the caller's
+ * transaction. *revoked (may be NULL) gets how many ended. */
+orr_status hl_sessions_revoke_user(hl_conn *c, orr_arena *a, int64_t user_id, const char *reason,
+                                   int *revoked, orr_err *err);
 orr_status hl_api_watch_events(orr_rpc_call *call, const ProtobufCMessage *req, orr_err *err,
                                void *ctx);
 

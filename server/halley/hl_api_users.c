@@ -17,6 +17,7 @@
 
 #include "orr_buf.h"
 #include "orr_json.h"
+#include "orr_log.h"
 
 static hl_stmt q_insert_team = HL_STMT("INSERT INTO teams (name) VALUES ($1) RETURNING id");
 static hl_stmt q_insert_user =
@@ -51,6 +52,13 @@ static hl_stmt q_list_ds =
     HL_STMT("SELECT name, kind, params::text, secret IS NOT NULL, " HL_MS(
         "updated_at") " FROM data_sources WHERE $1 = '' OR kind = $1 ORDER BY name");
 static hl_stmt q_list_teams = HL_STMT("SELECT id, name FROM teams ORDER BY name");
+static hl_stmt q_lock_user =
+    HL_STMT("SELECT id, password_hash FROM users WHERE name = $1 FOR UPDATE");
+static hl_stmt q_set_role = HL_STMT("UPDATE users SET role = $2 WHERE id = $1::int8");
+static hl_stmt q_set_active = HL_STMT("UPDATE users SET active = $2::bool WHERE id = $1::int8");
+static hl_stmt q_set_password =
+    HL_STMT("UPDATE users SET password_hash = $2 WHERE id = $1::int8");
+static hl_stmt q_clear_teams = HL_STMT("DELETE FROM user_teams WHERE user_id = $1::int8");
 
 static const char *const hl__roles[] = {NULL, "admin", "developer", "viewer"};
 
@@ -239,11 +247,158 @@ HL_UNARY(hl_api_authenticate)
     if (s != ORR_OK)
         return s;
     if (hl_secret_check_password(hash, rq->password) && u->active) {
+        if (rq->session_ttl_ms > 0) {
+            if (rq->session_ttl_ms < 1000 || rq->session_ttl_ms > 90LL * 86400000)
+                return orr_err_set(err, ORR_EINVAL, "session_ttl_ms", "must be 1 s to 90 days");
+            if (strlen(rq->client) > 64)
+                return orr_err_set(err, ORR_EINVAL, "client", "at most 64 bytes");
+            const char *sid = NULL;
+            if ((s = hl_db_get(hc->db, &c, err)) != ORR_OK)
+                return s;
+            s = hl_session_create(c, a, u->id, rq->session_ttl_ms, rq->client, &sid, err);
+            hl_db_put(hc->db, c);
+            if (s != ORR_OK)
+                return s;
+            o->session_id = (char *)sid;
+        }
         o->ok = 1;
         o->user = u;
     }
     *resp = &o->base;
     return ORR_OK;
+}
+
+/* What UpdateUserRequest changes, as the audit detail ({"role":..,...}). */
+static const char *hl__user_changes(orr_arena *a, const Orrery__Halley__V1__UpdateUserRequest *rq)
+{
+    orr_buf b = ORR_BUF_INIT;
+    orr_buf_appendf(&b, "{");
+    if (rq->role)
+        orr_buf_appendf(&b, "\"role\":%s,", hl_jstr(a, hl__roles[rq->role]));
+    if (rq->set_teams) {
+        orr_buf_appendf(&b, "\"teams\":[");
+        for (size_t i = 0; i < rq->n_teams; i++)
+            orr_buf_appendf(&b, "%s%s", i ? "," : "", hl_jstr(a, rq->teams[i]));
+        orr_buf_appendf(&b, "],");
+    }
+    if (rq->set_active)
+        orr_buf_appendf(&b, "\"active\":%s,", rq->active ? "true" : "false");
+    if (rq->password[0])
+        orr_buf_appendf(&b, "\"password\":\"changed\",");
+    if (b.len > 1)
+        b.len--; /* the last comma */
+    orr_buf_appendf(&b, "}");
+    const char *out = orr_arena_strdup(a, b.data);
+    orr_buf_free(&b);
+    return out;
+}
+
+HL_UNARY(hl_api_update_user)
+{
+    hl_ctx *hc = ctx;
+    const Orrery__Halley__V1__UpdateUserRequest *rq = (const void *)req;
+    orr_arena *a = orr_rpc_call_arena(call);
+    if (!hl_is_name(rq->name, 128))
+        return orr_err_set(err, ORR_EINVAL, "name", "must be " ORR_NAME_RULE);
+    if (rq->role < 0 || rq->role > 3)
+        return orr_err_set(err, ORR_EINVAL, "role", "must be admin, developer or viewer");
+    if (!rq->set_teams && rq->n_teams)
+        return orr_err_set(err, ORR_EINVAL, "teams", "set set_teams to replace the teams");
+    for (size_t i = 0; i < rq->n_teams; i++)
+        if (!hl_is_name(rq->teams[i], 128))
+            return orr_err_set(err, ORR_EINVAL, orr_arena_sprintf(a, "teams[%zu]", i),
+                               "not a team name");
+    size_t plen = strlen(rq->password);
+    if (plen && (plen < 8 || plen > 1024))
+        return orr_err_set(err, ORR_EINVAL, "password", "must be 8 to 1024 bytes");
+    if (!rq->role && !rq->set_teams && !rq->set_active && !plen)
+        return orr_err_set(err, ORR_EINVAL, NULL, "nothing to change");
+    /* The slow hashes run before a connection is taken (see the top). */
+    char hash[128] = "";
+    orr_status s;
+    if (plen && (s = hl_secret_hash_password(rq->password, hash, err)) != ORR_OK)
+        return s;
+    if (rq->old_password[0]) {
+        hl_conn *rc;
+        const char *cur = NULL;
+        Orrery__Halley__V1__User *u0;
+        if ((s = hl_db_get(hc->db, &rc, err)) != ORR_OK)
+            return s;
+        s = hl__read_user(rc, a, rq->name, &u0, &cur, err);
+        hl_db_put(hc->db, rc);
+        if (s != ORR_OK)
+            return s;
+        if (!hl_secret_check_password(cur, rq->old_password))
+            return orr_err_set(err, ORR_EPERM, "old_password", "does not match");
+    }
+    hl_conn *c;
+    if ((s = hl_db_get(hc->db, &c, err)) != ORR_OK)
+        return s;
+    const char *p[1] = {rq->name};
+    PGresult *r;
+    if ((s = hl_db_begin(c, err)) != ORR_OK ||
+        (s = hl_db_query(c, a, &q_lock_user, 1, p, &r, err)) != ORR_OK)
+        goto out;
+    if (PQntuples(r) == 0) {
+        s = orr_err_set(err, ORR_ENOTFOUND, "name", "no user named \"%s\"", rq->name);
+        goto out;
+    }
+    if (rq->old_password[0] && !hl_secret_check_password(hl_val(r, 0, 1), rq->old_password)) {
+        /* changed between the check above and the lock */
+        s = orr_err_set(err, ORR_EPERM, "old_password", "does not match");
+        goto out;
+    }
+    int64_t uid = hl_val_i64(r, 0, 0);
+    const char *id = hl_val(r, 0, 0);
+    if (rq->role) {
+        const char *pr[2] = {id, hl__roles[rq->role]};
+        if ((s = hl_db_query(c, a, &q_set_role, 2, pr, NULL, err)) != ORR_OK)
+            goto out;
+    }
+    if (rq->set_active) {
+        const char *pa[2] = {id, rq->active ? "true" : "false"};
+        if ((s = hl_db_query(c, a, &q_set_active, 2, pa, NULL, err)) != ORR_OK)
+            goto out;
+    }
+    if (plen) {
+        const char *pp[2] = {id, hash};
+        if ((s = hl_db_query(c, a, &q_set_password, 2, pp, NULL, err)) != ORR_OK)
+            goto out;
+    }
+    if (rq->set_teams) {
+        const char *pc[1] = {id};
+        if ((s = hl_db_query(c, a, &q_clear_teams, 1, pc, NULL, err)) != ORR_OK)
+            goto out;
+        for (size_t i = 0; i < rq->n_teams; i++) {
+            const char *pt[2] = {id, rq->teams[i]};
+            PGresult *tr;
+            if ((s = hl_db_query(c, a, &q_user_team, 2, pt, &tr, err)) != ORR_OK)
+                goto out;
+            if (PQntuples(tr) == 0) {
+                s = orr_err_set(err, ORR_EINVAL, orr_arena_sprintf(a, "teams[%zu]", i),
+                                "unknown or repeated team \"%s\"", rq->teams[i]);
+                goto out;
+            }
+        }
+    }
+    const char *changes = hl__user_changes(a, rq);
+    Orrery__Halley__V1__User *u;
+    if ((s = hl_audit(c, a, rq->actor, "user.update", orr_arena_sprintf(a, "user:%s", rq->name),
+                      changes, err)) != ORR_OK ||
+        (s = hl_emit(c, a, "user.updated", 0, 0, NULL,
+                     orr_arena_sprintf(a, "{\"name\":%s,\"changes\":%s}", hl_jstr(a, rq->name),
+                                       changes),
+                     NULL, err)) != ORR_OK ||
+        (s = hl_sessions_revoke_user(c, a, uid, "user changed", NULL, err)) != ORR_OK ||
+        (s = hl_db_commit(c, err)) != ORR_OK ||
+        (s = hl__read_user(c, a, rq->name, &u, NULL, err)) != ORR_OK)
+        goto out;
+    ORR_INFO("user updated", "user=%s changes=%s actor=%s", orr_log_q(rq->name),
+             orr_log_q(changes), orr_log_q(rq->actor));
+    *resp = &u->base;
+out:
+    hl_db_put(hc->db, c);
+    return s;
 }
 
 static const char *const hl__secret_keys[] = {"password", "secret", "passwd", "token", NULL};

@@ -379,10 +379,12 @@ static orr_status setup(ex_daemon *d, orr_config *cfg, const char *argv0, char *
         snprintf(d->bin_dir, sizeof d->bin_dir, "%.500s", slash ? abs : ".");
     }
 
-    /* The user tasks run as. */
+    /* The user tasks run as: never the user the servers run as ("orrery",
+     * the owner of PostgreSQL's files in the private stack), so a task can
+     * neither touch their data nor be counted with their processes. */
     const char *run_as = orr_config_str(cfg, sec, "run_as");
     if (!run_as && geteuid() == 0)
-        run_as = "orrery";
+        run_as = "orrery-task";
     if (run_as && run_as[0]) {
         if (geteuid() != 0)
             return orr_err_set(err, ORR_EINVAL, "executor.run_as",

@@ -268,7 +268,7 @@ class Executord(unittest.TestCase):
         self.assertEqual(status, 200)
         lines = body.splitlines()
         self.assertEqual(lines[0], f"hello-{iid}")
-        self.assertEqual(lines[1], "orrery")  # ran as the unprivileged user
+        self.assertEqual(lines[1], "orrery-task")  # ran as the unprivileged task user
         self.assertTrue(lines[2].endswith(f"/runs/{iid}-1"), lines[2])
         # offset and follow on a finished attempt
         self.assertEqual(EX.get_log(iid, query="?offset=6")[1], body[6:])

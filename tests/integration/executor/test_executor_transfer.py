@@ -284,7 +284,7 @@ class Transfer(unittest.TestCase):
         job = os.path.join(tx.EX.work, "runs", f"{iid}-1", "job.json")
         st = os.stat(job)
         self.assertEqual((st.st_uid, st.st_mode & 0o777), (0, 0o600))
-        peek = subprocess.run(["runuser", "-u", "orrery", "--", "cat", job],
+        peek = subprocess.run(["runuser", "-u", "orrery-task", "--", "cat", job],
                               capture_output=True, text=True)
         self.assertNotEqual(peek.returncode, 0)
         self.assertIn("Permission denied", peek.stderr)

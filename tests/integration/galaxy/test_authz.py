@@ -55,6 +55,7 @@ class Matrix(unittest.TestCase):
             P.add_user("ann", "ann-password-1", "developer", teams=["etl"])
             P.add_user("bob", "bob-password-1", "developer", teams=["ads"])
             P.add_user("vic", "vic-password-1", "viewer", teams=["etl"])
+            P.add_user("patchme", "patchme-password-1", "viewer")
             TOK["anon"] = None
             for u in WHO[1:]:
                 TOK[u] = P.login(u, f"{u}-password-1")
@@ -163,6 +164,13 @@ class Matrix(unittest.TestCase):
             ("POST", "/api/v1/users", lambda w: "/api/v1/users",
              lambda w: {"name": f"u-{w}", "password": "pw-123456", "role": "viewer"}, ADMIN),
             ("GET", "/api/v1/users/{name}", lambda w: "/api/v1/users/ann", None, READ),
+            ("PATCH", "/api/v1/users/{name}", lambda w: "/api/v1/users/patchme",
+             lambda w: {"active": True}, ADMIN),
+            # Ends every session of the caller (a new one is answered and kept
+            # below); the password stays the same.
+            ("POST", "/api/v1/auth/password", lambda w: "/api/v1/auth/password",
+             lambda w: {"old_password": f"{w}-password-1", "new_password": f"{w}-password-1"},
+             READ),
             ("POST", "/api/v1/teams", lambda w: "/api/v1/teams", lambda w: {"name": f"t-{w}"},
              ADMIN),
             ("GET", "/api/v1/datasources/{name}", lambda w: "/api/v1/datasources/dw", None, READ),
@@ -218,6 +226,11 @@ class Matrix(unittest.TestCase):
                     else:
                         r = P.http(method, url, b, token=TOK[who])
                     want = expect[who]
+                    # Logout and a password change end the caller's session:
+                    # log in again for the routes that follow.
+                    if who != "anon" and pattern in ("/api/v1/auth/logout",
+                                                     "/api/v1/auth/password"):
+                        TOK[who] = P.login(who, f"{who}-password-1")
                     if want == "ok":
                         self.assertTrue(200 <= r.status < 300, r)
                     else:

@@ -79,27 +79,45 @@ static void test_status_mapping(void **state)
 static void test_ratelimit(void **state)
 {
     (void)state;
-    gx_ratelimit *rl = gx_ratelimit_create(3, 60, 64);
-    time_t t = 1000;
+    gx_ratelimit_policy p = {
+        .free_failures = 3, .base_delay_ms = 1000, .max_delay_ms = 8000, .forget_after_ms = 60000};
+    gx_ratelimit *rl = gx_ratelimit_create(&p, 64);
+    int64_t t = 1000000;
+    /* Free failures: no wait. */
     for (int i = 0; i < 3; i++) {
-        assert_int_equal(gx_ratelimit_blocked(rl, "user:alice", t), 0);
-        gx_ratelimit_fail(rl, "user:alice", t);
+        assert_int_equal(gx_ratelimit_blocked(rl, "alice", t), 0);
+        assert_int_equal(gx_ratelimit_fail(rl, "alice", t), 0);
     }
-    assert_int_equal(gx_ratelimit_blocked(rl, "user:alice", t + 10), 50);
-    assert_int_equal(gx_ratelimit_blocked(rl, "user:bob", t + 10), 0);
-    assert_int_equal(gx_ratelimit_blocked(rl, "user:alice", t + 60), 0); /* window over */
-    gx_ratelimit_fail(rl, "addr:10.0.0.1", t);
-    gx_ratelimit_clear(rl, "user:alice");
-    assert_int_equal(gx_ratelimit_blocked(rl, "user:alice", t + 1), 0);
+    /* Then the delay doubles with each heard failure, up to the cap. */
+    int64_t want[] = {1000, 2000, 4000, 8000, 8000};
+    for (int i = 0; i < 5; i++) {
+        assert_int_equal(gx_ratelimit_fail(rl, "alice", t), want[i]);
+        assert_int_equal(gx_ratelimit_blocked(rl, "alice", t), want[i]);
+        assert_int_equal(gx_ratelimit_blocked(rl, "alice", t + want[i] - 1), 1);
+        assert_int_equal(gx_ratelimit_blocked(rl, "alice", t + want[i]), 0);
+        t += want[i];
+    }
+    /* Another key is not slowed down; a success clears; quiet keys are forgotten. */
+    assert_int_equal(gx_ratelimit_blocked(rl, "bob", t), 0);
+    gx_ratelimit_clear(rl, "alice");
+    assert_int_equal(gx_ratelimit_blocked(rl, "alice", t), 0);
+    assert_int_equal(gx_ratelimit_fail(rl, "alice", t), 0);
+    for (int i = 0; i < 3; i++)
+        gx_ratelimit_fail(rl, "dave", t);
+    assert_int_equal(gx_ratelimit_fail(rl, "dave", t + 60000 + 1000), 0); /* forgotten: free again */
+    /* Remembered keys expire after forget_after. */
+    gx_ratelimit_remember(rl, "erin", t);
+    assert_true(gx_ratelimit_known(rl, "erin", t + 59000));
+    assert_false(gx_ratelimit_known(rl, "erin", t + 61000));
     /* Many keys in a tiny table: bounded, never crashes, recent keys still counted. */
     char key[32];
     for (int i = 0; i < 10000; i++) {
         snprintf(key, sizeof(key), "addr:%d", i);
         gx_ratelimit_fail(rl, key, t + i);
     }
-    for (int i = 0; i < 3; i++)
-        gx_ratelimit_fail(rl, "user:carol", t + 20000);
-    assert_true(gx_ratelimit_blocked(rl, "user:carol", t + 20001) > 0);
+    for (int i = 0; i < 4; i++)
+        gx_ratelimit_fail(rl, "carol", t + 20000);
+    assert_true(gx_ratelimit_blocked(rl, "carol", t + 20001) > 0);
     gx_ratelimit_destroy(rl);
 }
 

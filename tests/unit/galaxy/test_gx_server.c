@@ -59,7 +59,7 @@ static int auth_hook(gx_req *req, gx_resp *resp)
 
 static const gx_route routes[] = {
     {"POST", "/api/v1/echo/{id}", h_echo, GX_ROLE_NONE, "echo"},
-    {"GET", "/api/v1/items/{id}", h_item, GX_ROLE_NONE, "item"},
+    {"GET", "/api/v1/items/{key}", h_item, GX_ROLE_NONE, "item"},
     {"GET", "/api/v1/secret", h_secret, GX_ROLE_VIEWER, "secret"},
 };
 
@@ -210,6 +210,26 @@ static void test_routes_and_errors(void **state)
     assert_non_null(strstr(r.body, "\"field\":\"limit\""));
     do_req("GET", "/api/v1/items/abc?limit=1x", NULL, 0, NULL, &r);
     assert_int_equal(r.status, 400);
+    do_req("GET", "/api/v1/items/abc?limit=%2B20", NULL, 0, NULL, &r);
+    assert_int_equal(r.status, 400);
+
+    /* {id} is an id by name: read strictly before the handler runs. */
+    const char *bad_ids[] = {"abc", "01", "%2B1", "-1", "0", "1%20", "99999999999999999999"};
+    for (size_t i = 0; i < sizeof bad_ids / sizeof bad_ids[0]; i++) {
+        char path[64];
+        snprintf(path, sizeof path, "/api/v1/echo/%s", bad_ids[i]);
+        do_req("POST", path, "{}", 2, NULL, &r);
+        assert_int_equal(r.status, 400);
+        assert_non_null(strstr(r.body, "\"field\":\"id\""));
+    }
+    /* Text in the path and query: valid UTF-8, no control character. */
+    do_req("GET", "/api/v1/items/a%00b", NULL, 0, NULL, &r);
+    assert_int_equal(r.status, 400);
+    do_req("GET", "/api/v1/items/abc?limit=%FF", NULL, 0, NULL, &r);
+    assert_int_equal(r.status, 400);
+    assert_non_null(strstr(r.body, "\"field\":\"limit\""));
+    do_req("GET", "/api/v1/items/%C3%A9t%C3%A9?limit=2", NULL, 0, NULL, &r);
+    assert_int_equal(r.status, 200);
 }
 
 static void test_body_too_large(void **state)
@@ -283,12 +303,12 @@ static void test_metrics(void **state)
         orr_buf_reset(&m);
         gx_server_metrics(srv, &m);
         if (strstr(m.data, "galaxy_http_request_seconds_count{method=\"GET\",route=\"/api/v1/"
-                           "items/{id}\"} 0") == NULL)
+                           "items/{key}\"} 0") == NULL)
             break;
         usleep(10000);
     }
     assert_non_null(strstr(m.data, "galaxy_http_requests_total{method=\"GET\",route=\"/api/v1/"
-                                   "items/{id}\",code=\"2xx\"}"));
+                                   "items/{key}\",code=\"2xx\"}"));
     assert_non_null(strstr(m.data, "# TYPE galaxy_http_request_seconds histogram"));
     assert_non_null(strstr(m.data, "le=\"+Inf\""));
     orr_buf_free(&m);
