@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "hl_api.h"
+#include "hl_page.h"
 #include "orr_name.h"
 #include <sodium.h>
 
@@ -558,26 +559,24 @@ HL_UNARY(hl_api_list_users)
     hl_ctx *hc = ctx;
     const Orrery__Halley__V1__ListUsersRequest *rq = (const void *)req;
     orr_arena *a = orr_rpc_call_arena(call);
-    int size = rq->page_size ? rq->page_size : 100;
-    if (size < 1 || size > 1000)
-        return orr_err_set(err, ORR_EINVAL, "page_size", "must be between 1 and 1000");
+    int size;
+    orr_status s = hl_page_size(rq->page_size, "page_size", HL_PAGE_DEFAULT, HL_PAGE_MAX, &size, err);
+    if (s != ORR_OK)
+        return s;
     if (strlen(rq->name_prefix) > 128)
         return orr_err_set(err, ORR_EINVAL, "name_prefix", "at most 128 bytes");
     if (rq->role < 0 || rq->role > 3)
         return orr_err_set(err, ORR_EINVAL, "role", "unknown role");
     if (rq->team[0] && !hl_is_name(rq->team, 128))
         return orr_err_set(err, ORR_EINVAL, "team", "not a team name");
-    int64_t after = 0;
-    if (rq->page_token[0]) {
-        char *end;
-        after = strtoll(rq->page_token, &end, 10);
-        if (*end || after <= 0)
-            return orr_err_set(err, ORR_EINVAL, "page_token", "not a token from a previous page");
-    }
-    const char *p[5] = {hl_i64s(a, after), rq->name_prefix, rq->role ? hl__roles[rq->role] : "",
-                        rq->team, orr_arena_sprintf(a, "%d", size + 1)};
+    const char *after[1];
+    int have;
+    if ((s = hl_page_parse(a, "users", "i", rq->page_token, after, &have, err)) != ORR_OK)
+        return s;
+    const char *p[5] = {after[0], rq->name_prefix, rq->role ? hl__roles[rq->role] : "", rq->team,
+                        orr_arena_sprintf(a, "%d", size + 1)};
     PGresult *r;
-    orr_status s = hl_db_query_once(hc->db, a, &q_list_users, 5, p, &r, err);
+    s = hl_db_query_once(hc->db, a, &q_list_users, 5, p, &r, err);
     if (s != ORR_OK)
         return s;
     Orrery__Halley__V1__ListUsersResponse *o = orr_arena_alloc(a, sizeof *o);
@@ -596,8 +595,10 @@ HL_UNARY(hl_api_list_users)
         hl__split_teams(a, hl_val(r, i, 4), &us[i]);
         o->users[i] = &us[i];
     }
-    if (n > size)
-        o->next_page_token = (char *)hl_i64s(a, us[shown - 1].id);
+    if (n > size) {
+        const char *last[1] = {hl_i64s(a, us[shown - 1].id)};
+        o->next_page_token = (char *)hl_page_make(a, "users", "i", last);
+    }
     *resp = &o->base;
     return ORR_OK;
 }

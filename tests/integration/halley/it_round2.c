@@ -172,10 +172,15 @@ static void test_users(void)
                   strcmp(err.field, "role") == 0,
               "bad role");
     rq.role = 0;
-    rq.page_size = 1001;
+    rq.page_size = -1;
     HLT_CHECK(hlt_call(cl, "ListUsers", &rq, &r, &err) == ORR_EINVAL &&
                   strcmp(err.field, "page_size") == 0,
               "bad page size");
+    rq.page_size = 1001; /* clamped to the maximum, not refused */
+    r = NULL;
+    HLT_CHECK(hlt_call(cl, "ListUsers", &rq, &r, &err) == ORR_OK, "oversize page: %s", err.msg);
+    if (r)
+        FREE(r);
     rq.page_size = 0;
     rq.page_token = "x1";
     HLT_CHECK(hlt_call(cl, "ListUsers", &rq, &r, &err) == ORR_EINVAL &&
