@@ -982,6 +982,71 @@ static size_t gx_unescape(void *cls, struct MHD_Connection *conn, char *s)
     return (size_t)(w - s);
 }
 
+/* Request size limits (docs/api.md, "Request limits"). libmicrohttpd parses
+ * the query into its per-connection memory pool before galaxyd sees the
+ * request, and a query of thousands of arguments exhausts the pool: the
+ * connection then got no answer at all. So the raw request target is looked
+ * at first (the URI log callback runs before that parse): an oversize one
+ * has its query cut off (the string after the '?' is ended at once, so
+ * nothing is parsed) and is marked, and gx_access answers it 414 in JSON. The pool
+ * (GX_MHD_POOL) is sized so that requests within the limits always fit;
+ * headers beyond the pool are refused by libmicrohttpd itself with 431. */
+#define GX_MAX_TARGET  8192 /* bytes of path and query */
+#define GX_MAX_ARGS    256  /* query arguments */
+#define GX_MAX_HEADERS_BYTES (16 * 1024)
+#define GX_MAX_HEADER_COUNT  100
+#define GX_MHD_POOL          (128 * 1024)
+
+static char gx_oversize_mark; /* con_cls of a request whose target was cut */
+
+static void *gx_uri_seen(void *cls, const char *uri, struct MHD_Connection *conn)
+{
+    (void)cls;
+    (void)conn;
+    size_t len = strlen(uri), args = 0;
+    const char *q = strchr(uri, '?');
+    for (const char *p = q; p && *p; p++)
+        args += *p == '&' || *p == '?';
+    if (len <= GX_MAX_TARGET && args <= GX_MAX_ARGS)
+        return NULL;
+    /* The buffer is libmicrohttpd's own read buffer, writable; it is handed
+     * over as const only by the callback's type. libmicrohttpd has found the
+     * '?' already and parses the C string after it: end that string. */
+    if (q)
+        ((char *)q)[1] = '\0';
+    return &gx_oversize_mark;
+}
+
+/* 0 when the headers are within the limits, else a 431 in resp and -1. */
+struct gx_hdr_count {
+    size_t bytes, n;
+};
+
+static enum MHD_Result gx_count_header(void *cls, enum MHD_ValueKind kind, const char *key,
+                                       size_t key_size, const char *value, size_t value_size)
+{
+    (void)kind;
+    (void)key;
+    (void)value;
+    struct gx_hdr_count *hc = cls;
+    hc->n++;
+    hc->bytes += key_size + value_size + 4;
+    return MHD_YES;
+}
+
+static int gx_check_headers(struct MHD_Connection *conn, gx_resp *resp)
+{
+    struct gx_hdr_count hc = {0, 0};
+    MHD_get_connection_values_n(conn, MHD_HEADER_KIND, gx_count_header, &hc);
+    if (hc.n <= GX_MAX_HEADER_COUNT && hc.bytes <= GX_MAX_HEADERS_BYTES)
+        return 0;
+    gx_resp_fail(resp, ORR_ETOOBIG, "headers",
+                 "request headers too large: at most %d headers and %d bytes",
+                 GX_MAX_HEADER_COUNT, GX_MAX_HEADERS_BYTES);
+    resp->status = 431;
+    return -1;
+}
+
 static enum MHD_Result gx_access(void *cls, struct MHD_Connection *conn, const char *url,
                                  const char *method, const char *version, const char *upload_data,
                                  size_t *upload_data_size, void **con_cls)
@@ -989,6 +1054,9 @@ static enum MHD_Result gx_access(void *cls, struct MHD_Connection *conn, const c
     (void)version;
     gx_server *s = cls;
     struct gx_conn *c = *con_cls;
+    int oversize = *con_cls == (void *)&gx_oversize_mark;
+    if (oversize)
+        c = NULL;
     if (!c) {
         c = calloc(1, sizeof(*c));
         if (!c)
@@ -1021,9 +1089,17 @@ static enum MHD_Result gx_access(void *cls, struct MHD_Connection *conn, const c
         c->req.body_fd = -1;
         c->limit = s->o.max_body;
         gx_resp_init(&c->early);
-        /* Path and query text is checked before any handler sees it: the
-         * body (if any) is drained and the 400 sent at the end. */
-        if (gx_check_request_text(conn, url, &c->early) != 0) {
+        if (oversize) {
+            gx_resp_fail(&c->early, ORR_ETOOBIG, "path",
+                         "request target too long: at most %d bytes and %d query arguments",
+                         GX_MAX_TARGET, GX_MAX_ARGS);
+            c->early.status = 414;
+        }
+        /* Sizes, then path and query text, are checked before any handler
+         * sees the request: the body (if any) is drained and the 4xx sent
+         * at the end. */
+        if (oversize || gx_check_headers(conn, &c->early) != 0 ||
+            gx_check_request_text(conn, url, &c->early) != 0) {
             c->refused = 1;
             atomic_fetch_add(&s->in_flight, 1);
             c->counted = 1;
@@ -1112,7 +1188,7 @@ static void gx_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     (void)toe;
     gx_server *s = cls;
     struct gx_conn *c = *con_cls;
-    if (!c)
+    if (!c || *con_cls == (void *)&gx_oversize_mark) /* never reached gx_access */
         return;
     struct timespec end;
     clock_gettime(CLOCK_MONOTONIC, &end);
@@ -1190,7 +1266,8 @@ orr_status gx_server_start(const gx_server_opts *o, gx_server **out, orr_err *er
         gx_access, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa, MHD_OPTION_THREAD_POOL_SIZE,
         (unsigned)s->o.threads, MHD_OPTION_NOTIFY_COMPLETED, gx_completed, s,
         MHD_OPTION_CONNECTION_TIMEOUT, 120u, MHD_OPTION_UNESCAPE_CALLBACK, gx_unescape, NULL,
-        MHD_OPTION_END);
+        MHD_OPTION_URI_LOG_CALLBACK, gx_uri_seen, NULL, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+        (size_t)GX_MHD_POOL, MHD_OPTION_END);
     /* MHD_OPTION_LISTENING_ADDRESS_REUSE is left out on purpose: by default
      * libmicrohttpd sets SO_REUSEADDR, so a restart rebinds at once while the
      * old connections sit in TIME_WAIT; 0 would clear it and 1 would add
