@@ -10,9 +10,16 @@ command started (deploy/test.sh exports ORRERY_PG_DSN and friends):
 Every daemon runs on free loopback ports and is stopped by its pid; the test
 database is created for the run and dropped at the end. A missing stack is a
 failure, never a skip.
+
+Every answer http() gets is recorded (method, path, status); when a
+Platform ends without an error, each recorded answer of a documented
+operation must be listed in that operation's responses in
+static/openapi.json, so the document cannot fall behind what the routes
+really answer.
 """
 import json
 import os
+import re
 import secrets
 import signal
 import socket
@@ -75,6 +82,32 @@ class Response:
         return f"<{self.status} {self.body[:300]!r}>"
 
 
+SEEN = set()  # (method, path without query, status) of every answer http() got
+
+
+def undocumented_statuses(doc_path):
+    """The recorded answers whose status the document does not list for their
+    operation (answers to paths or methods it does not document are left out:
+    404 and 405 are galaxyd's own)."""
+    with open(doc_path, encoding="utf-8") as f:
+        doc = json.load(f)
+    templates = []
+    for p in doc["paths"]:
+        rx = "^" + re.sub(r"\\\{[^/]+?\\\}", "[^/]+", re.escape(p)) + "$"
+        templates.append((p.count("{"), re.compile(rx), p))
+    templates.sort(key=lambda t: t[0])  # literal segments win over parameters
+    missing = []
+    for method, path, status in sorted(SEEN):
+        for _, rx, p in templates:
+            if rx.match(path):
+                op = doc["paths"][p].get(method.lower())
+                if op is not None and str(status) not in op.get("responses", {}) \
+                        and "default" not in op.get("responses", {}):
+                    missing.append(f"{method} {p} -> {status}")
+                break
+    return sorted(set(missing))
+
+
 def http(base, method, path, body=None, token=None, headers=None, raw=None, timeout=15):
     data = raw
     hdrs = dict(headers or {})
@@ -86,9 +119,11 @@ def http(base, method, path, body=None, token=None, headers=None, raw=None, time
     req = urllib.request.Request(base + path, data=data, method=method, headers=hdrs)
     try:
         with urllib.request.urlopen(req, timeout=timeout) as r:
-            return Response(r.status, r.headers, r.read())
+            resp = Response(r.status, r.headers, r.read())
     except urllib.error.HTTPError as e:
-        return Response(e.code, e.headers, e.read())
+        resp = Response(e.code, e.headers, e.read())
+    SEEN.add((method, urllib.parse.urlsplit(path).path, resp.status))
+    return resp
 
 
 class Platform:
@@ -180,6 +215,11 @@ class Platform:
             psql(self.admin_dsn, f'DROP DATABASE IF EXISTS "{self.db}" WITH (FORCE)')
         except subprocess.CalledProcessError:
             pass
+        if exc[0] is None and SEEN:
+            missing = undocumented_statuses(os.path.join(self.root, "static", "openapi.json"))
+            if missing:
+                raise AssertionError("answers the OpenAPI document does not list: "
+                                     + "; ".join(missing))
         return False
 
     def log(self, name):
