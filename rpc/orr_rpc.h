@@ -19,7 +19,28 @@
  * once the call's deadline has passed is answered DEADLINE_EXCEEDED.
  *
  * Threads: unary handlers run on the worker threads (`threads`), so a slow
- * handler holds one worker; streaming handlers get a thread each.
+ * handler holds one worker; streaming handlers (server-streaming and bidi)
+ * get a thread each.
+ *
+ * Method kinds: unary handlers (one request, one response) and stream
+ * handlers. A stream handler serves server-streaming methods (one request,
+ * any number of responses) and, with orr_rpc_stream_recv(), bidi and
+ * client-streaming ones: the first client message is its request, the rest
+ * it receives until the client half-closes:
+ *
+ *     answer(req);
+ *     for (;;) {
+ *         st = orr_rpc_stream_recv(call, &msg, -1, err);
+ *         if (st == ORR_EOF) return ORR_OK;      client half-closed
+ *         if (st != ORR_OK) return st;           cancelled, bad bytes
+ *         answer(msg) with orr_rpc_stream_send() any number of times;
+ *         protobuf_c_message_free_unpacked(msg, NULL);
+ *     }
+ *
+ * (A client that half-closes without sending any message is answered
+ * INVALID_ARGUMENT before the handler runs, as on every method.) Only the
+ * handler's own thread calls recv and send on its call, so the runtime
+ * never starts two batches of one call from two threads at once.
  *
  * Client: a channel to a target with a service token; unary calls with a
  * deadline; server-streaming reads; gRPC reconnects the channel by itself.
@@ -47,9 +68,13 @@ typedef struct orr_rpc_call orr_rpc_call;
 typedef orr_status (*orr_rpc_unary_fn)(orr_rpc_call *call, const ProtobufCMessage *req,
                                        ProtobufCMessage **resp, orr_err *err, void *ctx);
 
-/* Server-streaming handler: send any number of messages with
- * orr_rpc_stream_send(), then return the final status. It should return soon
- * after orr_rpc_call_cancelled() turns true (client gone or server stopping). */
+/* Stream handler (server-streaming, bidi or client-streaming method): req is
+ * the first client message (freed by the runtime after the handler returns);
+ * further ones come from orr_rpc_stream_recv(). Send any number of messages
+ * with orr_rpc_stream_send(), then return the final status (a bidi client
+ * may still be sending then: the rest is dropped). Runs on a thread of its
+ * own, counted against max_streams. It should return soon after
+ * orr_rpc_call_cancelled() turns true (client gone or server stopping). */
 typedef orr_status (*orr_rpc_stream_fn)(orr_rpc_call *call, const ProtobufCMessage *req,
                                         orr_err *err, void *ctx);
 
@@ -92,8 +117,17 @@ orr_status orr_rpc_server_add_service(orr_rpc_server *s, const ProtobufCServiceD
                                       const orr_rpc_method *methods, size_t n_methods, void *ctx,
                                       int public, orr_err *err);
 /* Hand p (malloc'd) to the server, which frees it at destroy: for handler
- * contexts that must live as long as the server. -1 when full (at most 4). */
+ * contexts that must live as long as the server. -1 when full (at most 8,
+ * both functions together). _fn: the server calls free_fn(p) instead of
+ * free(p) (NULL = free); owned things are freed in reverse order. */
 int orr_rpc_server_own(orr_rpc_server *s, void *p);
+int orr_rpc_server_own_fn(orr_rpc_server *s, void *p, void (*free_fn)(void *));
+
+/* Full names of the services s serves ("orrery.halley.v1.Halley"), each
+ * once, in the order they were added: up to n into out (static strings of
+ * the service descriptors). Returns how many there are. Services whose
+ * table was empty are not listed. */
+size_t orr_rpc_server_services(const orr_rpc_server *s, const char **out, size_t n);
 
 /* grpc.health.v1.Health (Check and Watch) on s: probe(service, ctx) answers
  * ORR_RPC_HEALTH_SERVING, ORR_RPC_HEALTH_NOT_SERVING, or
@@ -105,6 +139,24 @@ enum { ORR_RPC_HEALTH_SERVING = 1, ORR_RPC_HEALTH_NOT_SERVING = 2, ORR_RPC_HEALT
 typedef int (*orr_rpc_health_fn)(const char *service, void *ctx);
 orr_status orr_rpc_server_add_health(orr_rpc_server *s, orr_rpc_health_fn probe, void *ctx,
                                      int poll_ms, orr_err *err);
+
+/* Server reflection (grpc.reflection.v1alpha.ServerReflection and the same
+ * protocol as grpc.reflection.v1.ServerReflection) on s, so stock clients
+ * (grpcurl, grpc_cli) can discover and call it without its .proto files.
+ * set[0..len) is a serialized google.protobuf.FileDescriptorSet of every
+ * .proto s serves, the reflection .proto included (protoc --include_imports
+ * --descriptor_set_out), typically embedded in the binary with
+ * orr_descriptor_set() in rpc/CMakeLists.txt; it must outlive s (it is not
+ * copied). Answers: list_services from s's own table at call time (so every
+ * served service, reflection included); file_by_filename and
+ * file_containing_symbol (messages, nested ones too, enums, services and
+ * methods "pkg.Svc.Method") with the file's FileDescriptorProto followed by
+ * those of all its dependencies; all_extension_numbers_of_type with an empty
+ * list for a known message; NOT_FOUND error_response for anything unknown and
+ * for file_containing_extension (no extensions). Public (no token). Before
+ * start. ORR_EINVAL (field "descriptor_set") if set does not parse. */
+orr_status orr_rpc_server_add_reflection(orr_rpc_server *s, const uint8_t *set, size_t len,
+                                         orr_err *err);
 
 /* The bound port (useful with port 0). */
 int orr_rpc_server_port(const orr_rpc_server *s);
@@ -126,16 +178,35 @@ const char *orr_rpc_call_bearer(orr_rpc_call *call);
  * of its own event source yet wake at once when the client leaves. On a
  * unary call it sleeps in short slices until the deadline or server stop. */
 int orr_rpc_call_wait_cancelled(orr_rpc_call *call, int wait_ms);
-/* Send one message on a server-streaming call. Blocks until gRPC accepted it.
- * ORR_ECANCELLED if the client went away. */
+/* Send one message on a streaming call. Blocks until gRPC
+ * accepted it. ORR_ECANCELLED if the client went away. */
 orr_status orr_rpc_stream_send(orr_rpc_call *call, const ProtobufCMessage *msg);
+/* Receive the next client message of a streaming call (only from its
+ * handler; the first one was the handler's req).
+ * ORR_OK: *msg is a message of the method's input type, owned by the caller
+ * (free with protobuf_c_message_free_unpacked(*msg, NULL)). ORR_EOF: the
+ * client half-closed (no more messages; every later call says the same).
+ * ORR_ETIMEOUT: nothing arrived within wait_ms (< 0: no limit); the read
+ * stays armed and the next call waits for the same message. ORR_ECANCELLED:
+ * the client went away or the server is stopping. ORR_EINVAL (field
+ * "request"): the bytes do not decode (return it: the call ends with
+ * INVALID_ARGUMENT); ORR_EINVAL (field "call") on a unary call. On a
+ * server-streaming call the client has half-closed: ORR_EOF.
+ * Messages above max_msg_bytes end the call (RESOURCE_EXHAUSTED, seen here
+ * as ORR_ECANCELLED). A client that cancels may be reported as ORR_EOF
+ * (gRPC ends its messages the same way): the handler's status then goes
+ * nowhere and orr_rpc_call_cancelled() turns true soon after. err is filled
+ * on every status but ORR_OK. */
+orr_status orr_rpc_stream_recv(orr_rpc_call *call, ProtobufCMessage **msg, int wait_ms,
+                               orr_err *err);
 
 /* Per-method counters for metrics: calls, errors and a latency histogram
  * (from the call's arrival to its last batch completing). Calls refused for
  * a bad token or bad bytes count as errors of their method; unknown paths
  * are not counted. */
 typedef struct orr_rpc_method_stats {
-    const char *name;
+    const char *name; /* unique: "Check", or "pkg.Svc/Check" when a method of an
+                         earlier service has that name already */
     uint64_t calls;
     uint64_t errors;
     uint64_t latency_le_us[12]; /* cumulative buckets, bounds in orr_rpc_latency_bounds_us */

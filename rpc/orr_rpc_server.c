@@ -19,7 +19,7 @@
  *
  *   NEW ─┬─ unknown method ──────────────────────────┐
  *        ├─ bad/missing bearer token ────────────────┤ status batch
- *        └─ request (registered slot: came with NEW; │
+ * *        └─ request (registered slot: came with NEW; │
  *           generic: RECV_MESSAGE batch -> RECV)     │
  *                              ───┬─ size/decode err ─┤ (SEND_INITIAL_MD,
  *                                 ├─ unary handler ───┤  [SEND_MESSAGE],
@@ -31,10 +31,30 @@
  *                                    SEND_STATUS (-> SEND), wait CLOSE,
  *                                    join list -> release
  *
+ * Bidi and client-streaming calls use the same stream handler: the first
+ * client message arrives as its request (read with the call, as for every
+ * registered method), and the handler pulls the rest itself.
+ * orr_rpc_stream_recv() starts one RECV_MESSAGE batch (-> MSG) and waits on
+ * the call's condvar; a worker delivers the MSG event (message, or NULL
+ * when the client half-closed = EOF, or failure = cancelled). On a
+ * server-streaming call the client has half-closed already: EOF. A recv that
+ * times out leaves its batch armed and the next recv waits for it, so at
+ * most one RECV_MESSAGE is ever out. Sends and receives alternate on the
+ * handler's thread; gRPC allows a SEND_MESSAGE and a RECV_MESSAGE batch to
+ * be out at once, and both are started by that one thread. After the status
+ * batch the thread waits for CLOSE and for any read still out (the status
+ * ends the stream, which completes it) before the context is released.
+ *
+ *   stream thread: RECV_CLOSE, then per client message
+ *     RECV_MESSAGE (-> MSG) ... SEND_MESSAGE* (-> SEND each) ...
+ *     until MSG brings EOF; SEND_STATUS (-> SEND), wait CLOSE (+ MSG) -> release
+ *
  * Invariants
  *   - At most one batch of a call is started at a time from one thread: the
- *     worker owns a unary call; the stream thread owns a streaming call after
- *     it starts (its RECV_CLOSE batch is receive-only and runs alongside).
+ *     worker owns a unary call; the stream thread owns a streaming or bidi
+ *     call after it starts (its RECV_CLOSE batch is receive-only and runs
+ *     alongside; so does a bidi call's single RECV_MESSAGE batch). Workers
+ *     only complete batches: they flip flags under the call's mutex.
  *   - Every call context comes from s->pool and goes back exactly once;
  *     s->live counts those out of the pool (armed slots included).
  *   - Destroy: stop flag, grpc_server_shutdown_and_notify, cancel all calls;
@@ -75,7 +95,7 @@ const uint64_t orr_rpc_latency_bounds_us[SRV_N_BUCKETS] = {
     100, 250, 500, 1000, 2500, 5000, 10000, 25000, 50000, 100000, 250000, 1000000,
 };
 
-enum srv_tag_kind { TAG_NEW, TAG_RECV, TAG_FINISH, TAG_SEND, TAG_CLOSE, TAG_SHUTDOWN };
+enum srv_tag_kind { TAG_NEW, TAG_RECV, TAG_FINISH, TAG_SEND, TAG_CLOSE, TAG_MSG, TAG_SHUTDOWN };
 
 struct srv_tag {
     enum srv_tag_kind kind;
@@ -86,6 +106,8 @@ struct srv_method {
     char *path; /* "/pkg.Service/Method" */
     size_t path_len;
     const char *name;
+    const char *svc_name;   /* full service name, e.g. "grpc.health.v1.Health" */
+    const char *stats_name; /* name, or "svc/name" when an earlier service has a name */
     const ProtobufCMethodDescriptor *md;
     orr_rpc_unary_fn unary;
     orr_rpc_stream_fn stream;
@@ -123,7 +145,7 @@ struct orr_rpc_call {
     const char *peer;
     struct timespec t0;
     const ProtobufCMessage *req;
-    struct srv_tag t_new, t_recv, t_finish, t_send, t_close;
+    struct srv_tag t_new, t_recv, t_finish, t_send, t_close, t_msg;
     /* streaming: the stream thread waits here for worker-delivered events */
     pthread_t thread;
     pthread_mutex_t mu;
@@ -132,6 +154,12 @@ struct orr_rpc_call {
     int send_ok;
     int close_done;
     atomic_int cancelled;
+    /* bidi: one RECV_MESSAGE batch at a time, started by the stream thread */
+    grpc_byte_buffer *msg_bb;
+    int msg_pending; /* a RECV_MESSAGE batch is out */
+    int msg_done;    /* it completed; msg_ok/msg_bb hold its result */
+    int msg_ok;
+    int msg_eof; /* the client half-closed (or the read failed): no more reads */
 };
 
 struct orr_rpc_server {
@@ -163,7 +191,10 @@ struct orr_rpc_server {
     size_t live;
     int n_streams;
     orr_rpc_call *finished; /* stream threads to join */
-    void *owned[4];         /* freed with the server (orr_rpc_server_own) */
+    struct {
+        void *p;
+        void (*free_fn)(void *);
+    } owned[8]; /* freed with the server (orr_rpc_server_own) */
     int n_owned;
     int shutdown_done;
 };
@@ -280,6 +311,7 @@ static orr_rpc_call *srv_ctx_new(orr_rpc_server *s)
     c->t_finish = (struct srv_tag){TAG_FINISH, c};
     c->t_send = (struct srv_tag){TAG_SEND, c};
     c->t_close = (struct srv_tag){TAG_CLOSE, c};
+    c->t_msg = (struct srv_tag){TAG_MSG, c};
     return c;
 }
 
@@ -328,6 +360,11 @@ static void srv_ctx_put(orr_rpc_server *s, orr_rpc_call *c)
         grpc_byte_buffer_destroy(c->send_bb);
         c->send_bb = NULL;
     }
+    if (c->msg_bb) {
+        grpc_byte_buffer_destroy(c->msg_bb);
+        c->msg_bb = NULL;
+    }
+    c->msg_pending = c->msg_done = c->msg_ok = c->msg_eof = 0;
     if (c->has_details)
         grpc_slice_unref(c->status_details);
     for (int i = 0; i < c->n_trailer; i++)
@@ -524,8 +561,10 @@ static void *srv_stream_main(void *arg)
     srv_status_op(c, st, &err, &ops[n++]);
     srv_batch_wait(c, ops, n);
 
+    /* A read the handler left behind ends with the call (the status closes
+     * the stream); only then may the context go back to the pool. */
     pthread_mutex_lock(&c->mu);
-    while (!c->close_done)
+    while (!c->close_done || (c->msg_pending && !c->msg_done))
         pthread_cond_wait(&c->cv, &c->mu);
     pthread_mutex_unlock(&c->mu);
     srv_stats_record(c);
@@ -686,6 +725,15 @@ static void srv_on_send(orr_rpc_call *c, int ok)
     pthread_mutex_unlock(&c->mu);
 }
 
+static void srv_on_msg(orr_rpc_call *c, int ok)
+{
+    pthread_mutex_lock(&c->mu);
+    c->msg_done = 1;
+    c->msg_ok = ok;
+    pthread_cond_broadcast(&c->cv);
+    pthread_mutex_unlock(&c->mu);
+}
+
 static void srv_on_close(orr_rpc_call *c)
 {
     pthread_mutex_lock(&c->mu);
@@ -731,6 +779,9 @@ static void *srv_worker(void *arg)
             break;
         case TAG_CLOSE:
             srv_on_close(t->call);
+            break;
+        case TAG_MSG:
+            srv_on_msg(t->call, ev.success);
             break;
         case TAG_SHUTDOWN:
             pthread_mutex_lock(&s->mu);
@@ -785,6 +836,11 @@ static orr_status srv_build_table(orr_rpc_server *s, const ProtobufCServiceDescr
         snprintf(m->path, len, "/%s/%s", svc->name, md->name);
         m->path_len = strlen(m->path);
         m->name = md->name;
+        m->svc_name = svc->name;
+        m->stats_name = md->name;
+        for (size_t k = 0; k < base + i; k++)
+            if (strcmp(all[k].name, md->name) == 0)
+                m->stats_name = m->path + 1;
         m->md = md;
         m->unary = in->unary;
         m->stream = in->stream;
@@ -823,8 +879,8 @@ static void srv_free(orr_rpc_server *s)
     free(s->workers);
     free(s->cqs);
     free(s->auth);
-    for (int i = 0; i < s->n_owned; i++)
-        free(s->owned[i]);
+    for (int i = s->n_owned - 1; i >= 0; i--)
+        s->owned[i].free_fn(s->owned[i].p);
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->cv);
     free(s);
@@ -937,12 +993,35 @@ orr_status orr_rpc_server_add_service(orr_rpc_server *s, const ProtobufCServiceD
     return st;
 }
 
-int orr_rpc_server_own(orr_rpc_server *s, void *p)
+int orr_rpc_server_own_fn(orr_rpc_server *s, void *p, void (*free_fn)(void *))
 {
     if (s->n_owned >= (int)(sizeof(s->owned) / sizeof(s->owned[0])))
         return -1;
-    s->owned[s->n_owned++] = p;
+    s->owned[s->n_owned].p = p;
+    s->owned[s->n_owned].free_fn = free_fn ? free_fn : free;
+    s->n_owned++;
     return 0;
+}
+
+int orr_rpc_server_own(orr_rpc_server *s, void *p)
+{
+    return orr_rpc_server_own_fn(s, p, free);
+}
+
+size_t orr_rpc_server_services(const orr_rpc_server *s, const char **out, size_t n)
+{
+    size_t count = 0;
+    for (size_t i = 0; i < s->n_methods; i++) {
+        size_t j = 0; /* listed already? (tables are small) */
+        while (j < i && strcmp(s->methods[j].svc_name, s->methods[i].svc_name) != 0)
+            j++;
+        if (j < i)
+            continue;
+        if (count < n)
+            out[count] = s->methods[i].svc_name;
+        count++;
+    }
+    return count;
 }
 
 int orr_rpc_server_port(const orr_rpc_server *s)
@@ -1178,12 +1257,88 @@ orr_status orr_rpc_stream_send(orr_rpc_call *call, const ProtobufCMessage *msg)
     return ORR_OK;
 }
 
+orr_status orr_rpc_stream_recv(orr_rpc_call *call, ProtobufCMessage **msg, int wait_ms,
+                               orr_err *err)
+{
+    *msg = NULL;
+    if (!call->is_stream)
+        return orr_err_set(err, ORR_EINVAL, "call", "only a streaming handler receives messages");
+    if (call->msg_eof)
+        return orr_err_set(err, ORR_EOF, NULL, "the client sends no more messages");
+    if (orr_rpc_call_cancelled(call))
+        return orr_err_set(err, ORR_ECANCELLED, NULL, "the call was cancelled");
+    if (!call->msg_pending) {
+        grpc_op op;
+        memset(&op, 0, sizeof(op));
+        op.op = GRPC_OP_RECV_MESSAGE;
+        op.data.recv_message.recv_message = &call->msg_bb;
+        pthread_mutex_lock(&call->mu);
+        call->msg_pending = 1;
+        call->msg_done = 0;
+        pthread_mutex_unlock(&call->mu);
+        if (grpc_call_start_batch(call->call, &op, 1, &call->t_msg, NULL) != GRPC_CALL_OK) {
+            pthread_mutex_lock(&call->mu);
+            call->msg_pending = 0;
+            pthread_mutex_unlock(&call->mu);
+            call->msg_eof = 1;
+            atomic_store(&call->cancelled, 1);
+            return orr_err_set(err, ORR_ECANCELLED, NULL, "the call was cancelled");
+        }
+    }
+    struct timespec until;
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    if (wait_ms >= 0) {
+        until.tv_sec += wait_ms / 1000;
+        until.tv_nsec += (long)(wait_ms % 1000) * 1000000L;
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
+    }
+    pthread_mutex_lock(&call->mu);
+    int rc = 0;
+    while (!call->msg_done && !atomic_load(&call->cancelled) &&
+           !atomic_load(&call->srv->stopping) && rc == 0) {
+        if (wait_ms < 0)
+            pthread_cond_wait(&call->cv, &call->mu);
+        else
+            rc = pthread_cond_timedwait(&call->cv, &call->mu, &until);
+    }
+    int done = call->msg_done, ok = call->msg_ok;
+    if (done)
+        call->msg_pending = call->msg_done = 0;
+    pthread_mutex_unlock(&call->mu);
+    if (!done) { /* the read stays out: the next call waits for the same one */
+        if (orr_rpc_call_cancelled(call))
+            return orr_err_set(err, ORR_ECANCELLED, NULL, "the call was cancelled");
+        return orr_err_set(err, ORR_ETIMEOUT, NULL, "no message within %d ms", wait_ms);
+    }
+    grpc_byte_buffer *bb = call->msg_bb;
+    call->msg_bb = NULL;
+    if (!ok || !bb) {
+        /* gRPC ends the messages of a client that cancelled as it does those
+         * of one that half-closed; only a close event seen already (or the
+         * server stopping) tells the two apart here */
+        call->msg_eof = 1;
+        if (bb)
+            grpc_byte_buffer_destroy(bb);
+        if (!ok || orr_rpc_call_cancelled(call)) {
+            atomic_store(&call->cancelled, 1);
+            return orr_err_set(err, ORR_ECANCELLED, NULL, "the call was cancelled");
+        }
+        return orr_err_set(err, ORR_EOF, NULL, "the client sends no more messages");
+    }
+    orr_status st = orr_rpc_decode_bb(call->m->md->input, bb, call->srv->max_msg, NULL, msg, err);
+    grpc_byte_buffer_destroy(bb);
+    return st;
+}
+
 size_t orr_rpc_server_stats(orr_rpc_server *s, orr_rpc_method_stats *out, size_t n)
 {
     for (size_t i = 0; i < s->n_methods && i < n; i++) {
         struct srv_method *m = &s->methods[i];
         orr_rpc_method_stats *o = &out[i];
-        o->name = m->name;
+        o->name = m->stats_name;
         o->calls = atomic_load_explicit(&m->calls, memory_order_relaxed);
         o->errors = atomic_load_explicit(&m->errors, memory_order_relaxed);
         uint64_t cum = 0;

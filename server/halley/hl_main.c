@@ -22,6 +22,7 @@
 #include "hl_spec.h"
 #include "orr_config.h"
 #include "orr_log.h"
+#include "orr_rpc_halley_descriptors.h"
 
 static const orr_cfg_key hl_cfg_schema[] = {
     {"halley", "listen", ORR_CFG_STRING, "127.0.0.1:7070", 0, 0, 0,
@@ -161,6 +162,8 @@ static int hl_cmd_serve(orr_config *cfg)
     if (orr_rpc_server_create(&orrery__halley__v1__halley__descriptor, hl_methods, hl_methods_count,
                               &hc, &so, &srv, &err) != ORR_OK ||
         orr_rpc_server_add_health(srv, hl_health_probe, &hc, 500, &err) != ORR_OK ||
+        orr_rpc_server_add_reflection(srv, orr_rpc_halley_descriptors,
+                                      orr_rpc_halley_descriptors_len, &err) != ORR_OK ||
         orr_rpc_server_start(srv) != ORR_OK)
         goto fail;
     if (metrics)

@@ -13,10 +13,12 @@
 
 #include <cmocka.h>
 
+#include <grpc/byte_buffer_reader.h>
 #include <grpc/grpc.h>
 #include <grpc/grpc_security.h>
 #include <grpc/support/time.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -876,12 +878,23 @@ static void test_bearer_parse(void **state)
         const char *v;
         const char *tok; /* NULL = refused */
     } cases[] = {
-        {"Bearer abc", "abc"},  {"bearer abc", "abc"},     {"BEARER abc", "abc"},
-        {"bEaReR abc", "abc"},  {"Bearer    abc", "abc"},  {"Bearer abc  \t", "abc"},
-        {"Bearer a b", "a b"},  {"Bearer", NULL},          {"Bearer ", NULL},
-        {"Bearer    ", NULL},   {"Bearerabc", NULL},       {"Bearer\tabc", NULL},
-        {" Bearer abc", NULL},  {"Basic abc", NULL},       {"Bearers abc", NULL},
-        {"", NULL},             {"abc", NULL},
+        {"Bearer abc", "abc"},
+        {"bearer abc", "abc"},
+        {"BEARER abc", "abc"},
+        {"bEaReR abc", "abc"},
+        {"Bearer    abc", "abc"},
+        {"Bearer abc  \t", "abc"},
+        {"Bearer a b", "a b"},
+        {"Bearer", NULL},
+        {"Bearer ", NULL},
+        {"Bearer    ", NULL},
+        {"Bearerabc", NULL},
+        {"Bearer\tabc", NULL},
+        {" Bearer abc", NULL},
+        {"Basic abc", NULL},
+        {"Bearers abc", NULL},
+        {"", NULL},
+        {"abc", NULL},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         const char *tok = NULL;
@@ -946,6 +959,379 @@ static void test_status_details_bytes(void **state)
     assert_int_equal(b[4], 199 >> 7);
 }
 
+/* ------------------------------------------------------------ bidi (Chat) */
+
+/* What the Chat handler saw; tests poll these. */
+static atomic_int chat_eof, chat_cancelled, chat_timeouts, chat_done, chat_bad;
+
+/* Replies "<n>:<text>" to the n-th message. Special texts: "bye" ends the
+ * call at once (the client's side still open); "wait" first waits 50 ms for
+ * a message that does not come (ORR_ETIMEOUT) and replies "timeout". */
+static orr_status chat_reply(orr_rpc_call *call, const Orrery__Test__V1__SayRequest *m, int n,
+                             int *bye)
+{
+    char text[300];
+    if (strcmp(m->text, "bye") == 0) {
+        *bye = 1;
+        return ORR_OK;
+    }
+    if (strcmp(m->text, "wait") == 0) {
+        ProtobufCMessage *none = NULL;
+        orr_err e;
+        if (orr_rpc_stream_recv(call, &none, 50, &e) != ORR_ETIMEOUT || none)
+            return ORR_EINTERNAL;
+        atomic_fetch_add(&chat_timeouts, 1);
+        snprintf(text, sizeof(text), "timeout");
+    } else {
+        snprintf(text, sizeof(text), "%d:%.200s", n, m->text);
+    }
+    Orrery__Test__V1__SayReply r = ORRERY__TEST__V1__SAY_REPLY__INIT;
+    r.text = text;
+    return orr_rpc_stream_send(call, &r.base);
+}
+
+static orr_status chat(orr_rpc_call *call, const ProtobufCMessage *req, orr_err *err, void *ctx)
+{
+    (void)ctx;
+    int n = 1, bye = 0;
+    orr_status st = chat_reply(call, (const void *)req, n, &bye);
+    while (st == ORR_OK && !bye) {
+        ProtobufCMessage *m = NULL;
+        st = orr_rpc_stream_recv(call, &m, -1, err);
+        if (st == ORR_EOF) {
+            atomic_store(&chat_eof, 1);
+            st = ORR_OK;
+            break;
+        }
+        if (st == ORR_ECANCELLED)
+            atomic_fetch_add(&chat_cancelled, 1);
+        if (st == ORR_EINVAL)
+            atomic_store(&chat_bad, 1);
+        if (st != ORR_OK)
+            break;
+        st = chat_reply(call, (const void *)m, ++n, &bye);
+        protobuf_c_message_free_unpacked(m, NULL);
+    }
+    atomic_fetch_add(&chat_done, 1);
+    return st;
+}
+
+static const orr_rpc_method chat_methods[] = {{.name = "Chat", .stream = chat}};
+
+static orr_rpc_server *start_chat_server(void)
+{
+    orr_rpc_server_opts o = {.listen = "127.0.0.1:0", .threads = 2, .token = TOKEN};
+    orr_rpc_server *s = NULL;
+    orr_err err;
+    assert_int_equal(orr_rpc_server_create(SVC, echo_methods, 3, &g_state, &o, &s, &err), ORR_OK);
+    assert_int_equal(orr_rpc_server_add_service(s, SVC, chat_methods, 1, NULL, 0, &err), ORR_OK);
+    assert_int_equal(orr_rpc_server_start(s), ORR_OK);
+    atomic_store(&chat_eof, 0);
+    atomic_store(&chat_cancelled, 0);
+    atomic_store(&chat_timeouts, 0);
+    atomic_store(&chat_done, 0);
+    atomic_store(&chat_bad, 0);
+    return s;
+}
+
+static void wait_flag(atomic_int *flag, int want, const char *what)
+{
+    long deadline = now_ms() + 10000;
+    while (atomic_load(flag) < want) {
+        if (now_ms() > deadline) {
+            fprintf(stderr, "timed out waiting for %s\n", what);
+            fail();
+        }
+        sleep_ms(2);
+    }
+}
+
+/* A bidi call with the core API, one op batch at a time on a pluck queue. */
+struct bidi {
+    grpc_channel *ch;
+    grpc_completion_queue *cq;
+    grpc_call *call;
+    grpc_metadata md;
+    grpc_metadata_array init_md;
+    int got_md;
+    long tag;
+};
+
+static int bidi_batch(struct bidi *b, grpc_op *ops, size_t n)
+{
+    void *tag = (void *)(++b->tag);
+    assert_int_equal(grpc_call_start_batch(b->call, ops, n, tag, NULL), GRPC_CALL_OK);
+    grpc_event ev = grpc_completion_queue_pluck(
+        b->cq, tag,
+        gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC), gpr_time_from_millis(10000, GPR_TIMESPAN)),
+        NULL);
+    assert_int_equal(ev.type, GRPC_OP_COMPLETE);
+    return ev.success;
+}
+
+static void bidi_open(struct bidi *b, int port)
+{
+    memset(b, 0, sizeof(*b));
+    grpc_init();
+    char target[64];
+    snprintf(target, sizeof(target), "127.0.0.1:%d", port);
+    grpc_channel_credentials *creds = grpc_insecure_credentials_create();
+    b->ch = grpc_channel_create(target, creds, NULL);
+    grpc_channel_credentials_release(creds);
+    b->cq = grpc_completion_queue_create_for_pluck(NULL);
+    b->call = grpc_channel_create_call(
+        b->ch, NULL, GRPC_PROPAGATE_DEFAULTS, b->cq,
+        grpc_slice_from_static_string("/orrery.test.v1.Echo/Chat"), NULL,
+        gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC), gpr_time_from_millis(20000, GPR_TIMESPAN)),
+        NULL);
+    b->md.key = grpc_slice_from_static_string("authorization");
+    b->md.value = grpc_slice_from_static_string("Bearer " TOKEN);
+    grpc_metadata_array_init(&b->init_md);
+    grpc_op op;
+    memset(&op, 0, sizeof(op));
+    op.op = GRPC_OP_SEND_INITIAL_METADATA;
+    op.data.send_initial_metadata.count = 1;
+    op.data.send_initial_metadata.metadata = &b->md;
+    assert_true(bidi_batch(b, &op, 1));
+}
+
+static void bidi_send_raw(struct bidi *b, const void *bytes, size_t n)
+{
+    grpc_slice sl = grpc_slice_from_copied_buffer(bytes, n);
+    grpc_byte_buffer *bb = grpc_raw_byte_buffer_create(&sl, 1);
+    grpc_slice_unref(sl);
+    grpc_op op;
+    memset(&op, 0, sizeof(op));
+    op.op = GRPC_OP_SEND_MESSAGE;
+    op.data.send_message.send_message = bb;
+    bidi_batch(b, &op, 1); /* may fail once the server has finished */
+    grpc_byte_buffer_destroy(bb);
+}
+
+static void bidi_send(struct bidi *b, const char *text)
+{
+    Orrery__Test__V1__SayRequest req = ORRERY__TEST__V1__SAY_REQUEST__INIT;
+    req.text = (char *)text;
+    uint8_t buf[256];
+    size_t n = orrery__test__v1__say_request__pack(&req, buf);
+    bidi_send_raw(b, buf, n);
+}
+
+/* The next reply's text into out; 0 when the server sends no more. */
+static int bidi_recv(struct bidi *b, char *out, size_t cap)
+{
+    grpc_byte_buffer *bb = NULL;
+    grpc_op ops[2];
+    memset(ops, 0, sizeof(ops));
+    size_t n = 0;
+    if (!b->got_md) {
+        ops[n].op = GRPC_OP_RECV_INITIAL_METADATA;
+        ops[n++].data.recv_initial_metadata.recv_initial_metadata = &b->init_md;
+        b->got_md = 1;
+    }
+    ops[n].op = GRPC_OP_RECV_MESSAGE;
+    ops[n++].data.recv_message.recv_message = &bb;
+    bidi_batch(b, ops, n);
+    if (!bb)
+        return 0;
+    grpc_byte_buffer_reader rd;
+    assert_true(grpc_byte_buffer_reader_init(&rd, bb));
+    grpc_slice flat = grpc_byte_buffer_reader_readall(&rd);
+    grpc_byte_buffer_reader_destroy(&rd);
+    Orrery__Test__V1__SayReply *r = orrery__test__v1__say_reply__unpack(
+        NULL, GRPC_SLICE_LENGTH(flat), GRPC_SLICE_START_PTR(flat));
+    assert_non_null(r);
+    snprintf(out, cap, "%s", r->text);
+    orrery__test__v1__say_reply__free_unpacked(r, NULL);
+    grpc_slice_unref(flat);
+    grpc_byte_buffer_destroy(bb);
+    return 1;
+}
+
+static void bidi_half_close(struct bidi *b)
+{
+    grpc_op op;
+    memset(&op, 0, sizeof(op));
+    op.op = GRPC_OP_SEND_CLOSE_FROM_CLIENT;
+    bidi_batch(b, &op, 1);
+}
+
+static grpc_status_code bidi_status(struct bidi *b)
+{
+    grpc_status_code st = GRPC_STATUS_UNKNOWN;
+    grpc_slice details;
+    grpc_metadata_array trail;
+    grpc_metadata_array_init(&trail);
+    grpc_op op;
+    memset(&op, 0, sizeof(op));
+    op.op = GRPC_OP_RECV_STATUS_ON_CLIENT;
+    op.data.recv_status_on_client.trailing_metadata = &trail;
+    op.data.recv_status_on_client.status = &st;
+    op.data.recv_status_on_client.status_details = &details;
+    assert_true(bidi_batch(b, &op, 1));
+    grpc_slice_unref(details);
+    grpc_metadata_array_destroy(&trail);
+    return st;
+}
+
+static void bidi_close(struct bidi *b)
+{
+    grpc_call_unref(b->call);
+    grpc_metadata_array_destroy(&b->init_md);
+    grpc_completion_queue_shutdown(b->cq);
+    while (
+        grpc_completion_queue_pluck(b->cq, NULL, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL).type !=
+        GRPC_QUEUE_SHUTDOWN)
+        ;
+    grpc_completion_queue_destroy(b->cq);
+    grpc_channel_destroy(b->ch);
+    grpc_shutdown();
+}
+
+/* Messages both ways on one call, answered in order; the client's
+ * half-close reaches the handler as ORR_EOF and the call ends OK. */
+static void test_bidi_chat(void **state)
+{
+    (void)state;
+    orr_rpc_server *s = start_chat_server();
+    struct bidi b;
+    char text[300];
+    bidi_open(&b, orr_rpc_server_port(s));
+    const char *words[] = {"alpha", "beta", "gamma", "delta"};
+    for (int i = 0; i < 4; i++) {
+        bidi_send(&b, words[i]);
+        assert_true(bidi_recv(&b, text, sizeof(text)));
+        char want[64];
+        snprintf(want, sizeof(want), "%d:%s", i + 1, words[i]);
+        assert_string_equal(text, want);
+    }
+    /* a read that times out stays armed: the next message still arrives */
+    bidi_send(&b, "wait");
+    assert_true(bidi_recv(&b, text, sizeof(text)));
+    assert_string_equal(text, "timeout");
+    bidi_send(&b, "after");
+    assert_true(bidi_recv(&b, text, sizeof(text)));
+    assert_string_equal(text, "6:after");
+    assert_int_equal(atomic_load(&chat_eof), 0);
+    bidi_half_close(&b);
+    assert_false(bidi_recv(&b, text, sizeof(text)));
+    assert_int_equal(bidi_status(&b), GRPC_STATUS_OK);
+    assert_int_equal(atomic_load(&chat_eof), 1);
+    assert_int_equal(atomic_load(&chat_timeouts), 1);
+    bidi_close(&b);
+    orr_rpc_server_destroy(s);
+}
+
+/* The handler ends while the client's side is still open: the client gets
+ * the status, and the server releases the call (destroy does not hang). */
+static void test_bidi_server_ends_first(void **state)
+{
+    (void)state;
+    orr_rpc_server *s = start_chat_server();
+    struct bidi b;
+    char text[64];
+    bidi_open(&b, orr_rpc_server_port(s));
+    bidi_send(&b, "hello");
+    assert_true(bidi_recv(&b, text, sizeof(text)));
+    bidi_send(&b, "bye");
+    assert_false(bidi_recv(&b, text, sizeof(text)));
+    assert_int_equal(bidi_status(&b), GRPC_STATUS_OK);
+    wait_flag(&chat_done, 1, "the handler to return");
+    /* the call's stats are recorded once its last batch completed */
+    orr_rpc_method_stats st[8];
+    long deadline = now_ms() + 10000;
+    for (;;) {
+        size_t n = orr_rpc_server_stats(s, st, 8);
+        assert_int_equal(n, 4);
+        assert_string_equal(st[3].name, "Chat");
+        if (st[3].calls == 1)
+            break;
+        assert_true(now_ms() < deadline);
+        sleep_ms(2);
+    }
+    bidi_close(&b);
+    orr_rpc_server_destroy(s);
+}
+
+/* A client that cancels wakes a handler blocked in orr_rpc_stream_recv
+ * (ORR_ECANCELLED or ORR_EOF), a server that stops too (ORR_ECANCELLED);
+ * undecodable bytes in a later
+ * message are ORR_EINVAL and end the call INVALID_ARGUMENT. */
+static void test_bidi_cancel_and_bad_bytes(void **state)
+{
+    (void)state;
+    orr_rpc_server *s = start_chat_server();
+    struct bidi b;
+    char text[64];
+    bidi_open(&b, orr_rpc_server_port(s));
+    bidi_send(&b, "one");
+    assert_true(bidi_recv(&b, text, sizeof(text)));
+    grpc_call_cancel(b.call, NULL);
+    wait_flag(&chat_done, 1, "the handler to return after the client cancel");
+    /* gRPC may end a cancelled client's messages like a half-close */
+    assert_int_equal(atomic_load(&chat_eof) + atomic_load(&chat_cancelled), 1);
+    bidi_close(&b);
+
+    bidi_open(&b, orr_rpc_server_port(s));
+    bidi_send(&b, "one");
+    assert_true(bidi_recv(&b, text, sizeof(text)));
+    static const uint8_t junk[] = {0x0a, 0x7f, 'x'}; /* length beyond the end */
+    bidi_send_raw(&b, junk, sizeof(junk));
+    assert_false(bidi_recv(&b, text, sizeof(text)));
+    assert_int_equal(bidi_status(&b), GRPC_STATUS_INVALID_ARGUMENT);
+    assert_int_equal(atomic_load(&chat_bad), 1);
+    bidi_close(&b);
+
+    /* destroy with a handler waiting for a message that never comes */
+    bidi_open(&b, orr_rpc_server_port(s));
+    bidi_send(&b, "one");
+    assert_true(bidi_recv(&b, text, sizeof(text)));
+    int before = atomic_load(&chat_done), cancelled = atomic_load(&chat_cancelled);
+    orr_rpc_server_destroy(s);
+    assert_int_equal(atomic_load(&chat_done), before + 1);
+    assert_int_equal(atomic_load(&chat_cancelled), cancelled + 1);
+    assert_int_not_equal(bidi_status(&b), GRPC_STATUS_OK);
+    bidi_close(&b);
+}
+
+/* recv on a unary call is refused; services are listed once each. */
+static orr_status recv_in_unary(orr_rpc_call *call, const ProtobufCMessage *req,
+                                ProtobufCMessage **resp, orr_err *err, void *ctx)
+{
+    (void)req;
+    (void)resp;
+    (void)ctx;
+    ProtobufCMessage *m = NULL;
+    orr_err e;
+    orr_status st = orr_rpc_stream_recv(call, &m, 0, &e);
+    return orr_err_set(err, ORR_EINVAL, e.field, "recv gave %s", orr_status_name(st));
+}
+
+static void test_recv_unary_and_services(void **state)
+{
+    (void)state;
+    orr_rpc_server_opts o = {.listen = "127.0.0.1:0", .threads = 2};
+    orr_rpc_server *s = NULL;
+    orr_err err;
+    static const orr_rpc_method m[] = {{.name = "Say", .unary = recv_in_unary}};
+    assert_int_equal(orr_rpc_server_create(SVC, m, 1, NULL, &o, &s, &err), ORR_OK);
+    assert_int_equal(orr_rpc_server_add_health(s, probe_serving, NULL, 100, &err), ORR_OK);
+    assert_int_equal(orr_rpc_server_add_service(s, SVC, chat_methods, 1, NULL, 0, &err), ORR_OK);
+    const char *names[4];
+    assert_int_equal(orr_rpc_server_services(s, NULL, 0), 2);
+    assert_int_equal(orr_rpc_server_services(s, names, 4), 2);
+    assert_string_equal(names[0], "orrery.test.v1.Echo");
+    assert_string_equal(names[1], "grpc.health.v1.Health");
+    assert_int_equal(orr_rpc_server_start(s), ORR_OK);
+    struct raw_result r;
+    uint8_t req[] = {0x0a, 0x02, 'h', 'i'};
+    raw_call(orr_rpc_server_port(s), "/orrery.test.v1.Echo/Say", req, sizeof(req), NULL, &r);
+    assert_int_equal(r.status, GRPC_STATUS_INVALID_ARGUMENT);
+    assert_string_equal(r.field, "call");
+    assert_non_null(strstr(r.details, "EINVAL"));
+    orr_rpc_server_destroy(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -970,6 +1356,10 @@ int main(void)
         cmocka_unit_test(test_concurrent),
         cmocka_unit_test(test_destroy_in_flight),
         cmocka_unit_test(test_create_errors),
+        cmocka_unit_test(test_bidi_chat),
+        cmocka_unit_test(test_bidi_server_ends_first),
+        cmocka_unit_test(test_bidi_cancel_and_bad_bytes),
+        cmocka_unit_test(test_recv_unary_and_services),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
