@@ -47,7 +47,7 @@ void gx_h_pools_list(gx_req *req, gx_resp *resp)
     json_t *items = json_array();
     for (size_t i = 0; i < rs->n_pools; i++)
         json_array_append_new(items, gx_pool_json(rs->pools[i]));
-    gx_resp_json(resp, 200, json_pack("{s:o}", "items", items));
+    gx_page_answer(req, resp, "pools", items, "name", 0);
 }
 
 void gx_h_pool_put(gx_req *req, gx_resp *resp)
@@ -372,7 +372,7 @@ void gx_h_teams_list(gx_req *req, gx_resp *resp)
     for (size_t i = 0; i < rs->n_teams; i++)
         json_array_append_new(items, json_pack("{s:I,s:s}", "id", (json_int_t)rs->teams[i]->id,
                                                "name", rs->teams[i]->name));
-    gx_resp_json(resp, 200, json_pack("{s:o}", "items", items));
+    gx_page_answer(req, resp, "teams", items, "name", 0);
 }
 
 /* Dashboard statistics: outcomes per bucket over [from, to) and the queue now. */
@@ -455,7 +455,7 @@ void gx_h_datasources_list(gx_req *req, gx_resp *resp)
     json_t *items = json_array();
     for (size_t i = 0; i < ls->n_data_sources; i++)
         json_array_append_new(items, gx_datasource_json(ls->data_sources[i]));
-    gx_resp_json(resp, 200, json_pack("{s:o}", "items", items));
+    gx_page_answer(req, resp, "datasources", items, "name", 0);
 }
 
 static const char *gx_param_str(json_t *params, const char *a, const char *b)

@@ -132,7 +132,7 @@ void gx_h_streams_list(gx_req *req, gx_resp *resp)
     json_t *items = json_array();
     for (size_t i = 0; i < rs->n_streams; i++)
         json_array_append_new(items, gx_stream_json(rs->streams[i]));
-    gx_resp_json(resp, 200, json_pack("{s:o}", "items", items));
+    gx_page_answer(req, resp, "streams", items, "name", 0);
 }
 
 void gx_h_stream_get(gx_req *req, gx_resp *resp)
@@ -219,7 +219,7 @@ void gx_h_stream_units(gx_req *req, gx_resp *resp)
     if (!gx_check_name(resp, name, "name"))
         return;
     int64_t limit, from_ms = 0, to_ms = 0;
-    if (gx_req_query_int(req, resp, "limit", 500, 1, 5000, &limit) ||
+    if (gx_req_query_int(req, resp, "limit", 500, 1, 1000, &limit) ||
         !gx_query_time(req, resp, "from", &from_ms) || !gx_query_time(req, resp, "to", &to_ms))
         return;
     if (to_ms && to_ms <= from_ms) {
@@ -239,7 +239,9 @@ void gx_h_stream_units(gx_req *req, gx_resp *resp)
     rq.from_ms = from_ms;
     rq.to_ms = to_ms;
     rq.reconciled_only = reconciled;
-    rq.limit = (int32_t)limit;
+    rq.page_size = (int32_t)limit;
+    const char *token = gx_req_query(req, "page_token");
+    rq.page_token = (char *)(token ? token : "");
     HL(ListDataUnitsResponse) * rs;
     if (gx_halley(req, resp, "ListDataUnits", &rq.base, (ProtobufCMessage **)&rs) != ORR_OK)
         return;
@@ -260,7 +262,11 @@ void gx_h_stream_units(gx_req *req, gx_resp *resp)
         json_object_set_new(o, "updated_at", gx_json_time(u->updated_at_ms));
         json_array_append_new(items, o);
     }
-    gx_resp_json(resp, 200, json_pack("{s:o}", "items", items));
+    gx_resp_json(resp, 200,
+                 json_pack("{s:o,s:o}", "items", items, "next_page_token",
+                           rs->next_page_token && *rs->next_page_token
+                               ? json_string(rs->next_page_token)
+                               : json_null()));
 }
 
 /* -------------------------------------------------------------- lineage */
@@ -422,7 +428,7 @@ void gx_h_workflows_list(gx_req *req, gx_resp *resp)
     json_t *items = json_array();
     for (size_t i = 0; i < rs->n_workflows; i++)
         json_array_append_new(items, gx_workflow_json(rs->workflows[i]));
-    gx_resp_json(resp, 200, json_pack("{s:o}", "items", items));
+    gx_page_answer(req, resp, "workflows", items, "name", 0);
 }
 
 /* The DAG view: every task of the workflow with its upstreams (from its
@@ -575,6 +581,7 @@ void gx_h_audit(gx_req *req, gx_resp *resp)
     if (gx_req_query_int(req, resp, "limit", 100, 1, 1000, &limit) ||
         gx_req_query_int(req, resp, "before", 0, 0, INT64_MAX, &before))
         return;
+    const char *token = gx_req_query(req, "page_token");
     HL(ListAuditRequest) rq = HL_INIT(LIST_AUDIT_REQUEST);
     const char *v;
     if ((v = gx_req_query(req, "actor")))
@@ -582,7 +589,8 @@ void gx_h_audit(gx_req *req, gx_resp *resp)
     if ((v = gx_req_query(req, "object")))
         rq.object_prefix = (char *)v;
     rq.page_size = (int32_t)limit;
-    rq.before_id = before;
+    rq.before_id = before; /* deprecated: page_token */
+    rq.page_token = (char *)(token ? token : "");
     HL(ListAuditResponse) * rs;
     if (gx_halley(req, resp, "ListAudit", &rq.base, (ProtobufCMessage **)&rs) != ORR_OK)
         return;
@@ -594,8 +602,12 @@ void gx_h_audit(gx_req *req, gx_resp *resp)
                              a->actor, "action", a->action, "object", a->object, "detail",
                              gx_parse_or_empty(a->detail_json), "at", gx_json_time(a->at_ms)));
     }
-    json_t *out = json_pack("{s:o}", "items", items);
-    if (rs->n_entries == (size_t)limit)
+    json_t *out = json_pack("{s:o,s:o}", "items", items, "next_page_token",
+                            rs->next_page_token && *rs->next_page_token
+                                ? json_string(rs->next_page_token)
+                                : json_null());
+    /* deprecated: the id to pass as ?before= */
+    if (rs->next_page_token && *rs->next_page_token && rs->n_entries)
         json_object_set_new(
             out, "next",
             json_string(orr_arena_sprintf(req->arena, "%lld",

@@ -155,14 +155,20 @@ void gx_h_packages_list(gx_req *req, gx_resp *resp)
         return;
     if (name)
         rq.name = (char *)name;
-    rq.limit = (int32_t)limit;
+    rq.page_size = (int32_t)limit;
+    const char *token = gx_req_query(req, "page_token");
+    rq.page_token = (char *)(token ? token : "");
     HL(ListCodePackagesResponse) * rs;
     if (gx_halley(req, resp, "ListCodePackages", &rq.base, (ProtobufCMessage **)&rs) != ORR_OK)
         return;
     json_t *items = json_array();
     for (size_t i = 0; i < rs->n_packages; i++)
         json_array_append_new(items, gx_package_json(rs->packages[i]));
-    gx_resp_json(resp, 200, json_pack("{s:o}", "items", items));
+    gx_resp_json(resp, 200,
+                 json_pack("{s:o,s:o}", "items", items, "next_page_token",
+                           rs->next_page_token && *rs->next_page_token
+                               ? json_string(rs->next_page_token)
+                               : json_null()));
 }
 
 /* The stored package of name with this digest; answers the error itself. */

@@ -3,15 +3,15 @@
  * range (one instance per fire time in [from, to), idempotent: instances
  * that already exist are reported, not duplicated).
  *
- * Fire times come from Kepler's cron engine (kepler_core), the same code the
+ * Fire times come from lib's cron engine (orr_cron, orr_tz), the same code the
  * scheduler runs, so what the designer shows is what will run. */
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "gx_app.h"
-#include "kp_cron.h"
-#include "kp_tz.h"
+#include "orr_cron.h"
+#include "orr_tz.h"
 #include "orr_json.h"
 #include "orr_jschema.h"
 
@@ -30,14 +30,14 @@ void gx_h_schedule_next(gx_req *req, gx_resp *resp)
         return;
     }
     orr_err e;
-    kp_cron c;
-    if (kp_cron_parse_into(expr, &c, &e) != ORR_OK) {
+    orr_cron c;
+    if (orr_cron_parse_into(expr, &c, &e) != ORR_OK) {
         /* The field names the cron field ("day-of-month"); keep it visible. */
         gx_resp_fail(resp, ORR_EINVAL, "cron", "%s%s%s", e.field, e.field[0] ? ": " : "", e.msg);
         return;
     }
-    const kp_tz *tz = NULL;
-    if (kp_tz_load(zone && *zone ? zone : "UTC", &tz, &e) != ORR_OK) {
+    const orr_tz *tz = NULL;
+    if (orr_tz_load(zone && *zone ? zone : "UTC", &tz, &e) != ORR_OK) {
         gx_resp_fail(resp, ORR_EINVAL, "tz", "%s", e.msg);
         return;
     }
@@ -49,12 +49,12 @@ void gx_h_schedule_next(gx_req *req, gx_resp *resp)
     json_t *times = json_array();
     int64_t t = at_ms / 1000;
     for (int64_t i = 0; i < count; i++) {
-        if (kp_cron_next(&c, tz, t, &t) != ORR_OK)
+        if (orr_cron_next(&c, tz, t, &t) != ORR_OK)
             break;
         json_array_append_new(times, gx_json_time(t * 1000));
     }
     gx_resp_json(resp, 200,
-                 json_pack("{s:s,s:s,s:o}", "cron", expr, "tz", kp_tz_name(tz), "times", times));
+                 json_pack("{s:s,s:s,s:o}", "cron", expr, "tz", orr_tz_name(tz), "times", times));
 }
 
 void gx_h_task_backfill(gx_req *req, gx_resp *resp)
@@ -100,10 +100,10 @@ void gx_h_task_backfill(gx_req *req, gx_resp *resp)
                      task->name);
         return;
     }
-    kp_cron c;
-    const kp_tz *tz = NULL;
-    if (kp_cron_parse_into(task->schedule, &c, &e) != ORR_OK ||
-        kp_tz_load(task->timezone && *task->timezone ? task->timezone : "UTC", &tz, &e) != ORR_OK) {
+    orr_cron c;
+    const orr_tz *tz = NULL;
+    if (orr_cron_parse_into(task->schedule, &c, &e) != ORR_OK ||
+        orr_tz_load(task->timezone && *task->timezone ? task->timezone : "UTC", &tz, &e) != ORR_OK) {
         gx_resp_fail(resp, ORR_EINTERNAL, "schedule", "stored schedule unusable: %s", e.msg);
         return;
     }
@@ -113,7 +113,7 @@ void gx_h_task_backfill(gx_req *req, gx_resp *resp)
     size_t n = 0;
     int64_t t = from_ms / 1000 - 1;
     const char *actor = gx_actor(req);
-    while (kp_cron_next(&c, tz, t, &t) == ORR_OK && t * 1000 < to_ms) {
+    while (orr_cron_next(&c, tz, t, &t) == ORR_OK && t * 1000 < to_ms) {
         if (n == GX_BACKFILL_MAX) {
             gx_resp_fail(resp, ORR_EINVAL, "to",
                          "the range holds more than %d fire times; backfill it in parts",
@@ -175,22 +175,22 @@ void gx_h_task_validate(gx_req *req, gx_resp *resp)
     const char *schedule = json_string_value(json_object_get(spec, "schedule"));
     const char *zone = json_string_value(json_object_get(spec, "timezone"));
     json_t *next = json_array();
-    const kp_tz *tz = NULL;
-    if (kp_tz_load(zone && *zone ? zone : "UTC", &tz, &e) != ORR_OK) {
+    const orr_tz *tz = NULL;
+    if (orr_tz_load(zone && *zone ? zone : "UTC", &tz, &e) != ORR_OK) {
         json_decref(next);
         gx_resp_fail(resp, ORR_EINVAL, "spec.timezone", "%s", e.msg);
         return;
     }
     if (schedule && *schedule) {
-        kp_cron c;
-        if (kp_cron_parse_into(schedule, &c, &e) != ORR_OK) {
+        orr_cron c;
+        if (orr_cron_parse_into(schedule, &c, &e) != ORR_OK) {
             json_decref(next);
             gx_resp_fail(resp, ORR_EINVAL, "spec.schedule", "%s%s%s", e.field,
                          e.field[0] ? ": " : "", e.msg);
             return;
         }
         int64_t t = (int64_t)time(NULL);
-        for (int i = 0; i < 5 && kp_cron_next(&c, tz, t, &t) == ORR_OK; i++)
+        for (int i = 0; i < 5 && orr_cron_next(&c, tz, t, &t) == ORR_OK; i++)
             json_array_append_new(next, gx_json_time(t * 1000));
     }
     gx_resp_json(resp, 200, json_pack("{s:b,s:o}", "valid", 1, "next", next));

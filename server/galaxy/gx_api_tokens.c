@@ -213,7 +213,7 @@ void gx_h_tokens_list(gx_req *req, gx_resp *resp)
     json_t *items = json_array();
     for (size_t i = 0; i < rs->n_tokens; i++)
         json_array_append_new(items, gx_token_json(rs->tokens[i]));
-    gx_resp_json(resp, 200, json_pack("{s:o}", "items", items));
+    gx_page_answer(req, resp, "tokens", items, "id", 1);
 }
 
 void gx_h_token_create(gx_req *req, gx_resp *resp)

@@ -3,6 +3,8 @@
 #include "gx_app.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +12,7 @@
 #include <time.h>
 
 #include "gx_jwt.h"
+#include "gx_input.h"
 #include "orr_log.h"
 #include "orr_name.h"
 
@@ -303,4 +306,98 @@ json_t *gx_user_json(const HL(User) * u)
     json_object_set_new(o, "teams", teams);
     json_object_set_new(o, "active", json_boolean(u->active));
     return o;
+}
+
+/* ------------------------------------------------------------ paging */
+
+static const char *gx_sort_key;
+static int gx_sort_numeric;
+
+static int gx_page_cmp(const void *a, const void *b)
+{
+    json_t *x = json_object_get(*(json_t *const *)a, gx_sort_key);
+    json_t *y = json_object_get(*(json_t *const *)b, gx_sort_key);
+    if (gx_sort_numeric) {
+        json_int_t i = json_integer_value(x), j = json_integer_value(y);
+        return (i > j) - (i < j);
+    }
+    const char *s = json_string_value(x), *t = json_string_value(y);
+    return strcmp(s ? s : "", t ? t : "");
+}
+
+static pthread_mutex_t gx_sort_mu = PTHREAD_MUTEX_INITIALIZER;
+
+void gx_page_answer(gx_req *req, gx_resp *resp, const char *list, json_t *items, const char *key,
+                    int numeric)
+{
+    int64_t limit;
+    if (gx_req_query_int(req, resp, "limit", 100, 1, 1000, &limit)) {
+        json_decref(items);
+        return;
+    }
+    /* The token is "<list>:<key of the last row shown>" in base64url. */
+    const char *tok = gx_req_query(req, "page_token");
+    const char *after = NULL;
+    if (tok && *tok) {
+        size_t n = strlen(tok);
+        unsigned char *raw = orr_arena_alloc(req->arena, n + 1);
+        size_t len = 0;
+        size_t plen = strlen(list);
+        if (n > 1024 ||
+            sodium_base642bin(raw, n, tok, n, NULL, &len, NULL,
+                              sodium_base64_VARIANT_URLSAFE_NO_PADDING) != 0 ||
+            len <= plen + 1 || memcmp(raw, list, plen) != 0 || raw[plen] != ':') {
+            gx_resp_fail(resp, ORR_EINVAL, "page_token", "not a token of this list");
+            json_decref(items);
+            return;
+        }
+        raw[len] = '\0';
+        after = (const char *)raw + plen + 1;
+        int64_t v;
+        if (strlen(after) != len - plen - 1 || gx_text_problem(after, strlen(after)) ||
+            (numeric && gx_parse_int(after, &v) != 0)) {
+            gx_resp_fail(resp, ORR_EINVAL, "page_token", "not a token of this list");
+            json_decref(items);
+            return;
+        }
+    }
+    size_t n = json_array_size(items);
+    json_t **rows = orr_arena_calloc(req->arena, n + 1, sizeof *rows);
+    for (size_t i = 0; i < n; i++)
+        rows[i] = json_array_get(items, i);
+    pthread_mutex_lock(&gx_sort_mu);
+    gx_sort_key = key;
+    gx_sort_numeric = numeric;
+    qsort(rows, n, sizeof *rows, gx_page_cmp);
+    pthread_mutex_unlock(&gx_sort_mu);
+    json_t *page = json_array();
+    const char *last = NULL;
+    size_t i = 0;
+    int64_t after_i = 0;
+    if (after && numeric)
+        gx_parse_int(after, &after_i);
+    for (; i < n && after; i++) { /* skip what the earlier pages showed */
+        json_t *k = json_object_get(rows[i], key);
+        if (numeric ? json_integer_value(k) > after_i
+                    : strcmp(json_string_value(k) ? json_string_value(k) : "", after) > 0)
+            break;
+    }
+    for (; i < n && json_array_size(page) < (size_t)limit; i++) {
+        json_array_append(page, rows[i]);
+        json_t *k = json_object_get(rows[i], key);
+        last = numeric ? orr_arena_sprintf(req->arena, "%lld", (long long)json_integer_value(k))
+                       : json_string_value(k);
+    }
+    json_t *next = json_null();
+    if (i < n && last) {
+        const char *plain = orr_arena_sprintf(req->arena, "%s:%s", list, last);
+        size_t cap = sodium_base64_ENCODED_LEN(strlen(plain),
+                                               sodium_base64_VARIANT_URLSAFE_NO_PADDING);
+        char *enc = orr_arena_alloc(req->arena, cap);
+        sodium_bin2base64(enc, cap, (const unsigned char *)plain, strlen(plain),
+                          sodium_base64_VARIANT_URLSAFE_NO_PADDING);
+        next = json_string(enc);
+    }
+    json_decref(items);
+    gx_resp_json(resp, 200, json_pack("{s:o,s:o}", "items", page, "next_page_token", next));
 }

@@ -99,6 +99,19 @@ gx_role gx_role_of(Orrery__Halley__V1__Role r);
  * leading zero); answers 400 naming field and returns 0 when it is not one. */
 int64_t gx_param_id(gx_req *req, gx_resp *resp, int i, const char *field);
 
+/* One paging scheme for every REST list that can grow: ?limit (1..1000,
+ * default 100) and ?page_token (the previous page's next_page_token, opaque);
+ * the answer is {"items": [...], "next_page_token": "..." or null}.
+ *
+ * gx_page_answer: for the lists halleyd answers whole (pools, teams, data
+ * sources, streams, workflows, API tokens: small and admin-made), the page
+ * is cut here: items is sorted by its member key (a string, or an integer
+ * when numeric), the rows after the token's key are kept, at most limit of
+ * them, and the token of the last one is the next. Answers 200 with the page
+ * (steals items), or 400 naming limit / page_token (items freed). */
+void gx_page_answer(gx_req *req, gx_resp *resp, const char *list, json_t *items, const char *key,
+                    int numeric);
+
 /* 1 if s is a safe object name (orr_name.h: 1..128 of [A-Za-z0-9_.-], the
  * first a letter or digit).
  * Otherwise answers 400 naming field and returns 0. */
