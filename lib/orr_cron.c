@@ -1,9 +1,9 @@
 /*
- * kp_cron.c - cron parser and next-fire computation (see kp_cron.h).
+ * orr_cron.c - cron parser and next-fire computation (see orr_cron.h).
  *
  * Parsing copies the expression into a stack buffer, splits it into fields
  * in place, walks each field's list items, and sets bits; nothing is
- * allocated except the one block kp_cron_parse() returns.
+ * allocated except the one block orr_cron_parse() returns.
  *
  * Next fire works in two steps:
  *   1. cron_next_local(): the first matching wall time >= a lower bound, by
@@ -12,7 +12,7 @@
  *      the level above advances by one and everything below resets. The day
  *      level uses a per-month mask (day_mask) that folds in L, L-n, nW, LW,
  *      xL, x#n and the day-of-month/day-of-week combination rule.
- *   2. kp_cron_next(): map that wall time to UTC (gap -> gap end, fold ->
+ *   2. orr_cron_next(): map that wall time to UTC (gap -> gap end, fold ->
  *      first occurrence). The map is monotonic, so the first wall time whose
  *      instant is after the query is the answer. The only wall times after
  *      local(query) whose instant is not after it are first-pass times of a
@@ -21,7 +21,7 @@
  *      which the gap ends, so a later query starting there skips them: the gap
  *      fires once.
  */
-#include "kp_cron.h"
+#include "orr_cron.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -40,12 +40,12 @@ static const char *const cron_days[7] = {"SUN", "MON", "TUE", "WED", "THU", "FRI
 
 #define CRON_DOM_ALL  0xFFFFFFFEu /* bits 1-31 */
 #define CRON_DOW_ALL  0x7Fu
-#define CRON_NYEARS   (KP_CRON_YEAR_MAX - KP_CRON_YEAR_MIN + 1)
+#define CRON_NYEARS   (ORR_CRON_YEAR_MAX - ORR_CRON_YEAR_MIN + 1)
 #define CRON_MAX_ITER 200000 /* safety net; the walk needs ~10 steps a year */
 
 /* Parser state for one expression. */
 struct cron_parser {
-    kp_cron *c;
+    orr_cron *c;
     orr_err *err;
     int unix_dialect;
     int f;            /* field being parsed (F_*) */
@@ -90,7 +90,7 @@ static orr_status cron_fail(struct cron_parser *p, const char *fmt, ...)
 /* Internal bit for external value v of the current field. */
 static void cron_set(struct cron_parser *p, int v)
 {
-    kp_cron *c = p->c;
+    orr_cron *c = p->c;
     switch (p->f) {
     case F_SEC:
         c->sec |= UINT64_C(1) << v;
@@ -111,7 +111,7 @@ static void cron_set(struct cron_parser *p, int v)
         c->dow |= (uint8_t)(1u << (p->unix_dialect ? v % 7 : v - 1));
         break;
     default:
-        c->year[(v - KP_CRON_YEAR_MIN) / 64] |= UINT64_C(1) << ((v - KP_CRON_YEAR_MIN) % 64);
+        c->year[(v - ORR_CRON_YEAR_MIN) / 64] |= UINT64_C(1) << ((v - ORR_CRON_YEAR_MIN) % 64);
         break;
     }
 }
@@ -193,7 +193,7 @@ static orr_status cron_dom_last(struct cron_parser *p, const char *s, const char
         return ORR_OK;
     }
     if (cron_up(*s) == 'W' && s[1] == '\0') {
-        p->c->flags |= KP_CRON_F_DOM_LW;
+        p->c->flags |= ORR_CRON_F_DOM_LW;
         return ORR_OK;
     }
     if (*s != '-')
@@ -275,8 +275,8 @@ static orr_status cron_item(struct cron_parser *p, const char *item)
 
 static orr_status cron_field(struct cron_parser *p, int f, const char *text)
 {
-    static const int lo[F_COUNT] = {0, 0, 0, 1, 1, 1, KP_CRON_YEAR_MIN};
-    static const int hi[F_COUNT] = {59, 59, 23, 31, 12, 7, KP_CRON_YEAR_MAX};
+    static const int lo[F_COUNT] = {0, 0, 0, 1, 1, 1, ORR_CRON_YEAR_MIN};
+    static const int hi[F_COUNT] = {59, 59, 23, 31, 12, 7, ORR_CRON_YEAR_MAX};
     p->f = f;
     p->lo = f == F_DOW && p->unix_dialect ? 0 : lo[f];
     p->hi = hi[f];
@@ -288,14 +288,14 @@ static orr_status cron_field(struct cron_parser *p, int f, const char *text)
             return cron_fail(p, "\"?\" must be the whole field, not part of \"%s\"", text);
         if (f == F_DOM) {
             p->c->dom = CRON_DOM_ALL;
-            p->c->flags |= KP_CRON_F_DOM_STAR;
+            p->c->flags |= ORR_CRON_F_DOM_STAR;
         } else {
             p->c->dow = CRON_DOW_ALL;
-            p->c->flags |= KP_CRON_F_DOW_STAR;
+            p->c->flags |= ORR_CRON_F_DOW_STAR;
         }
         return ORR_OK;
     }
-    char item[KP_CRON_MAX_LEN + 1];
+    char item[ORR_CRON_MAX_LEN + 1];
     for (const char *s = text;;) {
         size_t n = strcspn(s, ",");
         memcpy(item, s, n);
@@ -317,18 +317,18 @@ static const struct {
     {"@hourly", "0 * * * *"},
 };
 
-orr_status kp_cron_parse_into(const char *expr, kp_cron *c, orr_err *err)
+orr_status orr_cron_parse_into(const char *expr, orr_cron *c, orr_err *err)
 {
     struct cron_parser p = {c, err, 0, F_SEC, 0, 0, ""};
-    char buf[KP_CRON_MAX_LEN + 1];
+    char buf[ORR_CRON_MAX_LEN + 1];
     char *fields[8];
     int nf = 0;
     memset(c, 0, sizeof(*c));
     if (!expr)
         return orr_err_set(err, ORR_EINVAL, "expression", "missing cron expression");
-    size_t len = strnlen(expr, KP_CRON_MAX_LEN + 1);
-    if (len > KP_CRON_MAX_LEN)
-        return orr_err_set(err, ORR_EINVAL, "expression", "longer than %d bytes", KP_CRON_MAX_LEN);
+    size_t len = strnlen(expr, ORR_CRON_MAX_LEN + 1);
+    if (len > ORR_CRON_MAX_LEN)
+        return orr_err_set(err, ORR_EINVAL, "expression", "longer than %d bytes", ORR_CRON_MAX_LEN);
     memcpy(buf, expr, len + 1);
     char *s = buf;
     while (cron_is_space(*s))
@@ -372,7 +372,7 @@ orr_status kp_cron_parse_into(const char *expr, kp_cron *c, orr_err *err)
     p.unix_dialect = nf == 5;
     int first = p.unix_dialect ? F_MIN : F_SEC;
     if (p.unix_dialect) {
-        c->flags |= KP_CRON_F_UNIX;
+        c->flags |= ORR_CRON_F_UNIX;
         c->sec = 1;
     }
     for (int i = 0; i < nf; i++) {
@@ -395,9 +395,9 @@ orr_status kp_cron_parse_into(const char *expr, kp_cron *c, orr_err *err)
         /* Vixie cron: a field starting with "*" is unconstrained for the
          * OR rule, even when a step follows the star. */
         if (fields[2][0] == '*')
-            c->flags |= KP_CRON_F_DOM_STAR;
+            c->flags |= ORR_CRON_F_DOM_STAR;
         if (fields[4][0] == '*')
-            c->flags |= KP_CRON_F_DOW_STAR;
+            c->flags |= ORR_CRON_F_DOW_STAR;
     } else if (!dom_q && !dow_q) {
         return cron_fail(&p, "one of day-of-month and day-of-week must be \"?\" (e.g. \"0 0 12 * "
                              "* ?\" or \"0 0 12 ? * MON\")");
@@ -405,11 +405,11 @@ orr_status kp_cron_parse_into(const char *expr, kp_cron *c, orr_err *err)
     return ORR_OK;
 }
 
-orr_status kp_cron_parse(const char *expr, kp_cron **out, orr_err *err)
+orr_status orr_cron_parse(const char *expr, orr_cron **out, orr_err *err)
 {
-    kp_cron c;
+    orr_cron c;
     *out = NULL;
-    orr_status rc = kp_cron_parse_into(expr, &c, err);
+    orr_status rc = orr_cron_parse_into(expr, &c, err);
     if (rc != ORR_OK)
         return rc;
     *out = malloc(sizeof(c));
@@ -419,14 +419,14 @@ orr_status kp_cron_parse(const char *expr, kp_cron **out, orr_err *err)
     return ORR_OK;
 }
 
-void kp_cron_free(kp_cron *c)
+void orr_cron_free(orr_cron *c)
 {
     free(c);
 }
 
-int kp_cron_is_unix(const kp_cron *c)
+int orr_cron_is_unix(const orr_cron *c)
 {
-    return (c->flags & KP_CRON_F_UNIX) != 0;
+    return (c->flags & ORR_CRON_F_UNIX) != 0;
 }
 
 /* ------------------------------------------------------------ next fire */
@@ -440,29 +440,29 @@ static int cron_next_bit(uint64_t mask, int from, int maxbit)
     return m ? from + __builtin_ctzll(m) : -1;
 }
 
-static int cron_next_year(const kp_cron *c, int64_t y)
+static int cron_next_year(const orr_cron *c, int64_t y)
 {
-    if (y < KP_CRON_YEAR_MIN || y > KP_CRON_YEAR_MAX)
+    if (y < ORR_CRON_YEAR_MIN || y > ORR_CRON_YEAR_MAX)
         return -1;
-    int i = (int)(y - KP_CRON_YEAR_MIN);
+    int i = (int)(y - ORR_CRON_YEAR_MIN);
     for (int w = i / 64; w < 4; w++) {
         uint64_t m = c->year[w];
         if (w == i / 64)
             m &= ~UINT64_C(0) << (i % 64);
         if (m) {
             int v = w * 64 + __builtin_ctzll(m);
-            return v < CRON_NYEARS ? KP_CRON_YEAR_MIN + v : -1;
+            return v < CRON_NYEARS ? ORR_CRON_YEAR_MIN + v : -1;
         }
     }
     return -1;
 }
 
 /* The days of month (y, m) that match, as bits 1-31. */
-static uint32_t cron_day_mask(const kp_cron *c, int64_t y, int m)
+static uint32_t cron_day_mask(const orr_cron *c, int64_t y, int m)
 {
-    int nd = kp_tz_days_in_month(y, m);
+    int nd = orr_tz_days_in_month(y, m);
     uint32_t valid = (uint32_t)(((UINT64_C(1) << (nd + 1)) - 1) & ~UINT64_C(1));
-    int wd1 = kp_tz_weekday(kp_tz_days_from_civil(y, m, 1)); /* weekday of the 1st */
+    int wd1 = orr_tz_weekday(orr_tz_days_from_civil(y, m, 1)); /* weekday of the 1st */
     int wdl = (wd1 + nd - 1) % 7;                            /* of the last day */
 
     uint32_t dm = c->dom & valid;
@@ -482,7 +482,7 @@ static uint32_t cron_day_mask(const kp_cron *c, int64_t y, int m)
             d = d == nd ? d - 2 : d + 1;
         dm |= UINT32_C(1) << d;
     }
-    if (c->flags & KP_CRON_F_DOM_LW) {
+    if (c->flags & ORR_CRON_F_DOM_LW) {
         int d = nd - (wdl == 6 ? 1 : wdl == 0 ? 2 : 0);
         dm |= UINT32_C(1) << d;
     }
@@ -505,8 +505,8 @@ static uint32_t cron_day_mask(const kp_cron *c, int64_t y, int m)
         }
     }
 
-    int star = c->flags & (KP_CRON_F_DOM_STAR | KP_CRON_F_DOW_STAR);
-    if ((c->flags & KP_CRON_F_UNIX) && !star)
+    int star = c->flags & (ORR_CRON_F_DOM_STAR | ORR_CRON_F_DOW_STAR);
+    if ((c->flags & ORR_CRON_F_UNIX) && !star)
         return dm | wm;
     return dm & wm;
 }
@@ -518,14 +518,14 @@ static int64_t cron_floor_div(int64_t a, int64_t b)
 }
 
 /* The first matching wall time >= lb into *w: 1 found, 0 none before the end
- * of KP_CRON_YEAR_MAX. */
-static int cron_next_local(const kp_cron *c, int64_t lb, int64_t *w)
+ * of ORR_CRON_YEAR_MAX. */
+static int cron_next_local(const orr_cron *c, int64_t lb, int64_t *w)
 {
     int64_t days = cron_floor_div(lb, 86400), rem = lb - days * 86400, y;
     int mo, d, h = (int)(rem / 3600), mi = (int)(rem / 60 % 60), s = (int)(rem % 60);
-    kp_tz_civil_from_days(days, &y, &mo, &d);
-    if (y < KP_CRON_YEAR_MIN) {
-        y = KP_CRON_YEAR_MIN;
+    orr_tz_civil_from_days(days, &y, &mo, &d);
+    if (y < ORR_CRON_YEAR_MIN) {
+        y = ORR_CRON_YEAR_MIN;
         mo = d = 1;
         h = mi = s = 0;
     }
@@ -598,28 +598,28 @@ static int cron_next_local(const kp_cron *c, int64_t lb, int64_t *w)
             s = 0;
             continue;
         }
-        *w = kp_tz_days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + ns;
+        *w = orr_tz_days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + ns;
         return 1;
     }
     return 0;
 }
 
-orr_status kp_cron_next(const kp_cron *c, const kp_tz *tz, int64_t after_utc, int64_t *next_utc)
+orr_status orr_cron_next(const orr_cron *c, const orr_tz *tz, int64_t after_utc, int64_t *next_utc)
 {
     /* Beyond these bounds no wall time of years 1970-2199 can follow. */
     const int64_t lo = -INT64_C(86400) * 2, hi = INT64_C(7289654400); /* 2201-01-01 */
     if (!tz)
-        tz = kp_tz_utc();
+        tz = orr_tz_utc();
     if (after_utc >= hi)
         return ORR_ENOTFOUND;
     int64_t a = after_utc < lo ? lo : after_utc;
-    int64_t lb = a + kp_tz_offset(tz, a) + 1;
+    int64_t lb = a + orr_tz_offset(tz, a) + 1;
     for (int i = 0; i < 64; i++) {
         int64_t w;
         if (!cron_next_local(c, lb, &w))
             return ORR_ENOTFOUND;
-        kp_tz_map m;
-        kp_tz_local_to_utc(tz, w, &m);
+        orr_tz_map m;
+        orr_tz_local_to_utc(tz, w, &m);
         int64_t t = m.n == 0 ? m.gap_end : m.utc[0];
         if (t > after_utc) {
             *next_utc = t;

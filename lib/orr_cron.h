@@ -1,5 +1,7 @@
 /*
- * kp_cron.h - Kepler's cron expressions: parser and next-fire computation.
+ * orr_cron.h - cron expressions: parser and next-fire computation. The one
+ * engine behind the scheduler, the API's schedule preview and the check that
+ * refuses a task whose schedule cannot fire.
  *
  * Two dialects, told apart by the number of fields:
  *
@@ -34,12 +36,12 @@
  *   must match both; otherwise a day matching EITHER field fires
  *   ("0 0 1,15 * MON" = the 1st, the 15th and every Monday).
  *
- * Errors: kp_cron_parse() returns ORR_EINVAL with err->field naming the field
+ * Errors: orr_cron_parse() returns ORR_EINVAL with err->field naming the field
  * ("second", "minute", "hour", "day-of-month", "month", "day-of-week", "year",
  * or "expression" for the shape of the whole) and err->msg quoting the bad
  * token, e.g. field "day-of-month", msg "\"32\" out of range 1-31".
  *
- * Next fire, in a zone (kp_tz.h): matching wall times are walked in local time,
+ * Next fire, in a zone (orr_tz.h): matching wall times are walked in local time,
  * field by field (year, month, day, hour, minute, second), jumping with bit
  * scans; each is mapped to UTC:
  *   - a wall time skipped by a spring-forward gap fires at the instant the gap
@@ -50,28 +52,28 @@
  * so an expression that never fires ("0 0 0 30 2 ?") ends the search.
  *
  * Memory: a parsed expression is one fixed-size block with no pointers;
- * kp_cron_parse_into() fills a caller-owned struct (no allocation at all).
+ * orr_cron_parse_into() fills a caller-owned struct (no allocation at all).
  * A parsed expression is immutable: share it between threads freely.
  */
-#ifndef KP_CRON_H
-#define KP_CRON_H
+#ifndef ORR_CRON_H
+#define ORR_CRON_H
 
 #include <stdint.h>
 
-#include "kp_tz.h"
+#include "orr_tz.h"
 #include "orr_status.h"
 
-#define KP_CRON_YEAR_MIN 1970
-#define KP_CRON_YEAR_MAX 2199
+#define ORR_CRON_YEAR_MIN 1970
+#define ORR_CRON_YEAR_MAX 2199
 /* Longest expression accepted, in bytes. */
-#define KP_CRON_MAX_LEN 1024
+#define ORR_CRON_MAX_LEN 1024
 
 /* The parsed form: bitsets per field. Public only so that callers can embed it
- * (kp_cron_parse_into); read it through the functions below. */
-typedef struct kp_cron {
+ * (orr_cron_parse_into); read it through the functions below. */
+typedef struct orr_cron {
     uint64_t sec;       /* bits 0-59 */
     uint64_t min;       /* bits 0-59 */
-    uint64_t year[4];   /* bit y - KP_CRON_YEAR_MIN */
+    uint64_t year[4];   /* bit y - ORR_CRON_YEAR_MIN */
     uint32_t hour;      /* bits 0-23 */
     uint32_t dom;       /* bits 1-31: plain days */
     uint32_t dom_w;     /* bits 1-31: nW */
@@ -80,32 +82,32 @@ typedef struct kp_cron {
     uint8_t dow;        /* bits 0-6, 0 = Sunday: plain weekdays */
     uint8_t dow_last;   /* bits 0-6: xL */
     uint8_t dow_nth[7]; /* per weekday, bits 1-5: x#n */
-    uint8_t flags;      /* KP_CRON_F_* */
-} kp_cron;
+    uint8_t flags;      /* ORR_CRON_F_* */
+} orr_cron;
 
-#define KP_CRON_F_UNIX     0x01 /* 5-field dialect */
-#define KP_CRON_F_DOM_STAR 0x02 /* day-of-month is unconstrained ("?"; Unix: starts with "*") */
-#define KP_CRON_F_DOW_STAR 0x04 /* day-of-week likewise */
-#define KP_CRON_F_DOM_LW   0x08 /* LW */
+#define ORR_CRON_F_UNIX     0x01 /* 5-field dialect */
+#define ORR_CRON_F_DOM_STAR 0x02 /* day-of-month is unconstrained ("?"; Unix: starts with "*") */
+#define ORR_CRON_F_DOW_STAR 0x04 /* day-of-week likewise */
+#define ORR_CRON_F_DOM_LW   0x08 /* LW */
 
 /* Parse expr (Quartz 6/7 fields or Unix 5 fields, auto-detected; fields
  * separated by spaces or tabs). Returns ORR_OK and a new expression in *out,
- * to be freed with kp_cron_free(); on ORR_EINVAL *out is NULL and err names the
+ * to be freed with orr_cron_free(); on ORR_EINVAL *out is NULL and err names the
  * field and the bad token. Never allocates more than the one block. */
-orr_status kp_cron_parse(const char *expr, kp_cron **out, orr_err *err);
+orr_status orr_cron_parse(const char *expr, orr_cron **out, orr_err *err);
 /* The same into caller-owned storage; on failure *c is unspecified. */
-orr_status kp_cron_parse_into(const char *expr, kp_cron *c, orr_err *err);
+orr_status orr_cron_parse_into(const char *expr, orr_cron *c, orr_err *err);
 /* NULL is a no-op. */
-void kp_cron_free(kp_cron *c);
+void orr_cron_free(orr_cron *c);
 
 /* The first fire time strictly after after_utc (seconds since the epoch),
  * with wall times read in zone tz (NULL = UTC). ORR_OK and *next_utc;
  * ORR_ENOTFOUND when no fire time exists up to the end of local year
- * KP_CRON_YEAR_MAX. Pure function of its arguments: thread-safe, allocates
+ * ORR_CRON_YEAR_MAX. Pure function of its arguments: thread-safe, allocates
  * nothing, and bounded in time (months are skipped whole, days by bit scans). */
-orr_status kp_cron_next(const kp_cron *c, const kp_tz *tz, int64_t after_utc, int64_t *next_utc);
+orr_status orr_cron_next(const orr_cron *c, const orr_tz *tz, int64_t after_utc, int64_t *next_utc);
 
 /* 1 if the expression is in the Unix 5-field dialect. */
-int kp_cron_is_unix(const kp_cron *c);
+int orr_cron_is_unix(const orr_cron *c);
 
 #endif

@@ -1,20 +1,20 @@
 /*
- * kp_tz.c - TZif reader, POSIX TZ rule expansion, local<->UTC mapping, the
- * zone cache, and the calendar/ISO-8601 helpers (see kp_tz.h).
+ * orr_tz.c - TZif reader, POSIX TZ rule expansion, local<->UTC mapping, the
+ * zone cache, and the calendar/ISO-8601 helpers (see orr_tz.h).
  *
  * A zone is one allocation: the struct, then the transition table (at[i], the
  * instant from which off[i] is in force; ascending), then the name. off0 is in
  * force before at[0]. The table holds the file's transitions followed by those
- * generated from the footer rule through KP_TZ_LAST_YEAR, with no-op entries
+ * generated from the footer rule through ORR_TZ_LAST_YEAR, with no-op entries
  * (same offset as the one before) removed, so a lookup is one binary search.
  *
  * In local coordinates, segment j (from at[j] to at[j+1], offset o_j) covers
  * the wall times [at[j] + o_j, at[j+1] + o_j). A wall time covered by no
  * segment is in a gap; one covered by two is in a fold. Offsets are bounded
  * by 26 hours, so the segments that can cover a wall time W start within
- * W +- 26 h: kp_tz_local_to_utc() visits only those.
+ * W +- 26 h: orr_tz_local_to_utc() visits only those.
  */
-#include "kp_tz.h"
+#include "orr_tz.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -32,38 +32,38 @@
 #define TZ_FIELD      "timezone"
 #define TZ_FIRST_YEAR 1800 /* footer rules are not expanded before this year */
 
-struct kp_tz {
+struct orr_tz {
     const char *name;
     int32_t off0;
     size_t n;
     int64_t *at;
     int32_t *off;
-    struct kp_tz *next; /* cache chain */
+    struct orr_tz *next; /* cache chain */
 };
 
-static kp_tz tz_utc_zone = {"UTC", 0, 0, NULL, NULL, NULL};
+static orr_tz tz_utc_zone = {"UTC", 0, 0, NULL, NULL, NULL};
 
 static pthread_mutex_t tz_cache_lock = PTHREAD_MUTEX_INITIALIZER;
-static kp_tz *tz_cache;
+static orr_tz *tz_cache;
 
 /* ------------------------------------------------------------------ calendar */
 
-int kp_tz_is_leap(int64_t y)
+int orr_tz_is_leap(int64_t y)
 {
     return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
 }
 
-int kp_tz_days_in_month(int64_t y, int m)
+int orr_tz_days_in_month(int64_t y, int m)
 {
     static const int dim[12] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-    if (m == 2 && kp_tz_is_leap(y))
+    if (m == 2 && orr_tz_is_leap(y))
         return 29;
     return dim[(m - 1) % 12];
 }
 
 /* Shift the year to start in March, so the leap day is the last day of a
  * "year"; count 400-year eras of 146097 days. */
-int64_t kp_tz_days_from_civil(int64_t y, int m, int d)
+int64_t orr_tz_days_from_civil(int64_t y, int m, int d)
 {
     if (m <= 2)
         y--;
@@ -75,7 +75,7 @@ int64_t kp_tz_days_from_civil(int64_t y, int m, int d)
     return era * 146097 + doe - 719468;
 }
 
-void kp_tz_civil_from_days(int64_t z, int64_t *year, int *month, int *day)
+void orr_tz_civil_from_days(int64_t z, int64_t *year, int *month, int *day)
 {
     z += 719468;
     int64_t era = (z >= 0 ? z : z - 146096) / 146097;
@@ -90,7 +90,7 @@ void kp_tz_civil_from_days(int64_t z, int64_t *year, int *month, int *day)
     *day = d;
 }
 
-int kp_tz_weekday(int64_t days)
+int orr_tz_weekday(int64_t days)
 {
     int64_t w = (days + 4) % 7; /* 1970-01-01 was a Thursday */
     return (int)(w < 0 ? w + 7 : w);
@@ -105,7 +105,7 @@ static int64_t tz_floor_div(int64_t a, int64_t b)
 /* -------------------------------------------------------------- lookups */
 
 /* Index of the last transition at or before t, or -1. */
-static ptrdiff_t tz_segment(const kp_tz *tz, int64_t t)
+static ptrdiff_t tz_segment(const orr_tz *tz, int64_t t)
 {
     size_t lo = 0, hi = tz->n; /* answer + 1 in [lo, hi] */
     while (lo < hi) {
@@ -118,17 +118,17 @@ static ptrdiff_t tz_segment(const kp_tz *tz, int64_t t)
     return (ptrdiff_t)lo - 1;
 }
 
-static int32_t tz_seg_off(const kp_tz *tz, ptrdiff_t j)
+static int32_t tz_seg_off(const orr_tz *tz, ptrdiff_t j)
 {
     return j < 0 ? tz->off0 : tz->off[j];
 }
 
-const char *kp_tz_name(const kp_tz *tz)
+const char *orr_tz_name(const orr_tz *tz)
 {
     return tz->name;
 }
 
-int32_t kp_tz_offset(const kp_tz *tz, int64_t t)
+int32_t orr_tz_offset(const orr_tz *tz, int64_t t)
 {
     return tz_seg_off(tz, tz_segment(tz, t));
 }
@@ -142,7 +142,7 @@ static int64_t tz_sat_add(int64_t a, int64_t b)
     return a + b;
 }
 
-void kp_tz_local_to_utc(const kp_tz *tz, int64_t w, kp_tz_map *out)
+void orr_tz_local_to_utc(const orr_tz *tz, int64_t w, orr_tz_map *out)
 {
     memset(out, 0, sizeof(*out));
     int gap = 0;
@@ -167,7 +167,7 @@ void kp_tz_local_to_utc(const kp_tz *tz, int64_t w, kp_tz_map *out)
     if (out->n == 0 && !gap) {
         /* Unreachable for a well-formed table; answer something monotonic. */
         out->n = 1;
-        out->utc[0] = w - kp_tz_offset(tz, w);
+        out->utc[0] = w - orr_tz_offset(tz, w);
     }
     if (out->n != 2)
         out->fold_end = 0;
@@ -308,15 +308,15 @@ static int64_t tz_rule_local(const struct tz_rule *r, int64_t y)
 {
     int64_t days;
     if (r->kind == 'J') {
-        days = kp_tz_days_from_civil(y, 1, 1) + r->a - 1;
-        if (kp_tz_is_leap(y) && r->a >= 60)
+        days = orr_tz_days_from_civil(y, 1, 1) + r->a - 1;
+        if (orr_tz_is_leap(y) && r->a >= 60)
             days++;
     } else if (r->kind == 'N') {
-        days = kp_tz_days_from_civil(y, 1, 1) + r->a;
+        days = orr_tz_days_from_civil(y, 1, 1) + r->a;
     } else {
-        int64_t first = kp_tz_days_from_civil(y, r->a, 1);
-        int day = 1 + (r->c - kp_tz_weekday(first) + 7) % 7 + 7 * (r->b - 1);
-        while (day > kp_tz_days_in_month(y, r->a))
+        int64_t first = orr_tz_days_from_civil(y, r->a, 1);
+        int day = 1 + (r->c - orr_tz_weekday(first) + 7) % 7 + 7 * (r->b - 1);
+        while (day > orr_tz_days_in_month(y, r->a))
             day -= 7;
         days = first + day - 1;
     }
@@ -368,7 +368,7 @@ static orr_status tz_bad(orr_err *err, const char *name, const char *what)
 
 /* Append transition (t, o) to the table being built, keeping it ascending:
  * an entry at the same instant as the last one replaces its offset. */
-static void tz_push(kp_tz *tz, size_t cap, int64_t t, int32_t o)
+static void tz_push(orr_tz *tz, size_t cap, int64_t t, int32_t o)
 {
     if (tz->n > 0 && t < tz->at[tz->n - 1])
         return;
@@ -383,7 +383,7 @@ static void tz_push(kp_tz *tz, size_t cap, int64_t t, int32_t o)
     }
 }
 
-orr_status kp_tz_parse(const char *name, const void *data, size_t len, kp_tz **out, orr_err *err)
+orr_status orr_tz_parse(const char *name, const void *data, size_t len, orr_tz **out, orr_err *err)
 {
     const uint8_t *p = data;
     struct tzif_counts c;
@@ -452,17 +452,17 @@ orr_status kp_tz_parse(const char *name, const void *data, size_t len, kp_tz **o
         int64_t y;
         int m, d;
         if (last > -TZ_TIME_LIMIT && last < TZ_TIME_LIMIT) {
-            kp_tz_civil_from_days(tz_floor_div(last, 86400), &y, &m, &d);
+            orr_tz_civil_from_days(tz_floor_div(last, 86400), &y, &m, &d);
             first_year = y - 1 > TZ_FIRST_YEAR ? y - 1 : TZ_FIRST_YEAR;
         }
     }
-    size_t years = has_footer && pz.has_dst && first_year <= KP_TZ_LAST_YEAR
-                       ? (size_t)(KP_TZ_LAST_YEAR - first_year + 1)
+    size_t years = has_footer && pz.has_dst && first_year <= ORR_TZ_LAST_YEAR
+                       ? (size_t)(ORR_TZ_LAST_YEAR - first_year + 1)
                        : 0;
     size_t cap = c.time + 2 * years;
     size_t nlen = strlen(name) + 1;
-    size_t size = sizeof(kp_tz) + cap * sizeof(int64_t) + cap * sizeof(int32_t) + nlen;
-    kp_tz *tz = calloc(1, size);
+    size_t size = sizeof(orr_tz) + cap * sizeof(int64_t) + cap * sizeof(int32_t) + nlen;
+    orr_tz *tz = calloc(1, size);
     if (!tz)
         abort();
     tz->at = (int64_t *)(tz + 1);
@@ -487,7 +487,7 @@ orr_status kp_tz_parse(const char *name, const void *data, size_t len, kp_tz **o
         tz->off0 = pz.std_off;
     if (years) {
         int64_t last = tz->n ? tz->at[tz->n - 1] : INT64_MIN;
-        for (int64_t y = first_year; y <= KP_TZ_LAST_YEAR; y++) {
+        for (int64_t y = first_year; y <= ORR_TZ_LAST_YEAR; y++) {
             int64_t s = tz_rule_local(&pz.start, y) - pz.std_off;
             int64_t e = tz_rule_local(&pz.end, y) - pz.dst_off;
             int64_t t1 = s < e ? s : e, t2 = s < e ? e : s;
@@ -513,13 +513,13 @@ orr_status kp_tz_parse(const char *name, const void *data, size_t len, kp_tz **o
     return ORR_OK;
 }
 
-void kp_tz_free(kp_tz *tz)
+void orr_tz_free(orr_tz *tz)
 {
     if (tz && tz != &tz_utc_zone)
         free(tz);
 }
 
-const kp_tz *kp_tz_utc(void)
+const orr_tz *orr_tz_utc(void)
 {
     return &tz_utc_zone;
 }
@@ -537,10 +537,10 @@ static int tz_name_ok(const char *name)
     return 1;
 }
 
-static orr_status tz_read_file(const char *name, kp_tz **out, orr_err *err)
+static orr_status tz_read_file(const char *name, orr_tz **out, orr_err *err)
 {
     char path[512];
-    snprintf(path, sizeof(path), "%s/%s", KP_TZ_DIR, name);
+    snprintf(path, sizeof(path), "%s/%s", ORR_TZ_DIR, name);
     orr_status rc = ORR_OK;
     uint8_t *buf = NULL;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -572,14 +572,14 @@ static orr_status tz_read_file(const char *name, kp_tz **out, orr_err *err)
         }
         got += (size_t)r;
     }
-    rc = kp_tz_parse(name, buf, len, out, err);
+    rc = orr_tz_parse(name, buf, len, out, err);
 done:
     free(buf);
     close(fd);
     return rc;
 }
 
-orr_status kp_tz_load(const char *name, const kp_tz **out, orr_err *err)
+orr_status orr_tz_load(const char *name, const orr_tz **out, orr_err *err)
 {
     *out = NULL;
     if (!name || !tz_name_ok(name))
@@ -591,13 +591,13 @@ orr_status kp_tz_load(const char *name, const kp_tz **out, orr_err *err)
     }
     orr_status rc = ORR_OK;
     pthread_mutex_lock(&tz_cache_lock);
-    for (kp_tz *z = tz_cache; z; z = z->next) {
+    for (orr_tz *z = tz_cache; z; z = z->next) {
         if (strcmp(z->name, name) == 0) {
             *out = z;
             goto unlock;
         }
     }
-    kp_tz *z = NULL;
+    orr_tz *z = NULL;
     rc = tz_read_file(name, &z, err);
     if (rc == ORR_OK) {
         z->next = tz_cache;
@@ -609,11 +609,11 @@ unlock:
     return rc;
 }
 
-void kp_tz_cache_clear(void)
+void orr_tz_cache_clear(void)
 {
     pthread_mutex_lock(&tz_cache_lock);
     while (tz_cache) {
-        kp_tz *z = tz_cache;
+        orr_tz *z = tz_cache;
         tz_cache = z->next;
         free(z);
     }
@@ -635,14 +635,14 @@ static int iso_digits(const char **p, int n, int *out)
     return 0;
 }
 
-orr_status kp_tz_parse_iso8601(const char *s, int64_t *out, orr_err *err)
+orr_status orr_tz_parse_iso8601(const char *s, int64_t *out, orr_err *err)
 {
     const char *p = s;
     int y, mo, d, h = 0, mi = 0, sec = 0, oh = 0, om = 0, sign = 0;
     if (iso_digits(&p, 4, &y) || *p++ != '-' || iso_digits(&p, 2, &mo) || *p++ != '-' ||
         iso_digits(&p, 2, &d))
         goto bad;
-    if (mo < 1 || mo > 12 || d < 1 || d > kp_tz_days_in_month(y, mo))
+    if (mo < 1 || mo > 12 || d < 1 || d > orr_tz_days_in_month(y, mo))
         return orr_err_set(err, ORR_EINVAL, NULL, "\"%.60s\": no such date", s);
     if (*p == 'T' || *p == 't' || *p == ' ') {
         p++;
@@ -678,7 +678,7 @@ orr_status kp_tz_parse_iso8601(const char *s, int64_t *out, orr_err *err)
     }
     if (*p != '\0')
         goto bad;
-    *out = kp_tz_days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + sec -
+    *out = orr_tz_days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + sec -
            (int64_t)sign * (oh * 3600 + om * 60);
     return ORR_OK;
 bad:
@@ -686,11 +686,11 @@ bad:
                        "\"%.60s\" is not an ISO-8601 date-time (e.g. 2026-03-29T00:30:00Z)", s);
 }
 
-char *kp_tz_format_utc(int64_t t, char *buf, size_t n)
+char *orr_tz_format_utc(int64_t t, char *buf, size_t n)
 {
     int64_t days = tz_floor_div(t, 86400), rem = t - days * 86400, y;
     int m, d;
-    kp_tz_civil_from_days(days, &y, &m, &d);
+    orr_tz_civil_from_days(days, &y, &m, &d);
     snprintf(buf, n, "%04lld-%02d-%02dT%02d:%02d:%02dZ", (long long)y, m, d, (int)(rem / 3600),
              (int)(rem / 60 % 60), (int)(rem % 60));
     return buf;

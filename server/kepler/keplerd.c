@@ -29,9 +29,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "kp_cron.h"
+#include "orr_cron.h"
 #include "kp_sched.h"
-#include "kp_tz.h"
+#include "orr_tz.h"
 #include "orr_config.h"
 #include "orr_log.h"
 
@@ -153,31 +153,31 @@ static int cmd_cron_next(const orr_config *cfg, int argc, char **argv)
         }
     }
     int64_t t = (int64_t)time(NULL);
-    if (from && kp_tz_parse_iso8601(from, &t, &err) != ORR_OK) {
+    if (from && orr_tz_parse_iso8601(from, &t, &err) != ORR_OK) {
         snprintf(err.field, sizeof(err.field), "from");
         return cron_next_fail(NULL, &err);
     }
-    const kp_tz *tz;
-    if (kp_tz_load(zone, &tz, &err) != ORR_OK)
+    const orr_tz *tz;
+    if (orr_tz_load(zone, &tz, &err) != ORR_OK)
         return cron_next_fail(NULL, &err);
-    kp_cron c;
-    if (kp_cron_parse_into(expr, &c, &err) != ORR_OK)
+    orr_cron c;
+    if (orr_cron_parse_into(expr, &c, &err) != ORR_OK)
         return cron_next_fail(NULL, &err);
 
     char line[40];
     for (long i = 0; i < count; i++) {
-        orr_status rc = kp_cron_next(&c, tz, t, &t);
+        orr_status rc = orr_cron_next(&c, tz, t, &t);
         if (rc == ORR_ENOTFOUND) {
             fflush(stdout);
             fprintf(stderr, "%s: cron-next: no %sfire time before the end of %d\n", KEPLERD,
-                    i ? "further " : "", KP_CRON_YEAR_MAX);
+                    i ? "further " : "", ORR_CRON_YEAR_MAX);
             return 1;
         }
         if (rc != ORR_OK) {
             fprintf(stderr, "%s: cron-next: %s\n", KEPLERD, orr_status_msg(rc));
             return 1;
         }
-        printf("%s\n", kp_tz_format_utc(t, line, sizeof(line)));
+        printf("%s\n", orr_tz_format_utc(t, line, sizeof(line)));
     }
     return fflush(stdout) == 0 ? 0 : 1;
 }
@@ -220,8 +220,8 @@ static int cmd_run(const orr_config *cfg, int argc, char **argv)
         .cache_keep_ms = orr_config_int(cfg, "kepler", "cache_keep"),
     };
     orr_err err;
-    const kp_tz *tz;
-    if (kp_tz_load(o.default_tz, &tz, &err) != ORR_OK) {
+    const orr_tz *tz;
+    if (orr_tz_load(o.default_tz, &tz, &err) != ORR_OK) {
         fprintf(stderr, "%s: run: kepler.timezone: %s\n", KEPLERD, err.msg);
         return 2;
     }
@@ -269,7 +269,7 @@ int main(int argc, char **argv)
         rc = 2;
     }
     orr_config_free(cfg);
-    kp_tz_cache_clear();
+    orr_tz_cache_clear();
     orr_log_close();
     return rc;
 }

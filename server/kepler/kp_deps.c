@@ -35,16 +35,16 @@ int kp_state_finished(kp_state s)
            s == KP_ST_MARKED_SUCCESS;
 }
 
-orr_status kp_deps_prev_fire(const kp_cron *c, const kp_tz *tz, int64_t t, int64_t *prev)
+orr_status kp_deps_prev_fire(const orr_cron *c, const orr_tz *tz, int64_t t, int64_t *prev)
 {
     for (int64_t w = 60; w <= 800LL * 86400; w *= 4) {
         int64_t f;
-        if (kp_cron_next(c, tz, t - w - 1, &f) != ORR_OK || f >= t)
+        if (orr_cron_next(c, tz, t - w - 1, &f) != ORR_OK || f >= t)
             continue;
         /* f is the first fire in [t - w, t): walk to the last one before t */
         for (;;) {
             int64_t g;
-            if (kp_cron_next(c, tz, f, &g) != ORR_OK || g >= t)
+            if (orr_cron_next(c, tz, f, &g) != ORR_OK || g >= t)
                 break;
             f = g;
         }
@@ -54,7 +54,7 @@ orr_status kp_deps_prev_fire(const kp_cron *c, const kp_tz *tz, int64_t t, int64
     return ORR_ENOTFOUND;
 }
 
-orr_status kp_deps_cycles(const kp_cron *dc, const kp_tz *dtz, const kp_cron *uc, const kp_tz *utz,
+orr_status kp_deps_cycles(const orr_cron *dc, const orr_tz *dtz, const orr_cron *uc, const orr_tz *utz,
                           int same, int64_t t, int64_t *out, size_t max, size_t *n)
 {
     *n = 0;
@@ -65,15 +65,15 @@ orr_status kp_deps_cycles(const kp_cron *dc, const kp_tz *dtz, const kp_cron *uc
     }
     if (dc) {
         int64_t end;
-        if (kp_cron_next(dc, dtz, t, &end) != ORR_OK)
+        if (orr_cron_next(dc, dtz, t, &end) != ORR_OK)
             end = t + 1; /* D's last cycle: the span is t alone */
         int64_t f;
-        orr_status st = kp_cron_next(uc, utz, t - 1, &f);
+        orr_status st = orr_cron_next(uc, utz, t - 1, &f);
         while (st == ORR_OK && f < end) {
             if (*n == max)
                 return ORR_ETOOBIG;
             out[(*n)++] = f;
-            st = kp_cron_next(uc, utz, f, &f);
+            st = orr_cron_next(uc, utz, f, &f);
         }
         if (*n > 0)
             return ORR_OK;

@@ -30,9 +30,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "kp_cron.h"
+#include "orr_cron.h"
 #include "kp_index.h"
-#include "kp_tz.h"
+#include "orr_tz.h"
 #include "orr_status.h"
 
 /* Instance states, numbered as halley.proto's InstanceState. */
@@ -66,12 +66,12 @@ int kp_state_finished(kp_state s);
  * upstream's (uc NULL: no schedule). ORR_OK with *n >= 1 (0 only when U has a
  * cron that never fired before t and never fires in the span); ORR_ETOOBIG
  * when more than max cycles map (the first max are written). */
-orr_status kp_deps_cycles(const kp_cron *dc, const kp_tz *dtz, const kp_cron *uc, const kp_tz *utz,
+orr_status kp_deps_cycles(const orr_cron *dc, const orr_tz *dtz, const orr_cron *uc, const orr_tz *utz,
                           int same, int64_t t, int64_t *out, size_t max, size_t *n);
 
 /* The latest fire time of c strictly before t (searching back up to 800
  * days): ORR_OK and *prev, or ORR_ENOTFOUND. */
-orr_status kp_deps_prev_fire(const kp_cron *c, const kp_tz *tz, int64_t t, int64_t *prev);
+orr_status kp_deps_prev_fire(const orr_cron *c, const orr_tz *tz, int64_t t, int64_t *prev);
 
 /* What is known of one mapped upstream instance. */
 typedef struct kp_dep_obs {

@@ -110,12 +110,12 @@ int64_t kp_du_bucket_start(const kp_du_grid *g, int64_t t)
     return du_floor_div(t + g->tz_s, g->size_s) * g->size_s - g->tz_s;
 }
 
-orr_status kp_du_buckets(const kp_cron *dc, const kp_tz *dtz, const kp_du_grid *g, int64_t t,
+orr_status kp_du_buckets(const orr_cron *dc, const orr_tz *dtz, const kp_du_grid *g, int64_t t,
                          int64_t *out, size_t max, size_t *n)
 {
     *n = 0;
     int64_t end = t + 1;
-    if (dc && (kp_cron_next(dc, dtz, t, &end) != ORR_OK || end <= t))
+    if (dc && (orr_cron_next(dc, dtz, t, &end) != ORR_OK || end <= t))
         end = t + 1; /* the task's last cycle: the instant t alone */
     for (int64_t b = kp_du_bucket_start(g, t); b < end; b += g->size_s) {
         if (*n == max)

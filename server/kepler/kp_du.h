@@ -31,8 +31,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "kp_cron.h"
-#include "kp_tz.h"
+#include "orr_cron.h"
+#include "orr_tz.h"
 #include "orr_status.h"
 
 /* Most buckets one data-unit dependency may map to (a monthly task on a
@@ -57,7 +57,7 @@ int64_t kp_du_bucket_start(const kp_du_grid *g, int64_t t);
  * at t of a task with cron dc in zone dtz (dc NULL: no schedule). ORR_OK
  * with *n >= 1; ORR_ETOOBIG when more than max buckets map (the first max
  * are written). */
-orr_status kp_du_buckets(const kp_cron *dc, const kp_tz *dtz, const kp_du_grid *g, int64_t t,
+orr_status kp_du_buckets(const orr_cron *dc, const orr_tz *dtz, const kp_du_grid *g, int64_t t,
                          int64_t *out, size_t max, size_t *n);
 
 typedef enum kp_du_state {

@@ -245,7 +245,7 @@ orr_status kp_task_parse(kp_task *t, const char *spec_json, const char *default_
     if (nm && !t->name[0])
         snprintf(t->name, sizeof t->name, "%s", nm);
     if (sched[0]) {
-        if ((st = kp_cron_parse_into(sched, &t->cron, err)) != ORR_OK) {
+        if ((st = orr_cron_parse_into(sched, &t->cron, err)) != ORR_OK) {
             char field[sizeof err->field], msg[sizeof err->msg];
             snprintf(field, sizeof field, "%s", err->field);
             snprintf(msg, sizeof msg, "%s", err->msg);
@@ -254,7 +254,7 @@ orr_status kp_task_parse(kp_task *t, const char *spec_json, const char *default_
         }
         t->has_cron = 1;
     }
-    if ((st = kp_tz_load(zone ? zone : "UTC", &t->tz, err)) != ORR_OK) {
+    if ((st = orr_tz_load(zone ? zone : "UTC", &t->tz, err)) != ORR_OK) {
         char msg[sizeof err->msg];
         snprintf(msg, sizeof msg, "%s", err->msg);
         st = orr_err_set(err, ORR_EINVAL, "spec.timezone", "%s", msg);

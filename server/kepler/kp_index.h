@@ -28,8 +28,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "kp_cron.h"
-#include "kp_tz.h"
+#include "orr_cron.h"
+#include "orr_tz.h"
 #include "orr_status.h"
 
 #define KP_MAX_DEPS   256
@@ -76,8 +76,8 @@ typedef struct kp_task {
     int64_t created_at_ms; /* when this version was written */
     /* from the spec */
     int has_cron; /* 0: manual only */
-    kp_cron cron;
-    const kp_tz *tz;
+    orr_cron cron;
+    const orr_tz *tz;
     int catch_up_all; /* 1: every missed cycle; 0: only the latest */
     kp_dep *deps;
     size_t n_deps;

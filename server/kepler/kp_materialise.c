@@ -3,13 +3,13 @@
  */
 #include "kp_materialise.h"
 
-#include "kp_cron.h"
+#include "orr_cron.h"
 
 static int64_t next_after_ms(const kp_task *t, int64_t ms)
 {
     int64_t s = ms >= 0 ? ms / 1000 : -((-ms + 999) / 1000);
     int64_t f;
-    if (kp_cron_next(&t->cron, t->tz, s, &f) != ORR_OK)
+    if (orr_cron_next(&t->cron, t->tz, s, &f) != ORR_OK)
         return INT64_MAX;
     return f * 1000;
 }

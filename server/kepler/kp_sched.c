@@ -710,7 +710,7 @@ static void task_start(sched *s, kp_task *t, int64_t watermark, int is_new)
     if (t->has_cron) {
         int64_t f;
         int64_t sec = start / 1000;
-        next = kp_cron_next(&t->cron, t->tz, sec, &f) == ORR_OK ? f * 1000 : INT64_MAX;
+        next = orr_cron_next(&t->cron, t->tz, sec, &f) == ORR_OK ? f * 1000 : INT64_MAX;
     }
     t->next_fire_ms = next;
     if (next < s->next_materialise_ms)
@@ -741,7 +741,7 @@ static kp_task *index_task(sched *s, const Orrery__Halley__V1__Task *m, int64_t 
         task_start(s, st, watermark, is_new);
     else if (st->has_cron) {
         int64_t f;
-        st->next_fire_ms = kp_cron_next(&st->cron, st->tz, st->materialised_ms / 1000, &f) == ORR_OK
+        st->next_fire_ms = orr_cron_next(&st->cron, st->tz, st->materialised_ms / 1000, &f) == ORR_OK
                                ? f * 1000
                                : INT64_MAX;
         if (st->next_fire_ms < s->next_materialise_ms)
@@ -1242,7 +1242,7 @@ static void run_fetches(sched *s, dep_ctx *c)
             int64_t next;
             if (u->has_cron) {
                 int64_t sec;
-                if (kp_cron_next(&u->cron, u->tz, ft / 1000, &sec) != ORR_OK)
+                if (orr_cron_next(&u->cron, u->tz, ft / 1000, &sec) != ORR_OK)
                     break;
                 next = sec * 1000;
             } else {

@@ -24,7 +24,7 @@
 #
 # To keep what a run found, merge it into the seed corpus (only inputs that
 # reach new edges are copied), e.g.:
-#   build-fuzz/bin/fuzz_cron -merge=1 -use_counters=0 tests/fuzz/kepler/corpus_cron \
+#   build-fuzz/bin/fuzz_cron -merge=1 -use_counters=0 tests/fuzz/lib/corpus_cron \
 #       build-fuzz/fuzz-work/fuzz_cron
 set -euo pipefail
 

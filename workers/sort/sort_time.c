@@ -92,9 +92,9 @@ orr_status sort_tz_parse(const char *name, sort_tz *out, orr_err *err)
         *out = sort_tz_fixed(off);
         return ORR_OK;
     }
-    const kp_tz *zone = NULL;
+    const orr_tz *zone = NULL;
     orr_err zerr = {0};
-    orr_status rc = kp_tz_load(name, &zone, &zerr);
+    orr_status rc = orr_tz_load(name, &zone, &zerr);
     if (rc == ORR_ENOTFOUND)
         return orr_err_set(err, rc, "timezone", "no IANA time zone named \"%s\"", name);
     if (rc != ORR_OK)
@@ -106,19 +106,19 @@ orr_status sort_tz_parse(const char *name, sort_tz *out, orr_err *err)
 
 int32_t sort_tz_offset_at(sort_tz tz, int64_t utc_s)
 {
-    return tz.zone ? kp_tz_offset(tz.zone, utc_s) : tz.fixed;
+    return tz.zone ? orr_tz_offset(tz.zone, utc_s) : tz.fixed;
 }
 
 int64_t sort_tz_local_to_utc(sort_tz tz, int64_t local_s)
 {
     if (!tz.zone)
         return local_s - tz.fixed;
-    kp_tz_map m;
-    kp_tz_local_to_utc(tz.zone, local_s, &m);
+    orr_tz_map m;
+    orr_tz_local_to_utc(tz.zone, local_s, &m);
     if (m.n > 0)
         return m.utc[0];
     /* In a gap: read with the offset in force just before it. */
-    return local_s - kp_tz_offset(tz.zone, m.gap_end - 1);
+    return local_s - orr_tz_offset(tz.zone, m.gap_end - 1);
 }
 
 /* The first instant whose wall time is >= local_s (a bucket boundary). */
@@ -126,8 +126,8 @@ static int64_t time__first_at(sort_tz tz, int64_t local_s)
 {
     if (!tz.zone)
         return local_s - tz.fixed;
-    kp_tz_map m;
-    kp_tz_local_to_utc(tz.zone, local_s, &m);
+    orr_tz_map m;
+    orr_tz_local_to_utc(tz.zone, local_s, &m);
     return m.n == 0 ? m.gap_end : m.utc[0];
 }
 
@@ -302,8 +302,8 @@ int64_t sort_bucket_end(int64_t start_s, sort_bucket_kind k, sort_tz tz)
     int64_t e = time__local_floor(start_s, k, tz) + sort_bucket_seconds(k);
     if (!tz.zone)
         return e - tz.fixed;
-    kp_tz_map m;
-    kp_tz_local_to_utc(tz.zone, e, &m);
+    orr_tz_map m;
+    orr_tz_local_to_utc(tz.zone, e, &m);
     if (m.n == 0)
         return m.gap_end;
     /* e inside a fold, past its first wall time: the second pass of

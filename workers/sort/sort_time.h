@@ -4,7 +4,7 @@
  * A stream declares how its time field is written (epoch seconds or
  * milliseconds, "%Y-%m-%d %H:%M:%S", "%Y%m%d%H%M%S" or ISO-8601) and a time
  * zone: UTC, a fixed offset ("+08:00", "-0530") or an IANA zone name
- * ("Europe/Berlin", "Asia/Shanghai") read through kepler's kp_tz layer, whose
+ * ("Europe/Berlin", "Asia/Shanghai") read through lib's orr_tz layer, whose
  * daylight-saving rules are honoured. Wall-clock texts without an offset are
  * read in the stream's zone; ISO-8601 texts that carry "Z" or an offset use
  * their own. A wall time shown twice (a fall-back fold) is the earlier
@@ -29,7 +29,7 @@
  *
  * Everything here is pure computation: no allocation, no locale, no libc
  * time functions (thread-safe, fast enough for every record). Zones come
- * from kp_tz_load(), which caches them for the life of the process.
+ * from orr_tz_load(), which caches them for the life of the process.
  */
 #ifndef SORT_TIME_H
 #define SORT_TIME_H
@@ -37,7 +37,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "kp_tz.h"
+#include "orr_tz.h"
 #include "orr_status.h"
 
 typedef enum sort_time_fmt {
@@ -58,7 +58,7 @@ typedef enum sort_bucket_kind {
  * Plain value; the zone is shared and immutable (never freed). */
 typedef struct sort_tz {
     int32_t fixed;     /* seconds east of UTC (zone == NULL) */
-    const kp_tz *zone; /* named zone, or NULL */
+    const orr_tz *zone; /* named zone, or NULL */
 } sort_tz;
 
 /* A fixed-offset zone (seconds east of UTC). */

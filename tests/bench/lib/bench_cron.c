@@ -15,8 +15,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "kp_cron.h"
-#include "kp_tz.h"
+#include "orr_cron.h"
+#include "orr_tz.h"
 
 static uint64_t bench_rng = 0x9E3779B97F4A7C15ull;
 
@@ -84,13 +84,13 @@ int main(int argc, char **argv)
         return 2;
     }
     orr_err err;
-    const kp_tz *tz;
-    if (kp_tz_load(zone, &tz, &err) != ORR_OK) {
+    const orr_tz *tz;
+    if (orr_tz_load(zone, &tz, &err) != ORR_OK) {
         fprintf(stderr, "bench_cron: %s\n", err.msg);
         return 2;
     }
     char(*exprs)[128] = malloc(n * sizeof(*exprs));
-    kp_cron *crons = malloc(n * sizeof(*crons));
+    orr_cron *crons = malloc(n * sizeof(*crons));
     if (!exprs || !crons)
         return 1;
     for (size_t i = 0; i < n; i++)
@@ -100,7 +100,7 @@ int main(int argc, char **argv)
     const int64_t from = 1774742400; /* 2026-03-29T00:00:00Z, a DST day in Berlin */
     double t0 = bench_now();
     for (size_t i = 0; i < n; i++) {
-        if (kp_cron_parse_into(exprs[i], &crons[i], &err) != ORR_OK) {
+        if (orr_cron_parse_into(exprs[i], &crons[i], &err) != ORR_OK) {
             fprintf(stderr, "bench_cron: \"%s\": %s: %s\n", exprs[i], err.field, err.msg);
             return 1;
         }
@@ -110,7 +110,7 @@ int main(int argc, char **argv)
     size_t found = 0;
     for (size_t i = 0; i < n; i++) {
         int64_t next;
-        if (kp_cron_next(&crons[i], tz, from, &next) == ORR_OK) {
+        if (orr_cron_next(&crons[i], tz, from, &next) == ORR_OK) {
             sum += next - from;
             found++;
         }
@@ -118,7 +118,7 @@ int main(int argc, char **argv)
     double t2 = bench_now();
     for (size_t i = 0; i < n; i++) {
         int64_t t = from;
-        for (int k = 0; k < 10 && kp_cron_next(&crons[i], tz, t, &t) == ORR_OK; k++)
+        for (int k = 0; k < 10 && orr_cron_next(&crons[i], tz, t, &t) == ORR_OK; k++)
             sum += t & 1;
     }
     double t3 = bench_now();

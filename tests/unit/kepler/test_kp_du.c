@@ -14,25 +14,25 @@
 
 #include <cmocka.h>
 
-#include "kp_cron.h"
+#include "orr_cron.h"
 #include "kp_du.h"
 #include "kp_index.h"
-#include "kp_tz.h"
+#include "orr_tz.h"
 
 static int64_t iso(const char *s)
 {
     int64_t t = 0;
     orr_err err;
-    if (kp_tz_parse_iso8601(s, &t, &err) != ORR_OK)
+    if (orr_tz_parse_iso8601(s, &t, &err) != ORR_OK)
         fail_msg("bad date in test: %s", s);
     return t;
 }
 
-static kp_cron cron(const char *expr)
+static orr_cron cron(const char *expr)
 {
-    kp_cron c;
+    orr_cron c;
     orr_err err;
-    if (kp_cron_parse_into(expr, &c, &err) != ORR_OK)
+    if (orr_cron_parse_into(expr, &c, &err) != ORR_OK)
         fail_msg("bad cron in test: %s", expr);
     return c;
 }
@@ -115,12 +115,12 @@ static void test_bucket_start_in_zone(void **state)
 static void test_daily_task_on_hourly_stream_needs_24(void **state)
 {
     (void)state;
-    kp_cron daily = cron("0 0 * * *");
+    orr_cron daily = cron("0 0 * * *");
     kp_du_grid g = {3600, 0};
     int64_t out[KP_DU_MAX_BUCKETS];
     size_t n = 0;
     int64_t t = iso("2024-03-05T00:00:00Z");
-    assert_int_equal(kp_du_buckets(&daily, kp_tz_utc(), &g, t, out, KP_DU_MAX_BUCKETS, &n), ORR_OK);
+    assert_int_equal(kp_du_buckets(&daily, orr_tz_utc(), &g, t, out, KP_DU_MAX_BUCKETS, &n), ORR_OK);
     assert_int_equal(n, 24);
     for (size_t i = 0; i < n; i++)
         assert_int_equal(out[i], t + (int64_t)i * 3600);
@@ -129,11 +129,11 @@ static void test_daily_task_on_hourly_stream_needs_24(void **state)
 static void test_hourly_task_on_daily_stream_needs_its_day(void **state)
 {
     (void)state;
-    kp_cron hourly = cron("0 * * * *");
+    orr_cron hourly = cron("0 * * * *");
     kp_du_grid g = {86400, 0};
     int64_t out[KP_DU_MAX_BUCKETS];
     size_t n = 0;
-    assert_int_equal(kp_du_buckets(&hourly, kp_tz_utc(), &g, iso("2024-03-05T13:00:00Z"), out,
+    assert_int_equal(kp_du_buckets(&hourly, orr_tz_utc(), &g, iso("2024-03-05T13:00:00Z"), out,
                                    KP_DU_MAX_BUCKETS, &n),
                      ORR_OK);
     assert_int_equal(n, 1);
@@ -143,12 +143,12 @@ static void test_hourly_task_on_daily_stream_needs_its_day(void **state)
 static void test_same_grain_maps_one_to_one(void **state)
 {
     (void)state;
-    kp_cron q = cron("*/15 * * * *");
+    orr_cron q = cron("*/15 * * * *");
     kp_du_grid g = {900, 0};
     int64_t out[KP_DU_MAX_BUCKETS];
     size_t n = 0;
     int64_t t = iso("2024-03-05T13:45:00Z");
-    assert_int_equal(kp_du_buckets(&q, kp_tz_utc(), &g, t, out, KP_DU_MAX_BUCKETS, &n), ORR_OK);
+    assert_int_equal(kp_du_buckets(&q, orr_tz_utc(), &g, t, out, KP_DU_MAX_BUCKETS, &n), ORR_OK);
     assert_int_equal(n, 1);
     assert_int_equal(out[0], t);
 }
@@ -170,11 +170,11 @@ static void test_cycle_overlapping_two_zone_days(void **state)
 {
     (void)state;
     /* a UTC day overlaps two +08:00 days: both must be reconciled */
-    kp_cron daily = cron("0 0 * * *");
+    orr_cron daily = cron("0 0 * * *");
     kp_du_grid g = {86400, 8 * 3600};
     int64_t out[KP_DU_MAX_BUCKETS];
     size_t n = 0;
-    assert_int_equal(kp_du_buckets(&daily, kp_tz_utc(), &g, iso("2024-03-05T00:00:00Z"), out,
+    assert_int_equal(kp_du_buckets(&daily, orr_tz_utc(), &g, iso("2024-03-05T00:00:00Z"), out,
                                    KP_DU_MAX_BUCKETS, &n),
                      ORR_OK);
     assert_int_equal(n, 2);
@@ -185,12 +185,12 @@ static void test_cycle_overlapping_two_zone_days(void **state)
 static void test_too_many_buckets(void **state)
 {
     (void)state;
-    kp_cron daily = cron("0 0 * * *");
+    orr_cron daily = cron("0 0 * * *");
     kp_du_grid g = {900, 0};
     int64_t out[10];
     size_t n = 0;
     assert_int_equal(
-        kp_du_buckets(&daily, kp_tz_utc(), &g, iso("2024-03-05T00:00:00Z"), out, 10, &n),
+        kp_du_buckets(&daily, orr_tz_utc(), &g, iso("2024-03-05T00:00:00Z"), out, 10, &n),
         ORR_ETOOBIG);
     assert_int_equal(n, 10);
 }
@@ -250,12 +250,12 @@ static void test_cache_marks_out_of_order(void **state)
 static void test_readiness_daily_on_hourly(void **state)
 {
     (void)state;
-    kp_cron daily = cron("0 0 * * *");
+    orr_cron daily = cron("0 0 * * *");
     kp_du_grid g = grid("{\"bucket\":\"hour\"}");
     int64_t buckets[KP_DU_MAX_BUCKETS];
     size_t n = 0;
     int64_t t = iso("2024-03-05T00:00:00Z");
-    assert_int_equal(kp_du_buckets(&daily, kp_tz_utc(), &g, t, buckets, KP_DU_MAX_BUCKETS, &n),
+    assert_int_equal(kp_du_buckets(&daily, orr_tz_utc(), &g, t, buckets, KP_DU_MAX_BUCKETS, &n),
                      ORR_OK);
     kp_du_cache *c = kp_du_cache_create();
     int unknown = 0;
@@ -291,7 +291,7 @@ static void test_readiness_daily_on_hourly(void **state)
 
     /* the next day's instance is not met by this day's units */
     assert_int_equal(
-        kp_du_buckets(&daily, kp_tz_utc(), &g, t + 86400, buckets, KP_DU_MAX_BUCKETS, &n), ORR_OK);
+        kp_du_buckets(&daily, orr_tz_utc(), &g, t + 86400, buckets, KP_DU_MAX_BUCKETS, &n), ORR_OK);
     assert_false(kp_du_met(c, "s", "b", "i", buckets, n, g.size_s, &unknown, &from, &to));
     assert_true(unknown); /* its hours after the first were never listed */
     assert_int_equal(from, (t + 86400 + 3600) * 1000);

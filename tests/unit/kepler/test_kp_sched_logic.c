@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "kp_cron.h"
+#include "orr_cron.h"
 #include "kp_deps.h"
 #include "kp_dispatch.h"
 #include "kp_index.h"
@@ -22,22 +22,22 @@
 #include "kp_materialise.h"
 #include "kp_retry.h"
 #include "kp_store.h"
-#include "kp_tz.h"
+#include "orr_tz.h"
 
 static int64_t iso(const char *s)
 {
     int64_t t = 0;
     orr_err err;
-    if (kp_tz_parse_iso8601(s, &t, &err) != ORR_OK)
+    if (orr_tz_parse_iso8601(s, &t, &err) != ORR_OK)
         fail_msg("bad date in test: %s", s);
     return t;
 }
 
-static kp_cron cron(const char *expr)
+static orr_cron cron(const char *expr)
 {
-    kp_cron c;
+    orr_cron c;
     orr_err err;
-    if (kp_cron_parse_into(expr, &c, &err) != ORR_OK)
+    if (orr_cron_parse_into(expr, &c, &err) != ORR_OK)
         fail_msg("bad cron in test: %s", expr);
     return c;
 }
@@ -47,7 +47,7 @@ static kp_cron cron(const char *expr)
 static void test_cycles_hourly_on_hourly(void **state)
 {
     (void)state;
-    kp_cron h = cron("0 * * * *");
+    orr_cron h = cron("0 * * * *");
     int64_t out[KP_DEPS_MAX_CYCLES];
     size_t n;
     int64_t t = iso("2024-03-05T07:00:00Z");
@@ -59,7 +59,7 @@ static void test_cycles_hourly_on_hourly(void **state)
 static void test_cycles_hourly_on_daily(void **state)
 {
     (void)state;
-    kp_cron h = cron("0 * * * *"), d = cron("0 0 * * *");
+    orr_cron h = cron("0 * * * *"), d = cron("0 0 * * *");
     int64_t out[KP_DEPS_MAX_CYCLES];
     size_t n;
     /* 07:00 maps to that day's 00:00 run */
@@ -79,7 +79,7 @@ static void test_cycles_hourly_on_daily(void **state)
 static void test_cycles_daily_on_hourly(void **state)
 {
     (void)state;
-    kp_cron h = cron("0 * * * *"), d = cron("0 0 * * *");
+    orr_cron h = cron("0 * * * *"), d = cron("0 0 * * *");
     int64_t out[KP_DEPS_MAX_CYCLES];
     size_t n;
     assert_int_equal(kp_deps_cycles(&d, NULL, &h, NULL, 0, iso("2024-03-05T00:00:00Z"), out,
@@ -90,17 +90,17 @@ static void test_cycles_daily_on_hourly(void **state)
         assert_int_equal(out[i], iso("2024-03-05T00:00:00Z") + (int64_t)i * 3600);
     /* a daily task at 02:00 in Berlin on an hourly UTC task, across the
      * spring-forward day (23 hours long) */
-    const kp_tz *ber;
+    const orr_tz *ber;
     orr_err err;
-    assert_int_equal(kp_tz_load("Europe/Berlin", &ber, &err), ORR_OK);
-    kp_cron d0 = cron("0 0 * * *");
+    assert_int_equal(orr_tz_load("Europe/Berlin", &ber, &err), ORR_OK);
+    orr_cron d0 = cron("0 0 * * *");
     assert_int_equal(kp_deps_cycles(&d0, ber, &h, NULL, 0, iso("2024-03-31T00:00:00+01:00"), out,
                                     KP_DEPS_MAX_CYCLES, &n),
                      ORR_OK);
     assert_int_equal(n, 23);
     /* too many cycles are refused, not truncated silently */
-    kp_cron m = cron("* * * * *");
-    kp_cron w = cron("0 0 * * 1");
+    orr_cron m = cron("* * * * *");
+    orr_cron w = cron("0 0 * * 1");
     assert_int_equal(kp_deps_cycles(&w, NULL, &m, NULL, 0, iso("2024-03-04T00:00:00Z"), out,
                                     KP_DEPS_MAX_CYCLES, &n),
                      ORR_ETOOBIG);
@@ -109,7 +109,7 @@ static void test_cycles_daily_on_hourly(void **state)
 static void test_cycles_same_and_manual(void **state)
 {
     (void)state;
-    kp_cron h = cron("0 * * * *"), d = cron("0 0 * * *");
+    orr_cron h = cron("0 * * * *"), d = cron("0 0 * * *");
     int64_t out[4];
     size_t n;
     int64_t t = iso("2024-03-05T07:30:00Z");
@@ -129,13 +129,13 @@ static void test_cycles_same_and_manual(void **state)
 static void test_prev_fire(void **state)
 {
     (void)state;
-    kp_cron h = cron("0 * * * *"), d = cron("30 6 * * *");
+    orr_cron h = cron("0 * * * *"), d = cron("30 6 * * *");
     int64_t p;
     assert_int_equal(kp_deps_prev_fire(&h, NULL, iso("2024-03-05T07:00:00Z"), &p), ORR_OK);
     assert_int_equal(p, iso("2024-03-05T06:00:00Z"));
     assert_int_equal(kp_deps_prev_fire(&d, NULL, iso("2024-03-05T06:30:00Z"), &p), ORR_OK);
     assert_int_equal(p, iso("2024-03-04T06:30:00Z"));
-    kp_cron never = cron("0 0 30 2 *");
+    orr_cron never = cron("0 0 30 2 *");
     assert_int_equal(kp_deps_prev_fire(&never, NULL, iso("2024-03-05T06:30:00Z"), &p),
                      ORR_ENOTFOUND);
 }
@@ -295,7 +295,7 @@ static void test_spec_parse(void **state)
     assert_int_equal(kp_task_parse(&t, spec, "UTC", 3 * 3600000, &err), ORR_OK);
     assert_string_equal(t.name, "etl.daily");
     assert_true(t.has_cron);
-    assert_string_equal(kp_tz_name(t.tz), "Europe/Berlin");
+    assert_string_equal(orr_tz_name(t.tz), "Europe/Berlin");
     assert_int_equal(t.catch_up_all, 0);
     assert_int_equal(t.n_deps, 3);
     assert_int_equal(t.deps[0].kind, KP_DEP_STRONG);

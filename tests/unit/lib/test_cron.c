@@ -1,5 +1,5 @@
 /*
- * test_kp_cron.c - the cron engine: parse every syntax element, then check
+ * test_cron.c - the cron engine: parse every syntax element, then check
  * next-fire sequences against vectors worked out on the calendar (leap
  * years, month ends, L/W/#, Unix OR rule, years, DST gaps and folds in
  * Europe, America and Lord Howe's 30-minute shift), and bad input naming
@@ -19,8 +19,8 @@
 
 #include <cmocka.h>
 
-#include "kp_cron.h"
-#include "kp_tz.h"
+#include "orr_cron.h"
+#include "orr_tz.h"
 
 #define NOTFOUND "NOTFOUND"
 
@@ -35,7 +35,7 @@ static int64_t iso(const char *s)
 {
     int64_t t = 0;
     orr_err err;
-    if (kp_tz_parse_iso8601(s, &t, &err) != ORR_OK)
+    if (orr_tz_parse_iso8601(s, &t, &err) != ORR_OK)
         fail_msg("bad date in test: %s (%s)", s, err.msg);
     return t;
 }
@@ -44,22 +44,22 @@ static void run_vectors(const struct vec *v, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         orr_err err;
-        kp_cron *c = NULL;
-        const kp_tz *tz = NULL;
-        if (kp_cron_parse(v[i].expr, &c, &err) != ORR_OK)
+        orr_cron *c = NULL;
+        const orr_tz *tz = NULL;
+        if (orr_cron_parse(v[i].expr, &c, &err) != ORR_OK)
             fail_msg("parse \"%s\": %s: %s", v[i].expr, err.field, err.msg);
-        if (kp_tz_load(v[i].tz, &tz, &err) != ORR_OK)
+        if (orr_tz_load(v[i].tz, &tz, &err) != ORR_OK)
             fail_msg("zone %s: %s", v[i].tz, err.msg);
         int64_t t = iso(v[i].from);
         for (size_t k = 0; k < 10 && v[i].want[k]; k++) {
             int64_t next = 0;
-            orr_status rc = kp_cron_next(c, tz, t, &next);
+            orr_status rc = orr_cron_next(c, tz, t, &next);
             if (strcmp(v[i].want[k], NOTFOUND) == 0) {
                 if (rc != ORR_ENOTFOUND) {
                     char got[32];
                     fail_msg("\"%s\" in %s from %s: step %zu: want NOTFOUND, got %s (%s)",
                              v[i].expr, v[i].tz, v[i].from, k, orr_status_name(rc),
-                             kp_tz_format_utc(next, got, sizeof(got)));
+                             orr_tz_format_utc(next, got, sizeof(got)));
                 }
                 break;
             }
@@ -67,14 +67,14 @@ static void run_vectors(const struct vec *v, size_t n)
             if (rc != ORR_OK)
                 fail_msg("\"%s\" in %s from %s: step %zu: want %s, got %s", v[i].expr, v[i].tz,
                          v[i].from, k, v[i].want[k], orr_status_name(rc));
-            kp_tz_format_utc(next, got, sizeof(got));
+            orr_tz_format_utc(next, got, sizeof(got));
             if (strcmp(got, v[i].want[k]) != 0)
                 fail_msg("\"%s\" in %s from %s: step %zu: want %s, got %s", v[i].expr, v[i].tz,
                          v[i].from, k, v[i].want[k], got);
             assert_true(next > t);
             t = next;
         }
-        kp_cron_free(c);
+        orr_cron_free(c);
     }
 }
 
@@ -357,16 +357,16 @@ static void test_years_and_never(void **state)
 static void test_never_is_fast(void **state)
 {
     (void)state;
-    kp_cron c;
+    orr_cron c;
     orr_err err;
-    assert_int_equal(kp_cron_parse_into("0 0 0 30 2 ?", &c, &err), ORR_OK);
-    const kp_tz *tz;
-    assert_int_equal(kp_tz_load("Europe/Berlin", &tz, &err), ORR_OK);
+    assert_int_equal(orr_cron_parse_into("0 0 0 30 2 ?", &c, &err), ORR_OK);
+    const orr_tz *tz;
+    assert_int_equal(orr_tz_load("Europe/Berlin", &tz, &err), ORR_OK);
     struct timespec a, b;
     clock_gettime(CLOCK_MONOTONIC, &a);
     int64_t next;
     for (int i = 0; i < 100; i++)
-        assert_int_equal(kp_cron_next(&c, tz, 0, &next), ORR_ENOTFOUND);
+        assert_int_equal(orr_cron_next(&c, tz, 0, &next), ORR_ENOTFOUND);
     clock_gettime(CLOCK_MONOTONIC, &b);
     double ms = (double)(b.tv_sec - a.tv_sec) * 1e3 + (double)(b.tv_nsec - a.tv_nsec) / 1e6;
     /* 230 years are skipped month by month: well under 10 ms each, even with sanitizers */
@@ -500,7 +500,7 @@ struct bad {
 static void test_errors_name_the_field(void **state)
 {
     (void)state;
-    char longexpr[KP_CRON_MAX_LEN + 20];
+    char longexpr[ORR_CRON_MAX_LEN + 20];
     memset(longexpr, '1', sizeof(longexpr) - 1);
     longexpr[sizeof(longexpr) - 1] = '\0';
     const struct bad v[] = {
@@ -556,8 +556,8 @@ static void test_errors_name_the_field(void **state)
     for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
         orr_err err;
         orr_err_clear(&err);
-        kp_cron *c = (kp_cron *)&err; /* must be reset to NULL */
-        orr_status rc = kp_cron_parse(v[i].expr, &c, &err);
+        orr_cron *c = (orr_cron *)&err; /* must be reset to NULL */
+        orr_status rc = orr_cron_parse(v[i].expr, &c, &err);
         if (rc != ORR_EINVAL)
             fail_msg("\"%.40s\": want EINVAL, got %s", v[i].expr, orr_status_name(rc));
         assert_null(c);
@@ -567,35 +567,35 @@ static void test_errors_name_the_field(void **state)
                      err.field, err.msg);
     }
     orr_err err;
-    kp_cron *c;
-    assert_int_equal(kp_cron_parse(NULL, &c, &err), ORR_EINVAL);
+    orr_cron *c;
+    assert_int_equal(orr_cron_parse(NULL, &c, &err), ORR_EINVAL);
     assert_string_equal(err.field, "expression");
 }
 
 static void test_parse_representation(void **state)
 {
     (void)state;
-    kp_cron c;
+    orr_cron c;
     orr_err err;
-    assert_int_equal(kp_cron_parse_into("0 0 0 ? * 2-6", &c, &err), ORR_OK);
+    assert_int_equal(orr_cron_parse_into("0 0 0 ? * 2-6", &c, &err), ORR_OK);
     assert_int_equal(c.dow, 0x3e); /* MON-FRI as bits 1-5 */
-    assert_false(kp_cron_is_unix(&c));
-    assert_int_equal(kp_cron_parse_into("0 0 * * 1-5", &c, &err), ORR_OK);
+    assert_false(orr_cron_is_unix(&c));
+    assert_int_equal(orr_cron_parse_into("0 0 * * 1-5", &c, &err), ORR_OK);
     assert_int_equal(c.dow, 0x3e); /* the same days in the Unix numbering */
-    assert_true(kp_cron_is_unix(&c));
+    assert_true(orr_cron_is_unix(&c));
     assert_int_equal(c.sec, 1);
-    assert_int_equal(kp_cron_parse_into("0 0 0 ? * 0-7", &c, &err), ORR_EINVAL);
-    assert_int_equal(kp_cron_parse_into("0 0 * * 0-7", &c, &err), ORR_OK);
+    assert_int_equal(orr_cron_parse_into("0 0 0 ? * 0-7", &c, &err), ORR_EINVAL);
+    assert_int_equal(orr_cron_parse_into("0 0 * * 0-7", &c, &err), ORR_OK);
     assert_int_equal(c.dow, 0x7f);
-    assert_int_equal(kp_cron_parse_into("0 0 0 L,L-3,LW,15W * ?", &c, &err), ORR_OK);
+    assert_int_equal(orr_cron_parse_into("0 0 0 L,L-3,LW,15W * ?", &c, &err), ORR_OK);
     assert_int_equal(c.dom_last, (1u << 0) | (1u << 3));
     assert_int_equal(c.dom_w, 1u << 15);
-    assert_true(c.flags & KP_CRON_F_DOM_LW);
-    assert_int_equal(kp_cron_parse_into("0 0 0 ? * 2#1,SUN#5,6L", &c, &err), ORR_OK);
+    assert_true(c.flags & ORR_CRON_F_DOM_LW);
+    assert_int_equal(orr_cron_parse_into("0 0 0 ? * 2#1,SUN#5,6L", &c, &err), ORR_OK);
     assert_int_equal(c.dow_nth[1], 1u << 1);
     assert_int_equal(c.dow_nth[0], 1u << 5);
     assert_int_equal(c.dow_last, 1u << 5);
-    assert_int_equal(kp_cron_parse_into("*/7 * * * * ?", &c, &err), ORR_OK);
+    assert_int_equal(orr_cron_parse_into("*/7 * * * * ?", &c, &err), ORR_OK);
     assert_int_equal(c.sec, (1ull << 0) | (1ull << 7) | (1ull << 14) | (1ull << 21) | (1ull << 28) |
                                 (1ull << 35) | (1ull << 42) | (1ull << 49) | (1ull << 56));
 }
@@ -617,6 +617,6 @@ int main(void)
         cmocka_unit_test(test_parse_representation),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
-    kp_tz_cache_clear();
+    orr_tz_cache_clear();
     return rc;
 }

@@ -1,5 +1,5 @@
 /*
- * test_kp_tz.c - the time-zone layer: calendar arithmetic, ISO-8601, zone
+ * test_tz.c - the time-zone layer: calendar arithmetic, ISO-8601, zone
  * names, offsets and local->UTC maps of real zones (gap, fold, footer rules
  * far past the file's table), TZif files built by hand (version 1, footer
  * only, J and zero-based day rules), malformed files, and the shared cache
@@ -14,22 +14,22 @@
 
 #include <cmocka.h>
 
-#include "kp_tz.h"
+#include "orr_tz.h"
 
 static int64_t iso(const char *s)
 {
     int64_t t = 0;
     orr_err err;
-    if (kp_tz_parse_iso8601(s, &t, &err) != ORR_OK)
+    if (orr_tz_parse_iso8601(s, &t, &err) != ORR_OK)
         fail_msg("bad date in test: %s (%s)", s, err.msg);
     return t;
 }
 
-static const kp_tz *zone(const char *name)
+static const orr_tz *zone(const char *name)
 {
-    const kp_tz *tz = NULL;
+    const orr_tz *tz = NULL;
     orr_err err;
-    if (kp_tz_load(name, &tz, &err) != ORR_OK)
+    if (orr_tz_load(name, &tz, &err) != ORR_OK)
         fail_msg("zone %s: %s", name, err.msg);
     return tz;
 }
@@ -39,33 +39,33 @@ static const kp_tz *zone(const char *name)
 static void test_calendar(void **state)
 {
     (void)state;
-    assert_int_equal(kp_tz_days_from_civil(1970, 1, 1), 0);
-    assert_int_equal(kp_tz_days_from_civil(2000, 3, 1), 11017);
-    assert_int_equal(kp_tz_days_from_civil(1969, 12, 31), -1);
-    assert_int_equal(kp_tz_weekday(0), 4);                                  /* Thursday */
-    assert_int_equal(kp_tz_weekday(-1), 3);                                 /* Wednesday */
-    assert_int_equal(kp_tz_weekday(kp_tz_days_from_civil(2026, 3, 29)), 0); /* Sunday */
-    assert_int_equal(kp_tz_weekday(kp_tz_days_from_civil(2100, 3, 1)), 1);  /* Monday */
-    assert_true(kp_tz_is_leap(2000));
-    assert_true(kp_tz_is_leap(2028));
-    assert_false(kp_tz_is_leap(2100));
-    assert_false(kp_tz_is_leap(2026));
-    assert_int_equal(kp_tz_days_in_month(2028, 2), 29);
-    assert_int_equal(kp_tz_days_in_month(2100, 2), 28);
-    assert_int_equal(kp_tz_days_in_month(2026, 4), 30);
-    assert_int_equal(kp_tz_days_in_month(2026, 12), 31);
+    assert_int_equal(orr_tz_days_from_civil(1970, 1, 1), 0);
+    assert_int_equal(orr_tz_days_from_civil(2000, 3, 1), 11017);
+    assert_int_equal(orr_tz_days_from_civil(1969, 12, 31), -1);
+    assert_int_equal(orr_tz_weekday(0), 4);                                  /* Thursday */
+    assert_int_equal(orr_tz_weekday(-1), 3);                                 /* Wednesday */
+    assert_int_equal(orr_tz_weekday(orr_tz_days_from_civil(2026, 3, 29)), 0); /* Sunday */
+    assert_int_equal(orr_tz_weekday(orr_tz_days_from_civil(2100, 3, 1)), 1);  /* Monday */
+    assert_true(orr_tz_is_leap(2000));
+    assert_true(orr_tz_is_leap(2028));
+    assert_false(orr_tz_is_leap(2100));
+    assert_false(orr_tz_is_leap(2026));
+    assert_int_equal(orr_tz_days_in_month(2028, 2), 29);
+    assert_int_equal(orr_tz_days_in_month(2100, 2), 28);
+    assert_int_equal(orr_tz_days_in_month(2026, 4), 30);
+    assert_int_equal(orr_tz_days_in_month(2026, 12), 31);
     /* every day of 1600..2400 round-trips, and consecutive days are consecutive dates */
-    int64_t first = kp_tz_days_from_civil(1600, 1, 1), last = kp_tz_days_from_civil(2400, 12, 31);
+    int64_t first = orr_tz_days_from_civil(1600, 1, 1), last = orr_tz_days_from_civil(2400, 12, 31);
     int64_t py = 1599;
     int pm = 12, pd = 31;
     for (int64_t z = first; z <= last; z++) {
         int64_t y;
         int m, d;
-        kp_tz_civil_from_days(z, &y, &m, &d);
-        if (kp_tz_days_from_civil(y, m, d) != z)
+        orr_tz_civil_from_days(z, &y, &m, &d);
+        if (orr_tz_days_from_civil(y, m, d) != z)
             fail_msg("day %lld does not round-trip", (long long)z);
         int next_ok = (y == py && m == pm && d == pd + 1) ||
-                      (y == py && m == pm + 1 && d == 1 && pd == kp_tz_days_in_month(py, pm)) ||
+                      (y == py && m == pm + 1 && d == 1 && pd == orr_tz_days_in_month(py, pm)) ||
                       (y == py + 1 && m == 1 && d == 1 && pm == 12 && pd == 31);
         if (!next_ok)
             fail_msg("day %lld: %lld-%d-%d does not follow %lld-%d-%d", (long long)z, (long long)y,
@@ -106,12 +106,12 @@ static void test_iso8601(void **state)
                          "2026-3-29T00:30:00Z",
                          "2026-03-29T00:30:00.Z"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-        if (kp_tz_parse_iso8601(bad[i], &t, &err) != ORR_EINVAL)
+        if (orr_tz_parse_iso8601(bad[i], &t, &err) != ORR_EINVAL)
             fail_msg("\"%s\" should be refused", bad[i]);
-    assert_string_equal(kp_tz_format_utc(0, buf, sizeof(buf)), "1970-01-01T00:00:00Z");
-    assert_string_equal(kp_tz_format_utc(-1, buf, sizeof(buf)), "1969-12-31T23:59:59Z");
-    assert_string_equal(kp_tz_format_utc(1774744200, buf, sizeof(buf)), "2026-03-29T00:30:00Z");
-    assert_string_equal(kp_tz_format_utc(7289654399, buf, sizeof(buf)), "2200-12-31T23:59:59Z");
+    assert_string_equal(orr_tz_format_utc(0, buf, sizeof(buf)), "1970-01-01T00:00:00Z");
+    assert_string_equal(orr_tz_format_utc(-1, buf, sizeof(buf)), "1969-12-31T23:59:59Z");
+    assert_string_equal(orr_tz_format_utc(1774744200, buf, sizeof(buf)), "2026-03-29T00:30:00Z");
+    assert_string_equal(orr_tz_format_utc(7289654399, buf, sizeof(buf)), "2200-12-31T23:59:59Z");
 }
 
 /* ------------------------------------------------------------- names */
@@ -119,36 +119,36 @@ static void test_iso8601(void **state)
 static void test_names(void **state)
 {
     (void)state;
-    const kp_tz *tz;
+    const orr_tz *tz;
     orr_err err;
-    assert_int_equal(kp_tz_load("UTC", &tz, &err), ORR_OK);
-    assert_ptr_equal(tz, kp_tz_utc());
-    assert_int_equal(kp_tz_offset(tz, 1774744200), 0);
-    assert_string_equal(kp_tz_name(tz), "UTC");
-    assert_int_equal(kp_tz_load("Etc/UTC", &tz, &err), ORR_OK);
-    assert_ptr_equal(tz, kp_tz_utc());
+    assert_int_equal(orr_tz_load("UTC", &tz, &err), ORR_OK);
+    assert_ptr_equal(tz, orr_tz_utc());
+    assert_int_equal(orr_tz_offset(tz, 1774744200), 0);
+    assert_string_equal(orr_tz_name(tz), "UTC");
+    assert_int_equal(orr_tz_load("Etc/UTC", &tz, &err), ORR_OK);
+    assert_ptr_equal(tz, orr_tz_utc());
 
-    const kp_tz *a = zone("Europe/Berlin"), *b = zone("Europe/Berlin");
+    const orr_tz *a = zone("Europe/Berlin"), *b = zone("Europe/Berlin");
     assert_ptr_equal(a, b); /* cached */
-    assert_string_equal(kp_tz_name(a), "Europe/Berlin");
+    assert_string_equal(orr_tz_name(a), "Europe/Berlin");
 
     const char *invalid[] = {
         "",        "../etc/passwd",  "/etc/localtime",  "Europe/../../etc/passwd", "Europe//Berlin",
         "Europe/", "Europe/Ber lin", "Europe/Berlin\n", "Europe/Berlin;rm"};
     for (size_t i = 0; i < sizeof(invalid) / sizeof(invalid[0]); i++) {
         orr_err_clear(&err);
-        tz = (const kp_tz *)&err;
-        if (kp_tz_load(invalid[i], &tz, &err) != ORR_EINVAL)
+        tz = (const orr_tz *)&err;
+        if (orr_tz_load(invalid[i], &tz, &err) != ORR_EINVAL)
             fail_msg("\"%s\" should be an invalid name", invalid[i]);
         assert_null(tz);
         assert_string_equal(err.field, "timezone");
         assert_non_null(strstr(err.msg, "invalid time zone name"));
     }
-    assert_int_equal(kp_tz_load(NULL, &tz, &err), ORR_EINVAL);
-    assert_int_equal(kp_tz_load("No/Such_Zone", &tz, &err), ORR_ENOTFOUND);
+    assert_int_equal(orr_tz_load(NULL, &tz, &err), ORR_EINVAL);
+    assert_int_equal(orr_tz_load("No/Such_Zone", &tz, &err), ORR_ENOTFOUND);
     assert_string_equal(err.field, "timezone");
     assert_non_null(strstr(err.msg, "unknown time zone \"No/Such_Zone\""));
-    assert_int_equal(kp_tz_load("Europe", &tz, &err), ORR_ENOTFOUND); /* a folder */
+    assert_int_equal(orr_tz_load("Europe", &tz, &err), ORR_ENOTFOUND); /* a folder */
 }
 
 /* ------------------------------------------------------------ real zones */
@@ -156,80 +156,80 @@ static void test_names(void **state)
 static void test_offsets(void **state)
 {
     (void)state;
-    const kp_tz *be = zone("Europe/Berlin"), *ny = zone("America/New_York");
-    const kp_tz *lh = zone("Australia/Lord_Howe"), *kol = zone("Asia/Kolkata");
-    assert_int_equal(kp_tz_offset(be, iso("2026-01-15T12:00:00Z")), 3600);
-    assert_int_equal(kp_tz_offset(be, iso("2026-07-15T12:00:00Z")), 7200);
-    assert_int_equal(kp_tz_offset(be, iso("2026-03-29T00:59:59Z")), 3600);
-    assert_int_equal(kp_tz_offset(be, iso("2026-03-29T01:00:00Z")), 7200);
-    assert_int_equal(kp_tz_offset(be, iso("2026-10-25T00:59:59Z")), 7200);
-    assert_int_equal(kp_tz_offset(be, iso("2026-10-25T01:00:00Z")), 3600);
+    const orr_tz *be = zone("Europe/Berlin"), *ny = zone("America/New_York");
+    const orr_tz *lh = zone("Australia/Lord_Howe"), *kol = zone("Asia/Kolkata");
+    assert_int_equal(orr_tz_offset(be, iso("2026-01-15T12:00:00Z")), 3600);
+    assert_int_equal(orr_tz_offset(be, iso("2026-07-15T12:00:00Z")), 7200);
+    assert_int_equal(orr_tz_offset(be, iso("2026-03-29T00:59:59Z")), 3600);
+    assert_int_equal(orr_tz_offset(be, iso("2026-03-29T01:00:00Z")), 7200);
+    assert_int_equal(orr_tz_offset(be, iso("2026-10-25T00:59:59Z")), 7200);
+    assert_int_equal(orr_tz_offset(be, iso("2026-10-25T01:00:00Z")), 3600);
     /* past 2037 the file's table ends; the footer rule takes over */
-    assert_int_equal(kp_tz_offset(be, iso("2100-03-28T00:59:59Z")), 3600);
-    assert_int_equal(kp_tz_offset(be, iso("2100-03-28T01:00:00Z")), 7200);
-    assert_int_equal(kp_tz_offset(be, iso("2199-10-27T00:59:59Z")), 7200);
-    assert_int_equal(kp_tz_offset(be, iso("2199-10-27T01:00:00Z")), 3600);
+    assert_int_equal(orr_tz_offset(be, iso("2100-03-28T00:59:59Z")), 3600);
+    assert_int_equal(orr_tz_offset(be, iso("2100-03-28T01:00:00Z")), 7200);
+    assert_int_equal(orr_tz_offset(be, iso("2199-10-27T00:59:59Z")), 7200);
+    assert_int_equal(orr_tz_offset(be, iso("2199-10-27T01:00:00Z")), 3600);
     /* history from the table: mid-1945 Berlin kept "midsummer time", UTC+3 */
-    assert_int_equal(kp_tz_offset(be, iso("1945-07-01T00:00:00Z")), 10800);
-    assert_int_equal(kp_tz_offset(ny, iso("2026-03-08T06:59:59Z")), -18000);
-    assert_int_equal(kp_tz_offset(ny, iso("2026-03-08T07:00:00Z")), -14400);
-    assert_int_equal(kp_tz_offset(ny, iso("2026-11-01T06:00:00Z")), -18000);
-    assert_int_equal(kp_tz_offset(lh, iso("2026-10-03T15:29:59Z")), 37800);
-    assert_int_equal(kp_tz_offset(lh, iso("2026-10-03T15:30:00Z")), 39600);
-    assert_int_equal(kp_tz_offset(kol, iso("2026-06-01T00:00:00Z")), 19800);
-    assert_int_equal(kp_tz_offset(kol, iso("2150-06-01T00:00:00Z")), 19800);
+    assert_int_equal(orr_tz_offset(be, iso("1945-07-01T00:00:00Z")), 10800);
+    assert_int_equal(orr_tz_offset(ny, iso("2026-03-08T06:59:59Z")), -18000);
+    assert_int_equal(orr_tz_offset(ny, iso("2026-03-08T07:00:00Z")), -14400);
+    assert_int_equal(orr_tz_offset(ny, iso("2026-11-01T06:00:00Z")), -18000);
+    assert_int_equal(orr_tz_offset(lh, iso("2026-10-03T15:29:59Z")), 37800);
+    assert_int_equal(orr_tz_offset(lh, iso("2026-10-03T15:30:00Z")), 39600);
+    assert_int_equal(orr_tz_offset(kol, iso("2026-06-01T00:00:00Z")), 19800);
+    assert_int_equal(orr_tz_offset(kol, iso("2150-06-01T00:00:00Z")), 19800);
 }
 
 static void test_local_to_utc(void **state)
 {
     (void)state;
-    const kp_tz *be = zone("Europe/Berlin"), *ny = zone("America/New_York");
-    const kp_tz *lh = zone("Australia/Lord_Howe");
-    kp_tz_map m;
+    const orr_tz *be = zone("Europe/Berlin"), *ny = zone("America/New_York");
+    const orr_tz *lh = zone("Australia/Lord_Howe");
+    orr_tz_map m;
     /* wall times are written as if UTC */
-    kp_tz_local_to_utc(be, iso("2026-06-01T12:00:00"), &m);
+    orr_tz_local_to_utc(be, iso("2026-06-01T12:00:00"), &m);
     assert_int_equal(m.n, 1);
     assert_int_equal(m.utc[0], iso("2026-06-01T10:00:00Z"));
-    kp_tz_local_to_utc(be, iso("2026-03-29T02:30:00"), &m);
+    orr_tz_local_to_utc(be, iso("2026-03-29T02:30:00"), &m);
     assert_int_equal(m.n, 0);
     assert_int_equal(m.gap_end, iso("2026-03-29T01:00:00Z"));
-    kp_tz_local_to_utc(be, iso("2026-03-29T02:00:00"), &m);
+    orr_tz_local_to_utc(be, iso("2026-03-29T02:00:00"), &m);
     assert_int_equal(m.n, 0);
-    kp_tz_local_to_utc(be, iso("2026-03-29T01:59:59"), &m);
+    orr_tz_local_to_utc(be, iso("2026-03-29T01:59:59"), &m);
     assert_int_equal(m.n, 1);
     assert_int_equal(m.utc[0], iso("2026-03-29T00:59:59Z"));
-    kp_tz_local_to_utc(be, iso("2026-03-29T03:00:00"), &m);
+    orr_tz_local_to_utc(be, iso("2026-03-29T03:00:00"), &m);
     assert_int_equal(m.n, 1);
     assert_int_equal(m.utc[0], iso("2026-03-29T01:00:00Z"));
-    kp_tz_local_to_utc(be, iso("2026-10-25T02:30:00"), &m);
+    orr_tz_local_to_utc(be, iso("2026-10-25T02:30:00"), &m);
     assert_int_equal(m.n, 2);
     assert_int_equal(m.utc[0], iso("2026-10-25T00:30:00Z"));
     assert_int_equal(m.utc[1], iso("2026-10-25T01:30:00Z"));
     assert_int_equal(m.fold_end, iso("2026-10-25T03:00:00"));
-    kp_tz_local_to_utc(be, iso("2026-10-25T03:00:00"), &m);
+    orr_tz_local_to_utc(be, iso("2026-10-25T03:00:00"), &m);
     assert_int_equal(m.n, 1);
     assert_int_equal(m.utc[0], iso("2026-10-25T02:00:00Z"));
-    kp_tz_local_to_utc(be, iso("2150-03-29T02:30:00"), &m); /* footer-generated gap */
+    orr_tz_local_to_utc(be, iso("2150-03-29T02:30:00"), &m); /* footer-generated gap */
     assert_int_equal(m.n, 0);
     assert_int_equal(m.gap_end, iso("2150-03-29T01:00:00Z"));
 
-    kp_tz_local_to_utc(ny, iso("2026-03-08T02:15:00"), &m);
+    orr_tz_local_to_utc(ny, iso("2026-03-08T02:15:00"), &m);
     assert_int_equal(m.n, 0);
     assert_int_equal(m.gap_end, iso("2026-03-08T07:00:00Z"));
-    kp_tz_local_to_utc(ny, iso("2026-11-01T01:15:00"), &m);
+    orr_tz_local_to_utc(ny, iso("2026-11-01T01:15:00"), &m);
     assert_int_equal(m.n, 2);
     assert_int_equal(m.utc[0], iso("2026-11-01T05:15:00Z"));
     assert_int_equal(m.utc[1], iso("2026-11-01T06:15:00Z"));
     assert_int_equal(m.fold_end, iso("2026-11-01T02:00:00"));
 
-    kp_tz_local_to_utc(lh, iso("2026-10-04T02:10:00"), &m);
+    orr_tz_local_to_utc(lh, iso("2026-10-04T02:10:00"), &m);
     assert_int_equal(m.n, 0);
     assert_int_equal(m.gap_end, iso("2026-10-03T15:30:00Z"));
-    kp_tz_local_to_utc(lh, iso("2026-04-05T01:40:00"), &m);
+    orr_tz_local_to_utc(lh, iso("2026-04-05T01:40:00"), &m);
     assert_int_equal(m.n, 2);
     assert_int_equal(m.utc[0], iso("2026-04-04T14:40:00Z"));
     assert_int_equal(m.utc[1], iso("2026-04-04T15:10:00Z"));
-    kp_tz_local_to_utc(kp_tz_utc(), 12345, &m);
+    orr_tz_local_to_utc(orr_tz_utc(), 12345, &m);
     assert_int_equal(m.n, 1);
     assert_int_equal(m.utc[0], 12345);
 }
@@ -241,10 +241,10 @@ static void test_round_trip(void **state)
     const char *zones[] = {"Europe/Berlin",     "America/New_York", "Australia/Lord_Howe",
                            "America/Sao_Paulo", "Pacific/Apia",     "Asia/Tehran"};
     for (size_t z = 0; z < sizeof(zones) / sizeof(zones[0]); z++) {
-        const kp_tz *tz = zone(zones[z]);
+        const orr_tz *tz = zone(zones[z]);
         for (int64_t t = iso("2010-01-01T00:00:00Z"); t < iso("2045-01-01T00:00:00Z"); t += 1799) {
-            kp_tz_map m;
-            kp_tz_local_to_utc(tz, t + kp_tz_offset(tz, t), &m);
+            orr_tz_map m;
+            orr_tz_local_to_utc(tz, t + orr_tz_offset(tz, t), &m);
             if (!((m.n >= 1 && m.utc[0] == t) || (m.n == 2 && m.utc[1] == t)))
                 fail_msg("%s: %lld does not round-trip (n=%d)", zones[z], (long long)t, m.n);
         }
@@ -325,25 +325,25 @@ static void test_tzif_version1(void **state)
     const uint8_t idx[] = {1, 0};
     const int32_t offs[] = {3600, -7200};
     mk_tzif(&t, 1, at, idx, 2, offs, 2, "", 0);
-    kp_tz *tz;
+    orr_tz *tz;
     orr_err err;
-    assert_int_equal(kp_tz_parse("Test/V1", t.b, t.n, &tz, &err), ORR_OK);
-    assert_int_equal(kp_tz_offset(tz, 0), 3600); /* type 0 before the first transition */
-    assert_int_equal(kp_tz_offset(tz, 999999), 3600);
-    assert_int_equal(kp_tz_offset(tz, 1000000), -7200);
-    assert_int_equal(kp_tz_offset(tz, 2000000), 3600);
-    assert_int_equal(kp_tz_offset(tz, INT64_C(5000000000)), 3600); /* last offset holds */
-    kp_tz_map m;
+    assert_int_equal(orr_tz_parse("Test/V1", t.b, t.n, &tz, &err), ORR_OK);
+    assert_int_equal(orr_tz_offset(tz, 0), 3600); /* type 0 before the first transition */
+    assert_int_equal(orr_tz_offset(tz, 999999), 3600);
+    assert_int_equal(orr_tz_offset(tz, 1000000), -7200);
+    assert_int_equal(orr_tz_offset(tz, 2000000), 3600);
+    assert_int_equal(orr_tz_offset(tz, INT64_C(5000000000)), 3600); /* last offset holds */
+    orr_tz_map m;
     /* 1000000 - 7200 .. 1000000 + 3600: the clock went back 3 h, a fold */
-    kp_tz_local_to_utc(tz, 1000000, &m);
+    orr_tz_local_to_utc(tz, 1000000, &m);
     assert_int_equal(m.n, 2);
     assert_int_equal(m.utc[0], 1000000 - 3600);
     assert_int_equal(m.utc[1], 1000000 + 7200);
     assert_int_equal(m.fold_end, 1000000 + 3600);
-    kp_tz_local_to_utc(tz, 2000000 - 3600, &m); /* the clock jumped forward 3 h: a gap */
+    orr_tz_local_to_utc(tz, 2000000 - 3600, &m); /* the clock jumped forward 3 h: a gap */
     assert_int_equal(m.n, 0);
     assert_int_equal(m.gap_end, 2000000);
-    kp_tz_free(tz);
+    orr_tz_free(tz);
 }
 
 static void test_tzif_footer_only(void **state)
@@ -352,51 +352,51 @@ static void test_tzif_footer_only(void **state)
     struct tzbuf t;
     const int32_t offs[] = {3600};
     mk_tzif(&t, 2, NULL, NULL, 0, offs, 1, "CET-1CEST,M3.5.0,M10.5.0/3", 0);
-    kp_tz *tz;
+    orr_tz *tz;
     orr_err err;
-    assert_int_equal(kp_tz_parse("Test/Rule", t.b, t.n, &tz, &err), ORR_OK);
-    const kp_tz *be = zone("Europe/Berlin");
+    assert_int_equal(orr_tz_parse("Test/Rule", t.b, t.n, &tz, &err), ORR_OK);
+    const orr_tz *be = zone("Europe/Berlin");
     for (int64_t x = iso("2020-01-01T00:00:00Z"); x < iso("2040-01-01T00:00:00Z"); x += 3541)
-        if (kp_tz_offset(tz, x) != kp_tz_offset(be, x))
+        if (orr_tz_offset(tz, x) != orr_tz_offset(be, x))
             fail_msg("rule zone differs from Europe/Berlin at %lld", (long long)x);
-    kp_tz_free(tz);
+    orr_tz_free(tz);
 
     /* Jn ignores Feb 29 (J60 is always March 1); n counts it (59 is Feb 29 in a leap year) */
     mk_tzif(&t, 3, NULL, NULL, 0, offs, 1, "AAA-1BBB,J60/2,J300/3", 0);
-    assert_int_equal(kp_tz_parse("Test/J", t.b, t.n, &tz, &err), ORR_OK);
-    assert_int_equal(kp_tz_offset(tz, iso("2028-03-01T00:59:59Z")), 3600);
-    assert_int_equal(kp_tz_offset(tz, iso("2028-03-01T01:00:00Z")), 7200);
-    kp_tz_free(tz);
+    assert_int_equal(orr_tz_parse("Test/J", t.b, t.n, &tz, &err), ORR_OK);
+    assert_int_equal(orr_tz_offset(tz, iso("2028-03-01T00:59:59Z")), 3600);
+    assert_int_equal(orr_tz_offset(tz, iso("2028-03-01T01:00:00Z")), 7200);
+    orr_tz_free(tz);
     mk_tzif(&t, 3, NULL, NULL, 0, offs, 1, "AAA-1BBB,59/2,299/3", 0);
-    assert_int_equal(kp_tz_parse("Test/N", t.b, t.n, &tz, &err), ORR_OK);
-    assert_int_equal(kp_tz_offset(tz, iso("2028-02-29T00:59:59Z")), 3600);
-    assert_int_equal(kp_tz_offset(tz, iso("2028-02-29T01:00:00Z")), 7200);
-    assert_int_equal(kp_tz_offset(tz, iso("2027-03-01T01:00:00Z")), 7200);
-    kp_tz_free(tz);
+    assert_int_equal(orr_tz_parse("Test/N", t.b, t.n, &tz, &err), ORR_OK);
+    assert_int_equal(orr_tz_offset(tz, iso("2028-02-29T00:59:59Z")), 3600);
+    assert_int_equal(orr_tz_offset(tz, iso("2028-02-29T01:00:00Z")), 7200);
+    assert_int_equal(orr_tz_offset(tz, iso("2027-03-01T01:00:00Z")), 7200);
+    orr_tz_free(tz);
 
     /* southern hemisphere, negative rule times, <quoted> names, a 30-minute DST */
     mk_tzif(&t, 2, NULL, NULL, 0, offs, 1, "<+1030>-10:30<+11>-11,M10.1.0,M4.1.0", 0);
-    assert_int_equal(kp_tz_parse("Test/LH", t.b, t.n, &tz, &err), ORR_OK);
-    assert_int_equal(kp_tz_offset(tz, iso("2026-01-01T00:00:00Z")), 39600);
-    assert_int_equal(kp_tz_offset(tz, iso("2026-07-01T00:00:00Z")), 37800);
-    kp_tz_free(tz);
+    assert_int_equal(orr_tz_parse("Test/LH", t.b, t.n, &tz, &err), ORR_OK);
+    assert_int_equal(orr_tz_offset(tz, iso("2026-01-01T00:00:00Z")), 39600);
+    assert_int_equal(orr_tz_offset(tz, iso("2026-07-01T00:00:00Z")), 37800);
+    orr_tz_free(tz);
     mk_tzif(&t, 3, NULL, NULL, 0, offs, 1, "<-01>1<+00>0,M3.5.0/-1,M10.5.0/0", 0);
-    assert_int_equal(kp_tz_parse("Test/Neg", t.b, t.n, &tz, &err), ORR_OK);
-    assert_int_equal(kp_tz_offset(tz, iso("2026-01-01T00:00:00Z")), -3600);
-    assert_int_equal(kp_tz_offset(tz, iso("2026-07-01T00:00:00Z")), 0);
-    kp_tz_free(tz);
+    assert_int_equal(orr_tz_parse("Test/Neg", t.b, t.n, &tz, &err), ORR_OK);
+    assert_int_equal(orr_tz_offset(tz, iso("2026-01-01T00:00:00Z")), -3600);
+    assert_int_equal(orr_tz_offset(tz, iso("2026-07-01T00:00:00Z")), 0);
+    orr_tz_free(tz);
     /* no DST: fixed offset */
     mk_tzif(&t, 2, NULL, NULL, 0, offs, 1, "<+0530>-5:30", 0);
-    assert_int_equal(kp_tz_parse("Test/Fixed", t.b, t.n, &tz, &err), ORR_OK);
-    assert_int_equal(kp_tz_offset(tz, iso("2026-07-01T00:00:00Z")), 19800);
-    kp_tz_free(tz);
+    assert_int_equal(orr_tz_parse("Test/Fixed", t.b, t.n, &tz, &err), ORR_OK);
+    assert_int_equal(orr_tz_offset(tz, iso("2026-07-01T00:00:00Z")), 19800);
+    orr_tz_free(tz);
 }
 
 static void test_tzif_malformed(void **state)
 {
     (void)state;
     struct tzbuf t;
-    kp_tz *tz;
+    orr_tz *tz;
     orr_err err;
     const int64_t at[] = {1000, 2000};
     const int64_t backwards[] = {2000, 1000};
@@ -406,17 +406,17 @@ static void test_tzif_malformed(void **state)
     const int32_t huge[] = {3600, 200000};
 
     mk_tzif(&t, 2, at, idx, 2, offs, 2, "CET-1", 0);
-    assert_int_equal(kp_tz_parse("ok", t.b, t.n, &tz, &err), ORR_OK);
-    kp_tz_free(tz);
+    assert_int_equal(orr_tz_parse("ok", t.b, t.n, &tz, &err), ORR_OK);
+    orr_tz_free(tz);
     for (size_t cut = 0; cut < t.n - 1; cut += 3) { /* every truncation is refused */
-        tz = (kp_tz *)&err;
-        if (kp_tz_parse("cut", t.b, cut, &tz, &err) != ORR_EINVAL)
+        tz = (orr_tz *)&err;
+        if (orr_tz_parse("cut", t.b, cut, &tz, &err) != ORR_EINVAL)
             fail_msg("truncated at %zu accepted", cut);
         assert_null(tz);
         assert_string_equal(err.field, "timezone");
     }
     t.b[0] = 'X';
-    assert_int_equal(kp_tz_parse("magic", t.b, t.n, &tz, &err), ORR_EINVAL);
+    assert_int_equal(orr_tz_parse("magic", t.b, t.n, &tz, &err), ORR_EINVAL);
     assert_non_null(strstr(err.msg, "magic"));
 
     const char *bad_footers[] = {"CET",
@@ -430,27 +430,27 @@ static void test_tzif_malformed(void **state)
                                  "CET-25"};
     for (size_t i = 0; i < sizeof(bad_footers) / sizeof(bad_footers[0]); i++) {
         mk_tzif(&t, 2, at, idx, 2, offs, 2, bad_footers[i], 0);
-        if (kp_tz_parse("footer", t.b, t.n, &tz, &err) != ORR_EINVAL)
+        if (orr_tz_parse("footer", t.b, t.n, &tz, &err) != ORR_EINVAL)
             fail_msg("footer \"%s\" accepted", bad_footers[i]);
         assert_non_null(strstr(err.msg, "footer"));
     }
     mk_tzif(&t, 2, backwards, idx, 2, offs, 2, "", 0);
-    assert_int_equal(kp_tz_parse("order", t.b, t.n, &tz, &err), ORR_EINVAL);
+    assert_int_equal(orr_tz_parse("order", t.b, t.n, &tz, &err), ORR_EINVAL);
     mk_tzif(&t, 2, at, bad_idx, 2, offs, 2, "", 0);
-    assert_int_equal(kp_tz_parse("index", t.b, t.n, &tz, &err), ORR_EINVAL);
+    assert_int_equal(orr_tz_parse("index", t.b, t.n, &tz, &err), ORR_EINVAL);
     mk_tzif(&t, 2, at, idx, 2, huge, 2, "", 0);
-    assert_int_equal(kp_tz_parse("offset", t.b, t.n, &tz, &err), ORR_EINVAL);
+    assert_int_equal(orr_tz_parse("offset", t.b, t.n, &tz, &err), ORR_EINVAL);
     mk_tzif(&t, 2, at, idx, 2, offs, 2, "", 2);
-    assert_int_equal(kp_tz_parse("leaps", t.b, t.n, &tz, &err), ORR_EINVAL);
+    assert_int_equal(orr_tz_parse("leaps", t.b, t.n, &tz, &err), ORR_EINVAL);
     assert_non_null(strstr(err.msg, "leap seconds"));
     mk_tzif(&t, 2, at, idx, 2, offs, 0, "", 0);
-    assert_int_equal(kp_tz_parse("notypes", t.b, t.n, &tz, &err), ORR_EINVAL);
+    assert_int_equal(orr_tz_parse("notypes", t.b, t.n, &tz, &err), ORR_EINVAL);
 }
 
 /* ------------------------------------------------------------ threads */
 
 struct thread_arg {
-    const kp_tz *got[3];
+    const orr_tz *got[3];
     int64_t sum;
 };
 
@@ -461,11 +461,11 @@ static void *load_many(void *p)
     for (int round = 0; round < 200; round++) {
         for (int i = 0; i < 3; i++) {
             orr_err err;
-            const kp_tz *tz;
-            if (kp_tz_load(names[i], &tz, &err) != ORR_OK)
+            const orr_tz *tz;
+            if (orr_tz_load(names[i], &tz, &err) != ORR_OK)
                 return NULL;
             a->got[i] = tz;
-            a->sum += kp_tz_offset(tz, 1774744200 + round * 86400);
+            a->sum += orr_tz_offset(tz, 1774744200 + round * 86400);
         }
     }
     return NULL;
@@ -474,7 +474,7 @@ static void *load_many(void *p)
 static void test_threads_share_zones(void **state)
 {
     (void)state;
-    kp_tz_cache_clear();
+    orr_tz_cache_clear();
     pthread_t th[8];
     struct thread_arg args[8];
     memset(args, 0, sizeof(args));
@@ -501,6 +501,6 @@ int main(void)
         cmocka_unit_test(test_tzif_malformed), cmocka_unit_test(test_threads_share_zones),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
-    kp_tz_cache_clear();
+    orr_tz_cache_clear();
     return rc;
 }

@@ -238,7 +238,7 @@ static void test_tz_spec(void **state)
     assert_int_equal(sort_spec_parse(doc, "spec", &s, &err), ORR_OK);
     json_decref(doc);
     assert_non_null(s->tz.zone);
-    assert_string_equal(kp_tz_name(s->tz.zone), "Europe/Berlin");
+    assert_string_equal(orr_tz_name(s->tz.zone), "Europe/Berlin");
     sort_spec_free(s);
     snprintf(doc_text, sizeof doc_text, text, "Europe/Atlantis");
     doc = json_loads(doc_text, 0, &je);
