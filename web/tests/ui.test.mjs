@@ -134,6 +134,17 @@ async function shot(page, name) {
 }
 
 /** Poll fn until it returns a truthy value; fails with what after ms. */
+/** Fill input with value until button is enabled by it: a controlled input
+ * filled while the page is still settling (its list loading) can lose the
+ * value, so the state the test needs is observed, not assumed. */
+async function fillFor(input, value, button) {
+  await until(async () => {
+    if ((await input.inputValue()) === value && (await button.isEnabled())) return true;
+    await input.fill(value);
+    return false;
+  }, `${value} typed and the button enabled`);
+}
+
 async function until(fn, what, ms = T) {
   const end = Date.now() + ms;
   let last;
@@ -557,7 +568,7 @@ test('an admin changes a pool capacity; a developer only reads it', async (t) =>
   assert.match(await exRow.textContent(), /zone=e2e.*alive/);
   await shot(page, 'admin-executors');
   await page.goto('/app/admin/users');
-  await page.getByLabel('User name').fill(DEV[0]);
+  await fillFor(page.getByLabel('User name'), DEV[0], page.getByRole('button', { name: 'Look up' }));
   await page.getByRole('button', { name: 'Look up' }).click();
   assert.match(await page.getByTestId('user-found').textContent({ timeout: T }), /analytics/);
   await shot(page, 'admin-users');
