@@ -463,7 +463,7 @@ static uint32_t cron_day_mask(const orr_cron *c, int64_t y, int m)
     int nd = orr_tz_days_in_month(y, m);
     uint32_t valid = (uint32_t)(((UINT64_C(1) << (nd + 1)) - 1) & ~UINT64_C(1));
     int wd1 = orr_tz_weekday(orr_tz_days_from_civil(y, m, 1)); /* weekday of the 1st */
-    int wdl = (wd1 + nd - 1) % 7;                            /* of the last day */
+    int wdl = (wd1 + nd - 1) % 7;                              /* of the last day */
 
     uint32_t dm = c->dom & valid;
     for (uint32_t b = c->dom_last; b; b &= b - 1) {
@@ -602,6 +602,27 @@ static int cron_next_local(const orr_cron *c, int64_t lb, int64_t *w)
         return 1;
     }
     return 0;
+}
+
+orr_status orr_cron_check(const char *expr, const char *zone, int64_t after_utc, orr_err *err)
+{
+    orr_cron c;
+    const orr_tz *tz = NULL;
+    orr_err e; /* the inner error, re-labelled into err */
+    orr_status rc;
+    int64_t next;
+    char at[32];
+    int has_expr = expr && expr[0];
+    orr_err_clear(&e);
+    if (has_expr && orr_cron_parse_into(expr, &c, &e) != ORR_OK)
+        return orr_err_set(err, ORR_EINVAL, "schedule", "%.60s: %.300s", e.field, e.msg);
+    if ((rc = orr_tz_load(zone ? zone : "UTC", &tz, &e)) != ORR_OK)
+        return orr_err_set(err, rc == ORR_EIO ? ORR_EIO : ORR_EINVAL, "timezone", "%s", e.msg);
+    if (has_expr && orr_cron_next(&c, tz, after_utc, &next) != ORR_OK)
+        return orr_err_set(
+            err, ORR_EINVAL, "schedule", "never fires after %s (searched through %d in %s)",
+            orr_tz_format_utc(after_utc, at, sizeof at), ORR_CRON_YEAR_MAX, orr_tz_name(tz));
+    return ORR_OK;
 }
 
 orr_status orr_cron_next(const orr_cron *c, const orr_tz *tz, int64_t after_utc, int64_t *next_utc)

@@ -110,4 +110,17 @@ orr_status orr_cron_next(const orr_cron *c, const orr_tz *tz, int64_t after_utc,
 /* 1 if the expression is in the Unix 5-field dialect. */
 int orr_cron_is_unix(const orr_cron *c);
 
+/* Check a schedule the way the scheduler will run it, for a service that must
+ * refuse a task it could not schedule: expr must parse (an empty expr is "no
+ * schedule" and passes), the zone named zone must load (NULL = UTC; "" is a bad
+ * name), and a parsed expr must have a fire time strictly after after_utc in
+ * that zone, up to the end of local year ORR_CRON_YEAR_MAX ("0 0 0 30 2 ?"
+ * never does; neither does a year list that lies wholly in the past).
+ * Returns ORR_OK; ORR_EINVAL with err->field "schedule" (err->msg "<cron
+ * field>: <what is wrong>", as from orr_cron_parse, or "never fires after
+ * <time>") or "timezone" (err->msg from orr_tz_load, an unknown zone included);
+ * ORR_EIO when the zone file exists but cannot be read. Blocks only to read a
+ * zone file the first time (orr_tz_load's cache); thread-safe. */
+orr_status orr_cron_check(const char *expr, const char *zone, int64_t after_utc, orr_err *err);
+
 #endif

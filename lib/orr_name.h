@@ -22,7 +22,6 @@
 int orr_name_ok(const char *s, size_t max);
 
 /* The rule in words, for error messages ("must be ..."). */
-#define ORR_NAME_RULE                                                                              \
-    "1-128 characters of A-Z a-z 0-9 _ . -, starting with a letter or digit"
+#define ORR_NAME_RULE "1-128 characters of A-Z a-z 0-9 _ . -, starting with a letter or digit"
 
 #endif

@@ -52,7 +52,8 @@ static const orr_cfg_key gx_schema[] = {
     {"galaxy", "rpc_timeout", ORR_CFG_DURATION, "5s", 0, 100, 60000, "deadline of halleyd calls"},
     {"galaxy", "login_free_failures", ORR_CFG_INT, "3", 0, 1, 1000,
      "failed logins of one account from one client before each further one waits "
-     "(login_delay, doubling); a client gets 4x as many across accounts, an account 4x as many across "
+     "(login_delay, doubling); a client gets 4x as many across accounts, an account 4x as many "
+     "across "
      "clients that never logged in as it"},
     {"galaxy", "login_delay", ORR_CFG_DURATION, "1s", 0, 100, 600000,
      "the first wait after the free failed logins; it doubles with each further failure"},

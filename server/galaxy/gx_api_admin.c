@@ -73,6 +73,28 @@ void gx_h_pool_put(gx_req *req, gx_resp *resp)
     gx_resp_json(resp, 200, gx_pool_json(p));
 }
 
+/* The JSON array arr (may be NULL) as a NULL-ended list of its strings in
+ * the request arena (*n of them); -1 with a 400 naming field[i] when one is
+ * not a string. */
+static int gx_json_strings(gx_req *req, gx_resp *resp, json_t *arr, const char *field, char ***out,
+                           size_t *n)
+{
+    *n = arr ? json_array_size(arr) : 0;
+    char **list = orr_arena_calloc(req->arena, *n + 1, sizeof(*list));
+    for (size_t i = 0; i < *n; i++) {
+        const char *t = json_string_value(json_array_get(arr, i));
+        if (!t) {
+            char p[64];
+            gx_resp_fail(resp, ORR_EINVAL, orr_json_index_path(p, sizeof(p), field, i),
+                         "must be a string");
+            return -1;
+        }
+        list[i] = (char *)t;
+    }
+    *out = list;
+    return 0;
+}
+
 void gx_h_users_create(gx_req *req, gx_resp *resp)
 {
     static const char *const keys[] = {"name", "password", "role", "teams", NULL};
@@ -101,18 +123,10 @@ void gx_h_users_create(gx_req *req, gx_resp *resp)
         gx_resp_fail(resp, ORR_EINVAL, "role", "must be admin, developer or viewer");
         return;
     }
-    size_t n = teams ? json_array_size(teams) : 0;
-    char **list = orr_arena_calloc(req->arena, n + 1, sizeof(*list));
-    for (size_t i = 0; i < n; i++) {
-        const char *t = json_string_value(json_array_get(teams, i));
-        if (!t) {
-            char p[32];
-            gx_resp_fail(resp, ORR_EINVAL, orr_json_index_path(p, sizeof(p), "teams", i),
-                         "must be a string");
-            return;
-        }
-        list[i] = (char *)t;
-    }
+    size_t n;
+    char **list;
+    if (gx_json_strings(req, resp, teams, "teams", &list, &n) != 0)
+        return;
     rq.name = (char *)name;
     rq.password = (char *)password;
     rq.n_teams = n;
@@ -165,21 +179,9 @@ void gx_h_user_update(gx_req *req, gx_resp *resp)
         rq.active = json_is_true(active);
     }
     if (teams) {
-        size_t n = json_array_size(teams);
-        char **list = orr_arena_calloc(req->arena, n + 1, sizeof(*list));
-        for (size_t i = 0; i < n; i++) {
-            const char *t = json_string_value(json_array_get(teams, i));
-            if (!t) {
-                char p[32];
-                gx_resp_fail(resp, ORR_EINVAL, orr_json_index_path(p, sizeof(p), "teams", i),
-                             "must be a string");
-                return;
-            }
-            list[i] = (char *)t;
-        }
+        if (gx_json_strings(req, resp, teams, "teams", &rq.teams, &rq.n_teams) != 0)
+            return;
         rq.set_teams = 1;
-        rq.n_teams = n;
-        rq.teams = list;
     }
     rq.password = (char *)(password ? password : "");
     rq.actor = (char *)gx_actor(req);
@@ -526,9 +528,9 @@ static int gx_test_mysql(gx_req *req, json_t *params, const char *secret, char *
         return 0;
     }
     const char *host = gx_param_str(params, "host", NULL);
-    int ok = mysql_real_connect(m, host ? host : "127.0.0.1", gx_param_str(params, "user", "username"),
-                                secret, gx_param_str(params, "database", "dbname"),
-                                (unsigned)p, NULL, 0) != NULL;
+    int ok = mysql_real_connect(
+                 m, host ? host : "127.0.0.1", gx_param_str(params, "user", "username"), secret,
+                 gx_param_str(params, "database", "dbname"), (unsigned)p, NULL, 0) != NULL;
     if (ok)
         snprintf(msg, n, "connected to %s", mysql_get_server_info(m));
     else
@@ -592,13 +594,12 @@ void gx_h_datasource_test(gx_req *req, gx_resp *resp)
     size_t ml = strlen(msg);
     while (ml && (msg[ml - 1] == '\n' || msg[ml - 1] == ' '))
         msg[--ml] = '\0';
-    int64_t elapsed =
-        (int64_t)(t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
+    int64_t elapsed = (int64_t)(t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
     ORR_INFO("data source test", "name=%s kind=%s ok=%d elapsed_ms=%lld by=%s", orr_log_q(name),
              s->kind, ok, (long long)elapsed, orr_log_q(req->who.name));
-    gx_resp_json(resp, 200,
-                 json_pack("{s:b,s:s,s:I}", "ok", ok, "message", msg, "elapsed_ms",
-                           (json_int_t)elapsed));
+    gx_resp_json(
+        resp, 200,
+        json_pack("{s:b,s:s,s:I}", "ok", ok, "message", msg, "elapsed_ms", (json_int_t)elapsed));
 }
 
 /* ------------------------------------------------------------ executors */
@@ -621,8 +622,8 @@ void gx_h_executors(gx_req *req, gx_resp *resp)
     if (gx_halley(req, resp, "ListExecutors", &rq.base, (ProtobufCMessage **)&rs) == ORR_OK) {
         for (size_t i = 0; i < rs->n_executors; i++) {
             const HL(Executor) *x = rs->executors[i];
-            json_t *labels = json_loads(x->labels_json && *x->labels_json ? x->labels_json : "{}",
-                                        0, NULL);
+            json_t *labels =
+                json_loads(x->labels_json && *x->labels_json ? x->labels_json : "{}", 0, NULL);
             json_t *o = json_object();
             json_object_set_new(o, "id", json_string(x->id));
             json_object_set_new(o, "name", json_string(x->id));

@@ -58,8 +58,9 @@ static int gx_session_answer(gx_req *req, gx_resp *resp, const HL(AuthenticateRe
     gx_app *app = req->app;
     orr_err e;
     if (!rs->session_id || strlen(rs->session_id) != 32) {
-        gx_resp_fail(resp, ORR_EUNIMPL, NULL, "the metadata service made no session; upgrade "
-                                              "halleyd");
+        gx_resp_fail(resp, ORR_EUNIMPL, NULL,
+                     "the metadata service made no session; upgrade "
+                     "halleyd");
         return -1;
     }
     const char **teams = orr_arena_calloc(req->arena, rs->user->n_teams + 1, sizeof(*teams));
@@ -150,8 +151,7 @@ void gx_h_login(gx_req *req, gx_resp *resp)
     gx_ratelimit_clear(app->login_by_pair, pkey);
     gx_ratelimit_remember(app->login_known, pkey, mono);
     if (gx_session_answer(req, resp, rs, now) == 0)
-        ORR_INFO("login", "user=%s role=%s client=%s", orr_log_q(name), gx_role_name(role),
-                 client);
+        ORR_INFO("login", "user=%s role=%s client=%s", orr_log_q(name), gx_role_name(role), client);
 }
 
 /* Logout: the caller's session (if the request carries a valid session

@@ -602,10 +602,10 @@ void gx_h_audit(gx_req *req, gx_resp *resp)
                              a->actor, "action", a->action, "object", a->object, "detail",
                              gx_parse_or_empty(a->detail_json), "at", gx_json_time(a->at_ms)));
     }
-    json_t *out = json_pack("{s:o,s:o}", "items", items, "next_page_token",
-                            rs->next_page_token && *rs->next_page_token
-                                ? json_string(rs->next_page_token)
-                                : json_null());
+    json_t *out =
+        json_pack("{s:o,s:o}", "items", items, "next_page_token",
+                  rs->next_page_token && *rs->next_page_token ? json_string(rs->next_page_token)
+                                                              : json_null());
     /* deprecated: the id to pass as ?before= */
     if (rs->next_page_token && *rs->next_page_token && rs->n_entries)
         json_object_set_new(

@@ -103,7 +103,8 @@ void gx_h_task_backfill(gx_req *req, gx_resp *resp)
     orr_cron c;
     const orr_tz *tz = NULL;
     if (orr_cron_parse_into(task->schedule, &c, &e) != ORR_OK ||
-        orr_tz_load(task->timezone && *task->timezone ? task->timezone : "UTC", &tz, &e) != ORR_OK) {
+        orr_tz_load(task->timezone && *task->timezone ? task->timezone : "UTC", &tz, &e) !=
+            ORR_OK) {
         gx_resp_fail(resp, ORR_EINTERNAL, "schedule", "stored schedule unusable: %s", e.msg);
         return;
     }
@@ -159,7 +160,8 @@ void gx_h_task_backfill(gx_req *req, gx_resp *resp)
 
 /* Validate a task spec without saving it: the JSON Schema of schema/ (the
  * same file halleyd checks against), then the schedule and time zone with
- * Kepler's parser. 200 {"valid":true,"next":[...]} or 400 naming the field. */
+ * orr_cron_check, as halleyd does at save. 200 {"valid":true,"next":[...]} or 400 naming the field.
+ */
 void gx_h_task_validate(gx_req *req, gx_resp *resp)
 {
     gx_app *app = req->app;
@@ -174,22 +176,21 @@ void gx_h_task_validate(gx_req *req, gx_resp *resp)
     }
     const char *schedule = json_string_value(json_object_get(spec, "schedule"));
     const char *zone = json_string_value(json_object_get(spec, "timezone"));
-    json_t *next = json_array();
-    const orr_tz *tz = NULL;
-    if (orr_tz_load(zone && *zone ? zone : "UTC", &tz, &e) != ORR_OK) {
-        json_decref(next);
-        gx_resp_fail(resp, ORR_EINVAL, "spec.timezone", "%s", e.msg);
+    int64_t now = (int64_t)time(NULL);
+    /* The check halleyd makes at save (parse, zone, fires again), so a spec
+     * that validates here is one CreateTask accepts. */
+    if (orr_cron_check(schedule, zone, now, &e) != ORR_OK) {
+        gx_resp_fail(resp, e.code,
+                     strcmp(e.field, "timezone") == 0 ? "spec.timezone" : "spec.schedule", "%s",
+                     e.msg);
         return;
     }
-    if (schedule && *schedule) {
-        orr_cron c;
-        if (orr_cron_parse_into(schedule, &c, &e) != ORR_OK) {
-            json_decref(next);
-            gx_resp_fail(resp, ORR_EINVAL, "spec.schedule", "%s%s%s", e.field,
-                         e.field[0] ? ": " : "", e.msg);
-            return;
-        }
-        int64_t t = (int64_t)time(NULL);
+    json_t *next = json_array();
+    orr_cron c;
+    const orr_tz *tz = NULL;
+    if (schedule && *schedule && orr_cron_parse_into(schedule, &c, &e) == ORR_OK &&
+        orr_tz_load(zone ? zone : "UTC", &tz, &e) == ORR_OK) {
+        int64_t t = now;
         for (int i = 0; i < 5 && orr_cron_next(&c, tz, t, &t) == ORR_OK; i++)
             json_array_append_new(next, gx_json_time(t * 1000));
     }

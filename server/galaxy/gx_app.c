@@ -81,9 +81,8 @@ int gx_auth_check(gx_req *req, gx_resp *resp)
         gx_resp_fail(resp, ORR_EAUTH, "authorization",
                      "this session token predates session ids; log in again");
         return 1;
-    } else if (app->sessions &&
-               gx_sessions_check(app->sessions, req->who.sid, (int64_t)time(NULL) * 1000, &e) !=
-                   ORR_OK) {
+    } else if (app->sessions && gx_sessions_check(app->sessions, req->who.sid,
+                                                  (int64_t)time(NULL) * 1000, &e) != ORR_OK) {
         gx_resp_err(resp, &e);
         return 1;
     }
@@ -391,8 +390,8 @@ void gx_page_answer(gx_req *req, gx_resp *resp, const char *list, json_t *items,
     json_t *next = json_null();
     if (i < n && last) {
         const char *plain = orr_arena_sprintf(req->arena, "%s:%s", list, last);
-        size_t cap = sodium_base64_ENCODED_LEN(strlen(plain),
-                                               sodium_base64_VARIANT_URLSAFE_NO_PADDING);
+        size_t cap =
+            sodium_base64_ENCODED_LEN(strlen(plain), sodium_base64_VARIANT_URLSAFE_NO_PADDING);
         char *enc = orr_arena_alloc(req->arena, cap);
         sodium_bin2base64(enc, cap, (const unsigned char *)plain, strlen(plain),
                           sodium_base64_VARIANT_URLSAFE_NO_PADDING);

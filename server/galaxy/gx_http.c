@@ -991,8 +991,8 @@ static size_t gx_unescape(void *cls, struct MHD_Connection *conn, char *s)
  * nothing is parsed) and is marked, and gx_access answers it 414 in JSON. The pool
  * (GX_MHD_POOL) is sized so that requests within the limits always fit;
  * headers beyond the pool are refused by libmicrohttpd itself with 431. */
-#define GX_MAX_TARGET  8192 /* bytes of path and query */
-#define GX_MAX_ARGS    256  /* query arguments */
+#define GX_MAX_TARGET        8192 /* bytes of path and query */
+#define GX_MAX_ARGS          256  /* query arguments */
 #define GX_MAX_HEADERS_BYTES (16 * 1024)
 #define GX_MAX_HEADER_COUNT  100
 #define GX_MHD_POOL          (128 * 1024)
@@ -1041,8 +1041,8 @@ static int gx_check_headers(struct MHD_Connection *conn, gx_resp *resp)
     if (hc.n <= GX_MAX_HEADER_COUNT && hc.bytes <= GX_MAX_HEADERS_BYTES)
         return 0;
     gx_resp_fail(resp, ORR_ETOOBIG, "headers",
-                 "request headers too large: at most %d headers and %d bytes",
-                 GX_MAX_HEADER_COUNT, GX_MAX_HEADERS_BYTES);
+                 "request headers too large: at most %d headers and %d bytes", GX_MAX_HEADER_COUNT,
+                 GX_MAX_HEADERS_BYTES);
     resp->status = 431;
     return -1;
 }

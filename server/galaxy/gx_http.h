@@ -82,8 +82,8 @@ typedef struct gx_req {
     int body_spooled;
     int body_fd;
     const gx_route *route;
-    gx_principal who; /* role GX_ROLE_NONE until authenticated */
-    void *app;        /* the application context given to gx_server_start */
+    gx_principal who;   /* role GX_ROLE_NONE until authenticated */
+    void *app;          /* the application context given to gx_server_start */
     const char *peer;   /* the connection's peer address, "127.0.0.1" */
     const char *client; /* the client's address: peer, or from X-Forwarded-For when the peer is
                          * a trusted proxy (gx_client_addr) */

@@ -6,7 +6,7 @@
 #include <string.h>
 
 struct rl_slot {
-    uint64_t hash;     /* 0 = empty */
+    uint64_t hash;   /* 0 = empty */
     int64_t last;    /* last failure (or when remembered), ms */
     int64_t next_ok; /* no attempt is heard before this, ms */
     int failures;

@@ -25,9 +25,9 @@
 typedef struct gx_ratelimit gx_ratelimit;
 
 typedef struct gx_ratelimit_policy {
-    int free_failures;      /* failures allowed without a delay */
-    int64_t base_delay_ms;  /* the first delay; doubles with each further failure */
-    int64_t max_delay_ms;   /* delays never exceed this */
+    int free_failures;       /* failures allowed without a delay */
+    int64_t base_delay_ms;   /* the first delay; doubles with each further failure */
+    int64_t max_delay_ms;    /* delays never exceed this */
     int64_t forget_after_ms; /* a key quiet this long starts afresh (remembered keys expire) */
 } gx_ratelimit_policy;
 

@@ -168,12 +168,11 @@ static void gx_sess_on_event(void *cls, const HL(Event) * ev)
 static void gx_sess_on_lost(void *cls)
 {
     (void)cls;
-    ORR_WARN("event stream lost: sessions are checked with halleyd until it is back",
-             "watcher=%s", "sessions");
+    ORR_WARN("event stream lost: sessions are checked with halleyd until it is back", "watcher=%s",
+             "sessions");
 }
 
-orr_status gx_sessions_start(orr_rpc_client *c, int rpc_timeout_ms, gx_sessions **out,
-                             orr_err *err)
+orr_status gx_sessions_start(orr_rpc_client *c, int rpc_timeout_ms, gx_sessions **out, orr_err *err)
 {
     gx_sessions *s = calloc(1, sizeof *s);
     if (!s)

@@ -35,8 +35,8 @@ typedef struct hl_ctx {
     const orr_jschema *task_schema;
     unsigned char secret_key[HL_SECRET_KEY_BYTES];
     int known_schema_version;
-    int event_grace_ms;       /* how long a gap in event ids may stay open */
-    const char *worker_token; /* [halley] worker_token; NULL or "" = unset */
+    int event_grace_ms;        /* how long a gap in event ids may stay open */
+    const char *worker_token;  /* [halley] worker_token; NULL or "" = unset */
     const char *service_token; /* [halley] token; NULL or "" = no auth */
 } hl_ctx;
 

@@ -29,16 +29,16 @@ static hl_stmt q_insert_session =
 static hl_stmt q_purge_sessions =
     HL_STMT("DELETE FROM sessions WHERE id IN (SELECT id FROM sessions"
             " WHERE expires_at < now() - interval '1 hour' LIMIT 100)");
-static hl_stmt q_revoke_user = HL_STMT(
-    "UPDATE sessions SET revoked_at = now(), revoke_reason = $2 WHERE user_id = $1::int8"
-    " AND revoked_at IS NULL AND expires_at > now() RETURNING id, " HL_MS("expires_at"));
-static hl_stmt q_revoke_one = HL_STMT(
-    "UPDATE sessions SET revoked_at = now(), revoke_reason = 'logout' WHERE id = $1"
-    " AND revoked_at IS NULL RETURNING id, user_id, " HL_MS("expires_at"));
+static hl_stmt q_revoke_user =
+    HL_STMT("UPDATE sessions SET revoked_at = now(), revoke_reason = $2 WHERE user_id = $1::int8"
+            " AND revoked_at IS NULL AND expires_at > now() RETURNING id, " HL_MS("expires_at"));
+static hl_stmt q_revoke_one =
+    HL_STMT("UPDATE sessions SET revoked_at = now(), revoke_reason = 'logout' WHERE id = $1"
+            " AND revoked_at IS NULL RETURNING id, user_id, " HL_MS("expires_at"));
 static hl_stmt q_session_known = HL_STMT("SELECT user_id FROM sessions WHERE id = $1");
-static hl_stmt q_list_revoked =
-    HL_STMT("SELECT id, user_id, " HL_MS("expires_at") " FROM sessions"
-            " WHERE revoked_at IS NOT NULL AND expires_at > now() ORDER BY expires_at");
+static hl_stmt q_list_revoked = HL_STMT("SELECT id, user_id, " HL_MS(
+    "expires_at") " FROM sessions"
+                  " WHERE revoked_at IS NOT NULL AND expires_at > now() ORDER BY expires_at");
 static hl_stmt q_check_session =
     HL_STMT("SELECT s.revoked_at IS NULL AND s.expires_at > now() AND u.active"
             " FROM sessions s JOIN users u ON u.id = s.user_id WHERE s.id = $1");

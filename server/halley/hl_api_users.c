@@ -49,16 +49,14 @@ static hl_stmt q_list_users = HL_STMT(
 static hl_stmt q_get_ds_secret =
     HL_STMT("SELECT name, kind, params::text, coalesce(encode(secret, 'hex'), '') FROM data_sources"
             " WHERE name = $1");
-static hl_stmt q_list_ds =
-    HL_STMT("SELECT name, kind, params::text, secret IS NOT NULL, " HL_MS(
-        "updated_at") " FROM data_sources WHERE $1 = '' OR kind = $1 ORDER BY name");
+static hl_stmt q_list_ds = HL_STMT("SELECT name, kind, params::text, secret IS NOT NULL, " HL_MS(
+    "updated_at") " FROM data_sources WHERE $1 = '' OR kind = $1 ORDER BY name");
 static hl_stmt q_list_teams = HL_STMT("SELECT id, name FROM teams ORDER BY name");
 static hl_stmt q_lock_user =
     HL_STMT("SELECT id, password_hash FROM users WHERE name = $1 FOR UPDATE");
 static hl_stmt q_set_role = HL_STMT("UPDATE users SET role = $2 WHERE id = $1::int8");
 static hl_stmt q_set_active = HL_STMT("UPDATE users SET active = $2::bool WHERE id = $1::int8");
-static hl_stmt q_set_password =
-    HL_STMT("UPDATE users SET password_hash = $2 WHERE id = $1::int8");
+static hl_stmt q_set_password = HL_STMT("UPDATE users SET password_hash = $2 WHERE id = $1::int8");
 static hl_stmt q_clear_teams = HL_STMT("DELETE FROM user_teams WHERE user_id = $1::int8");
 
 static const char *const hl__roles[] = {NULL, "admin", "developer", "viewer"};
@@ -138,6 +136,34 @@ static orr_status hl__read_user(hl_conn *c, orr_arena *a, const char *name,
     return ORR_OK;
 }
 
+/* ORR_OK when every name in teams[0..n) is a name; else EINVAL naming teams[i]. */
+static orr_status hl__check_team_names(orr_arena *a, char **teams, size_t n, orr_err *err)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!hl_is_name(teams[i], 128))
+            return orr_err_set(err, ORR_EINVAL, orr_arena_sprintf(a, "teams[%zu]", i),
+                               "not a team name");
+    return ORR_OK;
+}
+
+/* Make user uid (decimal text) a member of teams[0..n), on c in the caller's
+ * transaction; EINVAL naming teams[i] for an unknown or repeated team. */
+static orr_status hl__add_teams(hl_conn *c, orr_arena *a, const char *uid, char **teams, size_t n,
+                                orr_err *err)
+{
+    for (size_t i = 0; i < n; i++) {
+        const char *pt[2] = {uid, teams[i]};
+        PGresult *tr;
+        orr_status s = hl_db_query(c, a, &q_user_team, 2, pt, &tr, err);
+        if (s != ORR_OK)
+            return s;
+        if (PQntuples(tr) == 0) /* unknown team (a duplicate in the list also lands here) */
+            return orr_err_set(err, ORR_EINVAL, orr_arena_sprintf(a, "teams[%zu]", i),
+                               "unknown or repeated team \"%s\"", teams[i]);
+    }
+    return ORR_OK;
+}
+
 HL_UNARY(hl_api_create_user)
 {
     hl_ctx *hc = ctx;
@@ -150,13 +176,9 @@ HL_UNARY(hl_api_create_user)
         return orr_err_set(err, ORR_EINVAL, "password", "must be 8 to 1024 bytes");
     if (rq->role < 1 || rq->role > 3)
         return orr_err_set(err, ORR_EINVAL, "role", "must be admin, developer or viewer");
-    for (size_t i = 0; i < rq->n_teams; i++)
-        if (!hl_is_name(rq->teams[i], 128))
-            return orr_err_set(err, ORR_EINVAL, orr_arena_sprintf(a, "teams[%zu]", i),
-                               "not a team name");
     char hash[128];
-    orr_status s = hl_secret_hash_password(rq->password, hash, err);
-    if (s != ORR_OK)
+    orr_status s = hl__check_team_names(a, rq->teams, rq->n_teams, err);
+    if (s != ORR_OK || (s = hl_secret_hash_password(rq->password, hash, err)) != ORR_OK)
         return s;
     hl_conn *c;
     if ((s = hl_db_get(hc->db, &c, err)) != ORR_OK)
@@ -170,19 +192,8 @@ HL_UNARY(hl_api_create_user)
         s = orr_err_set(err, ORR_EEXIST, "name", "a user named \"%s\" exists", rq->name);
     if (s != ORR_OK)
         goto out;
-    const char *uid = hl_val(r, 0, 0);
-    for (size_t i = 0; i < rq->n_teams; i++) {
-        const char *pt[2] = {uid, rq->teams[i]};
-        PGresult *tr;
-        if ((s = hl_db_query(c, a, &q_user_team, 2, pt, &tr, err)) != ORR_OK)
-            goto out;
-        if (PQntuples(tr) == 0) {
-            /* unknown team (a duplicate in the list also lands here) */
-            s = orr_err_set(err, ORR_EINVAL, orr_arena_sprintf(a, "teams[%zu]", i),
-                            "unknown or repeated team \"%s\"", rq->teams[i]);
-            goto out;
-        }
-    }
+    if ((s = hl__add_teams(c, a, hl_val(r, 0, 0), rq->teams, rq->n_teams, err)) != ORR_OK)
+        goto out;
     Orrery__Halley__V1__User *u;
     if ((s = hl_audit(c, a, rq->actor, "user.create", orr_arena_sprintf(a, "user:%s", rq->name),
                       orr_arena_sprintf(a, "{\"role\":\"%s\"}", hl__roles[rq->role]), err)) !=
@@ -305,10 +316,9 @@ HL_UNARY(hl_api_update_user)
         return orr_err_set(err, ORR_EINVAL, "role", "must be admin, developer or viewer");
     if (!rq->set_teams && rq->n_teams)
         return orr_err_set(err, ORR_EINVAL, "teams", "set set_teams to replace the teams");
-    for (size_t i = 0; i < rq->n_teams; i++)
-        if (!hl_is_name(rq->teams[i], 128))
-            return orr_err_set(err, ORR_EINVAL, orr_arena_sprintf(a, "teams[%zu]", i),
-                               "not a team name");
+    orr_status s = hl__check_team_names(a, rq->teams, rq->n_teams, err);
+    if (s != ORR_OK)
+        return s;
     size_t plen = strlen(rq->password);
     if (plen && (plen < 8 || plen > 1024))
         return orr_err_set(err, ORR_EINVAL, "password", "must be 8 to 1024 bytes");
@@ -316,7 +326,6 @@ HL_UNARY(hl_api_update_user)
         return orr_err_set(err, ORR_EINVAL, NULL, "nothing to change");
     /* The slow hashes run before a connection is taken (see the top). */
     char hash[128] = "";
-    orr_status s;
     if (plen && (s = hl_secret_hash_password(rq->password, hash, err)) != ORR_OK)
         return s;
     if (rq->old_password[0]) {
@@ -368,34 +377,24 @@ HL_UNARY(hl_api_update_user)
     }
     if (rq->set_teams) {
         const char *pc[1] = {id};
-        if ((s = hl_db_query(c, a, &q_clear_teams, 1, pc, NULL, err)) != ORR_OK)
+        if ((s = hl_db_query(c, a, &q_clear_teams, 1, pc, NULL, err)) != ORR_OK ||
+            (s = hl__add_teams(c, a, id, rq->teams, rq->n_teams, err)) != ORR_OK)
             goto out;
-        for (size_t i = 0; i < rq->n_teams; i++) {
-            const char *pt[2] = {id, rq->teams[i]};
-            PGresult *tr;
-            if ((s = hl_db_query(c, a, &q_user_team, 2, pt, &tr, err)) != ORR_OK)
-                goto out;
-            if (PQntuples(tr) == 0) {
-                s = orr_err_set(err, ORR_EINVAL, orr_arena_sprintf(a, "teams[%zu]", i),
-                                "unknown or repeated team \"%s\"", rq->teams[i]);
-                goto out;
-            }
-        }
     }
     const char *changes = hl__user_changes(a, rq);
     Orrery__Halley__V1__User *u;
     if ((s = hl_audit(c, a, rq->actor, "user.update", orr_arena_sprintf(a, "user:%s", rq->name),
                       changes, err)) != ORR_OK ||
-        (s = hl_emit(c, a, "user.updated", 0, 0, NULL,
-                     orr_arena_sprintf(a, "{\"name\":%s,\"changes\":%s}", hl_jstr(a, rq->name),
-                                       changes),
-                     NULL, err)) != ORR_OK ||
+        (s = hl_emit(
+             c, a, "user.updated", 0, 0, NULL,
+             orr_arena_sprintf(a, "{\"name\":%s,\"changes\":%s}", hl_jstr(a, rq->name), changes),
+             NULL, err)) != ORR_OK ||
         (s = hl_sessions_revoke_user(c, a, uid, "user changed", NULL, err)) != ORR_OK ||
         (s = hl_db_commit(c, err)) != ORR_OK ||
         (s = hl__read_user(c, a, rq->name, &u, NULL, err)) != ORR_OK)
         goto out;
-    ORR_INFO("user updated", "user=%s changes=%s actor=%s", orr_log_q(rq->name),
-             orr_log_q(changes), orr_log_q(rq->actor));
+    ORR_INFO("user updated", "user=%s changes=%s actor=%s", orr_log_q(rq->name), orr_log_q(changes),
+             orr_log_q(rq->actor));
     *resp = &u->base;
 out:
     hl_db_put(hc->db, c);
@@ -560,7 +559,8 @@ HL_UNARY(hl_api_list_users)
     const Orrery__Halley__V1__ListUsersRequest *rq = (const void *)req;
     orr_arena *a = orr_rpc_call_arena(call);
     int size;
-    orr_status s = hl_page_size(rq->page_size, "page_size", HL_PAGE_DEFAULT, HL_PAGE_MAX, &size, err);
+    orr_status s =
+        hl_page_size(rq->page_size, "page_size", HL_PAGE_DEFAULT, HL_PAGE_MAX, &size, err);
     if (s != ORR_OK)
         return s;
     if (strlen(rq->name_prefix) > 128)

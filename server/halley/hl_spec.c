@@ -3,13 +3,17 @@
  *
  * The JSON Schema is the whole check of shape and ranges; the getters below
  * only read fields the schema already guaranteed, so their error paths are
- * defensive.
+ * defensive. Beyond the schema, the schedule and time zone go through the
+ * scheduler's own code (orr_cron_check): a task is saved only if keplerd can
+ * parse its cron, load its zone and find a fire time after now.
  */
 #include "hl_spec.h"
 
 #include <string.h>
+#include <time.h>
 
 #include "hl_embed.h"
+#include "orr_cron.h"
 #include "orr_json.h"
 
 orr_status hl_spec_schema_load(orr_jschema **out, orr_err *err)
@@ -64,6 +68,12 @@ orr_status hl_spec_parse(const orr_jschema *schema, const char *json, size_t len
         (s = orr_json_get_int(doc, "spec", "priority", 0, -1000, 1000, &out->priority, err)) !=
             ORR_OK)
         goto fail;
+    orr_err ce;
+    if ((s = orr_cron_check(out->schedule, out->timezone, (int64_t)time(NULL), &ce)) != ORR_OK) {
+        orr_err_set(err, s, strcmp(ce.field, "timezone") == 0 ? "spec.timezone" : "spec.schedule",
+                    "%s", ce.msg);
+        goto fail;
+    }
     json_t *ups = NULL;
     if ((s = orr_json_get_array(doc, "spec", "upstreams", 0, &ups, err)) != ORR_OK)
         goto fail;

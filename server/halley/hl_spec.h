@@ -37,10 +37,13 @@ typedef struct hl_spec {
  * build defect). Free with orr_jschema_free. */
 orr_status hl_spec_schema_load(orr_jschema **out, orr_err *err);
 
-/* Parse and validate len bytes of JSON. On failure ORR_EINVAL with err->field
- * the path of the bad field under "spec" ("spec.retries.max"), or "spec" for
- * text that is not JSON. On success out owns a reference to the document:
- * release it with hl_spec_clear. */
+/* Parse and validate len bytes of JSON: the task schema, then the schedule and
+ * time zone as keplerd will read them (orr_cron_check at the current time: the
+ * cron parses, the zone exists, the schedule fires again). On failure ORR_EINVAL
+ * with err->field the path of the bad field under "spec" ("spec.retries.max",
+ * "spec.schedule", "spec.timezone"), or "spec" for text that is not JSON;
+ * ORR_EIO when the zone database cannot be read. On success out owns a
+ * reference to the document: release it with hl_spec_clear. */
 orr_status hl_spec_parse(const orr_jschema *schema, const char *json, size_t len, hl_spec *out,
                          orr_err *err);
 void hl_spec_clear(hl_spec *s);

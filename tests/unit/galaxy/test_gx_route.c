@@ -104,7 +104,8 @@ static void test_ratelimit(void **state)
     assert_int_equal(gx_ratelimit_fail(rl, "alice", t), 0);
     for (int i = 0; i < 3; i++)
         gx_ratelimit_fail(rl, "dave", t);
-    assert_int_equal(gx_ratelimit_fail(rl, "dave", t + 60000 + 1000), 0); /* forgotten: free again */
+    assert_int_equal(gx_ratelimit_fail(rl, "dave", t + 60000 + 1000),
+                     0); /* forgotten: free again */
     /* Remembered keys expire after forget_after. */
     gx_ratelimit_remember(rl, "erin", t);
     assert_true(gx_ratelimit_known(rl, "erin", t + 59000));
