@@ -12,11 +12,16 @@
  *   - an accepted id or integer prints back as the same text, and every
  *     text that is the shortest spelling of such a number is accepted;
  *   - text passed as clean has no ASCII control character;
+ *   - the client address of a request from peer 10.0.0.1 with TEXT as its
+ *     X-Forwarded-For and SECRET as the trusted proxies is the peer when the
+ *     peer is not trusted, and otherwise an IP address (it parses back),
+ *     never longer than the buffer;
  *   - masking never grows the message; an empty secret or one made only of
  *     '*' leaves it as it is; any other secret leaves no occurrence behind,
  *     changes nothing when it did not occur and something when it did, and
  *     the bytes other than '*' that remain are a subsequence of the
  *     message's own (masking only removes or stars bytes). */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -151,6 +156,22 @@ static void fz_check_text(const char *text)
     }
 }
 
+static void fz_check_client(const char *xff, const char *trusted)
+{
+    char out[64];
+    gx_client_addr("10.0.0.1", xff, trusted, out, sizeof out);
+    if (strlen(out) >= sizeof out)
+        abort();
+    /* Only the text 10.0.0.1 itself reads as that address (inet_pton takes
+     * no leading zeros), so without it the peer is not trusted and the
+     * header must not count. */
+    if (!strstr(trusted, "10.0.0.1") && strcmp(out, "10.0.0.1") != 0)
+        abort();
+    unsigned char bin[16];
+    if (inet_pton(AF_INET, out, bin) != 1 && inet_pton(AF_INET6, out, bin) != 1)
+        abort();
+}
+
 static void fz_check_scrub(const char *text, const char *secret)
 {
     size_t before = strlen(text), n = strlen(secret);
@@ -193,6 +214,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     fz_check_number(text, gx_parse_id, 1, 1);
     fz_check_number(text, gx_parse_int, INT64_MIN, INT64_MIN);
     fz_check_text(text);
+    fz_check_client(text, secret);
     fz_check_scrub(text, secret);
     free(buf);
     return 0;
