@@ -600,6 +600,61 @@ static void test_parse_representation(void **state)
                                 (1ull << 35) | (1ull << 42) | (1ull << 49) | (1ull << 56));
 }
 
+/* orr_cron_check: what a service refuses at save, naming "schedule" or
+ * "timezone"; a schedule must fire again after the given instant. */
+static void test_check_for_save(void **state)
+{
+    (void)state;
+    orr_err e;
+    int64_t now = iso("2026-12-01T00:00:00Z");
+    const struct {
+        const char *expr, *zone, *field, *msg;
+    } bad[] = {
+        {"61 * * * *", NULL, "schedule", "minute: \"61\" out of range 0-59"},
+        {"0 0 0 1 1 ? 1800-2030", "UTC", "schedule", "year: \"1800\" out of range"},
+        {"   ", NULL, "schedule", "expression: expected 5 fields"},
+        {"0 0 0 30 2 ?", "Europe/Berlin", "schedule",
+         "never fires after 2026-12-01T00:00:00Z (searched through 2199 in Europe/Berlin)"},
+        {"0 0 0 1 1 ? 2020-2026", NULL, "schedule", "never fires"},
+        {"0 * * * *", "Mars/Olympus_Mons", "timezone", "unknown time zone \"Mars/Olympus_Mons\""},
+        {"0 * * * *", "../../etc/passwd", "timezone", "invalid time zone name"},
+        {"", "/etc/passwd", "timezone", "invalid time zone name"},
+        {"", "", "timezone", "invalid time zone name"},
+        {"61 * * * *", "Mars/Olympus_Mons", "schedule", "minute"}, /* the schedule first */
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        orr_err_clear(&e);
+        assert_int_equal(orr_cron_check(bad[i].expr, bad[i].zone, now, &e), ORR_EINVAL);
+        assert_int_equal(e.code, ORR_EINVAL);
+        assert_string_equal(e.field, bad[i].field);
+        if (!strstr(e.msg, bad[i].msg))
+            fail_msg("%s / %s: message \"%s\" lacks \"%s\"", bad[i].expr,
+                     bad[i].zone ? bad[i].zone : "(null)", e.msg, bad[i].msg);
+    }
+    const struct {
+        const char *expr, *zone;
+    } good[] = {
+        {"", NULL},                        /* no schedule */
+        {"", "Europe/Berlin"},             /* no schedule, a real zone */
+        {"0 30 2 * * ?", "Europe/Berlin"}, /* in the spring-forward gap */
+        {"@hourly", "Australia/Lord_Howe"},
+        {"0 0 0 1 1 ? 2199", "UTC"}, /* the last searchable year */
+        {"0 0 29 2 *", "America/New_York"},
+    };
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        orr_err_clear(&e);
+        if (orr_cron_check(good[i].expr, good[i].zone, now, &e) != ORR_OK)
+            fail_msg("%s / %s refused: %s: %s", good[i].expr,
+                     good[i].zone ? good[i].zone : "(null)", e.field, e.msg);
+    }
+    /* The same schedule stops passing once its last fire time is behind. */
+    assert_int_equal(orr_cron_check("0 0 0 1 1 ? 2027", NULL, now, &e), ORR_OK);
+    assert_int_equal(orr_cron_check("0 0 0 1 1 ? 2027", NULL, iso("2027-01-01T00:00:00Z"), &e),
+                     ORR_EINVAL);
+    /* A NULL err is allowed. */
+    assert_int_equal(orr_cron_check("61 * * * *", NULL, now, NULL), ORR_EINVAL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -615,6 +670,7 @@ int main(void)
         cmocka_unit_test(test_dst_lord_howe),
         cmocka_unit_test(test_errors_name_the_field),
         cmocka_unit_test(test_parse_representation),
+        cmocka_unit_test(test_check_for_save),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     orr_tz_cache_clear();
