@@ -332,6 +332,9 @@ export const api = {
   users: () => request<{ items: User[] }>('GET', '/users'),
   createUser: (u: { name: string; password: string; role: Role; teams: string[] }) =>
     request<User>('POST', '/users', { body: u }),
+  /** Any change ends every session of the user at once (on every galaxyd). */
+  updateUser: (name: string, patch: { role?: Role; teams?: string[]; active?: boolean; password?: string }) =>
+    request<User>('PATCH', `/users/${encodeURIComponent(name)}`, { body: patch }),
   createTeam: (name: string) => request<{ id: number; name: string }>('POST', '/teams', { body: { name } }),
 
   executors: () => request<{ items: unknown[] }>('GET', '/executors'),

@@ -571,7 +571,31 @@ test('an admin changes a pool capacity; a developer only reads it', async (t) =>
   await fillFor(page.getByLabel('User name'), DEV[0], page.getByRole('button', { name: 'Look up' }));
   await page.getByRole('button', { name: 'Look up' }).click();
   assert.match(await page.getByTestId('user-found').textContent({ timeout: T }), /analytics/);
+
+  // An admin changes a user: role and teams, then disables it; its session
+  // ends at once (a user made for this, so the others' sessions live on).
+  const temp = ['e2e_temp', 'e2e-temp-password'];
+  assert.equal((await api(page, 'POST', '/users', { name: temp[0], password: temp[1], role: 'developer', teams: ['analytics'] })).status, 201);
+  const tempSession = await open(t);
+  await login(tempSession, temp);
+  assert.equal((await api(tempSession, 'GET', '/auth/me')).status, 200);
+  await fillFor(page.getByLabel('User name'), temp[0], page.getByRole('button', { name: 'Look up' }));
+  await page.getByRole('button', { name: 'Look up' }).click();
+  await page.getByTestId('user-editor').waitFor({ timeout: T });
+  await page.getByLabel(`Role of ${temp[0]}`).selectOption('viewer');
+  await page.getByLabel(`Teams of ${temp[0]}`).fill('finance');
+  await page.getByRole('button', { name: 'Save changes' }).click();
+  await page.locator('.toast', { hasText: 'their sessions ended' }).waitFor({ timeout: T });
+  await until(async () => /viewer/.test(await page.getByTestId('user-found').textContent()), 'the card shows the new role');
+  const changed = await api(page, 'GET', `/users/${temp[0]}`);
+  assert.equal(changed.body.role, 'viewer');
+  assert.deepEqual(changed.body.teams, ['finance']);
+  assert.equal((await api(tempSession, 'GET', '/auth/me')).status, 401, 'the changed user is logged out');
   await shot(page, 'admin-users');
+  await page.getByTestId('user-editor').getByRole('checkbox').uncheck();
+  await page.getByRole('button', { name: 'Save changes' }).click();
+  await until(async () => /Active\s*no/.test(await page.getByTestId('user-found').textContent()), 'the card shows the user disabled');
+  assert.equal((await api(page, 'GET', `/users/${temp[0]}`)).body.active, false);
 
   const dev = await open(t);
   await login(dev, DEV);

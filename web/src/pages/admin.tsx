@@ -208,6 +208,61 @@ function ExecutorsTab() {
   );
 }
 
+/** An admin changes a user's role, teams or whether it may log in. Saving
+ * ends every session of that user at once, which the card says. */
+function UserEditor({ user, onSaved }: { user: User; onSaved: (u: User) => void }) {
+  const [role, setRole] = useState<Role>(user.role as Role);
+  const [teams, setTeams] = useState(user.teams.join(', '));
+  const [active, setActive] = useState(user.active);
+  const [err, setErr] = useState<ApiError | Error | null>(null);
+  const [busy, setBusy] = useState(false);
+  const teamList = teams.split(',').map((t) => t.trim()).filter(Boolean);
+  const changed = role !== user.role || active !== user.active || teamList.join(',') !== user.teams.join(',');
+  const save = async () => {
+    setErr(null);
+    setBusy(true);
+    try {
+      const patch: { role?: Role; teams?: string[]; active?: boolean } = {};
+      if (role !== user.role) patch.role = role;
+      if (teamList.join(',') !== user.teams.join(',')) patch.teams = teamList;
+      if (active !== user.active) patch.active = active;
+      const u = await api.updateUser(user.name, patch);
+      toast(`User ${u.name} changed; their sessions ended`);
+      onSaved(u);
+    } catch (x) {
+      setErr(x as Error);
+    } finally {
+      setBusy(false);
+    }
+  };
+  const fe = (f: string) => (err instanceof ApiError && (err.field === f || err.field?.startsWith(`${f}[`)) ? err.message : null);
+  return (
+    <div class="user-editor" data-testid="user-editor">
+      <div class="grid2">
+        <Field label="Role" field="role" error={fe('role')}>
+          <select value={role} onChange={(e) => setRole(val(e) as Role)} aria-label={`Role of ${user.name}`}>
+            <option value="viewer">viewer</option>
+            <option value="developer">developer</option>
+            <option value="admin">admin</option>
+          </select>
+        </Field>
+        <Field label="Teams" field="teams" error={fe('teams')} hint="Comma-separated team names">
+          <input value={teams} onInput={(e) => setTeams(val(e))} aria-label={`Teams of ${user.name}`} />
+        </Field>
+      </div>
+      <label class="check-line">
+        <input type="checkbox" checked={active} onChange={(e) => setActive((e.currentTarget as HTMLInputElement).checked)} />{' '}
+        May log in (active)
+      </label>
+      {err && !fe('role') && !fe('teams') && <ErrorBanner error={err} />}
+      <p class="muted small">Saving ends every session of {user.name} at once; they log in again with what is now true.</p>
+      <button class="btn btn-primary" type="button" disabled={!changed || busy} onClick={save}>
+        {busy ? <Spinner /> : null} Save changes
+      </button>
+    </div>
+  );
+}
+
 function UsersTab({ admin }: { admin: boolean }) {
   const users = useAsync(() => api.users(), []);
   const [lookup, setLookup] = useState('');
@@ -310,6 +365,16 @@ function UsersTab({ admin }: { admin: boolean }) {
               <span>Active</span>
               <span>{found.active ? 'yes' : 'no'}</span>
             </div>
+          )}
+          {found && admin && (
+            <UserEditor
+              key={`${found.name}:${found.role}:${found.teams.join(',')}:${found.active}`}
+              user={found}
+              onSaved={(u) => {
+                setFound(u);
+                users.reload();
+              }}
+            />
           )}
         </form>
         {admin && (
