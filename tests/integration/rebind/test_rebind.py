@@ -8,8 +8,8 @@ each of its ports (halleyd gRPC and /metrics, galaxyd HTTP, executord's log
 server, sortd's /metrics) the test, twice in a row:
 
   1. opens a connection to every port and makes the daemon answer on it
-     (an HTTP request with keep-alive; the HTTP/2 preface for gRPC), and
-     keeps it open;
+     (an HTTP request with keep-alive; for gRPC the HTTP/2 preface and a
+     PING, answered once the server has read all of it), and keeps it open;
   2. stops the daemon (SIGTERM) and reads each connection to its end, then
      closes it: the daemon closed first, so its side is in TIME_WAIT;
   3. checks with `ss` that the port has a connection in TIME_WAIT (the
@@ -54,15 +54,35 @@ def poke_http(port):
     return s
 
 
+def h2_frames(s):
+    """HTTP/2 frames read from s: (type, flags, payload), one at a time."""
+    buf = b""
+    while True:
+        while len(buf) < 9 or len(buf) < 9 + int.from_bytes(buf[:3], "big"):
+            chunk = s.recv(65536)
+            if not chunk:
+                raise RuntimeError("connection closed during the HTTP/2 handshake")
+            buf += chunk
+        n = int.from_bytes(buf[:3], "big")
+        yield buf[3], buf[4], buf[9:9 + n]
+        buf = buf[9 + n:]
+
+
 def poke_grpc(port):
-    """The HTTP/2 client preface and an empty SETTINGS frame; waits for the
-    server's SETTINGS, so the connection is established on both sides."""
-    s = socket.create_connection(("127.0.0.1", port), timeout=10)
-    s.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + b"\x00\x00\x00\x04\x00\x00\x00\x00\x00")
-    head = s.recv(9)
-    if len(head) < 9 or head[3] != 0x04:
-        raise RuntimeError(f"port {port}: no HTTP/2 SETTINGS frame: {head!r}")
-    return s
+    """The HTTP/2 client preface, an empty SETTINGS frame, the ACK of the
+    server's SETTINGS and a PING; returns once the PING's ACK arrived. The
+    server answers a PING only after reading every byte sent before it, so
+    nothing of ours is left unread when it stops: closing a socket with
+    unread data sends a reset instead of a FIN, and leaves no TIME_WAIT."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=DEADLINE_S)
+    settings = b"\x00\x00\x00\x04\x00\x00\x00\x00\x00"
+    settings_ack = b"\x00\x00\x00\x04\x01\x00\x00\x00\x00"
+    ping = b"\x00\x00\x08\x06\x00\x00\x00\x00\x00" + b"orrery!!"
+    s.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + settings + settings_ack + ping)
+    for ftype, flags, payload in h2_frames(s):
+        if ftype == 0x06 and flags & 0x01 and payload == b"orrery!!":
+            return s
+    raise RuntimeError(f"port {port}: no PING acknowledgement")
 
 
 def drain_and_close(s):
