@@ -145,8 +145,6 @@ static int gx_cmd_serve(orr_config *cfg)
         fprintf(stderr, "galaxyd: %s\n", e.msg);
         goto out;
     }
-    /* Ended sessions, kept current from halleyd's events (a thread of its own,
-     * started after the signal mask below so it inherits it). */
     /* Block the stop signals in every thread; the main thread waits for them. */
     sigset_t stop;
     sigemptyset(&stop);
@@ -154,6 +152,8 @@ static int gx_cmd_serve(orr_config *cfg)
     sigaddset(&stop, SIGINT);
     pthread_sigmask(SIG_BLOCK, &stop, NULL);
     signal(SIGPIPE, SIG_IGN);
+    /* Ended sessions, kept current from halleyd's events (a thread of its
+     * own, started after the mask above so it inherits it). */
     if (gx_sessions_start(app.halley, app.rpc_timeout_ms, &app.sessions, &e) != ORR_OK) {
         fprintf(stderr, "galaxyd: %s\n", e.msg);
         goto out;
