@@ -1189,18 +1189,26 @@ int orr_rpc_call_cancelled(orr_rpc_call *call)
     return call->is_stream ? 0 : srv_deadline_passed(call);
 }
 
-int orr_rpc_call_wait_cancelled(orr_rpc_call *call, int wait_ms)
+/* CLOCK_MONOTONIC now plus wait_ms (now itself when wait_ms < 0: the
+ * callers then wait without a limit and do not read it). */
+static struct timespec srv_mono_after(int wait_ms)
 {
-    struct timespec until;
-    clock_gettime(CLOCK_MONOTONIC, &until);
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
     if (wait_ms >= 0) {
-        until.tv_sec += wait_ms / 1000;
-        until.tv_nsec += (long)(wait_ms % 1000) * 1000000L;
-        if (until.tv_nsec >= 1000000000L) {
-            until.tv_sec++;
-            until.tv_nsec -= 1000000000L;
+        t.tv_sec += wait_ms / 1000;
+        t.tv_nsec += (long)(wait_ms % 1000) * 1000000L;
+        if (t.tv_nsec >= 1000000000L) {
+            t.tv_sec++;
+            t.tv_nsec -= 1000000000L;
         }
     }
+    return t;
+}
+
+int orr_rpc_call_wait_cancelled(orr_rpc_call *call, int wait_ms)
+{
+    struct timespec until = srv_mono_after(wait_ms);
     if (!call->is_stream) {
         /* no close event on a unary call: poll deadline and stop flag */
         for (;;) {
@@ -1285,16 +1293,7 @@ orr_status orr_rpc_stream_recv(orr_rpc_call *call, ProtobufCMessage **msg, int w
             return orr_err_set(err, ORR_ECANCELLED, NULL, "the call was cancelled");
         }
     }
-    struct timespec until;
-    clock_gettime(CLOCK_MONOTONIC, &until);
-    if (wait_ms >= 0) {
-        until.tv_sec += wait_ms / 1000;
-        until.tv_nsec += (long)(wait_ms % 1000) * 1000000L;
-        if (until.tv_nsec >= 1000000000L) {
-            until.tv_sec++;
-            until.tv_nsec -= 1000000000L;
-        }
-    }
+    struct timespec until = srv_mono_after(wait_ms);
     pthread_mutex_lock(&call->mu);
     int rc = 0;
     while (!call->msg_done && !atomic_load(&call->cancelled) &&

@@ -164,6 +164,16 @@ def started(proc, ports, what, log_path):
     return proc
 
 
+def starter(p, what, args, env, log_path, ports):
+    """A start() for rebind_twice: spawn the daemon (p stops it at the end)
+    and wait for every port."""
+    def start():
+        pr = spawn(args, env, log_path)
+        p.procs.append(pr)
+        return started(pr, ports, what, log_path)
+    return start
+
+
 def main():
     zk = orrery_it.require_env("ORRERY_ZK")
     tmp = tempfile.mkdtemp(prefix="orr-rebind-")
@@ -177,10 +187,8 @@ def main():
         env["ORRERY_HALLEY_METRICS_LISTEN"] = f"127.0.0.1:{hl_metrics}"
         hl_log = os.path.join(tmp, "halleyd.log")
 
-        def start_halley():
-            pr = spawn([p.bin("halleyd"), "serve"], env, hl_log)
-            p.procs.append(pr)
-            return started(pr, [p.halley_port, hl_metrics], "halleyd", hl_log)
+        start_halley = starter(p, "halleyd", [p.bin("halleyd"), "serve"], env, hl_log,
+                               [p.halley_port, hl_metrics])
 
         rebind_twice("halleyd", start_halley,
                      [(p.halley_port, poke_grpc), (hl_metrics, poke_http)])
@@ -200,10 +208,7 @@ def main():
             "ORRERY_GALAXY_THREADS": "2",
         })
 
-        def start_galaxy():
-            pr = spawn([p.bin("galaxyd"), "serve"], gx_env, gx_log)
-            p.procs.append(pr)
-            return started(pr, [gport], "galaxyd", gx_log)
+        start_galaxy = starter(p, "galaxyd", [p.bin("galaxyd"), "serve"], gx_env, gx_log, [gport])
 
         rebind_twice("galaxyd", start_galaxy, [(gport, poke_http)])
 
@@ -229,10 +234,8 @@ def main():
             "ORRERY_EXECUTOR_CGROUP_PARENT": "orrery-it-rebind",
         })
 
-        def start_executor():
-            pr = spawn([p.bin("executord"), "serve"], ex_env, ex_log)
-            p.procs.append(pr)
-            return started(pr, [xport], "executord", ex_log)
+        start_executor = starter(p, "executord", [p.bin("executord"), "serve"], ex_env, ex_log,
+                                 [xport])
 
         rebind_twice("executord", start_executor, [(xport, poke_http)])
 
@@ -258,10 +261,8 @@ def main():
             "ORRERY_SORT_BLOB_ROOT": "file://" + os.path.join(sdir, "blob"),
         })
 
-        def start_sortd():
-            pr = spawn([p.bin("sortd"), "run", "--stream", spec], so_env, so_log)
-            p.procs.append(pr)
-            return started(pr, [sport], "sortd", so_log)
+        start_sortd = starter(p, "sortd", [p.bin("sortd"), "run", "--stream", spec], so_env,
+                              so_log, [sport])
 
         rebind_twice("sortd", start_sortd, [(sport, poke_http)])
         stop(halley)
