@@ -1,5 +1,5 @@
 /*
- * test_jschema.c - unit tests of orr_jschema: every keyword passing and
+ * test_lib_jschema.c - unit tests of orr_jschema: every keyword passing and
  * failing with the exact instance path and message expected, schemas refused
  * at load with their schema path, the oneOf error choice, limits, and
  * validation from several threads at once.
@@ -840,7 +840,7 @@ static void test_threads(void **state)
     orr_jschema_free(s);
 }
 
-/* An optional argument runs only the tests matching it: test_jschema 'test_ref*' */
+/* An optional argument runs only the tests matching it: test_lib_jschema 'test_ref*' */
 int main(int argc, char **argv)
 {
     if (argc > 1)

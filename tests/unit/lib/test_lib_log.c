@@ -1,4 +1,4 @@
-/* test_log.c - logfmt lines: fields, quoting, levels, long lines, bad file. */
+/* test_lib_log.c - logfmt lines: fields, quoting, levels, long lines, bad file. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

@@ -1,4 +1,4 @@
-/* test_buf.c - the growable byte buffer. */
+/* test_lib_buf.c - the growable byte buffer. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

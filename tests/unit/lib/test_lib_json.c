@@ -1,4 +1,4 @@
-/* test_json.c - strict JSON getters name the path of bad or missing fields. */
+/* test_lib_json.c - strict JSON getters name the path of bad or missing fields. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

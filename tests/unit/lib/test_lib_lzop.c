@@ -1,5 +1,5 @@
 /*
- * test_lzop.c - the lzop file codec: round trips, the real lzop tool as an
+ * test_lib_lzop.c - the lzop file codec: round trips, the real lzop tool as an
  * independent reader and writer, the hadoop-lzo index, corrupt and cut-short
  * input, crash recovery and write errors.
  *

@@ -1,5 +1,5 @@
 /*
- * test_tz.c - the time-zone layer: calendar arithmetic, ISO-8601, zone
+ * test_lib_tz.c - the time-zone layer: calendar arithmetic, ISO-8601, zone
  * names, offsets and local->UTC maps of real zones (gap, fold, footer rules
  * far past the file's table), TZif files built by hand (version 1, footer
  * only, J and zero-based day rules), malformed files, and the shared cache

@@ -1,4 +1,4 @@
-/* test_arena.c - the region allocator: alignment, growth, big blocks, cleanups, reset. */
+/* test_lib_arena.c - the region allocator: alignment, growth, big blocks, cleanups, reset. */
 #include <setjmp.h>
 #include <stdalign.h>
 #include <stdarg.h>

@@ -1,5 +1,5 @@
 /*
- * test_cron.c - the cron engine: parse every syntax element, then check
+ * test_lib_cron.c - the cron engine: parse every syntax element, then check
  * next-fire sequences against vectors worked out on the calendar (leap
  * years, month ends, L/W/#, Unix OR rule, years, DST gaps and folds in
  * Europe, America and Lord Howe's 30-minute shift), and bad input naming

@@ -1,4 +1,4 @@
-/* test_status.c - names, messages and error details of orr_status. */
+/* test_lib_status.c - names, messages and error details of orr_status. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

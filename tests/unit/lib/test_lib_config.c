@@ -1,4 +1,4 @@
-/* test_config.c - config file + environment: values, precedence, and errors that
+/* test_lib_config.c - config file + environment: values, precedence, and errors that
  * name the file, the line and the key. */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,5 +1,5 @@
 /*
- * test_pack.c - packs: round trips (empty, varint edges, 100k records),
+ * test_lib_pack.c - packs: round trips (empty, varint edges, 100k records),
  * CRC-32C check value, and every kind of damaged pack failing cleanly with
  * the field named.
  */
