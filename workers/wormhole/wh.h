@@ -1,8 +1,9 @@
 /*
  * wh.h - the transfer engine's plugin interface: value kinds, schemas, record
  * batches, shards, the run context, and the ops structs every data store
- * implements (reader, writer, splitter, periphery), registered in one table
- * (wh_registry.c).
+ * implements (reader, writer, splitter, periphery). A store is a folder
+ * plugins/<store>/ exporting one wh_plugin that gathers its ops, registered
+ * by one line in the table of wh_registry.c.
  *
  * Values. Every field in a batch travels in one canonical text form, the one
  * PostgreSQL prints with client_encoding UTF8, DateStyle ISO, TimeZone UTC and
@@ -279,6 +280,9 @@ typedef struct wh_periphery_ops {
     orr_status (*finish)(void *conf, wh_ctx *ctx, int success, orr_err *err);
 } wh_periphery_ops;
 
+/* A data store: its name in specs ("type") and its roles. A store that
+ * cannot be read (or written) leaves reader (writer) NULL; a role without
+ * periphery work leaves that periphery NULL. */
 typedef struct wh_plugin {
     const char *name;
     const wh_reader_ops *reader;
@@ -290,7 +294,7 @@ typedef struct wh_plugin {
 
 /* The registry (wh_registry.c). NULL when name is unknown. */
 const wh_plugin *wh_plugin_find(const char *name);
-/* "postgres, mysql, file" (static). */
+/* The known names, in table order: "postgres, mysql, file" (static). */
 const char *wh_plugin_names(void);
 
 #endif

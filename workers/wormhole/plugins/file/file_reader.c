@@ -21,16 +21,16 @@
 static orr_status file_reader_configure(const json_t *spec, const char *path, void **conf,
                                         orr_err *err)
 {
-    file_conf *c = NULL;
-    orr_status rc = file_conf_parse(spec, path, 1, &c, err);
+    wh_file_conf *c = NULL;
+    orr_status rc = wh_file_conf_parse(spec, path, 1, &c, err);
     *conf = c;
     return rc;
 }
 
 typedef struct file_reader {
-    file_conf *c;
+    wh_file_conf *c;
     wh_ctx *ctx;
-    file_in in;
+    wh_file_in in;
     int open;
     orr_buf buf;
     size_t pos;
@@ -52,7 +52,7 @@ static orr_status file_fill(file_reader *r, orr_err *err)
     size_t want = r->buf.len > FILE_CHUNK ? r->buf.len : FILE_CHUNK;
     orr_buf_reserve(&r->buf, want);
     size_t n = 0;
-    orr_status rc = file_in_read(&r->in, r->buf.data + r->buf.len, want, &n, err);
+    orr_status rc = wh_file_in_read(&r->in, r->buf.data + r->buf.len, want, &n, err);
     if (rc) {
         if (!err->field[0])
             snprintf(err->field, sizeof(err->field), "%s", r->c->path_json);
@@ -70,7 +70,7 @@ static int file_record(file_reader *r, wh_batch *b, size_t *used, const char **w
 {
     const char *p = r->buf.data + r->pos;
     size_t n = r->buf.len - r->pos;
-    if (r->c->format != FILE_FIXED)
+    if (r->c->format != WH_FILE_FIXED)
         return wh_text_record(&r->c->fmt, p, n, r->eof, b, used, why);
     const char *nl = memchr(p, '\n', n);
     if (!nl && !r->eof)
@@ -92,13 +92,13 @@ static int file_blank(const char *p, size_t used)
 static orr_status file_open_shard(file_reader *r, const char *path, orr_err *err)
 {
     if (r->open)
-        file_in_close(&r->in);
+        wh_file_in_close(&r->in);
     r->open = 0;
     orr_buf_reset(&r->buf);
     r->pos = 0;
     r->eof = 0;
     r->rownum = 0;
-    orr_status rc = file_in_open(&r->in, path, r->c->comp, err);
+    orr_status rc = wh_file_in_open(&r->in, path, r->c->comp, err);
     if (rc) {
         snprintf(err->field, sizeof(err->field), "%s", r->c->path_json);
         return rc;
@@ -111,7 +111,7 @@ static orr_status file_open_shard(file_reader *r, const char *path, orr_err *err
 static orr_status file_reader_describe(void *conf, wh_ctx *ctx, wh_schema *out, orr_err *err)
 {
     (void)ctx;
-    file_conf *c = conf;
+    wh_file_conf *c = conf;
     if (c->cols.ncols > 0) {
         for (size_t i = 0; i < c->cols.ncols; i++)
             *wh_schema_add(out, "", "", WH_K_TEXT) = c->cols.cols[i];
@@ -157,7 +157,7 @@ static orr_status file_reader_describe(void *conf, wh_ctx *ctx, wh_schema *out, 
         }
     }
     if (r.open)
-        file_in_close(&r.in);
+        wh_file_in_close(&r.in);
     orr_buf_free(&r.buf);
     wh_batch_free(b);
     globfree(&g);
@@ -236,14 +236,14 @@ static void file_reader_close(void *state)
     if (!r)
         return;
     if (r->open)
-        file_in_close(&r->in);
+        wh_file_in_close(&r->in);
     orr_buf_free(&r->buf);
     free(r);
 }
 
 const wh_reader_ops wh_file_reader = {
     .configure = file_reader_configure,
-    .conf_free = file_conf_free,
+    .conf_free = wh_file_conf_free,
     .describe = file_reader_describe,
     .open = file_reader_open,
     .start = file_reader_start,

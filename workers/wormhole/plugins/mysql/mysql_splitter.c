@@ -13,28 +13,28 @@
 static orr_status my_split(void *conf, wh_ctx *ctx, int channels, wh_shards *out, orr_err *err)
 {
     (void)ctx;
-    my_conf *c = conf;
-    if (c->tables) {
-        for (size_t i = 0; i < c->ntables; i++)
-            wh_shards_add(out, NULL, c->tables[i], NULL);
+    wh_mysql_conf *c = conf;
+    if (c->o.tables) {
+        for (size_t i = 0; i < c->o.ntables; i++)
+            wh_shards_add(out, NULL, c->o.tables[i], NULL);
         return ORR_OK;
     }
-    int64_t want = c->shards ? c->shards : (channels > 1 ? 4 * channels : 1);
-    if (!c->split_key || want <= 1) {
+    int64_t want = c->o.shards ? c->o.shards : (channels > 1 ? 4 * channels : 1);
+    if (!c->o.split_key || want <= 1) {
         wh_shards_add(out, NULL, NULL, NULL);
         return ORR_OK;
     }
-    MYSQL *m = my_connect(c->dsn, c->path, err);
+    MYSQL *m = wh_mysql_connect(c->o.dsn, c->o.path, err);
     if (!m)
         return err->code;
     orr_buf q = ORR_BUF_INIT, key = ORR_BUF_INIT;
     orr_status rc = ORR_OK;
     MYSQL_RES *res = NULL;
     const char **bounds = NULL;
-    my_quote_ident(&key, c->split_key);
+    wh_mysql_quote_ident(&key, c->o.split_key);
     const char *bin = c->key_kind == WH_K_TEXT ? "BINARY " : "";
     orr_buf_append_str(&q, "SELECT COUNT(*) FROM ");
-    my_quote_qualified(&q, c->table);
+    wh_mysql_quote_qualified(&q, c->o.table);
     double rows = 0;
     if (mysql_real_query(m, q.data, q.len) == 0 && (res = mysql_store_result(m))) {
         MYSQL_ROW r = mysql_fetch_row(res);
@@ -47,16 +47,16 @@ static orr_status my_split(void *conf, wh_ctx *ctx, int channels, wh_shards *out
         frac = 1;
     orr_buf_reset(&q);
     orr_buf_appendf(&q, "SELECT %s FROM ", key.data);
-    my_quote_qualified(&q, c->table);
+    wh_mysql_quote_qualified(&q, c->o.table);
     orr_buf_appendf(&q, " WHERE %s IS NOT NULL", key.data);
     if (frac < 1)
         orr_buf_appendf(&q, " AND RAND() < %.8f", frac);
-    if (c->filter)
-        orr_buf_appendf(&q, " AND (%s)", c->filter);
+    if (c->o.filter)
+        orr_buf_appendf(&q, " AND (%s)", c->o.filter);
     orr_buf_appendf(&q, " ORDER BY %s%s", bin, key.data);
     if (mysql_real_query(m, q.data, q.len) != 0 || !(res = mysql_store_result(m))) {
-        rc =
-            orr_err_set(err, ORR_EIO, c->path, "MariaDB (sampling split keys): %s", mysql_error(m));
+        rc = orr_err_set(err, ORR_EIO, c->o.path, "MariaDB (sampling split keys): %s",
+                         mysql_error(m));
         goto out;
     }
     size_t n = (size_t)mysql_num_rows(res);
@@ -87,13 +87,13 @@ static orr_status my_split(void *conf, wh_ctx *ctx, int channels, wh_shards *out
         orr_buf p = ORR_BUF_INIT;
         if (i == 0) {
             orr_buf_appendf(&p, "%s IS NULL OR %s%s < ", key.data, bin, key.data);
-            my_quote_literal(m, &p, bounds[0], strlen(bounds[0]));
+            wh_mysql_quote_literal(m, &p, bounds[0], strlen(bounds[0]));
         } else {
             orr_buf_appendf(&p, "%s%s >= ", bin, key.data);
-            my_quote_literal(m, &p, bounds[i - 1], strlen(bounds[i - 1]));
+            wh_mysql_quote_literal(m, &p, bounds[i - 1], strlen(bounds[i - 1]));
             if (i < nb) {
                 orr_buf_appendf(&p, " AND %s%s < ", bin, key.data);
-                my_quote_literal(m, &p, bounds[i], strlen(bounds[i]));
+                wh_mysql_quote_literal(m, &p, bounds[i], strlen(bounds[i]));
             }
         }
         wh_shards_add(out, p.data, NULL, NULL);

@@ -12,13 +12,13 @@
 static orr_status file_writer_prepare(void *conf, wh_ctx *ctx, const wh_schema *src, orr_err *err)
 {
     (void)ctx;
-    file_conf *c = conf;
+    wh_file_conf *c = conf;
     char p[96];
     if (c->cols.ncols && c->cols.ncols != src->ncols)
         return orr_err_set(err, ORR_EINVAL, orr_json_path(p, sizeof(p), c->path_json, "columns"),
                            "the source has %zu columns, this writer declares %zu", src->ncols,
                            c->cols.ncols);
-    if (c->format == FILE_FIXED && !c->cols.ncols)
+    if (c->format == WH_FILE_FIXED && !c->cols.ncols)
         return orr_err_set(err, ORR_EINVAL, orr_json_path(p, sizeof(p), c->path_json, "columns"),
                            "is required for fixed-width files");
     char tmp[600];

@@ -18,15 +18,15 @@ static int file_ends_with(const char *s, const char *suf)
     return a >= b && strcmp(s + a - b, suf) == 0;
 }
 
-file_comp file_comp_of(file_comp c, const char *path)
+wh_file_comp wh_file_comp_of(wh_file_comp c, const char *path)
 {
-    if (c != FILE_AUTO)
+    if (c != WH_FILE_AUTO)
         return c;
     if (file_ends_with(path, ".gz"))
-        return FILE_GZIP;
+        return WH_FILE_GZIP;
     if (file_ends_with(path, ".lzo"))
-        return FILE_LZO;
-    return FILE_NONE;
+        return WH_FILE_LZO;
+    return WH_FILE_NONE;
 }
 
 static orr_status file_one_char(const json_t *spec, const char *path, const char *key, char *out,
@@ -44,7 +44,7 @@ static orr_status file_one_char(const json_t *spec, const char *path, const char
     return ORR_OK;
 }
 
-static orr_status file_parse_columns(const json_t *spec, const char *path, file_conf *c,
+static orr_status file_parse_columns(const json_t *spec, const char *path, wh_file_conf *c,
                                      orr_err *err)
 {
     json_t *cols = NULL;
@@ -68,7 +68,7 @@ static orr_status file_parse_columns(const json_t *spec, const char *path, file_
         if ((rc = orr_json_allow_keys(col, q, keys, err)) ||
             (rc = orr_json_get_str(col, q, "name", 1, &name, err)) ||
             (rc = orr_json_get_str(col, q, "type", 0, &type, err)) ||
-            (rc = orr_json_get_int(col, q, "width", c->format == FILE_FIXED, 1, 1 << 20, &width,
+            (rc = orr_json_get_int(col, q, "width", c->format == WH_FILE_FIXED, 1, 1 << 20, &width,
                                    err)))
             return rc;
         int kind = wh_kind_parse(type);
@@ -89,8 +89,8 @@ static orr_status file_parse_columns(const json_t *spec, const char *path, file_
     return ORR_OK;
 }
 
-orr_status file_conf_parse(const json_t *spec, const char *path, int is_reader, file_conf **out,
-                           orr_err *err)
+orr_status wh_file_conf_parse(const json_t *spec, const char *path, int is_reader,
+                              wh_file_conf **out, orr_err *err)
 {
     static const char *const rkeys[] = {"path",        "paths",   "format", "delimiter",
                                         "quote",       "header",  "null",   "encoding",
@@ -101,7 +101,7 @@ orr_status file_conf_parse(const json_t *spec, const char *path, int is_reader, 
     orr_status rc;
     char p[96];
     *out = NULL;
-    file_conf *c = calloc(1, sizeof(*c));
+    wh_file_conf *c = calloc(1, sizeof(*c));
     if (!c)
         abort();
     snprintf(c->path_json, sizeof(c->path_json), "%s", path);
@@ -115,16 +115,16 @@ orr_status file_conf_parse(const json_t *spec, const char *path, int is_reader, 
         (rc = orr_json_get_bool(spec, path, "header", 0, &c->header, err)))
         goto fail;
     if (!strcmp(format, "csv")) {
-        c->format = FILE_CSV;
+        c->format = WH_FILE_CSV;
         wh_textfmt_csv(&c->fmt, ',');
     } else if (!strcmp(format, "tsv")) {
-        c->format = FILE_TEXT;
+        c->format = WH_FILE_TEXT;
         wh_textfmt_escaped(&c->fmt, '\t');
     } else if (!strcmp(format, "text")) {
-        c->format = FILE_TEXT;
+        c->format = WH_FILE_TEXT;
         wh_textfmt_escaped(&c->fmt, '\t');
     } else if (!strcmp(format, "fixed")) {
-        c->format = FILE_FIXED;
+        c->format = WH_FILE_FIXED;
         wh_textfmt_escaped(&c->fmt, '\t');
     } else {
         rc = orr_err_set(err, ORR_EINVAL, orr_json_path(p, sizeof(p), path, "format"),
@@ -138,7 +138,7 @@ orr_status file_conf_parse(const json_t *spec, const char *path, int is_reader, 
         goto fail;
     c->fmt.delim = c->delim[0];
     c->fmt.quote = c->quote[0];
-    if (c->format == FILE_CSV && c->fmt.delim == c->fmt.quote) {
+    if (c->format == WH_FILE_CSV && c->fmt.delim == c->fmt.quote) {
         rc = orr_err_set(err, ORR_EINVAL, orr_json_path(p, sizeof(p), path, "quote"),
                          "must differ from the delimiter");
         goto fail;
@@ -153,13 +153,13 @@ orr_status file_conf_parse(const json_t *spec, const char *path, int is_reader, 
         goto fail;
     }
     if (!strcmp(comp, "auto"))
-        c->comp = FILE_AUTO;
+        c->comp = WH_FILE_AUTO;
     else if (!strcmp(comp, "none"))
-        c->comp = FILE_NONE;
+        c->comp = WH_FILE_NONE;
     else if (!strcmp(comp, "gzip"))
-        c->comp = FILE_GZIP;
+        c->comp = WH_FILE_GZIP;
     else if (!strcmp(comp, "lzo"))
-        c->comp = FILE_LZO;
+        c->comp = WH_FILE_LZO;
     else {
         rc = orr_err_set(err, ORR_EINVAL, orr_json_path(p, sizeof(p), path, "compression"),
                          "must be auto, none, gzip or lzo");
@@ -167,7 +167,7 @@ orr_status file_conf_parse(const json_t *spec, const char *path, int is_reader, 
     }
     if ((rc = file_parse_columns(spec, path, c, err)))
         goto fail;
-    if (c->format == FILE_FIXED && c->cols.ncols == 0) {
+    if (c->format == WH_FILE_FIXED && c->cols.ncols == 0) {
         rc = orr_err_set(err, ORR_EINVAL, orr_json_path(p, sizeof(p), path, "columns"),
                          "is required (with widths) for fixed-width files");
         goto fail;
@@ -210,7 +210,7 @@ orr_status file_conf_parse(const json_t *spec, const char *path, int is_reader, 
                              "must be truncate, replace or append for files");
             goto fail;
         }
-        if (c->append && file_comp_of(c->comp, c->path) == FILE_LZO) {
+        if (c->append && wh_file_comp_of(c->comp, c->path) == WH_FILE_LZO) {
             rc = orr_err_set(err, ORR_EINVAL, orr_json_path(p, sizeof(p), path, "mode"),
                              "append is not supported for lzo files");
             goto fail;
@@ -219,13 +219,13 @@ orr_status file_conf_parse(const json_t *spec, const char *path, int is_reader, 
     *out = c;
     return ORR_OK;
 fail:
-    file_conf_free(c);
+    wh_file_conf_free(c);
     return rc;
 }
 
-void file_conf_free(void *conf)
+void wh_file_conf_free(void *conf)
 {
-    file_conf *c = conf;
+    wh_file_conf *c = conf;
     if (!c)
         return;
     free(c->paths);
@@ -236,18 +236,18 @@ void file_conf_free(void *conf)
 
 /* ---- input ------------------------------------------------------------ */
 
-orr_status file_in_open(file_in *in, const char *path, file_comp comp, orr_err *err)
+orr_status wh_file_in_open(wh_file_in *in, const char *path, wh_file_comp comp, orr_err *err)
 {
     memset(in, 0, sizeof(*in));
     in->fd = -1;
     snprintf(in->path, sizeof(in->path), "%s", path);
-    in->comp = file_comp_of(comp, path);
-    if (in->comp == FILE_LZO)
+    in->comp = wh_file_comp_of(comp, path);
+    if (in->comp == WH_FILE_LZO)
         return orr_lzop_reader_open(path, &in->lz, err);
     in->fd = open(path, O_RDONLY | O_CLOEXEC);
     if (in->fd < 0)
         return orr_err_set(err, ORR_EIO, "", "cannot open %s: %s", path, strerror(errno));
-    if (in->comp == FILE_GZIP) {
+    if (in->comp == WH_FILE_GZIP) {
         in->gz = gzdopen(in->fd, "rb");
         if (!in->gz) {
             close(in->fd);
@@ -260,7 +260,7 @@ orr_status file_in_open(file_in *in, const char *path, file_comp comp, orr_err *
     return ORR_OK;
 }
 
-orr_status file_in_read(file_in *in, void *buf, size_t cap, size_t *n, orr_err *err)
+orr_status wh_file_in_read(wh_file_in *in, void *buf, size_t cap, size_t *n, orr_err *err)
 {
     *n = 0;
     if (in->lz) {
@@ -294,7 +294,7 @@ orr_status file_in_read(file_in *in, void *buf, size_t cap, size_t *n, orr_err *
     }
 }
 
-void file_in_close(file_in *in)
+void wh_file_in_close(wh_file_in *in)
 {
     if (in->lz)
         orr_lzop_reader_close(in->lz);
@@ -309,17 +309,17 @@ void file_in_close(file_in *in)
 
 /* ---- output ----------------------------------------------------------- */
 
-orr_status file_out_open(file_out *o, const char *path, file_comp comp, int append, int level,
-                         int lzo_index, orr_err *err)
+orr_status wh_file_out_open(wh_file_out *o, const char *path, wh_file_comp comp, int append,
+                            int level, int lzo_index, orr_err *err)
 {
     memset(o, 0, sizeof(*o));
     o->fd = -1;
-    o->comp = file_comp_of(comp, path);
+    o->comp = wh_file_comp_of(comp, path);
     o->append = append;
     snprintf(o->path, sizeof(o->path), "%s", path);
     snprintf(o->tmp, sizeof(o->tmp), "%s.wh-tmp", path);
     const char *target = append ? o->path : o->tmp;
-    if (o->comp == FILE_LZO) {
+    if (o->comp == WH_FILE_LZO) {
         orr_lzop_opts opts = {0};
         const char *slash = strrchr(path, '/');
         opts.name = slash ? slash + 1 : path;
@@ -333,7 +333,7 @@ orr_status file_out_open(file_out *o, const char *path, file_comp comp, int appe
         struct stat st;
         o->old_size = fstat(o->fd, &st) == 0 ? st.st_size : 0;
     }
-    if (o->comp == FILE_GZIP) {
+    if (o->comp == WH_FILE_GZIP) {
         char m[8];
         snprintf(m, sizeof(m), "wb%d", level);
         int dupfd = dup(o->fd);
@@ -348,7 +348,7 @@ orr_status file_out_open(file_out *o, const char *path, file_comp comp, int appe
     return ORR_OK;
 }
 
-static orr_status file_out_raw(file_out *o, const void *p, size_t n, orr_err *err)
+static orr_status file_out_raw(wh_file_out *o, const void *p, size_t n, orr_err *err)
 {
     if (o->lz)
         return orr_lzop_write(o->lz, p, n, err);
@@ -377,7 +377,7 @@ static orr_status file_out_raw(file_out *o, const void *p, size_t n, orr_err *er
     return ORR_OK;
 }
 
-orr_status file_out_write(file_out *o, const void *p, size_t n, orr_err *err)
+orr_status wh_file_out_write(wh_file_out *o, const void *p, size_t n, orr_err *err)
 {
     o->bytes += n;
     orr_buf_append(&o->buf, p, n);
@@ -388,7 +388,7 @@ orr_status file_out_write(file_out *o, const void *p, size_t n, orr_err *err)
     return rc;
 }
 
-orr_status file_out_close(file_out *o, int commit, orr_err *err)
+orr_status wh_file_out_close(wh_file_out *o, int commit, orr_err *err)
 {
     orr_status rc = ORR_OK;
     if (commit && o->buf.len)
@@ -431,3 +431,12 @@ orr_status file_out_close(file_out *o, int commit, orr_err *err)
     }
     return rc;
 }
+
+/* The plugin: the one symbol the registry (wh_registry.c) knows. */
+const wh_plugin wh_file_plugin = {
+    .name = "file",
+    .reader = &wh_file_reader,
+    .writer = &wh_file_writer,
+    .splitter = &wh_file_splitter,
+    .writer_periphery = &wh_file_writer_periphery,
+};

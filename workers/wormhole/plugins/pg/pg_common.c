@@ -14,7 +14,7 @@ static void pg_quiet(void *arg, const char *msg)
     (void)msg;
 }
 
-PGconn *pg_connect(const char *dsn, const char *path, orr_err *err)
+PGconn *wh_pg_connect(const char *dsn, const char *path, orr_err *err)
 {
     PGconn *c = PQconnectdb(dsn);
     if (PQstatus(c) != CONNECTION_OK) {
@@ -24,18 +24,18 @@ PGconn *pg_connect(const char *dsn, const char *path, orr_err *err)
     }
     /* NOTICEs ("does not exist, skipping") are not the user's business. */
     PQsetNoticeProcessor(c, pg_quiet, NULL);
-    if (pg_exec(c,
-                "SET client_encoding = 'UTF8'; SET DateStyle = 'ISO, YMD'; "
-                "SET TimeZone = 'UTC'; SET IntervalStyle = 'postgres'; "
-                "SET bytea_output = 'hex'; SET extra_float_digits = 3",
-                path, err) != ORR_OK) {
+    if (wh_pg_exec(c,
+                   "SET client_encoding = 'UTF8'; SET DateStyle = 'ISO, YMD'; "
+                   "SET TimeZone = 'UTC'; SET IntervalStyle = 'postgres'; "
+                   "SET bytea_output = 'hex'; SET extra_float_digits = 3",
+                   path, err) != ORR_OK) {
         PQfinish(c);
         return NULL;
     }
     return c;
 }
 
-orr_status pg_exec(PGconn *c, const char *sql, const char *path, orr_err *err)
+orr_status wh_pg_exec(PGconn *c, const char *sql, const char *path, orr_err *err)
 {
     PGresult *r = PQexec(c, sql);
     ExecStatusType st = PQresultStatus(r);
@@ -52,17 +52,17 @@ orr_status pg_exec(PGconn *c, const char *sql, const char *path, orr_err *err)
     return rc;
 }
 
-void pg_quote_ident(orr_buf *out, const char *name)
+void wh_pg_quote_ident(orr_buf *out, const char *name)
 {
     wh_quote_ident(out, name, '"');
 }
 
-void pg_quote_qualified(orr_buf *out, const char *name)
+void wh_pg_quote_qualified(orr_buf *out, const char *name)
 {
     wh_quote_qualified(out, name, '"');
 }
 
-void pg_quote_literal(orr_buf *out, const char *s)
+void wh_pg_quote_literal(orr_buf *out, const char *s)
 {
     orr_buf_append_byte(out, '\'');
     for (const char *p = s; *p; p++) {
@@ -114,11 +114,11 @@ static wh_kind pg_kind(const char *typname, char category, int32_t typmod, wh_co
     return WH_K_OTHER;
 }
 
-orr_status pg_describe(PGconn *c, const char *table, const char **names, size_t nnames,
-                       wh_schema *out, const char *path, orr_err *err)
+orr_status wh_pg_describe(PGconn *c, const char *table, const char **names, size_t nnames,
+                          wh_schema *out, const char *path, orr_err *err)
 {
     orr_buf q = ORR_BUF_INIT, lit = ORR_BUF_INIT;
-    pg_quote_qualified(&lit, table);
+    wh_pg_quote_qualified(&lit, table);
     const char *params[1] = {lit.data};
     PGresult *r = PQexecParams(
         c,
@@ -170,87 +170,44 @@ out:
     return rc;
 }
 
-orr_status pg_conf_parse(const json_t *spec, const char *path, int is_reader, pg_conf **out,
-                         orr_err *err)
+orr_status wh_pg_conf_parse(const json_t *spec, const char *path, int is_reader, wh_pg_conf **out,
+                            orr_err *err)
 {
-    static const char *const rkeys[] = {"dsn",    "datasource", "dsn_env", "table", "columns",
-                                        "filter", "split",      "tables",  NULL};
-    static const char *const wkeys[] = {"dsn",  "datasource", "dsn_env", "table", "columns",
-                                        "mode", "filter",     "key",     NULL};
     orr_status rc;
     char p[128];
     *out = NULL;
-    pg_conf *c = calloc(1, sizeof(*c));
+    wh_pg_conf *c = calloc(1, sizeof(*c));
     if (!c)
         abort();
-    snprintf(c->path, sizeof(c->path), "%s", path);
-    if ((rc = wh_allow_keys(spec, path, is_reader ? rkeys : wkeys, is_reader, err)) ||
-        (rc = wh_get_dsn(spec, path, &c->dsn, err)) ||
-        (rc = orr_json_get_str(spec, path, "table", 0, &c->table, err)) ||
-        (rc = wh_get_str_array(spec, path, "columns", &c->columns, &c->ncolumns, err)) ||
-        (rc = orr_json_get_str(spec, path, "filter", 0, &c->filter, err)))
+    if ((rc = wh_sqlopt_parse(spec, path, is_reader, NULL, &c->o, err)))
         goto fail;
-    if (is_reader) {
-        json_t *split = NULL;
-        if ((rc = wh_get_str_array(spec, path, "tables", &c->tables, &c->ntables, err)) ||
-            (rc = orr_json_get_obj(spec, path, "split", 0, &split, err)))
-            goto fail;
-        if (c->tables && !c->table)
-            c->table = c->tables[0];
-        if (split) {
-            static const char *const skeys[] = {"key", "shards", NULL};
-            orr_json_path(p, sizeof(p), path, "split");
-            if ((rc = orr_json_allow_keys(split, p, skeys, err)) ||
-                (rc = orr_json_get_str(split, p, "key", 1, &c->split_key, err)) ||
-                (rc = orr_json_get_int(split, p, "shards", 0, 1, 100000, &c->shards, err)))
-                goto fail;
-            if (c->tables) {
-                rc = orr_err_set(err, ORR_EINVAL, p,
-                                 "split by key and a table list exclude "
-                                 "each other");
-                goto fail;
-            }
-        }
-    } else {
-        if ((rc = wh_get_mode(spec, path, &c->mode, err)) ||
-            (rc = wh_get_str_array(spec, path, "key", &c->key, &c->nkey, err)))
-            goto fail;
-        if (c->mode == WH_MODE_UPSERT && !c->key) {
-            rc = orr_err_set(err, ORR_EINVAL, orr_json_path(p, sizeof(p), path, "key"),
-                             "is required with mode upsert");
-            goto fail;
-        }
-        if (c->mode == WH_MODE_REPLACE && !c->filter) {
-            rc = orr_err_set(err, ORR_EINVAL, orr_json_path(p, sizeof(p), path, "filter"),
-                             "is required with mode replace (the slice to replace; use "
-                             "truncate for the whole table)");
-            goto fail;
-        }
+    if (is_reader && c->o.split_key && c->o.tables) {
+        rc = orr_err_set(err, ORR_EINVAL, orr_json_path(p, sizeof(p), path, "split"),
+                         "split by key and a table list exclude each other");
+        goto fail;
     }
-    if (!c->table) {
-        rc =
-            orr_err_set(err, ORR_EINVAL, orr_json_path(p, sizeof(p), path, "table"), "is required");
+    if (!is_reader && c->o.mode == WH_MODE_UPSERT && !c->o.key) {
+        rc = orr_err_set(err, ORR_EINVAL, orr_json_path(p, sizeof(p), path, "key"),
+                         "is required with mode upsert");
         goto fail;
     }
     *out = c;
     return ORR_OK;
 fail:
-    pg_conf_free(c);
+    wh_pg_conf_free(c);
     return rc;
 }
 
-void pg_conf_free(void *conf)
+void wh_pg_conf_free(void *conf)
 {
-    pg_conf *c = conf;
+    wh_pg_conf *c = conf;
     if (!c)
         return;
     if (c->snap_conn)
         PQfinish(c->snap_conn);
     if (c->per_conn)
         PQfinish(c->per_conn);
-    free(c->columns);
-    free(c->tables);
-    free(c->key);
+    wh_sqlopt_free(&c->o);
     free(c->check);
     wh_schema_free(&c->src);
     wh_schema_free(&c->target);
@@ -259,3 +216,13 @@ void pg_conf_free(void *conf)
     orr_buf_free(&c->collist);
     free(c);
 }
+
+/* The plugin: the one symbol the registry (wh_registry.c) knows. */
+const wh_plugin wh_pg_plugin = {
+    .name = "postgres",
+    .reader = &wh_pg_reader,
+    .writer = &wh_pg_writer,
+    .splitter = &wh_pg_splitter,
+    .reader_periphery = &wh_pg_reader_periphery,
+    .writer_periphery = &wh_pg_writer_periphery,
+};

@@ -18,21 +18,21 @@
 static orr_status my_writer_configure(const json_t *spec, const char *path, void **conf,
                                       orr_err *err)
 {
-    my_conf *c = NULL;
-    orr_status rc = my_conf_parse(spec, path, 0, &c, err);
+    wh_mysql_conf *c = NULL;
+    orr_status rc = wh_mysql_conf_parse(spec, path, 0, &c, err);
     *conf = c;
     return rc;
 }
 
 static int my_writer_max_channels(void *conf, int wanted)
 {
-    my_conf *c = conf;
-    c->channels = (c->mode == WH_MODE_TRUNCATE || c->mode == WH_MODE_REPLACE) ? 1 : wanted;
+    wh_mysql_conf *c = conf;
+    c->channels = (c->o.mode == WH_MODE_TRUNCATE || c->o.mode == WH_MODE_REPLACE) ? 1 : wanted;
     return c->channels;
 }
 
 typedef struct my_writer {
-    my_conf *c;
+    wh_mysql_conf *c;
     wh_ctx *ctx;
     const char *name;
     MYSQL *m;
@@ -46,26 +46,26 @@ static orr_status my_writer_open(void *conf, wh_ctx *ctx, const wh_schema *src, 
                                  void **state, orr_err *err)
 {
     (void)src;
-    my_conf *c = conf;
+    wh_mysql_conf *c = conf;
     my_writer *w = calloc(1, sizeof(*w));
     if (!w)
         abort();
     w->c = c;
     w->ctx = ctx;
     w->name = name;
-    w->m = my_connect(c->dsn, c->path, err);
+    w->m = wh_mysql_connect(c->o.dsn, c->o.path, err);
     if (!w->m) {
         free(w);
         return err->code;
     }
-    orr_status rc = my_exec(w->m, "START TRANSACTION", c->path, err);
+    orr_status rc = wh_mysql_exec(w->m, "START TRANSACTION", c->o.path, err);
     orr_buf q = ORR_BUF_INIT;
-    if (!rc && c->mode == WH_MODE_TRUNCATE) {
+    if (!rc && c->o.mode == WH_MODE_TRUNCATE) {
         orr_buf_appendf(&q, "DELETE FROM %s", c->qtable.data);
-        rc = my_exec(w->m, q.data, c->path, err);
-    } else if (!rc && c->mode == WH_MODE_REPLACE) {
-        orr_buf_appendf(&q, "DELETE FROM %s WHERE (%s)", c->qtable.data, c->filter);
-        rc = my_exec(w->m, q.data, c->path, err);
+        rc = wh_mysql_exec(w->m, q.data, c->o.path, err);
+    } else if (!rc && c->o.mode == WH_MODE_REPLACE) {
+        orr_buf_appendf(&q, "DELETE FROM %s WHERE (%s)", c->qtable.data, c->o.filter);
+        rc = wh_mysql_exec(w->m, q.data, c->o.path, err);
     }
     orr_buf_free(&q);
     if (rc) {
@@ -74,7 +74,8 @@ static orr_status my_writer_open(void *conf, wh_ctx *ctx, const wh_schema *src, 
         return rc;
     }
     orr_buf_appendf(&w->sql, "INSERT INTO %s %s VALUES ",
-                    c->mode == WH_MODE_STAGING ? c->qstage.data : c->qtable.data, c->collist.data);
+                    c->o.mode == WH_MODE_STAGING ? c->qstage.data : c->qtable.data,
+                    c->collist.data);
     w->prefix_len = w->sql.len;
     orr_buf_reserve(&w->sql, (size_t)c->insert_bytes + 65536);
     *state = w;
@@ -87,9 +88,9 @@ static orr_status my_send(my_writer *w, orr_err *err)
         return ORR_OK;
     orr_buf_append(&w->sql, w->c->update.data ? w->c->update.data : "", w->c->update.len);
     if (mysql_real_query(w->m, w->sql.data, w->sql.len) != 0)
-        return orr_err_set(err, ORR_EIO, w->c->path, "MariaDB INSERT: %s", mysql_error(w->m));
+        return orr_err_set(err, ORR_EIO, w->c->o.path, "MariaDB INSERT: %s", mysql_error(w->m));
     my_ulonglong n = mysql_affected_rows(w->m);
-    w->confirmed += w->c->mode == WH_MODE_UPSERT ? w->rows_in_sql : (uint64_t)n;
+    w->confirmed += w->c->o.mode == WH_MODE_UPSERT ? w->rows_in_sql : (uint64_t)n;
     w->sql.len = w->prefix_len;
     w->sql.data[w->sql.len] = 0;
     w->rows_in_sql = 0;
@@ -153,7 +154,7 @@ static int my_literal(my_writer *w, const wh_col *t, const char *v, int64_t len,
             *why = "timestamp with a zone other than UTC";
             return 0;
         }
-        my_quote_literal(w->m, s, v, k);
+        wh_mysql_quote_literal(w->m, s, v, k);
         return 1;
     }
     case WH_K_BYTES:
@@ -163,10 +164,10 @@ static int my_literal(my_writer *w, const wh_col *t, const char *v, int64_t len,
             orr_buf_append_byte(s, '\'');
             return 1;
         }
-        my_quote_literal(w->m, s, v, n);
+        wh_mysql_quote_literal(w->m, s, v, n);
         return 1;
     default:
-        my_quote_literal(w->m, s, v, n);
+        wh_mysql_quote_literal(w->m, s, v, n);
         return 1;
     }
 }
@@ -174,7 +175,7 @@ static int my_literal(my_writer *w, const wh_col *t, const char *v, int64_t len,
 static orr_status my_writer_write(void *state, const wh_batch *b, wh_wstats *st, orr_err *err)
 {
     my_writer *w = state;
-    const my_conf *c = w->c;
+    const wh_mysql_conf *c = w->c;
     for (size_t r = 0; r < b->nrows; r++) {
         size_t row_start = w->sql.len;
         if (w->rows_in_sql)
@@ -240,7 +241,7 @@ static orr_status my_writer_close(void *state, int commit, orr_err *err)
     my_writer *w = state;
     if (!w)
         return ORR_OK;
-    orr_status rc = my_exec(w->m, commit ? "COMMIT" : "ROLLBACK", w->c->path, err);
+    orr_status rc = wh_mysql_exec(w->m, commit ? "COMMIT" : "ROLLBACK", w->c->o.path, err);
     mysql_close(w->m);
     orr_buf_free(&w->sql);
     free(w);
@@ -249,7 +250,7 @@ static orr_status my_writer_close(void *state, int commit, orr_err *err)
 
 const wh_writer_ops wh_mysql_writer = {
     .configure = my_writer_configure,
-    .conf_free = my_conf_free,
+    .conf_free = wh_mysql_conf_free,
     .max_channels = my_writer_max_channels,
     .open = my_writer_open,
     .write = my_writer_write,

@@ -17,31 +17,31 @@
 static orr_status my_reader_prepare(void *conf, wh_ctx *ctx, const wh_schema *src, orr_err *err)
 {
     (void)src;
-    my_conf *c = conf;
+    wh_mysql_conf *c = conf;
     if (!ctx->incr.on)
         return ORR_OK;
-    MYSQL *m = my_connect(c->dsn, c->path, err);
+    MYSQL *m = wh_mysql_connect(c->o.dsn, c->o.path, err);
     if (!m)
         return err->code;
     orr_buf q = ORR_BUF_INIT;
     orr_buf_append_str(&q, "SELECT CAST(MAX(m) AS CHAR) FROM (");
-    size_t nt = c->tables ? c->ntables : 1;
+    size_t nt = c->o.tables ? c->o.ntables : 1;
     for (size_t i = 0; i < nt; i++) {
         if (i)
             orr_buf_append_str(&q, " UNION ALL ");
         orr_buf_append_str(&q, "SELECT MAX(");
-        my_quote_ident(&q, ctx->incr.column);
+        wh_mysql_quote_ident(&q, ctx->incr.column);
         orr_buf_append_str(&q, ") AS m FROM ");
-        my_quote_qualified(&q, c->tables ? c->tables[i] : c->table);
-        if (c->filter)
-            orr_buf_appendf(&q, " WHERE (%s)", c->filter);
+        wh_mysql_quote_qualified(&q, c->o.tables ? c->o.tables[i] : c->o.table);
+        if (c->o.filter)
+            orr_buf_appendf(&q, " WHERE (%s)", c->o.filter);
     }
     orr_buf_append_str(&q, ") s");
     orr_status rc = ORR_OK;
     MYSQL_RES *res = NULL;
     if (mysql_real_query(m, q.data, q.len) != 0 || !(res = mysql_store_result(m))) {
         char p[96];
-        rc = orr_err_set(err, ORR_EIO, orr_json_path(p, sizeof(p), c->path, "incremental.column"),
+        rc = orr_err_set(err, ORR_EIO, orr_json_path(p, sizeof(p), c->o.path, "incremental.column"),
                          "MariaDB: %s", mysql_error(m));
     } else {
         MYSQL_ROW r = mysql_fetch_row(res);
@@ -73,18 +73,19 @@ const wh_periphery_ops wh_mysql_reader_periphery = {
 static orr_status my_writer_prepare(void *conf, wh_ctx *ctx, const wh_schema *src, orr_err *err)
 {
     (void)ctx;
-    my_conf *c = conf;
+    wh_mysql_conf *c = conf;
     char p[96];
-    MYSQL *m = my_connect(c->dsn, c->path, err);
+    MYSQL *m = wh_mysql_connect(c->o.dsn, c->o.path, err);
     if (!m)
         return err->code;
     wh_schema_free(&c->target);
-    orr_status rc = my_describe(m, c->table, c->columns, c->ncolumns, &c->target, c->path, err);
+    orr_status rc =
+        wh_mysql_describe(m, c->o.table, c->o.columns, c->o.ncolumns, &c->target, c->o.path, err);
     if (rc)
         goto out;
     if (c->target.ncols != src->ncols) {
         rc = orr_err_set(err, ORR_EINVAL,
-                         orr_json_path(p, sizeof(p), c->path, c->columns ? "columns" : "table"),
+                         orr_json_path(p, sizeof(p), c->o.path, c->o.columns ? "columns" : "table"),
                          "the source has %zu columns and the target %zu (columns are matched by "
                          "position)",
                          src->ncols, c->target.ncols);
@@ -98,7 +99,7 @@ static orr_status my_writer_prepare(void *conf, wh_ctx *ctx, const wh_schema *sr
         c->check[i] = strcmp(src->cols[i].type, c->target.cols[i].type) != 0 ||
                       (c->target.cols[i].not_null && !src->cols[i].not_null);
     orr_buf_reset(&c->qtable);
-    my_quote_qualified(&c->qtable, c->table);
+    wh_mysql_quote_qualified(&c->qtable, c->o.table);
     orr_buf_reset(&c->collist);
     orr_buf_reset(&c->update);
     orr_buf_append_byte(&c->collist, '(');
@@ -106,31 +107,31 @@ static orr_status my_writer_prepare(void *conf, wh_ctx *ctx, const wh_schema *sr
         const char *name = c->target.cols[i].name;
         if (i)
             orr_buf_append_str(&c->collist, ", ");
-        my_quote_ident(&c->collist, name);
+        wh_mysql_quote_ident(&c->collist, name);
         int is_key = 0;
-        for (size_t k = 0; k < c->nkey; k++)
-            is_key |= strcmp(c->key[k], name) == 0;
+        for (size_t k = 0; k < c->o.nkey; k++)
+            is_key |= strcmp(c->o.key[k], name) == 0;
         if (is_key)
             continue;
         orr_buf_append_str(&c->update, c->update.len ? ", " : " ON DUPLICATE KEY UPDATE ");
-        my_quote_ident(&c->update, name);
+        wh_mysql_quote_ident(&c->update, name);
         orr_buf_append_str(&c->update, " = VALUES(");
-        my_quote_ident(&c->update, name);
+        wh_mysql_quote_ident(&c->update, name);
         orr_buf_append_byte(&c->update, ')');
     }
     orr_buf_append_byte(&c->collist, ')');
-    if (c->mode == WH_MODE_STAGING) {
+    if (c->o.mode == WH_MODE_STAGING) {
         char stage[200];
-        snprintf(stage, sizeof(stage), "%s__wh_stage", c->table);
+        snprintf(stage, sizeof(stage), "%s__wh_stage", c->o.table);
         orr_buf_reset(&c->qstage);
-        my_quote_qualified(&c->qstage, stage);
+        wh_mysql_quote_qualified(&c->qstage, stage);
         orr_buf q = ORR_BUF_INIT;
         orr_buf_appendf(&q, "DROP TABLE IF EXISTS %s", c->qstage.data);
-        rc = my_exec(m, q.data, c->path, err);
+        rc = wh_mysql_exec(m, q.data, c->o.path, err);
         orr_buf_reset(&q);
         orr_buf_appendf(&q, "CREATE TABLE %s LIKE %s", c->qstage.data, c->qtable.data);
         if (!rc)
-            rc = my_exec(m, q.data, c->path, err);
+            rc = wh_mysql_exec(m, q.data, c->o.path, err);
         orr_buf_free(&q);
     }
 out:
@@ -141,32 +142,32 @@ out:
 static orr_status my_writer_finish(void *conf, wh_ctx *ctx, int success, orr_err *err)
 {
     (void)ctx;
-    my_conf *c = conf;
-    if (c->mode != WH_MODE_STAGING || !c->qstage.len)
+    wh_mysql_conf *c = conf;
+    if (c->o.mode != WH_MODE_STAGING || !c->qstage.len)
         return ORR_OK;
-    MYSQL *m = my_connect(c->dsn, c->path, err);
+    MYSQL *m = wh_mysql_connect(c->o.dsn, c->o.path, err);
     if (!m)
         return err->code;
     orr_buf q = ORR_BUF_INIT, old = ORR_BUF_INIT;
     orr_status rc = ORR_OK;
     if (success) {
         char o[200];
-        snprintf(o, sizeof(o), "%s__wh_old", c->table);
-        my_quote_qualified(&old, o);
+        snprintf(o, sizeof(o), "%s__wh_old", c->o.table);
+        wh_mysql_quote_qualified(&old, o);
         orr_buf_appendf(&q, "DROP TABLE IF EXISTS %s", old.data);
-        rc = my_exec(m, q.data, c->path, err);
+        rc = wh_mysql_exec(m, q.data, c->o.path, err);
         orr_buf_reset(&q);
         orr_buf_appendf(&q, "RENAME TABLE %s TO %s, %s TO %s", c->qtable.data, old.data,
                         c->qstage.data, c->qtable.data);
         if (!rc)
-            rc = my_exec(m, q.data, c->path, err);
+            rc = wh_mysql_exec(m, q.data, c->o.path, err);
         orr_buf_reset(&q);
         orr_buf_appendf(&q, "DROP TABLE IF EXISTS %s", rc ? c->qstage.data : old.data);
         orr_err e2;
-        my_exec(m, q.data, c->path, &e2);
+        wh_mysql_exec(m, q.data, c->o.path, &e2);
     } else {
         orr_buf_appendf(&q, "DROP TABLE IF EXISTS %s", c->qstage.data);
-        rc = my_exec(m, q.data, c->path, err);
+        rc = wh_mysql_exec(m, q.data, c->o.path, err);
     }
     orr_buf_free(&q);
     orr_buf_free(&old);

@@ -14,8 +14,8 @@
 static orr_status my_reader_configure(const json_t *spec, const char *path, void **conf,
                                       orr_err *err)
 {
-    my_conf *c = NULL;
-    orr_status rc = my_conf_parse(spec, path, 1, &c, err);
+    wh_mysql_conf *c = NULL;
+    orr_status rc = wh_mysql_conf_parse(spec, path, 1, &c, err);
     *conf = c;
     return rc;
 }
@@ -23,22 +23,23 @@ static orr_status my_reader_configure(const json_t *spec, const char *path, void
 static orr_status my_reader_describe(void *conf, wh_ctx *ctx, wh_schema *out, orr_err *err)
 {
     (void)ctx;
-    my_conf *c = conf;
-    MYSQL *m = my_connect(c->dsn, c->path, err);
+    wh_mysql_conf *c = conf;
+    MYSQL *m = wh_mysql_connect(c->o.dsn, c->o.path, err);
     if (!m)
         return err->code;
-    orr_status rc = my_describe(m, c->table, c->columns, c->ncolumns, out, c->path, err);
+    orr_status rc =
+        wh_mysql_describe(m, c->o.table, c->o.columns, c->o.ncolumns, out, c->o.path, err);
     if (!rc) {
         wh_schema_free(&c->src);
         for (size_t i = 0; i < out->ncols; i++)
             *wh_schema_add(&c->src, "", "", WH_K_TEXT) = out->cols[i];
     }
-    if (!rc && c->split_key) {
+    if (!rc && c->o.split_key) {
         wh_schema k = {0, NULL};
-        const char *names[1] = {c->split_key};
-        rc = my_describe(m, c->table, names, 1, &k, c->path, err);
+        const char *names[1] = {c->o.split_key};
+        rc = wh_mysql_describe(m, c->o.table, names, 1, &k, c->o.path, err);
         if (rc)
-            snprintf(err->field, sizeof(err->field), "%s.split.key", c->path);
+            snprintf(err->field, sizeof(err->field), "%s.split.key", c->o.path);
         else
             c->key_kind = k.cols[0].kind;
         wh_schema_free(&k);
@@ -48,7 +49,7 @@ static orr_status my_reader_describe(void *conf, wh_ctx *ctx, wh_schema *out, or
 }
 
 typedef struct my_reader {
-    my_conf *c;
+    wh_mysql_conf *c;
     wh_ctx *ctx;
     MYSQL *m;
     MYSQL_RES *res;
@@ -58,13 +59,13 @@ typedef struct my_reader {
 
 static orr_status my_reader_open(void *conf, wh_ctx *ctx, void **state, orr_err *err)
 {
-    my_conf *c = conf;
+    wh_mysql_conf *c = conf;
     my_reader *r = calloc(1, sizeof(*r));
     if (!r)
         abort();
     r->c = c;
     r->ctx = ctx;
-    r->m = my_connect(c->dsn, c->path, err);
+    r->m = wh_mysql_connect(c->o.dsn, c->o.path, err);
     if (!r->m) {
         free(r);
         return err->code;
@@ -81,41 +82,41 @@ static void my_and(orr_buf *w)
 static orr_status my_reader_start(void *state, const wh_shard *shard, orr_err *err)
 {
     my_reader *r = state;
-    my_conf *c = r->c;
+    wh_mysql_conf *c = r->c;
     orr_buf q = ORR_BUF_INIT, where = ORR_BUF_INIT;
     orr_buf_append_str(&q, "SELECT ");
     for (size_t i = 0; i < c->src.ncols; i++) {
         if (i)
             orr_buf_append_str(&q, ", ");
-        my_quote_ident(&q, c->src.cols[i].name);
+        wh_mysql_quote_ident(&q, c->src.cols[i].name);
     }
     orr_buf_append_str(&q, " FROM ");
-    my_quote_qualified(&q, shard->table ? shard->table : c->table);
+    wh_mysql_quote_qualified(&q, shard->table ? shard->table : c->o.table);
     if (shard->pred) {
         my_and(&where);
         orr_buf_appendf(&where, "(%s)", shard->pred);
     }
-    if (c->filter) {
+    if (c->o.filter) {
         my_and(&where);
-        orr_buf_appendf(&where, "(%s)", c->filter);
+        orr_buf_appendf(&where, "(%s)", c->o.filter);
     }
     const wh_incr *in = &r->ctx->incr;
     if (in->on && in->has_low) {
         my_and(&where);
-        my_quote_ident(&where, in->column);
+        wh_mysql_quote_ident(&where, in->column);
         orr_buf_append_str(&where, " > ");
-        my_quote_literal(r->m, &where, in->low, strlen(in->low));
+        wh_mysql_quote_literal(r->m, &where, in->low, strlen(in->low));
     }
     if (in->on && in->has_high) {
         my_and(&where);
-        my_quote_ident(&where, in->column);
+        wh_mysql_quote_ident(&where, in->column);
         orr_buf_append_str(&where, " <= ");
-        my_quote_literal(r->m, &where, in->high, strlen(in->high));
+        wh_mysql_quote_literal(r->m, &where, in->high, strlen(in->high));
     }
     orr_buf_append(&q, where.data ? where.data : "", where.len);
     orr_status rc = ORR_OK;
     if (mysql_real_query(r->m, q.data, q.len) != 0 || !(r->res = mysql_use_result(r->m)))
-        rc = orr_err_set(err, ORR_EIO, c->path, "MariaDB: %s", mysql_error(r->m));
+        rc = orr_err_set(err, ORR_EIO, c->o.path, "MariaDB: %s", mysql_error(r->m));
     r->rownum = 0;
     r->shard = shard->id;
     orr_buf_free(&q);
@@ -173,13 +174,13 @@ static int my_put(wh_batch *b, const wh_col *col, const char *v, unsigned long n
 static orr_status my_reader_read(void *state, wh_batch *b, orr_err *err)
 {
     my_reader *r = state;
-    const my_conf *c = r->c;
+    const wh_mysql_conf *c = r->c;
     while (!wh_batch_full(b)) {
         MYSQL_ROW row = mysql_fetch_row(r->res);
         if (!row) {
             orr_status rc = ORR_EOF;
             if (mysql_errno(r->m))
-                rc = orr_err_set(err, ORR_EIO, c->path, "MariaDB: %s", mysql_error(r->m));
+                rc = orr_err_set(err, ORR_EIO, c->o.path, "MariaDB: %s", mysql_error(r->m));
             mysql_free_result(r->res);
             r->res = NULL;
             return rc;
@@ -219,7 +220,7 @@ static void my_reader_close(void *state)
 
 const wh_reader_ops wh_mysql_reader = {
     .configure = my_reader_configure,
-    .conf_free = my_conf_free,
+    .conf_free = wh_mysql_conf_free,
     .describe = my_reader_describe,
     .open = my_reader_open,
     .start = my_reader_start,

@@ -12,8 +12,8 @@
 static orr_status file_writer_configure(const json_t *spec, const char *path, void **conf,
                                         orr_err *err)
 {
-    file_conf *c = NULL;
-    orr_status rc = file_conf_parse(spec, path, 0, &c, err);
+    wh_file_conf *c = NULL;
+    orr_status rc = wh_file_conf_parse(spec, path, 0, &c, err);
     *conf = c;
     return rc;
 }
@@ -26,10 +26,10 @@ static int file_writer_max_channels(void *conf, int wanted)
 }
 
 typedef struct file_writer {
-    file_conf *c;
+    wh_file_conf *c;
     wh_ctx *ctx;
     const char *name;
-    file_out out;
+    wh_file_out out;
     int opened;
     orr_buf line;
     uint64_t rows;
@@ -38,7 +38,7 @@ typedef struct file_writer {
 static orr_status file_writer_open(void *conf, wh_ctx *ctx, const wh_schema *src, const char *name,
                                    void **state, orr_err *err)
 {
-    file_conf *c = conf;
+    wh_file_conf *c = conf;
     file_writer *w = calloc(1, sizeof(*w));
     if (!w)
         abort();
@@ -46,14 +46,14 @@ static orr_status file_writer_open(void *conf, wh_ctx *ctx, const wh_schema *src
     w->ctx = ctx;
     w->name = name;
     orr_status rc =
-        file_out_open(&w->out, c->path, c->comp, c->append, c->gzip_level, c->lzo_index, err);
+        wh_file_out_open(&w->out, c->path, c->comp, c->append, c->gzip_level, c->lzo_index, err);
     if (rc) {
         snprintf(err->field, sizeof(err->field), "%s.path", c->path_json);
         free(w);
         return rc;
     }
     w->opened = 1;
-    if (c->header && !(c->append && w->out.old_size > 0) && c->format != FILE_FIXED) {
+    if (c->header && !(c->append && w->out.old_size > 0) && c->format != WH_FILE_FIXED) {
         for (size_t i = 0; i < src->ncols; i++) {
             const char *n = i < c->cols.ncols ? c->cols.cols[i].name : src->cols[i].name;
             if (i)
@@ -61,10 +61,10 @@ static orr_status file_writer_open(void *conf, wh_ctx *ctx, const wh_schema *src
             wh_text_encode(&c->fmt, &w->line, n, (int64_t)strlen(n));
         }
         orr_buf_append_byte(&w->line, '\n');
-        rc = file_out_write(&w->out, w->line.data, w->line.len, err);
+        rc = wh_file_out_write(&w->out, w->line.data, w->line.len, err);
         orr_buf_reset(&w->line);
         if (rc) {
-            file_out_close(&w->out, 0, err);
+            wh_file_out_close(&w->out, 0, err);
             orr_buf_free(&w->line);
             free(w);
             return rc;
@@ -77,14 +77,14 @@ static orr_status file_writer_open(void *conf, wh_ctx *ctx, const wh_schema *src
 static orr_status file_writer_write(void *state, const wh_batch *b, wh_wstats *st, orr_err *err)
 {
     file_writer *w = state;
-    const file_conf *c = w->c;
+    const wh_file_conf *c = w->c;
     for (size_t r = 0; r < b->nrows; r++) {
         orr_buf_reset(&w->line);
         const char *why = NULL;
         for (size_t col = 0; col < b->ncols; col++) {
             int64_t len;
             const char *v = wh_batch_val(b, r, col, &len);
-            if (c->format == FILE_FIXED) {
+            if (c->format == WH_FILE_FIXED) {
                 size_t width = col < c->cols.ncols ? (size_t)c->widths[col] : 0;
                 size_t n = len < 0 ? 0 : (size_t)len;
                 if (n > width || (v && memchr(v, '\n', n))) {
@@ -108,7 +108,7 @@ static orr_status file_writer_write(void *state, const wh_batch *b, wh_wstats *s
             continue;
         }
         orr_buf_append_byte(&w->line, '\n');
-        orr_status rc = file_out_write(&w->out, w->line.data, w->line.len, err);
+        orr_status rc = wh_file_out_write(&w->out, w->line.data, w->line.len, err);
         if (rc)
             return rc;
         st->rows++;
@@ -131,7 +131,7 @@ static orr_status file_writer_close(void *state, int commit, orr_err *err)
     file_writer *w = state;
     if (!w)
         return ORR_OK;
-    orr_status rc = file_out_close(&w->out, commit, err);
+    orr_status rc = wh_file_out_close(&w->out, commit, err);
     orr_buf_free(&w->line);
     free(w);
     return rc;
@@ -139,7 +139,7 @@ static orr_status file_writer_close(void *state, int commit, orr_err *err)
 
 const wh_writer_ops wh_file_writer = {
     .configure = file_writer_configure,
-    .conf_free = file_conf_free,
+    .conf_free = wh_file_conf_free,
     .max_channels = file_writer_max_channels,
     .open = file_writer_open,
     .write = file_writer_write,

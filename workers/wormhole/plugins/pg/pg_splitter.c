@@ -15,14 +15,14 @@
 
 static orr_status pg_split(void *conf, wh_ctx *ctx, int channels, wh_shards *out, orr_err *err)
 {
-    pg_conf *c = conf;
-    if (c->tables) {
-        for (size_t i = 0; i < c->ntables; i++)
-            wh_shards_add(out, NULL, c->tables[i], NULL);
+    wh_pg_conf *c = conf;
+    if (c->o.tables) {
+        for (size_t i = 0; i < c->o.ntables; i++)
+            wh_shards_add(out, NULL, c->o.tables[i], NULL);
         return ORR_OK;
     }
-    int64_t want = c->shards ? c->shards : (channels > 1 ? 4 * channels : 1);
-    if (!c->split_key || want <= 1) {
+    int64_t want = c->o.shards ? c->o.shards : (channels > 1 ? 4 * channels : 1);
+    if (!c->o.split_key || want <= 1) {
         wh_shards_add(out, NULL, NULL, NULL);
         return ORR_OK;
     }
@@ -30,8 +30,8 @@ static orr_status pg_split(void *conf, wh_ctx *ctx, int channels, wh_shards *out
     orr_buf q = ORR_BUF_INIT, lit = ORR_BUF_INIT, key = ORR_BUF_INIT;
     orr_status rc = ORR_OK;
     PGresult *r = NULL;
-    pg_quote_qualified(&lit, c->table);
-    pg_quote_ident(&key, c->split_key);
+    wh_pg_quote_qualified(&lit, c->o.table);
+    wh_pg_quote_ident(&key, c->o.split_key);
     const char *coll = c->key_kind == WH_K_TEXT ? " COLLATE \"C\"" : "";
     const char *params[1] = {lit.data};
     r = PQexecParams(conn, "SELECT reltuples::float8 FROM pg_class WHERE oid = to_regclass($1)", 1,
@@ -49,16 +49,16 @@ static orr_status pg_split(void *conf, wh_ctx *ctx, int channels, wh_shards *out
             pct = 0.0001;
     }
     orr_buf_appendf(&q, "SELECT s.k::text AS kt FROM (SELECT %s AS k FROM ", key.data);
-    pg_quote_qualified(&q, c->table);
+    wh_pg_quote_qualified(&q, c->o.table);
     if (pct < 100)
         orr_buf_appendf(&q, " TABLESAMPLE SYSTEM (%.6f)", pct);
     orr_buf_appendf(&q, " WHERE %s IS NOT NULL", key.data);
-    if (c->filter)
-        orr_buf_appendf(&q, " AND (%s)", c->filter);
+    if (c->o.filter)
+        orr_buf_appendf(&q, " AND (%s)", c->o.filter);
     orr_buf_appendf(&q, ") s ORDER BY s.k%s", coll);
     r = PQexec(conn, q.data);
     if (PQresultStatus(r) != PGRES_TUPLES_OK) {
-        rc = orr_err_set(err, ORR_EIO, c->path, "PostgreSQL (sampling split keys): %s",
+        rc = orr_err_set(err, ORR_EIO, c->o.path, "PostgreSQL (sampling split keys): %s",
                          PQerrorMessage(conn));
         goto out;
     }
@@ -89,13 +89,13 @@ static orr_status pg_split(void *conf, wh_ctx *ctx, int channels, wh_shards *out
         orr_buf p = ORR_BUF_INIT;
         if (i == 0) {
             orr_buf_appendf(&p, "%s IS NULL OR %s%s < ", key.data, key.data, coll);
-            pg_quote_literal(&p, bounds[0]);
+            wh_pg_quote_literal(&p, bounds[0]);
         } else {
             orr_buf_appendf(&p, "%s%s >= ", key.data, coll);
-            pg_quote_literal(&p, bounds[i - 1]);
+            wh_pg_quote_literal(&p, bounds[i - 1]);
             if (i < nb) {
                 orr_buf_appendf(&p, " AND %s%s < ", key.data, coll);
-                pg_quote_literal(&p, bounds[i]);
+                wh_pg_quote_literal(&p, bounds[i]);
             }
         }
         wh_shards_add(out, p.data, NULL, NULL);

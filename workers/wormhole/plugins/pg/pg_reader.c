@@ -12,8 +12,8 @@
 static orr_status pg_reader_configure(const json_t *spec, const char *path, void **conf,
                                       orr_err *err)
 {
-    pg_conf *c = NULL;
-    orr_status rc = pg_conf_parse(spec, path, 1, &c, err);
+    wh_pg_conf *c = NULL;
+    orr_status rc = wh_pg_conf_parse(spec, path, 1, &c, err);
     *conf = c;
     return rc;
 }
@@ -21,19 +21,20 @@ static orr_status pg_reader_configure(const json_t *spec, const char *path, void
 static orr_status pg_reader_describe(void *conf, wh_ctx *ctx, wh_schema *out, orr_err *err)
 {
     (void)ctx;
-    pg_conf *c = conf;
-    orr_status rc = pg_describe(c->snap_conn, c->table, c->columns, c->ncolumns, out, c->path, err);
+    wh_pg_conf *c = conf;
+    orr_status rc =
+        wh_pg_describe(c->snap_conn, c->o.table, c->o.columns, c->o.ncolumns, out, c->o.path, err);
     if (rc)
         return rc;
     wh_schema_free(&c->src);
     for (size_t i = 0; i < out->ncols; i++)
         *wh_schema_add(&c->src, "", "", WH_K_TEXT) = out->cols[i];
-    if (c->split_key) {
+    if (c->o.split_key) {
         wh_schema k = {0, NULL};
-        const char *names[1] = {c->split_key};
-        rc = pg_describe(c->snap_conn, c->table, names, 1, &k, c->path, err);
+        const char *names[1] = {c->o.split_key};
+        rc = wh_pg_describe(c->snap_conn, c->o.table, names, 1, &k, c->o.path, err);
         if (rc) {
-            snprintf(err->field, sizeof(err->field), "%s.split.key", c->path);
+            snprintf(err->field, sizeof(err->field), "%s.split.key", c->o.path);
             return rc;
         }
         c->key_kind = k.cols[0].kind;
@@ -43,7 +44,7 @@ static orr_status pg_reader_describe(void *conf, wh_ctx *ctx, wh_schema *out, or
 }
 
 typedef struct pg_reader {
-    pg_conf *c;
+    wh_pg_conf *c;
     wh_ctx *ctx;
     PGconn *conn;
     uint64_t rownum;
@@ -53,24 +54,24 @@ typedef struct pg_reader {
 
 static orr_status pg_reader_open(void *conf, wh_ctx *ctx, void **state, orr_err *err)
 {
-    pg_conf *c = conf;
+    wh_pg_conf *c = conf;
     pg_reader *r = calloc(1, sizeof(*r));
     if (!r)
         abort();
     r->c = c;
     r->ctx = ctx;
-    r->conn = pg_connect(c->dsn, c->path, err);
+    r->conn = wh_pg_connect(c->o.dsn, c->o.path, err);
     if (!r->conn) {
         free(r);
         return ORR_EUNAVAIL;
     }
     orr_status rc =
-        pg_exec(r->conn, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", c->path, err);
+        wh_pg_exec(r->conn, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", c->o.path, err);
     if (!rc && c->snapshot[0]) {
         orr_buf q = ORR_BUF_INIT;
         orr_buf_append_str(&q, "SET TRANSACTION SNAPSHOT ");
-        pg_quote_literal(&q, c->snapshot);
-        rc = pg_exec(r->conn, q.data, c->path, err);
+        wh_pg_quote_literal(&q, c->snapshot);
+        rc = wh_pg_exec(r->conn, q.data, c->o.path, err);
         orr_buf_free(&q);
     }
     if (rc) {
@@ -90,48 +91,48 @@ static void pg_and(orr_buf *w)
 static orr_status pg_reader_start(void *state, const wh_shard *shard, orr_err *err)
 {
     pg_reader *r = state;
-    pg_conf *c = r->c;
+    wh_pg_conf *c = r->c;
     orr_buf q = ORR_BUF_INIT, cols = ORR_BUF_INIT, where = ORR_BUF_INIT;
     for (size_t i = 0; i < c->src.ncols; i++) {
         if (i)
             orr_buf_append_str(&cols, ", ");
-        pg_quote_ident(&cols, c->src.cols[i].name);
+        wh_pg_quote_ident(&cols, c->src.cols[i].name);
     }
     if (shard->pred) {
         pg_and(&where);
         orr_buf_appendf(&where, "(%s)", shard->pred);
     }
-    if (c->filter) {
+    if (c->o.filter) {
         pg_and(&where);
-        orr_buf_appendf(&where, "(%s)", c->filter);
+        orr_buf_appendf(&where, "(%s)", c->o.filter);
     }
     const wh_incr *in = &r->ctx->incr;
     if (in->on && in->has_low) {
         pg_and(&where);
-        pg_quote_ident(&where, in->column);
+        wh_pg_quote_ident(&where, in->column);
         orr_buf_append_str(&where, " > ");
-        pg_quote_literal(&where, in->low);
+        wh_pg_quote_literal(&where, in->low);
     }
     if (in->on && in->has_high) {
         pg_and(&where);
-        pg_quote_ident(&where, in->column);
+        wh_pg_quote_ident(&where, in->column);
         orr_buf_append_str(&where, " <= ");
-        pg_quote_literal(&where, in->high);
+        wh_pg_quote_literal(&where, in->high);
     }
-    const char *table = shard->table ? shard->table : c->table;
+    const char *table = shard->table ? shard->table : c->o.table;
     if (where.len) {
         orr_buf_appendf(&q, "COPY (SELECT %s FROM ", cols.data);
-        pg_quote_qualified(&q, table);
+        wh_pg_quote_qualified(&q, table);
         orr_buf_appendf(&q, "%s) TO STDOUT", where.data);
     } else {
         orr_buf_append_str(&q, "COPY ");
-        pg_quote_qualified(&q, table);
+        wh_pg_quote_qualified(&q, table);
         orr_buf_appendf(&q, " (%s) TO STDOUT", cols.data);
     }
     PGresult *res = PQexec(r->conn, q.data);
     orr_status rc = ORR_OK;
     if (PQresultStatus(res) != PGRES_COPY_OUT)
-        rc = orr_err_set(err, ORR_EIO, c->path, "PostgreSQL: %s", PQerrorMessage(r->conn));
+        rc = orr_err_set(err, ORR_EIO, c->o.path, "PostgreSQL: %s", PQerrorMessage(r->conn));
     else
         r->in_copy = 1;
     PQclear(res);
@@ -170,14 +171,14 @@ static orr_status pg_reader_read(void *state, wh_batch *b, orr_err *err)
             PGresult *res = PQgetResult(r->conn);
             orr_status rc = ORR_EOF;
             if (PQresultStatus(res) != PGRES_COMMAND_OK)
-                rc = orr_err_set(err, ORR_EIO, r->c->path, "PostgreSQL: %s",
+                rc = orr_err_set(err, ORR_EIO, r->c->o.path, "PostgreSQL: %s",
                                  PQerrorMessage(r->conn));
             PQclear(res);
             while ((res = PQgetResult(r->conn)) != NULL)
                 PQclear(res);
             return rc;
         }
-        return orr_err_set(err, ORR_EIO, r->c->path, "PostgreSQL COPY: %s",
+        return orr_err_set(err, ORR_EIO, r->c->o.path, "PostgreSQL COPY: %s",
                            PQerrorMessage(r->conn));
     }
     return ORR_OK;
@@ -196,7 +197,7 @@ static void pg_reader_close(void *state)
 
 const wh_reader_ops wh_pg_reader = {
     .configure = pg_reader_configure,
-    .conf_free = pg_conf_free,
+    .conf_free = wh_pg_conf_free,
     .describe = pg_reader_describe,
     .open = pg_reader_open,
     .start = pg_reader_start,

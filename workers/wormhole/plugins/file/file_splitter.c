@@ -13,7 +13,7 @@ static orr_status file_split(void *conf, wh_ctx *ctx, int channels, wh_shards *o
 {
     (void)ctx;
     (void)channels;
-    file_conf *c = conf;
+    wh_file_conf *c = conf;
     for (size_t i = 0; i < c->npaths; i++) {
         const char *p = c->paths[i];
         if (!strpbrk(p, "*?[")) {

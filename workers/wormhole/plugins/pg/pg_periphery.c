@@ -24,17 +24,17 @@
 static orr_status pg_reader_prepare(void *conf, wh_ctx *ctx, const wh_schema *src, orr_err *err)
 {
     (void)src;
-    pg_conf *c = conf;
+    wh_pg_conf *c = conf;
     orr_status rc;
-    c->snap_conn = pg_connect(c->dsn, c->path, err);
+    c->snap_conn = wh_pg_connect(c->o.dsn, c->o.path, err);
     if (!c->snap_conn)
         return ORR_EUNAVAIL;
-    if ((rc = pg_exec(c->snap_conn, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", c->path,
-                      err)))
+    if ((rc = wh_pg_exec(c->snap_conn, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", c->o.path,
+                         err)))
         return rc;
     PGresult *r = PQexec(c->snap_conn, "SELECT pg_export_snapshot()");
     if (PQresultStatus(r) != PGRES_TUPLES_OK) {
-        rc = orr_err_set(err, ORR_EIO, c->path, "PostgreSQL: %s", PQerrorMessage(c->snap_conn));
+        rc = orr_err_set(err, ORR_EIO, c->o.path, "PostgreSQL: %s", PQerrorMessage(c->snap_conn));
         PQclear(r);
         return rc;
     }
@@ -44,23 +44,23 @@ static orr_status pg_reader_prepare(void *conf, wh_ctx *ctx, const wh_schema *sr
         return ORR_OK;
     orr_buf q = ORR_BUF_INIT;
     orr_buf_append_str(&q, "SELECT max(m)::text FROM (");
-    size_t nt = c->tables ? c->ntables : 1;
+    size_t nt = c->o.tables ? c->o.ntables : 1;
     for (size_t i = 0; i < nt; i++) {
         if (i)
             orr_buf_append_str(&q, " UNION ALL ");
         orr_buf_append_str(&q, "SELECT max(");
-        pg_quote_ident(&q, ctx->incr.column);
+        wh_pg_quote_ident(&q, ctx->incr.column);
         orr_buf_append_str(&q, ") AS m FROM ");
-        pg_quote_qualified(&q, c->tables ? c->tables[i] : c->table);
-        if (c->filter)
-            orr_buf_appendf(&q, " WHERE (%s)", c->filter);
+        wh_pg_quote_qualified(&q, c->o.tables ? c->o.tables[i] : c->o.table);
+        if (c->o.filter)
+            orr_buf_appendf(&q, " WHERE (%s)", c->o.filter);
     }
     orr_buf_append_str(&q, ") s");
     r = PQexec(c->snap_conn, q.data);
     orr_buf_free(&q);
     if (PQresultStatus(r) != PGRES_TUPLES_OK) {
         char p[96];
-        rc = orr_err_set(err, ORR_EIO, orr_json_path(p, sizeof(p), c->path, "incremental.column"),
+        rc = orr_err_set(err, ORR_EIO, orr_json_path(p, sizeof(p), c->o.path, "incremental.column"),
                          "PostgreSQL: %s", PQerrorMessage(c->snap_conn));
         PQclear(r);
         return rc;
@@ -78,7 +78,7 @@ static orr_status pg_reader_finish(void *conf, wh_ctx *ctx, int success, orr_err
     (void)ctx;
     (void)success;
     (void)err;
-    pg_conf *c = conf;
+    wh_pg_conf *c = conf;
     if (c->snap_conn) {
         PQclear(PQexec(c->snap_conn, "COMMIT"));
         PQfinish(c->snap_conn);
@@ -95,22 +95,23 @@ const wh_periphery_ops wh_pg_reader_periphery = {
 static orr_status pg_writer_prepare(void *conf, wh_ctx *ctx, const wh_schema *src, orr_err *err)
 {
     (void)ctx;
-    pg_conf *c = conf;
+    wh_pg_conf *c = conf;
     orr_status rc;
     char p[96];
-    c->per_conn = pg_connect(c->dsn, c->path, err);
+    c->per_conn = wh_pg_connect(c->o.dsn, c->o.path, err);
     if (!c->per_conn)
         return ORR_EUNAVAIL;
     wh_schema_free(&c->target);
-    if ((rc =
-             pg_describe(c->per_conn, c->table, c->columns, c->ncolumns, &c->target, c->path, err)))
+    if ((rc = wh_pg_describe(c->per_conn, c->o.table, c->o.columns, c->o.ncolumns, &c->target,
+                             c->o.path, err)))
         return rc;
     if (c->target.ncols != src->ncols)
-        return orr_err_set(err, ORR_EINVAL,
-                           orr_json_path(p, sizeof(p), c->path, c->columns ? "columns" : "table"),
-                           "the source has %zu columns and the target %zu (columns are matched "
-                           "by position)",
-                           src->ncols, c->target.ncols);
+        return orr_err_set(
+            err, ORR_EINVAL,
+            orr_json_path(p, sizeof(p), c->o.path, c->o.columns ? "columns" : "table"),
+            "the source has %zu columns and the target %zu (columns are matched "
+            "by position)",
+            src->ncols, c->target.ncols);
     free(c->check);
     c->check = calloc(src->ncols, 1);
     if (!c->check)
@@ -119,74 +120,75 @@ static orr_status pg_writer_prepare(void *conf, wh_ctx *ctx, const wh_schema *sr
         const wh_col *s = &src->cols[i], *t = &c->target.cols[i];
         c->check[i] = strcmp(s->type, t->type) != 0 || (t->not_null && !s->not_null);
     }
-    for (size_t k = 0; k < c->nkey; k++) {
+    for (size_t k = 0; k < c->o.nkey; k++) {
         int found = 0;
         for (size_t i = 0; i < c->target.ncols; i++)
-            found |= strcmp(c->key[k], c->target.cols[i].name) == 0;
+            found |= strcmp(c->o.key[k], c->target.cols[i].name) == 0;
         if (!found)
-            return orr_err_set(err, ORR_EINVAL, orr_json_path(p, sizeof(p), c->path, "key"),
-                               "key column %s is not among the loaded columns", c->key[k]);
+            return orr_err_set(err, ORR_EINVAL, orr_json_path(p, sizeof(p), c->o.path, "key"),
+                               "key column %s is not among the loaded columns", c->o.key[k]);
     }
     orr_buf_reset(&c->qtable);
-    pg_quote_qualified(&c->qtable, c->table);
+    wh_pg_quote_qualified(&c->qtable, c->o.table);
     orr_buf_reset(&c->collist);
     orr_buf_append_byte(&c->collist, '(');
     for (size_t i = 0; i < c->target.ncols; i++) {
         if (i)
             orr_buf_append_str(&c->collist, ", ");
-        pg_quote_ident(&c->collist, c->target.cols[i].name);
+        wh_pg_quote_ident(&c->collist, c->target.cols[i].name);
     }
     orr_buf_append_byte(&c->collist, ')');
-    c->use_stage = c->mode == WH_MODE_UPSERT || c->mode == WH_MODE_STAGING ||
-                   ((c->mode == WH_MODE_TRUNCATE || c->mode == WH_MODE_REPLACE) && c->channels > 1);
+    c->use_stage =
+        c->o.mode == WH_MODE_UPSERT || c->o.mode == WH_MODE_STAGING ||
+        ((c->o.mode == WH_MODE_TRUNCATE || c->o.mode == WH_MODE_REPLACE) && c->channels > 1);
     if (!c->use_stage)
         return ORR_OK;
     char stage[200];
-    snprintf(stage, sizeof(stage), "%s__wh_stage", c->table);
+    snprintf(stage, sizeof(stage), "%s__wh_stage", c->o.table);
     orr_buf_reset(&c->qstage);
-    pg_quote_qualified(&c->qstage, stage);
+    wh_pg_quote_qualified(&c->qstage, stage);
     orr_buf q = ORR_BUF_INIT;
     /* A stage left by a killed run is dropped first. */
     orr_buf_appendf(&q, "DROP TABLE IF EXISTS %s; CREATE %sTABLE %s (LIKE %s INCLUDING %s)",
-                    c->qstage.data, c->mode == WH_MODE_STAGING ? "" : "UNLOGGED ", c->qstage.data,
-                    c->qtable.data, c->mode == WH_MODE_STAGING ? "ALL" : "DEFAULTS");
-    rc = pg_exec(c->per_conn, q.data, c->path, err);
+                    c->qstage.data, c->o.mode == WH_MODE_STAGING ? "" : "UNLOGGED ", c->qstage.data,
+                    c->qtable.data, c->o.mode == WH_MODE_STAGING ? "ALL" : "DEFAULTS");
+    rc = wh_pg_exec(c->per_conn, q.data, c->o.path, err);
     orr_buf_free(&q);
     return rc;
 }
 
 /* The statement that applies the staging table to the target. */
-static void pg_apply_sql(pg_conf *c, orr_buf *q)
+static void pg_apply_sql(wh_pg_conf *c, orr_buf *q)
 {
     const char *t = c->qtable.data, *s = c->qstage.data, *cols = c->collist.data;
     orr_buf_append_str(q, "BEGIN; ");
-    switch (c->mode) {
+    switch (c->o.mode) {
     case WH_MODE_TRUNCATE:
         orr_buf_appendf(q, "TRUNCATE %s; INSERT INTO %s %s SELECT %.*s FROM %s; ", t, t, cols,
                         (int)(strlen(cols) - 2), cols + 1, s);
         break;
     case WH_MODE_REPLACE:
         orr_buf_appendf(q, "DELETE FROM %s WHERE (%s); INSERT INTO %s %s SELECT %.*s FROM %s; ", t,
-                        c->filter, t, cols, (int)(strlen(cols) - 2), cols + 1, s);
+                        c->o.filter, t, cols, (int)(strlen(cols) - 2), cols + 1, s);
         break;
     case WH_MODE_UPSERT: {
         orr_buf keys = ORR_BUF_INIT, set = ORR_BUF_INIT;
-        for (size_t k = 0; k < c->nkey; k++) {
+        for (size_t k = 0; k < c->o.nkey; k++) {
             if (k)
                 orr_buf_append_str(&keys, ", ");
-            pg_quote_ident(&keys, c->key[k]);
+            wh_pg_quote_ident(&keys, c->o.key[k]);
         }
         for (size_t i = 0; i < c->target.ncols; i++) {
             int is_key = 0;
-            for (size_t k = 0; k < c->nkey; k++)
-                is_key |= strcmp(c->key[k], c->target.cols[i].name) == 0;
+            for (size_t k = 0; k < c->o.nkey; k++)
+                is_key |= strcmp(c->o.key[k], c->target.cols[i].name) == 0;
             if (is_key)
                 continue;
             if (set.len)
                 orr_buf_append_str(&set, ", ");
-            pg_quote_ident(&set, c->target.cols[i].name);
+            wh_pg_quote_ident(&set, c->target.cols[i].name);
             orr_buf_append_str(&set, " = EXCLUDED.");
-            pg_quote_ident(&set, c->target.cols[i].name);
+            wh_pg_quote_ident(&set, c->target.cols[i].name);
         }
         /* DISTINCT ON: a key twice in one load would make ON CONFLICT fail. */
         orr_buf_appendf(q,
@@ -200,14 +202,14 @@ static void pg_apply_sql(pg_conf *c, orr_buf *q)
     }
     case WH_MODE_STAGING: {
         char old[200];
-        snprintf(old, sizeof(old), "%s__wh_old", c->table);
-        const char *dot = strrchr(c->table, '.');
-        const char *base = dot ? dot + 1 : c->table;
+        snprintf(old, sizeof(old), "%s__wh_old", c->o.table);
+        const char *dot = strrchr(c->o.table, '.');
+        const char *base = dot ? dot + 1 : c->o.table;
         orr_buf qold = ORR_BUF_INIT, bt = ORR_BUF_INIT, bo = ORR_BUF_INIT;
-        pg_quote_qualified(&qold, old);
-        pg_quote_ident(&bt, base);
+        wh_pg_quote_qualified(&qold, old);
+        wh_pg_quote_ident(&bt, base);
         const char *odot = strrchr(old, '.');
-        pg_quote_ident(&bo, odot ? odot + 1 : old);
+        wh_pg_quote_ident(&bo, odot ? odot + 1 : old);
         orr_buf_appendf(q,
                         "DROP TABLE IF EXISTS %s; ALTER TABLE %s RENAME TO %s; "
                         "ALTER TABLE %s RENAME TO %s; DROP TABLE %s; COMMIT",
@@ -226,7 +228,7 @@ static void pg_apply_sql(pg_conf *c, orr_buf *q)
 static orr_status pg_writer_finish(void *conf, wh_ctx *ctx, int success, orr_err *err)
 {
     (void)ctx;
-    pg_conf *c = conf;
+    wh_pg_conf *c = conf;
     orr_status rc = ORR_OK;
     if (c->per_conn && c->use_stage) {
         orr_buf q = ORR_BUF_INIT;
@@ -235,7 +237,7 @@ static orr_status pg_writer_finish(void *conf, wh_ctx *ctx, int success, orr_err
         } else {
             orr_buf_appendf(&q, "DROP TABLE IF EXISTS %s", c->qstage.data);
         }
-        rc = pg_exec(c->per_conn, q.data, c->path, err);
+        rc = wh_pg_exec(c->per_conn, q.data, c->o.path, err);
         if (rc != ORR_OK) {
             PQclear(PQexec(c->per_conn, "ROLLBACK"));
             if (success) {

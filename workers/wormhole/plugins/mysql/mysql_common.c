@@ -45,7 +45,7 @@ static int my_dsn_parse(const char *dsn, char *user, char *pass, char *host, uns
     return 0;
 }
 
-MYSQL *my_connect(const char *dsn, const char *path, orr_err *err)
+MYSQL *wh_mysql_connect(const char *dsn, const char *path, orr_err *err)
 {
     char user[128], pass[128], host[256], db[128];
     unsigned port;
@@ -71,18 +71,18 @@ MYSQL *my_connect(const char *dsn, const char *path, orr_err *err)
         mysql_close(m);
         return NULL;
     }
-    if (my_exec(m,
-                "SET NAMES utf8mb4, time_zone = '+00:00', "
-                "sql_mode = 'STRICT_ALL_TABLES,NO_ZERO_DATE,NO_ZERO_IN_DATE,"
-                "ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION'",
-                path, err) != ORR_OK) {
+    if (wh_mysql_exec(m,
+                      "SET NAMES utf8mb4, time_zone = '+00:00', "
+                      "sql_mode = 'STRICT_ALL_TABLES,NO_ZERO_DATE,NO_ZERO_IN_DATE,"
+                      "ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION'",
+                      path, err) != ORR_OK) {
         mysql_close(m);
         return NULL;
     }
     return m;
 }
 
-orr_status my_exec(MYSQL *m, const char *sql, const char *path, orr_err *err)
+orr_status wh_mysql_exec(MYSQL *m, const char *sql, const char *path, orr_err *err)
 {
     if (mysql_real_query(m, sql, strlen(sql)) != 0)
         return orr_err_set(err, ORR_EIO, path, "MariaDB: %s (in: %.60s)", mysql_error(m), sql);
@@ -97,17 +97,17 @@ orr_status my_exec(MYSQL *m, const char *sql, const char *path, orr_err *err)
     return ORR_OK;
 }
 
-void my_quote_ident(orr_buf *out, const char *name)
+void wh_mysql_quote_ident(orr_buf *out, const char *name)
 {
     wh_quote_ident(out, name, '`');
 }
 
-void my_quote_qualified(orr_buf *out, const char *name)
+void wh_mysql_quote_qualified(orr_buf *out, const char *name)
 {
     wh_quote_qualified(out, name, '`');
 }
 
-void my_quote_literal(MYSQL *m, orr_buf *out, const char *s, size_t n)
+void wh_mysql_quote_literal(MYSQL *m, orr_buf *out, const char *s, size_t n)
 {
     orr_buf_reserve(out, 2 * n + 3);
     out->data[out->len++] = '\'';
@@ -151,8 +151,8 @@ static wh_kind my_kind(const char *dtype, const char *ctype, wh_col *c)
     return WH_K_OTHER;
 }
 
-orr_status my_describe(MYSQL *m, const char *table, const char **names, size_t nnames,
-                       wh_schema *out, const char *path, orr_err *err)
+orr_status wh_mysql_describe(MYSQL *m, const char *table, const char **names, size_t nnames,
+                             wh_schema *out, const char *path, orr_err *err)
 {
     orr_buf q = ORR_BUF_INIT;
     const char *dot = strchr(table, '.');
@@ -161,12 +161,12 @@ orr_status my_describe(MYSQL *m, const char *table, const char **names, size_t n
                            "0), COALESCE(NUMERIC_SCALE, 0) FROM information_schema.COLUMNS "
                            "WHERE TABLE_SCHEMA = ");
     if (dot)
-        my_quote_literal(m, &q, table, (size_t)(dot - table));
+        wh_mysql_quote_literal(m, &q, table, (size_t)(dot - table));
     else
         orr_buf_append_str(&q, "DATABASE()");
     orr_buf_append_str(&q, " AND TABLE_NAME = ");
     const char *base = dot ? dot + 1 : table;
-    my_quote_literal(m, &q, base, strlen(base));
+    wh_mysql_quote_literal(m, &q, base, strlen(base));
     orr_buf_append_str(&q, " ORDER BY ORDINAL_POSITION");
     char p[96];
     orr_json_path(p, sizeof(p), path, "table");
@@ -224,74 +224,34 @@ out:
     return rc;
 }
 
-orr_status my_conf_parse(const json_t *spec, const char *path, int is_reader, my_conf **out,
-                         orr_err *err)
+orr_status wh_mysql_conf_parse(const json_t *spec, const char *path, int is_reader,
+                               wh_mysql_conf **out, orr_err *err)
 {
-    static const char *const rkeys[] = {"dsn",    "datasource", "dsn_env", "table", "columns",
-                                        "filter", "split",      "tables",  NULL};
-    static const char *const wkeys[] = {"dsn",  "datasource", "dsn_env", "table",        "columns",
-                                        "mode", "filter",     "key",     "insert_bytes", NULL};
+    static const char *const wkeys[] = {"insert_bytes", NULL};
     orr_status rc;
-    char p[128];
     *out = NULL;
-    my_conf *c = calloc(1, sizeof(*c));
+    wh_mysql_conf *c = calloc(1, sizeof(*c));
     if (!c)
         abort();
-    snprintf(c->path, sizeof(c->path), "%s", path);
     c->insert_bytes = 1 << 20;
-    if ((rc = wh_allow_keys(spec, path, is_reader ? rkeys : wkeys, is_reader, err)) ||
-        (rc = wh_get_dsn(spec, path, &c->dsn, err)) ||
-        (rc = orr_json_get_str(spec, path, "table", 0, &c->table, err)) ||
-        (rc = wh_get_str_array(spec, path, "columns", &c->columns, &c->ncolumns, err)) ||
-        (rc = orr_json_get_str(spec, path, "filter", 0, &c->filter, err)))
+    if ((rc = wh_sqlopt_parse(spec, path, is_reader, is_reader ? NULL : wkeys, &c->o, err)))
         goto fail;
-    if (is_reader) {
-        json_t *split = NULL;
-        if ((rc = wh_get_str_array(spec, path, "tables", &c->tables, &c->ntables, err)) ||
-            (rc = orr_json_get_obj(spec, path, "split", 0, &split, err)))
-            goto fail;
-        if (c->tables && !c->table)
-            c->table = c->tables[0];
-        if (split) {
-            static const char *const skeys[] = {"key", "shards", NULL};
-            orr_json_path(p, sizeof(p), path, "split");
-            if ((rc = orr_json_allow_keys(split, p, skeys, err)) ||
-                (rc = orr_json_get_str(split, p, "key", 1, &c->split_key, err)) ||
-                (rc = orr_json_get_int(split, p, "shards", 0, 1, 100000, &c->shards, err)))
-                goto fail;
-        }
-    } else {
-        if ((rc = wh_get_mode(spec, path, &c->mode, err)) ||
-            (rc = wh_get_str_array(spec, path, "key", &c->key, &c->nkey, err)) ||
-            (rc = orr_json_get_int(spec, path, "insert_bytes", 0, 4096, 64 << 20, &c->insert_bytes,
-                                   err)))
-            goto fail;
-        if (c->mode == WH_MODE_REPLACE && !c->filter) {
-            rc = orr_err_set(err, ORR_EINVAL, orr_json_path(p, sizeof(p), path, "filter"),
-                             "is required with mode replace");
-            goto fail;
-        }
-    }
-    if (!c->table) {
-        rc =
-            orr_err_set(err, ORR_EINVAL, orr_json_path(p, sizeof(p), path, "table"), "is required");
+    if (!is_reader && (rc = orr_json_get_int(spec, path, "insert_bytes", 0, 4096, 64 << 20,
+                                             &c->insert_bytes, err)))
         goto fail;
-    }
     *out = c;
     return ORR_OK;
 fail:
-    my_conf_free(c);
+    wh_mysql_conf_free(c);
     return rc;
 }
 
-void my_conf_free(void *conf)
+void wh_mysql_conf_free(void *conf)
 {
-    my_conf *c = conf;
+    wh_mysql_conf *c = conf;
     if (!c)
         return;
-    free(c->columns);
-    free(c->tables);
-    free(c->key);
+    wh_sqlopt_free(&c->o);
     free(c->check);
     wh_schema_free(&c->src);
     wh_schema_free(&c->target);
@@ -301,3 +261,13 @@ void my_conf_free(void *conf)
     orr_buf_free(&c->update);
     free(c);
 }
+
+/* The plugin: the one symbol the registry (wh_registry.c) knows. */
+const wh_plugin wh_mysql_plugin = {
+    .name = "mysql",
+    .reader = &wh_mysql_reader,
+    .writer = &wh_mysql_writer,
+    .splitter = &wh_mysql_splitter,
+    .reader_periphery = &wh_mysql_reader_periphery,
+    .writer_periphery = &wh_mysql_writer_periphery,
+};

@@ -11,27 +11,16 @@
 
 #include "orr_buf.h"
 #include "wh.h"
+#include "wh_sqlopt.h"
 
-typedef struct pg_conf {
-    char path[48]; /* JSON path of the spec, for errors */
-    const char *dsn;
-    const char *table;
-    const char **columns;
-    size_t ncolumns;
-    const char *filter;
+typedef struct wh_pg_conf {
+    wh_sqlopt o; /* the options every SQL store shares */
     /* reader */
-    const char *split_key;
-    int64_t shards; /* 0 = 4 per channel */
-    const char **tables;
-    size_t ntables;
     PGconn *snap_conn; /* holds the exported snapshot from prepare to finish */
     char snapshot[64];
     wh_schema src; /* reader: the columns read */
     wh_kind key_kind;
     /* writer */
-    wh_mode mode;
-    const char **key;
-    size_t nkey;
     int channels;
     int use_stage;
     orr_buf qtable;       /* quoted target */
@@ -40,26 +29,33 @@ typedef struct pg_conf {
     wh_schema target;     /* target columns in load order */
     unsigned char *check; /* per column: validate values before loading */
     PGconn *per_conn;     /* writer periphery connection */
-} pg_conf;
+} wh_pg_conf;
 
 /* Connect and set the session (UTF8, ISO, UTC, hex bytea, floats exact).
  * NULL with ORR_EUNAVAIL in err (field = path) on failure. */
-PGconn *pg_connect(const char *dsn, const char *path, orr_err *err);
+PGconn *wh_pg_connect(const char *dsn, const char *path, orr_err *err);
 /* Run a command; ORR_EIO with the server's message on failure. */
-orr_status pg_exec(PGconn *c, const char *sql, const char *path, orr_err *err);
+orr_status wh_pg_exec(PGconn *c, const char *sql, const char *path, orr_err *err);
 /* Append "a"."b" for a possibly qualified name a.b. */
-void pg_quote_qualified(orr_buf *out, const char *name);
-void pg_quote_ident(orr_buf *out, const char *name);
+void wh_pg_quote_qualified(orr_buf *out, const char *name);
+void wh_pg_quote_ident(orr_buf *out, const char *name);
 /* Append a quoted string literal. */
-void pg_quote_literal(orr_buf *out, const char *s);
+void wh_pg_quote_literal(orr_buf *out, const char *s);
 /* Columns of table (all, or those named, in that order). ORR_ENOTFOUND
  * naming the table or column. */
-orr_status pg_describe(PGconn *c, const char *table, const char **names, size_t nnames,
-                       wh_schema *out, const char *path, orr_err *err);
+orr_status wh_pg_describe(PGconn *c, const char *table, const char **names, size_t nnames,
+                          wh_schema *out, const char *path, orr_err *err);
 
 /* Options shared by the reader and writer configure. */
-orr_status pg_conf_parse(const json_t *spec, const char *path, int is_reader, pg_conf **out,
-                         orr_err *err);
-void pg_conf_free(void *conf);
+orr_status wh_pg_conf_parse(const json_t *spec, const char *path, int is_reader, wh_pg_conf **out,
+                            orr_err *err);
+void wh_pg_conf_free(void *conf);
+
+/* The roles, each in its own file, gathered in wh_pg_plugin (pg_common.c). */
+extern const wh_reader_ops wh_pg_reader;
+extern const wh_writer_ops wh_pg_writer;
+extern const wh_splitter_ops wh_pg_splitter;
+extern const wh_periphery_ops wh_pg_reader_periphery;
+extern const wh_periphery_ops wh_pg_writer_periphery;
 
 #endif

@@ -21,21 +21,21 @@
 static orr_status pg_writer_configure(const json_t *spec, const char *path, void **conf,
                                       orr_err *err)
 {
-    pg_conf *c = NULL;
-    orr_status rc = pg_conf_parse(spec, path, 0, &c, err);
+    wh_pg_conf *c = NULL;
+    orr_status rc = wh_pg_conf_parse(spec, path, 0, &c, err);
     *conf = c;
     return rc;
 }
 
 static int pg_writer_max_channels(void *conf, int wanted)
 {
-    pg_conf *c = conf;
+    wh_pg_conf *c = conf;
     c->channels = wanted;
     return wanted;
 }
 
 typedef struct pg_writer {
-    pg_conf *c;
+    wh_pg_conf *c;
     wh_ctx *ctx;
     const char *name;
     PGconn *conn;
@@ -47,7 +47,7 @@ static orr_status pg_writer_open(void *conf, wh_ctx *ctx, const wh_schema *src, 
                                  void **state, orr_err *err)
 {
     (void)src;
-    pg_conf *c = conf;
+    wh_pg_conf *c = conf;
     orr_status rc;
     pg_writer *w = calloc(1, sizeof(*w));
     if (!w)
@@ -55,25 +55,25 @@ static orr_status pg_writer_open(void *conf, wh_ctx *ctx, const wh_schema *src, 
     w->c = c;
     w->ctx = ctx;
     w->name = name;
-    w->conn = pg_connect(c->dsn, c->path, err);
+    w->conn = wh_pg_connect(c->o.dsn, c->o.path, err);
     if (!w->conn) {
         free(w);
         return ORR_EUNAVAIL;
     }
     orr_buf q = ORR_BUF_INIT;
     orr_buf_append_str(&q, "BEGIN; ");
-    if (!c->use_stage && c->mode == WH_MODE_TRUNCATE)
+    if (!c->use_stage && c->o.mode == WH_MODE_TRUNCATE)
         orr_buf_appendf(&q, "TRUNCATE %s; ", c->qtable.data);
-    else if (!c->use_stage && c->mode == WH_MODE_REPLACE)
-        orr_buf_appendf(&q, "DELETE FROM %s WHERE (%s); ", c->qtable.data, c->filter);
-    if ((rc = pg_exec(w->conn, q.data, c->path, err)))
+    else if (!c->use_stage && c->o.mode == WH_MODE_REPLACE)
+        orr_buf_appendf(&q, "DELETE FROM %s WHERE (%s); ", c->qtable.data, c->o.filter);
+    if ((rc = wh_pg_exec(w->conn, q.data, c->o.path, err)))
         goto fail;
     orr_buf_reset(&q);
     orr_buf_appendf(&q, "COPY %s %s FROM STDIN", c->use_stage ? c->qstage.data : c->qtable.data,
                     c->collist.data);
     PGresult *r = PQexec(w->conn, q.data);
     if (PQresultStatus(r) != PGRES_COPY_IN) {
-        rc = orr_err_set(err, ORR_EIO, c->path, "PostgreSQL: %s", PQerrorMessage(w->conn));
+        rc = orr_err_set(err, ORR_EIO, c->o.path, "PostgreSQL: %s", PQerrorMessage(w->conn));
         PQclear(r);
         goto fail;
     }
@@ -95,7 +95,7 @@ static orr_status pg_send(pg_writer *w, orr_err *err)
     if (w->buf.len == 0)
         return ORR_OK;
     if (PQputCopyData(w->conn, w->buf.data, (int)w->buf.len) != 1)
-        return orr_err_set(err, ORR_EIO, w->c->path, "PostgreSQL COPY: %s",
+        return orr_err_set(err, ORR_EIO, w->c->o.path, "PostgreSQL COPY: %s",
                            PQerrorMessage(w->conn));
     orr_buf_reset(&w->buf);
     return ORR_OK;
@@ -104,7 +104,7 @@ static orr_status pg_send(pg_writer *w, orr_err *err)
 static orr_status pg_writer_write(void *state, const wh_batch *b, wh_wstats *st, orr_err *err)
 {
     pg_writer *w = state;
-    const pg_conf *c = w->c;
+    const wh_pg_conf *c = w->c;
     size_t ncols = b->ncols;
     for (size_t r = 0; r < b->nrows; r++) {
         const char *why = NULL;
@@ -161,11 +161,12 @@ static orr_status pg_writer_flush(void *state, uint64_t *confirmed, orr_err *err
         return rc;
     w->in_copy = 0;
     if (PQputCopyEnd(w->conn, NULL) != 1)
-        return orr_err_set(err, ORR_EIO, w->c->path, "PostgreSQL COPY end: %s",
+        return orr_err_set(err, ORR_EIO, w->c->o.path, "PostgreSQL COPY end: %s",
                            PQerrorMessage(w->conn));
     PGresult *r = PQgetResult(w->conn);
     if (PQresultStatus(r) != PGRES_COMMAND_OK) {
-        rc = orr_err_set(err, ORR_EIO, w->c->path, "PostgreSQL COPY: %s", PQerrorMessage(w->conn));
+        rc =
+            orr_err_set(err, ORR_EIO, w->c->o.path, "PostgreSQL COPY: %s", PQerrorMessage(w->conn));
     } else {
         *confirmed = strtoull(PQcmdTuples(r), NULL, 10);
     }
@@ -188,7 +189,7 @@ static orr_status pg_writer_close(void *state, int commit, orr_err *err)
             PQclear(r);
         commit = 0;
     }
-    rc = pg_exec(w->conn, commit ? "COMMIT" : "ROLLBACK", w->c->path, err);
+    rc = wh_pg_exec(w->conn, commit ? "COMMIT" : "ROLLBACK", w->c->o.path, err);
     PQfinish(w->conn);
     orr_buf_free(&w->buf);
     free(w);
@@ -197,7 +198,7 @@ static orr_status pg_writer_close(void *state, int commit, orr_err *err)
 
 const wh_writer_ops wh_pg_writer = {
     .configure = pg_writer_configure,
-    .conf_free = pg_conf_free,
+    .conf_free = wh_pg_conf_free,
     .max_channels = pg_writer_max_channels,
     .open = pg_writer_open,
     .write = pg_writer_write,
