@@ -1,5 +1,5 @@
 /*
- * it_round3a.c - halleyd's registry RPCs end to end: API tokens (create,
+ * it_registry.c - halleyd's registry RPCs end to end: API tokens (create,
  * list, revoke, authenticate; expiry, revocation, inactive users, the
  * once-a-minute last_used refresh, hash-only storage), executors with the
  * slots in use, workflows, code packages with their deployments and events,
@@ -809,7 +809,7 @@ int main(void)
     if (hlt_start(&s, db.dsn, NULL, NULL) != 0) {
         HLT_CHECK(0, "halleyd started");
         hlt_db_drop(&db);
-        return hlt_finish("halley_it_round3a");
+        return hlt_finish("halley_it_registry");
     }
     cl = hlt_client(&s, NULL);
     team("ops");
@@ -832,5 +832,5 @@ int main(void)
     orr_rpc_client_destroy(cl);
     HLT_CHECK(hlt_stop(&s) == 0, "halleyd exits 0 on SIGTERM");
     hlt_db_drop(&db);
-    return hlt_finish("halley_it_round3a");
+    return hlt_finish("halley_it_registry");
 }

@@ -1,19 +1,17 @@
 /*
- * it_round2.c - halleyd's second API round end to end: ListUsers/ListTeams,
- * ListAttempts and the current attempt's exit code, ListInstances in
- * descending order and by team, ListTasks with the last run, InstanceStats,
- * dependency-cycle refusal, and GetDataSourceSecret with the worker token.
+ * it_lists.c - halleyd's listing and statistics RPCs end to end:
+ * ListUsers/ListTeams, ListAttempts and the current attempt's exit code,
+ * ListInstances in descending order and by team, ListTasks with the last
+ * run, and InstanceStats.
  */
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "hlt.h"
 
-#define WORKER_TOKEN "worker-token-for-tests"
-#define HOUR_MS      3600000LL
-#define T0           1700000000000LL /* a whole hour */
+#define HOUR_MS 3600000LL
+#define T0      1700000000000LL /* a whole hour */
 
 typedef Orrery__Halley__V1__Task Task;
 typedef Orrery__Halley__V1__Instance Instance;
@@ -502,211 +500,24 @@ static void test_stats(hlt_db *db)
     stats(base, base + 60000, 60, "bad team", ORR_EINVAL, "team");
 }
 
-/* ------------------------------------------------------------------ cycles */
-
-static void test_cycles(void)
-{
-    int64_t a = save_task(0, "cy_a", "ops", NULL, ORR_OK, NULL);
-    save_task(0, "cy_b", "ops", "\"upstreams\":[{\"kind\":\"strong\",\"task\":\"cy_a\"}]", ORR_OK,
-              NULL);
-    save_task(0, "cy_c", "ops",
-              "\"upstreams\":[{\"kind\":\"weak\",\"task\":\"cy_b\"},{\"kind\":\"self\"}]", ORR_OK,
-              NULL);
-    /* a -> c -> b -> a: refused, naming the cycle, nothing written. */
-    save_task(a, "cy_a", "ops", "\"upstreams\":[{\"kind\":\"strong\",\"task\":\"cy_c\"}]",
-              ORR_EINVAL, "spec.upstreams");
-    HLT_CHECK(strstr(err.msg, "cy_a -> cy_c -> cy_b -> cy_a") != NULL, "cycle named: %s", err.msg);
-    Orrery__Halley__V1__GetTaskRequest g = ORRERY__HALLEY__V1__GET_TASK_REQUEST__INIT;
-    g.id = a;
-    Task *t = NULL;
-    HLT_CHECK(hlt_call(cl, "GetTask", &g, &t, &err) == ORR_OK && t->current_version == 1,
-              "refused update wrote no version");
-    if (t)
-        FREE(t);
-    /* A task naming itself as strong upstream is refused (kind self is the way). */
-    save_task(0, "cy_d", "ops", "\"upstreams\":[{\"kind\":\"strong\",\"task\":\"cy_d\"}]",
-              ORR_EINVAL, "spec.upstreams[0].task");
-    HLT_CHECK(strstr(err.msg, "self") != NULL, "self loop explained: %s", err.msg);
-    g.id = 0;
-    g.name = "cy_d";
-    HLT_CHECK(hlt_call(cl, "GetTask", &g, &t, &err) == ORR_ENOTFOUND,
-              "refused create wrote nothing");
-    save_task(0, "cy_e", "ops", "\"upstreams\":[{\"kind\":\"self\"}]", ORR_OK, NULL);
-    /* A diamond is no cycle. */
-    save_task(0, "cy_f", "ops",
-              "\"upstreams\":[{\"kind\":\"strong\",\"task\":\"cy_b\"},{\"kind\":\"strong\","
-              "\"task\":\"cy_c\"},{\"kind\":\"weak\",\"task\":\"cy_a\"}]",
-              ORR_OK, NULL);
-    /* Unknown upstream names its position. */
-    save_task(0, "cy_g", "ops",
-              "\"upstreams\":[{\"kind\":\"strong\",\"task\":\"cy_a\"},{\"kind\":\"strong\","
-              "\"task\":\"ghost\"}]",
-              ORR_EINVAL, "spec.upstreams[1].task");
-    /* Updating a -> f (f depends on a through b and c and directly) is refused too. */
-    save_task(a, "cy_a", "ops", "\"upstreams\":[{\"kind\":\"weak\",\"task\":\"cy_f\"}]", ORR_EINVAL,
-              "spec.upstreams");
-    HLT_CHECK(strstr(err.msg, "cy_a -> cy_f -> cy_a") != NULL, "shortest cycle named: %s", err.msg);
-}
-
-/* Two saves that would make a cycle only together, run at the same time:
- * the dependency lock lets exactly one of them through. */
-typedef struct racer {
-    orr_rpc_client *c;
-    int64_t id;
-    const char *name, *upstream;
-    orr_status st;
-    pthread_barrier_t *go;
-} racer;
-
-static void *race_save(void *arg)
-{
-    racer *r = arg;
-    char spec[512], extra[128];
-    snprintf(extra, sizeof extra, "\"upstreams\":[{\"kind\":\"strong\",\"task\":\"%s\"}]",
-             r->upstream);
-    Orrery__Halley__V1__UpdateTaskRequest rq = ORRERY__HALLEY__V1__UPDATE_TASK_REQUEST__INIT;
-    rq.id = r->id;
-    rq.spec_json = (char *)hlt_shell_spec(spec, sizeof spec, r->name, "ops", extra);
-    rq.actor = "race";
-    Task *t = NULL;
-    orr_err e;
-    pthread_barrier_wait(r->go);
-    r->st = hlt_call(r->c, "UpdateTask", &rq, &t, &e);
-    if (t)
-        FREE(t);
-    return NULL;
-}
-
-static void test_cycle_race(const hlt_server *s)
-{
-    int one_each = 1;
-    for (int round = 0; round < 8; round++) {
-        char pn[32], qn[32];
-        snprintf(pn, sizeof pn, "race_p%d", round);
-        snprintf(qn, sizeof qn, "race_q%d", round);
-        racer rs[2] = {{hlt_client(s, NULL), save_task(0, pn, "ops", NULL, ORR_OK, NULL), pn, qn,
-                        ORR_OK, NULL},
-                       {hlt_client(s, NULL), save_task(0, qn, "ops", NULL, ORR_OK, NULL), qn, pn,
-                        ORR_OK, NULL}};
-        pthread_barrier_t go;
-        pthread_barrier_init(&go, NULL, 2);
-        pthread_t th[2];
-        for (int i = 0; i < 2; i++) {
-            rs[i].go = &go;
-            pthread_create(&th[i], NULL, race_save, &rs[i]);
-        }
-        for (int i = 0; i < 2; i++)
-            pthread_join(th[i], NULL);
-        pthread_barrier_destroy(&go);
-        int ok = (rs[0].st == ORR_OK) + (rs[1].st == ORR_OK);
-        int refused = (rs[0].st == ORR_EINVAL) + (rs[1].st == ORR_EINVAL);
-        if (ok != 1 || refused != 1) {
-            one_each = 0;
-            fprintf(stderr, "round %d: %s / %s\n", round, orr_status_name(rs[0].st),
-                    orr_status_name(rs[1].st));
-        }
-        for (int i = 0; i < 2; i++)
-            orr_rpc_client_destroy(rs[i].c);
-    }
-    HLT_CHECK(one_each, "concurrent saves never make a cycle together");
-}
-
-/* ----------------------------------------------------------- secrets */
-
-static void test_secret(const hlt_server *s, const hlt_server *plain)
-{
-    Orrery__Halley__V1__PutDataSourceRequest ds = ORRERY__HALLEY__V1__PUT_DATA_SOURCE_REQUEST__INIT;
-    ds.name = "warehouse";
-    ds.kind = "postgresql";
-    ds.params_json = "{\"host\":\"db1\"}";
-    ds.secret = "s3cr3t-passw0rd";
-    Orrery__Halley__V1__DataSource *d = NULL;
-    HLT_CHECK(hlt_call(cl, "PutDataSource", &ds, &d, &err) == ORR_OK, "put: %s", err.msg);
-    if (d)
-        FREE(d);
-    ds.name = "open";
-    ds.secret = "";
-    d = NULL;
-    HLT_CHECK(hlt_call(cl, "PutDataSource", &ds, &d, &err) == ORR_OK, "put: %s", err.msg);
-    if (d)
-        FREE(d);
-
-    Orrery__Halley__V1__GetDataSourceSecretRequest rq =
-        ORRERY__HALLEY__V1__GET_DATA_SOURCE_SECRET_REQUEST__INIT;
-    rq.name = "warehouse";
-    Orrery__Halley__V1__DataSourceSecret *r = NULL;
-    orr_rpc_client *w = hlt_client(s, WORKER_TOKEN);
-    HLT_CHECK(hlt_call(w, "GetDataSourceSecret", &rq, &r, &err) == ORR_OK &&
-                  strcmp(r->secret, "s3cr3t-passw0rd") == 0 && strcmp(r->kind, "postgresql") == 0 &&
-                  strstr(r->params_json, "db1"),
-              "worker reads the secret: %s", err.msg);
-    if (r)
-        FREE(r);
-    rq.name = "open";
-    r = NULL;
-    HLT_CHECK(hlt_call(w, "GetDataSourceSecret", &rq, &r, &err) == ORR_OK && r->secret[0] == 0,
-              "no secret stored: empty");
-    if (r)
-        FREE(r);
-    rq.name = "ghost";
-    HLT_CHECK(hlt_call(w, "GetDataSourceSecret", &rq, &r, &err) == ORR_ENOTFOUND,
-              "missing data source");
-    /* The worker token opens nothing else. */
-    Orrery__Halley__V1__GetDataSourceRequest gd = ORRERY__HALLEY__V1__GET_DATA_SOURCE_REQUEST__INIT;
-    gd.name = "warehouse";
-    d = NULL;
-    HLT_CHECK(hlt_call(w, "GetDataSource", &gd, &d, &err) == ORR_EAUTH,
-              "worker token is not the service token");
-    orr_rpc_client_destroy(w);
-    rq.name = "warehouse";
-    HLT_CHECK(hlt_call(cl, "GetDataSourceSecret", &rq, &r, &err) == ORR_EPERM,
-              "service token cannot read secrets");
-    w = hlt_client(s, "worker-token-for-testsX");
-    /* an unidentified caller is UNAUTHENTICATED, not merely refused */
-    HLT_CHECK(hlt_call(w, "GetDataSourceSecret", &rq, &r, &err) == ORR_EAUTH, "wrong worker token");
-    orr_rpc_client_destroy(w);
-    w = hlt_client(s, "");
-    HLT_CHECK(hlt_call(w, "GetDataSourceSecret", &rq, &r, &err) == ORR_EAUTH, "no token");
-    orr_rpc_client_destroy(w);
-    /* A halleyd without worker_token refuses every caller (a token it does
-     * not know identifies no one). */
-    w = hlt_client(plain, WORKER_TOKEN);
-    HLT_CHECK(hlt_call(w, "GetDataSourceSecret", &rq, &r, &err) == ORR_EAUTH,
-              "unset worker_token: refused");
-    orr_rpc_client_destroy(w);
-    w = hlt_client(plain, NULL);
-    HLT_CHECK(hlt_call(w, "GetDataSourceSecret", &rq, &r, &err) == ORR_EPERM,
-              "unset worker_token: service token refused too");
-    orr_rpc_client_destroy(w);
-}
-
 int main(void)
 {
     hlt_db db;
     hlt_db_create(&db);
     HLT_CHECK(hlt_migrate(db.dsn) == 0, "migrate");
-    hlt_server s, plain;
-    const char *env[] = {"ORRERY_HALLEY_WORKER_TOKEN=" WORKER_TOKEN, NULL};
-    if (hlt_start(&s, db.dsn, env, NULL) != 0) {
+    hlt_server s;
+    if (hlt_start(&s, db.dsn, NULL, NULL) != 0) {
         HLT_CHECK(0, "halleyd started");
         hlt_db_drop(&db);
-        return hlt_finish("halley_it_round2");
+        return hlt_finish("halley_it_lists");
     }
-    int plain_up = hlt_start(&plain, db.dsn, NULL, NULL) == 0;
-    HLT_CHECK(plain_up, "second halleyd (no worker token) started");
     cl = hlt_client(&s, NULL);
     test_users();
     test_instances();
     test_last_run();
     test_stats(&db);
-    test_cycles();
-    test_cycle_race(&s);
-    if (plain_up)
-        test_secret(&s, &plain);
     orr_rpc_client_destroy(cl);
     HLT_CHECK(hlt_stop(&s) == 0, "halleyd exits 0 on SIGTERM");
-    if (plain_up)
-        HLT_CHECK(hlt_stop(&plain) == 0, "second halleyd exits 0");
     hlt_db_drop(&db);
-    return hlt_finish("halley_it_round2");
+    return hlt_finish("halley_it_lists");
 }

@@ -1,10 +1,10 @@
 /*
- * it_round3b.c - halleyd's third API round, data side, end to end: sort
- * streams (schema validation naming the path, version per change, events,
- * audit), data units (check_version guard, reconciled event through
- * WatchEvents, listing filters), lineage (idempotent batches, depth of the
- * walk over a cycle), process statistics (key and value checks, by instance
- * and by task) and transfer watermarks (compare-and-set, a race of writers).
+ * it_data.c - halleyd's data RPCs end to end: sort streams (schema validation
+ * naming the path, version per change, events, audit), data units
+ * (check_version guard, reconciled event through WatchEvents, listing
+ * filters), lineage (idempotent batches, depth of the walk over a cycle),
+ * process statistics (key and value checks, by instance and by task) and
+ * transfer watermarks (compare-and-set, a race of writers).
  */
 #include <math.h>
 #include <pthread.h>
@@ -744,7 +744,7 @@ int main(void)
     if (hlt_start(&srv, db.dsn, NULL, NULL) != 0) {
         HLT_CHECK(0, "halleyd started");
         hlt_db_drop(&db);
-        return hlt_finish("halley_it_round3b");
+        return hlt_finish("halley_it_data");
     }
     cl = hlt_client(&srv, NULL);
     test_streams();
@@ -756,5 +756,5 @@ int main(void)
     orr_rpc_client_destroy(cl);
     HLT_CHECK(hlt_stop(&srv) == 0, "halleyd exits 0 on SIGTERM");
     hlt_db_drop(&db);
-    return hlt_finish("halley_it_round3b");
+    return hlt_finish("halley_it_data");
 }

@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
-"""test_round3.py - galaxyd's third round of endpoints against the real stack:
+"""test_registry.py - galaxyd's registry and data endpoints against the real stack:
 API tokens (create, use, a viewer's token cannot write, revoke, expiry),
 data-source connection tests against the stack's PostgreSQL and MariaDB,
 code-package upload (same bytes twice, oversize, not gzip), sort streams
 (saved and published to ZooKeeper) and their data units, workflows, process
 statistics, lineage and the audit log.
 
-usage: test_round3.py BUILD_DIR
+usage: test_registry.py BUILD_DIR
 """
 import gzip
 import hashlib
@@ -79,7 +79,7 @@ def rpc(*args):
         raise AssertionError(f"gx_it_rpc {args[0]}: {r.stderr}")
 
 
-class Round3(unittest.TestCase):
+class Registry(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         global P
