@@ -2,6 +2,7 @@
 // navigation, top bar) and the route table. Heavy pages (graphs, charts)
 // load their libraries lazily so the first paint stays small.
 import { render } from 'preact';
+import { LocationProvider, Route, Router } from 'preact-iso';
 import { useEffect, useState } from 'preact/hooks';
 import { api, ApiError, setUnauthorizedHandler, type Me } from './api';
 import { Link, Loading, Toasts } from './components/ui';
@@ -17,7 +18,7 @@ import { StreamPage, StreamsPage } from './pages/streams';
 import { TasksPage } from './pages/tasks';
 import { TokensPage } from './pages/tokens';
 import { WorkflowPage } from './pages/workflow';
-import { match, navigate, useRoute } from './router';
+import { BASE, SCOPE, useRoute } from './router';
 import { SessionContext } from './session';
 import './styles.css';
 
@@ -33,35 +34,29 @@ const NAV = [
   { to: '/admin/pools', label: 'Admin', icon: '⚙' },
 ];
 
+/** Pages whose props come from the path. */
+const TaskDesigner = ({ id }: { id: string }) => <DesignerPage id={Number(id)} />;
+const NewTask = () => <DesignerPage id={null} />;
+const WorkflowOf = ({ id }: { id: string }) => <WorkflowPage taskId={Number(id)} />;
+const Workflows = () => <WorkflowPage taskId={null} />;
+const InstanceOf = ({ id }: { id: string }) => <InstancePage id={Number(id)} />;
+const StreamOf = ({ name }: { name: string }) => <StreamPage name={name} />;
+const AdminTab = ({ tab }: { tab?: string }) => <AdminPage tab={tab ?? 'pools'} />;
+
+function NotFound() {
+  const { path } = useRoute();
+  return (
+    <div class="card pad">
+      <h1>Page not found</h1>
+      <p>
+        Nothing lives at <code>{path}</code>. <Link to="/dashboard">Go to the dashboard</Link>.
+      </p>
+    </div>
+  );
+}
+
 function Shell({ me, onLogout }: { me: Me; onLogout: () => void }) {
-  const route = useRoute();
-  const p = route.path;
-  let page;
-  let m: Record<string, string> | null;
-  if (p === '/' || p === '/dashboard') page = <DashboardPage />;
-  else if (p === '/tasks') page = <TasksPage />;
-  else if (p === '/tasks/new') page = <DesignerPage id={null} />;
-  else if ((m = match('/tasks/:id', p))) page = <DesignerPage id={Number(m.id)} />;
-  else if (p === '/workflow') page = <WorkflowPage taskId={null} />;
-  else if ((m = match('/workflow/:id', p))) page = <WorkflowPage taskId={Number(m.id)} />;
-  else if (p === '/instances') page = <InstancesPage />;
-  else if ((m = match('/instances/:id', p))) page = <InstancePage id={Number(m.id)} />;
-  else if (p === '/streams') page = <StreamsPage />;
-  else if ((m = match('/streams/:name', p))) page = <StreamPage name={m.name} />;
-  else if (p === '/lineage') page = <LineagePage />;
-  else if (p === '/packages') page = <PackagesPage />;
-  else if (p === '/tokens') page = <TokensPage />;
-  else if ((m = match('/admin/:tab', p))) page = <AdminPage tab={m.tab} />;
-  else if (p === '/admin') page = <AdminPage tab="pools" />;
-  else
-    page = (
-      <div class="card pad">
-        <h1>Page not found</h1>
-        <p>
-          Nothing lives at <code>{p}</code>. <Link to="/dashboard">Go to the dashboard</Link>.
-        </p>
-      </div>
-    );
+  const p = useRoute().path;
   const active = (to: string) => p === to || p.startsWith(`${to}/`) || (to === '/admin/pools' && p.startsWith('/admin'));
   return (
     <SessionContext.Provider value={me}>
@@ -102,7 +97,26 @@ function Shell({ me, onLogout }: { me: Me; onLogout: () => void }) {
           </button>
           </div>
         </nav>
-        <main class="content">{page}</main>
+        <main class="content">
+          <Router>
+            <Route path={BASE} component={DashboardPage} />
+            <Route path={`${BASE}/dashboard`} component={DashboardPage} />
+            <Route path={`${BASE}/tasks`} component={TasksPage} />
+            <Route path={`${BASE}/tasks/new`} component={NewTask} />
+            <Route path={`${BASE}/tasks/:id`} component={TaskDesigner} />
+            <Route path={`${BASE}/workflow`} component={Workflows} />
+            <Route path={`${BASE}/workflow/:id`} component={WorkflowOf} />
+            <Route path={`${BASE}/instances`} component={InstancesPage} />
+            <Route path={`${BASE}/instances/:id`} component={InstanceOf} />
+            <Route path={`${BASE}/streams`} component={StreamsPage} />
+            <Route path={`${BASE}/streams/:name`} component={StreamOf} />
+            <Route path={`${BASE}/lineage`} component={LineagePage} />
+            <Route path={`${BASE}/packages`} component={PackagesPage} />
+            <Route path={`${BASE}/tokens`} component={TokensPage} />
+            <Route path={`${BASE}/admin/:tab?`} component={AdminTab} />
+            <Route default component={NotFound} />
+          </Router>
+        </main>
       </div>
       <Toasts />
     </SessionContext.Provider>
@@ -112,6 +126,7 @@ function Shell({ me, onLogout }: { me: Me; onLogout: () => void }) {
 function App() {
   const [me, setMe] = useState<Me | null | undefined>(undefined);
   const route = useRoute();
+  const { navigate } = route;
   useEffect(() => {
     setUnauthorizedHandler(() => setMe(null));
     api.me().then(setMe, (e) => {
@@ -146,4 +161,9 @@ function App() {
   return <Shell me={me} onLogout={logout} />;
 }
 
-render(<App />, document.getElementById('root')!);
+render(
+  <LocationProvider scope={SCOPE}>
+    <App />
+  </LocationProvider>,
+  document.getElementById('root')!,
+);

@@ -221,6 +221,44 @@ test('the root redirects to the console, which asks to log in; bad logins are ex
   assert.equal((await api(page, 'GET', '/auth/me')).status, 401, 'logged out for real');
 });
 
+test('the console moves in the page: links push a history entry, filters replace it, back and forward work, deep links load', async (t) => {
+  const page = await open(t);
+  await login(page, VIEWER);
+  await page.goto('/app/dashboard');
+  await page.getByTestId('whoami').waitFor({ timeout: T });
+  // A mark on the window: it survives moves inside the page, not a load.
+  await page.evaluate(() => (window.orreryMark = 1));
+  const marked = () => page.evaluate(() => window.orreryMark === 1);
+  const entries = () => page.evaluate(() => history.length);
+  const n0 = await entries();
+
+  await page.getByRole('link', { name: 'Tasks', exact: true }).click();
+  await page.getByRole('heading', { name: 'Tasks', exact: true }).waitFor({ timeout: T });
+  assert.match(page.url(), /\/app\/tasks$/);
+  assert.equal(await entries(), n0 + 1, 'a link click is one new history entry');
+  assert.ok(await marked(), 'a link inside the console does not load the page');
+
+  await page.getByLabel('Type', { exact: true }).selectOption('shell');
+  await until(async () => /\/app\/tasks\?type=shell$/.test(page.url()), 'the filter in the URL');
+  assert.equal(await entries(), n0 + 1, 'a filter replaces the entry');
+
+  await page.goBack();
+  await page.getByRole('heading', { name: 'Dashboard', exact: true }).waitFor({ timeout: T });
+  assert.match(page.url(), /\/app\/dashboard$/);
+  await page.goForward();
+  await page.getByRole('heading', { name: 'Tasks', exact: true }).waitFor({ timeout: T });
+  assert.equal(await page.getByLabel('Type', { exact: true }).inputValue(), 'shell', 'forward comes back with the filter');
+  assert.ok(await marked(), 'back and forward stay in the page');
+
+  // A deep link is served index.html by galaxyd and routed in the browser;
+  // a path the console does not know says so.
+  await page.goto('/app/admin');
+  await page.getByRole('heading', { name: 'Administration', exact: true }).waitFor({ timeout: T });
+  await page.goto('/app/no/such/page');
+  await page.getByRole('heading', { name: 'Page not found' }).waitFor({ timeout: T });
+  assert.equal(await page.locator('main code').textContent(), '/no/such/page');
+});
+
 test('a developer designs a three-task workflow with inline errors and a live cron preview', async (t) => {
   const page = await open(t);
   await login(page, DEV);

@@ -4,17 +4,13 @@
 import type { ComponentChildren } from 'preact';
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
 import { ApiError, isMissingEndpoint, type State } from '../api';
-import { href, navigate } from '../router';
+import { href } from '../router';
 import { STATE_LABEL } from '../states';
 
+/** A link inside the console: the router follows it without a page load. */
 export function Link(props: { to: string; class?: string; children: ComponentChildren; title?: string }) {
-  const onClick = (e: MouseEvent) => {
-    if (e.button !== 0 || e.metaKey || e.ctrlKey || e.shiftKey) return;
-    e.preventDefault();
-    navigate(props.to);
-  };
   return (
-    <a href={href(props.to)} class={props.class} onClick={onClick} title={props.title}>
+    <a href={href(props.to)} class={props.class} title={props.title}>
       {props.children}
     </a>
   );

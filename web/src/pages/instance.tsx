@@ -13,7 +13,7 @@ import { Graph, type GNode, type GEdge } from '../components/graph';
 import { InstanceStats, TaskRowsChart } from '../components/procstats';
 import { Confirm, ErrorBanner, Link, Loading, PageHead, StateBadge, Unavailable, toast, useAsync, useInterval } from '../components/ui';
 import { fmtDuration, fmtRelative, fmtShort, fmtTime } from '../format';
-import { navigate } from '../router';
+import { useRoute } from '../router';
 import { canAct, useMe } from '../session';
 import { ACTION_LABEL, actionAllowed, CONFIRM_ACTIONS, isFinished, stateColor, STATE_LABEL } from '../states';
 
@@ -175,6 +175,7 @@ function LiveLog({ id, attempt, finished }: { id: number; attempt: number; finis
 }
 
 export function InstancePage({ id }: { id: number }) {
+  const { navigate } = useRoute();
   const me = useMe();
   const inst = useAsync(() => api.instance(id), [id]);
   const [confirm, setConfirm] = useState<Action | null>(null);

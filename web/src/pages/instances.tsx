@@ -9,7 +9,7 @@ import { useEffect, useMemo, useState } from 'preact/hooks';
 import { allPages, api, type Action, type BulkResult, type Instance, type State } from '../api';
 import { Confirm, Empty, ErrorBanner, Link, Loading, PageHead, StateBadge, toast, useAsync, useInterval, val } from '../components/ui';
 import { fmtRelative, fmtShort, localToIso, toLocalInput } from '../format';
-import { setQuery, useRoute } from '../router';
+import { useRoute } from '../router';
 import { canAct, useMe } from '../session';
 import { ACTION_LABEL, actionAllowed, STATES, STATE_LABEL } from '../states';
 
@@ -19,7 +19,7 @@ const BULK: Action[] = ['rerun', 'suspend', 'resume', 'mark-success', 'kill'];
 
 export function InstancesPage() {
   const me = useMe();
-  const { query } = useRoute();
+  const { query, setQuery } = useRoute();
   const taskId = query.get('task_id') ?? '';
   const states = (query.get('state') ?? '').split(',').filter(Boolean) as State[];
   const from = query.get('from') ?? '';

@@ -7,14 +7,14 @@ import { useEffect, useState } from 'preact/hooks';
 import { api, type LineageEdge } from '../api';
 import { Graph, type GEdge, type GNode } from '../components/graph';
 import { Empty, ErrorBanner, Link, Loading, PageHead, Unavailable, useAsync, val } from '../components/ui';
-import { setQuery, useRoute } from '../router';
+import { useRoute } from '../router';
 
 const KINDS = ['table', 'file', 'data_unit', 'task'];
 
 const key = (kind: string, name: string) => `${kind}:${name}`;
 
 export function LineagePage() {
-  const { query } = useRoute();
+  const { query, setQuery } = useRoute();
   const kind = query.get('kind') ?? 'table';
   const name = query.get('name') ?? '';
   const depth = query.get('depth') ?? '2';

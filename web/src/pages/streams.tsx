@@ -12,7 +12,7 @@ import { api, ApiError, type DataUnit, type SortStream } from '../api';
 import { TimeChart } from '../components/chart';
 import { Empty, ErrorBanner, Field, Link, Loading, PageHead, Spinner, Unavailable, toast, useAsync, useInterval, val } from '../components/ui';
 import { fmtRelative, fmtShort, localToIso } from '../format';
-import { navigate, setQuery, useRoute } from '../router';
+import { useRoute } from '../router';
 import { useMe } from '../session';
 import { fmtBytes } from './packages';
 
@@ -97,6 +97,7 @@ function StreamEditor(props: { stream: SortStream | null; onSaved: (s: SortStrea
 }
 
 export function StreamsPage() {
+  const { navigate } = useRoute();
   const me = useMe();
   const list = useAsync(() => api.streams(), []);
   const [creating, setCreating] = useState(false);
@@ -205,7 +206,7 @@ function UnitsChart({ units }: { units: DataUnit[] }) {
 
 export function StreamPage({ name }: { name: string }) {
   const me = useMe();
-  const { query } = useRoute();
+  const { query, setQuery } = useRoute();
   const f = {
     business: query.get('business') ?? '',
     interface: query.get('interface') ?? '',

@@ -7,7 +7,7 @@ import { api, type Task } from '../api';
 import { BackfillDialog } from '../components/backfill';
 import { Empty, ErrorBanner, Link, Loading, PageHead, StateBadge, useAsync, val } from '../components/ui';
 import { fmtRelative } from '../format';
-import { setQuery, useRoute } from '../router';
+import { useRoute } from '../router';
 import { canEditTeam, useMe } from '../session';
 
 function LastRun({ task }: { task: Task }) {
@@ -23,7 +23,7 @@ function LastRun({ task }: { task: Task }) {
 
 export function TasksPage() {
   const me = useMe();
-  const { query } = useRoute();
+  const { query, setQuery } = useRoute();
   const q = query.get('q') ?? '';
   const team = query.get('team') ?? '';
   const type = query.get('type') ?? '';

@@ -12,7 +12,7 @@ import { Graph, Legend, type GEdge, type GNode } from '../components/graph';
 import { Empty, ErrorBanner, Link, Loading, PageHead, StateBadge, useAsync, useInterval } from '../components/ui';
 import { fmtRelative } from '../format';
 import { latestInstance } from '../latest';
-import { navigate } from '../router';
+import { useRoute } from '../router';
 import { STATES } from '../states';
 
 interface Wf {
@@ -111,6 +111,7 @@ function WorkflowList() {
 }
 
 function WorkflowGraph({ taskId }: { taskId: number }) {
+  const { navigate } = useRoute();
   const all = useAllTasks();
   const wf = useMemo(() => {
     if (!all.data) return null;

@@ -11,7 +11,7 @@ import { api, ApiError, type Pool, type Task, type TaskSpec } from '../../api';
 import { BackfillDialog } from '../../components/backfill';
 import { Confirm, ErrorBanner, Link, PageHead, Spinner, toast } from '../../components/ui';
 import { fmtRelative } from '../../format';
-import { navigate } from '../../router';
+import { useRoute } from '../../router';
 import { configSchemaFor, fieldToPath, validate, type JSONSchema } from '../../schema';
 import { canEditTeam, useMe } from '../../session';
 import { JsonObject } from './inputs';
@@ -30,6 +30,7 @@ const SECTIONS: { title: string; keys: string[]; desc?: string }[] = [
 ];
 
 export function DesignerForm({ root, task, pools }: { root: JSONSchema; task: Task | null; pools: Pool[] }) {
+  const { navigate } = useRoute();
   const me = useMe();
   const editable = task ? canEditTeam(me, task.team) : me.role !== 'viewer';
   const myTeams = me.role === 'admin' ? [] : me.teams;
