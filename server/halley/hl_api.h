@@ -2,11 +2,12 @@
  * hl_api.h - the Halley service: shared context and the handlers' contract.
  *
  * One hl_ctx is built by halleyd serve and passed to every handler through
- * the RPC runtime. Handlers live in hl_api_*.c, grouped by area, and are
- * registered in one table (hl_service.c). Each handler takes one connection
- * from the pool for the duration of its work, allocates everything in the
- * call's arena (PGresults included, through arena cleanups), and answers
- * errors as orr_status + orr_err naming the request field.
+ * the RPC runtime. Handlers live in hl_api_<resource>.c, one file per
+ * resource, and are registered in one table (hl_service.c). Each handler
+ * opens with HL_HANDLER_BEGIN, takes one connection from the pool for the
+ * duration of its work, allocates everything in the call's arena (PGresults
+ * included, through arena cleanups), and answers errors as orr_status +
+ * orr_err naming the request field.
  */
 #ifndef HL_API_H
 #define HL_API_H
@@ -20,6 +21,7 @@
 #include "hl_events.h"
 #include "hl_secret.h"
 #include "hl_sm.h"
+#include "orr_buf.h"
 #include "orr_jschema.h"
 #include "orr_rpc.h"
 
@@ -66,12 +68,14 @@ int hl_health_probe(const char *service, void *ctx);
 #define HL_UNARY(name)                                                                             \
     orr_status name(orr_rpc_call *call, const ProtobufCMessage *req, ProtobufCMessage **resp,      \
                     orr_err *err, void *ctx)
-HL_UNARY(hl_api_health);
+HL_UNARY(hl_api_health); /* hl_api_common.c */
+/* Tasks (hl_api_tasks.c). */
 HL_UNARY(hl_api_create_task);
 HL_UNARY(hl_api_get_task);
 HL_UNARY(hl_api_list_tasks);
 HL_UNARY(hl_api_update_task);
 HL_UNARY(hl_api_deactivate_task);
+/* Instances, their attempts and transitions (hl_api_instances.c). */
 HL_UNARY(hl_api_create_instances);
 HL_UNARY(hl_api_get_instance);
 HL_UNARY(hl_api_list_instances);
@@ -79,55 +83,68 @@ HL_UNARY(hl_api_list_ready_instances);
 HL_UNARY(hl_api_transition_instance);
 HL_UNARY(hl_api_transition_instances);
 HL_UNARY(hl_api_list_transitions);
+HL_UNARY(hl_api_list_attempts);
+/* Instance statistics (hl_api_stats.c). */
+HL_UNARY(hl_api_instance_stats);
+/* Pools and their tokens (hl_api_pools.c). */
 HL_UNARY(hl_api_put_pool);
 HL_UNARY(hl_api_get_pool);
 HL_UNARY(hl_api_list_pools);
 HL_UNARY(hl_api_acquire_tokens);
 HL_UNARY(hl_api_release_tokens);
+/* Teams (hl_api_teams.c). */
 HL_UNARY(hl_api_create_team);
+HL_UNARY(hl_api_list_teams);
+/* Users (hl_api_users.c). */
 HL_UNARY(hl_api_create_user);
 HL_UNARY(hl_api_get_user);
 HL_UNARY(hl_api_authenticate);
+HL_UNARY(hl_api_update_user);
+HL_UNARY(hl_api_list_users);
+/* Data sources (hl_api_datasources.c). */
 HL_UNARY(hl_api_put_data_source);
 HL_UNARY(hl_api_get_data_source);
-HL_UNARY(hl_api_list_users);
-HL_UNARY(hl_api_list_teams);
-HL_UNARY(hl_api_list_attempts);
-HL_UNARY(hl_api_instance_stats);
-HL_UNARY(hl_api_get_data_source_secret);
 HL_UNARY(hl_api_list_data_sources);
-/* Third round, registry (hl_api_registry.c). */
+HL_UNARY(hl_api_get_data_source_secret);
+/* API tokens (hl_api_tokens.c). */
 HL_UNARY(hl_api_create_api_token);
 HL_UNARY(hl_api_list_api_tokens);
 HL_UNARY(hl_api_revoke_api_token);
 HL_UNARY(hl_api_authenticate_api_token);
+/* Executors (hl_api_executors.c). */
 HL_UNARY(hl_api_put_executor);
 HL_UNARY(hl_api_list_executors);
+/* Workflows (hl_api_workflows.c). */
 HL_UNARY(hl_api_put_workflow);
 HL_UNARY(hl_api_get_workflow);
 HL_UNARY(hl_api_list_workflows);
+/* Code packages and deployments (hl_api_packages.c). */
 HL_UNARY(hl_api_create_code_package);
 HL_UNARY(hl_api_get_code_package);
 HL_UNARY(hl_api_list_code_packages);
 HL_UNARY(hl_api_report_deployment);
+/* The audit log (hl_api_audit.c). */
 HL_UNARY(hl_api_list_audit);
-/* Third round, data (hl_api_data.c). */
+/* Sort streams (hl_api_streams.c). */
 HL_UNARY(hl_api_put_sort_stream);
 HL_UNARY(hl_api_get_sort_stream);
 HL_UNARY(hl_api_list_sort_streams);
+/* Data units (hl_api_units.c). */
 HL_UNARY(hl_api_report_data_unit);
 HL_UNARY(hl_api_list_data_units);
+/* Lineage (hl_api_lineage.c). */
 HL_UNARY(hl_api_add_lineage);
 HL_UNARY(hl_api_list_lineage);
+/* Process statistics (hl_api_process_stats.c). */
 HL_UNARY(hl_api_record_process_stats);
 HL_UNARY(hl_api_list_process_stats);
+/* Transfer watermarks (hl_api_watermarks.c). */
 HL_UNARY(hl_api_get_watermark);
 HL_UNARY(hl_api_put_watermark);
 /* Sessions (hl_api_sessions.c). */
 HL_UNARY(hl_api_revoke_session);
 HL_UNARY(hl_api_list_revoked_sessions);
 HL_UNARY(hl_api_check_session);
-HL_UNARY(hl_api_update_user);
 /* A new session of user_id lasting ttl_ms, on c (the caller's transaction or
  * autocommit); *sid gets its id (arena). Expired sessions are purged a few
  * at a time. */
@@ -169,12 +186,37 @@ orr_status hl_emit(hl_conn *c, orr_arena *a, const char *kind, int64_t task_id, 
 orr_status hl_audit(hl_conn *c, orr_arena *a, const char *actor, const char *action,
                     const char *object, const char *detail_json, orr_err *err);
 
+/* The longest name of an object (hl_is_name's max for most names). */
+#define HL_NAME_MAX 128
+
 /* Decimal text of v in the arena. */
 const char *hl_i64s(orr_arena *a, int64_t v);
 /* JSON string literal of s (quoted, escaped) in the arena. */
 const char *hl_jstr(orr_arena *a, const char *s);
 /* 1 if s is a name: 1..max bytes of [A-Za-z0-9_.-], starting with a letter or digit. */
 int hl_is_name(const char *s, size_t max);
+
+/* Milliseconds since 1970 (CLOCK_REALTIME). */
+int64_t hl_now_ms(void);
+/* 1 if s is 1..max bytes of printable ASCII without spaces. */
+int hl_is_printable(const char *s, size_t max);
+/* 1 if s is 1..max bytes with no control characters. */
+int hl_is_text(const char *s, size_t max);
+/* Split "a,b,c" (names, which hold no comma) into a string array in the
+ * arena; *n_out gets the count (0 for ""). */
+char **hl_split_names(orr_arena *a, const char *joined, size_t *n_out);
+/* "{1,2,3}" in the arena: a PostgreSQL int8[] literal. */
+const char *hl_id_array(orr_arena *a, const int64_t *ids, size_t n);
+/* Check of a get-by-id-or-name request: id > 0 or a valid name (or both);
+ * ORR_EINVAL naming "id" or "name" otherwise. */
+orr_status hl_id_or_name(int64_t id, const char *name, orr_err *err);
+/* Re-label err with field, prefixing its message with what; keeps status s
+ * and returns it. */
+orr_status hl_relabel(orr_err *err, orr_status s, const char *field, const char *what);
+/* Copy the buffer's text into the arena and free the buffer. */
+const char *hl_take(orr_arena *a, orr_buf *b);
+/* Role enum from its stored name (ROLE_UNSPECIFIED if unknown). */
+int hl_pb_role(const char *name);
 
 /* InstanceState enum from a stored state name (UNSPECIFIED if unknown). */
 int hl_pb_state(const char *name);

@@ -5,6 +5,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "hl_api.h"
 #include "hl_migrate.h"
@@ -89,6 +90,102 @@ const char *hl_jstr(orr_arena *a, const char *s)
 int hl_is_name(const char *s, size_t max)
 {
     return orr_name_ok(s, max);
+}
+
+int64_t hl_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int hl_is_printable(const char *s, size_t max)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > max)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)s[i] <= 0x20 || (unsigned char)s[i] >= 0x7f)
+            return 0;
+    return 1;
+}
+
+int hl_is_text(const char *s, size_t max)
+{
+    size_t n = s ? strlen(s) : 0;
+    if (n == 0 || n > max)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
+            return 0;
+    return 1;
+}
+
+char **hl_split_names(orr_arena *a, const char *joined, size_t *n_out)
+{
+    size_t n = joined[0] ? 1 : 0;
+    for (const char *p = joined; *p; p++)
+        n += *p == ',';
+    char **out = orr_arena_alloc(a, sizeof *out * (n ? n : 1));
+    char *copy = orr_arena_strdup(a, joined);
+    for (size_t i = 0; i < n; i++) {
+        out[i] = copy;
+        char *comma = strchr(copy, ',');
+        if (comma) {
+            *comma = 0;
+            copy = comma + 1;
+        }
+    }
+    *n_out = n;
+    return out;
+}
+
+const char *hl_id_array(orr_arena *a, const int64_t *ids, size_t n)
+{
+    orr_buf b = ORR_BUF_INIT;
+    orr_buf_append_byte(&b, '{');
+    for (size_t i = 0; i < n; i++)
+        orr_buf_appendf(&b, "%s%lld", i ? "," : "", (long long)ids[i]);
+    orr_buf_append_byte(&b, '}');
+    const char *out = orr_arena_strdup(a, orr_buf_cstr(&b));
+    orr_buf_free(&b);
+    return out;
+}
+
+orr_status hl_id_or_name(int64_t id, const char *name, orr_err *err)
+{
+    if (id < 0)
+        return orr_err_set(err, ORR_EINVAL, "id", "must be positive");
+    if (name[0] && !hl_is_name(name, 128))
+        return orr_err_set(err, ORR_EINVAL, "name", "must be " ORR_NAME_RULE);
+    if (id == 0 && !name[0])
+        return orr_err_set(err, ORR_EINVAL, "id", "give id or name");
+    return ORR_OK;
+}
+
+orr_status hl_relabel(orr_err *err, orr_status s, const char *field, const char *what)
+{
+    char msg[sizeof err->msg];
+    snprintf(msg, sizeof msg, "%s", err->msg);
+    return orr_err_set(err, s, field, "%s%s%s", what, msg[0] ? ": " : "", msg);
+}
+
+const char *hl_take(orr_arena *a, orr_buf *b)
+{
+    const char *s = orr_arena_strdup(a, orr_buf_cstr(b));
+    orr_buf_free(b);
+    return s;
+}
+
+int hl_pb_role(const char *name)
+{
+    if (strcmp(name, "admin") == 0)
+        return ORRERY__HALLEY__V1__ROLE__ROLE_ADMIN;
+    if (strcmp(name, "developer") == 0)
+        return ORRERY__HALLEY__V1__ROLE__ROLE_DEVELOPER;
+    if (strcmp(name, "viewer") == 0)
+        return ORRERY__HALLEY__V1__ROLE__ROLE_VIEWER;
+    return ORRERY__HALLEY__V1__ROLE__ROLE_UNSPECIFIED;
 }
 
 int hl_pb_state(const char *name)

@@ -347,8 +347,8 @@ HL_UNARY(hl_api_list_instances)
     const char *after[2]; /* ascending: id; descending: schedule ms, id */
     const char *list = rq->descending ? "instances.desc" : "instances";
     const char *kinds = rq->descending ? "ii" : "i";
-    orr_status ps = hl_page_size(rq->page_size, "page_size", HL_PAGE_DEFAULT, HL_PAGE_MAX, &size,
-                                 err);
+    orr_status ps =
+        hl_page_size(rq->page_size, "page_size", HL_PAGE_DEFAULT, HL_PAGE_MAX, &size, err);
     if (ps != ORR_OK ||
         (ps = hl_page_parse(a, list, kinds, rq->page_token, after, &have, err)) != ORR_OK)
         return ps;
@@ -526,8 +526,7 @@ HL_UNARY(hl_api_transition_instances)
         orrery__halley__v1__transition_result__init(o->results[i]);
     }
     /* Combined statements; reports the committed events itself. */
-    orr_status s =
-        hl_tcomb_transition_batch(hc, a, rq->items, rq->n_items, o->results, st, errs);
+    orr_status s = hl_tcomb_transition_batch(hc, a, rq->items, rq->n_items, o->results, st, errs);
     if (s != ORR_OK) { /* the database went away: the whole call fails */
         *err = errs[0];
         return s;

@@ -421,8 +421,8 @@ HL_UNARY(hl_api_list_tasks)
     orr_arena *a = orr_rpc_call_arena(call);
     int size, have;
     const char *after;
-    orr_status ps = hl_page_size(rq->page_size, "page_size", HL_PAGE_DEFAULT, HL_PAGE_MAX, &size,
-                                 err);
+    orr_status ps =
+        hl_page_size(rq->page_size, "page_size", HL_PAGE_DEFAULT, HL_PAGE_MAX, &size, err);
     if (ps != ORR_OK ||
         (ps = hl_page_parse(a, "tasks", "i", rq->page_token, &after, &have, err)) != ORR_OK)
         return ps;

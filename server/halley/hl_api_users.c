@@ -1,11 +1,9 @@
 /*
- * hl_api_users.c - teams, users (argon2id) and data sources (secretbox).
+ * hl_api_users.c - users (argon2id): CreateUser, GetUser, Authenticate,
+ * UpdateUser and ListUsers (paged).
  *
  * Password hashing runs before any connection is taken, so a slow hash never
- * holds a pool slot. Stored secrets are read back in clear by one RPC only,
- * GetDataSourceSecret, which takes the worker token instead of the service
- * token (the runtime lets it through; its handler checks the token);
- * GetDataSource only says whether one is set.
+ * holds a pool slot.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,10 +15,8 @@
 #include <sodium.h>
 
 #include "orr_buf.h"
-#include "orr_json.h"
 #include "orr_log.h"
 
-static hl_stmt q_insert_team = HL_STMT("INSERT INTO teams (name) VALUES ($1) RETURNING id");
 static hl_stmt q_insert_user =
     HL_STMT("INSERT INTO users (name, password_hash, role) VALUES ($1, $2, $3) RETURNING id");
 static hl_stmt q_user_team = HL_STMT(
@@ -31,13 +27,6 @@ static hl_stmt q_get_user =
 static hl_stmt q_user_teams =
     HL_STMT("SELECT t.name FROM user_teams ut JOIN teams t ON t.id = ut.team_id"
             " WHERE ut.user_id = $1::int8 ORDER BY t.name");
-static hl_stmt q_put_ds =
-    HL_STMT("INSERT INTO data_sources (name, kind, params, secret) VALUES ($1, $2, $3::jsonb,"
-            " decode(nullif($4, ''), 'hex'))"
-            " ON CONFLICT (name) DO UPDATE SET kind = excluded.kind, params = excluded.params,"
-            " secret = coalesce(excluded.secret, data_sources.secret), updated_at = now()");
-static hl_stmt q_get_ds = HL_STMT("SELECT name, kind, params::text, secret IS NOT NULL, " HL_MS(
-    "updated_at") " FROM data_sources WHERE name = $1");
 
 static hl_stmt q_list_users = HL_STMT(
     "SELECT u.id, u.name, u.role, u.active, coalesce((SELECT string_agg(t.name, ',' ORDER BY"
@@ -46,12 +35,7 @@ static hl_stmt q_list_users = HL_STMT(
     " AND ($3 = '' OR u.role = $3) AND ($4 = '' OR EXISTS (SELECT 1 FROM user_teams ut"
     " JOIN teams t ON t.id = ut.team_id WHERE ut.user_id = u.id AND t.name = $4))"
     " ORDER BY u.id LIMIT $5::int");
-static hl_stmt q_get_ds_secret =
-    HL_STMT("SELECT name, kind, params::text, coalesce(encode(secret, 'hex'), '') FROM data_sources"
-            " WHERE name = $1");
-static hl_stmt q_list_ds = HL_STMT("SELECT name, kind, params::text, secret IS NOT NULL, " HL_MS(
-    "updated_at") " FROM data_sources WHERE $1 = '' OR kind = $1 ORDER BY name");
-static hl_stmt q_list_teams = HL_STMT("SELECT id, name FROM teams ORDER BY name");
+
 static hl_stmt q_lock_user =
     HL_STMT("SELECT id, password_hash FROM users WHERE name = $1 FOR UPDATE");
 static hl_stmt q_set_role = HL_STMT("UPDATE users SET role = $2 WHERE id = $1::int8");
@@ -60,50 +44,6 @@ static hl_stmt q_set_password = HL_STMT("UPDATE users SET password_hash = $2 WHE
 static hl_stmt q_clear_teams = HL_STMT("DELETE FROM user_teams WHERE user_id = $1::int8");
 
 static const char *const hl__roles[] = {NULL, "admin", "developer", "viewer"};
-
-static int hl__role_enum(const char *name)
-{
-    for (int i = 1; i < 4; i++)
-        if (strcmp(hl__roles[i], name) == 0)
-            return i;
-    return 0;
-}
-
-HL_UNARY(hl_api_create_team)
-{
-    hl_ctx *hc = ctx;
-    const Orrery__Halley__V1__CreateTeamRequest *rq = (const void *)req;
-    orr_arena *a = orr_rpc_call_arena(call);
-    if (!hl_is_name(rq->name, 128))
-        return orr_err_set(err, ORR_EINVAL, "name", "must be " ORR_NAME_RULE);
-    hl_conn *c;
-    orr_status s = hl_db_get(hc->db, &c, err);
-    if (s != ORR_OK)
-        return s;
-    const char *p[1] = {rq->name};
-    PGresult *r = NULL;
-    if ((s = hl_db_begin(c, err)) == ORR_OK) {
-        s = hl_db_query(c, a, &q_insert_team, 1, p, &r, err);
-        if (s == ORR_EEXIST)
-            s = orr_err_set(err, ORR_EEXIST, "name", "a team named \"%s\" exists", rq->name);
-    }
-    if (s == ORR_OK &&
-        (s = hl_audit(c, a, rq->actor, "team.create", orr_arena_sprintf(a, "team:%s", rq->name),
-                      NULL, err)) == ORR_OK &&
-        (s = hl_emit(c, a, "team.created", 0, 0, NULL,
-                     orr_arena_sprintf(a, "{\"name\":%s}", hl_jstr(a, rq->name)), NULL, err)) ==
-            ORR_OK)
-        s = hl_db_commit(c, err);
-    hl_db_put(hc->db, c);
-    if (s != ORR_OK)
-        return s;
-    Orrery__Halley__V1__Team *o = orr_arena_alloc(a, sizeof *o);
-    orrery__halley__v1__team__init(o);
-    o->id = hl_val_i64(r, 0, 0);
-    o->name = rq->name;
-    *resp = &o->base;
-    return ORR_OK;
-}
 
 /* Read a user and their teams; *hash (may be NULL) gets the stored hash. */
 static orr_status hl__read_user(hl_conn *c, orr_arena *a, const char *name,
@@ -123,7 +63,7 @@ static orr_status hl__read_user(hl_conn *c, orr_arena *a, const char *name,
     orrery__halley__v1__user__init(u);
     u->id = hl_val_i64(r, 0, 0);
     u->name = (char *)hl_val(r, 0, 1);
-    u->role = hl__role_enum(hl_val(r, 0, 2));
+    u->role = hl_pb_role(hl_val(r, 0, 2));
     u->active = hl_val_bool(r, 0, 3);
     int n = PQntuples(t);
     u->n_teams = (size_t)n;
@@ -401,158 +341,6 @@ out:
     return s;
 }
 
-static const char *const hl__secret_keys[] = {"password", "secret", "passwd", "token", NULL};
-
-HL_UNARY(hl_api_put_data_source)
-{
-    hl_ctx *hc = ctx;
-    const Orrery__Halley__V1__PutDataSourceRequest *rq = (const void *)req;
-    orr_arena *a = orr_rpc_call_arena(call);
-    if (!hl_is_name(rq->name, 128))
-        return orr_err_set(err, ORR_EINVAL, "name", "must be " ORR_NAME_RULE);
-    if (!hl_is_name(rq->kind, 64))
-        return orr_err_set(err, ORR_EINVAL, "kind", "is required (postgresql, mysql, ...)");
-    const char *params = rq->params_json[0] ? rq->params_json : "{}";
-    json_t *doc = NULL;
-    if (orr_json_parse(params, strlen(params), &doc, err) != ORR_OK) {
-        char m[sizeof err->msg];
-        snprintf(m, sizeof m, "%s", err->msg);
-        return orr_err_set(err, ORR_EINVAL, "params_json", "not valid JSON: %s", m);
-    }
-    orr_status s = ORR_OK;
-    if (!json_is_object(doc))
-        s = orr_err_set(err, ORR_EINVAL, "params_json", "must be a JSON object");
-    for (int i = 0; s == ORR_OK && hl__secret_keys[i]; i++)
-        if (json_object_get(doc, hl__secret_keys[i]))
-            s = orr_err_set(err, ORR_EINVAL,
-                            orr_arena_sprintf(a, "params_json.%s", hl__secret_keys[i]),
-                            "credentials go in secret, which is stored encrypted");
-    json_decref(doc);
-    if (s != ORR_OK)
-        return s;
-    if (strlen(rq->secret) > 65536)
-        return orr_err_set(err, ORR_EINVAL, "secret", "at most 64 KiB");
-    const char *hex = "";
-    if (rq->secret[0]) {
-        orr_buf sealed = ORR_BUF_INIT;
-        hl_secret_seal(hc->secret_key, rq->secret, strlen(rq->secret), &sealed);
-        char *h = orr_arena_alloc(a, sealed.len * 2 + 1);
-        static const char dig[] = "0123456789abcdef";
-        for (size_t i = 0; i < sealed.len; i++) {
-            h[2 * i] = dig[(unsigned char)sealed.data[i] >> 4];
-            h[2 * i + 1] = dig[(unsigned char)sealed.data[i] & 15];
-        }
-        h[sealed.len * 2] = 0;
-        hex = h;
-        orr_buf_free(&sealed);
-    }
-    hl_conn *c;
-    if ((s = hl_db_get(hc->db, &c, err)) != ORR_OK)
-        return s;
-    const char *p[4] = {rq->name, rq->kind, params, hex};
-    const char *pg[1] = {rq->name};
-    PGresult *r = NULL;
-    if ((s = hl_db_begin(c, err)) == ORR_OK &&
-        (s = hl_db_query(c, a, &q_put_ds, 4, p, NULL, err)) == ORR_OK &&
-        (s = hl_audit(c, a, rq->actor, "datasource.put",
-                      orr_arena_sprintf(a, "datasource:%s", rq->name),
-                      orr_arena_sprintf(a, "{\"secret_changed\":%s}", hex[0] ? "true" : "false"),
-                      err)) == ORR_OK &&
-        (s = hl_emit(c, a, "datasource.updated", 0, 0, NULL,
-                     orr_arena_sprintf(a, "{\"name\":%s}", hl_jstr(a, rq->name)), NULL, err)) ==
-            ORR_OK &&
-        (s = hl_db_commit(c, err)) == ORR_OK)
-        s = hl_db_query(c, a, &q_get_ds, 1, pg, &r, err);
-    hl_db_put(hc->db, c);
-    if (s != ORR_OK)
-        return s;
-    Orrery__Halley__V1__DataSource *o = orr_arena_alloc(a, sizeof *o);
-    orrery__halley__v1__data_source__init(o);
-    o->name = (char *)hl_val(r, 0, 0);
-    o->kind = (char *)hl_val(r, 0, 1);
-    o->params_json = (char *)hl_val(r, 0, 2);
-    o->has_secret = hl_val_bool(r, 0, 3);
-    o->updated_at_ms = hl_val_i64(r, 0, 4);
-    *resp = &o->base;
-    return ORR_OK;
-}
-
-HL_UNARY(hl_api_get_data_source)
-{
-    hl_ctx *hc = ctx;
-    const Orrery__Halley__V1__GetDataSourceRequest *rq = (const void *)req;
-    orr_arena *a = orr_rpc_call_arena(call);
-    if (!hl_is_name(rq->name, 128))
-        return orr_err_set(err, ORR_EINVAL, "name", "must be " ORR_NAME_RULE);
-    const char *p[1] = {rq->name};
-    PGresult *r;
-    orr_status s = hl_db_query_once(hc->db, a, &q_get_ds, 1, p, &r, err);
-    if (s != ORR_OK)
-        return s;
-    if (PQntuples(r) == 0)
-        return orr_err_set(err, ORR_ENOTFOUND, "name", "no such data source");
-    Orrery__Halley__V1__DataSource *o = orr_arena_alloc(a, sizeof *o);
-    orrery__halley__v1__data_source__init(o);
-    o->name = (char *)hl_val(r, 0, 0);
-    o->kind = (char *)hl_val(r, 0, 1);
-    o->params_json = (char *)hl_val(r, 0, 2);
-    o->has_secret = hl_val_bool(r, 0, 3);
-    o->updated_at_ms = hl_val_i64(r, 0, 4);
-    *resp = &o->base;
-    return ORR_OK;
-}
-
-HL_UNARY(hl_api_list_data_sources)
-{
-    hl_ctx *hc = ctx;
-    const Orrery__Halley__V1__ListDataSourcesRequest *rq = (const void *)req;
-    orr_arena *a = orr_rpc_call_arena(call);
-    if (rq->kind[0] && !hl_is_name(rq->kind, 64))
-        return orr_err_set(err, ORR_EINVAL, "kind", "1-64 characters of [A-Za-z0-9_.-]");
-    const char *p[1] = {rq->kind};
-    PGresult *r;
-    orr_status s = hl_db_query_once(hc->db, a, &q_list_ds, 1, p, &r, err);
-    if (s != ORR_OK)
-        return s;
-    Orrery__Halley__V1__ListDataSourcesResponse *o = orr_arena_alloc(a, sizeof *o);
-    orrery__halley__v1__list_data_sources_response__init(o);
-    size_t n = (size_t)PQntuples(r);
-    o->n_data_sources = n;
-    o->data_sources = orr_arena_alloc(a, sizeof *o->data_sources * (n ? n : 1));
-    for (size_t i = 0; i < n; i++) {
-        Orrery__Halley__V1__DataSource *d = orr_arena_alloc(a, sizeof *d);
-        orrery__halley__v1__data_source__init(d);
-        d->name = (char *)hl_val(r, (int)i, 0);
-        d->kind = (char *)hl_val(r, (int)i, 1);
-        d->params_json = (char *)hl_val(r, (int)i, 2);
-        d->has_secret = hl_val_bool(r, (int)i, 3);
-        d->updated_at_ms = hl_val_i64(r, (int)i, 4);
-        o->data_sources[i] = d;
-    }
-    *resp = &o->base;
-    return ORR_OK;
-}
-
-/* Team names are [A-Za-z0-9_.-], so a comma-joined list splits safely. */
-static void hl__split_teams(orr_arena *a, const char *joined, Orrery__Halley__V1__User *u)
-{
-    size_t n = 0;
-    for (const char *p = joined; *p; p++)
-        n += *p == ',';
-    n = joined[0] ? n + 1 : 0;
-    u->n_teams = n;
-    u->teams = orr_arena_alloc(a, sizeof *u->teams * (n ? n : 1));
-    char *copy = orr_arena_strdup(a, joined);
-    for (size_t i = 0; i < n; i++) {
-        u->teams[i] = copy;
-        char *comma = strchr(copy, ',');
-        if (comma) {
-            *comma = 0;
-            copy = comma + 1;
-        }
-    }
-}
-
 HL_UNARY(hl_api_list_users)
 {
     hl_ctx *hc = ctx;
@@ -590,89 +378,15 @@ HL_UNARY(hl_api_list_users)
         orrery__halley__v1__user__init(&us[i]);
         us[i].id = hl_val_i64(r, i, 0);
         us[i].name = (char *)hl_val(r, i, 1);
-        us[i].role = hl__role_enum(hl_val(r, i, 2));
+        us[i].role = hl_pb_role(hl_val(r, i, 2));
         us[i].active = hl_val_bool(r, i, 3);
-        hl__split_teams(a, hl_val(r, i, 4), &us[i]);
+        us[i].teams = hl_split_names(a, hl_val(r, i, 4), &us[i].n_teams);
         o->users[i] = &us[i];
     }
     if (n > size) {
         const char *last[1] = {hl_i64s(a, us[shown - 1].id)};
         o->next_page_token = (char *)hl_page_make(a, "users", "i", last);
     }
-    *resp = &o->base;
-    return ORR_OK;
-}
-
-HL_UNARY(hl_api_list_teams)
-{
-    hl_ctx *hc = ctx;
-    (void)req;
-    orr_arena *a = orr_rpc_call_arena(call);
-    PGresult *r;
-    orr_status s = hl_db_query_once(hc->db, a, &q_list_teams, 0, NULL, &r, err);
-    if (s != ORR_OK)
-        return s;
-    Orrery__Halley__V1__ListTeamsResponse *o = orr_arena_alloc(a, sizeof *o);
-    orrery__halley__v1__list_teams_response__init(o);
-    int n = PQntuples(r);
-    o->n_teams = (size_t)n;
-    o->teams = orr_arena_alloc(a, sizeof *o->teams * (size_t)(n ? n : 1));
-    Orrery__Halley__V1__Team *t = orr_arena_alloc(a, sizeof *t * (size_t)(n ? n : 1));
-    for (int i = 0; i < n; i++) {
-        orrery__halley__v1__team__init(&t[i]);
-        t[i].id = hl_val_i64(r, i, 0);
-        t[i].name = (char *)hl_val(r, i, 1);
-        o->teams[i] = &t[i];
-    }
-    *resp = &o->base;
-    return ORR_OK;
-}
-
-HL_UNARY(hl_api_get_data_source_secret)
-{
-    hl_ctx *hc = ctx;
-    const Orrery__Halley__V1__GetDataSourceSecretRequest *rq = (const void *)req;
-    orr_arena *a = orr_rpc_call_arena(call);
-    if (!hc->worker_token || !hc->worker_token[0])
-        return orr_err_set(err, ORR_EPERM, "authorization",
-                           "reading secrets is disabled ([halley] worker_token is unset)");
-    if (!hl_secret_token_equal(orr_rpc_call_bearer(call), hc->worker_token))
-        return orr_err_set(err, ORR_EPERM, "authorization", "needs the worker token");
-    if (!hl_is_name(rq->name, 128))
-        return orr_err_set(err, ORR_EINVAL, "name", "must be " ORR_NAME_RULE);
-    const char *p[1] = {rq->name};
-    PGresult *r;
-    orr_status s = hl_db_query_once(hc->db, a, &q_get_ds_secret, 1, p, &r, err);
-    if (s != ORR_OK)
-        return s;
-    if (PQntuples(r) == 0)
-        return orr_err_set(err, ORR_ENOTFOUND, "name", "no such data source");
-    Orrery__Halley__V1__DataSourceSecret *o = orr_arena_alloc(a, sizeof *o);
-    orrery__halley__v1__data_source_secret__init(o);
-    o->name = (char *)hl_val(r, 0, 0);
-    o->kind = (char *)hl_val(r, 0, 1);
-    o->params_json = (char *)hl_val(r, 0, 2);
-    const char *hex = hl_val(r, 0, 3);
-    size_t hlen = strlen(hex);
-    if (hlen == 0) {
-        *resp = &o->base;
-        return ORR_OK;
-    }
-    unsigned char *sealed = orr_arena_alloc(a, hlen / 2 + 1);
-    for (size_t i = 0; i + 1 < hlen; i += 2) {
-        char byte[3] = {hex[i], hex[i + 1], 0};
-        sealed[i / 2] = (unsigned char)strtoul(byte, NULL, 16);
-    }
-    orr_buf plain = ORR_BUF_INIT;
-    s = hl_secret_open(hc->secret_key, sealed, hlen / 2, &plain, err);
-    if (s == ORR_OK)
-        o->secret = orr_arena_strdup(a, orr_buf_cstr(&plain));
-    if (plain.data)
-        sodium_memzero(plain.data, plain.cap);
-    orr_buf_free(&plain);
-    if (s != ORR_OK)
-        return orr_err_set(err, ORR_EINTERNAL, "name",
-                           "stored secret does not open with this secret_key");
     *resp = &o->base;
     return ORR_OK;
 }

@@ -1,0 +1,75 @@
+/*
+ * hl_api_teams.c - teams: CreateTeam and ListTeams.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hl_api.h"
+#include "orr_name.h"
+#include "orr_log.h"
+
+static hl_stmt q_insert_team = HL_STMT("INSERT INTO teams (name) VALUES ($1) RETURNING id");
+
+static hl_stmt q_list_teams = HL_STMT("SELECT id, name FROM teams ORDER BY name");
+
+HL_UNARY(hl_api_create_team)
+{
+    hl_ctx *hc = ctx;
+    const Orrery__Halley__V1__CreateTeamRequest *rq = (const void *)req;
+    orr_arena *a = orr_rpc_call_arena(call);
+    if (!hl_is_name(rq->name, 128))
+        return orr_err_set(err, ORR_EINVAL, "name", "must be " ORR_NAME_RULE);
+    hl_conn *c;
+    orr_status s = hl_db_get(hc->db, &c, err);
+    if (s != ORR_OK)
+        return s;
+    const char *p[1] = {rq->name};
+    PGresult *r = NULL;
+    if ((s = hl_db_begin(c, err)) == ORR_OK) {
+        s = hl_db_query(c, a, &q_insert_team, 1, p, &r, err);
+        if (s == ORR_EEXIST)
+            s = orr_err_set(err, ORR_EEXIST, "name", "a team named \"%s\" exists", rq->name);
+    }
+    if (s == ORR_OK &&
+        (s = hl_audit(c, a, rq->actor, "team.create", orr_arena_sprintf(a, "team:%s", rq->name),
+                      NULL, err)) == ORR_OK &&
+        (s = hl_emit(c, a, "team.created", 0, 0, NULL,
+                     orr_arena_sprintf(a, "{\"name\":%s}", hl_jstr(a, rq->name)), NULL, err)) ==
+            ORR_OK)
+        s = hl_db_commit(c, err);
+    hl_db_put(hc->db, c);
+    if (s != ORR_OK)
+        return s;
+    Orrery__Halley__V1__Team *o = orr_arena_alloc(a, sizeof *o);
+    orrery__halley__v1__team__init(o);
+    o->id = hl_val_i64(r, 0, 0);
+    o->name = rq->name;
+    *resp = &o->base;
+    return ORR_OK;
+}
+
+HL_UNARY(hl_api_list_teams)
+{
+    hl_ctx *hc = ctx;
+    (void)req;
+    orr_arena *a = orr_rpc_call_arena(call);
+    PGresult *r;
+    orr_status s = hl_db_query_once(hc->db, a, &q_list_teams, 0, NULL, &r, err);
+    if (s != ORR_OK)
+        return s;
+    Orrery__Halley__V1__ListTeamsResponse *o = orr_arena_alloc(a, sizeof *o);
+    orrery__halley__v1__list_teams_response__init(o);
+    int n = PQntuples(r);
+    o->n_teams = (size_t)n;
+    o->teams = orr_arena_alloc(a, sizeof *o->teams * (size_t)(n ? n : 1));
+    Orrery__Halley__V1__Team *t = orr_arena_alloc(a, sizeof *t * (size_t)(n ? n : 1));
+    for (int i = 0; i < n; i++) {
+        orrery__halley__v1__team__init(&t[i]);
+        t[i].id = hl_val_i64(r, i, 0);
+        t[i].name = (char *)hl_val(r, i, 1);
+        o->teams[i] = &t[i];
+    }
+    *resp = &o->base;
+    return ORR_OK;
+}
