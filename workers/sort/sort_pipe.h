@@ -1,16 +1,20 @@
 /*
  * sort_pipe.h - one stream's pipeline in one process:
  *
- *   source --batch--> parse + route (this thread) --packs--> writers (threads)
- *                                                          --landings--> checker
+ *   source --batch--> parse + route (this thread) --> sinks (sinks/sort_sink.h)
+ *                                                     postgres, handoff, files:
+ *                      files: --packs--> writers (threads) --landings--> checker
  *
  * The pipeline thread reads a batch from the source, parses each record with
- * the stream's format, finds its unit, drops replayed records (landed by an
- * earlier run or already routed), and appends the rest to a pack per writer (unit ->
- * writer by hash; a hot unit's records spread over its split factor by
- * offset). After each batch every writer gets a stamped pack. Between
- * batches it commits source offsets (the minimum safe position over the
- * writers: nothing is committed before it has landed), and runs the checker
+ * the stream's format, finds its unit and hands it to every open sink that
+ * does not hold it yet (a record every sink holds from an earlier run is
+ * dropped as a replay). The pipeline knows the sinks only through their ops.
+ * The files sink appends each record to a pack per writer (unit -> writer by
+ * hash; a hot unit's records spread over its split factor by offset) and
+ * drops records landed by an earlier run or already routed; after each
+ * batch every writer gets a stamped pack. Between batches the pipeline
+ * commits source offsets (the minimum safe position over the sinks: nothing
+ * is committed before it has landed), and the files sink runs the checker
  * (closed buckets -> roll control pack to every writer -> when all have
  * acknowledged, write _CHECK for closed units, empty ones included).
  *

@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "orr_log.h"
+#include "sort_sink.h"
 
 typedef struct pg_row {
     uint32_t partition;
@@ -31,6 +32,7 @@ struct sort_sink_pg {
     sort_off pos[SORT_MAX_PARTITIONS];
     uint8_t dirty[SORT_MAX_PARTITIONS];
     uint64_t n_rows, n_refused, n_batches;
+    sort_sink_env *env; /* set when opened through sort_sink_pg_ops */
 };
 
 static int64_t pg_now_ms(void)
@@ -584,3 +586,106 @@ void sort_sink_pg_close(sort_sink_pg *k)
     free(k->rows);
     free(k);
 }
+
+/* ---- the sink's ops (sort_sink.h) -------------------------------------- */
+
+static int pg__wanted(const sort_spec *spec)
+{
+    return spec->sinks.pg;
+}
+
+static orr_status pg__open(sort_sink_env *env, void **state, orr_err *err)
+{
+    sort_sink_pg *k = NULL;
+    orr_status rc = sort_sink_pg_open(env->spec, &k, err);
+    if (rc != ORR_OK)
+        return rc;
+    k->env = env;
+    *state = k;
+    return ORR_OK;
+}
+
+static void pg__advance(void *state, uint32_t partition, sort_off next)
+{
+    sort_sink_pg_advance(state, partition, next);
+}
+
+static int pg__has(void *state, uint32_t partition, sort_off off)
+{
+    return sort_sink_pg_skip(state, partition, off);
+}
+
+/* Commit the batch when due (or forced). */
+static orr_status pg__tick(void *state, int force, orr_err *err)
+{
+    sort_sink_pg *k = state;
+    if (!force && !sort_sink_pg_due(k, pg_now_ms()))
+        return ORR_OK;
+    return sort_sink_pg_flush(k, k->env->rej, err);
+}
+
+static orr_status pg__add(void *state, const sort_sink_rec *r, orr_err *err)
+{
+    sort_sink_pg *k = state;
+    const sort_spec *s = k->env->spec;
+    /* A value PostgreSQL cannot hold is a reject of this sink only. */
+    if (sort_sink_pg_add(k, r->partition, r->off, r->vals, r->rec, r->len) != 0)
+        sort_reject_add(k->env->rej, r->partition, r->off, SORT_REJ_DB_REFUSED, r->rec, r->len);
+    else if (!s->sinks.files && !s->sinks.handoff)
+        k->env->st->records_out++;
+    if (sort_sink_pg_due(k, 0)) /* the batch is full */
+        return pg__tick(k, 1, err);
+    return ORR_OK;
+}
+
+static int pg__safe(void *state, uint32_t partition, sort_off *out)
+{
+    return sort_sink_pg_safe(state, partition, out);
+}
+
+static orr_status pg__barrier(void *state, orr_err *err)
+{
+    sort_sink_pg *k = state;
+    return k->env->failed ? ORR_OK : pg__tick(k, 1, err);
+}
+
+static orr_status pg__reload(void *state, const uint32_t *parts, size_t n, orr_err *err)
+{
+    return n > 0 ? sort_sink_pg_reload(state, parts, n, err) : ORR_OK;
+}
+
+/* With PostgreSQL the only sink, its position is where the partition
+ * resumes: the records below are in the table already. */
+static int pg__resume(void *state, uint32_t partition, sort_off *at, int *only)
+{
+    sort_sink_pg *k = state;
+    *only = !k->env->spec->sinks.files && !k->env->spec->sinks.handoff;
+    return sort_sink_pg_safe(k, partition, at);
+}
+
+static void pg__stats(void *state, sort_pipe_stats *st)
+{
+    sort_sink_pg_counts(state, &st->pg_rows, &st->pg_refused, &st->pg_batches);
+}
+
+static void pg__close(void *state)
+{
+    sort_sink_pg_close(state);
+}
+
+const sort_sink_ops sort_sink_pg_ops = {
+    .name = "postgres",
+    .wanted = pg__wanted,
+    .open = pg__open,
+    .advance = pg__advance,
+    .has = pg__has,
+    .add = pg__add,
+    .tick = pg__tick,
+    .safe = pg__safe,
+    .barrier = pg__barrier,
+    .reload = pg__reload,
+    .resume = pg__resume,
+    .stop = pg__barrier,
+    .stats = pg__stats,
+    .close = pg__close,
+};

@@ -9,9 +9,11 @@
 #include <string.h>
 #include <time.h>
 
+#include "orr_alloc.h"
 #include "orr_buf.h"
 #include "orr_log.h"
 #include "orr_pack.h"
+#include "sort_sink.h"
 #include "sort_unit.h"
 
 #define HO_WAIT_MS 20
@@ -439,3 +441,105 @@ void sort_handoff_close(sort_handoff *h)
     orr_buf_free(&h->enc);
     free(h);
 }
+
+/* ---- the sink's ops (sort_sink.h) -------------------------------------- */
+
+typedef struct ho_sink {
+    sort_handoff *h;
+    sort_sink_env *env;
+} ho_sink;
+
+static int ho__wanted(const sort_spec *spec)
+{
+    return spec->sinks.handoff;
+}
+
+static orr_status ho__open(sort_sink_env *env, void **state, orr_err *err)
+{
+    ho_sink *k = orr_xcalloc(1, sizeof *k);
+    k->env = env;
+    orr_status rc =
+        sort_handoff_open(env->spec, env->cfg->redis_addr, env->src, env->cfg->stop, &k->h, err);
+    if (rc != ORR_OK) {
+        free(k);
+        return rc;
+    }
+    *state = k;
+    return ORR_OK;
+}
+
+static void ho__advance(void *state, uint32_t partition, sort_off next)
+{
+    ho_sink *k = state;
+    sort_handoff_advance(k->h, partition, next);
+}
+
+/* Send the packs when due (or forced). Stopping while the write stages are
+ * behind is no failure: the source replays the rest next run. */
+static orr_status ho__tick(void *state, int force, orr_err *err)
+{
+    ho_sink *k = state;
+    if (!force && !sort_handoff_due(k->h, ho_now_ms()))
+        return ORR_OK;
+    orr_status rc = sort_handoff_flush(k->h, err);
+    return rc == ORR_ECANCELLED ? ORR_OK : rc;
+}
+
+static orr_status ho__add(void *state, const sort_sink_rec *r, orr_err *err)
+{
+    ho_sink *k = state;
+    orr_status rc =
+        sort_handoff_add(k->h, r->route->iface, r->route->iface_len, r->route->bucket_start,
+                         r->partition, r->off, r->rec, r->len, err);
+    if (rc != ORR_OK)
+        return rc; /* ORR_ECANCELLED: stopping while the write stages are behind */
+    k->env->st->records_out++;
+    if (sort_handoff_due(k->h, 0)) /* the buffer is full */
+        return ho__tick(k, 1, err);
+    return ORR_OK;
+}
+
+static int ho__safe(void *state, uint32_t partition, sort_off *out)
+{
+    ho_sink *k = state;
+    return sort_handoff_safe(k->h, partition, out);
+}
+
+static orr_status ho__barrier(void *state, orr_err *err)
+{
+    ho_sink *k = state;
+    return k->env->failed ? ORR_OK : ho__tick(k, 1, err);
+}
+
+static void ho__stats(void *state, sort_pipe_stats *st)
+{
+    ho_sink *k = state;
+    sort_handoff_counts hc;
+    sort_handoff_get_counts(k->h, &hc);
+    st->ho_packs = hc.packs;
+    st->ho_bytes = hc.bytes;
+    st->ho_waits = hc.waits;
+}
+
+static void ho__close(void *state)
+{
+    ho_sink *k = state;
+    if (!k)
+        return;
+    sort_handoff_close(k->h);
+    free(k);
+}
+
+const sort_sink_ops sort_sink_handoff_ops = {
+    .name = "handoff",
+    .wanted = ho__wanted,
+    .open = ho__open,
+    .advance = ho__advance,
+    .add = ho__add,
+    .tick = ho__tick,
+    .safe = ho__safe,
+    .barrier = ho__barrier,
+    .stop = ho__barrier,
+    .stats = ho__stats,
+    .close = ho__close,
+};

@@ -1,0 +1,568 @@
+/*
+ * sort_sink_files.c - the files sink: routed records become lzop unit files
+ * in the blob store, each closed bucket gets its _CHECK (see sort_pipe.h for
+ * the whole picture, sort_writer.h for the writer threads).
+ *
+ *   add --packs--> writers (threads) --landings--> units --> checker
+ *
+ * A record goes to the pack of one writer (unit -> writer by hash; a hot
+ * unit's records spread over its split factor by offset); a replayed record
+ * (landed by an earlier run or routed already in this one) is dropped. After
+ * each batch every writer gets a stamped pack, so its safe position follows
+ * the batch ends; the safe position of the sink is the minimum over the
+ * writers and over the batches still in their queues. The checker sends a
+ * roll control pack to every writer when buckets close and, once all have
+ * acknowledged it, writes the _CHECKs of the closed units (empty ones too).
+ *
+ * The sink is open in every run, files or not: its writers carry the batch
+ * ends that the commit waits for. With "files": false it lands nothing
+ * (has() says it holds every record) and writes no _CHECK.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "orr_blob.h"
+#include "orr_alloc.h"
+#include "orr_log.h"
+#include "sort_check.h"
+#include "sort_chan.h"
+#include "sort_sink.h"
+#include "sort_unit.h"
+#include "sort_writer.h"
+
+#define FILES_EMPTY_UNIT_CAP 100000 /* empty units created per check round, at most */
+#define FILES_WAIT_MS        100    /* a pool wait, between housekeeping rounds */
+
+typedef struct files_bmin {
+    uint64_t batch;
+    sort_off min[SORT_MAX_PARTITIONS];
+    uint8_t has[SORT_MAX_PARTITIONS];
+} files_bmin;
+
+typedef struct files_sink {
+    sort_sink_env *env;
+    const sort_spec *spec;
+    orr_blob *blob;
+    sort_units units;
+    sort_writer *w;
+    int nw;     /* writers started */
+    int joined; /* stopped: the writers are joined */
+    sort_queue pool;
+    sort_pack **cur; /* pack being filled, per writer */
+    sort_landings landings;
+    const sort_check_sink *sink;
+    /* Batches still in the writers' queues: the lowest offset routed per
+     * partition (a ring indexed by batch number; at most npool batches are
+     * in flight, one pooled pack per writer each). */
+    files_bmin *bmin;
+    size_t nbmin;
+    uint64_t batch_seq; /* the batch being routed */
+
+    int64_t closed_upto; /* buckets ending at or before this (s) are closed */
+    int64_t max_data_ms;
+    int has_data;
+    int64_t start_bucket;
+    int64_t empty_lo, empty_hi; /* bucket range already given empty units */
+    uint64_t ctl_seq, ctl_pending;
+    int late_pending;
+    int64_t last_ctl_ms;
+} files_sink;
+
+static int64_t files_mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* ---- landings, writers, checks --------------------------------------- */
+
+static void files_drain_landings(files_sink *f)
+{
+    sort_landing *v = NULL;
+    size_t n = sort_landings_take(&f->landings, &v);
+    for (size_t i = 0; i < n; i++)
+        sort_unit_add_file(&f->units, v[i].unit, v[i].name, v[i].count, v[i].bytes);
+    free(v);
+}
+
+/* ORR_OK, or the error of the first writer that failed. */
+static orr_status files_check_writers(files_sink *f, orr_err *err)
+{
+    for (int i = 0; i < f->nw; i++)
+        if (sort_writer_failed(&f->w[i], err))
+            return err->code != ORR_OK ? err->code : ORR_EIO;
+    return ORR_OK;
+}
+
+/* Closed-bucket boundary now: buckets ending at or before it are closed. */
+static int64_t files_boundary(files_sink *f)
+{
+    const sort_spec *s = f->spec;
+    int64_t t_ms;
+    if (s->check.clock == SORT_CLOCK_DATA) {
+        if (f->env->eof)
+            return INT64_MAX;
+        if (!f->has_data)
+            return INT64_MIN;
+        t_ms = f->max_data_ms - s->check.grace_ms;
+    } else {
+        t_ms = (int64_t)time(NULL) * 1000 - s->check.grace_ms;
+    }
+    return sort_bucket_start(t_ms, s->bucket, s->tz);
+}
+
+static void files_send_ctl(files_sink *f, sort_pack_kind kind, int64_t before)
+{
+    f->ctl_seq++;
+    for (int i = 0; i < f->nw; i++) {
+        sort_pack *c = calloc(1, sizeof *c);
+        if (!c)
+            abort();
+        c->kind = kind;
+        c->roll_before = before;
+        c->seq = f->ctl_seq;
+        sort_queue_push(&f->w[i].in, c);
+    }
+}
+
+/* Give every declared interface a unit in each closed bucket we cover. */
+static void files_empty_units(files_sink *f, int64_t upto)
+{
+    const sort_spec *s = f->spec;
+    int64_t lo = f->units.min_bucket;
+    if (s->check.clock == SORT_CLOCK_WALL && f->start_bucket < lo)
+        lo = f->start_bucket;
+    if (lo == INT64_MAX || s->ninterfaces == 0)
+        return;
+    if (upto == INT64_MAX) {
+        int64_t hi = INT64_MIN;
+        for (size_t i = 0; i < f->units.n; i++)
+            if (f->units.all[i]->bucket_end > hi)
+                hi = f->units.all[i]->bucket_end;
+        upto = hi;
+    }
+    size_t made = 0;
+    for (int64_t b = lo;
+         sort_bucket_end(b, s->bucket, s->tz) <= upto && made < FILES_EMPTY_UNIT_CAP;
+         b = sort_bucket_next(b, s->bucket, s->tz)) {
+        if (f->empty_hi > f->empty_lo && b >= f->empty_lo && b < f->empty_hi)
+            continue; /* done in an earlier round */
+        for (size_t i = 0; i < s->ninterfaces; i++) {
+            size_t len = strlen(s->interfaces[i]);
+            if (!sort_units_owns(&f->units, sort_unit_hash(s->interfaces[i], len, b)))
+                continue; /* another write stage's */
+            sort_units_get(&f->units, s->interfaces[i], len, b);
+            made++;
+        }
+    }
+    if (f->empty_hi <= f->empty_lo || lo < f->empty_lo)
+        f->empty_lo = lo;
+    if (upto > f->empty_hi)
+        f->empty_hi = upto;
+}
+
+static void files_write_checks(files_sink *f)
+{
+    files_drain_landings(f);
+    files_empty_units(f, f->closed_upto);
+    sort_unit **due = NULL;
+    size_t n = 0, cap = 0;
+    for (size_t i = 0; i < f->units.n; i++) {
+        sort_unit *u = f->units.all[i];
+        if (u->bucket_end > f->closed_upto || !sort_check_stale(u))
+            continue;
+        if (n == cap) {
+            cap = cap ? cap * 2 : 64;
+            sort_unit **nd = realloc(due, cap * sizeof *nd);
+            if (!nd)
+                abort();
+            due = nd;
+        }
+        due[n++] = u;
+    }
+    /* One store batch per round: one sync per step for every _CHECK. */
+    size_t written = 0;
+    orr_err err;
+    orr_err_clear(&err);
+    if (n > 0 && sort_check_write_many(f->blob, f->spec, due, n, &written, &err) != ORR_OK) {
+        char b[600];
+        ORR_WARN("_CHECK write failed; will retry", "stream=%s due=%zu written=%zu error=%s",
+                 f->spec->name, n, written, orr_log_q(orr_err_str(&err, b, sizeof b)));
+    }
+    for (size_t i = 0; i < written; i++) {
+        f->env->st->checks_written++;
+        if (f->sink && f->sink->reconciled)
+            f->sink->reconciled(f->sink->ctx, f->spec, due[i]);
+    }
+    free(due);
+}
+
+static void files_checker(files_sink *f, int64_t now)
+{
+    if (!f->spec->check.enabled || !f->spec->sinks.files)
+        return; /* _CHECK lists unit files: only who lands them writes it */
+    if (f->ctl_pending) {
+        for (int i = 0; i < f->nw; i++)
+            if (sort_writer_acked(&f->w[i]) < f->ctl_pending)
+                return;
+        f->ctl_pending = 0;
+        files_write_checks(f);
+    }
+    int64_t b = files_boundary(f);
+    if (b == INT64_MIN)
+        return;
+    if (b > f->closed_upto || (f->late_pending && now - f->last_ctl_ms >= 1000)) {
+        if (b > f->closed_upto)
+            f->closed_upto = b;
+        f->late_pending = 0;
+        f->last_ctl_ms = now;
+        files_send_ctl(f, SORT_PACK_ROLL, f->closed_upto);
+        f->ctl_pending = f->ctl_seq;
+    }
+}
+
+/* ---- routing ---------------------------------------------------------- */
+
+static sort_pack *files_pack(files_sink *f, int wi)
+{
+    while (!f->cur[wi]) {
+        sort_pack *k = sort_queue_pop(&f->pool, 0);
+        if (!k) {
+            f->env->st->pool_waits++;
+            k = sort_queue_pop(&f->pool, FILES_WAIT_MS);
+            f->env->idle(f->env->pipe);
+        }
+        f->cur[wi] = k;
+    }
+    return f->cur[wi];
+}
+
+static void files_send(files_sink *f, int wi)
+{
+    sort_pack *k = f->cur[wi];
+    f->cur[wi] = NULL;
+    k->kind = SORT_PACK_DATA;
+    sort_queue_push(&f->w[wi].in, k);
+}
+
+static uint32_t files_split_of(sort_off off, uint32_t k)
+{
+    if (k <= 1)
+        return 0;
+    uint64_t h = off.hi * 0x9E3779B97F4A7C15ULL ^ off.lo;
+    h ^= h >> 31;
+    h *= 0xbf58476d1ce4e5b9ULL;
+    h ^= h >> 29;
+    return (uint32_t)(h % k);
+}
+
+/* The whole batch counts as in flight from the start: a commit made while
+ * it is routed (a pool wait) must stay below its records. */
+static void files_batch_begin(void *state, uint64_t seq, const sort_batch *b)
+{
+    files_sink *f = state;
+    files_bmin *bm = &f->bmin[seq % f->nbmin];
+    f->batch_seq = seq;
+    bm->batch = seq;
+    memset(bm->has, 0, sizeof bm->has);
+    for (size_t i = 0; i < b->n; i++) {
+        const sort_entry *e = &b->e[i];
+        if (e->partition < SORT_MAX_PARTITIONS &&
+            (!bm->has[e->partition] || sort_off_cmp(e->off, bm->min[e->partition]) < 0)) {
+            bm->min[e->partition] = e->off;
+            bm->has[e->partition] = 1;
+        }
+    }
+}
+
+static int files_has(void *state, uint32_t partition, sort_off off)
+{
+    files_sink *f = state;
+    (void)partition;
+    (void)off;
+    return !f->spec->sinks.files; /* lands nothing: needs nothing */
+}
+
+static orr_status files_add(void *state, const sort_sink_rec *r, orr_err *err)
+{
+    files_sink *f = state;
+    const sort_spec *s = f->spec;
+    sort_pipe_stats *st = f->env->st;
+    (void)err;
+    sort_unit *u =
+        sort_units_get(&f->units, r->route->iface, r->route->iface_len, r->route->bucket_start);
+    uint32_t split = files_split_of(r->off, u->split);
+    /* The data clock counts replayed records too: after a crash the
+     * buckets they close must still get their _CHECK. */
+    if (!f->has_data || r->route->time_ms > f->max_data_ms) {
+        f->max_data_ms = r->route->time_ms;
+        f->has_data = 1;
+    }
+    if (!sort_unit_accept(&f->units, u, split, r->partition, r->off)) {
+        st->replay_dropped++; /* landed by an earlier run or routed already */
+        return ORR_OK;
+    }
+    if (u->bucket_end <= f->closed_upto) {
+        if (s->check.late == SORT_LATE_DROP) {
+            sort_reject_add(f->env->rej, r->partition, r->off, SORT_REJ_LATE, r->rec, r->len);
+            return ORR_OK;
+        }
+        u->late++;
+        st->late++;
+        f->late_pending = 1;
+    }
+    int wi = (int)((u->hash + split) % (uint64_t)f->nw);
+    sort_pack *k = files_pack(f, wi);
+    sort_pack_add(k, u, split, r->partition, r->off, r->rec, r->len);
+    st->records_out++;
+    if (k->data.len >= f->env->cfg->pack_bytes)
+        files_send(f, wi);
+    return ORR_OK;
+}
+
+/* Every writer learns how far this batch went, records or not. */
+static void files_batch_end(void *state, uint64_t seq, const sort_off *ends, const uint8_t *has_end)
+{
+    files_sink *f = state;
+    for (int wi = 0; wi < f->nw; wi++) {
+        sort_pack *k = files_pack(f, wi);
+        for (uint32_t part = 0; part < SORT_MAX_PARTITIONS; part++)
+            if (has_end[part])
+                sort_pack_stamp(k, part, ends[part]);
+        k->batch = seq;
+        files_send(f, wi);
+    }
+}
+
+static orr_status files_tick(void *state, int force, orr_err *err)
+{
+    files_sink *f = state;
+    (void)force;
+    orr_status rc = files_check_writers(f, err);
+    files_drain_landings(f);
+    files_checker(f, files_mono_ms());
+    return rc;
+}
+
+static int files_safe(void *state, uint32_t part, sort_off *out)
+{
+    files_sink *f = state;
+    if (f->nw == 0)
+        return 0;
+    sort_off lo = {0, 0};
+    for (int i = 0; i < f->nw; i++) {
+        sort_off s;
+        if (!sort_writer_safe(&f->w[i], part, &s))
+            return 0;
+        if (i == 0 || sort_off_cmp(s, lo) < 0)
+            lo = s;
+    }
+    /* Records of batches some writer has not appended yet: with a packs
+     * source they may lie below what the writers already passed. */
+    uint64_t done = UINT64_MAX;
+    for (int i = 0; i < f->nw; i++) {
+        uint64_t d = sort_writer_done_batch(&f->w[i]);
+        if (d < done)
+            done = d;
+    }
+    if (f->batch_seq - done >= f->nbmin)
+        return 0; /* cannot happen (the pool bounds batches in flight) */
+    for (uint64_t b = done + 1; b <= f->batch_seq; b++) {
+        const files_bmin *m = &f->bmin[b % f->nbmin];
+        if (m->batch == b && m->has[part] && sort_off_cmp(m->min[part], lo) < 0)
+            lo = m->min[part];
+    }
+    *out = lo;
+    return 1;
+}
+
+/* Wait until every writer has taken control pack seq. ORR_OK, or the error
+ * of a failed writer (a failed writer takes nothing more). */
+static orr_status files_wait_acked(files_sink *f, uint64_t seq, orr_err *err)
+{
+    for (;;) {
+        int behind = 0;
+        orr_status rc = files_check_writers(f, err);
+        if (rc != ORR_OK)
+            return rc;
+        for (int i = 0; i < f->nw; i++)
+            if (sort_writer_acked(&f->w[i]) < seq)
+                behind = 1;
+        if (!behind)
+            return ORR_OK;
+        struct timespec ts = {0, 2000000L};
+        nanosleep(&ts, NULL);
+        files_drain_landings(f);
+    }
+}
+
+static orr_status files_barrier(void *state, orr_err *err)
+{
+    files_sink *f = state;
+    orr_status rc = ORR_OK;
+    for (int i = 0; i < f->nw; i++)
+        if (f->cur[i])
+            files_send(f, i);
+    if (!f->env->failed) {
+        /* Kind ROLL before INT64_MIN rolls nothing: a barrier every writer
+         * acknowledges after publishing its positions. */
+        files_send_ctl(f, SORT_PACK_ROLL, INT64_MIN);
+        rc = files_wait_acked(f, f->ctl_seq, err);
+    }
+    files_drain_landings(f);
+    return rc;
+}
+
+/* Writers roll and land everything, then stop. */
+static orr_status files_stop(void *state, orr_err *err)
+{
+    files_sink *f = state;
+    for (int i = 0; i < f->nw; i++)
+        if (f->cur[i])
+            files_send(f, i);
+    files_send_ctl(f, SORT_PACK_STOP, INT64_MAX);
+    for (int i = 0; i < f->nw; i++)
+        sort_writer_join(&f->w[i]);
+    f->joined = 1;
+    orr_status rc = files_check_writers(f, err);
+    files_drain_landings(f);
+    return rc;
+}
+
+static void files_finish(void *state)
+{
+    files_sink *f = state;
+    if (!f->spec->check.enabled)
+        return;
+    int64_t b = files_boundary(f);
+    if (b > f->closed_upto)
+        f->closed_upto = b;
+    if (f->closed_upto != INT64_MIN)
+        files_write_checks(f);
+}
+
+static void files_stats(void *state, sort_pipe_stats *st)
+{
+    files_sink *f = state;
+    memset(&st->w, 0, sizeof st->w);
+    for (int i = 0; i < f->nw; i++) {
+        sort_writer_stats ws;
+        sort_writer_get_stats(&f->w[i], &ws);
+        st->w.records += ws.records;
+        st->w.bytes_raw += ws.bytes_raw;
+        st->w.bytes_lzo += ws.bytes_lzo;
+        st->w.files += ws.files;
+        st->w.rolls_size += ws.rolls_size;
+        st->w.rolls_age += ws.rolls_age;
+        st->w.rolls_lru += ws.rolls_lru;
+        st->w.rolls_close += ws.rolls_close;
+        st->w.open_units += ws.open_units;
+    }
+    st->units = f->units.n;
+}
+
+static void files_close(void *state)
+{
+    files_sink *f = state;
+    if (!f)
+        return;
+    if (f->nw > 0 && !f->joined) { /* never stopped (a failed open) */
+        files_send_ctl(f, SORT_PACK_STOP, INT64_MAX);
+        for (int i = 0; i < f->nw; i++)
+            sort_writer_join(&f->w[i]);
+    }
+    sort_pack *k;
+    while ((k = sort_queue_pop(&f->pool, 0)) != NULL) {
+        orr_buf_free(&k->data);
+        free(k);
+    }
+    sort_queue_destroy(&f->pool);
+    sort_landings_destroy(&f->landings);
+    orr_blob_close(f->blob);
+    sort_units_free(&f->units);
+    free(f->bmin);
+    free(f->w);
+    free(f->cur);
+    free(f);
+}
+
+static int files_wanted(const sort_spec *spec)
+{
+    (void)spec;
+    return 1; /* its writers carry the batch ends of every run */
+}
+
+static orr_status files_open(sort_sink_env *env, void **state, orr_err *err)
+{
+    const sort_pipe_cfg *cfg = env->cfg;
+    files_sink *f = calloc(1, sizeof *f);
+    if (!f)
+        abort();
+    f->env = env;
+    f->spec = env->spec;
+    f->sink = cfg->sink ? cfg->sink : &sort_check_log_sink;
+    f->closed_upto = INT64_MIN;
+    sort_units_init(&f->units, f->spec);
+    sort_landings_init(&f->landings);
+    sort_queue_init(&f->pool);
+    f->w = calloc((size_t)env->writers, sizeof *f->w);
+    f->cur = calloc((size_t)env->writers, sizeof *f->cur);
+    f->nbmin = (size_t)env->packs + 2;
+    f->bmin = calloc(f->nbmin, sizeof *f->bmin);
+    if (!f->w || !f->cur || !f->bmin)
+        abort();
+    f->start_bucket = sort_bucket_start((int64_t)time(NULL) * 1000, f->spec->bucket, f->spec->tz);
+
+    orr_status rc = orr_blob_open(cfg->blob_url, &f->blob, err);
+    if (rc != ORR_OK)
+        goto fail;
+    /* Only who lands unit files reads them back (and sweeps leftovers). */
+    rc = f->spec->sinks.files ? sort_units_load(&f->units, f->blob, err) : ORR_OK;
+    if (rc != ORR_OK)
+        goto fail;
+    /* Buckets reconciled by an earlier run stay closed: later records are late. */
+    for (size_t i = 0; i < f->units.n; i++)
+        if (f->units.all[i]->check_version > 0 && f->units.all[i]->bucket_end > f->closed_upto)
+            f->closed_upto = f->units.all[i]->bucket_end;
+    for (int i = 0; i < env->packs; i++) {
+        sort_pack *k = calloc(1, sizeof *k);
+        if (!k)
+            abort();
+        k->pooled = 1;
+        sort_queue_push(&f->pool, k);
+    }
+    size_t per_writer = cfg->max_open_units / (size_t)env->writers;
+    uint32_t bsize = sort_pipe_block_size(cfg);
+    for (; f->nw < env->writers; f->nw++) {
+        rc = sort_writer_start(&f->w[f->nw], f->nw, f->spec, env->fmt, f->blob, env->work,
+                               per_writer ? per_writer : 1, bsize, &f->pool, &f->landings, err);
+        if (rc != ORR_OK)
+            goto fail;
+    }
+    *state = f;
+    return ORR_OK;
+fail:
+    files_close(f);
+    return rc;
+}
+
+const sort_sink_ops sort_sink_files_ops = {
+    .name = "files",
+    .wanted = files_wanted,
+    .open = files_open,
+    .batch_begin = files_batch_begin,
+    .has = files_has,
+    .add = files_add,
+    .batch_end = files_batch_end,
+    .tick = files_tick,
+    .safe = files_safe,
+    .barrier = files_barrier,
+    .stop = files_stop,
+    .finish = files_finish,
+    .stats = files_stats,
+    .close = files_close,
+};
