@@ -1,10 +1,12 @@
 // vite.config.ts - builds the Orrery UI into static/app (served by galaxyd at
 // /app/). The task spec schema is copied next to the bundle as
 // /app/task.schema.json so the designer form is driven by the same schema
-// halleyd validates against.
+// halleyd validates against. Every build first checks that src/api-types.ts
+// is what static/openapi.json gives (tools/api-types.mjs).
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { defineConfig, type Plugin } from 'vite';
+import { check as checkApiTypes } from './tools/api-types.mjs';
 
 const schemaPath = fileURLToPath(new URL('../schema/task.schema.json', import.meta.url));
 
@@ -25,9 +27,23 @@ function taskSchema(): Plugin {
   };
 }
 
+function apiTypes(): Plugin {
+  return {
+    name: 'orrery-api-types',
+    apply: 'build',
+    async buildStart() {
+      try {
+        await checkApiTypes();
+      } catch (e) {
+        this.error((e as Error).message);
+      }
+    },
+  };
+}
+
 export default defineConfig({
   base: '/app/',
-  plugins: [taskSchema()],
+  plugins: [apiTypes(), taskSchema()],
   oxc: { jsx: { runtime: 'automatic', importSource: 'preact' } },
   build: {
     outDir: '../static/app',

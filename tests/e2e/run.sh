@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # tests/e2e/run.sh BUILD_DIR - Orrery's browser tests against a real platform.
 #
-# Builds the UI (web/ -> static/app), creates a fresh database on the
-# PostgreSQL of the test stack (ORRERY_PG_DSN, exported by deploy/test.sh;
-# unset is a failure), runs `halleyd migrate`, starts `halleyd serve`,
+# Builds the UI (web/ -> static/app; its API types generated first from
+# static/openapi.json), creates a fresh database on the PostgreSQL of the
+# test stack (ORRERY_PG_DSN, exported by deploy/test.sh; unset is a
+# failure), runs `halleyd migrate`, starts `halleyd serve`,
 # `galaxyd serve` (serving this checkout's static/), `keplerd run` and one
 # `executord serve` on free loopback ports, creates the test users with
 # `halleyd user-add`, then runs the Playwright tests in web/tests/ with node's
@@ -161,7 +162,7 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 say "building the UI"
-(cd -- "$WEB" && npx --no-install tsc --noEmit && npx --no-install vite build --logLevel warn) >"$TMP/build.log" 2>&1 ||
+(cd -- "$WEB" && node tools/api-types.mjs && npx --no-install tsc --noEmit && npx --no-install vite build --logLevel warn) >"$TMP/build.log" 2>&1 ||
 	{
 		cat "$TMP/build.log" >&2
 		die "UI build failed"

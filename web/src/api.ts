@@ -8,208 +8,65 @@
 // isMissingEndpoint() tells those apart from "no such resource", so pages
 // can show a clear "not available yet" state instead of an error.
 
-export type State =
-  | 'waiting'
-  | 'ready'
-  | 'dispatched'
-  | 'running'
-  | 'success'
-  | 'failed'
-  | 'killed'
-  | 'timed_out'
-  | 'suspended'
-  | 'marked_success';
+// The types come from the OpenAPI document (api-types.ts, generated from
+// static/openapi.json): a field the document renames or drops fails the
+// build where the console uses it.
+import type { components, operations } from './api-types';
 
-export type Role = 'admin' | 'developer' | 'viewer';
+type Schemas = components['schemas'];
 
-export interface Me {
-  id: number;
-  name: string;
-  role: Role;
-  teams: string[];
-}
+/**
+ * A schema as galaxyd sends it: every property present (the document lists
+ * the properties of answers without marking them required), all the way
+ * down. Properties galaxyd may leave out are put back as optional with Maybe.
+ */
+type Sent<T> = T extends readonly (infer E)[] ? Sent<E>[] : T extends object ? { [K in keyof T]-?: Sent<T[K]> } : T;
+type Maybe<T, K extends keyof T> = Omit<T, K> & Partial<Pick<T, K>>;
 
-export interface User extends Me {
-  active: boolean;
-}
+type JsonOf<R> = R extends { content: { 'application/json': infer T } } ? T : never;
+type Responses<O extends keyof operations> = operations[O]['responses'];
+/** The JSON answer of an operation (its 200, else its 201), as sent. */
+type Answer<O extends keyof operations> = Sent<
+  200 extends keyof Responses<O> ? JsonOf<Responses<O>[200]> : 201 extends keyof Responses<O> ? JsonOf<Responses<O>[201]> : never
+>;
+/** The JSON body an operation takes. */
+type Body<O extends keyof operations> = operations[O] extends { requestBody?: { content: { 'application/json': infer B } } } ? B : never;
+/** The items of a list answer. */
+type ItemOf<O extends keyof operations> = Answer<O> extends { items: (infer I)[] } ? I : never;
 
-export interface TaskSpec {
-  name: string;
-  team: string;
-  type: string;
-  [key: string]: unknown;
-}
-
-export interface Task {
-  last_run?: { state: State | null; schedule_time: string | null };
-  id: number;
-  name: string;
-  team: string;
-  type: string;
-  active: boolean;
-  version: number;
-  current_version: number;
-  schedule: string;
-  timezone: string;
-  created_by: string;
-  created_at: string | null;
-  spec: TaskSpec;
-}
-
-export interface Page<T> {
-  items: T[];
-  next_page_token: string | null;
-}
-
-export interface DepState {
-  task_id: number;
-  task_name: string;
-  kind: string;
-  instance_id: number | null;
-  schedule_time: string | null;
-  state: State | null;
-}
-
-export interface Instance {
-  id: number;
-  task_id: number;
-  task_name: string;
-  task_version: number;
-  schedule_time: string;
-  state: State;
-  attempt: number;
-  executor: string | null;
-  priority: number;
-  created_at: string | null;
-  updated_at: string | null;
-  started_at: string | null;
-  finished_at: string | null;
-  reason: string;
-  upstreams?: DepState[];
-  downstreams?: DepState[];
-}
-
-export interface Transition {
-  id: number;
-  attempt: number;
-  from: State | null;
-  to: State;
-  actor: string;
-  reason: string;
-  executor: string | null;
-  at: string;
-}
-
-export interface InstanceDetail extends Instance {
-  transitions: Transition[];
-  upstreams: DepState[];
-  downstreams: DepState[];
-}
-
-export interface Pool {
-  name: string;
-  capacity: number;
-  used: number;
-}
-
-export type Action = 'rerun' | 'suspend' | 'resume' | 'mark-success' | 'kill';
-
-export interface BulkResult {
-  succeeded: number;
-  failed: number;
-  results: { id: number; ok: boolean; instance?: Instance; error?: { code: string; message: string; field: string | null } }[];
-}
-
-export interface BackfillResult {
-  fire_times: number;
-  created: number[];
-  existing: number[];
-}
-
-export interface InstanceStats {
-  step: number;
-  buckets: { start: string; success: number; failed: number; killed: number; timed_out: number; marked_success: number }[];
-  now: { waiting: number; ready: number; dispatched: number; running: number; running_slots: number };
-}
-
-export interface ApiToken {
-  id: number;
-  user: string;
-  name: string;
-  expires_at: string | null;
-  created_at: string | null;
-  last_used_at: string | null;
-}
-
-export interface DataSource {
-  name: string;
-  kind: string;
-  params: Record<string, unknown>;
-  has_password: boolean;
-  updated_at?: string | null;
-}
-
-export interface Deployment {
-  executor: string;
-  result: string; // pending | ok | failed
-  message: string;
-  updated_at: string | null;
-}
-
-export interface CodePackage {
-  id: number;
-  name: string;
-  sha256: string;
-  size: number;
-  source?: string;
-  created_by: string;
-  created_at: string | null;
-  deployments: Deployment[];
-}
-
-export interface SortStream {
-  name: string;
-  active: boolean;
-  version: number;
-  updated_at: string | null;
-  spec: Record<string, unknown>;
-}
-
-export interface DataUnit {
-  business: string;
-  interface: string;
-  bucket: string;
-  records: number;
-  files: number;
-  bytes: number;
-  late_records: number;
-  check_version: number;
-  reconciled: boolean;
-  updated_at: string | null;
-}
-
-export interface ProcessStat {
-  attempt: number;
-  key: string;
-  value: number;
-  recorded_at: string | null;
-}
-
-export interface TaskRunStats {
-  instance_id: number;
-  schedule_time: string;
-  attempt: number;
-  stats: Record<string, number>;
-}
-
-export interface LineageEdge {
-  source_kind: string;
-  source_name: string;
-  target_kind: string;
-  target_name: string;
-  task_id?: number;
-  created_at?: string | null;
-}
+export type State = Schemas['State'];
+export type Role = Sent<Schemas['User']>['role'];
+export type Me = Sent<Schemas['Me']> & { role: Role };
+export type User = Sent<Schemas['User']>;
+/** A task spec: name, team and type, and the rest of task.schema.json. */
+export type TaskSpec = Schemas['TaskSpec'] & Record<string, unknown>;
+/** last_run: with with_last_run=1, for a task that has run. */
+export type Task = Maybe<Omit<Sent<Schemas['Task']>, 'spec'> & { spec: TaskSpec }, 'last_run'>;
+/** A page of a list (TaskPage, InstancePage, ... in the document). */
+export type Page<T> = Omit<Answer<'listTasks'>, 'items'> & { items: T[] };
+export type DepState = Sent<Schemas['DepState']>;
+/** upstreams and downstreams: in lists, only when the instance has some. */
+export type Instance = Maybe<Sent<Schemas['Instance']>, 'upstreams' | 'downstreams'>;
+export type Transition = Sent<Schemas['Transition']>;
+export type InstanceDetail = Answer<'getInstance'>;
+export type Pool = Sent<Schemas['Pool']>;
+export type Action = operations['instanceAction']['parameters']['path']['action'];
+type BulkItem = Sent<NonNullable<Schemas['BulkResult']['results']>[number]>;
+/** Each result has the instance when it went through, the error when not. */
+export type BulkResult = Omit<Sent<Schemas['BulkResult']>, 'results'> & {
+  results: (Maybe<Omit<BulkItem, 'error'>, 'instance'> & { error?: Sent<Schemas['Error']>['error'] })[];
+};
+export type BackfillResult = Answer<'backfillTask'>;
+export type InstanceStats = Answer<'instanceStatsOverTime'>;
+export type ApiToken = Sent<Schemas['ApiToken']>;
+export type DataSource = Sent<Schemas['DataSource']>;
+export type CodePackage = Sent<Schemas['CodePackage']>;
+export type Deployment = CodePackage['deployments'][number];
+export type SortStream = Sent<Schemas['SortStream']>;
+export type DataUnit = Sent<Schemas['DataUnit']>;
+export type ProcessStat = ItemOf<'instanceStats'>;
+export type TaskRunStats = ItemOf<'taskStats'>;
+export type LineageEdge = Sent<Schemas['LineageEdge']>;
 
 export class ApiError extends Error {
   readonly status: number;
@@ -294,24 +151,24 @@ export async function request<T>(
 
 export const api = {
   login: (name: string, password: string) =>
-    request<{ token: string; expires_at: string; user: User }>('POST', '/auth/login', { body: { name, password } }),
-  logout: () => request<{ ok: boolean }>('POST', '/auth/logout'),
+    request<Answer<'login'>>('POST', '/auth/login', { body: { name, password } satisfies Body<'login'> }),
+  logout: () => request<Answer<'logout'>>('POST', '/auth/logout'),
   me: () => request<Me>('GET', '/auth/me'),
 
   tasks: (q: { team?: string; type?: string; q?: string; active?: string; limit?: number; page_token?: string }) =>
     request<Page<Task>>('GET', '/tasks', { query: q }),
   task: (id: number) => request<Task>('GET', `/tasks/${id}`),
-  createTask: (spec: TaskSpec) => request<Task>('POST', '/tasks', { body: spec }),
-  updateTask: (id: number, spec: TaskSpec, version?: number) =>
+  createTask: (spec: Body<'createTask'>) => request<Task>('POST', '/tasks', { body: spec }),
+  updateTask: (id: number, spec: Body<'updateTask'>, version?: number) =>
     request<Task>('PUT', `/tasks/${id}`, {
       body: spec,
       headers: version ? { 'If-Match': String(version) } : undefined,
     }),
   deactivateTask: (id: number, reason?: string) => request<Task>('DELETE', `/tasks/${id}`, { query: { reason } }),
   backfill: (id: number, from: string, to: string) =>
-    request<BackfillResult>('POST', `/tasks/${id}/backfill`, { body: { from, to } }),
+    request<BackfillResult>('POST', `/tasks/${id}/backfill`, { body: { from, to } satisfies Body<'backfillTask'> }),
   scheduleNext: (cron: string, tz: string, count = 5, signal?: AbortSignal, from?: string) =>
-    request<{ cron: string; tz: string; times: string[] }>('GET', '/schedule/next', {
+    request<Answer<'scheduleNext'>>('GET', '/schedule/next', {
       query: { cron, tz, count, from },
       signal,
     }),
@@ -320,24 +177,23 @@ export const api = {
     request<Page<Instance>>('GET', '/instances', { query: q }),
   instance: (id: number) => request<InstanceDetail>('GET', `/instances/${id}`),
   act: (id: number, action: Action, reason?: string) =>
-    request<Instance>('POST', `/instances/${id}/actions/${action}`, { body: reason ? { reason } : {} }),
+    request<Answer<'instanceAction'>>('POST', `/instances/${id}/actions/${action}`, { body: (reason ? { reason } : {}) satisfies Body<'instanceAction'> }),
   bulk: (ids: number[], action: Action) =>
-    request<BulkResult>('POST', '/instances/actions', { body: { ids, action } }),
+    request<BulkResult>('POST', '/instances/actions', { body: { ids, action } satisfies Body<'bulkInstanceAction'> }),
 
-  pools: () => request<{ items: Pool[] }>('GET', '/pools'),
+  pools: () => request<Answer<'listPools'>>('GET', '/pools'),
   putPool: (name: string, capacity: number) =>
-    request<Pool>('PUT', `/pools/${encodeURIComponent(name)}`, { body: { capacity } }),
+    request<Answer<'putPool'>>('PUT', `/pools/${encodeURIComponent(name)}`, { body: { capacity } satisfies Body<'putPool'> }),
 
-  user: (name: string) => request<User>('GET', `/users/${encodeURIComponent(name)}`),
-  users: () => request<{ items: User[] }>('GET', '/users'),
-  createUser: (u: { name: string; password: string; role: Role; teams: string[] }) =>
-    request<User>('POST', '/users', { body: u }),
+  user: (name: string) => request<Answer<'getUser'>>('GET', `/users/${encodeURIComponent(name)}`),
+  users: () => request<Answer<'listUsers'>>('GET', '/users'),
+  createUser: (u: Body<'createUser'>) => request<Answer<'createUser'>>('POST', '/users', { body: u }),
   /** Any change ends every session of the user at once (on every galaxyd). */
-  updateUser: (name: string, patch: { role?: Role; teams?: string[]; active?: boolean; password?: string }) =>
-    request<User>('PATCH', `/users/${encodeURIComponent(name)}`, { body: patch }),
-  createTeam: (name: string) => request<{ id: number; name: string }>('POST', '/teams', { body: { name } }),
+  updateUser: (name: string, patch: Body<'updateUser'>) =>
+    request<Answer<'updateUser'>>('PATCH', `/users/${encodeURIComponent(name)}`, { body: patch }),
+  createTeam: (name: string) => request<Answer<'createTeam'>>('POST', '/teams', { body: { name } satisfies Body<'createTeam'> }),
 
-  executors: () => request<{ items: unknown[] }>('GET', '/executors'),
+  executors: () => request<Answer<'listExecutors'>>('GET', '/executors'),
   stats: (q: { from?: string; to?: string; step: string; team?: string }) =>
     request<InstanceStats>('GET', '/stats/instances', { query: q }),
   lastRuns: (q: { q?: string; team?: string; type?: string; active?: string; limit?: number; page_token?: string }) =>
@@ -346,33 +202,33 @@ export const api = {
 
   // Third API round. Pages that use these show "not available yet" while
   // galaxyd answers 404 (no route) for them.
-  tokens: () => request<{ items: ApiToken[] }>('GET', '/tokens'),
+  tokens: () => request<Answer<'listTokens'>>('GET', '/tokens'),
   createToken: (name: string, expires_at: string | null) =>
-    request<{ token: ApiToken; secret: string }>('POST', '/tokens', { body: { name, expires_at } }),
+    request<Answer<'createToken'>>('POST', '/tokens', { body: { name, expires_at } satisfies Body<'createToken'> }),
   revokeToken: (id: number) => request<null>('DELETE', `/tokens/${id}`),
 
   datasources: () => request<{ items: DataSource[] }>('GET', '/datasources'),
   datasource: (name: string) => request<DataSource>('GET', `/datasources/${encodeURIComponent(name)}`),
-  putDatasource: (name: string, body: { kind: string; params: Record<string, unknown>; password?: string }) =>
+  putDatasource: (name: string, body: Body<'putDataSource'>) =>
     request<DataSource>('PUT', `/datasources/${encodeURIComponent(name)}`, { body }),
   testDatasource: (name: string) =>
-    request<{ ok: boolean; message: string; elapsed_ms: number }>('POST', `/datasources/${encodeURIComponent(name)}/test`),
+    request<Answer<'testDataSource'>>('POST', `/datasources/${encodeURIComponent(name)}/test`),
 
   packages: () => request<{ items: CodePackage[] }>('GET', '/packages'),
 
-  streams: () => request<{ items: SortStream[] }>('GET', '/streams'),
+  streams: () => request<Answer<'listStreams'>>('GET', '/streams'),
   stream: (name: string) => request<SortStream>('GET', `/streams/${encodeURIComponent(name)}`),
   putStream: (name: string, spec: Record<string, unknown>, active: boolean) =>
-    request<SortStream>('PUT', `/streams/${encodeURIComponent(name)}`, { body: { spec, active } }),
+    request<SortStream>('PUT', `/streams/${encodeURIComponent(name)}`, { body: { spec, active } satisfies Body<'putStream'> }),
   units: (name: string, q: { business?: string; interface?: string; from?: string; to?: string; reconciled?: string }) =>
-    request<{ items: DataUnit[] }>('GET', `/streams/${encodeURIComponent(name)}/units`, { query: q }),
+    request<Answer<'listDataUnits'>>('GET', `/streams/${encodeURIComponent(name)}/units`, { query: q }),
 
-  instanceStats: (id: number) => request<{ items: ProcessStat[] }>('GET', `/instances/${id}/stats`),
-  taskStats: (id: number) => request<{ items: TaskRunStats[] }>('GET', `/tasks/${id}/stats`),
+  instanceStats: (id: number) => request<Answer<'instanceStats'>>('GET', `/instances/${id}/stats`),
+  taskStats: (id: number) => request<Answer<'taskStats'>>('GET', `/tasks/${id}/stats`),
   lineage: (q: { kind: string; name: string; depth?: number }) => request<{ edges: LineageEdge[] }>('GET', '/lineage', { query: q }),
 
   log: (id: number, attempt: number, offset: number, signal?: AbortSignal) =>
-    request<{ data: string; next_offset: number; complete: boolean }>('GET', `/instances/${id}/log`, {
+    request<Answer<'instanceLog'>>('GET', `/instances/${id}/log`, {
       query: { attempt, offset },
       signal,
     }),

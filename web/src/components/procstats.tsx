@@ -64,7 +64,10 @@ export function InstanceStats({ id, attempt, live }: { id: number; attempt: numb
 export function TaskRowsChart({ taskId }: { taskId: number }) {
   const st = useAsync(() => api.taskStats(taskId), [taskId]);
   const data = useMemo(() => {
-    const runs: TaskRunStats[] = [...(st.data?.items ?? [])].sort((a, b) => (a.schedule_time < b.schedule_time ? -1 : 1));
+    // a run without a schedule time has no place on the time axis
+    const runs = (st.data?.items ?? [])
+      .filter((r): r is TaskRunStats & { schedule_time: string } => r.schedule_time !== null)
+      .sort((a, b) => (a.schedule_time < b.schedule_time ? -1 : 1));
     const series = ROW_SERIES.filter((s) => runs.some((r) => r.stats[s.key] !== undefined)).map((s) => ({
       label: s.label,
       color: s.color,

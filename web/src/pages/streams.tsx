@@ -29,7 +29,8 @@ const EXAMPLE = {
   bucket: 'hour',
 };
 
-function bucketMs(b: string | number): number {
+function bucketMs(b: string | number | null): number {
+  if (b === null) return 0; // no bucket time: the epoch, as Date(null) reads it
   return typeof b === 'number' ? b : new Date(b).getTime();
 }
 
