@@ -1,28 +1,44 @@
 /*
- * ex_untar.c - a careful tar.gz reader for code packages (see ex_untar.h).
+ * ex_untar.c - unpack a code package with libarchive (see ex_untar.h).
  *
- * The archive is a sequence of 512-byte headers, each followed by its
- * content rounded up to 512 bytes, ended by zero blocks. Extended members
- * change the next real member: pax 'x' (records "LEN key=value\n"), GNU 'L'
- * (long name) and 'K' (long link target); pax 'g' is skipped. Everything is
- * read through zlib's gzread, so a plain (uncompressed) tar works as well.
+ * libarchive reads the archive (gzip or plain, tar only: ustar, pax, GNU)
+ * and writes it to disk with ARCHIVE_EXTRACT_SECURE_SYMLINKS, _NODOTDOT and
+ * _NOABSOLUTEPATHS, without owners, times or set-id bits. What no flag
+ * gives is checked here, member by member, before anything is written:
+ * the member and byte budgets, the name length, the member types (hard
+ * links, devices and FIFOs refused), clashes between a file and a folder,
+ * and, after the last member, that every symbolic link resolves inside the
+ * folder. Names are normalised ("./" and empty components dropped) so the
+ * messages name what the archive meant.
+ *
+ * archive_write_disk writes relative to the current folder, and it must,
+ * since absolute names are refused: the unpacking runs on its own thread,
+ * which takes a private current folder and umask with unshare(CLONE_FS),
+ * so executord's other threads are not moved. Folders are made 0755 and
+ * files get mode & 0755 | 0644 (the umask is 022 on that thread).
  */
 #include "ex_untar.h"
 
+#include <archive.h>
+#include <archive_entry.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <zlib.h>
 
+#include "orr_alloc.h"
 #include "orr_buf.h"
 
-#define UT_BLOCK    512
-#define UT_NAME_MAX 4096
+#define UT_NAME_MAX   4096
+#define UT_READ_BLOCK (64 * 1024)
+#define UT_DISK_FLAGS                                                                              \
+    (ARCHIVE_EXTRACT_SECURE_SYMLINKS | ARCHIVE_EXTRACT_SECURE_NODOTDOT |                           \
+     ARCHIVE_EXTRACT_SECURE_NOABSOLUTEPATHS)
 
 typedef struct ut_link {
     char *path;   /* relative, normalised */
@@ -30,13 +46,14 @@ typedef struct ut_link {
 } ut_link;
 
 typedef struct ut {
-    gzFile gz;
-    const char *dir;
+    const char *archive, *dir;
+    int64_t max_bytes;
+    int max_entries;
     orr_err *err;
-    int64_t bytes, max_bytes;
-    /* pending overrides from pax / GNU members */
-    orr_buf next_name, next_link;
-    int64_t next_size; /* -1 = none */
+    orr_status status; /* the thread's result */
+    struct archive *in, *disk;
+    int64_t bytes;
+    int entries;
     ut_link *links;
     size_t nlinks, caplinks;
 } ut;
@@ -44,116 +61,6 @@ typedef struct ut {
 static orr_status refuse(ut *u, const char *member, const char *why)
 {
     return orr_err_set(u->err, ORR_EINVAL, "package", "member \"%.200s\": %s", member, why);
-}
-
-/* Read exactly n bytes. */
-static int read_full(ut *u, void *buf, size_t n)
-{
-    size_t got = 0;
-    while (got < n) {
-        int r = gzread(u->gz, (char *)buf + got, (unsigned)(n - got));
-        if (r <= 0)
-            return -1;
-        got += (size_t)r;
-    }
-    return 0;
-}
-
-/* Skip n bytes of content plus padding. */
-static int skip(ut *u, int64_t n)
-{
-    char buf[UT_BLOCK * 16];
-    int64_t left = (n + UT_BLOCK - 1) / UT_BLOCK * UT_BLOCK;
-    while (left > 0) {
-        size_t k = left > (int64_t)sizeof buf ? sizeof buf : (size_t)left;
-        if (read_full(u, buf, k) != 0)
-            return -1;
-        left -= (int64_t)k;
-    }
-    return 0;
-}
-
-/* Octal number field (NUL/space terminated); -1 when malformed. Base-256
- * (high bit set) sizes are refused: nothing that large is a code package. */
-static int64_t octal(const char *f, size_t n)
-{
-    int64_t v = 0;
-    size_t i = 0;
-    if (n && ((unsigned char)f[0] & 0x80))
-        return -1;
-    while (i < n && f[i] == ' ')
-        i++;
-    int digits = 0;
-    for (; i < n && f[i] >= '0' && f[i] <= '7'; i++, digits++) {
-        if (v > (INT64_MAX >> 3))
-            return -1;
-        v = v * 8 + (f[i] - '0');
-    }
-    if (i < n && f[i] != 0 && f[i] != ' ')
-        return -1;
-    return digits ? v : -1;
-}
-
-static int checksum_ok(const unsigned char *h)
-{
-    int64_t want = octal((const char *)h + 148, 8);
-    int64_t sum = 0;
-    for (int i = 0; i < UT_BLOCK; i++)
-        sum += (i >= 148 && i < 156) ? ' ' : h[i];
-    return want >= 0 && want == sum;
-}
-
-/* Read a member's content (n bytes, at most limit) into b. */
-static int read_content(ut *u, int64_t n, size_t limit, orr_buf *b)
-{
-    if (n < 0 || (uint64_t)n > limit)
-        return -1;
-    orr_buf_reset(b);
-    orr_buf_reserve(b, (size_t)n + 1);
-    if (read_full(u, b->data, (size_t)n) != 0)
-        return -1;
-    b->len = (size_t)n;
-    b->data[n] = 0;
-    char pad[UT_BLOCK];
-    return read_full(u, pad, (size_t)((UT_BLOCK - n % UT_BLOCK) % UT_BLOCK));
-}
-
-/* Parse pax records "LEN key=value\n" into the pending overrides. */
-static int pax_parse(ut *u, const char *p, size_t n)
-{
-    size_t off = 0;
-    while (off < n) {
-        char *end;
-        unsigned long len = strtoul(p + off, &end, 10);
-        if (end == p + off || *end != ' ' || len == 0 || off + len > n || p[off + len - 1] != '\n')
-            return -1;
-        const char *kv = end + 1;
-        const char *eq = memchr(kv, '=', (size_t)(p + off + len - 1 - kv));
-        if (!eq)
-            return -1;
-        size_t klen = (size_t)(eq - kv);
-        size_t vlen = (size_t)(p + off + len - 1 - (eq + 1));
-        if (klen == 4 && memcmp(kv, "path", 4) == 0) {
-            orr_buf_reset(&u->next_name);
-            orr_buf_append(&u->next_name, eq + 1, vlen);
-        } else if (klen == 8 && memcmp(kv, "linkpath", 8) == 0) {
-            orr_buf_reset(&u->next_link);
-            orr_buf_append(&u->next_link, eq + 1, vlen);
-        } else if (klen == 4 && memcmp(kv, "size", 4) == 0) {
-            char num[32];
-            if (vlen == 0 || vlen >= sizeof num)
-                return -1;
-            memcpy(num, eq + 1, vlen);
-            num[vlen] = 0;
-            char *e2;
-            long long v = strtoll(num, &e2, 10);
-            if (*e2 || v < 0)
-                return -1;
-            u->next_size = v;
-        }
-        off += len;
-    }
-    return 0;
 }
 
 /* Normalise a member name in place: drop "./" and empty components, refuse
@@ -182,269 +89,258 @@ static const char *normalise(char *name)
     return why;
 }
 
-/* mkdir -p of dir/rel (rel's every component). */
-static orr_status make_dirs(ut *u, const char *rel)
+/* Every folder on rel's path that exists must be a folder (and not a link:
+ * libarchive refuses those too, this names the member). */
+static orr_status check_parents(ut *u, const char *rel)
 {
-    char path[PATH_MAX];
-    int n = snprintf(path, sizeof path, "%s/%s", u->dir, rel);
-    if (n < 0 || n >= (int)sizeof path)
-        return refuse(u, rel, "path too long");
-    size_t base = strlen(u->dir) + 1;
-    for (char *p = path + base;; p++) {
-        if (*p == '/' || *p == 0) {
-            char c = *p;
-            *p = 0;
-            struct stat st;
-            if (mkdir(path, 0755) != 0 && errno != EEXIST)
-                return orr_err_set(u->err, ORR_EIO, "package", "mkdir %s: %s", path,
-                                   strerror(errno));
-            if (lstat(path, &st) != 0 || !S_ISDIR(st.st_mode))
-                return refuse(u, rel, "a folder in its path is not a folder");
-            chmod(path, 0755);
-            *p = c;
-            if (!c)
-                break;
-        }
+    char path[UT_NAME_MAX + 1];
+    snprintf(path, sizeof path, "%s", rel);
+    for (char *p = strchr(path, '/'); p; p = strchr(p + 1, '/')) {
+        struct stat st;
+        *p = 0;
+        int gone = lstat(path, &st) != 0 && errno == ENOENT;
+        *p = '/';
+        if (gone)
+            return ORR_OK; /* libarchive makes the rest */
+        if (!S_ISDIR(st.st_mode))
+            return refuse(u, rel, "a folder in its path is not a folder");
     }
     return ORR_OK;
 }
 
-static orr_status write_file(ut *u, const char *rel, int64_t size, int64_t mode)
+/* What is at rel now: 0 nothing, else the S_IFMT bits. */
+static mode_t existing(const char *rel)
 {
-    char path[PATH_MAX];
+    struct stat st;
+    return lstat(rel, &st) == 0 ? (st.st_mode & S_IFMT) : 0;
+}
+
+static orr_status disk_failed(ut *u, const char *rel)
+{
+    return orr_err_set(u->err, ORR_EIO, "package", "%s/%s: %s", u->dir, rel,
+                       archive_error_string(u->disk) ? archive_error_string(u->disk) : "failed");
+}
+
+/* Write the current member (a file or a folder, named rel) to disk. */
+static orr_status extract(ut *u, struct archive_entry *e, const char *rel, int is_file)
+{
     orr_status s;
-    const char *slash = strrchr(rel, '/');
-    if (slash) {
-        char parent[PATH_MAX];
-        snprintf(parent, sizeof parent, "%.*s", (int)(slash - rel), rel);
-        if ((s = make_dirs(u, parent)) != ORR_OK)
-            return s;
-    }
-    int n = snprintf(path, sizeof path, "%s/%s", u->dir, rel);
-    if (n < 0 || n >= (int)sizeof path)
-        return refuse(u, rel, "path too long");
-    unlink(path); /* a later member of the same name replaces it */
-    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (fd < 0)
-        return errno == EISDIR || errno == EEXIST
-                   ? refuse(u, rel, "names a folder as well as a file")
-                   : orr_err_set(u->err, ORR_EIO, "package", "create %s: %s", path,
-                                 strerror(errno));
-    s = ORR_OK;
-    char buf[UT_BLOCK * 32];
-    int64_t left = size;
-    while (left > 0) {
-        size_t want = left > (int64_t)sizeof buf ? sizeof buf : (size_t)left;
-        size_t padded = (want + UT_BLOCK - 1) / UT_BLOCK * UT_BLOCK;
-        if (read_full(u, buf, padded) != 0) {
-            s = refuse(u, rel, "the archive ends inside it");
-            break;
+    if ((s = check_parents(u, rel)) != ORR_OK)
+        return s;
+    mode_t there = existing(rel);
+    if (is_file && there == S_IFDIR)
+        return refuse(u, rel, "names a folder as well as a file");
+    if (!is_file && there && there != S_IFDIR)
+        return refuse(u, rel, "a folder in its path is not a folder");
+    archive_entry_set_pathname(e, rel);
+    archive_entry_set_perm(e, is_file ? ((archive_entry_perm(e) & 0755) | 0644) : 0755);
+    if (archive_write_header(u->disk, e) < ARCHIVE_WARN)
+        return disk_failed(u, rel);
+    if (is_file) {
+        const void *buf;
+        size_t n;
+        int64_t off;
+        int r;
+        while ((r = archive_read_data_block(u->in, &buf, &n, &off)) == ARCHIVE_OK) {
+            if (archive_write_data_block(u->disk, buf, n, off) < ARCHIVE_WARN)
+                return disk_failed(u, rel);
         }
-        if (write(fd, buf, want) != (ssize_t)want) {
-            s = orr_err_set(u->err, ORR_EIO, "package", "write %s: %s", path, strerror(errno));
-            break;
-        }
-        left -= (int64_t)want;
+        if (r != ARCHIVE_EOF)
+            return refuse(u, rel, "the archive ends inside it");
     }
-    if (s == ORR_OK && fchmod(fd, (mode_t)((mode & 0755) | 0644)) != 0)
-        s = orr_err_set(u->err, ORR_EIO, "package", "chmod %s: %s", path, strerror(errno));
-    close(fd);
-    return s;
+    if (archive_write_finish_entry(u->disk) < ARCHIVE_WARN)
+        return disk_failed(u, rel);
+    return ORR_OK;
 }
 
 static void add_link(ut *u, const char *rel, const char *target)
 {
     if (u->nlinks == u->caplinks) {
         u->caplinks = u->caplinks ? u->caplinks * 2 : 16;
-        u->links = realloc(u->links, u->caplinks * sizeof *u->links);
-        if (!u->links)
-            abort();
+        u->links = orr_xrealloc(u->links, u->caplinks * sizeof *u->links);
     }
-    u->links[u->nlinks].path = strdup(rel);
-    u->links[u->nlinks].target = strdup(target);
-    if (!u->links[u->nlinks].path || !u->links[u->nlinks].target)
-        abort();
+    u->links[u->nlinks].path = orr_xstrdup(rel);
+    u->links[u->nlinks].target = orr_xstrdup(target);
     u->nlinks++;
 }
 
 /* Make the deferred links, then check each resolves inside the folder. */
 static orr_status make_links(ut *u)
 {
-    char root[PATH_MAX], path[PATH_MAX], real[PATH_MAX];
-    if (!realpath(u->dir, root))
+    char root[PATH_MAX], real[PATH_MAX];
+    if (!realpath(".", root))
         return orr_err_set(u->err, ORR_EIO, "package", "%s: %s", u->dir, strerror(errno));
     size_t rl = strlen(root);
-    orr_status s;
-    for (size_t i = 0; i < u->nlinks; i++) {
+    orr_status s = ORR_OK;
+    struct archive_entry *e = archive_entry_new();
+    if (!e)
+        orr_oom(sizeof(void *));
+    for (size_t i = 0; i < u->nlinks && s == ORR_OK; i++) {
         const char *rel = u->links[i].path;
-        const char *slash = strrchr(rel, '/');
-        if (slash) {
-            char parent[PATH_MAX];
-            snprintf(parent, sizeof parent, "%.*s", (int)(slash - rel), rel);
-            if ((s = make_dirs(u, parent)) != ORR_OK)
-                return s;
+        if ((s = check_parents(u, rel)) != ORR_OK)
+            break;
+        if (existing(rel)) {
+            s = refuse(u, rel, "a link with the name of another member");
+            break;
         }
-        snprintf(path, sizeof path, "%s/%s", u->dir, rel);
-        if (symlink(u->links[i].target, path) != 0)
-            return errno == EEXIST ? refuse(u, rel, "a link with the name of another member")
-                                   : orr_err_set(u->err, ORR_EIO, "package", "symlink %s: %s", path,
-                                                 strerror(errno));
+        archive_entry_clear(e);
+        archive_entry_set_pathname(e, rel);
+        archive_entry_set_filetype(e, AE_IFLNK);
+        archive_entry_set_perm(e, 0777);
+        archive_entry_set_symlink(e, u->links[i].target);
+        if (archive_write_header(u->disk, e) < ARCHIVE_WARN ||
+            archive_write_finish_entry(u->disk) < ARCHIVE_WARN)
+            s = disk_failed(u, rel);
     }
-    for (size_t i = 0; i < u->nlinks; i++) {
-        snprintf(path, sizeof path, "%s/%s", u->dir, u->links[i].path);
-        if (!realpath(path, real))
-            return refuse(u, u->links[i].path,
+    archive_entry_free(e);
+    for (size_t i = 0; i < u->nlinks && s == ORR_OK; i++) {
+        const char *rel = u->links[i].path;
+        if (!realpath(rel, real))
+            return refuse(u, rel,
                           errno == ENOENT ? "a symbolic link to nothing inside the package"
                                           : "a symbolic link that cannot be resolved");
         if (strncmp(real, root, rl) != 0 || (real[rl] != '/' && real[rl] != 0))
-            return refuse(u, u->links[i].path, "a symbolic link that leaves the package");
+            return refuse(u, rel, "a symbolic link that leaves the package");
     }
-    return ORR_OK;
+    return s;
 }
 
-static orr_status member(ut *u, const unsigned char *h, int *entries, int max_entries)
+/* One member: the budgets and refusal rules, then extraction (links wait). */
+static orr_status member(ut *u, struct archive_entry *e)
 {
-    char type = (char)h[156];
-    int64_t size = octal((const char *)h + 124, 12);
-    if (size < 0)
-        return orr_err_set(u->err, ORR_EINVAL, "package", "a member header has a bad size");
-    if (u->next_size >= 0)
-        size = u->next_size;
-    /* Extension members describe the next one. */
-    if (type == 'x' || type == 'L' || type == 'K') {
-        orr_buf b = ORR_BUF_INIT;
-        int bad = read_content(u, size, 1 << 20, &b) != 0;
-        if (!bad && type == 'x')
-            bad = pax_parse(u, b.data, b.len) != 0;
-        else if (!bad) {
-            orr_buf *dst = type == 'L' ? &u->next_name : &u->next_link;
-            orr_buf_reset(dst);
-            orr_buf_append_str(dst, b.data); /* up to the first NUL */
-        }
-        orr_buf_free(&b);
-        return bad ? orr_err_set(u->err, ORR_EINVAL, "package",
-                                 "a malformed extended header (pax or GNU long name)")
-                   : ORR_OK;
-    }
-    if (type == 'g')
-        return skip(u, size) == 0 ? ORR_OK
-                                  : orr_err_set(u->err, ORR_EINVAL, "package", "truncated");
-
-    /* The member's name and link target. */
-    char name[UT_NAME_MAX + 1], link[UT_NAME_MAX + 1];
-    if (u->next_name.len) {
-        if (u->next_name.len > UT_NAME_MAX)
-            return orr_err_set(u->err, ORR_EINVAL, "package", "a member name is too long");
-        snprintf(name, sizeof name, "%s", orr_buf_cstr(&u->next_name));
-    } else if (memcmp(h + 257, "ustar", 5) == 0 && h[345]) {
-        snprintf(name, sizeof name, "%.155s/%.100s", (const char *)h + 345, (const char *)h);
-    } else {
-        snprintf(name, sizeof name, "%.100s", (const char *)h);
-    }
-    if (u->next_link.len)
-        snprintf(link, sizeof link, "%s", orr_buf_cstr(&u->next_link));
-    else
-        snprintf(link, sizeof link, "%.100s", (const char *)h + 157);
-    orr_buf_reset(&u->next_name);
-    orr_buf_reset(&u->next_link);
-    u->next_size = -1;
-
-    if (++*entries > max_entries)
-        return orr_err_set(u->err, ORR_EINVAL, "package", "more than %d members", max_entries);
-    char shown[UT_NAME_MAX + 1];
-    snprintf(shown, sizeof shown, "%s", name);
+    if (++u->entries > u->max_entries)
+        return orr_err_set(u->err, ORR_EINVAL, "package", "more than %d members", u->max_entries);
+    const char *raw = archive_entry_pathname(e);
+    if (!raw)
+        return orr_err_set(u->err, ORR_EINVAL, "package", "a member without a readable name");
+    if (strlen(raw) > UT_NAME_MAX)
+        return orr_err_set(u->err, ORR_EINVAL, "package", "a member name is too long");
+    char name[UT_NAME_MAX + 1], shown[UT_NAME_MAX + 1];
+    snprintf(name, sizeof name, "%s", raw);
+    snprintf(shown, sizeof shown, "%s", raw);
     const char *why = normalise(name);
     if (why)
         return refuse(u, shown, why);
-    int64_t mode = octal((const char *)h + 100, 8);
-    switch (type) {
-    case '0':
-    case '\0':
-    case '7': /* contiguous file: a regular file */
+
+    if (archive_entry_hardlink(e))
+        return refuse(u, shown, "hard links are not allowed");
+    switch (archive_entry_filetype(e)) {
+    case AE_IFREG:
         if (!name[0])
             return refuse(u, shown, "a file without a name");
-        u->bytes += size;
-        if (u->bytes > u->max_bytes)
+        u->bytes += archive_entry_size(e);
+        if (archive_entry_size(e) < 0 || u->bytes > u->max_bytes)
             return orr_err_set(u->err, ORR_EINVAL, "package", "unpacks to more than %lld bytes",
                                (long long)u->max_bytes);
-        return write_file(u, name, size, mode < 0 ? 0644 : mode);
-    case '5':
-        if (skip(u, size) != 0)
-            return refuse(u, shown, "the archive ends inside it");
-        return name[0] ? make_dirs(u, name) : ORR_OK;
-    case '2':
+        return extract(u, e, name, 1);
+    case AE_IFDIR:
+        return name[0] ? extract(u, e, name, 0) : ORR_OK;
+    case AE_IFLNK: {
+        const char *target = archive_entry_symlink(e);
         if (!name[0])
             return refuse(u, shown, "a link without a name");
-        if (!link[0] || link[0] == '/')
+        if (!target || !target[0] || target[0] == '/')
             return refuse(u, shown, "a symbolic link to an absolute path leaves the package");
-        add_link(u, name, link);
-        return skip(u, size) == 0 ? ORR_OK : refuse(u, shown, "the archive ends inside it");
-    case '1':
-        return refuse(u, shown, "hard links are not allowed");
-    case '3':
-    case '4':
+        if (strlen(target) > UT_NAME_MAX)
+            return orr_err_set(u->err, ORR_EINVAL, "package", "a member name is too long");
+        add_link(u, name, target);
+        return ORR_OK;
+    }
+    case AE_IFCHR:
+    case AE_IFBLK:
         return refuse(u, shown, "device files are not allowed");
-    case '6':
+    case AE_IFIFO:
         return refuse(u, shown, "FIFOs are not allowed");
-    default: {
-        char m[48];
-        snprintf(m, sizeof m, "unknown member type '%c'", type >= 32 && type < 127 ? type : '?');
-        return refuse(u, shown, m);
+    default:
+        return refuse(u, shown, "unknown member type");
     }
+}
+
+/* The archive could not be read further: say why in the old words, with
+ * libarchive's detail. */
+static orr_status unreadable(ut *u, int r)
+{
+    const char *detail = archive_error_string(u->in) ? archive_error_string(u->in) : "";
+    if (r == ARCHIVE_RETRY) /* libarchive's answer to a bad header checksum */
+        return orr_err_set(u->err, ORR_EINVAL, "package",
+                           "not a tar archive (bad header checksum at member %d)", u->entries + 1);
+    return orr_err_set(u->err, ORR_EINVAL, "package",
+                       "not a complete tar.gz archive (truncated or not gzip/tar): %s", detail);
+}
+
+static orr_status unpack(ut *u)
+{
+    struct archive_entry *e;
+    orr_status s = ORR_OK;
+    for (;;) {
+        int r = archive_read_next_header(u->in, &e);
+        if (r == ARCHIVE_EOF)
+            break;
+        if (r < ARCHIVE_WARN)
+            return unreadable(u, r);
+        /* A name not in the locale's charset is only a warning (it is kept
+         * as it is; libarchive's ARCHIVE_ERRNO_FILE_FORMAT is EILSEQ on
+         * Linux); any other warning is a malformed extended header. */
+        if (r == ARCHIVE_WARN && archive_errno(u->in) != EILSEQ)
+            return orr_err_set(u->err, ORR_EINVAL, "package",
+                               "a malformed extended header (pax or GNU long name): %s",
+                               archive_error_string(u->in) ? archive_error_string(u->in) : "");
+        if ((s = member(u, e)) != ORR_OK)
+            return s;
     }
+    if (u->entries == 0)
+        return orr_err_set(u->err, ORR_EINVAL, "package", "the archive is empty");
+    return make_links(u);
+}
+
+/* The unpacking thread: opens the archive, then takes its own current
+ * folder (dir) and umask. */
+static void *ut_thread(void *arg)
+{
+    ut *u = arg;
+    u->in = archive_read_new();
+    u->disk = archive_write_disk_new();
+    if (!u->in || !u->disk)
+        orr_oom(sizeof(void *));
+    archive_read_support_filter_gzip(u->in);
+    archive_read_support_format_tar(u->in);
+    archive_write_disk_set_options(u->disk, UT_DISK_FLAGS);
+    if (archive_read_open_filename(u->in, u->archive, UT_READ_BLOCK) != ARCHIVE_OK) {
+        /* not there or not readable; otherwise, not gzip or tar */
+        if (access(u->archive, R_OK) != 0)
+            u->status = orr_err_set(u->err, ORR_EIO, "package", "cannot open %s: %s", u->archive,
+                                    strerror(errno));
+        else
+            u->status = unreadable(u, ARCHIVE_FATAL);
+    } else if (unshare(CLONE_FS) != 0 || chdir(u->dir) != 0) {
+        u->status = orr_err_set(u->err, ORR_EIO, "package", "%s: %s", u->dir, strerror(errno));
+    } else {
+        umask(022);
+        u->status = unpack(u);
+    }
+    archive_read_free(u->in);
+    archive_write_free(u->disk);
+    return NULL;
 }
 
 orr_status ex_untar(const char *archive, const char *dir, int64_t max_bytes, int max_entries,
                     orr_err *err)
 {
-    ut u = {.dir = dir, .err = err, .max_bytes = max_bytes, .next_size = -1};
-    u.gz = gzopen(archive, "rb");
-    if (!u.gz)
-        return orr_err_set(err, ORR_EIO, "package", "cannot open %s: %s", archive, strerror(errno));
-    gzbuffer(u.gz, 64 * 1024);
-    orr_status s = ORR_OK;
-    int entries = 0, zeros = 0;
-    unsigned char h[UT_BLOCK];
-    for (;;) {
-        if (read_full(&u, h, UT_BLOCK) != 0) {
-            /* Some writers end after one zero block, or none; a header cut
-             * short is damage. */
-            if (!gzeof(u.gz) || (zeros == 0 && entries == 0))
-                s = orr_err_set(err, ORR_EINVAL, "package",
-                                "not a complete tar.gz archive (truncated or not gzip/tar)");
-            break;
-        }
-        int zero = 1;
-        for (int i = 0; i < UT_BLOCK && zero; i++)
-            zero = h[i] == 0;
-        if (zero) {
-            if (++zeros == 2)
-                break;
-            continue;
-        }
-        if (zeros) {
-            s = orr_err_set(err, ORR_EINVAL, "package", "data after an end-of-archive block");
-            break;
-        }
-        if (!checksum_ok(h)) {
-            s = orr_err_set(err, ORR_EINVAL, "package",
-                            "not a tar archive (bad header checksum at member %d)", entries + 1);
-            break;
-        }
-        if ((s = member(&u, h, &entries, max_entries)) != ORR_OK)
-            break;
-    }
-    if (s == ORR_OK && entries == 0)
-        s = orr_err_set(err, ORR_EINVAL, "package", "the archive is empty");
-    if (s == ORR_OK)
-        s = make_links(&u);
-    gzclose(u.gz);
+    ut u = {.archive = archive,
+            .dir = dir,
+            .max_bytes = max_bytes,
+            .max_entries = max_entries,
+            .err = err,
+            .status = ORR_OK};
+    pthread_t t;
+    int rc = pthread_create(&t, NULL, ut_thread, &u);
+    if (rc != 0)
+        return orr_err_set(err, ORR_EIO, "package", "cannot start unpacking: %s", strerror(rc));
+    pthread_join(t, NULL);
     for (size_t i = 0; i < u.nlinks; i++) {
         free(u.links[i].path);
         free(u.links[i].target);
     }
     free(u.links);
-    orr_buf_free(&u.next_name);
-    orr_buf_free(&u.next_link);
-    return s;
+    return u.status;
 }
