@@ -32,13 +32,16 @@
 #include "orr_jschema.h"
 
 #include <math.h>
-#include <regex.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <pcre2.h>
+
+#include "orr_alloc.h"
 #include "orr_arena.h"
 #include "orr_buf.h"
 
@@ -76,7 +79,7 @@ typedef struct js_prop {
 
 typedef struct js_pattern {
     const char *src;
-    regex_t *re;
+    pcre2_code *re;
     js_node *schema;
 } js_pattern;
 
@@ -105,7 +108,7 @@ struct js_node {
     const json_t *minimum, *maximum, *xminimum, *xmaximum, *multiple_of;
 
     int64_t min_len, max_len; /* -1 = unset */
-    regex_t *pattern;
+    pcre2_code *pattern;
     const char *pattern_src;
     enum js_format format;
 
@@ -139,6 +142,7 @@ struct orr_jschema {
     orr_arena *arena;
     json_t *doc;
     js_node *root;
+    pcre2_match_context *match; /* the limits of every pattern match */
 };
 
 /* ---------------------------------------------------------------- small helpers */
@@ -341,7 +345,20 @@ static uint64_t js_hash(const json_t *v, int depth)
     }
 }
 
-/* ---------------------------------------------------------------- regex translation */
+/* ---------------------------------------------------------------- regular expressions */
+
+/*
+ * `pattern` and `patternProperties` are ECMA-262 regular expressions. PCRE2
+ * (8-bit, UTF) runs them with the options that make it behave as ECMA-262
+ * does: $ only at the very end, \uXXXX and \u{...}, [] an empty class, an
+ * unset backreference matching the empty string. re_ecma_check() refuses
+ * what PCRE2 would accept but ECMA-262 would not (possessive quantifiers,
+ * (?>...) and the other PCRE groups, \A \z \Q and other PCRE escapes, POSIX
+ * [:classes:]), so a schema means the same in a browser. Each distinct
+ * pattern is compiled once per schema (js_loader.res caches them) and lives
+ * as long as the compiled schema; matching runs under the schema's match
+ * context, whose limits stop a catastrophic pattern.
+ */
 
 static void re_bad(char *why, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void re_bad(char *why, size_t n, const char *fmt, ...)
@@ -352,422 +369,179 @@ static void re_bad(char *why, size_t n, const char *fmt, ...)
     va_end(ap);
 }
 
-static int re_is_punct(char c)
+/* An escape ECMA-262 knows: \d \D \w \W \s \S \b \B \n \r \t \f \v \0-\9 \cX
+ * \xHH \uHHHH \u{H..} \k<name> \p{..} \P{..}, or a punctuation character. */
+static int re_ecma_escape(unsigned char c)
 {
-    return c && strchr("^$\\.*+?()[]{}|/-", c) != NULL;
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')))
+        return c != 0;
+    return strchr("dDwWsSbBnrtfvcxukpP", c) != NULL;
 }
+
+/* {n}, {n,} or {n,m} at s (s[0] == '{'): its length, else 0 (a literal {). */
+static size_t re_brace_quantifier(const char *s, size_t n)
+{
+    size_t i = 1, digits = 0;
+    while (i < n && s[i] >= '0' && s[i] <= '9')
+        i++, digits++;
+    if (!digits)
+        return 0;
+    if (i < n && s[i] == ',') {
+        i++;
+        while (i < n && s[i] >= '0' && s[i] <= '9')
+            i++;
+    }
+    return i < n && s[i] == '}' ? i + 1 : 0;
+}
+
+/* Refuse PCRE2 syntax that ECMA-262 does not have. 0, or -1 with why. */
+static int re_ecma_check(const char *s, size_t n, char *why, size_t wn)
+{
+    int in_class = 0;
+    int quant = 0; /* 1 after a quantifier, 2 after a lazy one */
+    for (size_t i = 0; i < n;) {
+        char c = s[i];
+        if (c == '\\') {
+            if (i + 1 >= n) {
+                re_bad(why, wn, "\\ at end of pattern");
+                return -1;
+            }
+            if (!re_ecma_escape((unsigned char)s[i + 1])) {
+                re_bad(why, wn, "escape \\%c is not ECMA-262", s[i + 1]);
+                return -1;
+            }
+            i += 2, quant = 0;
+            continue;
+        }
+        if (in_class) {
+            if (c == '[' && i + 1 < n && strchr(":.=", s[i + 1])) {
+                re_bad(why, wn, "POSIX character classes [%c...%c] are not ECMA-262", s[i + 1],
+                       s[i + 1]);
+                return -1;
+            }
+            in_class = c != ']';
+            i++;
+            continue;
+        }
+        size_t q = c == '{' ? re_brace_quantifier(s + i, n - i) : 0;
+        if (c == '*' || c == '+' || c == '?' || q) {
+            if (c == '?' && quant == 1) {
+                quant = 2; /* lazy */
+            } else if (quant) {
+                re_bad(why, wn, "nothing to repeat at offset %zu", i);
+                return -1;
+            } else {
+                quant = 1;
+            }
+            i += q ? q : 1;
+            continue;
+        }
+        quant = 0;
+        if (c == '[') {
+            in_class = 1;
+            i += (i + 1 < n && s[i + 1] == '^') ? 2 : 1;
+            if (i < n && s[i] == ']') /* [] and [^]: ECMA's empty class */
+                in_class = 0, i++;
+            continue;
+        }
+        if (c == '(' && i + 1 < n && s[i + 1] == '?') {
+            const char *g = s + i + 2;
+            size_t left = n - i - 2;
+            int ok = left >= 1 && (g[0] == ':' || g[0] == '=' || g[0] == '!');
+            ok = ok || (left >= 2 && g[0] == '<' && (g[1] == '=' || g[1] == '!'));
+            ok = ok || (left >= 2 && g[0] == '<' &&
+                        ((g[1] >= 'A' && g[1] <= 'Z') || (g[1] >= 'a' && g[1] <= 'z') ||
+                         g[1] == '_' || g[1] == '$'));
+            if (!ok) {
+                re_bad(why, wn, "group (?%.1s is not ECMA-262", left ? g : "");
+                return -1;
+            }
+        }
+        i++;
+    }
+    return 0;
+}
+
+/* Old, shorter words for the commonest mistakes. */
+static const char *re_short(int code)
+{
+    switch (code) {
+    case PCRE2_ERROR_MISSING_SQUARE_BRACKET:
+        return "unterminated [";
+    case PCRE2_ERROR_MISSING_CLOSING_PARENTHESIS:
+        return "unmatched (";
+    case PCRE2_ERROR_UNMATCHED_CLOSING_PARENTHESIS:
+        return "unmatched )";
+    case PCRE2_ERROR_QUANTIFIER_INVALID:
+        return "nothing to repeat";
+    case PCRE2_ERROR_PATTERN_TOO_LARGE:
+        return "pattern too complex";
+    default:
+        return "invalid regular expression";
+    }
+}
+
+static void js_regex_free_cb(void *p)
+{
+    pcre2_code_free((pcre2_code *)p);
+}
+
+/* Compile an ECMA-262 pattern into a pcre2_code freed with arena a.
+ * NULL with why filled when it is not one. */
+static pcre2_code *js_regex(orr_arena *a, const char *src, size_t n, char *why, size_t wn)
+{
+    if (re_ecma_check(src, n, why, wn) != 0)
+        return NULL;
+    int code;
+    PCRE2_SIZE off;
+    pcre2_compile_context *cc = pcre2_compile_context_create(NULL);
+    if (!cc)
+        orr_oom(sizeof(void *));
+    pcre2_set_compile_extra_options(cc, PCRE2_EXTRA_ALT_BSUX);
+    pcre2_code *re =
+        pcre2_compile((PCRE2_SPTR)src, n,
+                      PCRE2_UTF | PCRE2_DOLLAR_ENDONLY | PCRE2_ALT_BSUX | PCRE2_ALLOW_EMPTY_CLASS |
+                          PCRE2_MATCH_UNSET_BACKREF | PCRE2_NEVER_BACKSLASH_C,
+                      &code, &off, cc);
+    pcre2_compile_context_free(cc);
+    if (!re) {
+        PCRE2_UCHAR msg[160];
+        if (pcre2_get_error_message(code, msg, sizeof(msg)) < 0)
+            snprintf((char *)msg, sizeof(msg), "error %d", code);
+        re_bad(why, wn, "%s (%s at offset %zu)", re_short(code), (const char *)msg, (size_t)off);
+        return NULL;
+    }
+    orr_arena_on_cleanup(a, js_regex_free_cb, re);
+    return re;
+}
+
+/* 1 if re matches somewhere in s[0..len), 0 if not, -1 when a limit of mc
+ * stopped the match (why filled). */
+static int js_regex_match(const pcre2_code *re, pcre2_match_context *mc, const char *s, size_t len,
+                          char *why, size_t wn)
+{
+    pcre2_match_data *md = pcre2_match_data_create(1, NULL);
+    if (!md)
+        orr_oom(sizeof(void *));
+    int rc = pcre2_match(re, (PCRE2_SPTR)s, len, 0, 0, md, mc);
+    pcre2_match_data_free(md);
+    if (rc >= 0)
+        return 1;
+    if (rc == PCRE2_ERROR_NOMATCH)
+        return 0;
+    PCRE2_UCHAR msg[160];
+    if (pcre2_get_error_message(rc, msg, sizeof(msg)) < 0)
+        snprintf((char *)msg, sizeof(msg), "error %d", rc);
+    re_bad(why, wn, "%s", (const char *)msg);
+    return -1;
+}
+
+/* ---------------------------------------------------------------- formats */
 
 static int re_is_digit(char c)
 {
     return c >= '0' && c <= '9';
 }
-
-static int re_control(char c, char *out)
-{
-    switch (c) {
-    case 'n':
-        *out = '\n';
-        return 1;
-    case 'r':
-        *out = '\r';
-        return 1;
-    case 't':
-        *out = '\t';
-        return 1;
-    case 'f':
-        *out = '\f';
-        return 1;
-    case 'v':
-        *out = '\v';
-        return 1;
-    default:
-        return 0;
-    }
-}
-
-/* One ECMA-262 class [...] starting at src[*i] == '['; appends the ERE form.
- * Returns 0, or -1 with why filled. */
-static int re_class(const char *src, size_t n, size_t *i, orr_buf *out, char *why, size_t wn)
-{
-    size_t p = *i + 1;
-    int neg = 0, has_rb = 0, has_lb = 0, has_caret = 0, has_hyphen = 0, last_single = 0;
-    orr_buf body = ORR_BUF_INIT;
-    int rc = -1;
-
-    if (p < n && src[p] == '^') {
-        neg = 1;
-        p++;
-    }
-    if (p < n && src[p] == ']') {
-        re_bad(why, wn, "empty class [] or [^] is not supported");
-        goto out;
-    }
-    while (p < n && src[p] != ']') {
-        char c = src[p];
-        if (c == '\\') {
-            char e = p + 1 < n ? src[p + 1] : '\0', ctl;
-            p += 2;
-            if (e == 'd') {
-                orr_buf_append_str(&body, "0-9");
-                last_single = 0;
-            } else if (e == 'w') {
-                orr_buf_append_str(&body, "A-Za-z0-9_");
-                last_single = 0;
-            } else if (e == 's') {
-                orr_buf_append_str(&body, "[:space:]");
-                last_single = 0;
-            } else if (re_control(e, &ctl)) {
-                orr_buf_append_byte(&body, ctl);
-                last_single = 1;
-            } else if (e == ']') {
-                has_rb = 1;
-                last_single = 0;
-            } else if (e == '-') {
-                has_hyphen = 1;
-                last_single = 0;
-            } else if (e == '^') {
-                has_caret = 1;
-                last_single = 0;
-            } else if (e == '[') {
-                has_lb = 1;
-                last_single = 0;
-            } else if (re_is_punct(e)) {
-                orr_buf_append_byte(&body, e);
-                last_single = 1;
-            } else if (e == 'D' || e == 'W' || e == 'S') {
-                re_bad(why, wn, "\\%c inside [...] is not supported", e);
-                goto out;
-            } else {
-                re_bad(why, wn, "escape \\%c is not supported (POSIX ERE)", e ? e : ' ');
-                goto out;
-            }
-            continue;
-        }
-        if (c == '-') {
-            if (last_single && p + 1 < n && src[p + 1] != ']') {
-                char end = src[p + 1];
-                p += 2;
-                if (end == '\\') {
-                    char e = p < n ? src[p] : '\0';
-                    p++;
-                    if (!re_is_punct(e) || strchr("]\\^-[", e)) {
-                        re_bad(why, wn, "range ending in \\%c is not supported", e ? e : ' ');
-                        goto out;
-                    }
-                    end = e;
-                } else if (end == '[' || end == '^') {
-                    re_bad(why, wn, "range ending in '%c' is not supported", end);
-                    goto out;
-                }
-                orr_buf_append_byte(&body, '-');
-                orr_buf_append_byte(&body, end);
-                last_single = 0;
-            } else {
-                has_hyphen = 1;
-                p++;
-            }
-            continue;
-        }
-        if (c == '^') {
-            has_caret = 1;
-            last_single = 0;
-        } else if (c == '[') {
-            has_lb = 1;
-            last_single = 0;
-        } else {
-            orr_buf_append_byte(&body, c);
-            last_single = 1;
-        }
-        p++;
-    }
-    if (p >= n) {
-        re_bad(why, wn, "unterminated [");
-        goto out;
-    }
-    *i = p + 1;
-    if (!neg && has_caret && !has_rb && !has_lb && body.len == 0 && !has_hyphen) {
-        orr_buf_append_str(out, "\\^"); /* [\^] alone */
-        rc = 0;
-        goto out;
-    }
-    /* POSIX places: ']' first, '-' last, '^' anywhere but first, '[' not before ':.=' */
-    orr_buf_append_byte(out, '[');
-    if (neg)
-        orr_buf_append_byte(out, '^');
-    if (has_rb)
-        orr_buf_append_byte(out, ']');
-    orr_buf_append(out, orr_buf_cstr(&body), body.len);
-    if (has_lb)
-        orr_buf_append_byte(out, '[');
-    if (has_caret) {
-        if (!has_rb && !has_lb && body.len == 0 && !neg) {
-            /* only '^' and '-': "-^" keeps ^ from leading */
-            orr_buf_append_str(out, "-^");
-            has_hyphen = 0;
-        } else {
-            orr_buf_append_byte(out, '^');
-        }
-    }
-    if (has_hyphen)
-        orr_buf_append_byte(out, '-');
-    orr_buf_append_byte(out, ']');
-    rc = 0;
-out:
-    orr_buf_free(&body);
-    return rc;
-}
-
-/*
- * Size bookkeeping of the translated pattern. glibc's regcomp copies the
- * tree of a repeated atom once per count ("(ab){3}" holds three "ab"), so
- * nested counted repeats grow multiplicatively: "((a{99}){99}){99}" would
- * take minutes and gigabytes. The translator adds up the weight (atoms after
- * expansion) per group and refuses a pattern past RE_MAX_WEIGHT.
- */
-#define RE_MAX_WEIGHT 20000
-#define RE_MAX_GROUPS 32
-#define RE_MAX_COUNT  1000
-
-typedef struct re_weight {
-    long sum[RE_MAX_GROUPS + 1]; /* weight so far of each open group */
-    int sp;
-    long last;      /* weight of the atom a quantifier would repeat; 0 = none */
-    int quantified; /* the last atom already has a quantifier */
-} re_weight;
-
-static int re_add(re_weight *w, long add, char *why, size_t wn)
-{
-    w->sum[w->sp] += add;
-    if (w->sum[w->sp] > RE_MAX_WEIGHT) {
-        re_bad(why, wn, "pattern too complex (repeats expand past %d atoms)", RE_MAX_WEIGHT);
-        return -1;
-    }
-    return 0;
-}
-
-static int re_atom(re_weight *w, char *why, size_t wn)
-{
-    w->last = 1;
-    w->quantified = 0;
-    return re_add(w, 1, why, wn);
-}
-
-/* A quantifier repeating the last atom count more times. */
-static int re_quant(re_weight *w, long count, char *why, size_t wn)
-{
-    if (!w->last || w->quantified) {
-        re_bad(why, wn, "quantifier with nothing to repeat");
-        return -1;
-    }
-    w->quantified = 1;
-    return re_add(w, w->last * count, why, wn);
-}
-
-/* ECMA-262 pattern -> POSIX ERE. Returns 0, or -1 with why filled. */
-static int re_translate(const char *src, size_t n, orr_buf *out, char *why, size_t wn)
-{
-    re_weight w;
-    memset(&w, 0, sizeof(w));
-    size_t i = 0;
-    while (i < n) {
-        char c = src[i];
-        if (c == '\\') {
-            char e = i + 1 < n ? src[i + 1] : '\0', ctl;
-            i += 2;
-            switch (e) {
-            case 'd':
-                orr_buf_append_str(out, "[0-9]");
-                break;
-            case 'D':
-                orr_buf_append_str(out, "[^0-9]");
-                break;
-            case 'w':
-                orr_buf_append_str(out, "[A-Za-z0-9_]");
-                break;
-            case 'W':
-                orr_buf_append_str(out, "[^A-Za-z0-9_]");
-                break;
-            case 's':
-                orr_buf_append_str(out, "[[:space:]]");
-                break;
-            case 'S':
-                orr_buf_append_str(out, "[^[:space:]]");
-                break;
-            case 'b':
-            case 'B':
-                re_bad(why, wn, "word boundary \\%c is not supported (POSIX ERE)", e);
-                return -1;
-            case '\0':
-                re_bad(why, wn, "trailing backslash");
-                return -1;
-            default:
-                if (re_control(e, &ctl)) {
-                    orr_buf_append_byte(out, ctl);
-                } else if (re_is_digit(e)) {
-                    re_bad(why, wn, "backreference \\%c is not supported (POSIX ERE)", e);
-                    return -1;
-                } else if (e == '/' || e == '-') {
-                    orr_buf_append_byte(out, e);
-                } else if (re_is_punct(e)) {
-                    orr_buf_append_byte(out, '\\');
-                    orr_buf_append_byte(out, e);
-                } else {
-                    re_bad(why, wn, "escape \\%c is not supported (POSIX ERE)", e);
-                    return -1;
-                }
-            }
-            if (re_atom(&w, why, wn) != 0)
-                return -1;
-            continue;
-        }
-        switch (c) {
-        case '[':
-            if (re_class(src, n, &i, out, why, wn) != 0 || re_atom(&w, why, wn) != 0)
-                return -1;
-            continue;
-        case '(':
-            if (i + 1 < n && src[i + 1] == '?') {
-                if (i + 2 >= n || src[i + 2] != ':') {
-                    re_bad(why, wn,
-                           "lookaround and named groups (?...) are not supported (POSIX ERE)");
-                    return -1;
-                }
-                i += 2; /* (?: -> ( : nothing is captured anyway */
-            }
-            if (w.sp == RE_MAX_GROUPS) {
-                re_bad(why, wn, "groups nested deeper than %d", RE_MAX_GROUPS);
-                return -1;
-            }
-            w.sum[++w.sp] = 0;
-            w.last = 0;
-            orr_buf_append_byte(out, '(');
-            i++;
-            continue;
-        case ')': {
-            if (w.sp == 0) {
-                re_bad(why, wn, "unmatched )");
-                return -1;
-            }
-            long g = w.sum[w.sp--];
-            orr_buf_append_byte(out, ')');
-            i++;
-            if (re_add(&w, g, why, wn) != 0)
-                return -1;
-            w.last = g ? g : 1;
-            w.quantified = 0;
-            continue;
-        }
-        case '|':
-        case '^':
-        case '$':
-            w.last = 0;
-            w.quantified = 0;
-            orr_buf_append_byte(out, c);
-            i++;
-            continue;
-        case '*':
-        case '+':
-        case '?':
-            /* '+' and '?' copy the atom once more in glibc; '*' does not */
-            if (re_quant(&w, c == '*' ? 0 : 1, why, wn) != 0)
-                return -1;
-            orr_buf_append_byte(out, c);
-            i++;
-            if (i < n && src[i] == '?')
-                i++; /* lazy: same match/no-match as greedy */
-            continue;
-        case '{': {
-            /* a quantifier {n}, {n,}, {n,m}; otherwise a literal brace */
-            size_t j = i + 1;
-            long lo = 0, hi = -1;
-            /* counts saturate just past the limit */
-            for (; j < n && re_is_digit(src[j]); j++)
-                lo = lo > RE_MAX_COUNT ? lo : lo * 10 + (src[j] - '0');
-            int ok = j > i + 1;
-            if (ok && j < n && src[j] == ',') {
-                size_t k = ++j;
-                hi = 0;
-                for (; j < n && re_is_digit(src[j]); j++)
-                    hi = hi > RE_MAX_COUNT ? hi : hi * 10 + (src[j] - '0');
-                if (j == k)
-                    hi = -1; /* {n,} */
-            }
-            if (ok && j < n && src[j] == '}') {
-                long count = hi > lo ? hi : lo;
-                if (count > RE_MAX_COUNT) {
-                    re_bad(why, wn, "repeat count above %d", RE_MAX_COUNT);
-                    return -1;
-                }
-                if (re_quant(&w, count, why, wn) != 0)
-                    return -1;
-                orr_buf_append(out, src + i, j + 1 - i);
-                i = j + 1;
-                if (i < n && src[i] == '?')
-                    i++; /* lazy */
-            } else {
-                orr_buf_append_str(out, "\\{");
-                i++;
-                if (re_atom(&w, why, wn) != 0)
-                    return -1;
-            }
-            continue;
-        }
-        case '}':
-            orr_buf_append_str(out, "\\}");
-            i++;
-            if (re_atom(&w, why, wn) != 0)
-                return -1;
-            continue;
-        default:
-            orr_buf_append_byte(out, c);
-            i++;
-            if (re_atom(&w, why, wn) != 0)
-                return -1;
-        }
-    }
-    if (w.sp != 0) {
-        re_bad(why, wn, "unmatched (");
-        return -1;
-    }
-    return 0;
-}
-
-static void js_regfree_cb(void *p)
-{
-    regfree((regex_t *)p);
-}
-
-/* Compile an ECMA-262 pattern (as far as supported) into arena memory. */
-static regex_t *js_regex(orr_arena *a, const char *src, size_t n, char *why, size_t wn)
-{
-    orr_buf ere = ORR_BUF_INIT;
-    regex_t *re = NULL;
-    if (re_translate(src, n, &ere, why, wn) != 0)
-        goto out;
-    re = orr_arena_alloc(a, sizeof(*re));
-    int rc = regcomp(re, orr_buf_cstr(&ere), REG_EXTENDED | REG_NOSUB);
-    if (rc != 0) {
-        char msg[160];
-        regerror(rc, re, msg, sizeof(msg));
-        re_bad(why, wn, "invalid regular expression: %s", msg);
-        re = NULL;
-        goto out;
-    }
-    orr_arena_on_cleanup(a, js_regfree_cb, re);
-out:
-    orr_buf_free(&ere);
-    return re;
-}
-
-static int js_regex_match(const regex_t *re, const char *s, size_t len)
-{
-    regmatch_t m[1];
-    m[0].rm_so = 0;
-    m[0].rm_eo = (regoff_t)len;
-    return regexec(re, s, 1, m, REG_STARTEND) == 0;
-}
-
-/* ---------------------------------------------------------------- formats */
 
 static int fmt_num(const char *s, int n, int *out)
 {
@@ -956,7 +730,31 @@ typedef struct js_loader {
     /* every node, in creation order */
     js_node *head, *tail;
     size_t nnodes;
+    /* every pattern compiled so far (in tmp), so each is compiled once */
+    struct js_re_cached *res;
 } js_loader;
+
+typedef struct js_re_cached {
+    const char *src;
+    size_t n;
+    pcre2_code *re;
+    struct js_re_cached *next;
+} js_re_cached;
+
+/* The compiled pattern src[0..n), compiled now or taken from the cache. */
+static pcre2_code *ld_regex(js_loader *L, const char *src, size_t n, char *why, size_t wn)
+{
+    for (js_re_cached *c = L->res; c; c = c->next)
+        if (c->n == n && memcmp(c->src, src, n) == 0)
+            return c->re;
+    pcre2_code *re = js_regex(L->a, src, n, why, wn);
+    if (re) {
+        js_re_cached *c = orr_arena_alloc(L->tmp, sizeof(*c));
+        *c = (js_re_cached){.src = src, .n = n, .re = re, .next = L->res};
+        L->res = c;
+    }
+    return re;
+}
 
 typedef orr_status (*js_kw_fn)(js_loader *L, js_node *n, json_t *val, const char *kpath, int arg,
                                int depth);
@@ -1219,7 +1017,7 @@ static orr_status kw_pattern(js_loader *L, js_node *n, json_t *val, const char *
     char why[256];
     if (!json_is_string(val))
         return ld_fail(L, kpath, "must be a string");
-    n->pattern = js_regex(L->a, json_string_value(val), json_string_length(val), why, sizeof(why));
+    n->pattern = ld_regex(L, json_string_value(val), json_string_length(val), why, sizeof(why));
     if (!n->pattern)
         return ld_fail(L, kpath, "%s", why);
     n->pattern_src = json_string_value(val);
@@ -1286,7 +1084,7 @@ static orr_status kw_pattern_props(js_loader *L, js_node *n, json_t *val, const 
         js_pattern *pt = &n->pats[n->npats++];
         js_path_key(p, sizeof(p), kpath, key);
         pt->src = key;
-        pt->re = js_regex(L->a, key, strlen(key), why, sizeof(why));
+        pt->re = ld_regex(L, key, strlen(key), why, sizeof(why));
         if (!pt->re)
             return ld_fail(L, p, "%s", why);
         LD_CHILD(pt->schema, sub, p);
@@ -1672,6 +1470,11 @@ static void js_decref_cb(void *p)
     json_decref((json_t *)p);
 }
 
+static void js_match_free_cb(void *p)
+{
+    pcre2_match_context_free((pcre2_match_context *)p);
+}
+
 orr_status orr_jschema_load(json_t *schema, orr_jschema **out, orr_err *err)
 {
     orr_status rc;
@@ -1686,6 +1489,13 @@ orr_status orr_jschema_load(json_t *schema, orr_jschema **out, orr_err *err)
         return orr_err_set(err, ORR_EINVAL, "$", "cannot copy the schema document");
     }
     orr_arena_on_cleanup(a, js_decref_cb, s->doc);
+    s->match = pcre2_match_context_create(NULL);
+    if (!s->match)
+        orr_oom(sizeof(void *));
+    orr_arena_on_cleanup(a, js_match_free_cb, s->match);
+    pcre2_set_match_limit(s->match, ORR_JSCHEMA_MATCH_LIMIT);
+    pcre2_set_depth_limit(s->match, ORR_JSCHEMA_MATCH_LIMIT);
+    pcre2_set_heap_limit(s->match, ORR_JSCHEMA_MATCH_HEAP_KIB);
 
     js_loader L = {.s = s, .a = a, .tmp = orr_arena_create(0), .err = err};
     orr_err local;
@@ -1739,10 +1549,11 @@ void orr_jschema_free(orr_jschema *s)
 typedef struct js_vctx {
     char path[512];
     size_t len;
-    size_t err_len; /* path length where the last failure was reported */
-    int depth;      /* containers entered */
-    int calls;      /* nested node applications */
-    long steps;     /* node applications so far (work budget) */
+    size_t err_len;             /* path length where the last failure was reported */
+    int depth;                  /* containers entered */
+    int calls;                  /* nested node applications */
+    long steps;                 /* node applications so far (work budget) */
+    pcre2_match_context *match; /* the schema's pattern-match limits */
 } js_vctx;
 
 /* Append n bytes, cut at the buffer's end. */
@@ -1946,6 +1757,14 @@ static size_t v_utf8_len(const char *s, size_t n)
     return cps;
 }
 
+/* A match limit stopped a pattern: the value is refused, whatever anyOf or
+ * not would make of a plain mismatch. */
+static int v_pattern_stopped(js_vctx *c, orr_err *e, const char *src, const char *why)
+{
+    v_fail(c, e, "too costly to match against pattern %s (%s)", src, why);
+    return JS_FATAL;
+}
+
 static int v_string(const js_node *n, const json_t *v, js_vctx *c, orr_err *e)
 {
     const char *s = json_string_value(v);
@@ -1957,8 +1776,14 @@ static int v_string(const js_node *n, const json_t *v, js_vctx *c, orr_err *e)
         if (n->max_len >= 0 && cps > (uint64_t)n->max_len)
             return v_fail(c, e, "must be at most %lld characters long", (long long)n->max_len);
     }
-    if (n->pattern && !js_regex_match(n->pattern, s, bytes))
-        return v_fail(c, e, "must match pattern %s", n->pattern_src);
+    if (n->pattern) {
+        char why[160];
+        int m = js_regex_match(n->pattern, c->match, s, bytes, why, sizeof(why));
+        if (m < 0)
+            return v_pattern_stopped(c, e, n->pattern_src, why);
+        if (!m)
+            return v_fail(c, e, "must match pattern %s", n->pattern_src);
+    }
     if (n->format && !fmt_check(n->format, s, bytes))
         return v_fail(c, e, "must be %s", fmt_desc(n->format));
     return JS_OK;
@@ -2117,7 +1942,11 @@ static int v_object(const js_node *n, const json_t *v, js_vctx *c, orr_err *e)
             r = v_node(sub, val, c, e);
         }
         for (size_t p = 0; p < n->npats && r == JS_OK; p++) {
-            if (js_regex_match(n->pats[p].re, key, strlen(key))) {
+            char why[160];
+            int m = js_regex_match(n->pats[p].re, c->match, key, strlen(key), why, sizeof(why));
+            if (m < 0) {
+                r = v_pattern_stopped(c, e, n->pats[p].src, why);
+            } else if (m) {
                 matched = 1;
                 r = v_node(n->pats[p].schema, val, c, e);
             }
@@ -2332,6 +2161,7 @@ orr_status orr_jschema_validate(const orr_jschema *s, const json_t *instance, co
     c.depth = 0;
     c.calls = 0;
     c.steps = 0;
+    c.match = s->match;
     if (root_path)
         vp_put(&c, root_path, strlen(root_path));
     orr_err_clear(e);

@@ -27,14 +27,19 @@
  * Any other keyword is refused at load, naming its schema path: a keyword
  * that would be silently ignored is a check that silently does not happen.
  *
- * pattern / patternProperties: POSIX extended regular expressions (regex.h),
- * compiled once at load, matched unanchored as JSON Schema requires. Common
- * ECMA-262 shorthands are translated: \d \D \w \W \s \S (also inside [...]),
- * \n \r \t, escaped punctuation, (?:...) and lazy quantifiers (*? +? ?? {n,m}?,
- * which match the same strings as the greedy ones). ECMA-262 features beyond
- * ERE are refused at load: lookaround (?= (?! (?<, backreferences \1, \b \B,
- * \uXXXX \xHH \p{..}, and any other escape. Matching is bytewise in the C
- * locale: "." matches one byte of a multi-byte UTF-8 character.
+ * pattern / patternProperties: ECMA-262 regular expressions, run by PCRE2
+ * (UTF-8, so "." is one character) with the options that make it behave as
+ * ECMA-262 does ($ only at the very end, \uXXXX and \u{...}, [] never
+ * matches). Everything ECMA-262 has works: \d \w \s and their negations,
+ * lookahead and lookbehind, lazy quantifiers, backreferences, named groups,
+ * \b. PCRE2 syntax that ECMA-262 lacks (possessive quantifiers, (?>...),
+ * inline flags, \A \z \Q..., [:alpha:]) is refused at load, so a schema
+ * means the same in a browser. Each distinct pattern is compiled once per
+ * schema and matched unanchored, as JSON Schema requires. A match that takes
+ * more than ORR_JSCHEMA_MATCH_LIMIT backtracking steps, or more than
+ * ORR_JSCHEMA_MATCH_HEAP_KIB of memory, stops and refuses the value ("too
+ * costly to match against pattern ..."): a catastrophic pattern such as
+ * ^(a|a)*$ costs bounded time on any input.
  *
  * format: "date-time" and "date" (RFC 3339, calendar-checked), "email" and
  * "uri" (loose shape checks), "hostname" (RFC 1123 labels). Unknown formats
@@ -61,9 +66,11 @@
 
 #include "orr_status.h"
 
-#define ORR_JSCHEMA_MAX_DEPTH     128
-#define ORR_JSCHEMA_MAX_RECURSION 1024
-#define ORR_JSCHEMA_MAX_STEPS     10000000
+#define ORR_JSCHEMA_MAX_DEPTH      128
+#define ORR_JSCHEMA_MAX_RECURSION  1024
+#define ORR_JSCHEMA_MAX_STEPS      10000000
+#define ORR_JSCHEMA_MATCH_LIMIT    1000000
+#define ORR_JSCHEMA_MATCH_HEAP_KIB 16384
 
 typedef struct orr_jschema orr_jschema;
 
@@ -97,7 +104,7 @@ orr_status orr_jschema_load_file(const char *path, orr_jschema **out, orr_err *e
  * that failed deepest in the instance, otherwise "must match exactly one of
  * N schemas". Paths longer than err->field are cut.
  * Thread-safe; never blocks. Allocates nothing itself except a sort table
- * for uniqueItems on arrays of more than 32 items (regexec may allocate).
+ * for uniqueItems on arrays of more than 32 items and PCRE2's match data.
  * err may be NULL.
  */
 orr_status orr_jschema_validate(const orr_jschema *s, const json_t *instance, const char *root_path,
