@@ -1,6 +1,12 @@
-/* orr_json.c - strict JSON getters naming the path of bad fields (see orr_json.h). */
+/*
+ * orr_json.c - strict JSON getters naming the path of bad fields (see
+ * orr_json.h). Every typed getter is a thin wrapper over json_get(), which
+ * looks the key up and checks the value's JSON type; the wrapper only
+ * converts the value (and, for integers, checks the range).
+ */
 #include "orr_json.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -55,61 +61,69 @@ orr_status orr_json_allow_keys(const json_t *obj, const char *path, const char *
     return ORR_OK;
 }
 
-/* Look key up; report missing/required. Returns 1 if found, 0 if absent-ok, -1 on error. */
-static int json_lookup(const json_t *obj, const char *path, const char *key, int required,
-                       json_t **v, orr_status *rc, orr_err *err)
+/* ORR_EINVAL naming path.key, with a printf message. */
+static orr_status json_fail(orr_err *err, const char *path, const char *key, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static orr_status json_fail(orr_err *err, const char *path, const char *key, const char *fmt, ...)
 {
-    char p[256];
-    *rc = ORR_OK;
-    if (!json_is_object(obj)) {
-        *rc = orr_err_set(err, ORR_EINVAL, path && path[0] ? path : "$", "must be an object");
-        return -1;
-    }
-    *v = json_object_get(obj, key);
-    if (!*v || (json_is_null(*v) && !required)) {
-        if (required) {
-            *rc =
-                orr_err_set(err, ORR_EINVAL, orr_json_path(p, sizeof(p), path, key), "is required");
-            return -1;
-        }
-        return 0;
-    }
-    return 1;
+    char p[256], msg[sizeof(err->msg)];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    return orr_err_set(err, ORR_EINVAL, orr_json_path(p, sizeof(p), path, key), "%s", msg);
 }
 
-#define JSON_TYPE_ERR(what)                                                                        \
-    orr_err_set(err, ORR_EINVAL, orr_json_path(p, sizeof(p), path, key), "must be " what)
+/* JSON types a getter accepts, as a mask of 1 << json_type. */
+#define JT(t)      (1u << (t))
+#define JT_STRING  JT(JSON_STRING)
+#define JT_INTEGER JT(JSON_INTEGER)
+#define JT_NUMBER  (JT(JSON_INTEGER) | JT(JSON_REAL))
+#define JT_BOOLEAN (JT(JSON_TRUE) | JT(JSON_FALSE))
+#define JT_OBJECT  JT(JSON_OBJECT)
+#define JT_ARRAY   JT(JSON_ARRAY)
+
+/*
+ * The one getter under the typed ones: obj must be an object; key missing
+ * (or null, when not required) gives ORR_OK with *v = NULL, or "is required";
+ * a value whose JSON type is not in `types` gives "must be <what>".
+ */
+static orr_status json_get(const json_t *obj, const char *path, const char *key, int required,
+                           unsigned types, const char *what, json_t **v, orr_err *err)
+{
+    *v = NULL;
+    if (!json_is_object(obj))
+        return orr_err_set(err, ORR_EINVAL, path && path[0] ? path : "$", "must be an object");
+    json_t *x = json_object_get(obj, key);
+    if (!x || (json_is_null(x) && !required))
+        return required ? json_fail(err, path, key, "is required") : ORR_OK;
+    if (!(types & JT(json_typeof(x))))
+        return json_fail(err, path, key, "must be %s", what);
+    *v = x;
+    return ORR_OK;
+}
 
 orr_status orr_json_get_str(const json_t *obj, const char *path, const char *key, int required,
                             const char **out, orr_err *err)
 {
-    char p[256];
     json_t *v;
-    orr_status rc;
-    int f = json_lookup(obj, path, key, required, &v, &rc, err);
-    if (f <= 0)
-        return rc;
-    if (!json_is_string(v))
-        return JSON_TYPE_ERR("a string");
-    *out = json_string_value(v);
-    return ORR_OK;
+    orr_status rc = json_get(obj, path, key, required, JT_STRING, "a string", &v, err);
+    if (v)
+        *out = json_string_value(v);
+    return rc;
 }
 
 orr_status orr_json_get_int(const json_t *obj, const char *path, const char *key, int required,
                             int64_t min, int64_t max, int64_t *out, orr_err *err)
 {
-    char p[256];
     json_t *v;
-    orr_status rc;
-    int f = json_lookup(obj, path, key, required, &v, &rc, err);
-    if (f <= 0)
+    orr_status rc = json_get(obj, path, key, required, JT_INTEGER, "an integer", &v, err);
+    if (!v)
         return rc;
-    if (!json_is_integer(v))
-        return JSON_TYPE_ERR("an integer");
     int64_t x = (int64_t)json_integer_value(v);
     if (x < min || x > max)
-        return orr_err_set(err, ORR_EINVAL, orr_json_path(p, sizeof(p), path, key),
-                           "must be between %lld and %lld", (long long)min, (long long)max);
+        return json_fail(err, path, key, "must be between %lld and %lld", (long long)min,
+                         (long long)max);
     *out = x;
     return ORR_OK;
 }
@@ -117,61 +131,41 @@ orr_status orr_json_get_int(const json_t *obj, const char *path, const char *key
 orr_status orr_json_get_bool(const json_t *obj, const char *path, const char *key, int required,
                              int *out, orr_err *err)
 {
-    char p[256];
     json_t *v;
-    orr_status rc;
-    int f = json_lookup(obj, path, key, required, &v, &rc, err);
-    if (f <= 0)
-        return rc;
-    if (!json_is_boolean(v))
-        return JSON_TYPE_ERR("a boolean");
-    *out = json_is_true(v);
-    return ORR_OK;
+    orr_status rc = json_get(obj, path, key, required, JT_BOOLEAN, "a boolean", &v, err);
+    if (v)
+        *out = json_is_true(v);
+    return rc;
 }
 
 orr_status orr_json_get_double(const json_t *obj, const char *path, const char *key, int required,
                                double *out, orr_err *err)
 {
-    char p[256];
     json_t *v;
-    orr_status rc;
-    int f = json_lookup(obj, path, key, required, &v, &rc, err);
-    if (f <= 0)
-        return rc;
-    if (!json_is_number(v))
-        return JSON_TYPE_ERR("a number");
-    *out = json_number_value(v);
-    return ORR_OK;
+    orr_status rc = json_get(obj, path, key, required, JT_NUMBER, "a number", &v, err);
+    if (v)
+        *out = json_number_value(v);
+    return rc;
 }
 
 orr_status orr_json_get_obj(const json_t *obj, const char *path, const char *key, int required,
                             json_t **out, orr_err *err)
 {
-    char p[256];
     json_t *v;
-    orr_status rc;
-    int f = json_lookup(obj, path, key, required, &v, &rc, err);
-    if (f <= 0)
-        return rc;
-    if (!json_is_object(v))
-        return JSON_TYPE_ERR("an object");
-    *out = v;
-    return ORR_OK;
+    orr_status rc = json_get(obj, path, key, required, JT_OBJECT, "an object", &v, err);
+    if (v)
+        *out = v;
+    return rc;
 }
 
 orr_status orr_json_get_array(const json_t *obj, const char *path, const char *key, int required,
                               json_t **out, orr_err *err)
 {
-    char p[256];
     json_t *v;
-    orr_status rc;
-    int f = json_lookup(obj, path, key, required, &v, &rc, err);
-    if (f <= 0)
-        return rc;
-    if (!json_is_array(v))
-        return JSON_TYPE_ERR("an array");
-    *out = v;
-    return ORR_OK;
+    orr_status rc = json_get(obj, path, key, required, JT_ARRAY, "an array", &v, err);
+    if (v)
+        *out = v;
+    return rc;
 }
 
 static int json_dump_cb(const char *buffer, size_t size, void *data)
