@@ -125,4 +125,48 @@ int64_t ex_now_ms(void);
 /* Sleep ms milliseconds. */
 void ex_sleep_ms(int ms);
 
+/* ---- shared by the v1 and v2 backends (ex_cgroup_fs.c) ---------------- */
+
+/* The limit files, which differ by cgroup version. */
+typedef struct ex_cg_files {
+    const char *memory_max;       /* "memory.max" / "memory.limit_in_bytes" */
+    const char *swap_max;         /* written if present: "memory.swap.max" / "memory.memsw..." */
+    const char *swap_value;       /* "0", or NULL for the memory limit (v1 memsw = memory + swap) */
+    const char *cpu_period;       /* "cpu.cfs_period_us" (set to 100000), NULL when none (v2) */
+    const char *cpu_quota;        /* "cpu.max" / "cpu.cfs_quota_us" */
+    const char *cpu_quota_suffix; /* after the quota in microseconds: " 100000" (v2) or "" */
+} ex_cg_files;
+
+/* A new group record with ops and lim and no folder yet (aborts when out of memory). */
+ex_cgroup *ex_cg_new(const ex_cgroup_ops *ops, const ex_limits *lim);
+/* Make base/name (an existing one is reused) and add it to cg->dirs.
+ * ORR_EIO naming the folder. */
+orr_status ex_cg_add_dir(ex_cgroup *cg, const char *base, const char *name, orr_err *err);
+/* Write cg->lim: memory into cg->memory_dir, pids into cg->procs_dir, cpu
+ * into cpu_dir ("" or NULL: no cpu limit). ORR_EIO naming the file. */
+orr_status ex_cg_set_limits(const ex_cgroup *cg, const ex_cg_files *f, const char *cpu_dir,
+                            orr_err *err);
+/* Remove cg's folders (which must hold no process) and free cg. */
+void ex_cg_discard(ex_cgroup *cg);
+/* The probe of a backend: create a group with small limits, discard it. */
+orr_status ex_cg_probe(const ex_cgroup_ops *ops, const ex_cg_env *env, orr_err *err);
+/* Members listed in dir/cgroup.procs; -1 if it cannot be read. */
+int ex_cg_count_procs(const char *dir);
+/* Kill in rounds: round(procs_dir, arg) (NULL: nothing), then wait up to
+ * settle_ms for procs_dir to empty; again until it is empty or wait_ms
+ * passed. Returns the members left (0 = empty). */
+int ex_cg_kill_rounds(const char *procs_dir, int wait_ms, int settle_ms,
+                      void (*round)(const char *procs_dir, const void *arg), const void *arg);
+/* rmdir, retried for up to a second while the kernel still says EBUSY. */
+void ex_cg_rmdir(const char *dir);
+/* fn(base/<child>) for every child folder of base; returns how many. */
+int ex_cg_for_each_group(const char *base, void (*fn)(const char *dir, void *arg), void *arg);
+/* ex_cgroup_ops entries that are the same for v1 and v2. destroy kills
+ * with cg->ops->kill, then removes every folder (retrying EBUSY). */
+orr_status ex_cg_attach(ex_cgroup *cg, pid_t pid, orr_err *err);
+void ex_cg_child_setup(const ex_cgroup *cg);
+int ex_cg_count(const ex_cgroup *cg);
+int ex_cg_pids_limited(const ex_cgroup *cg);
+void ex_cg_destroy(ex_cgroup *cg);
+
 #endif

@@ -7,14 +7,13 @@
  * requires). Limits: memory.max (+ memory.swap.max 0 when present), pids.max,
  * cpu.max "<quota> 100000". Kill: cgroup.kill where the kernel has it, else
  * SIGKILL to every pid of cgroup.procs until it is empty. OOM: the oom_kill
- * counter of memory.events.
+ * counter of memory.events. What v1 does the same way is in ex_cgroup_fs.c.
  */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -83,6 +82,15 @@ static orr_status v2__base(const ex_cg_env *env, char *base, size_t n, orr_err *
     return ex_cg_write(base, "cgroup.subtree_control", enable, err);
 }
 
+static const ex_cg_files v2__files = {
+    .memory_max = "memory.max",
+    .swap_max = "memory.swap.max",
+    .swap_value = "0",
+    .cpu_period = NULL,
+    .cpu_quota = "cpu.max",
+    .cpu_quota_suffix = " 100000",
+};
+
 static orr_status v2_create(const ex_cg_env *env, const char *name, const ex_limits *lim,
                             ex_cgroup **out, orr_err *err)
 {
@@ -90,93 +98,36 @@ static orr_status v2_create(const ex_cg_env *env, const char *name, const ex_lim
     orr_status s = v2__base(env, base, sizeof base, err);
     if (s != ORR_OK)
         return s;
-    ex_cgroup *cg = calloc(1, sizeof *cg);
-    if (!cg)
-        return orr_err_set(err, ORR_ENOMEM, NULL, "out of memory");
-    cg->ops = &ex_cgroup_v2_ops;
-    cg->lim = *lim;
-    cg->n_dirs = 1;
-    snprintf(cg->dirs[0], EX_CG_PATH_MAX, "%.300s/%.200s", base, name);
+    ex_cgroup *cg = ex_cg_new(&ex_cgroup_v2_ops, lim);
+    if ((s = ex_cg_add_dir(cg, base, name, err)) != ORR_OK)
+        goto fail;
     snprintf(cg->procs_dir, EX_CG_PATH_MAX, "%s", cg->dirs[0]);
     snprintf(cg->memory_dir, EX_CG_PATH_MAX, "%s", cg->dirs[0]);
-    if (mkdir(cg->dirs[0], 0755) != 0 && errno != EEXIST) {
-        s = orr_err_set(err, ORR_EIO, cg->dirs[0], "cannot create: %s", strerror(errno));
-        free(cg);
-        return s;
-    }
-    char v[64];
-    if (lim->memory_bytes > 0) {
-        snprintf(v, sizeof v, "%lld", (long long)lim->memory_bytes);
-        if ((s = ex_cg_write(cg->dirs[0], "memory.max", v, err)) != ORR_OK)
-            goto fail;
-        orr_err ignore;
-        ex_cg_write(cg->dirs[0], "memory.swap.max", "0", &ignore); /* absent without swap */
-    }
-    if (lim->pids > 0) {
-        snprintf(v, sizeof v, "%d", lim->pids);
-        if ((s = ex_cg_write(cg->dirs[0], "pids.max", v, err)) != ORR_OK)
-            goto fail;
-    }
-    if (lim->cpu_percent > 0) {
-        char probe[EX_CG_PATH_MAX + 16];
-        snprintf(probe, sizeof probe, "%s/cpu.max", cg->dirs[0]);
-        if (access(probe, F_OK) == 0) {
-            snprintf(v, sizeof v, "%d 100000", lim->cpu_percent * 1000);
-            if ((s = ex_cg_write(cg->dirs[0], "cpu.max", v, err)) != ORR_OK)
-                goto fail;
-        }
-    }
+    /* cpu.max exists only where the cpu controller is enabled */
+    char probe[EX_CG_PATH_MAX + 16];
+    snprintf(probe, sizeof probe, "%s/cpu.max", cg->dirs[0]);
+    if ((s = ex_cg_set_limits(cg, &v2__files, access(probe, F_OK) == 0 ? cg->dirs[0] : NULL,
+                              err)) != ORR_OK)
+        goto fail;
     *out = cg;
     return ORR_OK;
 fail:
-    rmdir(cg->dirs[0]);
-    free(cg);
+    ex_cg_discard(cg);
     return s;
 }
 
-static orr_status v2_attach(ex_cgroup *cg, pid_t pid, orr_err *err)
+/* A kill round without cgroup.kill: SIGKILL to every member. */
+static void v2__signal_round(const char *dir, const void *arg)
 {
-    char v[32];
-    snprintf(v, sizeof v, "%d", (int)pid);
-    cg->leader = pid;
-    return ex_cg_write(cg->dirs[0], "cgroup.procs", v, err);
-}
-
-static void v2_child_setup(const ex_cgroup *cg)
-{
-    (void)cg;
-}
-
-static int v2__count_dir(const char *dir)
-{
-    char buf[65536];
-    if (ex_cg_read(dir, "cgroup.procs", buf, sizeof buf) < 0)
-        return -1;
-    int n = 0;
-    for (char *p = buf; *p; p++)
-        if (*p == '\n')
-            n++;
-    return n;
-}
-
-static int v2_count(const ex_cgroup *cg)
-{
-    return v2__count_dir(cg->dirs[0]);
+    (void)arg;
+    ex_cg_signal_procs(dir, SIGKILL);
 }
 
 static int v2__kill_dir(const char *dir, int wait_ms)
 {
     orr_err ignore;
     int has_kill = ex_cg_write(dir, "cgroup.kill", "1", &ignore) == ORR_OK;
-    int64_t deadline = ex_now_ms() + wait_ms;
-    for (;;) {
-        if (!has_kill)
-            ex_cg_signal_procs(dir, SIGKILL);
-        int n = v2__count_dir(dir);
-        if (n <= 0 || ex_now_ms() >= deadline)
-            return n < 0 ? 0 : n;
-        ex_sleep_ms(10);
-    }
+    return ex_cg_kill_rounds(dir, wait_ms, 10, has_kill ? NULL : v2__signal_round, NULL);
 }
 
 static int v2_kill(ex_cgroup *cg, int wait_ms)
@@ -189,19 +140,12 @@ static int v2_oom_killed(const ex_cgroup *cg)
     return ex_cg_read_key(cg->dirs[0], "memory.events", "oom_kill") > 0;
 }
 
-static int v2_pids_limited(const ex_cgroup *cg)
+/* Sweep one leftover group: kill, remove, count it if it went. */
+static void v2__sweep_one(const char *dir, void *arg)
 {
-    return ex_cg_read_key(cg->dirs[0], "pids.events", "max") > 0;
-}
-
-static void v2_destroy(ex_cgroup *cg)
-{
-    if (!cg)
-        return;
-    v2__kill_dir(cg->dirs[0], 2000);
-    for (int i = 0; i < 100 && rmdir(cg->dirs[0]) != 0 && errno == EBUSY; i++)
-        ex_sleep_ms(10);
-    free(cg);
+    v2__kill_dir(dir, 2000);
+    if (rmdir(dir) == 0)
+        ++*(int *)arg;
 }
 
 static int v2_sweep(const ex_cg_env *env)
@@ -210,48 +154,26 @@ static int v2_sweep(const ex_cg_env *env)
     orr_err e;
     if (v2__base(env, base, sizeof base, &e) != ORR_OK)
         return 0;
-    DIR *d = opendir(base);
-    if (!d)
-        return 0;
-    int n = 0;
-    struct dirent *de;
-    while ((de = readdir(d)) != NULL) {
-        if (de->d_type != DT_DIR || de->d_name[0] == '.')
-            continue;
-        char dir[EX_CG_PATH_MAX * 2];
-        snprintf(dir, sizeof dir, "%s/%s", base, de->d_name);
-        v2__kill_dir(dir, 2000);
-        if (rmdir(dir) == 0)
-            n++;
-    }
-    closedir(d);
-    return n;
+    int removed = 0;
+    ex_cg_for_each_group(base, v2__sweep_one, &removed);
+    return removed;
 }
 
 static orr_status v2_probe(const ex_cg_env *env, orr_err *err)
 {
-    char name[64];
-    snprintf(name, sizeof name, "probe-%d", (int)getpid());
-    ex_limits lim = {64 << 20, 100, 16};
-    ex_cgroup *cg = NULL;
-    orr_status s = v2_create(env, name, &lim, &cg, err);
-    if (s != ORR_OK)
-        return s;
-    rmdir(cg->dirs[0]);
-    free(cg);
-    return ORR_OK;
+    return ex_cg_probe(&ex_cgroup_v2_ops, env, err);
 }
 
 const ex_cgroup_ops ex_cgroup_v2_ops = {
     .name = "v2",
     .probe = v2_probe,
     .create = v2_create,
-    .attach = v2_attach,
-    .child_setup = v2_child_setup,
+    .attach = ex_cg_attach,
+    .child_setup = ex_cg_child_setup,
     .kill = v2_kill,
-    .count = v2_count,
+    .count = ex_cg_count,
     .oom_killed = v2_oom_killed,
-    .pids_limited = v2_pids_limited,
-    .destroy = v2_destroy,
+    .pids_limited = ex_cg_pids_limited,
+    .destroy = ex_cg_destroy,
     .sweep = v2_sweep,
 };
