@@ -1,12 +1,15 @@
 // vite.config.ts - builds the Orrery UI into static/app (served by galaxyd at
 // /app/). The task spec schema is copied next to the bundle as
 // /app/task.schema.json so the designer form is driven by the same schema
-// halleyd validates against. Every build first checks that src/api-types.ts
-// is what static/openapi.json gives (tools/api-types.mjs).
+// halleyd validates against, and compiled by Ajv into the designer's
+// validator (the module "virtual:task-validator", tools/task-validator.mjs).
+// Every build first checks that src/api-types.ts is what static/openapi.json
+// gives (tools/api-types.mjs).
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { defineConfig, type Plugin } from 'vite';
 import { check as checkApiTypes } from './tools/api-types.mjs';
+import { generate as taskValidatorCode } from './tools/task-validator.mjs';
 
 const schemaPath = fileURLToPath(new URL('../schema/task.schema.json', import.meta.url));
 
@@ -27,6 +30,20 @@ function taskSchema(): Plugin {
   };
 }
 
+const VALIDATOR = 'virtual:task-validator';
+
+function taskValidator(): Plugin {
+  return {
+    name: 'orrery-task-validator',
+    resolveId: (id) => (id === VALIDATOR ? `\0${VALIDATOR}` : undefined),
+    load(id) {
+      if (id !== `\0${VALIDATOR}`) return undefined;
+      this.addWatchFile(schemaPath);
+      return taskValidatorCode();
+    },
+  };
+}
+
 function apiTypes(): Plugin {
   return {
     name: 'orrery-api-types',
@@ -43,7 +60,7 @@ function apiTypes(): Plugin {
 
 export default defineConfig({
   base: '/app/',
-  plugins: [apiTypes(), taskSchema()],
+  plugins: [apiTypes(), taskSchema(), taskValidator()],
   oxc: { jsx: { runtime: 'automatic', importSource: 'preact' } },
   build: {
     outDir: '../static/app',

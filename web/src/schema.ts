@@ -1,12 +1,15 @@
 // schema.ts - the task spec JSON Schema (schema/task.schema.json, served as
 // /app/task.schema.json) as the designer uses it: loading, $ref resolution,
 // the config schema of a task type (the schema's allOf if/then branches), and
-// a small validator for the keywords that schema uses, so the form can show
-// errors before the server does. halleyd validates again on save and its
-// answer wins: this is a convenience, not the check.
+// the spec's problems as the form shows them, from the validator Ajv compiles
+// from the same file at build time (virtual:task-validator; no eval in the
+// browser), so the form can show errors before the server does. halleyd
+// validates again on save and its answer wins: this is a convenience, not
+// the check.
 //
 // Paths are dotted, without the "spec." prefix galaxyd puts on its
 // error.field: "retries.max", "upstreams.0.task", "pools.etl".
+import type { SchemaError } from 'virtual:task-validator';
 
 export interface JSONSchema {
   type?: string | string[];
@@ -34,13 +37,21 @@ export interface JSONSchema {
 }
 
 let loaded: Promise<JSONSchema> | null = null;
+/** The compiled validator, loaded with the schema (its own chunk: only the
+ * designer needs it). */
+let validateSpec: ((data: unknown) => boolean) & { errors?: SchemaError[] | null } = () => true;
 
 export function loadTaskSchema(): Promise<JSONSchema> {
   if (!loaded)
-    loaded = fetch(`${import.meta.env.BASE_URL}task.schema.json`, { credentials: 'same-origin' }).then((r) => {
-      if (!r.ok) throw new Error(`the task schema could not be loaded (${r.status})`);
-      return r.json() as Promise<JSONSchema>;
-    });
+    loaded = Promise.all([
+      fetch(`${import.meta.env.BASE_URL}task.schema.json`, { credentials: 'same-origin' }).then((r) => {
+        if (!r.ok) throw new Error(`the task schema could not be loaded (${r.status})`);
+        return r.json() as Promise<JSONSchema>;
+      }),
+      import('virtual:task-validator').then((m) => {
+        validateSpec = m.default;
+      }),
+    ]).then(([root]) => root);
   loaded.catch(() => (loaded = null));
   return loaded;
 }
@@ -77,75 +88,68 @@ function typeOf(v: unknown): string {
   return typeof v;
 }
 
-function matchesIf(root: JSONSchema, cond: JSONSchema, v: unknown): boolean {
-  const errs: Record<string, string> = {};
-  check(root, cond, v, '', errs);
-  return Object.keys(errs).length === 0;
+/** The value at a JSON Pointer ("/upstreams/0/task") and its dotted path. */
+function pointer(data: unknown, ptr: string): { path: string; value: unknown } {
+  const keys = ptr
+    .split('/')
+    .slice(1)
+    .map((k) => k.replace(/~1/g, '/').replace(/~0/g, '~'));
+  let value = data;
+  for (const k of keys) value = value !== null && typeof value === 'object' ? (value as Record<string, unknown>)[k] : undefined;
+  return { path: keys.join('.'), value };
 }
 
-function join(path: string, key: string | number): string {
-  return path ? `${path}.${key}` : String(key);
+function join(path: string, key: string): string {
+  return path ? `${path}.${key}` : key;
 }
 
-function check(root: JSONSchema, s0: JSONSchema, v: unknown, path: string, errs: Record<string, string>): void {
-  const s = resolve(root, s0);
-  const add = (p: string, m: string) => {
-    if (!(p in errs)) errs[p] = m;
-  };
-  if (s.type) {
-    const types = Array.isArray(s.type) ? s.type : [s.type];
-    const t = typeOf(v);
-    if (!types.includes(t) && !(t === 'integer' && types.includes('number'))) {
-      add(path, t === 'number' && types.includes('integer') ? 'must be a whole number' : `must be ${types.join(' or ')}`);
-      return;
+/** The schema at a "#/..." path of the root (an error's schemaPath). */
+function schemaAt(root: JSONSchema, ref: string): JSONSchema | undefined {
+  let cur: unknown = root;
+  for (const k of ref.replace(/^#\/?/, '').split('/').filter(Boolean))
+    cur = cur && typeof cur === 'object' ? (cur as Record<string, unknown>)[k.replace(/~1/g, '/').replace(/~0/g, '~')] : undefined;
+  return cur as JSONSchema | undefined;
+}
+
+/** One Ajv error as [form path, message]; null for errors that only say a
+ * sub-schema failed (if/then), whose own errors are reported too. */
+function describe(root: JSONSchema, spec: unknown, e: SchemaError): [string, string] | null {
+  const { path, value } = pointer(spec, e.instancePath);
+  const p = e.params;
+  switch (e.keyword) {
+    case 'type': {
+      const types = ([] as string[]).concat(p.type as string | string[]);
+      return [path, typeOf(value) === 'number' && types.includes('integer') ? 'must be a whole number' : `must be ${types.join(' or ')}`];
     }
-  }
-  if (s.const !== undefined && v !== s.const) add(path, `must be ${JSON.stringify(s.const)}`);
-  if (s.enum && !s.enum.includes(v)) add(path, `must be one of ${s.enum.join(', ')}`);
-  if (typeof v === 'string') {
-    if (s.minLength !== undefined && v.length < s.minLength)
-      add(path, s.minLength === 1 ? 'is required' : `must be at least ${s.minLength} characters`);
-    if (s.maxLength !== undefined && v.length > s.maxLength) add(path, `must be at most ${s.maxLength} characters`);
-    if (s.pattern && !new RegExp(s.pattern, 'u').test(v)) add(path, patternMessage(s.pattern));
-  }
-  if (typeof v === 'number') {
-    if (s.minimum !== undefined && v < s.minimum) add(path, `must be at least ${s.minimum}`);
-    if (s.maximum !== undefined && v > s.maximum) add(path, `must be at most ${s.maximum}`);
-  }
-  if (Array.isArray(v)) {
-    if (s.maxItems !== undefined && v.length > s.maxItems) add(path, `at most ${s.maxItems} items`);
-    if (s.items) v.forEach((x, i) => check(root, s.items!, x, join(path, i), errs));
-  }
-  if (v && typeof v === 'object' && !Array.isArray(v)) {
-    const o = v as Record<string, unknown>;
-    for (const r of s.required ?? []) if (o[r] === undefined) add(join(path, r), 'is required');
-    const keys = Object.keys(o);
-    if (s.maxProperties !== undefined && keys.length > s.maxProperties) add(path, `at most ${s.maxProperties} entries`);
-    for (const k of keys) {
-      const p = join(path, k);
-      let known = false;
-      if (s.properties?.[k]) {
-        known = true;
-        check(root, s.properties[k], o[k], p, errs);
-      }
-      for (const [pat, ps] of Object.entries(s.patternProperties ?? {})) {
-        if (new RegExp(pat, 'u').test(k)) {
-          known = true;
-          check(root, ps, o[k], p, errs);
-        }
-      }
-      if (!known) {
-        if (s.additionalProperties === false)
-          add(p, s.patternProperties ? `"${k}" is not a valid name` : `"${k}" is not a known field`);
-        else if (s.additionalProperties && typeof s.additionalProperties === 'object')
-          check(root, s.additionalProperties, o[k], p, errs);
-      }
+    case 'const':
+      return [path, `must be ${JSON.stringify(p.allowedValue)}`];
+    case 'enum':
+      return [path, `must be one of ${(p.allowedValues as unknown[]).join(', ')}`];
+    case 'minLength':
+      return [path, p.limit === 1 ? 'is required' : `must be at least ${p.limit} characters`];
+    case 'maxLength':
+      return [path, `must be at most ${p.limit} characters`];
+    case 'pattern':
+      return [path, patternMessage(String(p.pattern))];
+    case 'minimum':
+      return [path, `must be at least ${p.limit}`];
+    case 'maximum':
+      return [path, `must be at most ${p.limit}`];
+    case 'maxItems':
+      return [path, `at most ${p.limit} items`];
+    case 'maxProperties':
+      return [path, `at most ${p.limit} entries`];
+    case 'required':
+      return [join(path, String(p.missingProperty)), 'is required'];
+    case 'additionalProperties': {
+      const k = String(p.additionalProperty);
+      const named = schemaAt(root, e.schemaPath.replace(/\/additionalProperties$/, ''))?.patternProperties;
+      return [join(path, k), named ? `"${k}" is not a valid name` : `"${k}" is not a known field`];
     }
-  }
-  for (const sub of s.allOf ?? []) {
-    if (sub.if) {
-      if (matchesIf(root, sub.if, v) && sub.then) check(root, sub.then, v, path, errs);
-    } else check(root, sub, v, path, errs);
+    case 'if':
+      return null;
+    default:
+      return [path, `does not match the schema (${e.keyword})`];
   }
 }
 
@@ -156,10 +160,16 @@ function patternMessage(p: string): string {
   return `must match ${p}`;
 }
 
-/** Validate a spec; returns path -> message (empty when valid). */
+/** Validate a spec against task.schema.json (the validator compiled at build
+ * time); returns path -> message, the first problem of each path (empty when
+ * valid). root is the same schema as loaded, for the wording. */
 export function validate(root: JSONSchema, spec: unknown): Record<string, string> {
   const errs: Record<string, string> = {};
-  check(root, root, spec, '', errs);
+  if (validateSpec(spec)) return errs;
+  for (const e of validateSpec.errors ?? []) {
+    const d = describe(root, spec, e);
+    if (d && !(d[0] in errs)) errs[d[0]] = d[1];
+  }
   return errs;
 }
 

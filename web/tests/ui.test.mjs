@@ -303,7 +303,14 @@ test('a developer designs a three-task workflow with inline errors and a live cr
   await timeout.blur();
   assert.match(await page.locator('[data-field="timeout"] .field-error').textContent(), /duration/);
   await timeout.fill('10m');
-  await page.locator('input[name="retries.max"]').fill('2');
+  // The validator compiled from the schema at build time names the field,
+  // next to it and in the spec panel.
+  const max = page.locator('input[name="retries.max"]');
+  await max.fill('101');
+  await max.blur();
+  assert.match(await page.locator('[data-field="retries.max"] .field-error').textContent(), /must be at most 100/);
+  assert.match(await page.getByTestId('spec-panel').textContent(), /retries\.max: must be at most 100/);
+  await max.fill('2');
   await page.locator('textarea[name="config.command"]').fill('echo extract');
   // The hold: an upstream that is deactivated once e2e_extract exists.
   await addUpstream(page, 'hold_gate');
