@@ -44,6 +44,7 @@
 #include "orr_alloc.h"
 #include "orr_arena.h"
 #include "orr_buf.h"
+#include "orr_hash.h"
 
 /* ---------------------------------------------------------------- types */
 
@@ -281,26 +282,6 @@ static int js_equal(const json_t *a, const json_t *b, int depth)
     }
 }
 
-static uint64_t js_mix(uint64_t h)
-{
-    h ^= h >> 33;
-    h *= 0xff51afd7ed558ccdULL;
-    h ^= h >> 33;
-    h *= 0xc4ceb9fe1a85ec53ULL;
-    h ^= h >> 33;
-    return h;
-}
-
-static uint64_t js_hash_bytes(const char *s, size_t n)
-{
-    uint64_t h = 1469598103934665603ULL;
-    for (size_t i = 0; i < n; i++) {
-        h ^= (unsigned char)s[i];
-        h *= 1099511628211ULL;
-    }
-    return h;
-}
-
 /* Hash consistent with js_equal: equal values hash equal. */
 static uint64_t js_hash(const json_t *v, int depth)
 {
@@ -308,21 +289,21 @@ static uint64_t js_hash(const json_t *v, int depth)
         return 0;
     switch (json_typeof(v)) {
     case JSON_INTEGER:
-        return js_mix((uint64_t)json_integer_value(v));
+        return orr_hash_mix((uint64_t)json_integer_value(v));
     case JSON_REAL: {
         double d = json_real_value(v);
         if (floor(d) == d && d >= -9223372036854775808.0 && d < 9223372036854775808.0)
-            return js_mix((uint64_t)(int64_t)d);
+            return orr_hash_mix((uint64_t)(int64_t)d);
         uint64_t bits;
         memcpy(&bits, &d, sizeof(bits));
-        return js_mix(bits ^ 0x5bd1e995ULL);
+        return orr_hash_mix(bits ^ 0x5bd1e995ULL);
     }
     case JSON_STRING:
-        return js_hash_bytes(json_string_value(v), json_string_length(v));
+        return orr_hash_fnv1a(json_string_value(v), json_string_length(v));
     case JSON_ARRAY: {
         uint64_t h = 0x9e3779b97f4a7c15ULL;
         for (size_t i = 0; i < json_array_size(v); i++)
-            h = js_mix(h ^ js_hash(json_array_get(v, i), depth + 1)) + i;
+            h = orr_hash_mix(h ^ js_hash(json_array_get(v, i), depth + 1)) + i;
         return h;
     }
     case JSON_OBJECT: {
@@ -332,7 +313,7 @@ static uint64_t js_hash(const json_t *v, int depth)
         json_object_foreach((json_t *)v, key, val)
         {
             /* order-independent */
-            h += js_mix(js_hash_bytes(key, strlen(key)) ^ (js_hash(val, depth + 1) * 31));
+            h += orr_hash_mix(orr_hash_fnv1a_str(key) ^ (js_hash(val, depth + 1) * 31));
         }
         return h;
     }
@@ -763,7 +744,7 @@ static js_node *ld_compile(js_loader *L, json_t *v, const char *path, int depth)
 
 static size_t ld_hash_ptr(const void *p, size_t cap)
 {
-    return (size_t)(js_mix((uint64_t)(uintptr_t)p) & (cap - 1));
+    return (size_t)(orr_hash_mix((uint64_t)(uintptr_t)p) & (cap - 1));
 }
 
 static js_node *ld_memo_get(js_loader *L, const json_t *v)

@@ -82,6 +82,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "orr_hash.h"
 #include "orr_log.h"
 
 #define SRV_DEFAULT_THREADS     8
@@ -201,23 +202,12 @@ struct orr_rpc_server {
 
 /* ------------------------------------------------------------ helpers */
 
-static uint64_t srv_hash(const void *p, size_t n)
-{
-    const unsigned char *b = p;
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < n; i++) {
-        h ^= b[i];
-        h *= 1099511628211ull;
-    }
-    return h;
-}
-
 static struct srv_method *srv_lookup(orr_rpc_server *s, grpc_slice path)
 {
     const void *p = GRPC_SLICE_START_PTR(path);
     size_t n = GRPC_SLICE_LENGTH(path);
     size_t mask = s->n_slots - 1;
-    for (size_t i = srv_hash(p, n) & mask;; i = (i + 1) & mask) {
+    for (size_t i = orr_hash_fnv1a(p, n) & mask;; i = (i + 1) & mask) {
         struct srv_method *m = s->slots[i];
         if (!m)
             return NULL;
@@ -851,7 +841,7 @@ static orr_status srv_build_table(orr_rpc_server *s, const ProtobufCServiceDescr
     for (size_t i = 0; i < s->n_methods; i++) {
         struct srv_method *m = &all[i];
         size_t mask = s->n_slots - 1;
-        size_t j = srv_hash(m->path, m->path_len) & mask;
+        size_t j = orr_hash_fnv1a(m->path, m->path_len) & mask;
         while (s->slots[j]) {
             if (strcmp(s->slots[j]->path, m->path) == 0) {
                 char field[64];

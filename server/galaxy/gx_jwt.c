@@ -18,6 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "orr_hash.h"
+
 #define GX_JWT_CACHE_SLOTS     256
 #define GX_JWT_CACHE_TTL_S     30
 #define GX_JWT_CACHE_MAX_TOKEN 4096
@@ -38,16 +40,6 @@ struct gx_jwt_cached {
 
 static pthread_mutex_t gx_jwt_cache_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct gx_jwt_cached gx_jwt_cache[GX_JWT_CACHE_SLOTS];
-
-static uint64_t gx_jwt_hash(const char *p, size_t n)
-{
-    uint64_t h = 1469598103934665603ULL;
-    for (size_t i = 0; i < n; i++) {
-        h ^= (unsigned char)p[i];
-        h *= 1099511628211ULL;
-    }
-    return h;
-}
 
 /* 1 and *who filled (arena copies) if token is cached for this secret and
  * still usable at now. */
@@ -217,7 +209,7 @@ orr_status gx_jwt_verify(const unsigned char *secret, size_t secret_len, const c
     if (!secret || secret_len < 32 || !token || !*token || strlen(token) > 8192)
         goto out;
     size_t token_len = strlen(token);
-    uint64_t h = gx_jwt_hash(token, token_len);
+    uint64_t h = orr_hash_fnv1a(token, token_len);
     if (gx_jwt_cache_get(secret, secret_len, token, token_len, h, now, a, who))
         return ORR_OK;
     if (jwt_decode(&jwt, token, secret, (int)secret_len) != 0 || !jwt) {

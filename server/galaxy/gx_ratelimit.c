@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "orr_hash.h"
 struct rl_slot {
     uint64_t hash;   /* 0 = empty */
     int64_t last;    /* last failure (or when remembered), ms */
@@ -22,12 +23,8 @@ struct gx_ratelimit {
 
 static uint64_t rl_hash(const char *key)
 {
-    /* FNV-1a 64; never 0 so 0 can mean "empty". */
-    uint64_t h = 1469598103934665603ULL;
-    for (const unsigned char *q = (const unsigned char *)key; *q; q++) {
-        h ^= *q;
-        h *= 1099511628211ULL;
-    }
+    /* Never 0 so 0 can mean "empty". */
+    uint64_t h = orr_hash_fnv1a_str(key);
     return h ? h : 1;
 }
 

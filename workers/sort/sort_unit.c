@@ -6,25 +6,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "orr_hash.h"
 #include "orr_json.h"
 #include "orr_log.h"
 
 uint64_t sort_unit_hash(const char *iface, size_t len, int64_t bucket_start)
 {
-    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
-    for (size_t i = 0; i < len; i++) {
-        h ^= (unsigned char)iface[i];
-        h *= 1099511628211ULL;
-    }
-    uint64_t b = (uint64_t)bucket_start;
-    for (int i = 0; i < 8; i++) {
-        h ^= (b >> (i * 8)) & 0xff;
-        h *= 1099511628211ULL;
-    }
-    h ^= h >> 33; /* spread the low bits, which pick the writer */
-    h *= 0xff51afd7ed558ccdULL;
-    h ^= h >> 33;
-    return h;
+    unsigned char b[8]; /* the bucket little-endian, whatever the host's order */
+    for (int i = 0; i < 8; i++)
+        b[i] = (unsigned char)((uint64_t)bucket_start >> (i * 8));
+    uint64_t h = orr_hash_fnv1a_add(orr_hash_fnv1a(iface, len), b, sizeof b);
+    return orr_hash_mix(h); /* spread the low bits, which pick the writer */
 }
 
 void sort_units_init(sort_units *t, const sort_spec *spec)

@@ -33,6 +33,7 @@
 
 #include <hiredis/hiredis.h>
 
+#include "orr_hash.h"
 #include "orr_pack.h"
 
 #define XADD_MAX_SPREAD 1024
@@ -53,10 +54,10 @@ static size_t xadd_pick(const xadd_packer *pk, const char *line, size_t len)
     while (i < len && field < 2)
         if (line[i++] == '|')
             field++;
-    uint64_t h = 1469598103934665603ULL;
-    for (; i < len && line[i] != '|'; i++)
-        h = (h ^ (uint8_t)line[i]) * 1099511628211ULL;
-    return (size_t)(h % pk->spread);
+    size_t start = i;
+    while (i < len && line[i] != '|')
+        i++;
+    return (size_t)(orr_hash_fnv1a(line + start, i - start) % pk->spread);
 }
 
 /* Encode builder i and append its XADD; returns 1 if a command was queued. */
