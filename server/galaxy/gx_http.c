@@ -5,19 +5,10 @@
  * MHD_OPTION_THREAD_POOL_SIZE). Every callback of one connection runs on the
  * same pool thread, so a gx_req is never shared. Metrics are atomics.
  *
- * Response cache: GX_CACHE_SLOTS direct-mapped slots (FNV-1a of the key),
- * each under its own rwlock so hits on one hot key read in parallel. An
- * entry is usable while its generation equals the server's and it is younger
- * than the TTL; both are taken at lookup time, before the handler fetched
- * the data, so an entry can only be older than the TTL says, never newer
- * than the writes that finished before its lookup. Past half the TTL the
- * first request to see an entry (a compare-and-set on the slot) queues a
- * replay of itself for the refresher thread and is served from the entry
- * like every other reader, so no pool thread waits on halleyd for a hot key;
- * when the bounded queue is full that request fetches itself instead. A slot collision simply
- * replaces the older entry; memory is at most slots x max entry.
+ * The response cache is in gx_http_cache.c, the UI's files in
+ * gx_http_static.c; what the three share is in gx_http_int.h.
  */
-#include "gx_http.h"
+#include "gx_http_int.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -37,62 +28,12 @@
 #include <unistd.h>
 
 #include "gx_input.h"
+#include "orr_alloc.h"
 #include "orr_json.h"
 #include "orr_log.h"
 
-#define GX_LAT_BUCKETS 10
 static const double gx_lat_bounds_s[GX_LAT_BUCKETS] = {0.0005, 0.001, 0.0025, 0.005, 0.01,
                                                        0.025,  0.05,  0.1,    0.5,   2.5};
-
-/* Per-route counters. Index nroutes is "static", nroutes+1 is "unmatched". */
-struct gx_route_stats {
-    atomic_uint_fast64_t by_class[6]; /* 1xx..5xx, [0] unused */
-    atomic_uint_fast64_t lat[GX_LAT_BUCKETS + 1];
-    atomic_uint_fast64_t lat_sum_us;
-};
-
-struct gx_cache_slot {
-    pthread_rwlock_t lock;
-    uint64_t hash;
-    char *key; /* malloc'd; NULL when empty */
-    char *body;
-    size_t len, cap;
-    uint64_t gen;
-    int64_t t0_ms;
-    atomic_int_fast64_t refresh_ms; /* when one request took the early refresh; 0 = none */
-};
-
-struct gx_server {
-    struct MHD_Daemon *mhd;
-    gx_server_opts o;
-    int port;
-    struct gx_route_stats *stats;
-    atomic_int in_flight;
-    atomic_uint_fast64_t cache_gen;
-    atomic_uint_fast64_t cache_hits, cache_misses, cache_stores, cache_invalidations;
-    atomic_uint_fast64_t cache_refreshes;
-    struct gx_cache_slot cache[GX_CACHE_SLOTS];
-    /* Background refreshes: a bounded queue and one thread. */
-    pthread_mutex_t rq_mu;
-    pthread_cond_t rq_cv;
-    struct gx_refresh_job *rq_head, *rq_tail;
-    int rq_len, rq_stop, rq_started;
-    pthread_t rq_thread;
-};
-
-#define GX_REFRESH_QUEUE_MAX 16
-
-/* A request to replay, with everything it needs in its own arena. */
-struct gx_refresh_job {
-    struct gx_refresh_job *next;
-    orr_arena *arena;
-    const gx_route *route;
-    const char *method, *path;
-    const char **qargs;
-    int nqargs;
-    gx_principal who;
-    struct gx_cache_slot *slot;
-};
 
 /* Per-connection request state, MHD's *con_cls. */
 struct gx_conn {
@@ -322,404 +263,6 @@ int gx_route_match(const char *pattern, const char *path, orr_arena *a,
     return 1;
 }
 
-const char *gx_static_path(orr_arena *a, const char *root, const char *url_path)
-{
-    if (!url_path || url_path[0] != '/')
-        return NULL;
-    if (strchr(url_path, '\\') || strstr(url_path, "//"))
-        return NULL;
-    /* Check every segment: no "", ".", "..", or hidden names. */
-    const char *seg = url_path + 1;
-    while (*seg) {
-        size_t len = strcspn(seg, "/");
-        if (len == 0 || seg[0] == '.')
-            return NULL;
-        for (size_t i = 0; i < len; i++)
-            if ((unsigned char)seg[i] < 0x20)
-                return NULL;
-        seg += len;
-        if (*seg == '/')
-            seg++;
-    }
-    return orr_arena_sprintf(a, "%s%s", root, url_path);
-}
-
-static const char *gx_mime(const char *path)
-{
-    static const struct {
-        const char *ext, *type;
-    } types[] = {
-        {".html", "text/html; charset=utf-8"},
-        {".js", "text/javascript; charset=utf-8"},
-        {".mjs", "text/javascript; charset=utf-8"},
-        {".css", "text/css; charset=utf-8"},
-        {".json", "application/json"},
-        {".svg", "image/svg+xml"},
-        {".png", "image/png"},
-        {".ico", "image/x-icon"},
-        {".woff2", "font/woff2"},
-        {".txt", "text/plain; charset=utf-8"},
-        {".map", "application/json"},
-    };
-    const char *dot = strrchr(path, '.');
-    if (dot)
-        for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++)
-            if (strcmp(dot, types[i].ext) == 0)
-                return types[i].type;
-    return "application/octet-stream";
-}
-
-/* Open a regular file for the static handler; -1 if absent or not regular. */
-static int gx_open_regular(const char *path, uint64_t *size)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-    if (fd < 0)
-        return -1;
-    struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        close(fd);
-        return -1;
-    }
-    *size = (uint64_t)st.st_size;
-    return fd;
-}
-
-/* Serve a file from static_dir. "/" -> "/index.html"; a path with no file
- * under /app/ falls back to /app/index.html (the UI routes in the browser).
- * Returns 1 if it answered. */
-static int gx_serve_static(gx_server *s, gx_req *req, gx_resp *resp)
-{
-    if (!s->o.static_dir || (strcmp(req->method, "GET") != 0 && strcmp(req->method, "HEAD") != 0))
-        return 0;
-    const char *url = strcmp(req->path, "/") == 0 ? "/index.html" : req->path;
-    const char *file = gx_static_path(req->arena, s->o.static_dir, url);
-    if (!file)
-        return 0;
-    uint64_t size = 0;
-    int fd = gx_open_regular(file, &size);
-    if (fd < 0 && strncmp(url, "/app/", 5) == 0 && !strrchr(strrchr(url, '/'), '.')) {
-        file = orr_arena_sprintf(req->arena, "%s/app/index.html", s->o.static_dir);
-        fd = gx_open_regular(file, &size);
-    }
-    if (fd < 0)
-        return 0;
-    resp->status = 200;
-    resp->fd = fd;
-    resp->fd_size = size;
-    resp->content_type = gx_mime(file);
-    if (strstr(file, "/assets/"))
-        gx_resp_header(resp, "Cache-Control", "public, max-age=31536000, immutable");
-    else
-        gx_resp_header(resp, "Cache-Control", "no-cache");
-    return 1;
-}
-
-/* ------------------------------------------------------------ response cache */
-
-static int64_t gx_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static uint64_t gx_fnv1a(const char *p, size_t n)
-{
-    uint64_t h = 1469598103934665603ULL;
-    for (size_t i = 0; i < n; i++) {
-        h ^= (unsigned char)p[i];
-        h *= 1099511628211ULL;
-    }
-    return h;
-}
-
-/* Length-prefixed pieces keep the key unambiguous whatever the values hold. */
-static void gx_key_piece(orr_buf *k, const char *s)
-{
-    if (s)
-        orr_buf_appendf(k, "%zu:%s", strlen(s), s);
-    else
-        orr_buf_append_byte(k, '~');
-}
-
-static enum MHD_Result gx_key_arg(void *cls, enum MHD_ValueKind kind, const char *name,
-                                  const char *value)
-{
-    (void)kind;
-    orr_buf *k = cls;
-    gx_key_piece(k, name);
-    orr_buf_append_byte(k, '=');
-    gx_key_piece(k, value);
-    orr_buf_append_byte(k, '&');
-    return MHD_YES;
-}
-
-static const char *gx_cache_key(gx_req *req)
-{
-    orr_buf k = ORR_BUF_INIT;
-    gx_key_piece(&k, req->method);
-    gx_key_piece(&k, req->path);
-    orr_buf_append_byte(&k, '?');
-    if (req->conn)
-        MHD_get_connection_values(req->conn, MHD_GET_ARGUMENT_KIND, gx_key_arg, &k);
-    else
-        for (int i = 0; i < req->nqargs; i++)
-            gx_key_arg(&k, MHD_GET_ARGUMENT_KIND, req->qargs[2 * i], req->qargs[2 * i + 1]);
-    orr_buf_appendf(&k, "|role=%d|teams=", (int)req->who.role);
-    for (const char *const *t = req->who.teams; t && *t; t++) {
-        gx_key_piece(&k, *t);
-        orr_buf_append_byte(&k, ',');
-    }
-    const char *key = orr_arena_strndup(req->arena, k.data, k.len);
-    orr_buf_free(&k);
-    return key;
-}
-
-struct gx_args_copy {
-    orr_arena *a;
-    const char **v;
-    int n, cap;
-};
-
-static enum MHD_Result gx_copy_arg(void *cls, enum MHD_ValueKind kind, const char *name,
-                                   const char *value)
-{
-    (void)kind;
-    struct gx_args_copy *c = cls;
-    if (c->n == c->cap) {
-        int cap = c->cap ? c->cap * 2 : 8;
-        const char **v = orr_arena_alloc(c->a, sizeof(*v) * 2 * (size_t)cap);
-        if (c->n)
-            memcpy(v, c->v, sizeof(*v) * 2 * (size_t)c->n);
-        c->v = v;
-        c->cap = cap;
-    }
-    c->v[2 * c->n] = name ? orr_arena_strdup(c->a, name) : NULL;
-    c->v[2 * c->n + 1] = value ? orr_arena_strdup(c->a, value) : NULL;
-    c->n++;
-    return MHD_YES;
-}
-
-/* Queue a replay of req for its cache slot. 0 if queued; -1 when the queue
- * is full or the server is stopping (the caller then fetches itself). */
-static int gx_refresh_queue(gx_req *req, struct gx_cache_slot *slot)
-{
-    gx_server *s = req->server;
-    if (!s->rq_started || !req->route || !req->conn)
-        return -1;
-    pthread_mutex_lock(&s->rq_mu);
-    int room = !s->rq_stop && s->rq_len < GX_REFRESH_QUEUE_MAX;
-    pthread_mutex_unlock(&s->rq_mu);
-    if (!room)
-        return -1;
-    orr_arena *a = orr_arena_create(0);
-    struct gx_refresh_job *j = orr_arena_calloc(a, 1, sizeof(*j));
-    j->arena = a;
-    j->route = req->route;
-    j->slot = slot;
-    j->method = orr_arena_strdup(a, req->method);
-    j->path = orr_arena_strdup(a, req->path);
-    struct gx_args_copy ac = {.a = a};
-    MHD_get_connection_values(req->conn, MHD_GET_ARGUMENT_KIND, gx_copy_arg, &ac);
-    j->qargs = ac.v;
-    j->nqargs = ac.n;
-    j->who.user_id = req->who.user_id;
-    j->who.role = req->who.role;
-    j->who.name = req->who.name ? orr_arena_strdup(a, req->who.name) : NULL;
-    size_t nt = 0;
-    for (const char *const *t = req->who.teams; t && *t; t++)
-        nt++;
-    const char **teams = orr_arena_calloc(a, nt + 1, sizeof(*teams));
-    for (size_t i = 0; i < nt; i++)
-        teams[i] = orr_arena_strdup(a, req->who.teams[i]);
-    j->who.teams = teams;
-    pthread_mutex_lock(&s->rq_mu);
-    if (s->rq_stop || s->rq_len >= GX_REFRESH_QUEUE_MAX) {
-        pthread_mutex_unlock(&s->rq_mu);
-        orr_arena_destroy(a);
-        return -1;
-    }
-    if (s->rq_tail)
-        s->rq_tail->next = j;
-    else
-        s->rq_head = j;
-    s->rq_tail = j;
-    s->rq_len++;
-    pthread_cond_signal(&s->rq_cv);
-    pthread_mutex_unlock(&s->rq_mu);
-    return 0;
-}
-
-/* Replay one queued request through its handler, off any MHD thread. */
-static void gx_refresh_run(gx_server *s, struct gx_refresh_job *j)
-{
-    gx_req req;
-    memset(&req, 0, sizeof(req));
-    req.arena = j->arena;
-    req.method = j->method;
-    req.path = j->path;
-    req.route = j->route;
-    req.who = j->who;
-    req.app = s->o.app;
-    req.peer = "refresh";
-    req.server = s;
-    req.cache_refresh = 1;
-    req.qargs = j->qargs;
-    req.nqargs = j->nqargs;
-    if (gx_route_match(j->route->pattern, j->path, j->arena, req.params, &req.nparams)) {
-        gx_resp resp;
-        memset(&resp, 0, sizeof(resp));
-        resp.fd = -1;
-        resp.status = 500;
-        j->route->fn(&req, &resp);
-        if (resp.fd >= 0)
-            close(resp.fd);
-        if (resp.stream_free)
-            resp.stream_free(resp.stream_cls);
-        orr_buf_free(&resp.body);
-        atomic_fetch_add(&s->cache_refreshes, 1);
-    }
-    /* A refresh that stored nothing lets the next reader try again. */
-    atomic_store(&j->slot->refresh_ms, 0);
-    orr_arena_destroy(j->arena);
-}
-
-static void *gx_refresher(void *arg)
-{
-    gx_server *s = arg;
-    pthread_mutex_lock(&s->rq_mu);
-    for (;;) {
-        while (!s->rq_head && !s->rq_stop)
-            pthread_cond_wait(&s->rq_cv, &s->rq_mu);
-        if (s->rq_stop)
-            break;
-        struct gx_refresh_job *j = s->rq_head;
-        s->rq_head = j->next;
-        if (!s->rq_head)
-            s->rq_tail = NULL;
-        s->rq_len--;
-        pthread_mutex_unlock(&s->rq_mu);
-        gx_refresh_run(s, j);
-        pthread_mutex_lock(&s->rq_mu);
-    }
-    /* Stopping: drop what is left. */
-    while (s->rq_head) {
-        struct gx_refresh_job *j = s->rq_head;
-        s->rq_head = j->next;
-        orr_arena_destroy(j->arena);
-    }
-    s->rq_tail = NULL;
-    s->rq_len = 0;
-    pthread_mutex_unlock(&s->rq_mu);
-    return NULL;
-}
-
-int gx_cache_get(gx_req *req, gx_resp *resp)
-{
-    gx_server *s = req->server;
-    if (!s || s->o.cache_ttl_ms <= 0)
-        return 0;
-    req->cache_gen = atomic_load(&s->cache_gen);
-    req->cache_t0_ms = gx_now_ms();
-    req->cache_key = gx_cache_key(req);
-    if (req->cache_refresh)
-        return 0;
-    uint64_t h = gx_fnv1a(req->cache_key, strlen(req->cache_key));
-    struct gx_cache_slot *sl = &s->cache[h % GX_CACHE_SLOTS];
-    int hit = 0, refresh = 0;
-    int64_t now = req->cache_t0_ms, ttl = s->o.cache_ttl_ms;
-    pthread_rwlock_rdlock(&sl->lock);
-    if (sl->key && sl->hash == h && sl->gen == req->cache_gen && now - sl->t0_ms < ttl &&
-        strcmp(sl->key, req->cache_key) == 0) {
-        hit = 1;
-        /* Past half its life, one request (and only one) refreshes the entry
-         * while the others keep being served from it. */
-        int_fast64_t taken = atomic_load(&sl->refresh_ms);
-        if (now - sl->t0_ms >= ttl / 2 && (taken == 0 || now - taken >= ttl) &&
-            atomic_compare_exchange_strong(&sl->refresh_ms, &taken, now))
-            refresh = 1;
-        orr_buf_reset(&resp->body);
-        orr_buf_append(&resp->body, sl->body, sl->len);
-    }
-    pthread_rwlock_unlock(&sl->lock);
-    /* The refresh goes to the background; if it cannot, this request fetches. */
-    if (refresh && gx_refresh_queue(req, sl) != 0) {
-        orr_buf_reset(&resp->body);
-        hit = 0;
-    }
-    if (hit) {
-        resp->status = 200;
-        resp->content_type = "application/json";
-        atomic_fetch_add(&s->cache_hits, 1);
-    } else {
-        atomic_fetch_add(&s->cache_misses, 1);
-    }
-    return hit;
-}
-
-void gx_cache_put(gx_req *req, const gx_resp *resp)
-{
-    gx_server *s = req->server;
-    if (!s || !req->cache_key || s->o.cache_ttl_ms <= 0 || resp->status != 200 || resp->fd >= 0 ||
-        resp->stream || resp->nheaders || !resp->content_type ||
-        strcmp(resp->content_type, "application/json") != 0 ||
-        resp->body.len > s->o.cache_max_entry)
-        return;
-    size_t klen = strlen(req->cache_key);
-    uint64_t h = gx_fnv1a(req->cache_key, klen);
-    struct gx_cache_slot *sl = &s->cache[h % GX_CACHE_SLOTS];
-    pthread_rwlock_wrlock(&sl->lock);
-    int same = sl->key && sl->hash == h && strcmp(sl->key, req->cache_key) == 0;
-    /* Keep a newer answer for the same key (a slower, older fetch ends later). */
-    if (same &&
-        (sl->gen > req->cache_gen || (sl->gen == req->cache_gen && sl->t0_ms > req->cache_t0_ms)))
-        goto out;
-    if (!same) {
-        char *k = malloc(klen + 1);
-        if (!k)
-            goto out;
-        memcpy(k, req->cache_key, klen + 1);
-        free(sl->key);
-        sl->key = k;
-        sl->hash = h;
-    }
-    if (sl->cap < resp->body.len) {
-        size_t cap = resp->body.len + resp->body.len / 4;
-        char *b = realloc(sl->body, cap ? cap : 1);
-        if (!b) {
-            free(sl->key);
-            sl->key = NULL;
-            goto out;
-        }
-        sl->body = b;
-        sl->cap = cap;
-    }
-    if (resp->body.len)
-        memcpy(sl->body, resp->body.data, resp->body.len);
-    sl->len = resp->body.len;
-    sl->gen = req->cache_gen;
-    sl->t0_ms = req->cache_t0_ms;
-    atomic_store(&sl->refresh_ms, 0);
-    atomic_fetch_add(&s->cache_stores, 1);
-out:
-    pthread_rwlock_unlock(&sl->lock);
-}
-
-void gx_cache_invalidate(gx_server *s)
-{
-    atomic_fetch_add(&s->cache_gen, 1);
-    atomic_fetch_add(&s->cache_invalidations, 1);
-}
-
-void gx_cache_get_stats(gx_server *s, gx_cache_stats *out)
-{
-    out->hits = atomic_load(&s->cache_hits);
-    out->misses = atomic_load(&s->cache_misses);
-    out->stores = atomic_load(&s->cache_stores);
-    out->invalidations = atomic_load(&s->cache_invalidations);
-    out->refreshes = atomic_load(&s->cache_refreshes);
-}
-
 /* Path parameters by the name the pattern gives them: {id} and {version}
  * are ids (gx_parse_id), {name} a name (gx_name_ok); others are the
  * handler's. 0, or a 400 naming the parameter in resp and -1. */
@@ -790,7 +333,7 @@ static void gx_route_request(gx_server *s, struct gx_conn *c, gx_resp *resp)
         return;
     }
     orr_buf_free(&allow);
-    if (strncmp(req->path, "/api/", 5) != 0 && gx_serve_static(s, req, resp)) {
+    if (strncmp(req->path, "/api/", 5) != 0 && gx_static_serve(s, req, resp)) {
         c->stats_index = (int)s->o.nroutes;
         return;
     }
@@ -1211,40 +754,9 @@ static void gx_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     *con_cls = NULL;
 }
 
-static orr_status gx_parse_listen(const char *listen, struct sockaddr_in *sa, orr_err *err)
-{
-    char host[64];
-    const char *colon = strrchr(listen, ':');
-    if (!colon || (size_t)(colon - listen) >= sizeof(host))
-        return orr_err_set(err, ORR_EINVAL, "galaxy.listen", "must be HOST:PORT, got \"%s\"",
-                           listen);
-    memcpy(host, listen, (size_t)(colon - listen));
-    host[colon - listen] = '\0';
-    char *end;
-    long port = strtol(colon + 1, &end, 10);
-    if (*end || port < 0 || port > 65535)
-        return orr_err_set(err, ORR_EINVAL, "galaxy.listen", "bad port in \"%s\"", listen);
-    memset(sa, 0, sizeof(*sa));
-    sa->sin_family = AF_INET;
-    sa->sin_port = htons((uint16_t)port);
-    if (host[0] == '\0' || strcmp(host, "0.0.0.0") == 0)
-        sa->sin_addr.s_addr = htonl(INADDR_ANY);
-    else if (strcmp(host, "localhost") == 0)
-        sa->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    else if (inet_pton(AF_INET, host, &sa->sin_addr) != 1)
-        return orr_err_set(err, ORR_EINVAL, "galaxy.listen", "bad IPv4 address in \"%s\"", listen);
-    return ORR_OK;
-}
-
 orr_status gx_server_start(const gx_server_opts *o, gx_server **out, orr_err *err)
 {
-    struct sockaddr_in sa;
-    orr_status rc = gx_parse_listen(o->listen, &sa, err);
-    if (rc != ORR_OK)
-        return rc;
-    gx_server *s = calloc(1, sizeof(*s));
-    if (!s)
-        abort();
+    gx_server *s = orr_xcalloc(1, sizeof(*s));
     s->o = *o;
     if (s->o.threads <= 0)
         s->o.threads = 4;
@@ -1254,37 +766,31 @@ orr_status gx_server_start(const gx_server_opts *o, gx_server **out, orr_err *er
         s->o.cache_ttl_ms = GX_CACHE_TTL_MS;
     if (!s->o.cache_max_entry)
         s->o.cache_max_entry = GX_CACHE_MAX_ENTRY;
-    for (int i = 0; i < GX_CACHE_SLOTS; i++)
-        pthread_rwlock_init(&s->cache[i].lock, NULL);
-    pthread_mutex_init(&s->rq_mu, NULL);
-    pthread_cond_init(&s->rq_cv, NULL);
-    s->stats = calloc(o->nroutes + 2, sizeof(*s->stats));
-    if (!s->stats)
-        abort();
-    s->mhd = MHD_start_daemon(
-        MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG, 0, NULL, NULL,
-        gx_access, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa, MHD_OPTION_THREAD_POOL_SIZE,
-        (unsigned)s->o.threads, MHD_OPTION_NOTIFY_COMPLETED, gx_completed, s,
-        MHD_OPTION_CONNECTION_TIMEOUT, 120u, MHD_OPTION_UNESCAPE_CALLBACK, gx_unescape, NULL,
-        MHD_OPTION_URI_LOG_CALLBACK, gx_uri_seen, NULL, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
-        (size_t)GX_MHD_POOL, MHD_OPTION_END);
-    /* MHD_OPTION_LISTENING_ADDRESS_REUSE is left out on purpose: by default
-     * libmicrohttpd sets SO_REUSEADDR, so a restart rebinds at once while the
-     * old connections sit in TIME_WAIT; 0 would clear it and 1 would add
-     * SO_REUSEPORT, letting a second galaxyd share the port unnoticed. */
-    if (!s->mhd) {
-        for (int i = 0; i < GX_CACHE_SLOTS; i++)
-            pthread_rwlock_destroy(&s->cache[i].lock);
-        pthread_mutex_destroy(&s->rq_mu);
-        pthread_cond_destroy(&s->rq_cv);
+    gx_cache_init(s);
+    s->stats = orr_xcalloc(o->nroutes + 2, sizeof(*s->stats));
+    orr_http_opts ho = {
+        .listen = o->listen,
+        .field = "galaxy.listen",
+        .handler = gx_access,
+        .handler_cls = s,
+        .threads = (unsigned)s->o.threads,
+        .suspend_resume = 1,
+        .timeout_s = 120,
+        .memory_limit = GX_MHD_POOL,
+        .completed = gx_completed,
+        .completed_cls = s,
+        .unescape = gx_unescape,
+        .uri_log = gx_uri_seen,
+    };
+    orr_status rc = orr_http_start(&ho, &s->http, err);
+    if (rc != ORR_OK) {
+        gx_cache_destroy(s);
         free(s->stats);
         free(s);
-        return orr_err_set(err, ORR_EIO, "galaxy.listen", "cannot listen on %s", o->listen);
+        return rc;
     }
-    const union MHD_DaemonInfo *di = MHD_get_daemon_info(s->mhd, MHD_DAEMON_INFO_BIND_PORT);
-    s->port = di ? di->port : 0;
-    if (s->o.cache_ttl_ms > 0 && pthread_create(&s->rq_thread, NULL, gx_refresher, s) == 0)
-        s->rq_started = 1;
+    s->port = orr_http_port(s->http);
+    gx_cache_start(s);
     *out = s;
     return ORR_OK;
 }
@@ -1298,21 +804,8 @@ void gx_server_stop(gx_server *s)
 {
     if (!s)
         return;
-    MHD_stop_daemon(s->mhd);
-    if (s->rq_started) {
-        pthread_mutex_lock(&s->rq_mu);
-        s->rq_stop = 1;
-        pthread_cond_signal(&s->rq_cv);
-        pthread_mutex_unlock(&s->rq_mu);
-        pthread_join(s->rq_thread, NULL);
-    }
-    pthread_mutex_destroy(&s->rq_mu);
-    pthread_cond_destroy(&s->rq_cv);
-    for (int i = 0; i < GX_CACHE_SLOTS; i++) {
-        free(s->cache[i].key);
-        free(s->cache[i].body);
-        pthread_rwlock_destroy(&s->cache[i].lock);
-    }
+    orr_http_stop(s->http);
+    gx_cache_destroy(s);
     free(s->stats);
     free(s);
 }

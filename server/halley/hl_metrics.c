@@ -3,19 +3,18 @@
  */
 #include "hl_metrics.h"
 
-#include <arpa/inet.h>
 #include <microhttpd.h>
-#include <netinet/in.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "orr_http.h"
+
 struct hl_metrics {
-    struct MHD_Daemon *d;
+    orr_http *http;
     hl_ctx *hc;
     _Atomic(orr_rpc_server *) srv;
-    int port;
 };
 
 void hl_metrics_render(hl_ctx *hc, orr_rpc_server *srv, orr_buf *out)
@@ -111,33 +110,23 @@ static enum MHD_Result hl__answer(void *cls, struct MHD_Connection *conn, const 
 
 orr_status hl_metrics_start(const char *listen, hl_ctx *hc, hl_metrics **out, orr_err *err)
 {
-    struct sockaddr_in sa = {.sin_family = AF_INET};
-    const char *colon = listen ? strrchr(listen, ':') : NULL;
-    char host[64];
-    if (!colon || (size_t)(colon - listen) >= sizeof host)
-        return orr_err_set(err, ORR_EINVAL, "halley.metrics_listen", "must be host:port");
-    memcpy(host, listen, (size_t)(colon - listen));
-    host[colon - listen] = 0;
-    char *end;
-    long port = strtol(colon + 1, &end, 10);
-    if (*end || port < 0 || port > 65535 || inet_pton(AF_INET, host, &sa.sin_addr) != 1)
-        return orr_err_set(err, ORR_EINVAL, "halley.metrics_listen",
-                           "must be an IPv4 address and a port");
-    sa.sin_port = htons((uint16_t)port);
     hl_metrics *m = calloc(1, sizeof *m);
     if (!m)
         return orr_err_set(err, ORR_ENOMEM, NULL, "out of memory");
     m->hc = hc;
-    m->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL,
-                            hl__answer, m, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
-                            MHD_OPTION_CONNECTION_LIMIT, 64U, MHD_OPTION_CONNECTION_TIMEOUT, 10U,
-                            MHD_OPTION_END);
-    if (!m->d) {
+    orr_http_opts ho = {
+        .listen = listen,
+        .field = "halley.metrics_listen",
+        .handler = hl__answer,
+        .handler_cls = m,
+        .connection_limit = 64,
+        .timeout_s = 10,
+    };
+    orr_status rc = orr_http_start(&ho, &m->http, err);
+    if (rc != ORR_OK) {
         free(m);
-        return orr_err_set(err, ORR_EIO, "halley.metrics_listen", "cannot listen on %s", listen);
+        return rc;
     }
-    const union MHD_DaemonInfo *info = MHD_get_daemon_info(m->d, MHD_DAEMON_INFO_BIND_PORT);
-    m->port = info ? info->port : (int)port;
     *out = m;
     return ORR_OK;
 }
@@ -149,13 +138,13 @@ void hl_metrics_set_server(hl_metrics *m, orr_rpc_server *srv)
 
 int hl_metrics_port(const hl_metrics *m)
 {
-    return m->port;
+    return orr_http_port(m->http);
 }
 
 void hl_metrics_stop(hl_metrics *m)
 {
     if (!m)
         return;
-    MHD_stop_daemon(m->d);
+    orr_http_stop(m->http);
     free(m);
 }

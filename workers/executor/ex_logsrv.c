@@ -10,7 +10,6 @@
  */
 #include "ex_logsrv.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <microhttpd.h>
@@ -23,6 +22,7 @@
 #include <unistd.h>
 
 #include "ex_cgroup.h"
+#include "orr_http.h"
 #include "orr_log.h"
 
 #define EX_LOG_MAX_ACTIVE 1024
@@ -33,10 +33,9 @@ typedef struct ex_active {
 } ex_active;
 
 struct ex_logsrv {
-    struct MHD_Daemon *mhd;
+    orr_http *http;
     char token[256];
     char log_dir[512];
-    int port;
     atomic_int stopping;
     pthread_mutex_t mu;
     ex_active active[EX_LOG_MAX_ACTIVE];
@@ -245,45 +244,34 @@ orr_status ex_logsrv_start(const char *listen, const char *token, const char *lo
         return orr_err_set(err, ORR_EINVAL, "executor.log_token", "must be set");
     if (strlen(token) >= 256)
         return orr_err_set(err, ORR_EINVAL, "executor.log_token", "longer than 255 bytes");
-    const char *colon = listen ? strrchr(listen, ':') : NULL;
-    char host[64];
-    if (!colon || (size_t)(colon - listen) >= sizeof host)
-        return orr_err_set(err, ORR_EINVAL, "executor.listen", "must be host:port");
-    snprintf(host, sizeof host, "%.*s", (int)(colon - listen), listen);
-    char *end;
-    long port = strtol(colon + 1, &end, 10);
-    struct sockaddr_in sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sin_family = AF_INET;
-    sa.sin_port = htons((uint16_t)port);
-    if (*end || port < 0 || port > 65535 || inet_pton(AF_INET, host, &sa.sin_addr) != 1)
-        return orr_err_set(err, ORR_EINVAL, "executor.listen",
-                           "must be an IPv4 address and a port, e.g. 127.0.0.1:7171");
-
     ex_logsrv *s = calloc(1, sizeof *s);
     if (!s)
         return orr_err_set(err, ORR_ENOMEM, NULL, "out of memory");
     snprintf(s->token, sizeof s->token, "%s", token);
     snprintf(s->log_dir, sizeof s->log_dir, "%s", log_dir);
     pthread_mutex_init(&s->mu, NULL);
-    s->mhd = MHD_start_daemon(
-        MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, 0,
-        NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
-        MHD_OPTION_CONNECTION_LIMIT, 64u, MHD_OPTION_CONNECTION_TIMEOUT, 60u, MHD_OPTION_END);
-    if (!s->mhd) {
+    orr_http_opts ho = {
+        .listen = listen,
+        .field = "executor.listen",
+        .handler = on_request,
+        .handler_cls = s,
+        .thread_per_connection = 1,
+        .connection_limit = 64,
+        .timeout_s = 60,
+    };
+    orr_status rc = orr_http_start(&ho, &s->http, err);
+    if (rc != ORR_OK) {
         pthread_mutex_destroy(&s->mu);
         free(s);
-        return orr_err_set(err, ORR_EIO, "executor.listen", "cannot listen on %s", listen);
+        return rc;
     }
-    const union MHD_DaemonInfo *di = MHD_get_daemon_info(s->mhd, MHD_DAEMON_INFO_BIND_PORT);
-    s->port = di ? di->port : (int)port;
     *out = s;
     return ORR_OK;
 }
 
 int ex_logsrv_port(const ex_logsrv *s)
 {
-    return s->port;
+    return orr_http_port(s->http);
 }
 
 void ex_logsrv_stop(ex_logsrv *s)
@@ -291,7 +279,7 @@ void ex_logsrv_stop(ex_logsrv *s)
     if (!s)
         return;
     atomic_store(&s->stopping, 1);
-    MHD_stop_daemon(s->mhd);
+    orr_http_stop(s->http);
     pthread_mutex_destroy(&s->mu);
     free(s);
 }

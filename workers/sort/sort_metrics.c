@@ -1,9 +1,7 @@
 /* sort_metrics.c - the Prometheus endpoint of sortd (see sort_metrics.h). */
 #include "sort_metrics.h"
 
-#include <arpa/inet.h>
 #include <inttypes.h>
-#include <netinet/in.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,11 +9,12 @@
 
 #include <microhttpd.h>
 
+#include "orr_alloc.h"
+#include "orr_http.h"
 #include "sort_reject.h"
 
 struct sort_metrics {
-    struct MHD_Daemon *d;
-    int port;
+    orr_http *http;
     pthread_mutex_t mu;
     char stream[160];
     int has;
@@ -117,43 +116,28 @@ static enum MHD_Result met_handle(void *cls, struct MHD_Connection *c, const cha
 orr_status sort_metrics_start(const char *listen, sort_metrics **out, orr_err *err)
 {
     *out = NULL;
-    const char *colon = listen ? strrchr(listen, ':') : NULL;
-    char host[64];
-    struct sockaddr_in sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sin_family = AF_INET;
-    char *end = NULL;
-    long port = colon ? strtol(colon + 1, &end, 10) : -1;
-    if (!colon || (size_t)(colon - listen) >= sizeof host || !end || *end || port < 0 ||
-        port > 65535)
-        return orr_err_set(err, ORR_EINVAL, "metrics_listen", "not host:port: %s",
-                           listen ? listen : "(null)");
-    memcpy(host, listen, (size_t)(colon - listen));
-    host[colon - listen] = 0;
-    if (inet_pton(AF_INET, host, &sa.sin_addr) != 1)
-        return orr_err_set(err, ORR_EINVAL, "metrics_listen", "not an IPv4 address: %s", host);
-    sa.sin_port = htons((uint16_t)port);
-    sort_metrics *m = calloc(1, sizeof *m);
-    if (!m)
-        abort();
+    sort_metrics *m = orr_xcalloc(1, sizeof *m);
     pthread_mutex_init(&m->mu, NULL);
-    m->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL,
-                            met_handle, m, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
-                            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10, MHD_OPTION_END);
-    if (!m->d) {
+    orr_http_opts ho = {
+        .listen = listen,
+        .field = "metrics_listen",
+        .handler = met_handle,
+        .handler_cls = m,
+        .timeout_s = 10,
+    };
+    orr_status rc = orr_http_start(&ho, &m->http, err);
+    if (rc != ORR_OK) {
         pthread_mutex_destroy(&m->mu);
         free(m);
-        return orr_err_set(err, ORR_EIO, "metrics_listen", "cannot listen on %s", listen);
+        return rc;
     }
-    const union MHD_DaemonInfo *info = MHD_get_daemon_info(m->d, MHD_DAEMON_INFO_BIND_PORT);
-    m->port = info ? info->port : (int)port;
     *out = m;
     return ORR_OK;
 }
 
 int sort_metrics_port(const sort_metrics *m)
 {
-    return m->port;
+    return orr_http_port(m->http);
 }
 
 void sort_metrics_publish(sort_metrics *m, const char *stream, const sort_pipe_stats *st)
@@ -169,7 +153,7 @@ void sort_metrics_stop(sort_metrics *m)
 {
     if (!m)
         return;
-    MHD_stop_daemon(m->d);
+    orr_http_stop(m->http);
     pthread_mutex_destroy(&m->mu);
     free(m);
 }

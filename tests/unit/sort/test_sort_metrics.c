@@ -90,7 +90,8 @@ static void test_metrics_bad_listen(void **state)
     (void)state;
     sort_metrics *m = NULL;
     orr_err err;
-    static const char *const bad[] = {"nohostport", "127.0.0.1:99999", "localhost:80", "1.2.3.4:x"};
+    static const char *const bad[] = {
+        "nohostport", "127.0.0.1:99999", "host.example:80", "1.2.3.4:x", "[::1", ""};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         assert_int_equal(sort_metrics_start(bad[i], &m, &err), ORR_EINVAL);
         assert_null(m);
