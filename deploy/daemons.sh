@@ -10,8 +10,10 @@
 orr_daemon_ports() {
     ORR_HALLEY_PORT=$((ORRERY_PORT_BASE + 10))
     ORR_HALLEY_METRICS_PORT=$((ORRERY_PORT_BASE + 11))
+    ORR_KEPLER_METRICS_PORT=$((ORRERY_PORT_BASE + 12))
     ORR_GALAXY_PORT=$((ORRERY_PORT_BASE + 20))
     ORR_EXECUTOR_PORT=$((ORRERY_PORT_BASE + 30))
+    ORR_EXECUTOR_METRICS_PORT=$((ORRERY_PORT_BASE + 31))
 }
 
 orr_random_hex() {
@@ -63,6 +65,7 @@ zk = $ORRERY_ZK
 slots = 8
 labels = host=local
 listen = 127.0.0.1:$ORR_EXECUTOR_PORT
+metrics_listen = 127.0.0.1:$ORR_EXECUTOR_METRICS_PORT
 log_token = $log_token
 work_dir = $ORRERY_VAR_DIR/executor
 blob_root = file://$ORRERY_VAR_DIR/blob
@@ -72,6 +75,7 @@ bin_dir = $ORR_ROOT/build/bin
 halley = 127.0.0.1:$ORR_HALLEY_PORT
 halley_token = $token
 zk = $ORRERY_ZK
+metrics_listen = 127.0.0.1:$ORR_KEPLER_METRICS_PORT
 CONF
     umask 022
 }
@@ -131,7 +135,7 @@ orr_daemons_start() {
     else
         echo "executord: not started (needs root for its sandboxes)"
     fi
-    orr_daemon_start keplerd "true" run
+    orr_daemon_start keplerd "bash -c 'exec 3<>/dev/tcp/127.0.0.1/$ORR_KEPLER_METRICS_PORT'" run
     orr_demo_data
 }
 
@@ -173,6 +177,9 @@ orr_daemons_summary() {
     echo
     echo "Orrery is running. Config: $ORRERY_VAR_DIR/orrery.conf, logs: $ORRERY_VAR_DIR/log/"
     echo "  halleyd  gRPC 127.0.0.1:$ORR_HALLEY_PORT, metrics http://127.0.0.1:$ORR_HALLEY_METRICS_PORT/metrics"
+    echo "  keplerd  metrics and health http://127.0.0.1:$ORR_KEPLER_METRICS_PORT/{metrics,healthz}"
+    echo "  executord  metrics and health http://127.0.0.1:$ORR_EXECUTOR_METRICS_PORT/{metrics,healthz}"
+    echo "  galaxyd  metrics and health http://127.0.0.1:$ORR_GALAXY_PORT/{metrics,healthz}"
     echo
     echo "  Open http://127.0.0.1:$ORR_GALAXY_PORT/ and log in as admin / $(cat "$ORRERY_VAR_DIR/admin-password")"
     echo

@@ -31,6 +31,7 @@
 #include "orr_alloc.h"
 #include "orr_json.h"
 #include "orr_log.h"
+#include "orr_metrics.h"
 
 static const double gx_lat_bounds_s[GX_LAT_BUCKETS] = {0.0005, 0.001, 0.0025, 0.005, 0.01,
                                                        0.025,  0.05,  0.1,    0.5,   2.5};
@@ -816,71 +817,56 @@ void gx_server_resume(struct MHD_Connection *conn)
 }
 
 /* One metric family at a time: Prometheus wants each family's lines together. */
-static void gx_metrics_counts(orr_buf *out, const char *method, const char *pattern,
+static void gx_metrics_counts(orr_metrics_writer *w, const char *method, const char *pattern,
                               struct gx_route_stats *st)
 {
     for (int k = 1; k <= 5; k++) {
         uint64_t n = atomic_load(&st->by_class[k]);
+        char code[8];
+        snprintf(code, sizeof code, "%dxx", k);
         if (n)
-            orr_buf_appendf(out,
-                            "galaxy_http_requests_total{method=\"%s\",route=\"%s\",code=\"%dxx\"} "
-                            "%llu\n",
-                            method, pattern, k, (unsigned long long)n);
+            orr_metrics_sample(
+                w, (const char *const[]){"method", method, "route", pattern, "code", code, NULL},
+                (double)n);
     }
 }
 
-static void gx_metrics_latency(orr_buf *out, const char *method, const char *pattern,
+static void gx_metrics_latency(orr_metrics_writer *w, const char *method, const char *pattern,
                                struct gx_route_stats *st)
 {
-    uint64_t cum = 0;
-    for (int b = 0; b <= GX_LAT_BUCKETS; b++) {
-        cum += atomic_load(&st->lat[b]);
-        char le[32];
-        if (b < GX_LAT_BUCKETS)
-            snprintf(le, sizeof(le), "%g", gx_lat_bounds_s[b]);
-        else
-            snprintf(le, sizeof(le), "+Inf");
-        orr_buf_appendf(out,
-                        "galaxy_http_request_seconds_bucket{method=\"%s\",route=\"%s\",le=\"%s\"} "
-                        "%llu\n",
-                        method, pattern, le, (unsigned long long)cum);
-    }
-    orr_buf_appendf(out, "galaxy_http_request_seconds_sum{method=\"%s\",route=\"%s\"} %.6f\n",
-                    method, pattern, (double)atomic_load(&st->lat_sum_us) / 1e6);
-    orr_buf_appendf(out, "galaxy_http_request_seconds_count{method=\"%s\",route=\"%s\"} %llu\n",
-                    method, pattern, (unsigned long long)cum);
+    uint64_t counts[GX_LAT_BUCKETS + 1];
+    for (int b = 0; b <= GX_LAT_BUCKETS; b++)
+        counts[b] = atomic_load(&st->lat[b]);
+    orr_metrics_histogram_sample(w, (const char *const[]){"method", method, "route", pattern, NULL},
+                                 gx_lat_bounds_s, counts, GX_LAT_BUCKETS,
+                                 (double)atomic_load(&st->lat_sum_us) / 1e6);
 }
 
 void gx_server_metrics(gx_server *s, orr_buf *out)
 {
     size_t n = s->o.nroutes;
-    orr_buf_append_str(out, "# HELP galaxy_http_requests_total HTTP requests by route and "
-                            "status class.\n# TYPE galaxy_http_requests_total counter\n");
+    orr_metrics_writer w;
+    orr_metrics_writer_init(&w, out);
+    orr_metrics_family(&w, "galaxy_http_requests_total", ORR_METRIC_COUNTER,
+                       "HTTP requests by route and status class.");
     for (size_t i = 0; i < n; i++)
-        gx_metrics_counts(out, s->o.routes[i].method, s->o.routes[i].pattern, &s->stats[i]);
-    gx_metrics_counts(out, "GET", "static", &s->stats[n]);
-    gx_metrics_counts(out, "ANY", "unmatched", &s->stats[n + 1]);
-    orr_buf_append_str(out, "# HELP galaxy_http_request_seconds HTTP request latency.\n"
-                            "# TYPE galaxy_http_request_seconds histogram\n");
+        gx_metrics_counts(&w, s->o.routes[i].method, s->o.routes[i].pattern, &s->stats[i]);
+    gx_metrics_counts(&w, "GET", "static", &s->stats[n]);
+    gx_metrics_counts(&w, "ANY", "unmatched", &s->stats[n + 1]);
+    orr_metrics_family(&w, "galaxy_http_request_seconds", ORR_METRIC_HISTOGRAM,
+                       "HTTP request latency.");
     for (size_t i = 0; i < n; i++)
-        gx_metrics_latency(out, s->o.routes[i].method, s->o.routes[i].pattern, &s->stats[i]);
-    gx_metrics_latency(out, "GET", "static", &s->stats[n]);
-    gx_metrics_latency(out, "ANY", "unmatched", &s->stats[n + 1]);
-    orr_buf_appendf(out,
-                    "# HELP galaxy_http_in_flight Requests being served.\n"
-                    "# TYPE galaxy_http_in_flight gauge\ngalaxy_http_in_flight %d\n",
-                    atomic_load(&s->in_flight));
+        gx_metrics_latency(&w, s->o.routes[i].method, s->o.routes[i].pattern, &s->stats[i]);
+    gx_metrics_latency(&w, "GET", "static", &s->stats[n]);
+    gx_metrics_latency(&w, "ANY", "unmatched", &s->stats[n + 1]);
+    orr_metrics_family(&w, "galaxy_http_in_flight", ORR_METRIC_GAUGE, "Requests being served.");
+    orr_metrics_sample(&w, NULL, atomic_load(&s->in_flight));
     gx_cache_stats cs;
     gx_cache_get_stats(s, &cs);
-    orr_buf_appendf(out,
-                    "# HELP galaxy_http_cache_total Response cache lookups and changes.\n"
-                    "# TYPE galaxy_http_cache_total counter\n"
-                    "galaxy_http_cache_total{event=\"hit\"} %llu\n"
-                    "galaxy_http_cache_total{event=\"miss\"} %llu\n"
-                    "galaxy_http_cache_total{event=\"store\"} %llu\n"
-                    "galaxy_http_cache_total{event=\"invalidate\"} %llu\n"
-                    "galaxy_http_cache_total{event=\"refresh\"} %llu\n",
-                    (unsigned long long)cs.hits, (unsigned long long)cs.misses,
-                    (unsigned long long)cs.stores, (unsigned long long)cs.invalidations,
-                    (unsigned long long)cs.refreshes);
+    orr_metrics_family(&w, "galaxy_http_cache_total", ORR_METRIC_COUNTER,
+                       "Response cache lookups and changes.");
+    static const char *const events[] = {"hit", "miss", "store", "invalidate", "refresh"};
+    const uint64_t values[] = {cs.hits, cs.misses, cs.stores, cs.invalidations, cs.refreshes};
+    for (int i = 0; i < 5; i++)
+        orr_metrics_sample(&w, (const char *const[]){"event", events[i], NULL}, (double)values[i]);
 }

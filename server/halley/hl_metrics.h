@@ -1,6 +1,7 @@
 /*
- * hl_metrics.h - halleyd's small HTTP port: /metrics (Prometheus text) and
- * /healthz (200 when PostgreSQL answered recently, else 503).
+ * hl_metrics.h - halleyd's small HTTP port (the shared orr_metrics endpoint):
+ * /metrics (Prometheus text) and /healthz (200 when PostgreSQL answered
+ * recently, else 503; the event listener's state is reported too).
  */
 #ifndef HL_METRICS_H
 #define HL_METRICS_H

@@ -34,6 +34,7 @@
 #include "orr_tz.h"
 #include "orr_config.h"
 #include "orr_log.h"
+#include "orr_metrics.h"
 
 #define KEPLERD             "keplerd"
 #define CRON_NEXT_MAX_COUNT 10000
@@ -58,6 +59,8 @@ static const orr_cfg_key keplerd_schema[] = {
      "a weak dependency counts as met this long after the schedule time (0 = never)"},
     {"kepler", "cache_keep", ORR_CFG_DURATION, "2h", 0, 1000, 366LL * 86400000,
      "how long finished instances stay in memory for dependency checks"},
+    {"kepler", "metrics_listen", ORR_CFG_STRING, "", 0, 0, 0,
+     "HTTP address of /metrics and /healthz, host:port ('' = off)"},
 };
 
 static void keplerd_usage(FILE *f)
@@ -182,6 +185,41 @@ static int cmd_cron_next(const orr_config *cfg, int argc, char **argv)
     return fflush(stdout) == 0 ? 0 : 1;
 }
 
+/* ------------------------------------------------------------ metrics */
+
+static void keplerd_collect(void *ctx, orr_metrics_writer *w)
+{
+    kp_sched_status *st = ctx;
+    uint64_t epoch = atomic_load(&st->epoch);
+    orr_metrics_family(w, "kepler_leader", ORR_METRIC_GAUGE,
+                       "1 while this keplerd leads the scheduling, 0 while it stands by.");
+    orr_metrics_sample(w, NULL, epoch ? 1 : 0);
+    orr_metrics_family(w, "kepler_leader_epoch", ORR_METRIC_GAUGE,
+                       "Leadership epoch of this keplerd (0 while standing by).");
+    orr_metrics_sample(w, NULL, (double)epoch);
+    orr_metrics_family(w, "kepler_zk_connected", ORR_METRIC_GAUGE,
+                       "1 while the ZooKeeper session is connected.");
+    orr_metrics_sample(w, NULL, atomic_load(&st->zk_connected));
+    orr_metrics_family(w, "kepler_dispatched_total", ORR_METRIC_COUNTER,
+                       "Instances dispatched to executors by this keplerd.");
+    orr_metrics_sample(w, NULL, (double)atomic_load(&st->dispatched_total));
+}
+
+/* Healthy while the ZooKeeper session is connected: then this keplerd
+ * either leads or stands by ready to take over. */
+static int keplerd_health(void *ctx, orr_buf *body)
+{
+    kp_sched_status *st = ctx;
+    int zk = atomic_load(&st->zk_connected);
+    uint64_t epoch = atomic_load(&st->epoch);
+    orr_buf_appendf(body,
+                    "{\"status\":\"%s\",\"role\":\"%s\",\"epoch\":%llu,"
+                    "\"zookeeper\":\"%s\"}",
+                    zk ? "ok" : "degraded", epoch ? "leader" : "standby", (unsigned long long)epoch,
+                    zk ? "connected" : "disconnected");
+    return zk;
+}
+
 static volatile sig_atomic_t keplerd_stop;
 
 static void keplerd_on_signal(int sig)
@@ -232,7 +270,27 @@ static int cmd_run(const orr_config *cfg, int argc, char **argv)
     sigaction(SIGTERM, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
     orr_err_clear(&err);
+    kp_sched_status status;
+    memset(&status, 0, sizeof status);
+    o.status = &status;
+    orr_metrics *reg = orr_metrics_create();
+    orr_metrics_add_collector(reg, keplerd_collect, &status);
+    orr_metrics_server *msrv = NULL;
+    const char *ml = orr_config_str(cfg, "kepler", "metrics_listen");
+    if (ml && *ml) {
+        if (orr_metrics_serve(reg, ml, "kepler.metrics_listen", keplerd_health, &status, &msrv,
+                              &err) != ORR_OK) {
+            char buf[600];
+            fprintf(stderr, "%s: run: %s\n", KEPLERD, orr_err_str(&err, buf, sizeof buf));
+            orr_metrics_destroy(reg);
+            return err.code == ORR_EINVAL ? 2 : 1;
+        }
+        ORR_INFO("metrics endpoint listening", "listen=%s port=%d", ml,
+                 orr_metrics_server_port(msrv));
+    }
     orr_status rc = kp_sched_run(&o, &keplerd_stop, &err);
+    orr_metrics_server_stop(msrv);
+    orr_metrics_destroy(reg);
     if (rc != ORR_OK) {
         char buf[600];
         fprintf(stderr, "%s: run: %s\n", KEPLERD, orr_err_str(&err, buf, sizeof buf));

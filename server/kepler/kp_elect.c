@@ -318,6 +318,11 @@ void kp_elect_stop(kp_elect *e)
     free(e);
 }
 
+int kp_elect_connected(kp_elect *e)
+{
+    return atomic_load(&e->connected);
+}
+
 uint64_t kp_elect_leader_epoch(kp_elect *e)
 {
     if (!atomic_load(&e->connected))

@@ -49,6 +49,9 @@ orr_status kp_elect_start(const char *hosts, int session_ms, const char *id, kp_
 /* Leave the election (delete the node), close the session, free. NULL ok. */
 void kp_elect_stop(kp_elect *e);
 
+/* 1 while the ZooKeeper session is connected, else 0. */
+int kp_elect_connected(kp_elect *e);
+
 /* 0 when not the leader right now; else the epoch of this leadership. */
 uint64_t kp_elect_leader_epoch(kp_elect *e);
 

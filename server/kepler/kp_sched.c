@@ -1853,6 +1853,12 @@ orr_status kp_sched_run(const kp_sched_opts *o, volatile sig_atomic_t *stop, orr
         s.again = 0;
 
         uint64_t ep = kp_elect_leader_epoch(s.el);
+        if (o->status) {
+            atomic_store(&o->status->running, 1);
+            atomic_store(&o->status->zk_connected, kp_elect_connected(s.el));
+            atomic_store(&o->status->epoch, ep);
+            atomic_store(&o->status->dispatched_total, s.dispatched_total);
+        }
         if (ep == 0) {
             if (s.epoch) {
                 ORR_WARN("standing by: not the leader", "id=%s", orr_log_q(o->id));
@@ -1876,6 +1882,8 @@ orr_status kp_sched_run(const kp_sched_opts *o, volatile sig_atomic_t *stop, orr
         round_work(&s, &w, c);
     }
     ORR_INFO("keplerd stopping", "id=%s dispatched=%" PRIu64, orr_log_q(o->id), s.dispatched_total);
+    if (o->status)
+        atomic_store(&o->status->running, 0);
     kp_elect_stop(s.el);
     pthread_join(s.wth, NULL);
     orr_rpc_client_destroy(s.cl);

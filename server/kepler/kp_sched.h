@@ -11,9 +11,19 @@
 #define KP_SCHED_H
 
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "orr_status.h"
+
+/* What the running scheduler shows its daemon (for /healthz and /metrics):
+ * published by the loop at least every 200 ms, read from any thread. */
+typedef struct kp_sched_status {
+    atomic_int running;                    /* 1 once the clients started, 0 after the stop */
+    atomic_int zk_connected;               /* the ZooKeeper session is connected */
+    atomic_uint_fast64_t epoch;            /* leadership epoch; 0 = standing by */
+    atomic_uint_fast64_t dispatched_total; /* instances dispatched by this process */
+} kp_sched_status;
 
 typedef struct kp_sched_opts {
     const char *halley;     /* halleyd target, "127.0.0.1:7070" */
@@ -28,6 +38,7 @@ typedef struct kp_sched_opts {
     int64_t weak_deadline_ms;   /* weak deps count as met this long after the
                                    schedule time (0 = never) */
     int64_t cache_keep_ms;      /* finished instances stay cached this long */
+    kp_sched_status *status;    /* NULL, or published here while running */
 } kp_sched_opts;
 
 /* Run the scheduler until *stop. Returns ORR_OK on a requested stop;

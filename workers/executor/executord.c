@@ -47,6 +47,7 @@
 #include "ex_daemon.h"
 #include "orr_json.h"
 #include "orr_log.h"
+#include "orr_metrics.h"
 
 static const orr_cfg_key ex_schema[] = {
     {"executor", "id", ORR_CFG_STRING, NULL, 0, 0, 0,
@@ -64,6 +65,8 @@ static const orr_cfg_key ex_schema[] = {
     {"executor", "slots", ORR_CFG_INT, "4", 0, 1, 1024, "slots this executor offers"},
     {"executor", "labels", ORR_CFG_STRING, "", 0, 0, 0, "comma list of k=v labels"},
     {"executor", "listen", ORR_CFG_STRING, "127.0.0.1:7171", 0, 0, 0, "HTTP log server address"},
+    {"executor", "metrics_listen", ORR_CFG_STRING, "", 0, 0, 0,
+     "HTTP address of /metrics and /healthz, host:port ('' = off)"},
     {"executor", "log_token", ORR_CFG_SECRET, NULL, 1, 0, 0, "bearer token of the log server"},
     {"executor", "work_dir", ORR_CFG_STRING, "var/executor", 0, 0, 0,
      "logs, run folders, code packages, outbox"},
@@ -422,6 +425,40 @@ static orr_status setup(ex_daemon *d, orr_config *cfg, const char *argv0, char *
     return ORR_OK;
 }
 
+/* ------------------------------------------------------------ metrics */
+
+static void ex_collect(void *ctx, orr_metrics_writer *w)
+{
+    ex_daemon *d = ctx;
+    pthread_mutex_lock(&d->mu);
+    int used = d->used_slots, jobs = 0;
+    for (ex_job *j = d->jobs; j; j = j->next)
+        jobs += !atomic_load(&j->done);
+    pthread_mutex_unlock(&d->mu);
+    orr_metrics_family(w, "executor_slots", ORR_METRIC_GAUGE, "Slots this executor offers.");
+    orr_metrics_sample(w, NULL, d->slots);
+    orr_metrics_family(w, "executor_used_slots", ORR_METRIC_GAUGE,
+                       "Slots taken by running instances.");
+    orr_metrics_sample(w, NULL, used);
+    orr_metrics_family(w, "executor_jobs_running", ORR_METRIC_GAUGE,
+                       "Instances running on this executor.");
+    orr_metrics_sample(w, NULL, jobs);
+    orr_metrics_family(w, "executor_registered", ORR_METRIC_GAUGE,
+                       "1 while ZooKeeper contact is proven and this executor takes work.");
+    orr_metrics_sample(w, NULL, !atomic_load(&d->fenced));
+}
+
+/* Healthy while registered: ZooKeeper contact is proven (not fenced), so
+ * keplerd sees this executor and it may run work. */
+static int ex_health(void *ctx, orr_buf *body)
+{
+    ex_daemon *d = ctx;
+    int registered = !atomic_load(&d->fenced);
+    orr_buf_appendf(body, "{\"status\":\"%s\",\"registered\":%s,\"slots\":%d}",
+                    registered ? "ok" : "degraded", registered ? "true" : "false", d->slots);
+    return registered;
+}
+
 /* ------------------------------------------------------------ fencing */
 
 /* Watches ZooKeeper contact (ex_zk.h, "Fencing") every 50 ms, apart from the
@@ -476,6 +513,8 @@ static int serve(orr_config *cfg, const char *argv0)
     int rc = 1;
     pthread_t events, fence;
     int events_started = 0, fence_started = 0;
+    orr_metrics *reg = orr_metrics_create();
+    orr_metrics_server *msrv = NULL;
     char msg[600];
 
     /* Block the stop signals in every thread; the main loop takes them. */
@@ -493,6 +532,11 @@ static int serve(orr_config *cfg, const char *argv0)
     if (setup(&d, cfg, argv0, hostname, &err) != ORR_OK)
         goto fail;
     if (ex_guard_spawn(&d, &err) != ORR_OK)
+        goto fail;
+    orr_metrics_add_collector(reg, ex_collect, &d);
+    const char *ml = orr_config_str(cfg, "executor", "metrics_listen");
+    if (ml && *ml &&
+        orr_metrics_serve(reg, ml, "executor.metrics_listen", ex_health, &d, &msrv, &err) != ORR_OK)
         goto fail;
     if (orr_rpc_client_create(
             &orrery__halley__v1__halley__descriptor, orr_config_str(cfg, "executor", "halley"),
@@ -542,8 +586,8 @@ static int serve(orr_config *cfg, const char *argv0)
         goto fail;
     }
     events_started = 1;
-    ORR_INFO("executord ready", "id=%s log_port=%d cgroup=%s", d.id, ex_logsrv_port(d.logsrv),
-             d.cg->name);
+    ORR_INFO("executord ready", "id=%s log_port=%d metrics_port=%d cgroup=%s", d.id,
+             ex_logsrv_port(d.logsrv), orr_metrics_server_port(msrv), d.cg->name);
 
     int64_t sweep_every = orr_config_int(cfg, "executor", "sweep_interval");
     int64_t next_sweep = ex_now_ms() + sweep_every;
@@ -590,6 +634,8 @@ out:
         pthread_join(fence, NULL);
     ex_guard_stop(&d);
     ex_deploy_stop(&d);
+    orr_metrics_server_stop(msrv);
+    orr_metrics_destroy(reg);
     ex_zk_stop(d.zk);
     ex_logsrv_stop(d.logsrv);
     orr_rpc_client_destroy(d.halley);

@@ -7,110 +7,109 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <microhttpd.h>
-
 #include "orr_alloc.h"
-#include "orr_http.h"
+#include "orr_metrics.h"
 #include "sort_reject.h"
 
 struct sort_metrics {
-    orr_http *http;
+    orr_metrics *reg;
+    orr_metrics_server *http;
     pthread_mutex_t mu;
     char stream[160];
     int has;
     sort_pipe_stats st;
 };
 
-static void met_counter(orr_buf *o, const char *name, const char *help, const char *type,
-                        const char *stream, uint64_t v)
+static void met_one(orr_metrics_writer *w, const char *name, orr_metric_type type, const char *help,
+                    const char *stream, uint64_t v)
 {
-    orr_buf_appendf(o, "# HELP %s %s\n# TYPE %s %s\n%s{stream=\"%s\"} %" PRIu64 "\n", name, help,
-                    name, type, name, stream, v);
+    orr_metrics_family(w, name, type, help);
+    orr_metrics_sample(w, (const char *const[]){"stream", stream, NULL}, (double)v);
 }
 
-void sort_metrics_render(sort_metrics *m, orr_buf *o)
+static void met_write(sort_metrics *m, orr_metrics_writer *w)
 {
     pthread_mutex_lock(&m->mu);
     if (m->has) {
         const sort_pipe_stats *s = &m->st;
         const char *n = m->stream;
-        met_counter(o, "sortd_records_in_total", "Records read from the source.", "counter", n,
-                    s->records_in);
-        met_counter(o, "sortd_records_out_total", "Records routed to unit files.", "counter", n,
-                    s->records_out);
-        orr_buf_appendf(o, "# HELP sortd_records_rejected_total Records rejected, by reason.\n"
-                           "# TYPE sortd_records_rejected_total counter\n");
+        const orr_metric_type C = ORR_METRIC_COUNTER, G = ORR_METRIC_GAUGE;
+        met_one(w, "sortd_records_in_total", C, "Records read from the source.", n, s->records_in);
+        met_one(w, "sortd_records_out_total", C, "Records routed to unit files.", n,
+                s->records_out);
+        orr_metrics_family(w, "sortd_records_rejected_total", C, "Records rejected, by reason.");
         for (int r = 0; r < SORT_REJ__COUNT; r++)
-            orr_buf_appendf(
-                o, "sortd_records_rejected_total{stream=\"%s\",reason=\"%s\"} %" PRIu64 "\n", n,
-                sort_reject_name((sort_reject_reason)r), s->rejects[r]);
-        met_counter(o, "sortd_replay_dropped_total",
-                    "Replayed records dropped because they had landed.", "counter", n,
-                    s->replay_dropped);
-        met_counter(o, "sortd_late_records_total", "Records that arrived after their unit closed.",
-                    "counter", n, s->late);
-        met_counter(o, "sortd_open_units", "Unit files open in writers.", "gauge", n,
-                    s->w.open_units);
-        met_counter(o, "sortd_units", "Data units known.", "gauge", n, s->units);
-        met_counter(o, "sortd_files_landed_total", "Unit files landed.", "counter", n, s->w.files);
-        met_counter(o, "sortd_bytes_raw_total", "Record bytes written to unit files.", "counter", n,
-                    s->w.bytes_raw);
-        met_counter(o, "sortd_bytes_written_total", "lzop bytes landed.", "counter", n,
-                    s->w.bytes_lzo);
-        met_counter(o, "sortd_checks_written_total", "_CHECK versions written.", "counter", n,
-                    s->checks_written);
-        met_counter(o, "sortd_pool_waits_total", "Source pauses for flow control.", "counter", n,
-                    s->pool_waits);
-        met_counter(o, "sortd_pg_rows_total", "Rows committed to the PostgreSQL sink.", "counter",
-                    n, s->pg_rows);
-        met_counter(o, "sortd_handoff_packs_total", "Packs handed off to write stages.", "counter",
-                    n, s->ho_packs);
-        met_counter(o, "sortd_handoff_bytes_total", "Encoded bytes handed off to write stages.",
-                    "counter", n, s->ho_bytes);
-        met_counter(o, "sortd_handoff_waits_total",
-                    "Parse-stage pauses while a hand-off stream was full.", "counter", n,
-                    s->ho_waits);
-        met_counter(o, "sortd_rebalances_total",
-                    "Consumer-group assignments given to this process.", "counter", n,
-                    s->rebalances_assigned);
-        orr_buf_appendf(o, "# HELP sortd_lag Source messages not yet read.\n"
-                           "# TYPE sortd_lag gauge\n");
-        for (uint32_t p = 0; p < SORT_MAX_PARTITIONS; p++)
-            if (s->has_lag[p])
-                orr_buf_appendf(o,
-                                "sortd_lag{stream=\"%s\",partition=\"%" PRIu32 "\"} %" PRIu64 "\n",
-                                n, p, s->lag[p]);
+            orr_metrics_sample(w,
+                               (const char *const[]){"stream", n, "reason",
+                                                     sort_reject_name((sort_reject_reason)r), NULL},
+                               (double)s->rejects[r]);
+        met_one(w, "sortd_replay_dropped_total", C,
+                "Replayed records dropped because they had landed.", n, s->replay_dropped);
+        met_one(w, "sortd_late_records_total", C, "Records that arrived after their unit closed.",
+                n, s->late);
+        met_one(w, "sortd_open_units", G, "Unit files open in writers.", n, s->w.open_units);
+        met_one(w, "sortd_units", G, "Data units known.", n, s->units);
+        met_one(w, "sortd_files_landed_total", C, "Unit files landed.", n, s->w.files);
+        met_one(w, "sortd_bytes_raw_total", C, "Record bytes written to unit files.", n,
+                s->w.bytes_raw);
+        met_one(w, "sortd_bytes_written_total", C, "lzop bytes landed.", n, s->w.bytes_lzo);
+        met_one(w, "sortd_checks_written_total", C, "_CHECK versions written.", n,
+                s->checks_written);
+        met_one(w, "sortd_pool_waits_total", C, "Source pauses for flow control.", n,
+                s->pool_waits);
+        met_one(w, "sortd_pg_rows_total", C, "Rows committed to the PostgreSQL sink.", n,
+                s->pg_rows);
+        met_one(w, "sortd_handoff_packs_total", C, "Packs handed off to write stages.", n,
+                s->ho_packs);
+        met_one(w, "sortd_handoff_bytes_total", C, "Encoded bytes handed off to write stages.", n,
+                s->ho_bytes);
+        met_one(w, "sortd_handoff_waits_total", C,
+                "Parse-stage pauses while a hand-off stream was full.", n, s->ho_waits);
+        met_one(w, "sortd_rebalances_total", C, "Consumer-group assignments given to this process.",
+                n, s->rebalances_assigned);
+        orr_metrics_family(w, "sortd_lag", G, "Source messages not yet read.");
+        for (uint32_t p = 0; p < SORT_MAX_PARTITIONS; p++) {
+            if (!s->has_lag[p])
+                continue;
+            char part[16];
+            snprintf(part, sizeof part, "%" PRIu32, p);
+            orr_metrics_sample(w, (const char *const[]){"stream", n, "partition", part, NULL},
+                               (double)s->lag[p]);
+        }
     }
     pthread_mutex_unlock(&m->mu);
 }
 
-static enum MHD_Result met_handle(void *cls, struct MHD_Connection *c, const char *url,
-                                  const char *method, const char *version, const char *upload,
-                                  size_t *upload_len, void **con_cls)
+void sort_metrics_render(sort_metrics *m, orr_buf *o)
 {
-    (void)version;
-    (void)upload;
-    (void)upload_len;
-    (void)con_cls;
-    sort_metrics *m = cls;
-    orr_buf body = ORR_BUF_INIT;
-    unsigned code = MHD_HTTP_OK;
-    if (strcmp(method, "GET") != 0) {
-        orr_buf_append_str(&body, "method not allowed\n");
-        code = MHD_HTTP_METHOD_NOT_ALLOWED;
-    } else if (strcmp(url, "/metrics") != 0) {
-        orr_buf_append_str(&body, "not found: try /metrics\n");
-        code = MHD_HTTP_NOT_FOUND;
+    orr_metrics_writer w;
+    orr_metrics_writer_init(&w, o);
+    met_write(m, &w);
+}
+
+static void met_collect(void *ctx, orr_metrics_writer *w)
+{
+    met_write(ctx, w);
+}
+
+/* sortd is healthy while it answers; the body names the running stream. */
+static int met_health(void *ctx, orr_buf *body)
+{
+    sort_metrics *m = ctx;
+    pthread_mutex_lock(&m->mu);
+    orr_buf_append_str(body, "{\"status\":\"ok\",\"stream\":");
+    if (m->has) {
+        orr_buf_append_byte(body, '"');
+        for (const char *p = m->stream; *p; p++)
+            if (*p != '"' && *p != '\\' && (unsigned char)*p >= 0x20)
+                orr_buf_append_byte(body, *p);
+        orr_buf_append_byte(body, '"');
     } else {
-        sort_metrics_render(m, &body);
+        orr_buf_append_str(body, "null");
     }
-    size_t len;
-    char *data = orr_buf_detach(&body, &len);
-    struct MHD_Response *r = MHD_create_response_from_buffer(len, data, MHD_RESPMEM_MUST_FREE);
-    MHD_add_response_header(r, "Content-Type", "text/plain; version=0.0.4");
-    enum MHD_Result ret = MHD_queue_response(c, code, r);
-    MHD_destroy_response(r);
-    return ret;
+    orr_buf_append_byte(body, '}');
+    pthread_mutex_unlock(&m->mu);
+    return 1;
 }
 
 orr_status sort_metrics_start(const char *listen, sort_metrics **out, orr_err *err)
@@ -118,15 +117,12 @@ orr_status sort_metrics_start(const char *listen, sort_metrics **out, orr_err *e
     *out = NULL;
     sort_metrics *m = orr_xcalloc(1, sizeof *m);
     pthread_mutex_init(&m->mu, NULL);
-    orr_http_opts ho = {
-        .listen = listen,
-        .field = "metrics_listen",
-        .handler = met_handle,
-        .handler_cls = m,
-        .timeout_s = 10,
-    };
-    orr_status rc = orr_http_start(&ho, &m->http, err);
+    m->reg = orr_metrics_create();
+    orr_metrics_add_collector(m->reg, met_collect, m);
+    orr_status rc =
+        orr_metrics_serve(m->reg, listen, "metrics_listen", met_health, m, &m->http, err);
     if (rc != ORR_OK) {
+        orr_metrics_destroy(m->reg);
         pthread_mutex_destroy(&m->mu);
         free(m);
         return rc;
@@ -137,7 +133,7 @@ orr_status sort_metrics_start(const char *listen, sort_metrics **out, orr_err *e
 
 int sort_metrics_port(const sort_metrics *m)
 {
-    return orr_http_port(m->http);
+    return orr_metrics_server_port(m->http);
 }
 
 void sort_metrics_publish(sort_metrics *m, const char *stream, const sort_pipe_stats *st)
@@ -153,7 +149,8 @@ void sort_metrics_stop(sort_metrics *m)
 {
     if (!m)
         return;
-    orr_http_stop(m->http);
+    orr_metrics_server_stop(m->http);
+    orr_metrics_destroy(m->reg);
     pthread_mutex_destroy(&m->mu);
     free(m);
 }

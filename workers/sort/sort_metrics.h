@@ -1,6 +1,7 @@
 /*
- * sort_metrics.h - sortd's Prometheus endpoint (libmicrohttpd): GET
- * /metrics answers the text exposition format with, per stream:
+ * sort_metrics.h - sortd's metrics, served by the shared endpoint
+ * (orr_metrics): GET /healthz answers {"status":"ok","stream":NAME|null};
+ * GET /metrics answers the text exposition format with, per stream:
  *
  *   sortd_records_in_total, sortd_records_out_total, sortd_records_rejected_total{reason},
  *   sortd_replay_dropped_total, sortd_late_records_total, sortd_open_units,

@@ -142,6 +142,7 @@ class Platform:
         self.token = secrets.token_hex(16)
         self.jwt_secret = secrets.token_hex(32)
         self.halley_port = free_port()
+        self.halley_metrics_port = free_port()
         self.galaxy_ports = []
 
     def bin(self, name):
@@ -161,7 +162,7 @@ class Platform:
             "ORRERY_HALLEY_TOKEN": self.token,
             "ORRERY_HALLEY_PG_DSN": self.dsn,
             "ORRERY_HALLEY_SECRET_KEY": "ab" * 32,
-            "ORRERY_HALLEY_METRICS_LISTEN": f"127.0.0.1:{free_port()}",
+            "ORRERY_HALLEY_METRICS_LISTEN": f"127.0.0.1:{self.halley_metrics_port}",
             "ORRERY_HALLEY_POOL_SIZE": "4",
         })
         return env
