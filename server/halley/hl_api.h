@@ -64,7 +64,18 @@ orr_status hl_worker_auth(const hl_ctx *hc, const char *bearer, orr_err *err);
  * UNKNOWN. Blocks for one query at most. */
 int hl_health_probe(const char *service, void *ctx);
 
-/* Handlers, by area. Signatures are orr_rpc_unary_fn / orr_rpc_stream_fn. */
+/* The opening of every unary handler (HL_UNARY): hc, the service context;
+ * rq, the request as its message type req_type; a, the call's arena, which
+ * owns everything the answer points to. Any of them may go unused. */
+#define HL_HANDLER_BEGIN(req_type)                                                                 \
+    hl_ctx *hc = ctx;                                                                              \
+    const req_type *rq = (const void *)req;                                                        \
+    orr_arena *a = orr_rpc_call_arena(call);                                                       \
+    (void)hc;                                                                                      \
+    (void)rq;                                                                                      \
+    (void)a
+
+/* Handlers, by resource. Signatures are orr_rpc_unary_fn / orr_rpc_stream_fn. */
 #define HL_UNARY(name)                                                                             \
     orr_status name(orr_rpc_call *call, const ProtobufCMessage *req, ProtobufCMessage **resp,      \
                     orr_err *err, void *ctx)
@@ -188,6 +199,10 @@ orr_status hl_audit(hl_conn *c, orr_arena *a, const char *actor, const char *act
 
 /* The longest name of an object (hl_is_name's max for most names). */
 #define HL_NAME_MAX 128
+
+/* An arena array of n elements of elem bytes (room for one when n is 0, so
+ * a response's repeated field is never a NULL with a count of 0 to check). */
+void *hl_alloc_n(orr_arena *a, size_t elem, size_t n);
 
 /* Decimal text of v in the arena. */
 const char *hl_i64s(orr_arena *a, int64_t v);

@@ -21,16 +21,14 @@ static hl_stmt q_list_audit =
 
 HL_UNARY(hl_api_list_audit)
 {
-    hl_ctx *hc = ctx;
-    const Orrery__Halley__V1__ListAuditRequest *rq = (const void *)req;
-    orr_arena *a = orr_rpc_call_arena(call);
-    int size, have;
-    const char *before;
+    HL_HANDLER_BEGIN(Orrery__Halley__V1__ListAuditRequest);
+    hl_page pg;
     orr_status ps =
-        hl_page_size(rq->page_size, "page_size", HL_PAGE_DEFAULT, HL_PAGE_MAX, &size, err);
-    if (ps != ORR_OK ||
-        (ps = hl_page_parse(a, "audit", "i", rq->page_token, &before, &have, err)) != ORR_OK)
+        hl_page_begin(a, "audit", "i", rq->page_size, rq->page_token, HL_PAGE_DEFAULT, &pg, err);
+    if (ps != ORR_OK)
         return ps;
+    int size = pg.size, have = pg.have;
+    const char *before = pg.keys[0];
     /* before_id is the deprecated form of page_token */
     if (!have && rq->before_id < 0)
         return orr_err_set(err, ORR_EINVAL, "before_id", "must be 0 (newest) or positive");
@@ -49,8 +47,8 @@ HL_UNARY(hl_api_list_audit)
     orrery__halley__v1__list_audit_response__init(o);
     int n = PQntuples(r) > size ? size : PQntuples(r);
     o->n_entries = (size_t)n;
-    o->entries = orr_arena_alloc(a, sizeof *o->entries * (size_t)(n ? n : 1));
-    Orrery__Halley__V1__AuditEntry *es = orr_arena_alloc(a, sizeof *es * (size_t)(n ? n : 1));
+    o->entries = hl_alloc_n(a, sizeof *o->entries, (size_t)n);
+    Orrery__Halley__V1__AuditEntry *es = hl_alloc_n(a, sizeof *es, (size_t)n);
     for (int i = 0; i < n; i++) {
         orrery__halley__v1__audit_entry__init(&es[i]);
         es[i].id = hl_val_i64(r, i, 0);

@@ -64,6 +64,11 @@ orr_status hl_worker_auth(const hl_ctx *hc, const char *bearer, orr_err *err)
     return orr_err_set(err, ORR_EPERM, "authorization", "needs the worker token");
 }
 
+void *hl_alloc_n(orr_arena *a, size_t elem, size_t n)
+{
+    return orr_arena_alloc(a, elem * (n ? n : 1));
+}
+
 const char *hl_i64s(orr_arena *a, int64_t v)
 {
     return orr_arena_sprintf(a, "%" PRId64, v);
@@ -126,7 +131,7 @@ char **hl_split_names(orr_arena *a, const char *joined, size_t *n_out)
     size_t n = joined[0] ? 1 : 0;
     for (const char *p = joined; *p; p++)
         n += *p == ',';
-    char **out = orr_arena_alloc(a, sizeof *out * (n ? n : 1));
+    char **out = hl_alloc_n(a, sizeof *out, n);
     char *copy = orr_arena_strdup(a, joined);
     for (size_t i = 0; i < n; i++) {
         out[i] = copy;
@@ -262,9 +267,7 @@ int hl_health_probe(const char *service, void *ctx)
 
 HL_UNARY(hl_api_health)
 {
-    (void)req;
-    hl_ctx *hc = ctx;
-    orr_arena *a = orr_rpc_call_arena(call);
+    HL_HANDLER_BEGIN(Orrery__Halley__V1__HealthRequest);
     Orrery__Halley__V1__HealthResponse *o = orr_arena_alloc(a, sizeof *o);
     orrery__halley__v1__health_response__init(o);
     o->known_schema_version = hc->known_schema_version;

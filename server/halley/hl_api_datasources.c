@@ -4,8 +4,8 @@
  *
  * Stored secrets are read back in clear by one RPC only, GetDataSourceSecret,
  * which takes the worker token instead of the service token (the runtime lets
- * it through; its handler checks the token); GetDataSource only says whether
- * one is set.
+ * it through to the worker gate of hl_service.c, which checks the token);
+ * GetDataSource only says whether one is set.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,9 +36,7 @@ static const char *const hl__secret_keys[] = {"password", "secret", "passwd", "t
 
 HL_UNARY(hl_api_put_data_source)
 {
-    hl_ctx *hc = ctx;
-    const Orrery__Halley__V1__PutDataSourceRequest *rq = (const void *)req;
-    orr_arena *a = orr_rpc_call_arena(call);
+    HL_HANDLER_BEGIN(Orrery__Halley__V1__PutDataSourceRequest);
     if (!hl_is_name(rq->name, 128))
         return orr_err_set(err, ORR_EINVAL, "name", "must be " ORR_NAME_RULE);
     if (!hl_is_name(rq->kind, 64))
@@ -110,9 +108,7 @@ HL_UNARY(hl_api_put_data_source)
 
 HL_UNARY(hl_api_get_data_source)
 {
-    hl_ctx *hc = ctx;
-    const Orrery__Halley__V1__GetDataSourceRequest *rq = (const void *)req;
-    orr_arena *a = orr_rpc_call_arena(call);
+    HL_HANDLER_BEGIN(Orrery__Halley__V1__GetDataSourceRequest);
     if (!hl_is_name(rq->name, 128))
         return orr_err_set(err, ORR_EINVAL, "name", "must be " ORR_NAME_RULE);
     const char *p[1] = {rq->name};
@@ -135,9 +131,7 @@ HL_UNARY(hl_api_get_data_source)
 
 HL_UNARY(hl_api_list_data_sources)
 {
-    hl_ctx *hc = ctx;
-    const Orrery__Halley__V1__ListDataSourcesRequest *rq = (const void *)req;
-    orr_arena *a = orr_rpc_call_arena(call);
+    HL_HANDLER_BEGIN(Orrery__Halley__V1__ListDataSourcesRequest);
     if (rq->kind[0] && !hl_is_name(rq->kind, 64))
         return orr_err_set(err, ORR_EINVAL, "kind", "1-64 characters of [A-Za-z0-9_.-]");
     const char *p[1] = {rq->kind};
@@ -149,7 +143,7 @@ HL_UNARY(hl_api_list_data_sources)
     orrery__halley__v1__list_data_sources_response__init(o);
     size_t n = (size_t)PQntuples(r);
     o->n_data_sources = n;
-    o->data_sources = orr_arena_alloc(a, sizeof *o->data_sources * (n ? n : 1));
+    o->data_sources = hl_alloc_n(a, sizeof *o->data_sources, n);
     for (size_t i = 0; i < n; i++) {
         Orrery__Halley__V1__DataSource *d = orr_arena_alloc(a, sizeof *d);
         orrery__halley__v1__data_source__init(d);
@@ -168,14 +162,9 @@ HL_UNARY(hl_api_list_data_sources)
 
 HL_UNARY(hl_api_get_data_source_secret)
 {
-    hl_ctx *hc = ctx;
-    const Orrery__Halley__V1__GetDataSourceSecretRequest *rq = (const void *)req;
-    orr_arena *a = orr_rpc_call_arena(call);
-    if (!hc->worker_token || !hc->worker_token[0])
-        return orr_err_set(err, ORR_EPERM, "authorization",
-                           "reading secrets is disabled ([halley] worker_token is unset)");
-    if (!hl_secret_token_equal(orr_rpc_call_bearer(call), hc->worker_token))
-        return orr_err_set(err, ORR_EPERM, "authorization", "needs the worker token");
+    /* Reached through the worker gate (hl_service.c): hl_worker_auth has
+     * settled that the caller holds the worker token. */
+    HL_HANDLER_BEGIN(Orrery__Halley__V1__GetDataSourceSecretRequest);
     if (!hl_is_name(rq->name, 128))
         return orr_err_set(err, ORR_EINVAL, "name", "must be " ORR_NAME_RULE);
     const char *p[1] = {rq->name};

@@ -79,9 +79,7 @@ static orr_status hl__check_labels(orr_arena *a, const char *text, orr_err *err)
 
 HL_UNARY(hl_api_put_executor)
 {
-    hl_ctx *hc = ctx;
-    const Orrery__Halley__V1__PutExecutorRequest *rq = (const void *)req;
-    orr_arena *a = orr_rpc_call_arena(call);
+    HL_HANDLER_BEGIN(Orrery__Halley__V1__PutExecutorRequest);
     if (!hl_is_name(rq->id, 128))
         return orr_err_set(err, ORR_EINVAL, "id", "must be " ORR_NAME_RULE);
     if (!hl_is_printable(rq->host, 255))
@@ -114,9 +112,7 @@ HL_UNARY(hl_api_put_executor)
 
 HL_UNARY(hl_api_list_executors)
 {
-    hl_ctx *hc = ctx;
-    const Orrery__Halley__V1__ListExecutorsRequest *rq = (const void *)req;
-    orr_arena *a = orr_rpc_call_arena(call);
+    HL_HANDLER_BEGIN(Orrery__Halley__V1__ListExecutorsRequest);
     const char *p[2] = {rq->active_only ? "true" : "false", ""};
     PGresult *r;
     orr_status s = hl_db_query_once(hc->db, a, &q_list_executors, 2, p, &r, err);
@@ -126,8 +122,8 @@ HL_UNARY(hl_api_list_executors)
     orrery__halley__v1__list_executors_response__init(o);
     int n = PQntuples(r);
     o->n_executors = (size_t)n;
-    o->executors = orr_arena_alloc(a, sizeof *o->executors * (size_t)(n ? n : 1));
-    hl_pb_executor *es = orr_arena_alloc(a, sizeof *es * (size_t)(n ? n : 1));
+    o->executors = hl_alloc_n(a, sizeof *o->executors, (size_t)n);
+    hl_pb_executor *es = hl_alloc_n(a, sizeof *es, (size_t)n);
     for (int i = 0; i < n; i++) {
         hl__fill_executor(r, i, &es[i]);
         o->executors[i] = &es[i];

@@ -171,8 +171,8 @@ static orr_status hl__deps(hl_conn *c, orr_arena *a, hl_stmt *st, int64_t id,
         return s;
     int rows = PQntuples(r);
     *n = (size_t)rows;
-    *out = orr_arena_alloc(a, sizeof **out * (size_t)(rows ? rows : 1));
-    Orrery__Halley__V1__DepState *d = orr_arena_alloc(a, sizeof *d * (size_t)(rows ? rows : 1));
+    *out = hl_alloc_n(a, sizeof **out, (size_t)rows);
+    Orrery__Halley__V1__DepState *d = hl_alloc_n(a, sizeof *d, (size_t)rows);
     for (int i = 0; i < rows; i++) {
         orrery__halley__v1__dep_state__init(&d[i]);
         d[i].kind = (char *)hl_val(r, i, 0);
@@ -246,9 +246,7 @@ static orr_status hl__create_one(hl_conn *c, orr_arena *a,
 
 HL_UNARY(hl_api_create_instances)
 {
-    hl_ctx *hc = ctx;
-    const Orrery__Halley__V1__CreateInstancesRequest *rq = (const void *)req;
-    orr_arena *a = orr_rpc_call_arena(call);
+    HL_HANDLER_BEGIN(Orrery__Halley__V1__CreateInstancesRequest);
     if (rq->n_instances == 0 || rq->n_instances > HL_BATCH_MAX)
         return orr_err_set(err, ORR_EINVAL, "instances", "give 1 to %d instances", HL_BATCH_MAX);
     Orrery__Halley__V1__CreateInstancesResponse *o = orr_arena_alloc(a, sizeof *o);
@@ -281,9 +279,7 @@ HL_UNARY(hl_api_create_instances)
 
 HL_UNARY(hl_api_get_instance)
 {
-    hl_ctx *hc = ctx;
-    const Orrery__Halley__V1__GetInstanceRequest *rq = (const void *)req;
-    orr_arena *a = orr_rpc_call_arena(call);
+    HL_HANDLER_BEGIN(Orrery__Halley__V1__GetInstanceRequest);
     if (rq->id <= 0)
         return orr_err_set(err, ORR_EINVAL, "id", "must be positive");
     hl_conn *c;
@@ -317,8 +313,8 @@ static orr_status hl__instances_response(hl_conn *c, orr_arena *a, PGresult *r, 
     int n = PQntuples(r);
     int shown = n > limit ? limit : n;
     o->n_instances = (size_t)shown;
-    o->instances = orr_arena_alloc(a, sizeof *o->instances * (size_t)(shown ? shown : 1));
-    hl_pb_instance *ins = orr_arena_alloc(a, sizeof *ins * (size_t)(shown ? shown : 1));
+    o->instances = hl_alloc_n(a, sizeof *o->instances, (size_t)shown);
+    hl_pb_instance *ins = hl_alloc_n(a, sizeof *ins, (size_t)shown);
     for (int i = 0; i < shown; i++) {
         hl_fill_instance(a, r, i, &ins[i]);
         o->instances[i] = &ins[i];
@@ -340,18 +336,16 @@ static orr_status hl__instances_response(hl_conn *c, orr_arena *a, PGresult *r, 
 
 HL_UNARY(hl_api_list_instances)
 {
-    hl_ctx *hc = ctx;
-    const Orrery__Halley__V1__ListInstancesRequest *rq = (const void *)req;
-    orr_arena *a = orr_rpc_call_arena(call);
-    int size, have;
-    const char *after[2]; /* ascending: id; descending: schedule ms, id */
+    HL_HANDLER_BEGIN(Orrery__Halley__V1__ListInstancesRequest);
     const char *list = rq->descending ? "instances.desc" : "instances";
     const char *kinds = rq->descending ? "ii" : "i";
+    hl_page pg;
     orr_status ps =
-        hl_page_size(rq->page_size, "page_size", HL_PAGE_DEFAULT, HL_PAGE_MAX, &size, err);
-    if (ps != ORR_OK ||
-        (ps = hl_page_parse(a, list, kinds, rq->page_token, after, &have, err)) != ORR_OK)
+        hl_page_begin(a, list, kinds, rq->page_size, rq->page_token, HL_PAGE_DEFAULT, &pg, err);
+    if (ps != ORR_OK)
         return ps;
+    int size = pg.size;
+    const char *const *after = pg.keys; /* ascending: id; descending: schedule ms, id */
     const char *after_id = rq->descending ? after[1] : after[0];
     const char *after_ms = rq->descending ? after[0] : "0";
     if (rq->task_id < 0)
@@ -397,9 +391,7 @@ HL_UNARY(hl_api_list_instances)
 
 HL_UNARY(hl_api_list_ready_instances)
 {
-    hl_ctx *hc = ctx;
-    const Orrery__Halley__V1__ListReadyInstancesRequest *rq = (const void *)req;
-    orr_arena *a = orr_rpc_call_arena(call);
+    HL_HANDLER_BEGIN(Orrery__Halley__V1__ListReadyInstancesRequest);
     int limit;
     orr_status ls = hl_page_size(rq->limit, "limit", HL_PAGE_DEFAULT, HL_PAGE_MAX, &limit, err);
     if (ls != ORR_OK)
@@ -494,9 +486,7 @@ orr_status hl_transition_one(hl_conn *c, orr_arena *a, const hl_pb_transition_re
 
 HL_UNARY(hl_api_transition_instance)
 {
-    hl_ctx *hc = ctx;
-    const hl_pb_transition_req *rq = (const void *)req;
-    orr_arena *a = orr_rpc_call_arena(call);
+    HL_HANDLER_BEGIN(hl_pb_transition_req);
     orr_status s = hl_transition_check(rq, err);
     if (s != ORR_OK)
         return s;
@@ -510,9 +500,7 @@ HL_UNARY(hl_api_transition_instance)
 
 HL_UNARY(hl_api_transition_instances)
 {
-    hl_ctx *hc = ctx;
-    const Orrery__Halley__V1__TransitionBatchRequest *rq = (const void *)req;
-    orr_arena *a = orr_rpc_call_arena(call);
+    HL_HANDLER_BEGIN(Orrery__Halley__V1__TransitionBatchRequest);
     if (rq->n_items == 0 || rq->n_items > HL_BATCH_MAX)
         return orr_err_set(err, ORR_EINVAL, "items", "give 1 to %d transitions", HL_BATCH_MAX);
     Orrery__Halley__V1__TransitionBatchResponse *o = orr_arena_alloc(a, sizeof *o);
@@ -544,9 +532,7 @@ HL_UNARY(hl_api_transition_instances)
 
 HL_UNARY(hl_api_list_transitions)
 {
-    hl_ctx *hc = ctx;
-    const Orrery__Halley__V1__ListTransitionsRequest *rq = (const void *)req;
-    orr_arena *a = orr_rpc_call_arena(call);
+    HL_HANDLER_BEGIN(Orrery__Halley__V1__ListTransitionsRequest);
     if (rq->instance_id <= 0)
         return orr_err_set(err, ORR_EINVAL, "instance_id", "must be positive");
     hl_conn *c;
@@ -568,8 +554,8 @@ HL_UNARY(hl_api_list_transitions)
     if (PQnfields(r) < 9)
         n = 0; /* r is the existence check: the instance has no transitions yet */
     o->n_transitions = (size_t)n;
-    o->transitions = orr_arena_alloc(a, sizeof *o->transitions * (size_t)(n ? n : 1));
-    Orrery__Halley__V1__Transition *t = orr_arena_alloc(a, sizeof *t * (size_t)(n ? n : 1));
+    o->transitions = hl_alloc_n(a, sizeof *o->transitions, (size_t)n);
+    Orrery__Halley__V1__Transition *t = hl_alloc_n(a, sizeof *t, (size_t)n);
     for (int i = 0; i < n; i++) {
         orrery__halley__v1__transition__init(&t[i]);
         t[i].id = hl_val_i64(r, i, 0);
@@ -595,9 +581,7 @@ static hl_stmt q_list_attempts =
 
 HL_UNARY(hl_api_list_attempts)
 {
-    hl_ctx *hc = ctx;
-    const Orrery__Halley__V1__ListAttemptsRequest *rq = (const void *)req;
-    orr_arena *a = orr_rpc_call_arena(call);
+    HL_HANDLER_BEGIN(Orrery__Halley__V1__ListAttemptsRequest);
     if (rq->instance_id <= 0)
         return orr_err_set(err, ORR_EINVAL, "instance_id", "must be positive");
     hl_conn *c;
@@ -618,8 +602,8 @@ HL_UNARY(hl_api_list_attempts)
     orrery__halley__v1__list_attempts_response__init(o);
     int n = PQntuples(r);
     o->n_attempts = (size_t)n;
-    o->attempts = orr_arena_alloc(a, sizeof *o->attempts * (size_t)(n ? n : 1));
-    Orrery__Halley__V1__Attempt *t = orr_arena_alloc(a, sizeof *t * (size_t)(n ? n : 1));
+    o->attempts = hl_alloc_n(a, sizeof *o->attempts, (size_t)n);
+    Orrery__Halley__V1__Attempt *t = hl_alloc_n(a, sizeof *t, (size_t)n);
     for (int i = 0; i < n; i++) {
         orrery__halley__v1__attempt__init(&t[i]);
         t[i].attempt = (int32_t)hl_val_i64(r, i, 0);

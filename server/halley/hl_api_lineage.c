@@ -100,9 +100,7 @@ static orr_status hl__check_edge(orr_arena *a, const hl_pb_edge *e, size_t i, or
 
 HL_UNARY(hl_api_add_lineage)
 {
-    hl_ctx *hc = ctx;
-    const Orrery__Halley__V1__AddLineageRequest *rq = (const void *)req;
-    orr_arena *a = orr_rpc_call_arena(call);
+    HL_HANDLER_BEGIN(Orrery__Halley__V1__AddLineageRequest);
     if (rq->n_edges == 0 || rq->n_edges > HL_LINEAGE_MAX_BATCH)
         return orr_err_set(err, ORR_EINVAL, "edges", "give 1 to %d edges", HL_LINEAGE_MAX_BATCH);
     orr_buf b[5] = {ORR_BUF_INIT, ORR_BUF_INIT, ORR_BUF_INIT, ORR_BUF_INIT, ORR_BUF_INIT};
@@ -150,9 +148,7 @@ HL_UNARY(hl_api_add_lineage)
 
 HL_UNARY(hl_api_list_lineage)
 {
-    hl_ctx *hc = ctx;
-    const Orrery__Halley__V1__ListLineageRequest *rq = (const void *)req;
-    orr_arena *a = orr_rpc_call_arena(call);
+    HL_HANDLER_BEGIN(Orrery__Halley__V1__ListLineageRequest);
     if (!hl__lineage_kind(rq->kind))
         return orr_err_set(err, ORR_EINVAL, "kind", "one of table, file, data_unit, task");
     if (!hl_is_text(rq->name, HL_LINEAGE_NAME_MAX))
@@ -174,8 +170,8 @@ HL_UNARY(hl_api_list_lineage)
     Orrery__Halley__V1__ListLineageResponse *o = orr_arena_alloc(a, sizeof *o);
     orrery__halley__v1__list_lineage_response__init(o);
     o->n_edges = n;
-    o->edges = orr_arena_alloc(a, sizeof *o->edges * (n ? n : 1));
-    hl_pb_edge *es = orr_arena_alloc(a, sizeof *es * (n ? n : 1));
+    o->edges = hl_alloc_n(a, sizeof *o->edges, n);
+    hl_pb_edge *es = hl_alloc_n(a, sizeof *es, n);
     for (size_t i = 0; i < n; i++) {
         hl_pb_edge *e = &es[i];
         orrery__halley__v1__lineage_edge__init(e);

@@ -65,9 +65,9 @@ static orr_status hl__read_packages(hl_conn *c, orr_arena *a, const PGresult *r,
                                     hl_pb_package ***out, size_t *n_out, orr_err *err)
 {
     int n = PQntuples(r);
-    hl_pb_package **ps = orr_arena_alloc(a, sizeof *ps * (size_t)(n ? n : 1));
-    hl_pb_package *pk = orr_arena_alloc(a, sizeof *pk * (size_t)(n ? n : 1));
-    int64_t *ids = orr_arena_alloc(a, sizeof *ids * (size_t)(n ? n : 1));
+    hl_pb_package **ps = hl_alloc_n(a, sizeof *ps, (size_t)n);
+    hl_pb_package *pk = hl_alloc_n(a, sizeof *pk, (size_t)n);
+    int64_t *ids = hl_alloc_n(a, sizeof *ids, (size_t)n);
     for (int i = 0; i < n; i++) {
         orrery__halley__v1__code_package__init(&pk[i]);
         pk[i].id = ids[i] = hl_val_i64(r, i, 0);
@@ -90,7 +90,7 @@ static orr_status hl__read_packages(hl_conn *c, orr_arena *a, const PGresult *r,
         return s;
     /* Both sides are in descending package id: one merge pass. */
     int nd = PQntuples(d), k = 0;
-    hl_pb_deployment *ds = orr_arena_alloc(a, sizeof *ds * (size_t)(nd ? nd : 1));
+    hl_pb_deployment *ds = hl_alloc_n(a, sizeof *ds, (size_t)nd);
     for (int i = 0; i < n; i++) {
         while (k < nd && hl_val_i64(d, k, 0) > pk[i].id)
             k++;
@@ -120,9 +120,7 @@ static int hl__is_sha256(const char *s)
 
 HL_UNARY(hl_api_create_code_package)
 {
-    hl_ctx *hc = ctx;
-    const Orrery__Halley__V1__CreateCodePackageRequest *rq = (const void *)req;
-    orr_arena *a = orr_rpc_call_arena(call);
+    HL_HANDLER_BEGIN(Orrery__Halley__V1__CreateCodePackageRequest);
     if (!hl_is_name(rq->name, 128))
         return orr_err_set(err, ORR_EINVAL, "name", "must be " ORR_NAME_RULE);
     if (!hl__is_sha256(rq->sha256))
@@ -181,9 +179,7 @@ out:
 
 HL_UNARY(hl_api_get_code_package)
 {
-    hl_ctx *hc = ctx;
-    const Orrery__Halley__V1__GetCodePackageRequest *rq = (const void *)req;
-    orr_arena *a = orr_rpc_call_arena(call);
+    HL_HANDLER_BEGIN(Orrery__Halley__V1__GetCodePackageRequest);
     orr_status bad = hl_id_or_name(rq->id, rq->name, err);
     if (bad != ORR_OK)
         return bad;
@@ -208,21 +204,16 @@ HL_UNARY(hl_api_get_code_package)
 
 HL_UNARY(hl_api_list_code_packages)
 {
-    hl_ctx *hc = ctx;
-    const Orrery__Halley__V1__ListCodePackagesRequest *rq = (const void *)req;
-    orr_arena *a = orr_rpc_call_arena(call);
+    HL_HANDLER_BEGIN(Orrery__Halley__V1__ListCodePackagesRequest);
     if (rq->name[0] && !hl_is_name(rq->name, 128))
         return orr_err_set(err, ORR_EINVAL, "name", "not a package name");
-    int size, have;
-    const char *before;
-    /* limit is the deprecated name of page_size */
-    orr_status s =
-        rq->page_size || !rq->limit
-            ? hl_page_size(rq->page_size, "page_size", HL_PAGE_DEFAULT, HL_PAGE_MAX, &size, err)
-            : hl_page_size(rq->limit, "limit", HL_PAGE_DEFAULT, HL_PAGE_MAX, &size, err);
-    if (s != ORR_OK ||
-        (s = hl_page_parse(a, "packages", "i", rq->page_token, &before, &have, err)) != ORR_OK)
+    hl_page pg; /* limit is the deprecated name of page_size */
+    orr_status s = hl_page_begin_limit(a, "packages", "i", rq->page_size, rq->limit, HL_PAGE_MAX,
+                                       rq->page_token, HL_PAGE_DEFAULT, &pg, err);
+    if (s != ORR_OK)
         return s;
+    int size = pg.size;
+    const char *before = pg.keys[0];
     hl_conn *c;
     if ((s = hl_db_get(hc->db, &c, err)) != ORR_OK)
         return s;
@@ -246,9 +237,7 @@ HL_UNARY(hl_api_list_code_packages)
 
 HL_UNARY(hl_api_report_deployment)
 {
-    hl_ctx *hc = ctx;
-    const Orrery__Halley__V1__ReportDeploymentRequest *rq = (const void *)req;
-    orr_arena *a = orr_rpc_call_arena(call);
+    HL_HANDLER_BEGIN(Orrery__Halley__V1__ReportDeploymentRequest);
     if (rq->package_id <= 0)
         return orr_err_set(err, ORR_EINVAL, "package_id", "must be positive");
     if (!hl_is_name(rq->executor, 128))

@@ -57,9 +57,7 @@ static void hl__fill_pool(const PGresult *r, int row, Orrery__Halley__V1__Pool *
 
 HL_UNARY(hl_api_put_pool)
 {
-    hl_ctx *hc = ctx;
-    const Orrery__Halley__V1__PutPoolRequest *rq = (const void *)req;
-    orr_arena *a = orr_rpc_call_arena(call);
+    HL_HANDLER_BEGIN(Orrery__Halley__V1__PutPoolRequest);
     if (!hl_is_name(rq->name, 64))
         return orr_err_set(err, ORR_EINVAL, "name", "1-64 characters of [A-Za-z0-9_.-]");
     if (rq->capacity < 0)
@@ -92,9 +90,7 @@ HL_UNARY(hl_api_put_pool)
 
 HL_UNARY(hl_api_get_pool)
 {
-    hl_ctx *hc = ctx;
-    const Orrery__Halley__V1__GetPoolRequest *rq = (const void *)req;
-    orr_arena *a = orr_rpc_call_arena(call);
+    HL_HANDLER_BEGIN(Orrery__Halley__V1__GetPoolRequest);
     if (!hl_is_name(rq->name, 64))
         return orr_err_set(err, ORR_EINVAL, "name", "1-64 characters of [A-Za-z0-9_.-]");
     const char *p[1] = {rq->name};
@@ -112,9 +108,7 @@ HL_UNARY(hl_api_get_pool)
 
 HL_UNARY(hl_api_list_pools)
 {
-    hl_ctx *hc = ctx;
-    (void)req;
-    orr_arena *a = orr_rpc_call_arena(call);
+    HL_HANDLER_BEGIN(Orrery__Halley__V1__ListPoolsRequest);
     PGresult *r;
     orr_status s = hl_db_query_once(hc->db, a, &q_list_pools, 0, NULL, &r, err);
     if (s != ORR_OK)
@@ -123,8 +117,8 @@ HL_UNARY(hl_api_list_pools)
     orrery__halley__v1__list_pools_response__init(o);
     int n = PQntuples(r);
     o->n_pools = (size_t)n;
-    o->pools = orr_arena_alloc(a, sizeof *o->pools * (size_t)(n ? n : 1));
-    Orrery__Halley__V1__Pool *ps = orr_arena_alloc(a, sizeof *ps * (size_t)(n ? n : 1));
+    o->pools = hl_alloc_n(a, sizeof *o->pools, (size_t)n);
+    Orrery__Halley__V1__Pool *ps = hl_alloc_n(a, sizeof *ps, (size_t)n);
     for (int i = 0; i < n; i++) {
         hl__fill_pool(r, i, &ps[i]);
         o->pools[i] = &ps[i];
@@ -137,8 +131,8 @@ static void hl__held(orr_arena *a, const PGresult *r, Orrery__Halley__V1__Acquir
 {
     int n = PQntuples(r);
     o->n_held = (size_t)n;
-    o->held = orr_arena_alloc(a, sizeof *o->held * (size_t)(n ? n : 1));
-    Orrery__Halley__V1__PoolTokens *t = orr_arena_alloc(a, sizeof *t * (size_t)(n ? n : 1));
+    o->held = hl_alloc_n(a, sizeof *o->held, (size_t)n);
+    Orrery__Halley__V1__PoolTokens *t = hl_alloc_n(a, sizeof *t, (size_t)n);
     for (int i = 0; i < n; i++) {
         orrery__halley__v1__pool_tokens__init(&t[i]);
         t[i].pool = (char *)hl_val(r, i, 0);
@@ -149,9 +143,7 @@ static void hl__held(orr_arena *a, const PGresult *r, Orrery__Halley__V1__Acquir
 
 HL_UNARY(hl_api_acquire_tokens)
 {
-    hl_ctx *hc = ctx;
-    const Orrery__Halley__V1__AcquireTokensRequest *rq = (const void *)req;
-    orr_arena *a = orr_rpc_call_arena(call);
+    HL_HANDLER_BEGIN(Orrery__Halley__V1__AcquireTokensRequest);
     if (rq->instance_id <= 0)
         return orr_err_set(err, ORR_EINVAL, "instance_id", "must be positive");
     if (rq->n_pools == 0 || rq->n_pools > 16)
@@ -269,9 +261,7 @@ out:
 
 HL_UNARY(hl_api_release_tokens)
 {
-    hl_ctx *hc = ctx;
-    const Orrery__Halley__V1__ReleaseTokensRequest *rq = (const void *)req;
-    orr_arena *a = orr_rpc_call_arena(call);
+    HL_HANDLER_BEGIN(Orrery__Halley__V1__ReleaseTokensRequest);
     if (rq->instance_id <= 0)
         return orr_err_set(err, ORR_EINVAL, "instance_id", "must be positive");
     const char *p[1] = {hl_i64s(a, rq->instance_id)};

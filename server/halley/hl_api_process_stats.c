@@ -54,9 +54,7 @@ static int hl__is_stat_key(const char *k)
 
 HL_UNARY(hl_api_record_process_stats)
 {
-    hl_ctx *hc = ctx;
-    const Orrery__Halley__V1__RecordProcessStatsRequest *rq = (const void *)req;
-    orr_arena *a = orr_rpc_call_arena(call);
+    HL_HANDLER_BEGIN(Orrery__Halley__V1__RecordProcessStatsRequest);
     if (rq->instance_id <= 0)
         return orr_err_set(err, ORR_EINVAL, "instance_id", "must be positive");
     if (rq->attempt < 0)
@@ -137,9 +135,7 @@ out:
 
 HL_UNARY(hl_api_list_process_stats)
 {
-    hl_ctx *hc = ctx;
-    const Orrery__Halley__V1__ListProcessStatsRequest *rq = (const void *)req;
-    orr_arena *a = orr_rpc_call_arena(call);
+    HL_HANDLER_BEGIN(Orrery__Halley__V1__ListProcessStatsRequest);
     if ((rq->instance_id != 0) == (rq->task_id != 0))
         return orr_err_set(err, ORR_EINVAL, "instance_id",
                            "give exactly one of instance_id, task_id");
@@ -176,8 +172,8 @@ HL_UNARY(hl_api_list_process_stats)
     orrery__halley__v1__list_process_stats_response__init(o);
     size_t n = (size_t)PQntuples(r);
     o->n_stats = n;
-    o->stats = orr_arena_alloc(a, sizeof *o->stats * (n ? n : 1));
-    hl_pb_stat *ss = orr_arena_alloc(a, sizeof *ss * (n ? n : 1));
+    o->stats = hl_alloc_n(a, sizeof *o->stats, n);
+    hl_pb_stat *ss = hl_alloc_n(a, sizeof *ss, n);
     for (size_t i = 0; i < n; i++) {
         hl_pb_stat *st = &ss[i];
         orrery__halley__v1__process_stat__init(st);

@@ -100,9 +100,7 @@ orr_status hl_sessions_revoke_user(hl_conn *c, orr_arena *a, int64_t user_id, co
 
 HL_UNARY(hl_api_revoke_session)
 {
-    hl_ctx *hc = ctx;
-    const Orrery__Halley__V1__RevokeSessionRequest *rq = (const void *)req;
-    orr_arena *a = orr_rpc_call_arena(call);
+    HL_HANDLER_BEGIN(Orrery__Halley__V1__RevokeSessionRequest);
     if (!hl__is_sid(rq->session_id))
         return orr_err_set(err, ORR_EINVAL, "session_id", "must be 32 lowercase hex digits");
     hl_conn *c;
@@ -138,9 +136,7 @@ out:
 
 HL_UNARY(hl_api_list_revoked_sessions)
 {
-    hl_ctx *hc = ctx;
-    (void)req;
-    orr_arena *a = orr_rpc_call_arena(call);
+    HL_HANDLER_BEGIN(Orrery__Halley__V1__ListRevokedSessionsRequest);
     PGresult *r;
     orr_status s = hl_db_query_once(hc->db, a, &q_list_revoked, 0, NULL, &r, err);
     if (s != ORR_OK)
@@ -149,7 +145,7 @@ HL_UNARY(hl_api_list_revoked_sessions)
     Orrery__Halley__V1__ListRevokedSessionsResponse *o = orr_arena_alloc(a, sizeof *o);
     orrery__halley__v1__list_revoked_sessions_response__init(o);
     o->n_sessions = (size_t)n;
-    o->sessions = orr_arena_alloc(a, sizeof *o->sessions * (size_t)(n ? n : 1));
+    o->sessions = hl_alloc_n(a, sizeof *o->sessions, (size_t)n);
     for (int i = 0; i < n; i++) {
         Orrery__Halley__V1__RevokedSession *x = orr_arena_alloc(a, sizeof *x);
         orrery__halley__v1__revoked_session__init(x);
@@ -164,9 +160,7 @@ HL_UNARY(hl_api_list_revoked_sessions)
 
 HL_UNARY(hl_api_check_session)
 {
-    hl_ctx *hc = ctx;
-    const Orrery__Halley__V1__CheckSessionRequest *rq = (const void *)req;
-    orr_arena *a = orr_rpc_call_arena(call);
+    HL_HANDLER_BEGIN(Orrery__Halley__V1__CheckSessionRequest);
     Orrery__Halley__V1__CheckSessionResponse *o = orr_arena_alloc(a, sizeof *o);
     orrery__halley__v1__check_session_response__init(o);
     if (hl__is_sid(rq->session_id)) {

@@ -37,9 +37,7 @@ static hl_stmt q_queue = HL_STMT(
 
 HL_UNARY(hl_api_instance_stats)
 {
-    hl_ctx *hc = ctx;
-    const Orrery__Halley__V1__InstanceStatsRequest *rq = (const void *)req;
-    orr_arena *a = orr_rpc_call_arena(call);
+    HL_HANDLER_BEGIN(Orrery__Halley__V1__InstanceStatsRequest);
     if (rq->from_ms <= 0)
         return orr_err_set(err, ORR_EINVAL, "from_ms", "must be positive");
     if (rq->to_ms <= rq->from_ms)

@@ -105,9 +105,7 @@ static orr_status hl__check_stream_spec(const char *name, const char *spec, orr_
 
 HL_UNARY(hl_api_put_sort_stream)
 {
-    hl_ctx *hc = ctx;
-    const Orrery__Halley__V1__PutSortStreamRequest *rq = (const void *)req;
-    orr_arena *a = orr_rpc_call_arena(call);
+    HL_HANDLER_BEGIN(Orrery__Halley__V1__PutSortStreamRequest);
     if (!hl_is_name(rq->name, HL_NAME_MAX))
         return orr_err_set(err, ORR_EINVAL, "name", "must be " ORR_NAME_RULE);
     orr_status s = hl__check_stream_spec(rq->name, rq->spec_json, err);
@@ -150,9 +148,7 @@ out:
 
 HL_UNARY(hl_api_get_sort_stream)
 {
-    hl_ctx *hc = ctx;
-    const Orrery__Halley__V1__GetSortStreamRequest *rq = (const void *)req;
-    orr_arena *a = orr_rpc_call_arena(call);
+    HL_HANDLER_BEGIN(Orrery__Halley__V1__GetSortStreamRequest);
     if (!hl_is_name(rq->name, HL_NAME_MAX))
         return orr_err_set(err, ORR_EINVAL, "name", "must be " ORR_NAME_RULE);
     const char *p[1] = {rq->name};
@@ -170,9 +166,7 @@ HL_UNARY(hl_api_get_sort_stream)
 
 HL_UNARY(hl_api_list_sort_streams)
 {
-    hl_ctx *hc = ctx;
-    const Orrery__Halley__V1__ListSortStreamsRequest *rq = (const void *)req;
-    orr_arena *a = orr_rpc_call_arena(call);
+    HL_HANDLER_BEGIN(Orrery__Halley__V1__ListSortStreamsRequest);
     const char *p[1] = {rq->active_only ? "true" : "false"};
     PGresult *r = NULL;
     orr_status s = hl_db_query_once(hc->db, a, &q_list_streams, 1, p, &r, err);
@@ -182,8 +176,8 @@ HL_UNARY(hl_api_list_sort_streams)
     orrery__halley__v1__list_sort_streams_response__init(o);
     size_t n = (size_t)PQntuples(r);
     o->n_streams = n;
-    o->streams = orr_arena_alloc(a, sizeof *o->streams * (n ? n : 1));
-    hl_pb_stream *ss = orr_arena_alloc(a, sizeof *ss * (n ? n : 1));
+    o->streams = hl_alloc_n(a, sizeof *o->streams, n);
+    hl_pb_stream *ss = hl_alloc_n(a, sizeof *ss, n);
     for (size_t i = 0; i < n; i++) {
         hl__fill_stream(r, (int)i, &ss[i]);
         o->streams[i] = &ss[i];

@@ -300,9 +300,7 @@ static const char *hl__canonical(orr_arena *a, const hl_spec *sp)
 
 HL_UNARY(hl_api_create_task)
 {
-    hl_ctx *hc = ctx;
-    const Orrery__Halley__V1__CreateTaskRequest *rq = (const void *)req;
-    orr_arena *a = orr_rpc_call_arena(call);
+    HL_HANDLER_BEGIN(Orrery__Halley__V1__CreateTaskRequest);
     hl_spec sp;
     orr_status s = hl_spec_parse(hc->task_schema, rq->spec_json, strlen(rq->spec_json), &sp, err);
     if (s != ORR_OK)
@@ -368,9 +366,7 @@ static void hl__task_from_cache(orr_arena *a, const hl_cached_task *ct, hl_pb_ta
 
 HL_UNARY(hl_api_get_task)
 {
-    hl_ctx *hc = ctx;
-    const Orrery__Halley__V1__GetTaskRequest *rq = (const void *)req;
-    orr_arena *a = orr_rpc_call_arena(call);
+    HL_HANDLER_BEGIN(Orrery__Halley__V1__GetTaskRequest);
     if (rq->id < 0)
         return orr_err_set(err, ORR_EINVAL, "id", "must be positive");
     if ((rq->id == 0) == (rq->name[0] == 0))
@@ -416,16 +412,14 @@ HL_UNARY(hl_api_get_task)
 
 HL_UNARY(hl_api_list_tasks)
 {
-    hl_ctx *hc = ctx;
-    const Orrery__Halley__V1__ListTasksRequest *rq = (const void *)req;
-    orr_arena *a = orr_rpc_call_arena(call);
-    int size, have;
-    const char *after;
+    HL_HANDLER_BEGIN(Orrery__Halley__V1__ListTasksRequest);
+    hl_page pg;
     orr_status ps =
-        hl_page_size(rq->page_size, "page_size", HL_PAGE_DEFAULT, HL_PAGE_MAX, &size, err);
-    if (ps != ORR_OK ||
-        (ps = hl_page_parse(a, "tasks", "i", rq->page_token, &after, &have, err)) != ORR_OK)
+        hl_page_begin(a, "tasks", "i", rq->page_size, rq->page_token, HL_PAGE_DEFAULT, &pg, err);
+    if (ps != ORR_OK)
         return ps;
+    int size = pg.size;
+    const char *after = pg.keys[0];
     if (rq->active > 2 || rq->active < 0)
         return orr_err_set(err, ORR_EINVAL, "active", "unknown filter");
     hl_conn *c;
@@ -449,8 +443,8 @@ HL_UNARY(hl_api_list_tasks)
     int n = PQntuples(r);
     int shown = n > size ? size : n;
     o->n_tasks = (size_t)shown;
-    o->tasks = orr_arena_alloc(a, sizeof *o->tasks * (size_t)(shown ? shown : 1));
-    hl_pb_task *ts = orr_arena_alloc(a, sizeof *ts * (size_t)(shown ? shown : 1));
+    o->tasks = hl_alloc_n(a, sizeof *o->tasks, (size_t)shown);
+    hl_pb_task *ts = hl_alloc_n(a, sizeof *ts, (size_t)shown);
     for (int i = 0; i < shown; i++) {
         hl__fill_task(r, i, &ts[i]);
         if (rq->with_last_run) {
@@ -492,9 +486,7 @@ static orr_status hl__lock_task(hl_conn *c, orr_arena *a, int64_t id, const char
 
 HL_UNARY(hl_api_update_task)
 {
-    hl_ctx *hc = ctx;
-    const Orrery__Halley__V1__UpdateTaskRequest *rq = (const void *)req;
-    orr_arena *a = orr_rpc_call_arena(call);
+    HL_HANDLER_BEGIN(Orrery__Halley__V1__UpdateTaskRequest);
     if (rq->expected_version < 0)
         return orr_err_set(err, ORR_EINVAL, "expected_version", "must be >= 0");
     hl_spec sp;
@@ -550,9 +542,7 @@ out:
 
 HL_UNARY(hl_api_deactivate_task)
 {
-    hl_ctx *hc = ctx;
-    const Orrery__Halley__V1__DeactivateTaskRequest *rq = (const void *)req;
-    orr_arena *a = orr_rpc_call_arena(call);
+    HL_HANDLER_BEGIN(Orrery__Halley__V1__DeactivateTaskRequest);
     hl_conn *c = NULL;
     orr_status s;
     if ((s = hl_db_get(hc->db, &c, err)) != ORR_OK || (s = hl_db_begin(c, err)) != ORR_OK)

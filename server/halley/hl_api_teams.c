@@ -15,9 +15,7 @@ static hl_stmt q_list_teams = HL_STMT("SELECT id, name FROM teams ORDER BY name"
 
 HL_UNARY(hl_api_create_team)
 {
-    hl_ctx *hc = ctx;
-    const Orrery__Halley__V1__CreateTeamRequest *rq = (const void *)req;
-    orr_arena *a = orr_rpc_call_arena(call);
+    HL_HANDLER_BEGIN(Orrery__Halley__V1__CreateTeamRequest);
     if (!hl_is_name(rq->name, 128))
         return orr_err_set(err, ORR_EINVAL, "name", "must be " ORR_NAME_RULE);
     hl_conn *c;
@@ -51,9 +49,7 @@ HL_UNARY(hl_api_create_team)
 
 HL_UNARY(hl_api_list_teams)
 {
-    hl_ctx *hc = ctx;
-    (void)req;
-    orr_arena *a = orr_rpc_call_arena(call);
+    HL_HANDLER_BEGIN(Orrery__Halley__V1__ListTeamsRequest);
     PGresult *r;
     orr_status s = hl_db_query_once(hc->db, a, &q_list_teams, 0, NULL, &r, err);
     if (s != ORR_OK)
@@ -62,8 +58,8 @@ HL_UNARY(hl_api_list_teams)
     orrery__halley__v1__list_teams_response__init(o);
     int n = PQntuples(r);
     o->n_teams = (size_t)n;
-    o->teams = orr_arena_alloc(a, sizeof *o->teams * (size_t)(n ? n : 1));
-    Orrery__Halley__V1__Team *t = orr_arena_alloc(a, sizeof *t * (size_t)(n ? n : 1));
+    o->teams = hl_alloc_n(a, sizeof *o->teams, (size_t)n);
+    Orrery__Halley__V1__Team *t = hl_alloc_n(a, sizeof *t, (size_t)n);
     for (int i = 0; i < n; i++) {
         orrery__halley__v1__team__init(&t[i]);
         t[i].id = hl_val_i64(r, i, 0);

@@ -96,9 +96,7 @@ static void hl__token_hash(const char *token, char hex[HL_SHA_HEX_BYTES + 1])
 
 HL_UNARY(hl_api_create_api_token)
 {
-    hl_ctx *hc = ctx;
-    const Orrery__Halley__V1__CreateApiTokenRequest *rq = (const void *)req;
-    orr_arena *a = orr_rpc_call_arena(call);
+    HL_HANDLER_BEGIN(Orrery__Halley__V1__CreateApiTokenRequest);
     if (!hl_is_name(rq->user, 128))
         return orr_err_set(err, ORR_EINVAL, "user", "a user name is required");
     if (!hl_is_name(rq->name, 128))
@@ -163,9 +161,7 @@ out:
 
 HL_UNARY(hl_api_list_api_tokens)
 {
-    hl_ctx *hc = ctx;
-    const Orrery__Halley__V1__ListApiTokensRequest *rq = (const void *)req;
-    orr_arena *a = orr_rpc_call_arena(call);
+    HL_HANDLER_BEGIN(Orrery__Halley__V1__ListApiTokensRequest);
     if (rq->user[0] && !hl_is_name(rq->user, 128))
         return orr_err_set(err, ORR_EINVAL, "user", "not a user name");
     const char *p[1] = {rq->user};
@@ -184,8 +180,8 @@ HL_UNARY(hl_api_list_api_tokens)
     Orrery__Halley__V1__ListApiTokensResponse *o = orr_arena_alloc(a, sizeof *o);
     orrery__halley__v1__list_api_tokens_response__init(o);
     o->n_tokens = (size_t)n;
-    o->tokens = orr_arena_alloc(a, sizeof *o->tokens * (size_t)(n ? n : 1));
-    hl_pb_token *ts = orr_arena_alloc(a, sizeof *ts * (size_t)(n ? n : 1));
+    o->tokens = hl_alloc_n(a, sizeof *o->tokens, (size_t)n);
+    hl_pb_token *ts = hl_alloc_n(a, sizeof *ts, (size_t)n);
     for (int i = 0; i < n; i++) {
         hl__fill_token(r, i, &ts[i]);
         o->tokens[i] = &ts[i];
@@ -196,9 +192,7 @@ HL_UNARY(hl_api_list_api_tokens)
 
 HL_UNARY(hl_api_revoke_api_token)
 {
-    hl_ctx *hc = ctx;
-    const Orrery__Halley__V1__RevokeApiTokenRequest *rq = (const void *)req;
-    orr_arena *a = orr_rpc_call_arena(call);
+    HL_HANDLER_BEGIN(Orrery__Halley__V1__RevokeApiTokenRequest);
     if (rq->id <= 0)
         return orr_err_set(err, ORR_EINVAL, "id", "must be positive");
     if (rq->user[0] && !hl_is_name(rq->user, 128))
@@ -242,9 +236,7 @@ out:
 
 HL_UNARY(hl_api_authenticate_api_token)
 {
-    hl_ctx *hc = ctx;
-    const Orrery__Halley__V1__AuthenticateApiTokenRequest *rq = (const void *)req;
-    orr_arena *a = orr_rpc_call_arena(call);
+    HL_HANDLER_BEGIN(Orrery__Halley__V1__AuthenticateApiTokenRequest);
     Orrery__Halley__V1__AuthenticateResponse *o = orr_arena_alloc(a, sizeof *o);
     orrery__halley__v1__authenticate_response__init(o);
     *resp = &o->base;

@@ -96,9 +96,7 @@ static orr_status hl__check_unit(const hl_pb_unit *u, orr_err *err)
 
 HL_UNARY(hl_api_report_data_unit)
 {
-    hl_ctx *hc = ctx;
-    const Orrery__Halley__V1__ReportDataUnitRequest *rq = (const void *)req;
-    orr_arena *a = orr_rpc_call_arena(call);
+    HL_HANDLER_BEGIN(Orrery__Halley__V1__ReportDataUnitRequest);
     const hl_pb_unit *u = rq->unit;
     orr_status s = hl__check_unit(u, err);
     if (s != ORR_OK)
@@ -154,9 +152,7 @@ out:
 
 HL_UNARY(hl_api_list_data_units)
 {
-    hl_ctx *hc = ctx;
-    const Orrery__Halley__V1__ListDataUnitsRequest *rq = (const void *)req;
-    orr_arena *a = orr_rpc_call_arena(call);
+    HL_HANDLER_BEGIN(Orrery__Halley__V1__ListDataUnitsRequest);
     if (!hl_is_name(rq->stream, HL_NAME_MAX))
         return orr_err_set(err, ORR_EINVAL, "stream", "a stream name is required");
     if (rq->business[0] && !hl_is_name(rq->business, HL_NAME_MAX))
@@ -167,17 +163,15 @@ HL_UNARY(hl_api_list_data_units)
         return orr_err_set(err, ORR_EINVAL, "from_ms", "milliseconds since 1970 (0 = no bound)");
     if (rq->to_ms < 0 || rq->to_ms > HL_MAX_MS)
         return orr_err_set(err, ORR_EINVAL, "to_ms", "milliseconds since 1970 (0 = no bound)");
-    int size, have;
-    const char *after[3]; /* bucket ms, business, interface of the last unit shown */
     /* limit is the deprecated name of page_size, with its old range */
+    hl_page pg;
     orr_status s =
-        rq->page_size || !rq->limit
-            ? hl_page_size(rq->page_size, "page_size", HL_UNIT_PAGE_DEFAULT, HL_PAGE_MAX, &size,
-                           err)
-            : hl_page_size(rq->limit, "limit", HL_UNIT_PAGE_DEFAULT, HL_UNIT_LIMIT_MAX, &size, err);
-    if (s != ORR_OK ||
-        (s = hl_page_parse(a, "units", "iss", rq->page_token, after, &have, err)) != ORR_OK)
+        hl_page_begin_limit(a, "units", "iss", rq->page_size, rq->limit, HL_UNIT_LIMIT_MAX,
+                            rq->page_token, HL_UNIT_PAGE_DEFAULT, &pg, err);
+    if (s != ORR_OK)
         return s;
+    int size = pg.size, have = pg.have;
+    const char *const *after = pg.keys; /* bucket ms, business, interface of the last unit shown */
     const char *p[11] = {rq->stream,
                          rq->business,
                          rq->interface,
@@ -201,8 +195,8 @@ HL_UNARY(hl_api_list_data_units)
         o->next_page_token = (char *)hl_page_make(a, "units", "iss", k);
     }
     o->n_units = n;
-    o->units = orr_arena_alloc(a, sizeof *o->units * (n ? n : 1));
-    hl_pb_unit *us = orr_arena_alloc(a, sizeof *us * (n ? n : 1));
+    o->units = hl_alloc_n(a, sizeof *o->units, n);
+    hl_pb_unit *us = hl_alloc_n(a, sizeof *us, n);
     for (size_t i = 0; i < n; i++) {
         hl__fill_unit(r, (int)i, &us[i]);
         o->units[i] = &us[i];

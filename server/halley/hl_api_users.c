@@ -67,7 +67,7 @@ static orr_status hl__read_user(hl_conn *c, orr_arena *a, const char *name,
     u->active = hl_val_bool(r, 0, 3);
     int n = PQntuples(t);
     u->n_teams = (size_t)n;
-    u->teams = orr_arena_alloc(a, sizeof *u->teams * (size_t)(n ? n : 1));
+    u->teams = hl_alloc_n(a, sizeof *u->teams, (size_t)n);
     for (int i = 0; i < n; i++)
         u->teams[i] = (char *)hl_val(t, i, 0);
     if (hash)
@@ -106,9 +106,7 @@ static orr_status hl__add_teams(hl_conn *c, orr_arena *a, const char *uid, char 
 
 HL_UNARY(hl_api_create_user)
 {
-    hl_ctx *hc = ctx;
-    const Orrery__Halley__V1__CreateUserRequest *rq = (const void *)req;
-    orr_arena *a = orr_rpc_call_arena(call);
+    HL_HANDLER_BEGIN(Orrery__Halley__V1__CreateUserRequest);
     if (!hl_is_name(rq->name, 128))
         return orr_err_set(err, ORR_EINVAL, "name", "must be " ORR_NAME_RULE);
     size_t plen = strlen(rq->password);
@@ -152,9 +150,7 @@ out:
 
 HL_UNARY(hl_api_get_user)
 {
-    hl_ctx *hc = ctx;
-    const Orrery__Halley__V1__GetUserRequest *rq = (const void *)req;
-    orr_arena *a = orr_rpc_call_arena(call);
+    HL_HANDLER_BEGIN(Orrery__Halley__V1__GetUserRequest);
     if (!hl_is_name(rq->name, 128))
         return orr_err_set(err, ORR_EINVAL, "name", "must be " ORR_NAME_RULE);
     hl_conn *c;
@@ -171,9 +167,7 @@ HL_UNARY(hl_api_get_user)
 
 HL_UNARY(hl_api_authenticate)
 {
-    hl_ctx *hc = ctx;
-    const Orrery__Halley__V1__AuthenticateRequest *rq = (const void *)req;
-    orr_arena *a = orr_rpc_call_arena(call);
+    HL_HANDLER_BEGIN(Orrery__Halley__V1__AuthenticateRequest);
     Orrery__Halley__V1__AuthenticateResponse *o = orr_arena_alloc(a, sizeof *o);
     orrery__halley__v1__authenticate_response__init(o);
     /* Every refusal spends one argon2id check, so the time of an answer
@@ -247,9 +241,7 @@ static const char *hl__user_changes(orr_arena *a, const Orrery__Halley__V1__Upda
 
 HL_UNARY(hl_api_update_user)
 {
-    hl_ctx *hc = ctx;
-    const Orrery__Halley__V1__UpdateUserRequest *rq = (const void *)req;
-    orr_arena *a = orr_rpc_call_arena(call);
+    HL_HANDLER_BEGIN(Orrery__Halley__V1__UpdateUserRequest);
     if (!hl_is_name(rq->name, 128))
         return orr_err_set(err, ORR_EINVAL, "name", "must be " ORR_NAME_RULE);
     if (rq->role < 0 || rq->role > 3)
@@ -343,24 +335,20 @@ out:
 
 HL_UNARY(hl_api_list_users)
 {
-    hl_ctx *hc = ctx;
-    const Orrery__Halley__V1__ListUsersRequest *rq = (const void *)req;
-    orr_arena *a = orr_rpc_call_arena(call);
-    int size;
+    HL_HANDLER_BEGIN(Orrery__Halley__V1__ListUsersRequest);
+    hl_page pg;
     orr_status s =
-        hl_page_size(rq->page_size, "page_size", HL_PAGE_DEFAULT, HL_PAGE_MAX, &size, err);
+        hl_page_begin(a, "users", "i", rq->page_size, rq->page_token, HL_PAGE_DEFAULT, &pg, err);
     if (s != ORR_OK)
         return s;
+    int size = pg.size;
+    const char *const *after = pg.keys;
     if (strlen(rq->name_prefix) > 128)
         return orr_err_set(err, ORR_EINVAL, "name_prefix", "at most 128 bytes");
     if (rq->role < 0 || rq->role > 3)
         return orr_err_set(err, ORR_EINVAL, "role", "unknown role");
     if (rq->team[0] && !hl_is_name(rq->team, 128))
         return orr_err_set(err, ORR_EINVAL, "team", "not a team name");
-    const char *after[1];
-    int have;
-    if ((s = hl_page_parse(a, "users", "i", rq->page_token, after, &have, err)) != ORR_OK)
-        return s;
     const char *p[5] = {after[0], rq->name_prefix, rq->role ? hl__roles[rq->role] : "", rq->team,
                         orr_arena_sprintf(a, "%d", size + 1)};
     PGresult *r;
@@ -372,8 +360,8 @@ HL_UNARY(hl_api_list_users)
     int n = PQntuples(r);
     int shown = n > size ? size : n;
     o->n_users = (size_t)shown;
-    o->users = orr_arena_alloc(a, sizeof *o->users * (size_t)(shown ? shown : 1));
-    Orrery__Halley__V1__User *us = orr_arena_alloc(a, sizeof *us * (size_t)(shown ? shown : 1));
+    o->users = hl_alloc_n(a, sizeof *o->users, (size_t)shown);
+    Orrery__Halley__V1__User *us = hl_alloc_n(a, sizeof *us, (size_t)shown);
     for (int i = 0; i < shown; i++) {
         orrery__halley__v1__user__init(&us[i]);
         us[i].id = hl_val_i64(r, i, 0);

@@ -56,9 +56,7 @@ static orr_status hl__check_watermark_key(int64_t task_id, const char *name, orr
 
 HL_UNARY(hl_api_get_watermark)
 {
-    hl_ctx *hc = ctx;
-    const Orrery__Halley__V1__GetWatermarkRequest *rq = (const void *)req;
-    orr_arena *a = orr_rpc_call_arena(call);
+    HL_HANDLER_BEGIN(Orrery__Halley__V1__GetWatermarkRequest);
     orr_status s = hl__check_watermark_key(rq->task_id, rq->name, err);
     if (s != ORR_OK)
         return s;
@@ -74,9 +72,7 @@ HL_UNARY(hl_api_get_watermark)
 
 HL_UNARY(hl_api_put_watermark)
 {
-    hl_ctx *hc = ctx;
-    const Orrery__Halley__V1__PutWatermarkRequest *rq = (const void *)req;
-    orr_arena *a = orr_rpc_call_arena(call);
+    HL_HANDLER_BEGIN(Orrery__Halley__V1__PutWatermarkRequest);
     orr_status s = hl__check_watermark_key(rq->task_id, rq->name, err);
     if (s != ORR_OK)
         return s;

@@ -47,7 +47,7 @@ static int64_t *hl__split_ids(orr_arena *a, const char *joined, size_t *n_out)
     size_t n = joined[0] ? 1 : 0;
     for (const char *p = joined; *p; p++)
         n += *p == ',';
-    int64_t *out = orr_arena_alloc(a, sizeof *out * (n ? n : 1));
+    int64_t *out = hl_alloc_n(a, sizeof *out, n);
     const char *p = joined;
     for (size_t i = 0; i < n; i++) {
         char *end;
@@ -72,9 +72,7 @@ static void hl__fill_workflow(orr_arena *a, const PGresult *r, int row, hl_pb_wo
 
 HL_UNARY(hl_api_put_workflow)
 {
-    hl_ctx *hc = ctx;
-    const Orrery__Halley__V1__PutWorkflowRequest *rq = (const void *)req;
-    orr_arena *a = orr_rpc_call_arena(call);
+    HL_HANDLER_BEGIN(Orrery__Halley__V1__PutWorkflowRequest);
     if (!hl_is_name(rq->name, 128))
         return orr_err_set(err, ORR_EINVAL, "name", "must be " ORR_NAME_RULE);
     if (!hl_is_name(rq->team, 128))
@@ -145,9 +143,7 @@ out:
 
 HL_UNARY(hl_api_get_workflow)
 {
-    hl_ctx *hc = ctx;
-    const Orrery__Halley__V1__GetWorkflowRequest *rq = (const void *)req;
-    orr_arena *a = orr_rpc_call_arena(call);
+    HL_HANDLER_BEGIN(Orrery__Halley__V1__GetWorkflowRequest);
     orr_status bad = hl_id_or_name(rq->id, rq->name, err);
     if (bad != ORR_OK)
         return bad;
@@ -166,9 +162,7 @@ HL_UNARY(hl_api_get_workflow)
 
 HL_UNARY(hl_api_list_workflows)
 {
-    hl_ctx *hc = ctx;
-    const Orrery__Halley__V1__ListWorkflowsRequest *rq = (const void *)req;
-    orr_arena *a = orr_rpc_call_arena(call);
+    HL_HANDLER_BEGIN(Orrery__Halley__V1__ListWorkflowsRequest);
     if (rq->team[0] && !hl_is_name(rq->team, 128))
         return orr_err_set(err, ORR_EINVAL, "team", "not a team name");
     const char *p[3] = {"0", "", rq->team};
@@ -180,8 +174,8 @@ HL_UNARY(hl_api_list_workflows)
     orrery__halley__v1__list_workflows_response__init(o);
     int n = PQntuples(r);
     o->n_workflows = (size_t)n;
-    o->workflows = orr_arena_alloc(a, sizeof *o->workflows * (size_t)(n ? n : 1));
-    hl_pb_workflow *ws = orr_arena_alloc(a, sizeof *ws * (size_t)(n ? n : 1));
+    o->workflows = hl_alloc_n(a, sizeof *o->workflows, (size_t)n);
+    hl_pb_workflow *ws = hl_alloc_n(a, sizeof *ws, (size_t)n);
     for (int i = 0; i < n; i++) {
         hl__fill_workflow(a, r, i, &ws[i]);
         o->workflows[i] = &ws[i];

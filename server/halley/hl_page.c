@@ -23,6 +23,28 @@ orr_status hl_page_size(int32_t v, const char *field, int def, int max, int *out
     return ORR_OK;
 }
 
+orr_status hl_page_begin(orr_arena *a, const char *list, const char *kinds, int32_t page_size,
+                         const char *token, int def, hl_page *pg, orr_err *err)
+{
+    return hl_page_begin_limit(a, list, kinds, page_size, 0, HL_PAGE_MAX, token, def, pg, err);
+}
+
+orr_status hl_page_begin_limit(orr_arena *a, const char *list, const char *kinds, int32_t page_size,
+                               int32_t limit, int limit_max, const char *token, int def,
+                               hl_page *pg, orr_err *err)
+{
+    pg->size = def;
+    pg->have = 0;
+    for (size_t i = 0; i < HL_PAGE_MAX_KEYS; i++)
+        pg->keys[i] = "";
+    orr_status s = page_size || !limit
+                       ? hl_page_size(page_size, "page_size", def, HL_PAGE_MAX, &pg->size, err)
+                       : hl_page_size(limit, "limit", def, limit_max, &pg->size, err);
+    if (s != ORR_OK)
+        return s;
+    return hl_page_parse(a, list, kinds, token, pg->keys, &pg->have, err);
+}
+
 static int hl__page_key_ok(char kind, const char *k, size_t n)
 {
     if (kind == 'i') {
@@ -89,8 +111,7 @@ bad:
                        "not a next_page_token of this list (and order)");
 }
 
-const char *hl_page_make(orr_arena *a, const char *list, const char *kinds,
-                         const char *const *keys)
+const char *hl_page_make(orr_arena *a, const char *list, const char *kinds, const char *const *keys)
 {
     orr_buf b = ORR_BUF_INIT;
     orr_buf_appendf(&b, "%s", list);

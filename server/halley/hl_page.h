@@ -9,9 +9,10 @@
  * accepted by the list (and order) that made it, and a page never skips or
  * repeats a row however rows are added meanwhile.
  *
- * Legal order per call: hl_page_size, hl_page_parse (the keys feed the
- * query, which fetches size + 1 rows), then hl_page_make from the last row
- * shown when more rows came than the page holds.
+ * Legal order per call: hl_page_begin (or hl_page_size and hl_page_parse;
+ * the keys feed the query, which fetches size + 1 rows), then hl_page_make
+ * from the last row shown when more rows came than the page holds. Lists
+ * that are not paged but bounded take their "limit" through hl_page_size.
  */
 #ifndef HL_PAGE_H
 #define HL_PAGE_H
@@ -37,6 +38,27 @@ orr_status hl_page_size(int32_t v, const char *field, int def, int max, int *out
  * token of this list with these kinds: ORR_EINVAL, field "page_token". */
 orr_status hl_page_parse(orr_arena *a, const char *list, const char *kinds, const char *token,
                          const char **keys, int *have, orr_err *err);
+
+/* A paged List call's request as read by hl_page_begin. */
+typedef struct hl_page {
+    int size;                           /* rows to show, 1..HL_PAGE_MAX */
+    int have;                           /* 1 if page_token gave a position */
+    const char *keys[HL_PAGE_MAX_KEYS]; /* the position (hl_page_parse) */
+} hl_page;
+
+/* The opening of every paged List call: hl_page_size of page_size (field
+ * "page_size", def when 0, at most HL_PAGE_MAX), then hl_page_parse of token
+ * for list with kinds (at most HL_PAGE_MAX_KEYS). The first error is
+ * returned; *pg is filled either way. */
+orr_status hl_page_begin(orr_arena *a, const char *list, const char *kinds, int32_t page_size,
+                         const char *token, int def, hl_page *pg, orr_err *err);
+
+/* hl_page_begin for a list whose request still carries limit, the
+ * deprecated name of page_size: when page_size is 0 and limit is not, the
+ * size comes from limit (field "limit", def when 0, at most limit_max). */
+orr_status hl_page_begin_limit(orr_arena *a, const char *list, const char *kinds, int32_t page_size,
+                               int32_t limit, int limit_max, const char *token, int def,
+                               hl_page *pg, orr_err *err);
 
 /* The token of the position keys[0..strlen(kinds)) of list, in arena a.
  * Keys are decimal text for 'i', printable ASCII for 's'. */

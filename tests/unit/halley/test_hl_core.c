@@ -1,7 +1,8 @@
 /*
  * test_hl_core.c - unit tests of halleyd's pure parts: the state machine
- * table, migration names, notification payloads, the task cache, secrets
- * and task spec validation against the embedded schema.
+ * table, migration names, notification payloads, the task cache, secrets,
+ * task spec validation against the embedded schema, and paging (sizes,
+ * the deprecated limit, page tokens).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -15,6 +16,7 @@
 #include "hl_embed.h"
 #include "hl_events.h"
 #include "hl_migrate.h"
+#include "hl_page.h"
 #include "hl_secret.h"
 #include "hl_sm.h"
 #include "hl_spec.h"
@@ -279,6 +281,47 @@ static void test_spec(void **state)
     hl_spec_clear(&sp);
 }
 
+static void test_page(void **state)
+{
+    (void)state;
+    orr_arena *a = orr_arena_create(0);
+    orr_err e;
+    hl_page pg;
+    /* First page, default size; the keys of a first page. */
+    assert_int_equal(hl_page_begin(a, "units", "iss", 0, "", 500, &pg, &e), ORR_OK);
+    assert_int_equal(pg.size, 500);
+    assert_int_equal(pg.have, 0);
+    assert_string_equal(pg.keys[0], "0");
+    assert_string_equal(pg.keys[1], "");
+    /* Above the maximum: clamped; negative: refused naming the field. */
+    assert_int_equal(hl_page_begin(a, "tasks", "i", 5000, "", 100, &pg, &e), ORR_OK);
+    assert_int_equal(pg.size, HL_PAGE_MAX);
+    assert_int_equal(hl_page_begin(a, "tasks", "i", -1, "", 100, &pg, &e), ORR_EINVAL);
+    assert_string_equal(e.field, "page_size");
+    /* A token round trip, and a token of another list refused. */
+    const char *k[3] = {"1700000000000", "biz", "if_click"};
+    const char *tok = hl_page_make(a, "units", "iss", k);
+    assert_int_equal(hl_page_begin(a, "units", "iss", 2, tok, 500, &pg, &e), ORR_OK);
+    assert_int_equal(pg.have, 1);
+    assert_int_equal(pg.size, 2);
+    assert_string_equal(pg.keys[0], k[0]);
+    assert_string_equal(pg.keys[2], k[2]);
+    assert_int_equal(hl_page_begin(a, "tasks", "i", 2, tok, 100, &pg, &e), ORR_EINVAL);
+    assert_string_equal(e.field, "page_token");
+    /* The deprecated limit: used only when page_size is 0, with its own
+     * maximum and field name. */
+    assert_int_equal(hl_page_begin_limit(a, "units", "iss", 0, 3000, 5000, "", 500, &pg, &e),
+                     ORR_OK);
+    assert_int_equal(pg.size, 3000);
+    assert_int_equal(hl_page_begin_limit(a, "units", "iss", 7, 3000, 5000, "", 500, &pg, &e),
+                     ORR_OK);
+    assert_int_equal(pg.size, 7);
+    assert_int_equal(hl_page_begin_limit(a, "units", "iss", 0, -3, 5000, "", 500, &pg, &e),
+                     ORR_EINVAL);
+    assert_string_equal(e.field, "limit");
+    orr_arena_destroy(a);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -288,6 +331,7 @@ int main(void)
         cmocka_unit_test(test_payload),
         cmocka_unit_test(test_cache),
         cmocka_unit_test(test_secrets),
+        cmocka_unit_test(test_page),
         cmocka_unit_test_setup_teardown(test_spec, setup_schema, teardown_schema),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
