@@ -8,7 +8,6 @@
  * session secret, nothing else, so several copies can run behind nginx.
  */
 #include <curl/curl.h>
-#include <signal.h>
 #include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +15,7 @@
 
 #include "gx_app.h"
 #include "gx_jwt.h"
+#include "orr_daemon.h"
 #include "orr_jschema.h"
 #include "orr_log.h"
 
@@ -64,10 +64,15 @@ static const orr_cfg_key gx_schema[] = {
     {"galaxy", "trusted_proxies", ORR_CFG_STRING, "", 0, 0, 0,
      "addresses of proxies (e.g. nginx) whose X-Forwarded-For names the client, comma "
      "separated; from any other peer the header is ignored"},
+    {"galaxy", "pid_file", ORR_CFG_STRING, "", 0, 0, 0,
+     "if set, galaxyd serve writes its pid here (removed when it stops)"},
 };
 
-static int gx_cmd_routes(void)
+static int gx_cmd_routes(orr_daemon *d, int argc, char **argv)
 {
+    (void)d;
+    (void)argc;
+    (void)argv;
     for (size_t i = 0; i < gx_nroutes; i++)
         printf("%s %s %s\n", gx_routes[i].method, gx_routes[i].pattern,
                gx_routes[i].min_role == GX_ROLE_NONE ? "public"
@@ -75,8 +80,11 @@ static int gx_cmd_routes(void)
     return 0;
 }
 
-static int gx_cmd_serve(orr_config *cfg)
+static int gx_cmd_serve(orr_daemon *d, int argc, char **argv)
 {
+    (void)argc;
+    (void)argv;
+    orr_config *cfg = orr_daemon_config(d);
     gx_app app;
     memset(&app, 0, sizeof(app));
     app.cfg = cfg;
@@ -145,15 +153,9 @@ static int gx_cmd_serve(orr_config *cfg)
         fprintf(stderr, "galaxyd: %s\n", e.msg);
         goto out;
     }
-    /* Block the stop signals in every thread; the main thread waits for them. */
-    sigset_t stop;
-    sigemptyset(&stop);
-    sigaddset(&stop, SIGTERM);
-    sigaddset(&stop, SIGINT);
-    pthread_sigmask(SIG_BLOCK, &stop, NULL);
-    signal(SIGPIPE, SIG_IGN);
     /* Ended sessions, kept current from halleyd's events (a thread of its
-     * own, started after the mask above so it inherits it). */
+     * own; the stop signals are blocked since orr_daemon_main, so it
+     * inherits the mask and the main thread alone waits for them). */
     if (gx_sessions_start(app.halley, app.rpc_timeout_ms, &app.sessions, &e) != ORR_OK) {
         fprintf(stderr, "galaxyd: %s\n", e.msg);
         goto out;
@@ -179,8 +181,7 @@ static int gx_cmd_serve(orr_config *cfg)
     }
     ORR_INFO("galaxyd serving", "listen=%s port=%d halley=%s static=%s", o.listen,
              gx_server_port(app.server), orr_config_str(cfg, "galaxy", "halley"), static_dir);
-    int sig = 0;
-    sigwait(&stop, &sig);
+    int sig = orr_daemon_wait_stop(-1);
     ORR_INFO("galaxyd stopping", "signal=%d", sig);
     gx_server_stop(app.server);
     rc = 0;
@@ -198,26 +199,22 @@ out:
     return rc;
 }
 
+static void gx_usage(FILE *f)
+{
+    fprintf(f, "usage: galaxyd [--config FILE] [--print-config] serve|routes\n");
+}
+
+static const orr_daemon_cmd gx_cmds[] = {
+    {"serve", gx_cmd_serve, ORR_DAEMON_SERVES},
+    {"routes", gx_cmd_routes, ORR_DAEMON_NO_CONFIG},
+};
+
+static const orr_daemon_def gx_daemon = {
+    "galaxyd", "galaxy", gx_schema, sizeof(gx_schema) / sizeof(gx_schema[0]), gx_cmds, 2, gx_usage,
+};
+
 int main(int argc, char **argv)
 {
     curl_global_init(CURL_GLOBAL_DEFAULT);
-    int argi = 1, code = 0;
-    /* `routes` needs no configuration. */
-    if (argc == 2 && strcmp(argv[1], "routes") == 0)
-        return gx_cmd_routes();
-    orr_config *cfg = orr_config_from_args("galaxyd", argc, argv, gx_schema,
-                                           sizeof(gx_schema) / sizeof(gx_schema[0]), &argi, &code);
-    if (!cfg)
-        return code;
-    const char *cmd = argi < argc ? argv[argi] : "";
-    if (strcmp(cmd, "serve") == 0)
-        code = gx_cmd_serve(cfg);
-    else if (strcmp(cmd, "routes") == 0)
-        code = gx_cmd_routes();
-    else {
-        fprintf(stderr, "usage: galaxyd [--config FILE] [--print-config] serve|routes\n");
-        code = 2;
-    }
-    orr_config_free(cfg);
-    return code;
+    return orr_daemon_main(&gx_daemon, argc, argv);
 }

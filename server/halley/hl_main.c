@@ -10,7 +10,6 @@
  */
 #include <errno.h>
 #include <libpq-fe.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +20,7 @@
 #include "hl_migrate.h"
 #include "hl_spec.h"
 #include "orr_config.h"
+#include "orr_daemon.h"
 #include "orr_log.h"
 #include "orr_rpc_halley_descriptors.h"
 
@@ -48,11 +48,16 @@ static const orr_cfg_key hl_cfg_schema[] = {
      "tasks kept in the read cache (0 = no cache)"},
     {"halley", "port_file", ORR_CFG_STRING, "", 0, 0, 0,
      "if set, write 'grpc=<port> metrics=<port>' here once serving"},
+    {"halley", "pid_file", ORR_CFG_STRING, "", 0, 0, 0,
+     "if set, halleyd serve writes its pid here (removed when it stops)"},
 };
 #define HL_CFG_N (sizeof hl_cfg_schema / sizeof hl_cfg_schema[0])
 
-static int hl_cmd_migrate(orr_config *cfg)
+static int hl_cmd_migrate(orr_daemon *d, int argc, char **argv)
 {
+    (void)argc;
+    (void)argv;
+    orr_config *cfg = orr_daemon_config(d);
     PGconn *pg = PQconnectdb(orr_config_str(cfg, "halley", "pg_dsn"));
     if (PQstatus(pg) != CONNECTION_OK) {
         fprintf(stderr, "halleyd migrate: cannot connect to PostgreSQL: %s", PQerrorMessage(pg));
@@ -106,8 +111,11 @@ static int hl_check_schema(const char *dsn, int known)
     return 0;
 }
 
-static int hl_cmd_serve(orr_config *cfg)
+static int hl_cmd_serve(orr_daemon *d, int argc, char **argv)
 {
+    (void)argc;
+    (void)argv;
+    orr_config *cfg = orr_daemon_config(d);
     int rc = 1;
     orr_err err;
     orr_err_clear(&err);
@@ -118,14 +126,8 @@ static int hl_cmd_serve(orr_config *cfg)
     hl_metrics *metrics = NULL;
     orr_rpc_server *srv = NULL;
 
-    /* Signals go to sigwait() below; every thread created later inherits the mask. */
-    sigset_t sigs;
-    sigemptyset(&sigs);
-    sigaddset(&sigs, SIGINT);
-    sigaddset(&sigs, SIGTERM);
-    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
-    signal(SIGPIPE, SIG_IGN);
-
+    /* The stop signals are blocked since orr_daemon_main: every thread
+     * created here inherits the mask and the wait below takes them. */
     const char *dsn = orr_config_str(cfg, "halley", "pg_dsn");
     hc.known_schema_version = hl_migrate_known_version();
     hc.event_grace_ms = (int)orr_config_int(cfg, "halley", "event_grace");
@@ -169,22 +171,11 @@ static int hl_cmd_serve(orr_config *cfg)
     if (metrics)
         hl_metrics_set_server(metrics, srv);
     int port = orr_rpc_server_port(srv), mport = metrics ? hl_metrics_port(metrics) : 0;
-    const char *pf = orr_config_str(cfg, "halley", "port_file");
-    if (pf && *pf) {
-        char tmp[4096];
-        snprintf(tmp, sizeof tmp, "%s.tmp", pf);
-        FILE *f = fopen(tmp, "w");
-        if (!f || fprintf(f, "grpc=%d metrics=%d\n", port, mport) < 0 || fclose(f) != 0 ||
-            rename(tmp, pf) != 0) {
-            orr_err_set(&err, ORR_EIO, "halley.port_file", "cannot write %s: %s", pf,
-                        strerror(errno));
-            goto fail;
-        }
-    }
+    if (orr_daemon_port_file(d, &err, "grpc=%d metrics=%d\n", port, mport) != ORR_OK)
+        goto fail;
     ORR_INFO("halleyd serving", "grpc_port=%d metrics_port=%d schema_version=%d pool_size=%d", port,
              mport, hc.known_schema_version, dbo.size);
-    int sig = 0;
-    sigwait(&sigs, &sig);
+    int sig = orr_daemon_wait_stop(-1);
     ORR_INFO("halleyd stopping", "signal=%d", sig);
     rc = 0;
     goto out;
@@ -205,28 +196,38 @@ out:
     return rc;
 }
 
+static int hl_cmd_user_add_main(orr_daemon *d, int argc, char **argv)
+{
+    return hl_cmd_user_add(orr_daemon_config(d), argc, argv);
+}
+
+static int hl_cmd_version(orr_daemon *d, int argc, char **argv)
+{
+    (void)d;
+    (void)argc;
+    (void)argv;
+    printf("schema version %d\n", hl_migrate_known_version());
+    return 0;
+}
+
+static void hl_usage(FILE *f)
+{
+    fprintf(f, "usage: halleyd [--config FILE] migrate|serve|user-add|version\n");
+}
+
+static const orr_daemon_cmd hl_cmds[] = {
+    {"migrate", hl_cmd_migrate, 0},
+    {"serve", hl_cmd_serve, ORR_DAEMON_SERVES},
+    {"user-add", hl_cmd_user_add_main, 0},
+    {"version", hl_cmd_version, 0},
+};
+
+static const orr_daemon_def hl_daemon = {
+    "halleyd", "halley", hl_cfg_schema, HL_CFG_N, hl_cmds, sizeof hl_cmds / sizeof hl_cmds[0],
+    hl_usage,
+};
+
 int main(int argc, char **argv)
 {
-    int argi = 0, exit_code = 0;
-    orr_config *cfg =
-        orr_config_from_args("halleyd", argc, argv, hl_cfg_schema, HL_CFG_N, &argi, &exit_code);
-    if (!cfg)
-        return exit_code;
-    int rc = 2;
-    const char *cmd = argi < argc ? argv[argi] : "";
-    if (strcmp(cmd, "migrate") == 0) {
-        rc = hl_cmd_migrate(cfg);
-    } else if (strcmp(cmd, "serve") == 0) {
-        rc = hl_cmd_serve(cfg);
-    } else if (strcmp(cmd, "user-add") == 0) {
-        rc = hl_cmd_user_add(cfg, argc - argi, argv + argi);
-    } else if (strcmp(cmd, "version") == 0) {
-        printf("schema version %d\n", hl_migrate_known_version());
-        rc = 0;
-    } else {
-        fprintf(stderr, "usage: halleyd [--config FILE] migrate|serve|user-add|version\n");
-    }
-    orr_config_free(cfg);
-    orr_log_close();
-    return rc;
+    return orr_daemon_main(&hl_daemon, argc, argv);
 }

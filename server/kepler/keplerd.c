@@ -33,6 +33,7 @@
 #include "kp_sched.h"
 #include "orr_tz.h"
 #include "orr_config.h"
+#include "orr_daemon.h"
 #include "orr_log.h"
 #include "orr_metrics.h"
 
@@ -61,6 +62,8 @@ static const orr_cfg_key keplerd_schema[] = {
      "how long finished instances stay in memory for dependency checks"},
     {"kepler", "metrics_listen", ORR_CFG_STRING, "", 0, 0, 0,
      "HTTP address of /metrics and /healthz, host:port ('' = off)"},
+    {"kepler", "pid_file", ORR_CFG_STRING, "", 0, 0, 0,
+     "if set, keplerd run writes its pid here (removed when it stops)"},
 };
 
 static void keplerd_usage(FILE *f)
@@ -107,8 +110,11 @@ static int cron_next_fail(const char *what, const orr_err *err)
     return 2;
 }
 
-static int cmd_cron_next(const orr_config *cfg, int argc, char **argv)
+static int cmd_cron_next(orr_daemon *d, int argc, char **argv)
 {
+    const orr_config *cfg = orr_daemon_config(d);
+    argc--; /* argv[0] is the command */
+    argv++;
     const char *expr = NULL, *zone = orr_config_str(cfg, "kepler", "timezone");
     const char *from = NULL, *count_s = NULL;
     char msg[200];
@@ -222,16 +228,11 @@ static int keplerd_health(void *ctx, orr_buf *body)
 
 static volatile sig_atomic_t keplerd_stop;
 
-static void keplerd_on_signal(int sig)
+static int cmd_run(orr_daemon *d, int argc, char **argv)
 {
-    (void)sig;
-    keplerd_stop = 1;
-}
-
-static int cmd_run(const orr_config *cfg, int argc, char **argv)
-{
-    if (argc > 0) {
-        fprintf(stderr, "%s: run: unexpected argument \"%.60s\"\n", KEPLERD, argv[0]);
+    const orr_config *cfg = orr_daemon_config(d);
+    if (argc > 1) {
+        fprintf(stderr, "%s: run: unexpected argument \"%.60s\"\n", KEPLERD, argv[1]);
         return 2;
     }
     char id[256];
@@ -263,12 +264,6 @@ static int cmd_run(const orr_config *cfg, int argc, char **argv)
         fprintf(stderr, "%s: run: kepler.timezone: %s\n", KEPLERD, err.msg);
         return 2;
     }
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = keplerd_on_signal;
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-    signal(SIGPIPE, SIG_IGN);
     orr_err_clear(&err);
     kp_sched_status status;
     memset(&status, 0, sizeof status);
@@ -288,7 +283,13 @@ static int cmd_run(const orr_config *cfg, int argc, char **argv)
         ORR_INFO("metrics endpoint listening", "listen=%s port=%d", ml,
                  orr_metrics_server_port(msrv));
     }
-    orr_status rc = kp_sched_run(&o, &keplerd_stop, &err);
+    /* The scheduler's loop looks at keplerd_stop; a thread of its own takes
+     * the stop signals (blocked since orr_daemon_main) and sets it. */
+    orr_daemon_stopper *stopper = NULL;
+    orr_status rc = orr_daemon_stopper_start(&keplerd_stop, NULL, NULL, &stopper, &err);
+    if (rc == ORR_OK)
+        rc = kp_sched_run(&o, &keplerd_stop, &err);
+    orr_daemon_stopper_end(stopper);
     orr_metrics_server_stop(msrv);
     orr_metrics_destroy(reg);
     if (rc != ORR_OK) {
@@ -299,35 +300,19 @@ static int cmd_run(const orr_config *cfg, int argc, char **argv)
     return 0;
 }
 
+static const orr_daemon_cmd keplerd_cmds[] = {
+    {"cron-next", cmd_cron_next, 0},
+    {"run", cmd_run, ORR_DAEMON_SERVES},
+};
+
+static const orr_daemon_def keplerd_daemon = {
+    KEPLERD,      "kepler", keplerd_schema, sizeof(keplerd_schema) / sizeof(keplerd_schema[0]),
+    keplerd_cmds, 2,        keplerd_usage,
+};
+
 int main(int argc, char **argv)
 {
-    for (int i = 1; i < argc && argv[i][0] == '-'; i++) {
-        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            keplerd_usage(stdout);
-            return 0;
-        }
-        if (strcmp(argv[i], "--config") == 0)
-            i++;
-    }
-    int argi = 0, code = 0;
-    orr_config *cfg =
-        orr_config_from_args(KEPLERD, argc, argv, keplerd_schema,
-                             sizeof(keplerd_schema) / sizeof(keplerd_schema[0]), &argi, &code);
-    if (!cfg)
-        return code;
-    int rc;
-    if (argi < argc && strcmp(argv[argi], "cron-next") == 0) {
-        rc = cmd_cron_next(cfg, argc - argi - 1, argv + argi + 1);
-    } else if (argi < argc && strcmp(argv[argi], "run") == 0) {
-        rc = cmd_run(cfg, argc - argi - 1, argv + argi + 1);
-    } else {
-        if (argi < argc)
-            fprintf(stderr, "%s: unknown command \"%s\"\n", KEPLERD, argv[argi]);
-        keplerd_usage(stderr);
-        rc = 2;
-    }
-    orr_config_free(cfg);
+    int rc = orr_daemon_main(&keplerd_daemon, argc, argv);
     orr_tz_cache_clear();
-    orr_log_close();
     return rc;
 }

@@ -45,6 +45,7 @@
 
 #include "ex_blob.h"
 #include "ex_daemon.h"
+#include "orr_daemon.h"
 #include "orr_json.h"
 #include "orr_log.h"
 #include "orr_metrics.h"
@@ -67,6 +68,8 @@ static const orr_cfg_key ex_schema[] = {
     {"executor", "listen", ORR_CFG_STRING, "127.0.0.1:7171", 0, 0, 0, "HTTP log server address"},
     {"executor", "metrics_listen", ORR_CFG_STRING, "", 0, 0, 0,
      "HTTP address of /metrics and /healthz, host:port ('' = off)"},
+    {"executor", "pid_file", ORR_CFG_STRING, "", 0, 0, 0,
+     "if set, executord serve writes its pid here (removed when it stops)"},
     {"executor", "log_token", ORR_CFG_SECRET, NULL, 1, 0, 0, "bearer token of the log server"},
     {"executor", "work_dir", ORR_CFG_STRING, "var/executor", 0, 0, 0,
      "logs, run folders, code packages, outbox"},
@@ -499,8 +502,12 @@ static void *fence_thread(void *arg)
     return NULL;
 }
 
-static int serve(orr_config *cfg, const char *argv0)
+static int serve(orr_daemon *od, int argc, char **argv)
 {
+    (void)argc;
+    (void)argv;
+    orr_config *cfg = orr_daemon_config(od);
+    const char *argv0 = orr_daemon_argv0(od);
     ex_daemon d;
     memset(&d, 0, sizeof d);
     pthread_mutex_init(&d.mu, NULL);
@@ -517,14 +524,8 @@ static int serve(orr_config *cfg, const char *argv0)
     orr_metrics_server *msrv = NULL;
     char msg[600];
 
-    /* Block the stop signals in every thread; the main loop takes them. */
-    sigset_t stop;
-    sigemptyset(&stop);
-    sigaddset(&stop, SIGTERM);
-    sigaddset(&stop, SIGINT);
-    pthread_sigmask(SIG_BLOCK, &stop, NULL);
-    signal(SIGPIPE, SIG_IGN);
-
+    /* The stop signals are blocked in every thread since orr_daemon_main;
+     * the main loop takes them. */
     struct timespec now;
     clock_gettime(CLOCK_REALTIME, &now);
     d.started_at_ms = (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
@@ -556,9 +557,7 @@ static int serve(orr_config *cfg, const char *argv0)
         ORR_INFO("outbox re-sent", "count=%d", resent);
     /* What Halley still thinks we run belongs to an earlier life. */
     while (list_ours(&d, HL_STATE(RUNNING), fail_restarted) != ORR_OK) {
-        int sig = 0;
-        struct timespec ts = {1, 0};
-        if ((sig = sigtimedwait(&stop, NULL, &ts)) > 0) {
+        if (orr_daemon_wait_stop(1000) > 0) {
             rc = 0;
             goto out;
         }
@@ -592,8 +591,7 @@ static int serve(orr_config *cfg, const char *argv0)
     int64_t sweep_every = orr_config_int(cfg, "executor", "sweep_interval");
     int64_t next_sweep = ex_now_ms() + sweep_every;
     for (;;) {
-        struct timespec ts = {0, 200 * 1000000L};
-        int sig = sigtimedwait(&stop, NULL, &ts);
+        int sig = orr_daemon_wait_stop(200);
         if (sig > 0) {
             ORR_INFO("executord stopping", "signal=%d", sig);
             break;
@@ -645,22 +643,28 @@ out:
     return rc;
 }
 
+static int guard(orr_daemon *od, int argc, char **argv)
+{
+    (void)od;
+    /* ex_guard_main reads the command line as given: "executord guard ..." */
+    return ex_guard_main(argc + 1, argv - 1);
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: executord [--config FILE] [--print-config] serve\n");
+}
+
+static const orr_daemon_cmd ex_cmds[] = {
+    {"serve", serve, ORR_DAEMON_SERVES},
+    {"guard", guard, ORR_DAEMON_NO_CONFIG},
+};
+
+static const orr_daemon_def ex_def = {
+    "executord", "executor", ex_schema, sizeof ex_schema / sizeof ex_schema[0], ex_cmds, 2, usage,
+};
+
 int main(int argc, char **argv)
 {
-    if (argc > 1 && strcmp(argv[1], "guard") == 0)
-        return ex_guard_main(argc, argv);
-    int argi = 1, code = 0;
-    orr_config *cfg = orr_config_from_args("executord", argc, argv, ex_schema,
-                                           sizeof ex_schema / sizeof ex_schema[0], &argi, &code);
-    if (!cfg)
-        return code;
-    const char *cmd = argi < argc ? argv[argi] : "";
-    if (strcmp(cmd, "serve") == 0) {
-        code = serve(cfg, argv[0]);
-    } else {
-        fprintf(stderr, "usage: executord [--config FILE] [--print-config] serve\n");
-        code = 2;
-    }
-    orr_config_free(cfg);
-    return code;
+    return orr_daemon_main(&ex_def, argc, argv);
 }

@@ -48,6 +48,7 @@
 #include <hiredis/hiredis.h>
 
 #include "orr_config.h"
+#include "orr_daemon.h"
 #include "orr_log.h"
 #include "sort_metrics.h"
 #include "sort_pipe.h"
@@ -83,14 +84,18 @@ static const orr_cfg_key sortd_schema[] = {
     {"sort", "halley_token", ORR_CFG_SECRET, NULL, 0, 0, 0, "service token for halleyd"},
     {"sort", "spec_poll_ms", ORR_CFG_INT, "500", 0, 50, 3600000,
      "how often run --stream-name looks for a new spec version"},
+    {"sort", "pid_file", ORR_CFG_STRING, "", 0, 0, 0,
+     "if set, sortd run writes its pid here (removed when it stops)"},
 };
 
 static volatile sig_atomic_t sortd_stop; /* a signal: end the process */
 static int64_t sortd_stage = -1;         /* --handoff-stream: the write stage to run */
 static volatile sig_atomic_t pipe_stop;  /* end the running pipeline (signal or reload) */
 
-static void sortd_on_signal(int sig)
+/* A stop signal (taken by the stopper thread): end the pipeline and sortd. */
+static void sortd_on_stop(void *ctx, int sig)
 {
+    (void)ctx;
     (void)sig;
     sortd_stop = 1;
     pipe_stop = 1;
@@ -136,16 +141,6 @@ static int sortd_load_spec(const char *path, sort_spec **spec)
         return 2;
     }
     return 0;
-}
-
-static void sortd_signals(void)
-{
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = sortd_on_signal;
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-    signal(SIGPIPE, SIG_IGN);
 }
 
 /* Run one pipeline for spec until it ends or pipe_stop; print its summary
@@ -240,7 +235,6 @@ static int sortd_run(orr_config *cfg, const char *spec_path)
     int rc = sortd_load_spec(spec_path, &spec);
     if (rc != 0)
         return rc;
-    sortd_signals();
     sort_metrics *metrics = NULL;
     sort_report *report = NULL;
     rc = sortd_services(cfg, &metrics, &report);
@@ -387,7 +381,6 @@ static int sortd_run_named(orr_config *cfg, const char *name)
         fprintf(stderr, "%s: %s: %s\n", SORTD, err.field, err.msg);
         return s == ORR_EINVAL ? 2 : 1;
     }
-    sortd_signals();
     sort_metrics *metrics = NULL;
     sort_report *report = NULL;
     int rc = sortd_services(cfg, &metrics, &report);
@@ -543,52 +536,66 @@ static int sortd_replay(orr_config *cfg, const char *spec_path, const char *from
     return rc;
 }
 
+static int sortd_cmd_run(orr_daemon *d, int argc, char **argv)
+{
+    orr_config *cfg = orr_daemon_config(d);
+    const char *named = sortd_opt(argc, argv, 1, "--stream-name");
+    const char *stage = sortd_opt(argc, argv, 1, "--handoff-stream");
+    char *end = NULL;
+    if (stage) {
+        sortd_stage = strtoll(stage, &end, 10);
+        if (!*stage || *end || sortd_stage < 0 || sortd_stage >= SORT_MAX_HANDOFF) {
+            fprintf(stderr, "%s: --handoff-stream: must be 0..%d\n", SORTD, SORT_MAX_HANDOFF - 1);
+            return 2;
+        }
+    }
+    /* The pipeline looks at flags: a thread of its own takes the stop
+     * signals (blocked since orr_daemon_main) and sets them. */
+    orr_daemon_stopper *stopper = NULL;
+    orr_err err;
+    if (orr_daemon_stopper_start(NULL, sortd_on_stop, NULL, &stopper, &err) != ORR_OK) {
+        fprintf(stderr, "%s: %s\n", SORTD, err.msg);
+        return 1;
+    }
+    int rc =
+        named ? sortd_run_named(cfg, named) : sortd_run(cfg, sortd_opt(argc, argv, 1, "--stream"));
+    orr_daemon_stopper_end(stopper);
+    return rc;
+}
+
+static int sortd_cmd_check_spec(orr_daemon *d, int argc, char **argv)
+{
+    (void)d;
+    if (argc < 2) {
+        sortd_usage(stderr);
+        return 2;
+    }
+    sort_spec *spec = NULL;
+    int rc = sortd_load_spec(argv[1], &spec);
+    if (rc == 0)
+        printf("ok\n");
+    sort_spec_free(spec);
+    return rc;
+}
+
+static int sortd_cmd_replay(orr_daemon *d, int argc, char **argv)
+{
+    return sortd_replay(orr_daemon_config(d), sortd_opt(argc, argv, 1, "--stream"),
+                        sortd_opt(argc, argv, 1, "--from"));
+}
+
+static const orr_daemon_cmd sortd_cmds[] = {
+    {"run", sortd_cmd_run, ORR_DAEMON_SERVES},
+    {"check-spec", sortd_cmd_check_spec, 0},
+    {"replay", sortd_cmd_replay, 0},
+};
+
+static const orr_daemon_def sortd_daemon = {
+    SORTD,      "sort", sortd_schema, sizeof sortd_schema / sizeof sortd_schema[0],
+    sortd_cmds, 3,      sortd_usage,
+};
+
 int main(int argc, char **argv)
 {
-    int argi = 0, exit_code = 0;
-    orr_config *cfg =
-        orr_config_from_args(SORTD, argc, argv, sortd_schema,
-                             sizeof sortd_schema / sizeof sortd_schema[0], &argi, &exit_code);
-    if (!cfg) {
-        if (exit_code == 0 && argc > 1 &&
-            (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0))
-            sortd_usage(stdout);
-        return exit_code;
-    }
-    int rc;
-    if (argi >= argc) {
-        sortd_usage(stderr);
-        rc = 2;
-    } else if (strcmp(argv[argi], "run") == 0) {
-        const char *named = sortd_opt(argc, argv, argi + 1, "--stream-name");
-        const char *stage = sortd_opt(argc, argv, argi + 1, "--handoff-stream");
-        char *end = NULL;
-        if (stage) {
-            sortd_stage = strtoll(stage, &end, 10);
-            if (!*stage || *end || sortd_stage < 0 || sortd_stage >= SORT_MAX_HANDOFF) {
-                fprintf(stderr, "%s: --handoff-stream: must be 0..%d\n", SORTD,
-                        SORT_MAX_HANDOFF - 1);
-                rc = 2;
-                goto done;
-            }
-        }
-        rc = named ? sortd_run_named(cfg, named)
-                   : sortd_run(cfg, sortd_opt(argc, argv, argi + 1, "--stream"));
-    } else if (strcmp(argv[argi], "check-spec") == 0 && argi + 1 < argc) {
-        sort_spec *spec = NULL;
-        rc = sortd_load_spec(argv[argi + 1], &spec);
-        if (rc == 0)
-            printf("ok\n");
-        sort_spec_free(spec);
-    } else if (strcmp(argv[argi], "replay") == 0) {
-        rc = sortd_replay(cfg, sortd_opt(argc, argv, argi + 1, "--stream"),
-                          sortd_opt(argc, argv, argi + 1, "--from"));
-    } else {
-        sortd_usage(stderr);
-        rc = 2;
-    }
-done:
-    orr_config_free(cfg);
-    orr_log_close();
-    return rc;
+    return orr_daemon_main(&sortd_daemon, argc, argv);
 }
