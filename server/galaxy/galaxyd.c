@@ -15,6 +15,7 @@
 
 #include "gx_app.h"
 #include "gx_jwt.h"
+#include "orr_blob.h"
 #include "orr_daemon.h"
 #include "orr_jschema.h"
 #include "orr_log.h"
@@ -43,7 +44,8 @@ static const orr_cfg_key gx_schema[] = {
     {"galaxy", "max_package", ORR_CFG_SIZE, "256m", 0, 1024, 4LL << 30,
      "largest code-package upload (streamed to a temporary file, never held in memory)"},
     {"galaxy", "blob_root", ORR_CFG_STRING, "var/blob", 0, 0, 0,
-     "blob store root where executors archive logs (file:// or a path)"},
+     "blob store root: code packages, logs the executors archive (file:// or webhdfs:// "
+     "URL, or a path)"},
     {"galaxy", "max_body", ORR_CFG_SIZE, "1m", 0, 1024, 64LL << 20,
      "largest request body held in memory (code-package uploads: max_package)"},
     {"galaxy", "datasource_test_token", ORR_CFG_SECRET, "", 0, 0, 0,
@@ -132,8 +134,7 @@ static int gx_cmd_serve(orr_daemon *d, int argc, char **argv)
         goto out;
     }
     app.tokcache = gx_tokcache_create();
-    const char *blob = orr_config_str(cfg, "galaxy", "blob_root");
-    app.blob_root = strncmp(blob, "file://", 7) == 0 ? blob + 7 : blob;
+    app.blob_root = orr_config_str(cfg, "galaxy", "blob_root"); /* opened at first use */
     app.max_package = (size_t)orr_config_int(cfg, "galaxy", "max_package");
     const char *zk = orr_config_str(cfg, "galaxy", "zk");
     app.zk_hosts = zk;
@@ -196,6 +197,7 @@ out:
     gx_ratelimit_destroy(app.login_known);
     orr_jschema_free(app.task_schema);
     orr_zk_close(app.zk);
+    orr_blob_close(app.blob);
     return rc;
 }
 

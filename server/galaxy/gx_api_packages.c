@@ -2,125 +2,90 @@
  * unpacks (POST /api/v1/packages?name=NAME), and list them with the state of
  * their deployment on each executor (GET /api/v1/packages).
  *
- * Storage is content-addressed under <blob_root>/packages/:
- *   1. gx_pkg_begin() opens a temporary file ".upload-XXXXXX" there;
- *   2. gx_pkg_write() appends a piece and feeds it to a SHA-256 state
- *      (libsodium), so the digest is ready when the last byte is written;
- *   3. gx_pkg_finish() syncs the file and renames it to <sha256>.tar.gz (an
- *      upload of the same bytes lands on the same name, atomically);
- *      gx_pkg_abort() removes the temporary file instead.
- * Then Halley records it (CreateCodePackage, source file://<path>) and
- * announces it to the executors. Halley answers ALREADY_EXISTS for a name
- * and digest it has: that upload is answered 200 with the stored package.
- *
- * The writer takes the body piece by piece so that it can be fed straight
- * from the HTTP layer; today gx_http hands the handler the whole body, so an
- * upload is also bounded by [galaxy] max_body (the layer answers 413). */
+ * Storage is content-addressed in the blob store (lib/orr_blob: file:// or
+ * webhdfs://, [galaxy] blob_root) as packages/<sha256>.tar.gz:
+ *   1. the HTTP layer spools the body to an unlinked temporary file
+ *      (gx_route.spool_max) or, when small, holds it in memory;
+ *   2. gx_pkg_digest() reads it once for its SHA-256 (libsodium) and size;
+ *   3. gx_pkg_store() lands it under its digest's name (the store writes a
+ *      temporary name and renames it, so an upload of the same bytes lands
+ *      on the same name, atomically, and a reader never sees half of it).
+ * Then Halley records it (CreateCodePackage, source: the store's URL of the
+ * object, e.g. file:///var/blob/packages/<sha256>.tar.gz) and announces it
+ * to the executors, which fetch it from the same store. Halley answers
+ * ALREADY_EXISTS for a name and digest it has: that upload is answered 200
+ * with the stored package. An object nobody refers to (Halley refused the
+ * package) is removed again unless it was there before. */
 #include <errno.h>
-#include <fcntl.h>
-#include <limits.h>
 #include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "gx_app.h"
+#include "orr_blob.h"
 #include "orr_log.h"
 
 typedef struct gx_pkg {
-    int fd;
-    char dir[PATH_MAX];
-    char tmp[PATH_MAX + 32];
-    char final[PATH_MAX + 96];
     char sha256[crypto_hash_sha256_BYTES * 2 + 1];
+    char rel[crypto_hash_sha256_BYTES * 2 + 32]; /* packages/<sha256>.tar.gz */
     int64_t size;
-    int existed; /* the final file was there before this upload */
-    crypto_hash_sha256_state st;
+    int existed; /* the object was in the store before this upload */
 } gx_pkg;
 
-/* mkdir -p of an absolute or relative path. */
-static int gx_mkdirs(const char *path)
+#define GX_PKG_CHUNK ((size_t)256 << 10)
+
+/* Up to n bytes of a spooled body from offset; 0 at its end or on an error. */
+static size_t gx_pkg_read(int fd, unsigned char *buf, size_t n, int64_t offset)
 {
-    char p[PATH_MAX];
-    if (snprintf(p, sizeof(p), "%s", path) >= (int)sizeof(p))
-        return -1;
-    for (char *s = p + 1; *s; s++) {
-        if (*s != '/')
+    size_t got = 0;
+    while (got < n) {
+        ssize_t r = pread(fd, buf + got, n - got, (off_t)offset + (off_t)got);
+        if (r < 0 && errno == EINTR)
             continue;
-        *s = '\0';
-        if (mkdir(p, 0755) != 0 && errno != EEXIST)
-            return -1;
-        *s = '/';
+        if (r <= 0)
+            break;
+        got += (size_t)r;
     }
-    return mkdir(p, 0755) != 0 && errno != EEXIST ? -1 : 0;
+    return got;
 }
 
-/* Open the temporary file; ORR_EIO (naming the folder) on failure. */
-static orr_status gx_pkg_begin(gx_pkg *p, const char *blob_root, orr_err *err)
+/* SHA-256 and size of the whole body into p (buf: GX_PKG_CHUNK bytes of
+ * scratch). ORR_EIO (field "body") when a spooled body cannot be read back
+ * whole. */
+static orr_status gx_pkg_digest(gx_req *req, gx_pkg *p, unsigned char *buf, orr_err *err)
 {
-    memset(p, 0, sizeof(*p));
-    p->fd = -1;
-    char dir[PATH_MAX];
-    if (snprintf(dir, sizeof(dir), "%s/packages", blob_root) >= (int)sizeof(dir) ||
-        gx_mkdirs(dir) != 0 || !realpath(dir, p->dir))
-        return orr_err_set(err, ORR_EIO, NULL, "cannot create the package folder: %s",
-                           strerror(errno));
-    snprintf(p->tmp, sizeof(p->tmp), "%s/.upload-XXXXXX", p->dir);
-    p->fd = mkstemp(p->tmp);
-    if (p->fd < 0)
-        return orr_err_set(err, ORR_EIO, NULL, "cannot create a temporary file: %s",
-                           strerror(errno));
-    crypto_hash_sha256_init(&p->st);
-    return ORR_OK;
-}
-
-/* Append a piece (the caller bounds the total). ORR_EIO on a write error. */
-static orr_status gx_pkg_write(gx_pkg *p, const void *data, size_t len, orr_err *err)
-{
-    crypto_hash_sha256_update(&p->st, data, len);
-    const char *c = data;
-    while (len) {
-        ssize_t n = write(p->fd, c, len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return orr_err_set(err, ORR_EIO, NULL, "cannot write the package: %s", strerror(errno));
-        c += n;
-        len -= (size_t)n;
-        p->size += n;
+    crypto_hash_sha256_state st;
+    crypto_hash_sha256_init(&st);
+    p->size = 0;
+    if (!req->body_spooled) {
+        crypto_hash_sha256_update(&st, (const unsigned char *)req->body, req->body_len);
+        p->size = (int64_t)req->body_len;
+    } else {
+        size_t got;
+        while ((got = gx_pkg_read(req->body_fd, buf, GX_PKG_CHUNK, p->size)) > 0) {
+            crypto_hash_sha256_update(&st, buf, got);
+            p->size += (int64_t)got;
+        }
     }
-    return ORR_OK;
-}
-
-/* Sync and move to <sha256>.tar.gz; p->sha256 and p->final are then set. */
-static orr_status gx_pkg_finish(gx_pkg *p, orr_err *err)
-{
+    if ((size_t)p->size != req->body_len)
+        return orr_err_set(err, ORR_EIO, "body", "the request body could not be read back");
     unsigned char d[crypto_hash_sha256_BYTES];
-    crypto_hash_sha256_final(&p->st, d);
+    crypto_hash_sha256_final(&st, d);
     sodium_bin2hex(p->sha256, sizeof(p->sha256), d, sizeof(d));
-    snprintf(p->final, sizeof(p->final), "%s/%s.tar.gz", p->dir, p->sha256);
-    if (fsync(p->fd) != 0 || fchmod(p->fd, 0644) != 0)
-        return orr_err_set(err, ORR_EIO, NULL, "cannot sync the package: %s", strerror(errno));
-    close(p->fd);
-    p->fd = -1;
-    p->existed = access(p->final, F_OK) == 0;
-    if (rename(p->tmp, p->final) != 0)
-        return orr_err_set(err, ORR_EIO, NULL, "cannot store the package: %s", strerror(errno));
-    p->tmp[0] = '\0';
+    snprintf(p->rel, sizeof(p->rel), "packages/%s.tar.gz", p->sha256);
     return ORR_OK;
 }
 
-/* Remove what an unfinished upload left. Safe after finish (no-op). */
-static void gx_pkg_abort(gx_pkg *p)
+/* Land the body at p->rel (p->existed says whether it was there). */
+static orr_status gx_pkg_store(gx_req *req, orr_blob *blob, gx_pkg *p, orr_err *err)
 {
-    if (p->fd >= 0)
-        close(p->fd);
-    p->fd = -1;
-    if (p->tmp[0])
-        unlink(p->tmp);
-    p->tmp[0] = '\0';
+    uint64_t size;
+    p->existed = blob->ops->size(blob, p->rel, &size, NULL) == ORR_OK;
+    if (req->body_spooled)
+        return blob->ops->put_fd(blob, p->rel, req->body_fd, err);
+    return blob->ops->put_bytes(blob, p->rel, req->body, req->body_len, err);
 }
 
 static json_t *gx_package_json(const HL(CodePackage) * c)
@@ -188,23 +153,6 @@ static HL(CodePackage) *
     return NULL;
 }
 
-#define GX_PKG_CHUNK ((size_t)256 << 10)
-
-/* Read up to n bytes of a spooled body; 0 at its end or on an error. */
-static size_t gx_pkg_read(int fd, unsigned char *buf, size_t n)
-{
-    size_t got = 0;
-    while (got < n) {
-        ssize_t r = read(fd, buf + got, n - got);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            break;
-        got += (size_t)r;
-    }
-    return got;
-}
-
 void gx_h_package_upload(gx_req *req, gx_resp *resp)
 {
     gx_app *app = req->app;
@@ -234,41 +182,27 @@ void gx_h_package_upload(gx_req *req, gx_resp *resp)
     unsigned char *buf = orr_arena_alloc(req->arena, GX_PKG_CHUNK);
     size_t got = 0;
     if (req->body_spooled)
-        got = gx_pkg_read(req->body_fd, buf, GX_PKG_CHUNK);
+        got = gx_pkg_read(req->body_fd, buf, 2, 0);
     else if (req->body)
-        memcpy(buf, req->body, got = req->body_len < GX_PKG_CHUNK ? req->body_len : GX_PKG_CHUNK);
+        memcpy(buf, req->body, got = req->body_len < 2 ? req->body_len : 2);
     if (req->body_len < 18 || got < 2 || buf[0] != 0x1f || buf[1] != 0x8b) {
         gx_resp_fail(resp, ORR_EINVAL, "body", "must be a gzip-compressed tar archive");
         return;
     }
     gx_pkg p;
-    if (gx_pkg_begin(&p, app->blob_root, &e) != ORR_OK)
-        goto fail;
-    size_t done = 0;
-    while (got > 0) {
-        if (gx_pkg_write(&p, buf, got, &e) != ORR_OK)
-            goto fail;
-        done += got;
-        if (done >= req->body_len)
-            break;
-        if (req->body_spooled) {
-            got = gx_pkg_read(req->body_fd, buf, GX_PKG_CHUNK);
-        } else {
-            got = req->body_len - done < GX_PKG_CHUNK ? req->body_len - done : GX_PKG_CHUNK;
-            memcpy(buf, req->body + done, got);
-        }
-    }
-    if (done != req->body_len) {
-        orr_err_set(&e, ORR_EIO, "body", "the request body could not be read back");
-        goto fail;
-    }
-    if (gx_pkg_finish(&p, &e) != ORR_OK)
+    memset(&p, 0, sizeof(p));
+    orr_blob *blob = gx_blob(app, &e);
+    orr_buf url = ORR_BUF_INIT;
+    if (!blob || gx_pkg_digest(req, &p, buf, &e) != ORR_OK ||
+        gx_pkg_store(req, blob, &p, &e) != ORR_OK ||
+        blob->ops->url(blob, p.rel, &url, &e) != ORR_OK)
         goto fail;
     HL(CreateCodePackageRequest) rq = HL_INIT(CREATE_CODE_PACKAGE_REQUEST);
     rq.name = (char *)name;
     rq.sha256 = p.sha256;
     rq.size = p.size;
-    rq.source = orr_arena_sprintf(req->arena, "file://%s", p.final);
+    rq.source = orr_arena_strdup(req->arena, orr_buf_cstr(&url));
+    orr_buf_free(&url);
     rq.actor = (char *)gx_actor(req);
     HL(CodePackage) * c;
     orr_status rc = gx_halley(req, resp, "CreateCodePackage", &rq.base, (ProtobufCMessage **)&c);
@@ -281,7 +215,7 @@ void gx_h_package_upload(gx_req *req, gx_resp *resp)
     if (rc != ORR_OK) {
         /* Not recorded: take back a file nobody else refers to. */
         if (!p.existed)
-            unlink(p.final);
+            (void)blob->ops->remove(blob, p.rel, NULL);
         return;
     }
     ORR_INFO("package uploaded", "name=%s sha256=%s size=%lld by=%s", orr_log_q(name), p.sha256,
@@ -291,7 +225,7 @@ void gx_h_package_upload(gx_req *req, gx_resp *resp)
                    orr_arena_sprintf(req->arena, "/api/v1/packages?name=%s", name));
     return;
 fail:
-    gx_pkg_abort(&p);
+    orr_buf_free(&url);
     ORR_WARN("package upload failed", "name=%s err=%s", orr_log_q(name), orr_log_q(e.msg));
     gx_resp_err(resp, &e);
 }

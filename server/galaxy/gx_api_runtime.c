@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "gx_app.h"
+#include "orr_blob.h"
 #include "orr_json.h"
 #include "orr_log.h"
 #include "orr_zk.h"
@@ -114,37 +115,42 @@ static size_t gx_utf8_clean(char *s, size_t n, int at_end)
     return n;
 }
 
-static const char *gx_blob_dir(gx_app *app)
+static orr_status gx_log_sink(void *ud, const void *data, size_t n, orr_err *err)
 {
-    const char *root = orr_config_str(app->cfg, "galaxy", "blob_root");
-    return strncmp(root, "file://", 7) == 0 ? root + 7 : root;
+    (void)err;
+    orr_buf_append(ud, data, n);
+    return ORR_OK;
 }
 
-/* Read up to GX_LOG_CHUNK bytes of the archived log; ORR_ENOTFOUND if none. */
+/* Read up to GX_LOG_CHUNK bytes of the archived log from the blob store
+ * (logs/<task>/<instance>-<attempt>.log, landed by the executor when the
+ * attempt ended); ORR_ENOTFOUND if none (or the store cannot be opened). */
 static orr_status gx_log_archive(gx_app *app, const struct gx_log_ref *ref, int64_t offset,
                                  struct gx_chunk *c)
 {
-    char path[4096];
-    snprintf(path, sizeof(path), "%s/logs/%lld/%lld-%d.log", gx_blob_dir(app),
-             (long long)ref->task_id, (long long)ref->instance, ref->attempt);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
+    char rel[128];
+    snprintf(rel, sizeof(rel), "logs/%lld/%lld-%d.log", (long long)ref->task_id,
+             (long long)ref->instance, ref->attempt);
+    orr_blob *blob = gx_blob(app, NULL);
+    uint64_t usize = 0;
+    if (!blob)
         return ORR_ENOTFOUND;
-    struct stat st;
-    if (fstat(fd, &st) != 0) {
-        close(fd);
-        return ORR_EIO;
-    }
-    int64_t size = st.st_size;
+    orr_status rc = blob->ops->size(blob, rel, &usize, NULL);
+    if (rc != ORR_OK)
+        return rc == ORR_ENOTFOUND ? ORR_ENOTFOUND : ORR_EIO;
+    int64_t size = (int64_t)usize;
     int64_t from = offset < size ? offset : size;
     size_t want = (size_t)(size - from) < GX_LOG_CHUNK ? (size_t)(size - from) : GX_LOG_CHUNK;
+    orr_buf_reset(&c->data);
     orr_buf_reserve(&c->data, want);
-    ssize_t got = want ? pread(fd, c->data.data, want, from) : 0;
-    close(fd);
-    if (got < 0)
+    if (want && blob->ops->get_range(blob, rel, (uint64_t)from, want, gx_log_sink, &c->data,
+                                     NULL) != ORR_OK) {
+        orr_buf_reset(&c->data);
         return ORR_EIO;
-    c->data.len = (size_t)got;
-    int at_end = from + got >= size;
+    }
+    if (c->data.len > want)
+        c->data.len = want; /* the store never gives more; be sure of it */
+    int at_end = from + (int64_t)c->data.len >= size;
     c->data.len = gx_utf8_clean(c->data.data, c->data.len, at_end);
     c->data.data[c->data.len] = '\0';
     c->next_offset = from + (int64_t)c->data.len;

@@ -13,8 +13,25 @@
 
 #include "gx_jwt.h"
 #include "gx_input.h"
+#include "orr_blob.h"
 #include "orr_log.h"
 #include "orr_name.h"
+
+static pthread_mutex_t gx_blob_mu = PTHREAD_MUTEX_INITIALIZER;
+
+orr_blob *gx_blob(gx_app *app, orr_err *err)
+{
+    pthread_mutex_lock(&gx_blob_mu);
+    if (!app->blob && orr_blob_open(app->blob_root, &app->blob, err) != ORR_OK) {
+        app->blob = NULL;
+        if (err && strcmp(err->field, "blob_root") == 0)
+            snprintf(err->field, sizeof(err->field), "galaxy.blob_root");
+        ORR_WARN("blob store not available", "err=%s", orr_log_q(err ? err->msg : ""));
+    }
+    orr_blob *b = app->blob;
+    pthread_mutex_unlock(&gx_blob_mu);
+    return b;
+}
 
 /* The caller's token: "Authorization: Bearer <token>" (the scheme in any
  * case, one or more spaces, RFC 7235), else the session cookie (*cookie set). */

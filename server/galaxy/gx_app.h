@@ -48,7 +48,8 @@ typedef struct gx_app {
     const char *zk_hosts;            /* [galaxy] zk ("" = none), for publishing */
     orr_rpc_client *halley_worker;   /* worker-token client for GetDataSourceSecret; NULL
                                         without [galaxy] datasource_test_token */
-    const char *blob_root;           /* [galaxy] blob_root, a path (file:// stripped) */
+    const char *blob_root;           /* [galaxy] blob_root as configured (a URL or path) */
+    struct orr_blob *blob;           /* that store once opened: use gx_blob() */
     size_t max_package;              /* [galaxy] max_package: largest code-package upload */
     struct gx_tokcache *tokcache;    /* API tokens seen lately (gx_api_tokens.c) */
     gx_sessions *sessions;           /* ended login sessions (gx_session.h) */
@@ -69,6 +70,13 @@ int gx_auth_check(gx_req *req, gx_resp *resp);
 /* 1 if the caller may change things owned by team (admin, or a developer in
  * that team). Otherwise answers 403 into resp and returns 0. */
 int gx_require_team(gx_req *req, gx_resp *resp, const char *team);
+
+/* The blob store of [galaxy] blob_root (code packages, archived logs),
+ * opened at its first use: galaxyd starts without it, and a store that
+ * cannot be opened (HDFS down) is tried again at the next call. NULL with
+ * err set (field "galaxy.blob_root") on failure. Thread-safe; may block on
+ * the network while it opens. Closed by galaxyd at exit. */
+struct orr_blob *gx_blob(gx_app *app, orr_err *err);
 
 /* "user:alice" for audit fields; arena string. */
 const char *gx_actor(gx_req *req);

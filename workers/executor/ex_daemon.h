@@ -23,6 +23,7 @@
 #include "ex_sandbox.h"
 #include "ex_zk.h"
 #include "halley.pb-c.h"
+#include "orr_blob.h"
 #include "orr_config.h"
 #include "orr_rpc.h"
 
@@ -73,7 +74,6 @@ typedef struct ex_daemon {
     char run_dir[EX_PATH];
     char code_dir[EX_PATH];
     char outbox_dir[EX_PATH];
-    char blob_dir[EX_PATH];
     char bin_dir[EX_PATH];
     char actor[160]; /* "executor:<id>" */
 
@@ -89,6 +89,7 @@ typedef struct ex_daemon {
     orr_rpc_client *halley_worker; /* with the worker token; NULL if none */
     ex_logsrv *logsrv;
     ex_zk *zk;
+    orr_blob *blob;        /* [executor] blob_root: code packages, finished logs */
     int64_t started_at_ms; /* wall clock */
 
     atomic_int stopping;

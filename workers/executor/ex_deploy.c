@@ -16,8 +16,10 @@
  * Installing a package (install_one):
  *   1. its name must be a plain folder name; already installed with the
  *      same sha256 (marker <code>/.<name>.package) -> reported ok again;
- *   2. the archive is copied from the blob store to <work>/deploy/<id>.tgz,
- *      its size and sha256 compared with what Halley recorded;
+ *   2. the archive is copied from the blob store (lib/orr_blob: file:// or
+ *      webhdfs://; the package's source is a URL of that store or a path
+ *      relative to its root) to <work>/deploy/<id>.tgz, its size and sha256
+ *      compared with what Halley recorded;
  *   3. it is unpacked into <code>/.tmp-<name> (ex_untar: no absolute names,
  *      no "..", no links leaving it, no devices);
  *   4. the new folder replaces the old one in one step (renameat2
@@ -29,15 +31,16 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "ex_blob.h"
 #include "ex_daemon.h"
 #include "ex_untar.h"
+#include "orr_blob.h"
 #include "orr_json.h"
 #include "orr_log.h"
 
@@ -117,6 +120,74 @@ static orr_status marker_write(ex_daemon *d, const HL(CodePackage) * p, orr_err 
     return ORR_OK;
 }
 
+/* Where step 2 writes: the archive file, its digest and size so far. */
+typedef struct fetch_to {
+    int fd;
+    const char *path;
+    int64_t size;
+    crypto_hash_sha256_state st;
+} fetch_to;
+
+static orr_status fetch_sink(void *ud, const void *data, size_t n, orr_err *err)
+{
+    fetch_to *f = ud;
+    f->size += (int64_t)n;
+    if (f->size > DEPLOY_MAX_ARCHIVE)
+        return orr_err_set(err, ORR_ETOOBIG, "source", "larger than %lld bytes",
+                           (long long)DEPLOY_MAX_ARCHIVE);
+    crypto_hash_sha256_update(&f->st, data, n);
+    for (const char *c = data; n > 0;) {
+        ssize_t w = write(f->fd, c, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return orr_err_set(err, ORR_EIO, f->path, "write: %s", strerror(errno));
+        c += w;
+        n -= (size_t)w;
+    }
+    return ORR_OK;
+}
+
+/* Step 2: copy the archive source names from the blob store to dst
+ * (created 0600), with its size and SHA-256 (64 lower-case hex digits).
+ * ORR_EINVAL naming "source" for a URL of another store or outside its
+ * root, ORR_ENOTFOUND when it does not exist, ORR_ETOOBIG past
+ * DEPLOY_MAX_ARCHIVE, ORR_EIO otherwise; dst is removed on failure. */
+static orr_status fetch(ex_daemon *d, const char *source, const char *dst, char sha_hex[65],
+                        int64_t *size, orr_err *err)
+{
+    orr_buf rel = ORR_BUF_INIT;
+    fetch_to f = {.fd = -1, .path = dst};
+    orr_status s = d->blob->ops->locate(d->blob, source, &rel, err);
+    if (s != ORR_OK) {
+        if (err)
+            snprintf(err->field, sizeof err->field, "source");
+        goto out;
+    }
+    unlink(dst);
+    f.fd = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (f.fd < 0) {
+        s = orr_err_set(err, ORR_EIO, dst, "cannot create: %s", strerror(errno));
+        goto out;
+    }
+    crypto_hash_sha256_init(&f.st);
+    s = d->blob->ops->get_range(d->blob, orr_buf_cstr(&rel), 0, DEPLOY_MAX_ARCHIVE + 1, fetch_sink,
+                                &f, err);
+    if (close(f.fd) != 0 && s == ORR_OK)
+        s = orr_err_set(err, ORR_EIO, dst, "close: %s", strerror(errno));
+    if (s != ORR_OK) {
+        unlink(dst);
+        goto out;
+    }
+    unsigned char dig[crypto_hash_sha256_BYTES];
+    crypto_hash_sha256_final(&f.st, dig);
+    sodium_bin2hex(sha_hex, 65, dig, sizeof dig);
+    *size = f.size;
+out:
+    orr_buf_free(&rel);
+    return s;
+}
+
 /* Steps 2-4; on failure err says why (the folder is untouched). */
 static orr_status install(ex_daemon *d, const HL(CodePackage) * p, orr_err *err)
 {
@@ -130,8 +201,7 @@ static orr_status install(ex_daemon *d, const HL(CodePackage) * p, orr_err *err)
 
     char sha[65];
     int64_t size = 0;
-    orr_status s =
-        ex_blob_fetch(d->blob_dir, p->source, archive, DEPLOY_MAX_ARCHIVE, sha, &size, err);
+    orr_status s = fetch(d, p->source, archive, sha, &size, err);
     if (s != ORR_OK)
         return s;
     if (p->size > 0 && size != p->size) {

@@ -18,7 +18,8 @@
  *   6a. transfer: process statistics from wormhole's summary and, after a
  *      success, the new watermark (ex_xfer.c); a watermark that cannot be
  *      saved turns the outcome into failed.
- *   7. Log copied to <blob>/logs/<task>/<instance>-<attempt>.log, run dir
+ *   7. Log landed in the blob store (lib/orr_blob) as
+ *      logs/<task>/<instance>-<attempt>.log, run dir
  *      removed (on every path: it may hold a resolved job with passwords),
  *      slots released.
  */
@@ -31,7 +32,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "ex_blob.h"
 #include "ex_daemon.h"
 #include "ex_runner.h"
 #include "orr_arena.h"
@@ -367,7 +367,7 @@ static void run_job(ex_daemon *d, ex_job *j, orr_arena *a)
     char key[256];
     snprintf(key, sizeof key, "logs/%lld/%lld-%d.log", (long long)in->task_id, (long long)inst,
              j->attempt);
-    if (ex_blob_put_file(d->blob_dir, key, log_path, &err) != ORR_OK)
+    if (d->blob->ops->put_file(d->blob, key, log_path, 0, &err) != ORR_OK)
         ORR_WARN("log copy to the blob store failed", "instance=%lld err=%s", (long long)inst,
                  orr_log_q(err.msg));
 

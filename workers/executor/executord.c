@@ -43,8 +43,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "ex_blob.h"
 #include "ex_daemon.h"
+#include "orr_blob.h"
 #include "orr_daemon.h"
 #include "orr_json.h"
 #include "orr_log.h"
@@ -74,7 +74,7 @@ static const orr_cfg_key ex_schema[] = {
     {"executor", "work_dir", ORR_CFG_STRING, "var/executor", 0, 0, 0,
      "logs, run folders, code packages, outbox"},
     {"executor", "blob_root", ORR_CFG_STRING, "var/blob", 0, 0, 0,
-     "blob store root (file:// URL or path)"},
+     "blob store root (file:// or webhdfs:// URL, or a path)"},
     {"executor", "slot_memory", ORR_CFG_SIZE, "512m", 0, 1 << 20, 1LL << 40, "memory per slot"},
     {"executor", "slot_cpu_percent", ORR_CFG_INT, "100", 0, 1, 100000,
      "CPU per slot, percent of one core"},
@@ -362,15 +362,12 @@ static orr_status setup(ex_daemon *d, orr_config *cfg, const char *argv0, char *
         (s = make_dir(d->code_dir, 0755, err)) != ORR_OK ||
         (s = make_dir(d->outbox_dir, 0700, err)) != ORR_OK)
         return s;
-    char blob[EX_PATH];
-    if ((s = ex_blob_root_dir(orr_config_str(cfg, sec, "blob_root"), blob, sizeof blob, err)) !=
-        ORR_OK)
+    /* Code packages come from the blob store, finished logs go there. */
+    if ((s = orr_blob_open(orr_config_str(cfg, sec, "blob_root"), &d->blob, err)) != ORR_OK) {
+        if (err && strcmp(err->field, "blob_root") == 0)
+            snprintf(err->field, sizeof err->field, "executor.blob_root");
         return s;
-    if ((s = make_dir(blob, 0755, err)) != ORR_OK)
-        return s;
-    if (!realpath(blob, abs))
-        return orr_err_set(err, ORR_EIO, "executor.blob_root", "%s: %s", blob, strerror(errno));
-    snprintf(d->blob_dir, sizeof d->blob_dir, "%.500s", abs);
+    }
     const char *bin = orr_config_str(cfg, sec, "bin_dir");
     if (bin) {
         snprintf(d->bin_dir, sizeof d->bin_dir, "%.500s", bin);
@@ -636,6 +633,7 @@ out:
     orr_metrics_destroy(reg);
     ex_zk_stop(d.zk);
     ex_logsrv_stop(d.logsrv);
+    orr_blob_close(d.blob);
     orr_rpc_client_destroy(d.halley);
     orr_rpc_client_destroy(d.halley_worker);
     pthread_mutex_destroy(&d.mu);

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # sort_webhdfs.sh SORTD BLOB_TEST SORT_GEN - the webhdfs:// blob store against
-# the WebHDFS protocol stand-in (webhdfs_standin.py: a loopback namenode +
+# the WebHDFS protocol stand-in (../lib/webhdfs_standin.py: a loopback namenode +
 # datanode speaking the REST subset; it is not HDFS).
 #
 # 1. webhdfs_blob_test: the orr_blob.h contract with injected failures.
@@ -21,7 +21,7 @@ cleanup() {
 }
 trap cleanup EXIT
 mkdir -p "$T/hdfs" "$T/work" "$T/in"
-/usr/bin/python3 "$(dirname "$0")/webhdfs_standin.py" "$T/hdfs" "$T/ports" &
+/usr/bin/python3 "$(dirname "$0")/../lib/webhdfs_standin.py" "$T/hdfs" "$T/ports" &
 SPID=$!
 standin_up() {
     alive "$SPID" || fail "the WebHDFS stand-in exited"

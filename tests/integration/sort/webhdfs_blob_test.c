@@ -1,8 +1,8 @@
 /*
- * webhdfs_blob_test.c - the blob store contract (orr_blob.h) of the
+ * webhdfs_blob_test.c - the blob store contract (lib/orr_blob.h) of the
  * webhdfs:// backend, run against the WebHDFS protocol stand-in
- * (webhdfs_standin.py: a namenode + datanode on loopback that speaks the
- * REST subset; it is not HDFS).
+ * (tests/integration/lib/webhdfs_standin.py: a namenode + datanode on
+ * loopback that speaks the REST subset; it is not HDFS).
  *
  * Usage: webhdfs_blob_test NAMENODE_PORT STANDIN_DIR WORK_DIR
  *   STANDIN_DIR is the folder the stand-in stores files in, read directly to
@@ -11,6 +11,7 @@
  * every check passed; each failed check prints a line.
  */
 #include <curl/curl.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -126,6 +127,75 @@ static void test_urls(void)
           "closed port: %d %s", rc, err.msg);
 }
 
+static orr_status append_sink(void *ud, const void *data, size_t n, orr_err *err)
+{
+    (void)err;
+    orr_buf_append(ud, data, n);
+    return ORR_OK;
+}
+
+/* get_range (OPEN with offset= and length=), put_fd, url and locate. */
+static void test_ranges_fds_urls(orr_blob *b)
+{
+    orr_err err = {0};
+    orr_buf got = ORR_BUF_INIT, u = ORR_BUF_INIT, rel = ORR_BUF_INIT;
+    orr_status rc = b->ops->put_bytes(b, "r/text", "0123456789", 10, &err);
+    CHECK(rc == ORR_OK, "put r/text: %s", err.msg);
+    rc = b->ops->get_range(b, "r/text", 3, 4, append_sink, &got, &err);
+    CHECK(rc == ORR_OK && got.len == 4 && memcmp(got.data, "3456", 4) == 0, "range: %d %.*s", rc,
+          (int)got.len, got.data ? got.data : "");
+    orr_buf_reset(&got);
+    rc = b->ops->get_range(b, "r/text", 8, ORR_BLOB_TO_END, append_sink, &got, &err);
+    CHECK(rc == ORR_OK && got.len == 2 && memcmp(got.data, "89", 2) == 0, "to the end: %d", rc);
+    orr_buf_reset(&got);
+    rc = b->ops->get_range(b, "r/text", 10, 5, append_sink, &got, &err);
+    CHECK(rc == ORR_OK && got.len == 0, "at the end: %d %s", rc, err.msg);
+    rc = b->ops->get_range(b, "r/none", 0, 5, append_sink, &got, &err);
+    CHECK(rc == ORR_ENOTFOUND && strstr(err.field, "/store/r/none") &&
+              strstr(err.msg, "FileNotFoundException"),
+          "range of an absent object: %d %s", rc, err.msg);
+    CHECK(got.len == 0, "an error answer never reaches the sink: %zu", got.len);
+
+    /* put_fd from an unlinked file, offset untouched */
+    char tmpl[512];
+    snprintf(tmpl, sizeof tmpl, "%s/spool.XXXXXX", wdir);
+    int fd = mkstemp(tmpl);
+    CHECK(fd >= 0, "mkstemp");
+    unlink(tmpl);
+    CHECK(write(fd, "spooled\n", 8) == 8, "write");
+    rc = b->ops->put_fd(b, "packages/p one%.tar.gz", fd, &err);
+    CHECK(rc == ORR_OK && lseek(fd, 0, SEEK_CUR) == 8, "put_fd: %s", err.msg);
+    close(fd);
+    CHECK(stored("packages/p one%.tar.gz"), "put_fd landed");
+    expect_get(b, "packages/p one%.tar.gz", "spooled\n");
+
+    /* url: the store's own URL, percent-encoded; locate maps it back */
+    rc = b->ops->url(b, "packages/p one%.tar.gz", &u, &err);
+    char want[256];
+    snprintf(want, sizeof want, "webhdfs://orrtest@127.0.0.1:%d/store/packages/p%%20one%%25.tar.gz",
+             nn_port);
+    CHECK(rc == ORR_OK && strcmp(orr_buf_cstr(&u), want) == 0, "url: %s", orr_buf_cstr(&u));
+    rc = b->ops->locate(b, orr_buf_cstr(&u), &rel, &err);
+    CHECK(rc == ORR_OK && strcmp(orr_buf_cstr(&rel), "packages/p one%.tar.gz") == 0,
+          "locate: %d %s", rc, orr_buf_cstr(&rel));
+    rc = b->ops->locate(b, "packages/x.tar.gz", &rel, &err);
+    CHECK(rc == ORR_OK && strcmp(orr_buf_cstr(&rel), "packages/x.tar.gz") == 0, "relative: %d", rc);
+    snprintf(want, sizeof want, "webhdfs://orrtest@127.0.0.1:%d/other/x", nn_port);
+    rc = b->ops->locate(b, want, &rel, &err);
+    CHECK(rc == ORR_EINVAL && strstr(err.msg, "outside"), "outside the root: %d %s", rc, err.msg);
+    snprintf(want, sizeof want, "webhdfs://orrtest@127.0.0.1:%d/store/../etc/x", nn_port);
+    rc = b->ops->locate(b, want, &rel, &err);
+    CHECK(rc == ORR_EINVAL, "dot-dot: %d %s", rc, err.msg);
+    rc = b->ops->locate(b, "webhdfs://orrtest@127.0.0.1:1/store/x", &rel, &err);
+    CHECK(rc == ORR_EINVAL && strstr(err.msg, "not in this blob store"), "other port: %d %s", rc,
+          err.msg);
+    rc = b->ops->locate(b, "file:///store/x", &rel, &err);
+    CHECK(rc == ORR_EINVAL && strcmp(err.field, "url") == 0, "other scheme: %d", rc);
+    orr_buf_free(&got);
+    orr_buf_free(&u);
+    orr_buf_free(&rel);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 4) {
@@ -147,6 +217,8 @@ int main(int argc, char **argv)
     if (rc != ORR_OK)
         return 1;
     CHECK(orr_blob_local_root(b) == NULL, "not a local store");
+
+    test_ranges_fds_urls(b);
 
     /* put_bytes, get_bytes (binary with a NUL), landing under the final name. */
     static const char bin[] = "ab\0cd\n";

@@ -1,7 +1,8 @@
 /*
  * test_ex_logsrv.c - the live log server over real HTTP (libcurl): token,
- * path validation, offsets, following a growing log until its attempt ends;
- * and the blob copy of a log.
+ * path validation, offsets, following a growing log until its attempt ends.
+ * (The copy of a finished log to the blob store is lib/orr_blob's put_file:
+ * tests/unit/lib/test_lib_blob.c.)
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -17,7 +18,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "ex_blob.h"
 #include "ex_cgroup.h"
 #include "ex_logsrv.h"
 #include "orr_buf.h"
@@ -147,30 +147,6 @@ static void test_follow_streams_until_attempt_ends(void **state)
     orr_buf_free(&b);
 }
 
-static void test_blob_copy(void **state)
-{
-    (void)state;
-    write_log(4, 1, "to the blob store\n", "w");
-    char src[300], root[300], dst[400];
-    ex_log_path(src, sizeof src, g_dir, 4, 1);
-    orr_err err;
-    assert_int_equal(ex_blob_root_dir("hdfs://x/y", root, sizeof root, &err), ORR_EINVAL);
-    assert_string_equal(err.field, "executor.blob_root");
-    char url[300];
-    snprintf(url, sizeof url, "file://%s/blob", g_dir);
-    assert_int_equal(ex_blob_root_dir(url, root, sizeof root, &err), ORR_OK);
-    assert_int_equal(ex_blob_put_file(root, "logs/77/4-1.log", src, &err), ORR_OK);
-    assert_int_equal(ex_blob_put_file(root, "../x", src, &err), ORR_EINVAL);
-    snprintf(dst, sizeof dst, "%s/logs/77/4-1.log", root);
-    FILE *f = fopen(dst, "r");
-    assert_non_null(f);
-    char text[64] = "";
-    assert_non_null(fgets(text, sizeof text, f));
-    fclose(f);
-    assert_string_equal(text, "to the blob store\n");
-    assert_int_equal(ex_blob_put_file(root, "logs/77/5-1.log", "/nonexistent", &err), ORR_EIO);
-}
-
 static void test_start_refuses_bad_options(void **state)
 {
     (void)state;
@@ -213,7 +189,6 @@ int main(void)
         cmocka_unit_test(test_token_is_required),
         cmocka_unit_test(test_paths_and_params_are_validated),
         cmocka_unit_test(test_follow_streams_until_attempt_ends),
-        cmocka_unit_test(test_blob_copy),
         cmocka_unit_test(test_start_refuses_bad_options),
     };
     return cmocka_run_group_tests(tests, setup_all, teardown_all);

@@ -1,14 +1,23 @@
-/* orr_blob.c - blob store table and the file:// backend (see orr_blob.h). */
+/*
+ * orr_blob.c - the blob store's backend table and the file:// backend (see
+ * orr_blob.h). The file backend keeps only its root (absolute, symbolic
+ * links resolved) and an open descriptor of it for syncfs; each put writes
+ * ".tmp-<name>" beside the target, fsyncs it, renames it and fsyncs the
+ * folder, so a reader never sees half a file.
+ */
 #include "orr_blob.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include "orr_alloc.h"
 
 typedef struct blob_file {
     orr_blob base;
@@ -87,20 +96,17 @@ static void bf__split(const char *full, char *dir, size_t dn, const char **base)
     *base = slash + 1;
 }
 
-static orr_status bf__copy(const char *src, const char *dst, orr_err *err)
+/* Copy everything of the open file in (from offset 0, with pread) to a new
+ * file dst, fsync'ed. src names in for messages. dst is left on failure. */
+static orr_status bf__copy_fd(int in, const char *src, const char *dst, orr_err *err)
 {
-    int in = open(src, O_RDONLY | O_CLOEXEC);
-    if (in < 0)
-        return orr_err_set(err, ORR_EIO, src, "cannot open: %s", strerror(errno));
     int out = open(dst, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (out < 0) {
-        close(in);
+    if (out < 0)
         return orr_err_set(err, ORR_EIO, dst, "cannot create: %s", strerror(errno));
-    }
     char buf[1 << 16];
     orr_status rc = ORR_OK;
-    for (;;) {
-        ssize_t r = read(in, buf, sizeof buf);
+    for (off_t pos = 0;;) {
+        ssize_t r = pread(in, buf, sizeof buf, pos);
         if (r < 0 && errno == EINTR)
             continue;
         if (r < 0) {
@@ -109,6 +115,7 @@ static orr_status bf__copy(const char *src, const char *dst, orr_err *err)
         }
         if (r == 0)
             break;
+        pos += r;
         for (ssize_t off = 0; off < r;) {
             ssize_t w = write(out, buf + off, (size_t)(r - off));
             if (w < 0 && errno == EINTR)
@@ -123,24 +130,54 @@ static orr_status bf__copy(const char *src, const char *dst, orr_err *err)
 done:
     if (rc == ORR_OK && fsync(out) != 0)
         rc = orr_err_set(err, ORR_EIO, dst, "fsync failed: %s", strerror(errno));
-    close(in);
     close(out);
     return rc;
+}
+
+static orr_status bf__copy(const char *src, const char *dst, orr_err *err)
+{
+    int in = open(src, O_RDONLY | O_CLOEXEC);
+    if (in < 0)
+        return orr_err_set(err, ORR_EIO, src, "cannot open: %s", strerror(errno));
+    orr_status rc = bf__copy_fd(in, src, dst, err);
+    close(in);
+    return rc;
+}
+
+/* Rename tmp to full and sync the folder; tmp is removed on failure. */
+static orr_status bf__land(const char *tmp, const char *full, const char *dir, orr_err *err)
+{
+    if (rename(tmp, full) != 0) {
+        int e = errno;
+        unlink(tmp);
+        return orr_err_set(err, ORR_EIO, full, "rename failed: %s", strerror(e));
+    }
+    blob__fsync_dir(dir);
+    return ORR_OK;
+}
+
+/* Full path, folder (created) and temporary name of rel. */
+static orr_status bf__prepare(blob_file *b, const char *rel, char full[4096], char dir[4096],
+                              char tmp[4200], orr_err *err)
+{
+    const char *base;
+    orr_status rc = bf__full(b, rel, full, 4096, err);
+    if (rc != ORR_OK)
+        return rc;
+    bf__split(full, dir, 4096, &base);
+    if (blob__mkdirs(dir) != 0)
+        return orr_err_set(err, ORR_EIO, dir, "cannot create folder: %s", strerror(errno));
+    snprintf(tmp, 4200, "%s/.tmp-%s", dir, base);
+    return ORR_OK;
 }
 
 static orr_status bf_put_file(orr_blob *bb, const char *rel, const char *local, int move,
                               orr_err *err)
 {
-    blob_file *b = (blob_file *)bb;
     char full[4096], dir[4096], tmp[4200];
-    const char *base;
-    orr_status rc = bf__full(b, rel, full, sizeof full, err);
+    orr_status rc = bf__prepare((blob_file *)bb, rel, full, dir, tmp, err);
     if (rc != ORR_OK)
         return rc;
-    bf__split(full, dir, sizeof dir, &base);
-    if (blob__mkdirs(dir) != 0)
-        return orr_err_set(err, ORR_EIO, dir, "cannot create folder: %s", strerror(errno));
-    snprintf(tmp, sizeof tmp, "%s/.tmp-%s", dir, base);
     if (!(move && rename(local, tmp) == 0)) {
         /* Another filesystem, or a copy was asked for. */
         rc = bf__copy(local, tmp, err);
@@ -151,28 +188,29 @@ static orr_status bf_put_file(orr_blob *bb, const char *rel, const char *local, 
         if (move)
             unlink(local);
     }
-    if (rename(tmp, full) != 0) {
-        int e = errno;
+    return bf__land(tmp, full, dir, err);
+}
+
+static orr_status bf_put_fd(orr_blob *bb, const char *rel, int fd, orr_err *err)
+{
+    char full[4096], dir[4096], tmp[4200];
+    orr_status rc = bf__prepare((blob_file *)bb, rel, full, dir, tmp, err);
+    if (rc != ORR_OK)
+        return rc;
+    if ((rc = bf__copy_fd(fd, "the file to land", tmp, err)) != ORR_OK) {
         unlink(tmp);
-        return orr_err_set(err, ORR_EIO, full, "rename failed: %s", strerror(e));
+        return rc;
     }
-    blob__fsync_dir(dir);
-    return ORR_OK;
+    return bf__land(tmp, full, dir, err);
 }
 
 static orr_status bf_put_bytes(orr_blob *bb, const char *rel, const void *data, size_t len,
                                orr_err *err)
 {
-    blob_file *b = (blob_file *)bb;
     char full[4096], dir[4096], tmp[4200];
-    const char *base;
-    orr_status rc = bf__full(b, rel, full, sizeof full, err);
+    orr_status rc = bf__prepare((blob_file *)bb, rel, full, dir, tmp, err);
     if (rc != ORR_OK)
         return rc;
-    bf__split(full, dir, sizeof dir, &base);
-    if (blob__mkdirs(dir) != 0)
-        return orr_err_set(err, ORR_EIO, dir, "cannot create folder: %s", strerror(errno));
-    snprintf(tmp, sizeof tmp, "%s/.tmp-%s", dir, base);
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0)
         return orr_err_set(err, ORR_EIO, tmp, "cannot create: %s", strerror(errno));
@@ -197,13 +235,7 @@ static orr_status bf_put_bytes(orr_blob *bb, const char *rel, const void *data, 
         return orr_err_set(err, ORR_EIO, tmp, "fsync failed: %s", strerror(e));
     }
     close(fd);
-    if (rename(tmp, full) != 0) {
-        int e = errno;
-        unlink(tmp);
-        return orr_err_set(err, ORR_EIO, full, "rename failed: %s", strerror(e));
-    }
-    blob__fsync_dir(dir);
-    return ORR_OK;
+    return bf__land(tmp, full, dir, err);
 }
 
 static orr_status bf_get_bytes(orr_blob *bb, const char *rel, orr_buf *out, orr_err *err)
@@ -237,6 +269,51 @@ static orr_status bf_get_bytes(orr_blob *bb, const char *rel, orr_buf *out, orr_
     }
     close(fd);
     return ORR_OK;
+}
+
+static orr_status bf_get_range(orr_blob *bb, const char *rel, uint64_t offset, uint64_t max,
+                               orr_blob_sink sink, void *ud, orr_err *err)
+{
+    blob_file *b = (blob_file *)bb;
+    char full[4096], buf[1 << 16];
+    orr_status rc = bf__full(b, rel, full, sizeof full, err);
+    if (rc != ORR_OK)
+        return rc;
+    int fd = open(full, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        if (errno == ENOENT)
+            return orr_err_set(err, ORR_ENOTFOUND, full, "no such object");
+        return orr_err_set(err, ORR_EIO, full, "cannot open: %s", strerror(errno));
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        rc = orr_err_set(err, ORR_EIO, full, "cannot stat: %s", strerror(errno));
+        goto out;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        rc = orr_err_set(err, ORR_EINVAL, full, "not a file");
+        goto out;
+    }
+    if (offset > (uint64_t)INT64_MAX)
+        goto out; /* past any end: no bytes */
+    for (off_t pos = (off_t)offset; max > 0;) {
+        ssize_t r = pread(fd, buf, max < sizeof buf ? (size_t)max : sizeof buf, pos);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            rc = orr_err_set(err, ORR_EIO, full, "read failed: %s", strerror(errno));
+            goto out;
+        }
+        if (r == 0)
+            break;
+        if ((rc = sink(ud, buf, (size_t)r, err)) != ORR_OK)
+            goto out;
+        pos += r;
+        max -= (uint64_t)r;
+    }
+out:
+    close(fd);
+    return rc;
 }
 
 static orr_status bf_list(orr_blob *bb, const char *rel, orr_buf *out, orr_buf *sizes, orr_err *err)
@@ -434,6 +511,44 @@ out:
     return rc;
 }
 
+static orr_status bf_url(orr_blob *bb, const char *rel, orr_buf *out, orr_err *err)
+{
+    blob_file *b = (blob_file *)bb;
+    char full[4096];
+    orr_status rc = bf__full(b, rel, full, sizeof full, err);
+    if (rc != ORR_OK)
+        return rc;
+    orr_buf_reset(out);
+    orr_buf_appendf(out, "file://%s", full);
+    return ORR_OK;
+}
+
+static orr_status bf_locate(orr_blob *bb, const char *ref, orr_buf *rel, orr_err *err)
+{
+    blob_file *b = (blob_file *)bb;
+    char real[PATH_MAX];
+    orr_buf_reset(rel);
+    const char *path = strncmp(ref, "file://", 7) == 0 ? ref + 7 : ref;
+    if (path[0] != '/') {
+        if (path != ref || strstr(ref, "://") || !orr_blob_path_ok(ref))
+            return orr_err_set(err, ORR_EINVAL, "url",
+                               "%.200s is neither a file:// URL nor a clean relative path", ref);
+        orr_buf_append_str(rel, ref);
+        return ORR_OK;
+    }
+    if (!realpath(path, real))
+        return orr_err_set(err, errno == ENOENT ? ORR_ENOTFOUND : ORR_EIO, "url", "%.200s: %s", ref,
+                           strerror(errno));
+    /* Inside the root once links are resolved (the root's are, at open). */
+    size_t rl = strlen(b->root);
+    if (rl == 1)
+        rl = 0; /* the root is "/" */
+    if (strncmp(real, b->root, rl) != 0 || real[rl] != '/' || !orr_blob_path_ok(real + rl + 1))
+        return orr_err_set(err, ORR_EINVAL, "url", "%.200s is outside the blob root", ref);
+    orr_buf_append_str(rel, real + rl + 1);
+    return ORR_OK;
+}
+
 static void bf_close(orr_blob *bb)
 {
     blob_file *b = (blob_file *)bb;
@@ -446,28 +561,31 @@ static void bf_close(orr_blob *bb)
 static orr_status bf_open(const char *url, orr_blob **out, orr_err *err)
 {
     const char *path = url;
-    if (strncmp(url, "file://", 7) == 0)
+    if (strncmp(url, "file://", 7) == 0) {
         path = url + 7;
-    if (path[0] != '/')
-        return orr_err_set(err, ORR_EINVAL, "blob_root", "file store needs an absolute path: %s",
-                           url);
-    blob_file *b = calloc(1, sizeof *b);
-    if (!b)
-        abort();
+        if (path[0] != '/')
+            return orr_err_set(err, ORR_EINVAL, "blob_root",
+                               "file store needs an absolute path: %s", url);
+    }
+    if (!*path)
+        return orr_err_set(err, ORR_EINVAL, "blob_root", "empty path");
+    blob_file *b = orr_xcalloc(1, sizeof *b);
     b->base.ops = &orr_blob_file;
     b->root_fd = -1;
-    b->root = strdup(path);
-    if (!b->root)
-        abort();
+    b->root = orr_xstrdup(path);
     size_t n = strlen(b->root);
     while (n > 1 && b->root[n - 1] == '/')
         b->root[--n] = 0;
-    if (blob__mkdirs(b->root) != 0) {
+    char real[PATH_MAX];
+    if (blob__mkdirs(b->root) != 0 || !realpath(b->root, real)) {
         orr_status rc = orr_err_set(err, ORR_EIO, "blob_root", "cannot create %s: %s", b->root,
                                     strerror(errno));
         bf_close(&b->base);
         return rc;
     }
+    /* Absolute, links resolved: url and locate compare against it. */
+    free(b->root);
+    b->root = orr_xstrdup(real);
     b->root_fd = open(b->root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (b->root_fd < 0) {
         orr_status rc =
@@ -483,12 +601,16 @@ const orr_blob_ops orr_blob_file = {
     .scheme = "file",
     .open = bf_open,
     .put_file = bf_put_file,
+    .put_fd = bf_put_fd,
     .put_bytes = bf_put_bytes,
     .get_bytes = bf_get_bytes,
+    .get_range = bf_get_range,
     .list = bf_list,
     .remove = bf_remove,
     .size = bf_size,
     .put_many = bf_put_many,
+    .url = bf_url,
+    .locate = bf_locate,
     .close = bf_close,
 };
 
@@ -496,11 +618,9 @@ orr_status orr_blob_open(const char *url, orr_blob **out, orr_err *err)
 {
     if (!url || !*url)
         return orr_err_set(err, ORR_EINVAL, "blob_root", "is required");
-    if (url[0] == '/')
-        return orr_blob_file.open(url, out, err);
     const char *colon = strstr(url, "://");
     if (!colon)
-        return orr_err_set(err, ORR_EINVAL, "blob_root", "not a URL or absolute path: %s", url);
+        return orr_blob_file.open(url, out, err); /* a plain path */
     size_t n = (size_t)(colon - url);
     for (size_t i = 0; i < sizeof orr_blob_backends / sizeof orr_blob_backends[0]; i++) {
         const orr_blob_ops *o = orr_blob_backends[i];

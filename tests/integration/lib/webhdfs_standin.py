@@ -11,6 +11,8 @@ redirects and JSON bodies the WebHDFS documentation gives:
                         overwrite=false and the file exists)
   PUT    op=RENAME      200 {"boolean": true|false}
   GET    op=OPEN        namenode: 307 to the datanode; datanode: 200 bytes
+                        (offset= and length= for a range; an offset past the
+                        end: 403 IOException, as HDFS answers)
   GET    op=LISTSTATUS  200 {"FileStatuses": {"FileStatus": [...]}}
   GET    op=GETFILESTATUS 200 {"FileStatus": {...}}
   DELETE op=DELETE      200 {"boolean": true|false}
@@ -26,11 +28,16 @@ Failure injection (GET /ctl on the namenode, answers 200 "ok"):
                      closes the connection without an answer
   ?deny=OP           the next request with op=OP answers 403
                      AccessControlException
-GET /ctl?stats=1 answers JSON counters (requests per op, users seen).
+GET /ctl?stats=1 answers JSON counters (requests per op, users seen; the
+datanode's reads also as OPEN_WHOLE or OPEN_RANGE).
+
+Used by the sort engine's webhdfs:// tests (tests/integration/sort) and by
+the code-package and log-archive test of executord and galaxyd
+(tests/integration/executor/test_executor_webhdfs.py).
 
 Run: webhdfs_standin.py DIR PORTFILE  -> writes "NAMENODE_PORT DATANODE_PORT"
 to PORTFILE once both listen, serves until SIGTERM. Or import and call
-start(dir) -> (namenode_port, datanode_port, stop).
+start(dir[, namenode_port]) -> (namenode_port, datanode_port, stop).
 """
 import json
 import os
@@ -155,7 +162,7 @@ def make_handler(st, role):
         def nn_OPEN(self, method, hpath, lp, q):
             if not os.path.isfile(lp):
                 return self.remote(404, "FileNotFoundException", "File does not exist: " + hpath)
-            self.redirect(hpath, dict(q, offset="0"))
+            self.redirect(hpath, dict({"offset": "0"}, **q))
 
         def nn_RENAME(self, method, hpath, lp, q):
             dst = q.get("destination", "")
@@ -240,10 +247,25 @@ def make_handler(st, role):
 
         def dn_OPEN(self, method, hpath, lp, q):
             try:
+                offset = int(q.get("offset", "0"))
+                length = int(q["length"]) if "length" in q else None
+            except ValueError:
+                return self.remote(400, "IllegalArgumentException", "Invalid offset or length")
+            if offset < 0 or (length is not None and length < 0):
+                return self.remote(400, "IllegalArgumentException", "Invalid offset or length")
+            try:
                 with open(lp, "rb") as f:
-                    data = f.read()
+                    size = os.fstat(f.fileno()).st_size
+                    if offset > size:
+                        return self.remote(403, "IOException", "Offset=%d out of the range [0, %d]"
+                                           % (offset, size))
+                    f.seek(offset)
+                    data = f.read() if length is None else f.read(length)
             except FileNotFoundError:
                 return self.remote(404, "FileNotFoundException", "File does not exist: " + hpath)
+            kind = "OPEN_RANGE" if length is not None or offset else "OPEN_WHOLE"
+            with st.lock:
+                st.ops[kind] = st.ops.get(kind, 0) + 1
             self.send(200, data, "application/octet-stream")
 
         def do_GET(self):
@@ -261,11 +283,12 @@ def make_handler(st, role):
     return H
 
 
-def start(root):
-    """Start both servers on free loopback ports; returns (nn, dn, stop)."""
+def start(root, nn_port=0):
+    """Start both servers on free loopback ports (the namenode on nn_port if
+    given, e.g. to come back where it was); returns (nn, dn, stop)."""
     st = State(root)
     dn = ThreadingHTTPServer(("127.0.0.1", 0), make_handler(st, "dn"))
-    nn = ThreadingHTTPServer(("127.0.0.1", 0), make_handler(st, "nn"))
+    nn = ThreadingHTTPServer(("127.0.0.1", nn_port), make_handler(st, "nn"))
     dn.daemon_threads = nn.daemon_threads = True
     st.dn_port = dn.server_address[1]
     ts = [threading.Thread(target=s.serve_forever, daemon=True) for s in (nn, dn)]
