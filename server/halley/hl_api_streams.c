@@ -9,50 +9,23 @@
  * stream (same spec as jsonb, same active flag) changes nothing, so it bumps
  * no version and emits no event.
  */
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "hl_api.h"
-#include "hl_embed.h"
 #include "orr_name.h"
 #include "orr_json.h"
+#include "orr_schemas.h"
 
 typedef Orrery__Halley__V1__SortStream hl_pb_stream;
 
 /* ------------------------------------------------------------ sort streams */
 
-static pthread_once_t hl__stream_schema_once = PTHREAD_ONCE_INIT;
-static orr_jschema *hl__stream_schema;
-static orr_err hl__stream_schema_err;
-
-static void hl__stream_schema_load(void)
-{
-    orr_err *err = &hl__stream_schema_err;
-    const hl_embedded_file *f = hl_embed_find(hl_schema_files, "sort-stream.schema.json");
-    if (!f) {
-        orr_err_set(err, ORR_EINTERNAL, "sort-stream.schema.json", "not embedded in this build");
-        return;
-    }
-    json_t *doc = NULL;
-    if (orr_json_parse((const char *)f->data, f->len, &doc, err) != ORR_OK)
-        return;
-    orr_jschema *js = NULL;
-    if (orr_jschema_load(doc, &js, err) == ORR_OK)
-        hl__stream_schema = js;
-    json_decref(doc);
-}
-
 /* The compiled sort-stream schema, or ORR_EINTERNAL (a build defect). */
 static orr_status hl__stream_schema_get(const orr_jschema **out, orr_err *err)
 {
-    pthread_once(&hl__stream_schema_once, hl__stream_schema_load);
-    if (!hl__stream_schema)
-        return orr_err_set(err, ORR_EINTERNAL, "sort-stream.schema.json", "%s: %s",
-                           hl__stream_schema_err.field, hl__stream_schema_err.msg);
-    *out = hl__stream_schema;
-    return ORR_OK;
+    return orr_schema_get("sort-stream.schema.json", out, err);
 }
 
 #define HL_STREAM_COLS "s.name, s.spec::text, s.active, " HL_MS("s.updated_at") ", s.version"

@@ -13,14 +13,6 @@
 /* Key of the advisory lock held while migrating ("orrmigr"). */
 #define HL_MIGRATE_LOCK "7310599234116399218"
 
-const hl_embedded_file *hl_embed_find(const hl_embedded_file *files, const char *name)
-{
-    for (const hl_embedded_file *f = files; f->name; f++)
-        if (strcmp(f->name, name) == 0)
-            return f;
-    return NULL;
-}
-
 orr_status hl_migrate_parse_name(const char *name, int *version, orr_err *err)
 {
     size_t len = strlen(name);
@@ -36,7 +28,7 @@ orr_status hl_migrate_parse_name(const char *name, int *version, orr_err *err)
     return ORR_OK;
 }
 
-orr_status hl_migrate_check(const hl_embedded_file *files, unsigned n, int *latest, orr_err *err)
+orr_status hl_migrate_check(const orr_embedded_file *files, unsigned n, int *latest, orr_err *err)
 {
     int want = 1;
     for (unsigned i = 0; i < n; i++, want++) {
@@ -131,7 +123,7 @@ orr_status hl_migrate_apply(PGconn *pg, int *from, int *to, orr_err *err)
         goto unlock;
     }
     for (int v = cur + 1; v <= known; v++) {
-        const hl_embedded_file *f = &hl_migration_files[v - 1];
+        const orr_embedded_file *f = &hl_migration_files[v - 1];
         if ((s = hl__exec(pg, "BEGIN", f->name, err)) != ORR_OK)
             goto unlock;
         if ((s = hl__exec(pg, (const char *)f->data, f->name, err)) != ORR_OK) {

@@ -21,7 +21,7 @@ orr_status hl_migrate_parse_name(const char *name, int *version, orr_err *err);
 
 /* Check a migration list: parsable names, versions 1..n in order without
  * gaps. On success *latest is the last version. */
-orr_status hl_migrate_check(const hl_embedded_file *files, unsigned n, int *latest, orr_err *err);
+orr_status hl_migrate_check(const orr_embedded_file *files, unsigned n, int *latest, orr_err *err);
 
 /* Newest version this binary carries (0 if the embedded list is broken). */
 int hl_migrate_known_version(void);

@@ -12,27 +12,13 @@
 #include <string.h>
 #include <time.h>
 
-#include "hl_embed.h"
 #include "orr_cron.h"
 #include "orr_json.h"
+#include "orr_schemas.h"
 
 orr_status hl_spec_schema_load(orr_jschema **out, orr_err *err)
 {
-    const hl_embedded_file *f = hl_embed_find(hl_schema_files, "task.schema.json");
-    if (!f)
-        return orr_err_set(err, ORR_EINTERNAL, "task.schema.json", "not embedded in this build");
-    json_t *doc = NULL;
-    orr_status s = orr_json_parse((const char *)f->data, f->len, &doc, err);
-    if (s != ORR_OK)
-        return orr_err_set(err, ORR_EINTERNAL, "task.schema.json", "%s", err->msg);
-    s = orr_jschema_load(doc, out, err);
-    json_decref(doc);
-    if (s != ORR_OK) {
-        char field[sizeof err->field];
-        snprintf(field, sizeof field, "%s", err->field);
-        return orr_err_set(err, ORR_EINTERNAL, "task.schema.json", "%s: %s", field, err->msg);
-    }
-    return ORR_OK;
+    return orr_schema_load("task.schema.json", out, err);
 }
 
 void hl_spec_clear(hl_spec *s)

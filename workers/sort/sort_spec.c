@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "orr_json.h"
+#include "orr_schemas.h"
 
 #define SPEC_TRY(x)                                                                                \
     do {                                                                                           \
@@ -625,10 +626,18 @@ static orr_status spec__parse(sort_spec *s, const json_t *doc, const char *root,
 
 orr_status sort_spec_parse(const json_t *doc, const char *root_path, sort_spec **out, orr_err *err)
 {
+    /* Shape and ranges first, by the schema halleyd checks a stream with:
+     * both refuse the same spec with the same message. */
+    const orr_jschema *js = NULL;
+    orr_status rc = orr_schema_get("sort-stream.schema.json", &js, err);
+    if (rc == ORR_OK)
+        rc = orr_jschema_validate(js, doc, root_path ? root_path : "", err);
+    if (rc != ORR_OK)
+        return rc;
     orr_arena *a = orr_arena_create(0);
     sort_spec *s = orr_arena_calloc(a, 1, sizeof *s);
     s->arena = a;
-    orr_status rc = spec__parse(s, doc, root_path ? root_path : "", err);
+    rc = spec__parse(s, doc, root_path ? root_path : "", err);
     if (rc != ORR_OK) {
         orr_arena_destroy(a);
         return rc;

@@ -7,6 +7,7 @@
 
 #include "orr_buf.h"
 #include "orr_json.h"
+#include "orr_schemas.h"
 
 static const char *const wh_reader_keys[] = {"type", "channels", "incremental", NULL};
 static const char *const wh_writer_keys[] = {"type", "name", "channels", NULL};
@@ -117,6 +118,13 @@ orr_status wh_job_parse(const char *text, size_t len, wh_job **out, orr_err *err
     j->progress_ms = 1000;
     j->name = "job";
     if ((rc = orr_json_parse(text, len, &j->root, err)))
+        goto fail;
+    /* Shape and ranges by schema/transfer-job.schema.json (the document the
+     * task schema defers to); the parsers below keep the checks a schema
+     * cannot make. */
+    const orr_jschema *js = NULL;
+    if ((rc = orr_schema_get("transfer-job.schema.json", &js, err)) ||
+        (rc = orr_jschema_validate(js, j->root, "", err)))
         goto fail;
     if ((rc = orr_json_allow_keys(j->root, "", keys, err)))
         goto fail;

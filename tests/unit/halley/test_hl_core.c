@@ -85,7 +85,7 @@ static void test_migration_names(void **state)
     assert_int_equal(hl_migrate_parse_name("7_add.sql", &v, &err), ORR_EINVAL);
     assert_int_equal(hl_migrate_parse_name("00a1_x.sql", &v, &err), ORR_EINVAL);
     assert_int_equal(hl_migrate_parse_name("0001_x.txt", &v, &err), ORR_EINVAL);
-    hl_embedded_file gap[] = {{"0001_a.sql", NULL, 0}, {"0003_c.sql", NULL, 0}};
+    orr_embedded_file gap[] = {{"0001_a.sql", NULL, 0}, {"0003_c.sql", NULL, 0}};
     assert_int_equal(hl_migrate_check(gap, 2, &v, &err), ORR_EINVAL);
     assert_string_equal(err.field, "0003_c.sql");
     /* The embedded list itself is valid and starts at 1. */
@@ -93,7 +93,7 @@ static void test_migration_names(void **state)
                      ORR_OK);
     assert_true(v >= 1);
     assert_int_equal(hl_migrate_known_version(), v);
-    assert_non_null(hl_embed_find(hl_migration_files, "0001_init.sql"));
+    assert_non_null(orr_embed_find(hl_migration_files, "0001_init.sql"));
     assert_non_null(strstr((const char *)hl_migration_files[0].data, "CREATE TABLE instances"));
 }
 

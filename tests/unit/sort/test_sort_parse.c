@@ -177,8 +177,14 @@ static void test_spec_errors(void **state)
         const char *text, *field;
     } docs[] = {
         {"{\"name\":\"s\"}", "spec.business"},
-        {"{\"name\":\"a b\",\"business\":\"b\"}", "spec.name"},
-        {"{\"name\":\"s\",\"business\":\"b\",\"source\":{\"type\":\"ftp\"}}", "spec.source.type"},
+        {"{\"name\":\"a b\",\"business\":\"b\",\"source\":{\"type\":\"file\",\"path\":\"/x\"},"
+         "\"format\":{\"type\":\"jsonl\"},\"time\":{\"field\":\"t\",\"format\":\"epoch_s\"},"
+         "\"bucket\":\"hour\",\"interface\":{\"const\":\"i\"}}",
+         "spec.name"},
+        {"{\"name\":\"s\",\"business\":\"b\",\"source\":{\"type\":\"ftp\"},"
+         "\"format\":{\"type\":\"jsonl\"},\"time\":{\"field\":\"t\",\"format\":\"epoch_s\"},"
+         "\"bucket\":\"hour\",\"interface\":{\"const\":\"i\"}}",
+         "spec.source.type"},
         {"{\"name\":\"s\",\"business\":\"b\",\"source\":{\"type\":\"file\",\"path\":\"/x\"},"
          "\"format\":{\"type\":\"delimited\",\"fields\":[\"a\"]},\"time\":{\"field\":\"zz\","
          "\"format\":\"epoch_s\"},\"bucket\":\"hour\",\"interface\":{\"const\":\"i\"}}",
@@ -189,16 +195,23 @@ static void test_spec_errors(void **state)
          "\"interface\":{\"const\":\"i\"}}",
          "spec.time.timezone"},
         {"{\"name\":\"s\",\"business\":\"b\",\"source\":{\"type\":\"file\",\"path\":\"/x\"},"
-         "\"format\":{\"type\":\"binary\",\"fields\":[{\"name\":\"a\",\"type\":\"f32\"}]}}",
+         "\"format\":{\"type\":\"binary\",\"fields\":[{\"name\":\"a\",\"type\":\"f32\"}]},"
+         "\"time\":{\"field\":\"a\",\"format\":\"epoch_s\"},\"bucket\":\"hour\","
+         "\"interface\":{\"const\":\"i\"}}",
          "spec.format.fields[0].type"},
         {"{\"name\":\"s\",\"business\":\"b\",\"source\":{\"type\":\"file\",\"path\":\"/x\"},"
          "\"format\":{\"type\":\"binary\",\"fields\":[{\"name\":\"t\",\"type\":\"u32\"}]},"
          "\"time\":{\"field\":\"t\",\"format\":\"iso8601\"},\"bucket\":\"day\","
          "\"interface\":{\"const\":\"i\"}}",
          "spec.time.format"},
-        {"{\"name\":\"s\",\"business\":\"b\",\"source\":{\"type\":\"redis\"}}", "spec.source.key"},
+        {"{\"name\":\"s\",\"business\":\"b\",\"source\":{\"type\":\"redis\"},"
+         "\"format\":{\"type\":\"jsonl\"},\"time\":{\"field\":\"t\",\"format\":\"epoch_s\"},"
+         "\"bucket\":\"hour\",\"interface\":{\"const\":\"i\"}}",
+         "spec.source.key"},
         {"{\"name\":\"s\",\"business\":\"b\",\"source\":{\"type\":\"file\",\"path\":\"/x\"},"
-         "\"format\":{\"type\":\"kv\",\"pair_separator\":\"&\",\"kv_separator\":\"&\"}}",
+         "\"format\":{\"type\":\"kv\",\"pair_separator\":\"&\",\"kv_separator\":\"&\"},"
+         "\"time\":{\"field\":\"a\",\"format\":\"epoch_s\"},\"bucket\":\"hour\","
+         "\"interface\":{\"const\":\"i\"}}",
          "spec.format.kv_separator"},
         {"{\"name\":\"s\",\"business\":\"b\",\"source\":{\"type\":\"file\",\"path\":\"/x\"},"
          "\"format\":{\"type\":\"jsonl\"},\"time\":{\"field\":\"t\",\"format\":\"epoch_s\"},"

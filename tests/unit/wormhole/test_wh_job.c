@@ -63,7 +63,7 @@ static void test_errors_name_the_path(void **state)
                                   ",\"table\":\"d\",\"mode\":\"upsert\"}]}"),
                         "writers[0].key");
     assert_string_equal(bad_field("{\"reader\":{" PG ",\"table\":\"s\"},\"writers\":[{" PG
-                                  ",\"table\":\"d\"},{" PG ",\"tabel\":\"d\"}]}"),
+                                  ",\"table\":\"d\"},{" PG ",\"table\":\"d\",\"tabel\":\"d\"}]}"),
                         "writers[1].tabel");
     assert_string_equal(bad_field("{\"reader\":{" PG ",\"table\":\"s\",\"split\":{\"key\":1}},"
                                   "\"writers\":[{" PG ",\"table\":\"d\"}]}"),
