@@ -90,8 +90,11 @@ static void *orr_watch_run(void *arg)
             break;
         ORR_WARN("event stream ended, reopening", "watcher=%s last_id=%lld err=%s", w->name,
                  (long long)last_id, orr_log_q(s == ORR_EOF ? "end of stream" : e.msg));
-        if (s == ORR_ESTATE) /* resume point expired: start from now; on_start reloads */
+        if (s == ORR_ESTATE) { /* resume point expired: start from now; on_start reloads */
             last_id = 0;
+            if (w->ops.on_resync)
+                w->ops.on_resync(w->cls);
+        }
         orr_watch_sleep(w, backoff);
         backoff = backoff * 2 > ORR_WATCH_BACKOFF_MAX_MS ? ORR_WATCH_BACKOFF_MAX_MS : backoff * 2;
     }

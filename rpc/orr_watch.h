@@ -9,12 +9,22 @@
  * an event). Then every event goes to ops->on_event, in id order. When the
  * stream ends (halleyd restarts, the network drops), ops->on_lost says
  * events may be missed; the thread reopens the stream from the last event
- * seen (back-off 200 ms doubling to 5 s), or from the newest event when
- * the resume point has expired, and calls on_start again. If on_start
- * returns non-zero (its load failed), the stream is closed and reopened
- * after the back-off, so a load is retried until it succeeds.
+ * seen (back-off 200 ms doubling to 5 s, back to 200 ms once a stream is in
+ * place), and calls on_start again. When halleyd answers that the resume
+ * point has expired (its retention removed events not yet seen), events
+ * were missed for good: ops->on_resync says so, and the stream is opened
+ * again from the newest event. If on_start returns non-zero (its load
+ * failed), the stream is closed and reopened after the back-off, so a load
+ * is retried until it succeeds.
  *
- * The callbacks run on the watcher's thread, one at a time.
+ * Which callback does what is the subscriber's choice: one that holds all
+ * its state reloads it in on_start (galaxyd's sessions, executord's sweep
+ * of what is dispatched to it, its package scan); one that keeps state of
+ * its own between streams and only needs to hear of a gap leaves on_start
+ * NULL and rebuilds on on_resync (keplerd).
+ *
+ * The callbacks run on the watcher's thread, one at a time; the watch.start
+ * marker itself never reaches on_event.
  */
 #ifndef ORR_WATCH_H
 #define ORR_WATCH_H
@@ -29,9 +39,14 @@
 typedef struct orr_watch orr_watch;
 
 typedef struct orr_watch_ops {
-    int (*on_start)(void *cls); /* the stream is in place: load state; 0 = loaded */
+    /* the stream is in place: load state; 0 = loaded. May be NULL. */
+    int (*on_start)(void *cls);
     void (*on_event)(void *cls, const Orrery__Halley__V1__Event *ev);
-    void (*on_lost)(void *cls); /* may be NULL */
+    /* the stream ended; it is being reopened. May be NULL. */
+    void (*on_lost)(void *cls);
+    /* the resume point expired: events were missed; the next stream starts
+     * from the newest event. Called before that stream opens. May be NULL. */
+    void (*on_resync)(void *cls);
 } orr_watch_ops;
 
 typedef struct orr_watch_opts {

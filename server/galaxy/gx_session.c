@@ -188,7 +188,8 @@ orr_status gx_sessions_start(orr_rpc_client *c, int rpc_timeout_ms, gx_sessions 
     s->rpc_timeout_ms = rpc_timeout_ms;
     static const char *const kinds[] = {"session.revoked"};
     orr_watch_opts o = {.kinds = kinds, .nkinds = 1, .name = "galaxyd sessions"};
-    orr_watch_ops ops = {gx_sess_on_start, gx_sess_on_event, gx_sess_on_lost};
+    orr_watch_ops ops = {
+        .on_start = gx_sess_on_start, .on_event = gx_sess_on_event, .on_lost = gx_sess_on_lost};
     orr_status st = orr_watch_start(c, &o, &ops, s, &s->watch, err);
     if (st != ORR_OK) {
         pthread_mutex_destroy(&s->mu);

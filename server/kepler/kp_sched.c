@@ -2,11 +2,13 @@
  * kp_sched.c - the scheduler loop of keplerd (see kp_sched.h).
  *
  * Threads:
- *   watcher    reads Halley's WatchEvents stream (instance.*, task.*,
- *              data_unit.*, stream.*),
- *              resuming by event id after any error, turns each event into
- *              a small kp_ev and queues it; it runs on standbys too, so a
- *              standby that takes over has a live stream already;
+ *   watcher    the event-stream subscriber (rpc/orr_watch.h) reads Halley's
+ *              WatchEvents stream (instance.*, task.*, data_unit.*,
+ *              stream.*), resuming by event id after any error (with
+ *              back-off), turns each event into a small kp_ev and queues
+ *              it; when the resume point has expired it asks the scheduler
+ *              for a rebuild; it runs on standbys too, so a standby that
+ *              takes over has a live stream already;
  *   elect      ZooKeeper (kp_elect.c);
  *   scheduler  everything else, alone owning the index and the store.
  *
@@ -91,6 +93,7 @@
 #include "kp_store.h"
 #include "orr_log.h"
 #include "orr_rpc.h"
+#include "orr_watch.h"
 
 #define BATCH_MAX          1000
 #define RPC_TIMEOUT_MS     10000
@@ -147,7 +150,7 @@ typedef struct sched {
     size_t n_ex, cap_ex;
     uint64_t ex_version;
     /* event queue (watcher -> scheduler) */
-    pthread_t wth;
+    orr_watch *watch;
     pthread_mutex_t qmu;
     pthread_cond_t qcv;
     kp_ev *q;
@@ -274,60 +277,40 @@ static void ev_from_pb(const Orrery__Halley__V1__Event *m, kp_ev *e)
     json_decref(p);
 }
 
-static void *watcher_main(void *arg)
+/* The event stream's subscriber (orr_watch.h) calls these on its thread. */
+static void watch_on_event(void *cls, const Orrery__Halley__V1__Event *m)
 {
-    sched *s = arg;
-    char *kinds[] = {"instance.*", "task.*", "data_unit.*", "stream.*"};
-    while (!*s->stop) {
-        Orrery__Halley__V1__WatchEventsRequest rq = ORRERY__HALLEY__V1__WATCH_EVENTS_REQUEST__INIT;
-        pthread_mutex_lock(&s->qmu);
-        rq.from_id = s->last_event_id;
-        pthread_mutex_unlock(&s->qmu);
-        rq.from_latest = rq.from_id == 0;
-        rq.n_kinds = sizeof kinds / sizeof kinds[0];
-        rq.kinds = kinds;
-        orr_rpc_stream *stream = NULL;
-        orr_err err;
-        orr_status rc = orr_rpc_stream_open(s->cl, "WatchEvents", &rq.base, 0, &stream, &err);
-        while (rc == ORR_OK && !*s->stop) {
-            ProtobufCMessage *msg = NULL;
-            rc = orr_rpc_stream_next(stream, &msg, 300, &err);
-            if (rc == ORR_ETIMEOUT) {
-                rc = ORR_OK;
-                continue;
-            }
-            if (rc != ORR_OK)
-                break;
-            kp_ev ev;
-            ev_from_pb((const Orrery__Halley__V1__Event *)msg, &ev);
-            protobuf_c_message_free_unpacked(msg, NULL);
-            pthread_mutex_lock(&s->qmu);
-            if (s->qn == s->qcap) {
-                s->qcap = s->qcap ? s->qcap * 2 : 1024;
-                s->q = xrealloc(s->q, s->qcap * sizeof *s->q);
-            }
-            s->q[s->qn++] = ev;
-            s->last_event_id = ev.id;
-            pthread_cond_signal(&s->qcv);
-            pthread_mutex_unlock(&s->qmu);
-        }
-        if (stream)
-            orr_rpc_stream_close(stream);
-        if (*s->stop)
-            break;
-        char buf[600];
-        ORR_WARN("event stream interrupted", "status=%s error=%s", orr_status_name(rc),
-                 orr_log_q(orr_err_str(&err, buf, sizeof buf)));
-        if (rc == ORR_ESTATE) { /* resume point expired: start over from a rebuild */
-            pthread_mutex_lock(&s->qmu);
-            s->last_event_id = 0;
-            s->need_rebuild = 1;
-            pthread_mutex_unlock(&s->qmu);
-        }
-        struct timespec d = {0, 200 * 1000 * 1000};
-        nanosleep(&d, NULL);
+    sched *s = cls;
+    kp_ev ev;
+    ev_from_pb(m, &ev);
+    pthread_mutex_lock(&s->qmu);
+    if (s->qn == s->qcap) {
+        s->qcap = s->qcap ? s->qcap * 2 : 1024;
+        s->q = xrealloc(s->q, s->qcap * sizeof *s->q);
     }
-    return NULL;
+    s->q[s->qn++] = ev;
+    s->last_event_id = ev.id;
+    pthread_cond_signal(&s->qcv);
+    pthread_mutex_unlock(&s->qmu);
+}
+
+/* The resume point expired: events were missed; start over from a rebuild. */
+static void watch_on_resync(void *cls)
+{
+    sched *s = cls;
+    pthread_mutex_lock(&s->qmu);
+    s->last_event_id = 0;
+    s->need_rebuild = 1;
+    pthread_mutex_unlock(&s->qmu);
+}
+
+static orr_status watch_start(sched *s, orr_err *err)
+{
+    static const char *const kinds[] = {"instance.*", "task.*", "data_unit.*", "stream.*"};
+    orr_watch_opts o = {
+        .kinds = kinds, .nkinds = sizeof kinds / sizeof kinds[0], .name = "keplerd"};
+    orr_watch_ops ops = {.on_event = watch_on_event, .on_resync = watch_on_resync};
+    return orr_watch_start(s->cl, &o, &ops, s, &s->watch, err);
 }
 
 /* ------------------------------------------------------------ helpers */
@@ -741,9 +724,9 @@ static kp_task *index_task(sched *s, const Orrery__Halley__V1__Task *m, int64_t 
         task_start(s, st, watermark, is_new);
     else if (st->has_cron) {
         int64_t f;
-        st->next_fire_ms = orr_cron_next(&st->cron, st->tz, st->materialised_ms / 1000, &f) == ORR_OK
-                               ? f * 1000
-                               : INT64_MAX;
+        st->next_fire_ms =
+            orr_cron_next(&st->cron, st->tz, st->materialised_ms / 1000, &f) == ORR_OK ? f * 1000
+                                                                                       : INT64_MAX;
         if (st->next_fire_ms < s->next_materialise_ms)
             s->next_materialise_ms = st->next_fire_ms;
     } else {
@@ -1805,9 +1788,12 @@ orr_status kp_sched_run(const kp_sched_opts *o, volatile sig_atomic_t *stop, orr
     s.ix = kp_index_create();
     s.st = kp_store_create();
     s.du = kp_du_cache_create();
-    if (pthread_create(&s.wth, NULL, watcher_main, &s) != 0) {
+    if (watch_start(&s, err) != ORR_OK) {
         kp_elect_stop(s.el);
         orr_rpc_client_destroy(s.cl);
+        kp_index_destroy(s.ix);
+        kp_store_destroy(s.st);
+        kp_du_cache_destroy(s.du);
         return orr_err_set(err, ORR_EIO, NULL, "cannot start the event thread");
     }
     work w;
@@ -1885,7 +1871,7 @@ orr_status kp_sched_run(const kp_sched_opts *o, volatile sig_atomic_t *stop, orr
     if (o->status)
         atomic_store(&o->status->running, 0);
     kp_elect_stop(s.el);
-    pthread_join(s.wth, NULL);
+    orr_watch_stop(s.watch);
     orr_rpc_client_destroy(s.cl);
     drop_state(&s);
     kp_index_destroy(s.ix);

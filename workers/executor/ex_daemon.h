@@ -93,10 +93,9 @@ typedef struct ex_daemon {
     int64_t started_at_ms; /* wall clock */
 
     atomic_int stopping;
-    atomic_int fenced;    /* 1: ZooKeeper contact not proven; no job may run */
-    atomic_int sweep_now; /* the main loop sweeps at its next turn */
-    pthread_t deployer;   /* ex_deploy.c */
-    int deployer_started;
+    atomic_int fenced;          /* 1: ZooKeeper contact not proven; no job may run */
+    atomic_int sweep_now;       /* the main loop sweeps at its next turn */
+    struct orr_watch *deployer; /* ex_deploy.c: its event-stream subscriber */
     pthread_mutex_t mu;
     ex_job *jobs;
     int used_slots;
@@ -168,8 +167,10 @@ orr_status ex_xfer_after(ex_xfer *x, orr_arena *a, const ex_run_plan *plan, cons
 
 /* Code packages: install the newest package of every name at start-up, and
  * each package announced by a "package.created" event; report each result
- * with ReportDeployment. Runs its own thread (event stream + installs).
- * ex_deploy_start returns at once; ex_deploy_stop joins (d->stopping set). */
+ * with ReportDeployment. Runs on its own event-stream subscriber's thread
+ * (orr_watch.h: stream + installs). ex_deploy_start returns at once
+ * (ORR_ENOMEM or ORR_EINTERNAL when the thread cannot start); ex_deploy_stop
+ * sets d->stopping and joins. */
 orr_status ex_deploy_start(ex_daemon *d, orr_err *err);
 void ex_deploy_stop(ex_daemon *d);
 

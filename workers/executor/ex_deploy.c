@@ -3,15 +3,16 @@
  * <work_dir>/code/<name>, where shell tasks with config.package run
  * (contract in ex_daemon.h).
  *
- * One thread. It opens WatchEvents(kinds "package.*", start_marker) first
- * and waits for the server's "watch.start" marker, so the subscription is
- * in place before it looks; then it installs the newest package of every
- * name that ListCodePackages shows and this executor lacks (retried every
- * few seconds until the list succeeds), then installs each package a
- * "package.created" event announces. A package created between the two is
- * seen by both, which is harmless (an installed sha256 is only reported). A
- * broken stream is reopened from the last event id and followed by a new
- * scan.
+ * One thread, the event-stream subscriber's (rpc/orr_watch.h). It keeps
+ * WatchEvents(kinds "package.*") open; each time a stream is in place (the
+ * server's "watch.start" marker) it installs the newest package of every
+ * name that ListCodePackages shows and this executor lacks (when the list
+ * cannot be read, the stream is reopened and the list asked for again with
+ * the subscriber's back-off, 200 ms doubling to 5 s), then installs each
+ * package a "package.created" event announces. A package created between
+ * the two is seen by both, which is harmless (an installed sha256 is only
+ * reported). A broken stream is reopened from the last event id and
+ * followed by a new scan.
  *
  * Installing a package (install_one):
  *   1. its name must be a plain folder name; already installed with the
@@ -43,11 +44,11 @@
 #include "orr_blob.h"
 #include "orr_json.h"
 #include "orr_log.h"
+#include "orr_watch.h"
 
 #define DEPLOY_MAX_ARCHIVE (1LL << 30)
 #define DEPLOY_MAX_UNPACK  (4LL << 30)
 #define DEPLOY_MAX_ENTRIES 200000
-#define DEPLOY_SCAN_MS     5000
 
 static int valid_name(const char *n)
 {
@@ -297,8 +298,9 @@ static orr_status scan(ex_daemon *d)
     return ORR_OK;
 }
 
-static void on_package_event(ex_daemon *d, const HL(Event) * ev)
+static void on_package_event(void *cls, const HL(Event) * ev)
 {
+    ex_daemon *d = cls;
     if (strcmp(ev->kind, "package.created") != 0)
         return;
     json_t *pl = NULL;
@@ -322,76 +324,26 @@ static void on_package_event(ex_daemon *d, const HL(Event) * ev)
     protobuf_c_message_free_unpacked(resp, NULL);
 }
 
-static void *deploy_thread(void *arg)
+/* The subscription is in place: install what is missing. Non-zero when the
+ * list could not be read (the subscriber reopens and asks again). */
+static int on_subscribed(void *cls)
 {
-    ex_daemon *d = arg;
-    static char *kinds[] = {"package.*"};
-    int64_t last_id = 0;
-    int backoff = 200, scanned = 0;
-    int64_t next_scan = 0;
-    while (!atomic_load(&d->stopping)) {
-        HL(WatchEventsRequest) rq = HL_INIT(WATCH_EVENTS_REQUEST);
-        rq.kinds = kinds;
-        rq.n_kinds = 1;
-        rq.from_id = last_id;
-        rq.from_latest = last_id == 0;
-        rq.start_marker = 1;
-        orr_rpc_stream *st = NULL;
-        orr_err e;
-        if (orr_rpc_stream_open(d->halley, "WatchEvents", &rq.base, 0, &st, &e) != ORR_OK) {
-            ex_sleep_ms(backoff);
-            backoff = backoff * 2 > 5000 ? 5000 : backoff * 2;
-            continue;
-        }
-        orr_status s = ORR_OK;
-        int subscribed = 0; /* the server's watch.start marker arrived */
-        while (!atomic_load(&d->stopping)) {
-            if (subscribed && !scanned && ex_now_ms() >= next_scan) {
-                scanned = scan(d) == ORR_OK;
-                next_scan = ex_now_ms() + DEPLOY_SCAN_MS;
-            }
-            ProtobufCMessage *msg = NULL;
-            s = orr_rpc_stream_next(st, &msg, 300, &e);
-            if (s == ORR_ETIMEOUT) {
-                backoff = 200;
-                continue;
-            }
-            if (s != ORR_OK)
-                break;
-            HL(Event) *ev = (HL(Event) *)msg;
-            if (ev->id > last_id)
-                last_id = ev->id;
-            if (strcmp(ev->kind, "watch.start") == 0)
-                subscribed = 1;
-            else
-                on_package_event(d, ev);
-            protobuf_c_message_free_unpacked(msg, NULL);
-        }
-        orr_rpc_stream_close(st);
-        if (atomic_load(&d->stopping))
-            break;
-        if (s == ORR_ESTATE)
-            last_id = 0;
-        scanned = 0; /* events may have been missed: look again */
-        ex_sleep_ms(backoff);
-        backoff = backoff * 2 > 5000 ? 5000 : backoff * 2;
-    }
-    return NULL;
+    return scan(cls) == ORR_OK ? 0 : -1;
 }
 
 orr_status ex_deploy_start(ex_daemon *d, orr_err *err)
 {
-    if (pthread_create(&d->deployer, NULL, deploy_thread, d) != 0)
-        return orr_err_set(err, ORR_EINTERNAL, NULL, "cannot start the deployer thread");
-    d->deployer_started = 1;
-    return ORR_OK;
+    static const char *const kinds[] = {"package.*"};
+    orr_watch_opts o = {.kinds = kinds, .nkinds = 1, .name = "executord packages"};
+    orr_watch_ops ops = {.on_start = on_subscribed, .on_event = on_package_event};
+    return orr_watch_start(d->halley, &o, &ops, d, &d->deployer, err);
 }
 
 void ex_deploy_stop(ex_daemon *d)
 {
-    if (!d->deployer_started)
+    if (!d->deployer)
         return;
-    atomic_store(&d->stopping, 1);
-    pthread_join(d->deployer, NULL);
-    d->deployer_started = 0;
+    atomic_store(&d->stopping, 1); /* a scan or an install in progress gives up */
+    orr_watch_stop(d->deployer);
+    d->deployer = NULL;
 }

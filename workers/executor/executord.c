@@ -23,12 +23,13 @@
  * fencing thread kills every job once ZooKeeper contact is no longer proven
  * (see fence_thread).
  *
- * Events: WatchEvents(kinds "instance.*", executor = id) tells of instances
- * moved to `dispatched` on us (start them) and to `killed` (end their
- * process tree). The stream asks for the server's "watch.start" marker and
- * sweeps when it arrives, so nothing dispatched before the subscription was
- * in place is missed. A broken stream is reopened from the last event id
- * seen, followed by that sweep.
+ * Events: WatchEvents(kinds "instance.*", executor = id), kept open by the
+ * one subscriber (rpc/orr_watch.h), tells of instances moved to `dispatched`
+ * on us (start them) and to `killed` (end their process tree). Each time a
+ * stream is in place (the server's "watch.start" marker) the subscriber's
+ * on_start sweeps, so nothing dispatched before the subscription was in
+ * place is missed; a broken stream is reopened from the last event id seen
+ * (with back-off), followed by that sweep.
  */
 #include <errno.h>
 #include <grp.h>
@@ -49,6 +50,7 @@
 #include "orr_json.h"
 #include "orr_log.h"
 #include "orr_metrics.h"
+#include "orr_watch.h"
 
 static const orr_cfg_key ex_schema[] = {
     {"executor", "id", ORR_CFG_STRING, NULL, 0, 0, 0,
@@ -225,8 +227,9 @@ static void sweep(ex_daemon *d)
 
 /* ------------------------------------------------------------ events */
 
-static void on_event(ex_daemon *d, HL(Event) * ev)
+static void on_event(void *cls, const HL(Event) * ev)
 {
+    ex_daemon *d = cls;
     if (strcmp(ev->kind, "instance.transition") != 0 || strcmp(ev->executor, d->id) != 0)
         return;
     json_t *p = NULL;
@@ -242,58 +245,22 @@ static void on_event(ex_daemon *d, HL(Event) * ev)
     json_decref(p);
 }
 
-static void *event_thread(void *arg)
+/* The subscription is in place (a new one, or one resumed after a break):
+ * catch what came before it. A failed listing is left to the periodic sweep. */
+static int on_start(void *cls)
 {
-    ex_daemon *d = arg;
-    int64_t last_id = 0;
-    int backoff = 200;
-    static char *kinds[] = {"instance.*"};
-    while (!atomic_load(&d->stopping)) {
-        HL(WatchEventsRequest) rq = HL_INIT(WATCH_EVENTS_REQUEST);
-        rq.kinds = kinds;
-        rq.n_kinds = 1;
-        rq.executor = (char *)d->id;
-        rq.from_id = last_id;
-        rq.from_latest = last_id == 0;
-        rq.start_marker = 1;
-        orr_rpc_stream *st = NULL;
-        orr_err e;
-        if (orr_rpc_stream_open(d->halley, "WatchEvents", &rq.base, 0, &st, &e) != ORR_OK) {
-            ex_sleep_ms(backoff);
-            backoff = backoff * 2 > 5000 ? 5000 : backoff * 2;
-            continue;
-        }
-        orr_status s = ORR_OK;
-        while (!atomic_load(&d->stopping)) {
-            ProtobufCMessage *msg = NULL;
-            s = orr_rpc_stream_next(st, &msg, 300, &e);
-            if (s == ORR_ETIMEOUT)
-                continue;
-            if (s != ORR_OK)
-                break;
-            HL(Event) *ev = (HL(Event) *)msg;
-            if (ev->id > last_id)
-                last_id = ev->id;
-            if (strcmp(ev->kind, "watch.start") == 0) {
-                /* the subscription is in place: catch what came before it */
-                backoff = 200;
-                sweep(d);
-            } else {
-                on_event(d, ev);
-            }
-            protobuf_c_message_free_unpacked(msg, NULL);
-        }
-        orr_rpc_stream_close(st);
-        if (atomic_load(&d->stopping))
-            break;
-        ORR_WARN("event stream ended, reopening", "last_id=%lld err=%s", (long long)last_id,
-                 orr_log_q(s == ORR_EOF ? "end of stream" : e.msg));
-        if (s == ORR_ESTATE) /* resume point expired: start from now, the sweep repairs */
-            last_id = 0;
-        ex_sleep_ms(backoff);
-        backoff = backoff * 2 > 5000 ? 5000 : backoff * 2;
-    }
-    return NULL;
+    sweep(cls);
+    return 0;
+}
+
+/* The event stream (orr_watch.h): instance.* about this executor. */
+static orr_status events_start(ex_daemon *d, orr_watch **out, orr_err *err)
+{
+    static const char *const kinds[] = {"instance.*"};
+    orr_watch_opts o = {
+        .kinds = kinds, .nkinds = 1, .executor = d->id, .name = "executord instances"};
+    orr_watch_ops ops = {.on_start = on_start, .on_event = on_event};
+    return orr_watch_start(d->halley, &o, &ops, d, out, err);
 }
 
 /* ------------------------------------------------------------ start-up */
@@ -515,8 +482,9 @@ static int serve(orr_daemon *od, int argc, char **argv)
     orr_err err;
     orr_err_clear(&err);
     int rc = 1;
-    pthread_t events, fence;
-    int events_started = 0, fence_started = 0;
+    pthread_t fence;
+    int fence_started = 0;
+    orr_watch *events = NULL;
     orr_metrics *reg = orr_metrics_create();
     orr_metrics_server *msrv = NULL;
     char msg[600];
@@ -577,11 +545,8 @@ static int serve(orr_daemon *od, int argc, char **argv)
     fence_started = 1;
     if (ex_deploy_start(&d, &err) != ORR_OK)
         goto fail;
-    if (pthread_create(&events, NULL, event_thread, &d) != 0) {
-        orr_err_set(&err, ORR_EINTERNAL, NULL, "cannot start the event thread");
+    if (events_start(&d, &events, &err) != ORR_OK)
         goto fail;
-    }
-    events_started = 1;
     ORR_INFO("executord ready", "id=%s log_port=%d metrics_port=%d cgroup=%s", d.id,
              ex_logsrv_port(d.logsrv), orr_metrics_server_port(msrv), d.cg->name);
 
@@ -622,8 +587,7 @@ fail:
 out:
     atomic_store(&d.stopping, 1);
     ex_job_cancel_all(&d, EX_CANCEL_STOPPING);
-    if (events_started)
-        pthread_join(events, NULL);
+    orr_watch_stop(events);
     ex_job_reap(&d, 1);
     if (fence_started)
         pthread_join(fence, NULL);
