@@ -1,0 +1,250 @@
+/*
+ * kp_load.c - keplerd's reads from halleyd (design at the top of kp_sched.c):
+ * instance listings (the rebuild, the sweep, the ranges dependency checks
+ * ask for), single-instance re-reads, and tasks (all active ones at a
+ * rebuild, the ones events named each round), indexed with the time their
+ * materialisation starts from.
+ */
+#include "kp_sched_int.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "orr_log.h"
+
+/* Page through ListInstances. ORR_OK or the RPC's failure. */
+orr_status kp__list_instances(kp_sched *s, int64_t task_id, const int *states, size_t n_states,
+                              int64_t from_ms, int64_t to_ms, kp__inst_fn fn, void *ctx)
+{
+    char token[32] = "";
+    Orrery__Halley__V1__InstanceState st[16];
+    for (size_t i = 0; i < n_states; i++)
+        st[i] = (Orrery__Halley__V1__InstanceState)states[i];
+    for (int pages = 0; pages < 100000; pages++) {
+        Orrery__Halley__V1__ListInstancesRequest rq =
+            ORRERY__HALLEY__V1__LIST_INSTANCES_REQUEST__INIT;
+        rq.task_id = task_id;
+        rq.n_states = n_states;
+        rq.states = st;
+        rq.from_schedule_ms = from_ms;
+        rq.to_schedule_ms = to_ms;
+        rq.page_size = 1000;
+        rq.page_token = token;
+        ProtobufCMessage *out = NULL;
+        orr_err err;
+        orr_status rc =
+            orr_rpc_call_unary(s->cl, "ListInstances", &rq.base, &out, RPC_TIMEOUT_MS, &err);
+        if (rc != ORR_OK) {
+            char buf[600];
+            ORR_WARN("instance listing failed", "error=%s",
+                     orr_log_q(orr_err_str(&err, buf, sizeof buf)));
+            return rc;
+        }
+        Orrery__Halley__V1__ListInstancesResponse *r = (void *)out;
+        for (size_t i = 0; i < r->n_instances; i++)
+            fn(s, r->instances[i], ctx);
+        int more = r->next_page_token && r->next_page_token[0];
+        if (more)
+            snprintf(token, sizeof token, "%s", r->next_page_token);
+        protobuf_c_message_free_unpacked(out, NULL);
+        if (!more)
+            return ORR_OK;
+    }
+    return ORR_OK;
+}
+
+static void adopt_cb(kp_sched *s, const pb_instance *in, void *ctx)
+{
+    kp_inst *r = kp_store_get(s->st, in->id);
+    int64_t cutoff = *(int64_t *)ctx;
+    /* a record changed by an event after the listing began is newer: keep it */
+    if (r && r->ev_id > cutoff) {
+        r->flags |= KP_I_SEEN;
+        return;
+    }
+    r = kp__adopt(s, in, 0);
+    r->flags |= KP_I_SEEN;
+}
+
+orr_status kp__load_live_instances(kp_sched *s)
+{
+    static const int live[] = {KP_ST_WAITING, KP_ST_READY, KP_ST_DISPATCHED, KP_ST_RUNNING};
+    static const int done[] = {KP_ST_FAILED, KP_ST_TIMED_OUT};
+    pthread_mutex_lock(&s->qmu);
+    int64_t cutoff = s->last_event_id;
+    pthread_mutex_unlock(&s->qmu);
+    orr_status rc = kp__list_instances(s, 0, live, 4, 0, 0, adopt_cb, &cutoff);
+    if (rc == ORR_OK)
+        rc = kp__list_instances(s, 0, done, 2, kp__wall_ms() - s->o->horizon_ms, 0, adopt_cb,
+                                &cutoff);
+    return rc;
+}
+
+orr_status kp__refetch_one(kp_sched *s, kp_inst *r)
+{
+    Orrery__Halley__V1__GetInstanceRequest rq = ORRERY__HALLEY__V1__GET_INSTANCE_REQUEST__INIT;
+    rq.id = r->id;
+    ProtobufCMessage *out = NULL;
+    orr_err err;
+    orr_status rc = orr_rpc_call_unary(s->cl, "GetInstance", &rq.base, &out, RPC_TIMEOUT_MS, &err);
+    if (rc == ORR_ENOTFOUND) {
+        kp_store_remove(s->st, r);
+        return ORR_OK;
+    }
+    if (rc != ORR_OK)
+        return rc;
+    kp__adopt(s, (pb_instance *)out, r->ev_id);
+    protobuf_c_message_free_unpacked(out, NULL);
+    return ORR_OK;
+}
+
+orr_status kp__fetch_instance_id(kp_sched *s, int64_t id, int64_t ev_id)
+{
+    Orrery__Halley__V1__GetInstanceRequest rq = ORRERY__HALLEY__V1__GET_INSTANCE_REQUEST__INIT;
+    rq.id = id;
+    ProtobufCMessage *out = NULL;
+    orr_err err;
+    orr_status rc = orr_rpc_call_unary(s->cl, "GetInstance", &rq.base, &out, RPC_TIMEOUT_MS, &err);
+    if (rc == ORR_ENOTFOUND)
+        return ORR_OK;
+    if (rc != ORR_OK)
+        return rc;
+    kp__adopt(s, (pb_instance *)out, ev_id);
+    protobuf_c_message_free_unpacked(out, NULL);
+    return ORR_OK;
+}
+
+/* Where a task's materialisation starts when this leader first sees it. */
+static void task_start(kp_sched *s, kp_task *t, int64_t watermark, int is_new)
+{
+    int64_t start = watermark;
+    if (is_new || watermark <= 0)
+        start = t->created_at_ms > start ? t->created_at_ms : start;
+    if (start <= 0)
+        start = kp__wall_ms();
+    t->materialised_ms = start;
+    int64_t next = INT64_MAX;
+    if (t->has_cron) {
+        int64_t f;
+        int64_t sec = start / 1000;
+        next = orr_cron_next(&t->cron, t->tz, sec, &f) == ORR_OK ? f * 1000 : INT64_MAX;
+    }
+    t->next_fire_ms = next;
+    if (next < s->next_materialise_ms)
+        s->next_materialise_ms = next;
+}
+
+/* Parse and index one Task message; returns the stored task or NULL. */
+static kp_task *index_task(kp_sched *s, const Orrery__Halley__V1__Task *m, int64_t watermark,
+                           int is_new)
+{
+    kp_task t;
+    memset(&t, 0, sizeof t);
+    t.id = m->id;
+    t.version = m->version;
+    t.created_at_ms = m->created_at_ms;
+    snprintf(t.name, sizeof t.name, "%s", m->name);
+    orr_err err;
+    if (kp_task_parse(&t, m->spec_json, s->o->default_tz, s->o->default_timeout_ms, &err) !=
+        ORR_OK) {
+        ORR_ERROR("task spec not schedulable", "task=%s id=%" PRId64 " field=%s error=%s",
+                  orr_log_q(m->name), m->id, orr_log_q(err.field), orr_log_q(err.msg));
+        kp_index_remove(s->ix, m->id);
+        return NULL;
+    }
+    int existed = kp_index_get(s->ix, m->id) != NULL;
+    kp_task *st = kp_index_put(s->ix, &t);
+    if (!existed)
+        task_start(s, st, watermark, is_new);
+    else if (st->has_cron) {
+        int64_t f;
+        st->next_fire_ms =
+            orr_cron_next(&st->cron, st->tz, st->materialised_ms / 1000, &f) == ORR_OK ? f * 1000
+                                                                                       : INT64_MAX;
+        if (st->next_fire_ms < s->next_materialise_ms)
+            s->next_materialise_ms = st->next_fire_ms;
+    } else {
+        st->next_fire_ms = INT64_MAX;
+    }
+    st->deps_dirty = 1;
+    return st;
+}
+
+static void relink(kp_sched *s)
+{
+    char cyc[512] = "";
+    size_t n = kp_index_link(s->ix, cyc, sizeof cyc);
+    if (n)
+        ORR_ERROR("dependency cycle: tasks on it are not scheduled", "tasks=%zu cycle=%s", n,
+                  orr_log_q(cyc));
+}
+
+orr_status kp__load_tasks(kp_sched *s, int64_t watermark)
+{
+    char token[64] = "";
+    for (int pages = 0; pages < 100000; pages++) {
+        Orrery__Halley__V1__ListTasksRequest rq = ORRERY__HALLEY__V1__LIST_TASKS_REQUEST__INIT;
+        rq.active = ORRERY__HALLEY__V1__ACTIVE_FILTER__ACTIVE_FILTER_ACTIVE;
+        rq.page_size = 1000;
+        rq.page_token = token;
+        ProtobufCMessage *out = NULL;
+        orr_err err;
+        orr_status rc =
+            orr_rpc_call_unary(s->cl, "ListTasks", &rq.base, &out, RPC_TIMEOUT_MS, &err);
+        if (rc != ORR_OK) {
+            char buf[600];
+            ORR_WARN("task listing failed", "error=%s",
+                     orr_log_q(orr_err_str(&err, buf, sizeof buf)));
+            return rc;
+        }
+        Orrery__Halley__V1__ListTasksResponse *r = (void *)out;
+        for (size_t i = 0; i < r->n_tasks; i++)
+            if (r->tasks[i]->active)
+                index_task(s, r->tasks[i], watermark, r->tasks[i]->version == 1);
+        int more = r->next_page_token && r->next_page_token[0];
+        if (more)
+            snprintf(token, sizeof token, "%s", r->next_page_token);
+        protobuf_c_message_free_unpacked(out, NULL);
+        if (!more)
+            break;
+    }
+    relink(s);
+    return ORR_OK;
+}
+
+void kp__refresh_tasks(kp_sched *s)
+{
+    if (!s->n_task_refresh)
+        return;
+    for (size_t i = 0; i < s->n_task_refresh; i++) {
+        Orrery__Halley__V1__GetTaskRequest rq = ORRERY__HALLEY__V1__GET_TASK_REQUEST__INIT;
+        rq.id = s->task_refresh[i];
+        ProtobufCMessage *out = NULL;
+        orr_err err;
+        orr_status rc = orr_rpc_call_unary(s->cl, "GetTask", &rq.base, &out, RPC_TIMEOUT_MS, &err);
+        if (rc == ORR_ENOTFOUND) {
+            kp_index_remove(s->ix, rq.id);
+            continue;
+        }
+        if (rc != ORR_OK) {
+            s->again = 1;
+            return; /* keep the list; try again next round */
+        }
+        Orrery__Halley__V1__Task *t = (void *)out;
+        if (!t->active) {
+            kp_index_remove(s->ix, t->id);
+            ORR_INFO("task deactivated", "task=%s id=%" PRId64, orr_log_q(t->name), t->id);
+        } else {
+            kp_task *kt = index_task(s, t, kp__wall_ms(), 1);
+            if (kt)
+                ORR_INFO("task indexed", "task=%s id=%" PRId64 " version=%d", orr_log_q(kt->name),
+                         kt->id, kt->version);
+        }
+        protobuf_c_message_free_unpacked(out, NULL);
+    }
+    s->n_task_refresh = 0;
+    relink(s);
+    for (size_t i = 0; i < kp_index_count(s->ix); i++)
+        kp_index_at(s->ix, i)->deps_dirty = 1;
+}

@@ -1,0 +1,294 @@
+/*
+ * kp_write.c - keplerd's writes to halleyd (design at the top of kp_sched.c):
+ * instance transitions in batches, instances created from cron fire times
+ * (materialisation), and the watermark in ZooKeeper.
+ *
+ * Every write is a compare-and-set in halleyd (expected state and attempt)
+ * and is sent only while the leadership epoch the state was built for is
+ * current. A transition batch of 2 * SEND_PART_MIN items or more is split
+ * into up to SEND_PARTS calls sent at once from short-lived threads that
+ * touch nothing but the (thread-safe) client; the results are applied to
+ * the store on the scheduler thread after every call returned. halleyd's
+ * recent time per item (s->item_us) sizes the round's ready batches.
+ */
+#include "kp_sched_int.h"
+
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "kp_materialise.h"
+#include "orr_alloc.h"
+#include "orr_log.h"
+
+static int64_t mono_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+void kp__req_init(pb_treq *t, const kp_sched *s, const kp_inst *r, int to, const char *reason)
+{
+    orrery__halley__v1__transition_request__init(t);
+    t->instance_id = r->id;
+    t->expected_state = (Orrery__Halley__V1__InstanceState)r->state;
+    t->new_state = (Orrery__Halley__V1__InstanceState)to;
+    t->actor = (char *)s->actor;
+    t->reason = (char *)reason;
+    t->expected_attempt = r->attempt;
+}
+
+/* One TransitionInstances call: a part of a batch, sent from its own thread
+ * when the batch is split (kp__send_batch). Touches nothing of the scheduler but
+ * its client, which is thread-safe. */
+typedef struct send_part {
+    orr_rpc_client *cl;
+    pb_treq *items;
+    size_t n;
+    Orrery__Halley__V1__TransitionBatchResponse *resp; /* NULL on failure */
+    orr_status rc;
+    int64_t took_us;
+    pthread_t th;
+} send_part;
+
+static void *send_part_main(void *arg)
+{
+    send_part *p = arg;
+    pb_treq **ptrs = orr_xrealloc(NULL, p->n * sizeof *ptrs);
+    for (size_t i = 0; i < p->n; i++)
+        ptrs[i] = &p->items[i];
+    Orrery__Halley__V1__TransitionBatchRequest rq =
+        ORRERY__HALLEY__V1__TRANSITION_BATCH_REQUEST__INIT;
+    rq.n_items = p->n;
+    rq.items = ptrs;
+    orr_err err;
+    ProtobufCMessage *out = NULL;
+    int64_t t0 = mono_us();
+    p->rc = orr_rpc_call_unary(p->cl, "TransitionInstances", &rq.base, &out, RPC_TIMEOUT_MS, &err);
+    p->took_us = mono_us() - t0;
+    free(ptrs);
+    p->resp = NULL;
+    if (p->rc != ORR_OK) {
+        char buf[600];
+        ORR_WARN("transition batch failed", "items=%zu error=%s", p->n,
+                 orr_log_q(orr_err_str(&err, buf, sizeof buf)));
+        return NULL;
+    }
+    p->resp = (Orrery__Halley__V1__TransitionBatchResponse *)out;
+    if (p->resp->n_results != p->n) {
+        protobuf_c_message_free_unpacked(out, NULL);
+        p->resp = NULL;
+        p->rc = ORR_EINTERNAL;
+    }
+    return NULL;
+}
+
+/* Apply a batch's results to the records it was about: OK -> adopt the
+ * returned instance; any failure -> mark for a re-read (ABORTED: someone
+ * else moved it). recs[i] matches items[i]. */
+static size_t apply_results(kp_sched *s, kp_inst **recs, size_t n,
+                            const Orrery__Halley__V1__TransitionBatchResponse *resp)
+{
+    size_t ok = 0;
+    for (size_t i = 0; i < n; i++) {
+        const Orrery__Halley__V1__TransitionResult *res = resp->results[i];
+        if (res->code == 0 && res->instance) {
+            kp__adopt(s, res->instance, res->event_id);
+            ok++;
+        } else {
+            recs[i]->flags |= KP_I_REFETCH;
+            s->again = 1;
+            if (res->code != 10 /* ABORTED */)
+                ORR_WARN("transition refused", "instance=%" PRId64 " code=%d field=%s error=%s",
+                         recs[i]->id, (int)res->code, orr_log_q(res->field),
+                         orr_log_q(res->message));
+        }
+    }
+    return ok;
+}
+
+/* Send n transitions (n <= BATCH_MAX) about recs[0..n) and apply the
+ * results. halleyd writes the items of one call one after the other on one
+ * database connection, so a batch of 2 * SEND_PART_MIN or more is split into
+ * up to SEND_PARTS calls sent at once (distinct instances: their order does
+ * not matter). Returns the number applied OK; *failed is set when a call
+ * failed (its records are marked for a re-read) or, without sending, when
+ * leadership moved. */
+size_t kp__send_batch(kp_sched *s, pb_treq *items, kp_inst **recs, size_t n, int *failed)
+{
+    *failed = 0;
+    if (!kp__still_leader(s)) {
+        *failed = 1;
+        return 0;
+    }
+    send_part parts[SEND_PARTS];
+    size_t np = n / SEND_PART_MIN;
+    np = np < 1 ? 1 : np > SEND_PARTS ? SEND_PARTS : np;
+    size_t off = 0;
+    for (size_t i = 0; i < np; i++) {
+        size_t k = n / np + (i < n % np);
+        memset(&parts[i], 0, sizeof parts[i]);
+        parts[i].cl = s->cl;
+        parts[i].items = items + off;
+        parts[i].n = k;
+        off += k;
+    }
+    /* part 0 runs on this thread, and so does a part whose thread cannot start */
+    int started[SEND_PARTS] = {0};
+    for (size_t i = 1; i < np; i++)
+        started[i] = pthread_create(&parts[i].th, NULL, send_part_main, &parts[i]) == 0;
+    send_part_main(&parts[0]);
+    for (size_t i = 1; i < np; i++) {
+        if (started[i])
+            pthread_join(parts[i].th, NULL);
+        else
+            send_part_main(&parts[i]);
+    }
+    size_t ok = 0;
+    int64_t took = 0;
+    off = 0;
+    for (size_t i = 0; i < np; i++) {
+        send_part *p = &parts[i];
+        took = p->took_us > took ? p->took_us : took;
+        if (p->resp) {
+            ok += apply_results(s, recs + off, p->n, p->resp);
+            protobuf_c_message_free_unpacked(&p->resp->base, NULL);
+        } else {
+            for (size_t j = 0; j < p->n; j++)
+                recs[off + j]->flags |= KP_I_REFETCH;
+            s->again = 1;
+            *failed = 1;
+        }
+        off += p->n;
+    }
+    int64_t per = took / (int64_t)n; /* wall time per item, the parts together */
+    s->item_us = s->item_us ? (s->item_us * 3 + per) / 4 : per;
+    ORR_DEBUG("transition batch", "items=%zu calls=%zu us_per_item=%" PRId64, n, np, per);
+    return ok;
+}
+
+/* Transitions of recs[0..n) to `to` with one reason, in batches. */
+size_t kp__transition_all(kp_sched *s, kp_inst **recs, size_t n, int to, const char *reason)
+{
+    size_t ok = 0;
+    pb_treq *items = orr_xrealloc(NULL, (n < BATCH_MAX ? n : BATCH_MAX) * sizeof *items);
+    for (size_t off = 0; off < n; off += BATCH_MAX) {
+        size_t k = n - off < BATCH_MAX ? n - off : BATCH_MAX;
+        for (size_t i = 0; i < k; i++)
+            kp__req_init(&items[i], s, recs[off + i], to, reason);
+        int failed;
+        ok += kp__send_batch(s, items, recs + off, k, &failed);
+        if (failed)
+            break;
+    }
+    free(items);
+    return ok;
+}
+
+void kp__materialise(kp_sched *s, int64_t now)
+{
+    if (now < s->next_materialise_ms)
+        return;
+    Orrery__Halley__V1__CreateInstance *items = orr_xrealloc(NULL, BATCH_MAX * sizeof *items);
+    Orrery__Halley__V1__CreateInstance **ptrs = orr_xrealloc(NULL, BATCH_MAX * sizeof *ptrs);
+    kp_task **owner = orr_xrealloc(NULL, BATCH_MAX * sizeof *owner);
+    int64_t times[BATCH_MAX];
+    size_t n = 0, total = 0;
+    int64_t next_min = INT64_MAX;
+    char actor[300];
+    snprintf(actor, sizeof actor, "%s", s->actor);
+    /* per task: plan, then send in batches; a task's state moves only after
+     * its instances were created */
+    size_t count = kp_index_count(s->ix);
+    for (size_t i = 0; i <= count; i++) {
+        kp_task *t = i < count ? kp_index_at(s->ix, i) : NULL;
+        int flush = !t || n >= BATCH_MAX - 64;
+        if (t && t->next_fire_ms <= now && total < MATERIALISE_ROUND) {
+            int64_t upto, next;
+            size_t k = kp_materialise_plan(t, t->materialised_ms, now, s->o->horizon_ms, times, 64,
+                                           &upto, &next);
+            for (size_t j = 0; j < k; j++) {
+                orrery__halley__v1__create_instance__init(&items[n]);
+                items[n].task_id = t->id;
+                items[n].schedule_time_ms = times[j];
+                items[n].priority = t->priority;
+                items[n].actor = actor;
+                ptrs[n] = &items[n];
+                owner[n] = t;
+                n++;
+            }
+            total += k;
+            /* optimistic: rolled back below if the batch fails */
+            t->materialised_ms = upto;
+            t->next_fire_ms = next;
+        }
+        if (t && t->next_fire_ms < next_min)
+            next_min = t->next_fire_ms;
+        if (!flush || n == 0)
+            continue;
+        if (!kp__still_leader(s))
+            break;
+        Orrery__Halley__V1__CreateInstancesRequest rq =
+            ORRERY__HALLEY__V1__CREATE_INSTANCES_REQUEST__INIT;
+        rq.n_instances = n;
+        rq.instances = ptrs;
+        ProtobufCMessage *out = NULL;
+        orr_err err;
+        orr_status rc =
+            orr_rpc_call_unary(s->cl, "CreateInstances", &rq.base, &out, RPC_TIMEOUT_MS, &err);
+        if (rc != ORR_OK) {
+            char buf[600];
+            ORR_WARN("instance creation failed", "items=%zu error=%s", n,
+                     orr_log_q(orr_err_str(&err, buf, sizeof buf)));
+            /* roll the tasks back to before their first planned time */
+            for (size_t j = n; j-- > 0;) {
+                owner[j]->materialised_ms = items[j].schedule_time_ms - 1;
+                owner[j]->next_fire_ms = items[j].schedule_time_ms;
+            }
+            s->next_materialise_ms = now + 1000;
+            break;
+        }
+        Orrery__Halley__V1__CreateInstancesResponse *r = (void *)out;
+        for (size_t j = 0; j < r->n_results && j < n; j++) {
+            const Orrery__Halley__V1__CreateInstanceResult *res = r->results[j];
+            if (res->code == 0 && res->instance) {
+                kp_inst *ri = kp__adopt(s, res->instance, 0);
+                ri->flags |= KP_I_DIRTY;
+            } else if (res->code != 0) {
+                ORR_WARN("instance not created", "task=%s schedule_ms=%" PRId64 " error=%s",
+                         orr_log_q(owner[j]->name), items[j].schedule_time_ms,
+                         orr_log_q(res->message));
+            }
+        }
+        for (size_t j = 0; j < n; j++)
+            kp__mark_task_dirty(s, owner[j]->id, 1);
+        protobuf_c_message_free_unpacked(out, NULL);
+        n = 0;
+    }
+    if (total >= MATERIALISE_ROUND)
+        s->again = 1;
+    else if (s->next_materialise_ms <= now)
+        s->next_materialise_ms = next_min;
+    free(items);
+    free(ptrs);
+    free(owner);
+}
+
+void kp__write_watermark(kp_sched *s, int64_t now)
+{
+    if (now < s->next_watermark_ms)
+        return;
+    s->next_watermark_ms = now + WATERMARK_EVERY_MS;
+    int64_t w = now;
+    for (size_t i = 0; i < kp_index_count(s->ix); i++) {
+        kp_task *t = kp_index_at(s->ix, i);
+        if (t->has_cron && t->materialised_ms < w)
+            w = t->materialised_ms;
+    }
+    if (kp__still_leader(s))
+        kp_elect_watermark_set(s->el, w);
+}
