@@ -61,7 +61,7 @@ HL_UNARY(hl_api_list_audit)
     }
     if (PQntuples(r) > size) {
         const char *k[1] = {hl_i64s(a, es[n - 1].id)};
-        o->next_page_token = (char *)hl_page_make(a, "audit", "i", k);
+        o->next_page_token = hl_page_next(a, &pg, k);
     }
     *resp = &o->base;
     return ORR_OK;

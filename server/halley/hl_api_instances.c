@@ -302,10 +302,10 @@ HL_UNARY(hl_api_get_instance)
     return s;
 }
 
-/* Up to limit rows of r; with paged, a page token (hl_page: the id
+/* Up to limit rows of r; with pg (a paged list), a page token (the id
  * ascending, schedule ms and id descending) when r has more. */
 static orr_status hl__instances_response(hl_conn *c, orr_arena *a, PGresult *r, int limit,
-                                         int paged, int with_deps, int desc,
+                                         const hl_page *pg, int with_deps, int desc,
                                          ProtobufCMessage **resp, orr_err *err)
 {
     Orrery__Halley__V1__ListInstancesResponse *o = orr_arena_alloc(a, sizeof *o);
@@ -324,11 +324,10 @@ static orr_status hl__instances_response(hl_conn *c, orr_arena *a, PGresult *r, 
                 return s;
         }
     }
-    if (n > limit && paged) {
+    if (n > limit && pg) {
         const char *k[2] = {hl_i64s(a, ins[shown - 1].schedule_time_ms),
                             hl_i64s(a, ins[shown - 1].id)};
-        o->next_page_token = desc ? (char *)hl_page_make(a, "instances.desc", "ii", k)
-                                  : (char *)hl_page_make(a, "instances", "i", k + 1);
+        o->next_page_token = hl_page_next(a, pg, desc ? k : k + 1);
     }
     *resp = &o->base;
     return ORR_OK;
@@ -384,7 +383,7 @@ HL_UNARY(hl_api_list_instances)
     else
         s = hl_db_query(c, a, &q_list_instances, 8, p, &r, err);
     if (s == ORR_OK)
-        s = hl__instances_response(c, a, r, size, 1, rq->with_deps, rq->descending, resp, err);
+        s = hl__instances_response(c, a, r, size, &pg, rq->with_deps, rq->descending, resp, err);
     hl_db_put(hc->db, c);
     return s;
 }
@@ -404,7 +403,7 @@ HL_UNARY(hl_api_list_ready_instances)
     PGresult *r;
     s = hl_db_query(c, a, &q_list_ready, 1, p, &r, err);
     if (s == ORR_OK)
-        s = hl__instances_response(c, a, r, limit, 0, 0, 0, resp, err);
+        s = hl__instances_response(c, a, r, limit, NULL, 0, 0, resp, err);
     hl_db_put(hc->db, c);
     return s;
 }

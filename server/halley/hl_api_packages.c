@@ -229,7 +229,7 @@ HL_UNARY(hl_api_list_code_packages)
     if (o->n_packages > (size_t)size) {
         o->n_packages = (size_t)size;
         const char *k[1] = {hl_i64s(a, o->packages[size - 1]->id)};
-        o->next_page_token = (char *)hl_page_make(a, "packages", "i", k);
+        o->next_page_token = hl_page_next(a, &pg, k);
     }
     *resp = &o->base;
     return ORR_OK;

@@ -455,7 +455,7 @@ HL_UNARY(hl_api_list_tasks)
     }
     if (n > size) {
         const char *k[1] = {hl_i64s(a, ts[shown - 1].id)};
-        o->next_page_token = (char *)hl_page_make(a, "tasks", "i", k);
+        o->next_page_token = hl_page_next(a, &pg, k);
     }
     *resp = &o->base;
     return ORR_OK;

@@ -192,7 +192,7 @@ HL_UNARY(hl_api_list_data_units)
     if (n > (size_t)size) {
         n = (size_t)size;
         const char *k[3] = {hl_val(r, size - 1, 3), hl_val(r, size - 1, 1), hl_val(r, size - 1, 2)};
-        o->next_page_token = (char *)hl_page_make(a, "units", "iss", k);
+        o->next_page_token = hl_page_next(a, &pg, k);
     }
     o->n_units = n;
     o->units = hl_alloc_n(a, sizeof *o->units, n);

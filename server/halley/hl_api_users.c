@@ -373,7 +373,7 @@ HL_UNARY(hl_api_list_users)
     }
     if (n > size) {
         const char *last[1] = {hl_i64s(a, us[shown - 1].id)};
-        o->next_page_token = (char *)hl_page_make(a, "users", "i", last);
+        o->next_page_token = hl_page_next(a, &pg, last);
     }
     *resp = &o->base;
     return ORR_OK;

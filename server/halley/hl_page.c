@@ -35,6 +35,8 @@ orr_status hl_page_begin_limit(orr_arena *a, const char *list, const char *kinds
 {
     pg->size = def;
     pg->have = 0;
+    pg->list = list;
+    pg->kinds = kinds;
     for (size_t i = 0; i < HL_PAGE_MAX_KEYS; i++)
         pg->keys[i] = "";
     orr_status s = page_size || !limit
@@ -109,6 +111,11 @@ bad:
         keys[i] = kinds[i] == 'i' ? "0" : "";
     return orr_err_set(err, ORR_EINVAL, "page_token",
                        "not a next_page_token of this list (and order)");
+}
+
+char *hl_page_next(orr_arena *a, const hl_page *pg, const char *const *keys)
+{
+    return (char *)hl_page_make(a, pg->list, pg->kinds, keys);
 }
 
 const char *hl_page_make(orr_arena *a, const char *list, const char *kinds, const char *const *keys)

@@ -9,10 +9,11 @@
  * accepted by the list (and order) that made it, and a page never skips or
  * repeats a row however rows are added meanwhile.
  *
- * Legal order per call: hl_page_begin (or hl_page_size and hl_page_parse;
- * the keys feed the query, which fetches size + 1 rows), then hl_page_make
- * from the last row shown when more rows came than the page holds. Lists
- * that are not paged but bounded take their "limit" through hl_page_size.
+ * Legal order per call: hl_page_begin (the keys feed the query, which
+ * fetches size + 1 rows), then hl_page_next from the last row shown when more
+ * rows came than the page holds; the list's name and kinds are given once.
+ * Lists that are not paged but bounded take their "limit" through
+ * hl_page_size.
  */
 #ifndef HL_PAGE_H
 #define HL_PAGE_H
@@ -44,6 +45,7 @@ typedef struct hl_page {
     int size;                           /* rows to show, 1..HL_PAGE_MAX */
     int have;                           /* 1 if page_token gave a position */
     const char *keys[HL_PAGE_MAX_KEYS]; /* the position (hl_page_parse) */
+    const char *list, *kinds;           /* as given to hl_page_begin */
 } hl_page;
 
 /* The opening of every paged List call: hl_page_size of page_size (field
@@ -59,6 +61,10 @@ orr_status hl_page_begin(orr_arena *a, const char *list, const char *kinds, int3
 orr_status hl_page_begin_limit(orr_arena *a, const char *list, const char *kinds, int32_t page_size,
                                int32_t limit, int limit_max, const char *token, int def,
                                hl_page *pg, orr_err *err);
+
+/* The next_page_token of pg's list at position keys (one per kind): the
+ * sort key of the last row shown, when more rows came than pg->size. */
+char *hl_page_next(orr_arena *a, const hl_page *pg, const char *const *keys);
 
 /* The token of the position keys[0..strlen(kinds)) of list, in arena a.
  * Keys are decimal text for 'i', printable ASCII for 's'. */

@@ -306,6 +306,7 @@ static void test_page(void **state)
     assert_int_equal(pg.size, 2);
     assert_string_equal(pg.keys[0], k[0]);
     assert_string_equal(pg.keys[2], k[2]);
+    assert_string_equal(hl_page_next(a, &pg, k), tok); /* the list and kinds given once */
     assert_int_equal(hl_page_begin(a, "tasks", "i", 2, tok, 100, &pg, &e), ORR_EINVAL);
     assert_string_equal(e.field, "page_token");
     /* The deprecated limit: used only when page_size is 0, with its own
