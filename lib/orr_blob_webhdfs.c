@@ -615,6 +615,8 @@ static orr_status wh_get_bytes(orr_blob *bb, const char *rel, orr_buf *out, orr_
     orr_status rc = wh_get_range(bb, rel, 0, ORR_BLOB_TO_END, wh__append_sink, out, err);
     if (rc != ORR_OK)
         orr_buf_reset(out);
+    else
+        orr_buf_append(out, "", 0); /* a buffer, NUL-terminated, also when empty */
     return rc;
 }
 
