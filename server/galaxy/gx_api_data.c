@@ -5,21 +5,20 @@
  * A stream change is saved in Halley first (PutSortStream, which validates
  * the spec and bumps the version) and then published to ZooKeeper at
  * /orrery/streams/<name> as {"name","version","active","spec"}, where sortd
- * watches it. galaxyd connects to ZooKeeper before saving and refuses the
- * change (503) when it has no [galaxy] zk or cannot reach it, so a stream is
- * not saved without a place to publish it; should the write itself fail
- * after the save, the answer is 503 naming the saved version, and repeating
- * the PUT publishes it. */
+ * watches it, through galaxyd's one ZooKeeper session (app->zk, lib/orr_zk).
+ * galaxyd makes sure the session is connected before saving and refuses the
+ * change (503) when it has no [galaxy] zk or cannot reach it within 3 s, so a
+ * stream is not saved without a place to publish it; should the write itself
+ * fail after the save, the answer is 503 naming the saved version, and
+ * repeating the PUT publishes it. */
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
-#define THREADED /* the synchronous API of libzookeeper_mt */
-#include <zookeeper/zookeeper.h>
 
 #include "gx_app.h"
 #include "orr_json.h"
 #include "orr_log.h"
+#include "orr_zk.h"
 
 static char *gx_dump_arena(gx_req *req, const json_t *v)
 {
@@ -47,66 +46,11 @@ static int gx_query_time(gx_req *req, gx_resp *resp, const char *name, int64_t *
     return 1;
 }
 
-/* ------------------------------------------------------------ ZooKeeper */
-
-static void gx_zk_quiet(zhandle_t *zh, int type, int state, const char *path, void *ctx)
-{
-    (void)zh;
-    (void)type;
-    (void)state;
-    (void)path;
-    (void)ctx;
-}
-
-/* A short ZooKeeper session of its own for writing: stream changes are rare,
- * and the shared session (orr_zk) only reads. Connects within 3 s or answers
- * ORR_EUNAVAIL; *out is then NULL. Close with zookeeper_close(). */
-static orr_status gx_zk_connect(const char *hosts, zhandle_t **out, orr_err *err)
-{
-    zoo_set_debug_level(ZOO_LOG_LEVEL_ERROR);
-    zhandle_t *zh = zookeeper_init(hosts, gx_zk_quiet, 10000, NULL, NULL, 0);
-    *out = NULL;
-    if (!zh)
-        return orr_err_set(err, ORR_EUNAVAIL, "zk", "cannot start a ZooKeeper session");
-    for (int i = 0; i < 300 && zoo_state(zh) != ZOO_CONNECTED_STATE; i++)
-        usleep(10000);
-    if (zoo_state(zh) != ZOO_CONNECTED_STATE) {
-        zookeeper_close(zh);
-        return orr_err_set(err, ORR_EUNAVAIL, "zk", "ZooKeeper %s not reachable", hosts);
-    }
-    *out = zh;
-    return ORR_OK;
-}
-
-/* Write data at path, creating it and its parents. */
-static orr_status gx_zk_write(zhandle_t *zh, const char *path, const char *data, orr_err *err)
-{
-    char prefix[512];
-    size_t plen = strlen(path);
-    if (plen >= sizeof(prefix))
-        return orr_err_set(err, ORR_EINVAL, "name", "too long for a ZooKeeper path");
-    for (size_t i = 1; i < plen; i++) {
-        if (path[i] != '/')
-            continue;
-        memcpy(prefix, path, i);
-        prefix[i] = '\0';
-        int zrc = zoo_create(zh, prefix, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
-        if (zrc != ZOK && zrc != ZNODEEXISTS)
-            return orr_err_set(err, ORR_EUNAVAIL, "zk", "create %s: %s", prefix, zerror(zrc));
-    }
-    int len = (int)strlen(data);
-    int zrc = zoo_set(zh, path, data, len, -1);
-    if (zrc == ZNONODE) {
-        zrc = zoo_create(zh, path, data, len, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
-        if (zrc == ZNODEEXISTS) /* created in between by another galaxyd */
-            zrc = zoo_set(zh, path, data, len, -1);
-    }
-    if (zrc != ZOK)
-        return orr_err_set(err, ORR_EUNAVAIL, "zk", "write %s: %s", path, zerror(zrc));
-    return ORR_OK;
-}
-
 /* -------------------------------------------------------------- streams */
+
+/* How long a stream change waits for a ZooKeeper session before it is
+ * refused. */
+#define GX_ZK_PUBLISH_WAIT_MS 3000
 
 static json_t *gx_stream_json(const HL(SortStream) * s)
 {
@@ -171,14 +115,13 @@ void gx_h_stream_put(gx_req *req, gx_resp *resp)
         gx_resp_fail(resp, ORR_EINVAL, "spec", "must be an object");
         return;
     }
-    if (!app->zk_hosts || !*app->zk_hosts) {
+    if (!app->zk_hosts || !*app->zk_hosts || !app->zk) {
         gx_resp_fail(resp, ORR_EUNAVAIL, "zk",
                      "galaxyd has no [galaxy] zk configured, so it cannot publish streams");
         return;
     }
     /* Connect first: a ZooKeeper that cannot be reached saves nothing. */
-    zhandle_t *zh;
-    if (gx_zk_connect(app->zk_hosts, &zh, &e) != ORR_OK) {
+    if (orr_zk_wait(app->zk, GX_ZK_PUBLISH_WAIT_MS, &e) != ORR_OK) {
         gx_resp_err(resp, &e);
         return;
     }
@@ -188,18 +131,15 @@ void gx_h_stream_put(gx_req *req, gx_resp *resp)
     rq.active = active;
     rq.actor = (char *)gx_actor(req);
     HL(SortStream) * s;
-    if (gx_halley(req, resp, "PutSortStream", &rq.base, (ProtobufCMessage **)&s) != ORR_OK) {
-        zookeeper_close(zh);
+    if (gx_halley(req, resp, "PutSortStream", &rq.base, (ProtobufCMessage **)&s) != ORR_OK)
         return;
-    }
     json_t *pub = json_pack("{s:s,s:I,s:b,s:o}", "name", s->name, "version", (json_int_t)s->version,
                             "active", (int)s->active, "spec", gx_parse_or_empty(s->spec_json));
     char *data = gx_dump_arena(req, pub);
     json_decref(pub);
     const char *path = orr_arena_sprintf(req->arena, "/orrery/streams/%s", s->name);
     orr_err_clear(&e);
-    orr_status zrc = gx_zk_write(zh, path, data, &e);
-    zookeeper_close(zh);
+    orr_status zrc = orr_zk_put(app->zk, path, data, strlen(data), &e);
     if (zrc != ORR_OK) {
         ORR_WARN("stream saved but not published", "stream=%s version=%lld err=%s",
                  orr_log_q(s->name), (long long)s->version, orr_log_q(e.msg));

@@ -1,15 +1,15 @@
 /*
  * kp_elect.h - keplerd's ZooKeeper side: leader election and executor
- * discovery.
+ * discovery, on the shared client (lib/orr_zk.h, lib/orr_zk_elect.h).
  *
- * Election: every keplerd creates an ephemeral sequential node
- * /orrery/kepler/election/n_<seq> (data: its id). The lowest sequence leads;
- * every other one watches only its predecessor and re-checks when it goes
- * (no herd). A leader whose session is disconnected or expired is NOT leader
- * from that instant (kp_elect_leader_epoch() returns 0 before anything else
- * happens), so a deposed leader stops writing before the session can expire
- * on the server and a standby take over. halleyd's compare-and-set on every
- * transition remains the fence for a write already in flight.
+ * Election: the recipe of orr_zk_elect.h under /orrery/kepler/election
+ * (ephemeral sequential n_<seq>, data: this keplerd's id; the lowest leads,
+ * the others watch their predecessor). A leader whose session is
+ * disconnected or expired is NOT leader from that instant
+ * (kp_elect_leader_epoch() returns 0 before anything else happens), so a
+ * deposed leader stops writing before the session can expire on the server
+ * and a standby take over. halleyd's compare-and-set on every transition
+ * remains the fence for a write already in flight.
  *
  * Epochs: each time this process gains leadership the epoch grows; the
  * scheduler rebuilds its state from Halley when it sees a new epoch.
@@ -20,9 +20,9 @@
  * snapshot version is 0 (the scheduler then neither dispatches nor declares
  * any executor lost).
  *
- * Threads: the ZooKeeper client's own threads run the watchers, which only
- * set flags; one kp_elect thread does every synchronous ZooKeeper call.
- * All functions here are thread-safe.
+ * Threads: the ZooKeeper client's own threads run the listeners, which only
+ * set flags; one kp_elect thread does every election and listing call and
+ * opens a new session after an expiry. All functions here are thread-safe.
  */
 #ifndef KP_ELECT_H
 #define KP_ELECT_H

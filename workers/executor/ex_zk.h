@@ -3,25 +3,23 @@
  * /orrery/executors/<id> whose data is the executor's JSON card (id, host,
  * http_port, slots, used_slots, labels, started_at).
  *
- * ZooKeeper's own thread only sets flags; all work happens in ex_zk_tick(),
+ * Built on lib/orr_zk.h (a session renewed only by ex_zk_reconnect). The
+ * client's own thread only sets flags; all work happens in ex_zk_tick(),
  * called from the daemon's main loop:
- *   connected and not registered -> create the parents (persistent) and the
- *                                   node (a stale node of an older session
- *                                   of ours is replaced)
- *   registered and card changed  -> zoo_set
+ *   connected and not registered -> orr_zk_claim: the parents (persistent)
+ *                                   and the node (a stale node of an older
+ *                                   session of ours is replaced)
+ *   registered and card changed  -> orr_zk_set
  *   session expired              -> returns EX_ZK_EXPIRED; the daemon kills
  *                                   what it runs, then calls ex_zk_reconnect()
  *
  * Fencing (ex_zk_probe, ex_zk_safe_until): the server ends a session when it
  * has heard nothing from it for the negotiated timeout T, and the node goes
  * with it; keplerd then fails the executor's instances and retries them
- * elsewhere. A request sent at time t and answered proves the server heard
- * from the session at or after t, so the session lives at least until t + T.
- * ex_zk_probe keeps such a request in flight (every T/8, 100 ms..1 s);
- * ex_zk_safe_until is the send time of the last answered one + T - margin
- * (margin = T/4, at least 1 s, at most T/2). Past it the executor cannot be
- * sure its session is alive and must kill what it runs. Both use a monotonic
- * clock: the server's and ours run at the same rate.
+ * elsewhere. orr_zk_probe/orr_zk_safe_until (orr_zk.h, "Fencing") tell until
+ * when the session is certainly alive; past it the executor cannot be sure
+ * and must kill what it runs. Both use a monotonic clock (the one of
+ * ex_now_ms): the server's and ours run at the same rate.
  */
 #ifndef EX_ZK_H
 #define EX_ZK_H
@@ -51,8 +49,8 @@ ex_zk_state ex_zk_tick(ex_zk *z);
 void ex_zk_probe(ex_zk *z);
 /* Monotonic ms (ex_now_ms clock) until which the current session is certainly
  * alive; 0 while no probe of the current session was answered. *timeout_ms
- * (may be NULL) gets the negotiated session timeout (zoo_recv_timeout) or the
- * requested one before the first connection. Thread-safe. */
+ * (may be NULL) gets the negotiated session timeout or the requested one
+ * before the first connection. Thread-safe. */
 int64_t ex_zk_safe_until(ex_zk *z, int *timeout_ms);
 /* Close the expired session and open a new one. */
 void ex_zk_reconnect(ex_zk *z);

@@ -1,7 +1,7 @@
 /*
  * ex_zk_get.c - prints the data of one ZooKeeper node and its ephemeral
  * owner, for executord's integration test (Python has no ZooKeeper client
- * here).
+ * here). Uses lib/orr_zk.
  *
  *   ex_zk_get HOST:PORT PATH    -> stdout: "owner=<hex>\n<data>"; exit 0
  *                                  exit 3 when the node does not exist,
@@ -13,8 +13,8 @@
  */
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
-#include <zookeeper/zookeeper.h>
+
+#include "orr_zk.h"
 
 int main(int argc, char **argv)
 {
@@ -23,35 +23,35 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: ex_zk_get HOST:PORT [--create] PATH\n");
         return 2;
     }
-    zoo_set_debug_level(ZOO_LOG_LEVEL_ERROR);
-    zhandle_t *zh = zookeeper_init(argv[1], NULL, 10000, NULL, NULL, 0);
-    if (!zh)
-        return 1;
-    for (int i = 0; i < 100 && zoo_state(zh) != ZOO_CONNECTED_STATE; i++)
-        usleep(50000);
-    if (create) {
-        int rc = zoo_create(zh, argv[3], NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
-        zookeeper_close(zh);
-        if (rc != ZOK && rc != ZNODEEXISTS) {
-            fprintf(stderr, "ex_zk_get: create %s: %s\n", argv[3], zerror(rc));
-            return 1;
-        }
-        return 0;
-    }
-    char buf[8192];
-    int len = (int)sizeof buf - 1;
-    struct Stat st;
-    int rc = zoo_get(zh, argv[2], 0, buf, &len, &st);
+    orr_zk *zk = NULL;
+    orr_err err;
+    orr_buf data = ORR_BUF_INIT;
+    orr_zk_stat st;
     int code = 1;
-    if (rc == ZOK) {
-        buf[len > 0 ? len : 0] = 0;
-        printf("owner=%llx\n%s", (unsigned long long)st.ephemeralOwner, buf);
+    if (orr_zk_open(argv[1], 5000, &zk, &err) != ORR_OK) {
+        fprintf(stderr, "ex_zk_get: %s\n", err.msg);
+        goto out;
+    }
+    if (create) {
+        orr_status rc = orr_zk_create(zk, argv[3], NULL, 0, 0, NULL, NULL, &err);
+        if (rc != ORR_OK && rc != ORR_EEXIST) {
+            fprintf(stderr, "ex_zk_get: create %s: %s\n", argv[3], err.msg);
+            goto out;
+        }
         code = 0;
-    } else if (rc == ZNONODE) {
+        goto out;
+    }
+    orr_status rc = orr_zk_read(zk, argv[2], 0, &data, &st, &err);
+    if (rc == ORR_OK) {
+        printf("owner=%llx\n%s", (unsigned long long)st.owner, data.len ? data.data : "");
+        code = 0;
+    } else if (rc == ORR_ENOTFOUND) {
         code = 3;
     } else {
-        fprintf(stderr, "ex_zk_get: %s\n", zerror(rc));
+        fprintf(stderr, "ex_zk_get: %s\n", err.msg);
     }
-    zookeeper_close(zh);
+out:
+    orr_buf_free(&data);
+    orr_zk_close(zk);
     return code;
 }
