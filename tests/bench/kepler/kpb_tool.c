@@ -34,10 +34,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <zookeeper/zookeeper.h>
 
 #include "halley.pb-c.h"
 #include "orr_rpc.h"
+#include "orr_zk.h"
 
 #define KPB_TIMEOUT_MS  30000
 #define KPB_BATCH       1000
@@ -199,15 +199,6 @@ static void kpb_on_term(int sig)
     kpb_stop = 1;
 }
 
-static void kpb_zk_noop(zhandle_t *zh, int type, int state, const char *path, void *ctx)
-{
-    (void)zh;
-    (void)type;
-    (void)state;
-    (void)path;
-    (void)ctx;
-}
-
 static void kpb_sleep_ms(int ms)
 {
     struct timespec d = {ms / 1000, (long)(ms % 1000) * 1000000L};
@@ -247,16 +238,15 @@ static int kpb_executor(const char *zkhosts, const char *id, int64_t slots, int6
 {
     signal(SIGTERM, kpb_on_term);
     signal(SIGINT, kpb_on_term);
-    zoo_set_debug_level(ZOO_LOG_LEVEL_ERROR);
-    zhandle_t *zh = zookeeper_init(zkhosts, kpb_zk_noop, 4000, NULL, NULL, 0);
-    if (!zh) {
-        fprintf(stderr, "kpb_tool: zookeeper_init failed\n");
+    orr_zk_opts zo = {.session_ms = 4000, .wait_ms = 10000};
+    orr_zk *zk;
+    orr_err zerr;
+    if (orr_zk_start(zkhosts, &zo, &zk, &zerr) != ORR_OK) {
+        fprintf(stderr, "kpb_tool: %s\n", zerr.msg);
+        orr_zk_close(zk);
         return 1;
     }
-    for (int i = 0; i < 200 && zoo_state(zh) != ZOO_CONNECTED_STATE; i++)
-        kpb_sleep_ms(50);
-    zoo_create(zh, "/orrery", NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
-    zoo_create(zh, "/orrery/executors", NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+    orr_zk_mkdirs(zk, "/orrery/executors", &zerr);
     char path[256], data[512], actor[200];
     snprintf(path, sizeof path, "/orrery/executors/%s", id);
     snprintf(actor, sizeof actor, "executor:%s", id);
@@ -266,10 +256,9 @@ static int kpb_executor(const char *zkhosts, const char *id, int64_t slots, int6
                      "{\"id\":\"%s\",\"host\":\"127.0.0.1\",\"http_port\":0,\"slots\":%" PRId64
                      ",\"used_slots\":0,\"labels\":{},\"started_at\":%" PRId64 "}",
                      id, slots, (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
-    int zrc = zoo_create(zh, path, data, n, &ZOO_OPEN_ACL_UNSAFE, ZOO_EPHEMERAL, NULL, 0);
-    if (zrc != ZOK) {
-        fprintf(stderr, "kpb_tool: register %s: %s\n", path, zerror(zrc));
-        zookeeper_close(zh);
+    if (orr_zk_create(zk, path, data, (size_t)n, ORR_ZK_EPHEMERAL, NULL, NULL, &zerr) != ORR_OK) {
+        fprintf(stderr, "kpb_tool: register %s: %s\n", path, zerr.msg);
+        orr_zk_close(zk);
         return 1;
     }
     fprintf(stderr, "executor %s registered\n", id);
@@ -338,7 +327,7 @@ static int kpb_executor(const char *zkhosts, const char *id, int64_t slots, int6
         runs += good;
         refused += (int64_t)m - good;
     }
-    zookeeper_close(zh);
+    orr_zk_close(zk);
     printf("runs=%" PRId64 " refused=%" PRId64 "\n", runs, refused);
     return rc;
 }

@@ -51,10 +51,10 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include <zookeeper/zookeeper.h>
 
 #include "halley.pb-c.h"
 #include "orr_rpc.h"
+#include "orr_zk.h"
 
 #define TIMEOUT_MS 15000
 
@@ -196,15 +196,6 @@ static void on_term(int sig)
     stop_flag = 1;
 }
 
-static void zk_noop(zhandle_t *zh, int type, int state, const char *path, void *ctx)
-{
-    (void)zh;
-    (void)type;
-    (void)state;
-    (void)path;
-    (void)ctx;
-}
-
 typedef struct run {
     int64_t id, end_ms;
     int attempt, fail;
@@ -248,16 +239,15 @@ static int cmd_executor(const char *zkhosts, const char *id, int slots, int run_
     long ended = 0, held_logged = -1;
     signal(SIGTERM, on_term);
     signal(SIGINT, on_term);
-    zoo_set_debug_level(ZOO_LOG_LEVEL_ERROR);
-    zhandle_t *zh = zookeeper_init(zkhosts, zk_noop, 3000, NULL, NULL, 0);
-    if (!zh) {
-        fprintf(stderr, "kp_it_tool: zookeeper_init failed\n");
+    orr_zk_opts zo = {.session_ms = 3000, .wait_ms = 5000};
+    orr_zk *zk;
+    orr_err zerr;
+    if (orr_zk_start(zkhosts, &zo, &zk, &zerr) != ORR_OK) {
+        fprintf(stderr, "kp_it_tool: %s\n", zerr.msg);
+        orr_zk_close(zk);
         return 1;
     }
-    for (int i = 0; i < 100 && zoo_state(zh) != ZOO_CONNECTED_STATE; i++)
-        sleep_ms(50);
-    zoo_create(zh, "/orrery", NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
-    zoo_create(zh, "/orrery/executors", NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+    orr_zk_mkdirs(zk, "/orrery/executors", &zerr);
     char path[256], data[1024], actor[200];
     snprintf(path, sizeof path, "/orrery/executors/%s", id);
     snprintf(actor, sizeof actor, "executor:%s", id);
@@ -279,9 +269,8 @@ static int cmd_executor(const char *zkhosts, const char *id, int slots, int run_
         return 1;
     }
     sleep_ms(300);
-    int rc = zoo_create(zh, path, data, n, &ZOO_OPEN_ACL_UNSAFE, ZOO_EPHEMERAL, NULL, 0);
-    if (rc != ZOK) {
-        fprintf(stderr, "kp_it_tool: register %s: %s\n", path, zerror(rc));
+    if (orr_zk_create(zk, path, data, (size_t)n, ORR_ZK_EPHEMERAL, NULL, NULL, &zerr) != ORR_OK) {
+        fprintf(stderr, "kp_it_tool: register %s: %s\n", path, zerr.msg);
         return 1;
     }
     fprintf(stderr, "executor %s registered\n", id);
@@ -376,7 +365,7 @@ static int cmd_executor(const char *zkhosts, const char *id, int slots, int run_
     }
     if (st)
         orr_rpc_stream_close(st);
-    zookeeper_close(zh);
+    orr_zk_close(zk);
     free(runs);
     return 0;
 }
@@ -397,16 +386,14 @@ int main(int argc, char **argv)
         }
         char hosts[256];
         snprintf(hosts, sizeof hosts, "%.*s", (int)(strchr(zk, '/') - zk), zk);
-        zoo_set_debug_level(ZOO_LOG_LEVEL_ERROR);
-        zhandle_t *zh = zookeeper_init(hosts, zk_noop, 5000, NULL, NULL, 0);
-        for (int i = 0; zh && i < 100 && zoo_state(zh) != ZOO_CONNECTED_STATE; i++)
-            sleep_ms(50);
-        int rc = zh ? zoo_create(zh, strchr(zk, '/'), NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0)
-                    : ZCONNECTIONLOSS;
-        if (zh)
-            zookeeper_close(zh);
-        if (rc != ZOK && rc != ZNODEEXISTS) {
-            fprintf(stderr, "kp_it_tool: zk-root: %s\n", zerror(rc));
+        orr_zk *z;
+        orr_err zerr;
+        orr_status rc = orr_zk_open(hosts, 5000, &z, &zerr);
+        if (rc == ORR_OK)
+            rc = orr_zk_create(z, strchr(zk, '/'), NULL, 0, 0, NULL, NULL, &zerr);
+        orr_zk_close(z);
+        if (rc != ORR_OK && rc != ORR_EEXIST) {
+            fprintf(stderr, "kp_it_tool: zk-root: %s\n", zerr.msg);
             return 1;
         }
         return 0;
