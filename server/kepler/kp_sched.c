@@ -104,7 +104,7 @@
 #include "orr_alloc.h"
 #include "orr_log.h"
 
-/* ------------------------------------------------------------ helpers */
+/* ------------------------------------------------------------ the store's bookkeeping */
 
 int64_t kp__wall_ms(void)
 {
