@@ -32,6 +32,20 @@ static hl_stmt q_get_ds_secret =
 static hl_stmt q_list_ds = HL_STMT("SELECT name, kind, params::text, secret IS NOT NULL, " HL_MS(
     "updated_at") " FROM data_sources WHERE $1 = '' OR kind = $1 ORDER BY name");
 
+/* The data source of row `row` of a q_get_ds / q_list_ds result, in the
+ * arena (strings point into the result). */
+static Orrery__Halley__V1__DataSource *hl__data_source(orr_arena *a, const PGresult *r, int row)
+{
+    Orrery__Halley__V1__DataSource *o = orr_arena_alloc(a, sizeof *o);
+    orrery__halley__v1__data_source__init(o);
+    o->name = (char *)hl_val(r, row, 0);
+    o->kind = (char *)hl_val(r, row, 1);
+    o->params_json = (char *)hl_val(r, row, 2);
+    o->has_secret = hl_val_bool(r, row, 3);
+    o->updated_at_ms = hl_val_i64(r, row, 4);
+    return o;
+}
+
 static const char *const hl__secret_keys[] = {"password", "secret", "passwd", "token", NULL};
 
 HL_UNARY(hl_api_put_data_source)
@@ -95,14 +109,7 @@ HL_UNARY(hl_api_put_data_source)
     hl_db_put(hc->db, c);
     if (s != ORR_OK)
         return s;
-    Orrery__Halley__V1__DataSource *o = orr_arena_alloc(a, sizeof *o);
-    orrery__halley__v1__data_source__init(o);
-    o->name = (char *)hl_val(r, 0, 0);
-    o->kind = (char *)hl_val(r, 0, 1);
-    o->params_json = (char *)hl_val(r, 0, 2);
-    o->has_secret = hl_val_bool(r, 0, 3);
-    o->updated_at_ms = hl_val_i64(r, 0, 4);
-    *resp = &o->base;
+    *resp = &hl__data_source(a, r, 0)->base;
     return ORR_OK;
 }
 
@@ -118,14 +125,7 @@ HL_UNARY(hl_api_get_data_source)
         return s;
     if (PQntuples(r) == 0)
         return orr_err_set(err, ORR_ENOTFOUND, "name", "no such data source");
-    Orrery__Halley__V1__DataSource *o = orr_arena_alloc(a, sizeof *o);
-    orrery__halley__v1__data_source__init(o);
-    o->name = (char *)hl_val(r, 0, 0);
-    o->kind = (char *)hl_val(r, 0, 1);
-    o->params_json = (char *)hl_val(r, 0, 2);
-    o->has_secret = hl_val_bool(r, 0, 3);
-    o->updated_at_ms = hl_val_i64(r, 0, 4);
-    *resp = &o->base;
+    *resp = &hl__data_source(a, r, 0)->base;
     return ORR_OK;
 }
 
@@ -144,16 +144,8 @@ HL_UNARY(hl_api_list_data_sources)
     size_t n = (size_t)PQntuples(r);
     o->n_data_sources = n;
     o->data_sources = hl_alloc_n(a, sizeof *o->data_sources, n);
-    for (size_t i = 0; i < n; i++) {
-        Orrery__Halley__V1__DataSource *d = orr_arena_alloc(a, sizeof *d);
-        orrery__halley__v1__data_source__init(d);
-        d->name = (char *)hl_val(r, (int)i, 0);
-        d->kind = (char *)hl_val(r, (int)i, 1);
-        d->params_json = (char *)hl_val(r, (int)i, 2);
-        d->has_secret = hl_val_bool(r, (int)i, 3);
-        d->updated_at_ms = hl_val_i64(r, (int)i, 4);
-        o->data_sources[i] = d;
-    }
+    for (size_t i = 0; i < n; i++)
+        o->data_sources[i] = hl__data_source(a, r, (int)i);
     *resp = &o->base;
     return ORR_OK;
 }

@@ -392,7 +392,7 @@ HL_UNARY(hl_api_list_ready_instances)
 {
     HL_HANDLER_BEGIN(Orrery__Halley__V1__ListReadyInstancesRequest);
     int limit;
-    orr_status ls = hl_page_size(rq->limit, "limit", HL_PAGE_DEFAULT, HL_PAGE_MAX, &limit, err);
+    orr_status ls = hl_page_limit(rq->limit, &limit, err);
     if (ls != ORR_OK)
         return ls;
     hl_conn *c;

@@ -144,7 +144,7 @@ HL_UNARY(hl_api_list_process_stats)
     if (rq->task_id < 0)
         return orr_err_set(err, ORR_EINVAL, "task_id", "must be positive");
     int limit;
-    orr_status ls = hl_page_size(rq->limit, "limit", HL_PAGE_DEFAULT, HL_PAGE_MAX, &limit, err);
+    orr_status ls = hl_page_limit(rq->limit, &limit, err);
     if (ls != ORR_OK)
         return ls;
     hl_conn *c;

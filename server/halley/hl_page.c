@@ -23,6 +23,11 @@ orr_status hl_page_size(int32_t v, const char *field, int def, int max, int *out
     return ORR_OK;
 }
 
+orr_status hl_page_limit(int32_t limit, int *out, orr_err *err)
+{
+    return hl_page_size(limit, "limit", HL_PAGE_DEFAULT, HL_PAGE_MAX, out, err);
+}
+
 orr_status hl_page_begin(orr_arena *a, const char *list, const char *kinds, int32_t page_size,
                          const char *token, int def, hl_page *pg, orr_err *err)
 {

@@ -13,7 +13,7 @@
  * fetches size + 1 rows), then hl_page_next from the last row shown when more
  * rows came than the page holds; the list's name and kinds are given once.
  * Lists that are not paged but bounded take their "limit" through
- * hl_page_size.
+ * hl_page_limit.
  */
 #ifndef HL_PAGE_H
 #define HL_PAGE_H
@@ -39,6 +39,10 @@ orr_status hl_page_size(int32_t v, const char *field, int def, int max, int *out
  * token of this list with these kinds: ORR_EINVAL, field "page_token". */
 orr_status hl_page_parse(orr_arena *a, const char *list, const char *kinds, const char *token,
                          const char **keys, int *have, orr_err *err);
+
+/* The "limit" of a list that is bounded but not paged: hl_page_size of
+ * limit, field "limit", HL_PAGE_DEFAULT when 0, at most HL_PAGE_MAX. */
+orr_status hl_page_limit(int32_t limit, int *out, orr_err *err);
 
 /* A paged List call's request as read by hl_page_begin. */
 typedef struct hl_page {

@@ -320,6 +320,14 @@ static void test_page(void **state)
     assert_int_equal(hl_page_begin_limit(a, "units", "iss", 0, -3, 5000, "", 500, &pg, &e),
                      ORR_EINVAL);
     assert_string_equal(e.field, "limit");
+    /* The limit of a bounded list that is not paged. */
+    int limit = 0;
+    assert_int_equal(hl_page_limit(0, &limit, &e), ORR_OK);
+    assert_int_equal(limit, HL_PAGE_DEFAULT);
+    assert_int_equal(hl_page_limit(20000, &limit, &e), ORR_OK);
+    assert_int_equal(limit, HL_PAGE_MAX);
+    assert_int_equal(hl_page_limit(-1, &limit, &e), ORR_EINVAL);
+    assert_string_equal(e.field, "limit");
     orr_arena_destroy(a);
 }
 
