@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "orr_alloc.h"
+
 #define ARENA_ALIGN         alignof(max_align_t)
 #define ARENA_DEFAULT_BLOCK 8192
 
@@ -37,19 +39,9 @@ struct orr_arena {
     size_t used;
 };
 
-static void *arena_xmalloc(size_t n)
-{
-    void *p = malloc(n);
-    if (!p) {
-        fprintf(stderr, "level=fatal msg=\"out of memory\" bytes=%zu\n", n);
-        abort();
-    }
-    return p;
-}
-
 static struct arena_block *arena_block_new(size_t size)
 {
-    struct arena_block *b = arena_xmalloc(sizeof(*b) + size);
+    struct arena_block *b = orr_xmalloc(sizeof(*b) + size);
     b->next = NULL;
     b->size = size;
     b->used = 0;
@@ -58,7 +50,7 @@ static struct arena_block *arena_block_new(size_t size)
 
 orr_arena *orr_arena_create(size_t block_size)
 {
-    orr_arena *a = arena_xmalloc(sizeof(*a));
+    orr_arena *a = orr_xmalloc(sizeof(*a));
     a->block_size = block_size ? block_size : ARENA_DEFAULT_BLOCK;
     a->head = arena_block_new(a->block_size);
     a->cleanups = NULL;
@@ -117,10 +109,8 @@ void orr_arena_reset(orr_arena *a)
 void *orr_arena_alloc(orr_arena *a, size_t n)
 {
     size_t need = (n + ARENA_ALIGN - 1) & ~(size_t)(ARENA_ALIGN - 1);
-    if (need < n) {
-        fprintf(stderr, "level=fatal msg=\"arena allocation overflow\"\n");
-        abort();
-    }
+    if (need < n)
+        orr_oom(n);
     if (need == 0)
         need = ARENA_ALIGN;
     struct arena_block *b = a->head;
@@ -147,10 +137,8 @@ void *orr_arena_alloc(orr_arena *a, size_t n)
 
 void *orr_arena_calloc(orr_arena *a, size_t count, size_t size)
 {
-    if (size && count > SIZE_MAX / size) {
-        fprintf(stderr, "level=fatal msg=\"arena calloc overflow\"\n");
-        abort();
-    }
+    if (size && count > SIZE_MAX / size)
+        orr_oom(SIZE_MAX);
     void *p = orr_arena_alloc(a, count * size);
     memset(p, 0, count * size);
     return p;

@@ -6,23 +6,19 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "orr_alloc.h"
+
 void orr_buf_reserve(orr_buf *b, size_t extra)
 {
-    if (extra > SIZE_MAX - b->len - 1) {
-        fprintf(stderr, "level=fatal msg=\"buffer size overflow\"\n");
-        abort();
-    }
+    if (extra > SIZE_MAX - b->len - 1)
+        orr_oom(SIZE_MAX);
     size_t need = b->len + extra + 1;
     if (need <= b->cap)
         return;
     size_t cap = b->cap ? b->cap : 64;
     while (cap < need)
         cap = cap > SIZE_MAX / 2 ? need : cap * 2;
-    char *p = realloc(b->data, cap);
-    if (!p) {
-        fprintf(stderr, "level=fatal msg=\"out of memory\" bytes=%zu\n", cap);
-        abort();
-    }
+    char *p = orr_xrealloc(b->data, cap);
     b->data = p;
     b->cap = cap;
 }
