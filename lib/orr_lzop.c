@@ -43,6 +43,8 @@
 
 #include <lzo/lzo1x.h>
 
+#include "orr_alloc.h"
+
 static const uint8_t lzop_magic[9] = {0x89, 0x4c, 0x5a, 0x4f, 0x00, 0x0d, 0x0a, 0x1a, 0x0a};
 
 #define LZOP__OUT_SPACE   (64u * 1024u)
@@ -200,26 +202,6 @@ static int lzop__write_all(int fd, const uint8_t *p, size_t n)
     return 0;
 }
 
-static char *lzop__strdup(const char *s)
-{
-    size_t n = strlen(s) + 1;
-    char *p = malloc(n);
-    if (!p)
-        abort(); /* OOM is fatal in this project */
-    memcpy(p, s, n);
-    return p;
-}
-
-static void *lzop__xmalloc(size_t n)
-{
-    void *p = malloc(n ? n : 1);
-    if (!p) {
-        fprintf(stderr, "orr_lzop: out of memory (%zu bytes)\n", n);
-        abort();
-    }
-    return p;
-}
-
 /* ---- writer ----------------------------------------------------------- */
 
 struct orr_lzop_scratch {
@@ -232,10 +214,10 @@ struct orr_lzop_scratch {
 
 orr_lzop_scratch *orr_lzop_scratch_new(void)
 {
-    orr_lzop_scratch *s = lzop__xmalloc(sizeof(*s));
+    orr_lzop_scratch *s = orr_xmalloc(sizeof(*s));
     s->out_cap = LZOP__BLK_HDR_MAX + LZOP__BLOCK_BOUND;
-    s->out = lzop__xmalloc(s->out_cap);
-    s->wrkmem = lzop__xmalloc(LZO1X_1_MEM_COMPRESS);
+    s->out = orr_xmalloc(s->out_cap);
+    s->wrkmem = orr_xmalloc(LZO1X_1_MEM_COMPRESS);
     return s;
 }
 
@@ -396,18 +378,16 @@ static void wr__header(orr_lzop_writer *w, const orr_lzop_opts *o)
 static orr_lzop_writer *wr__new(int fd, int own_fd, const char *label, const char *path,
                                 const orr_lzop_opts *opts, unsigned flags)
 {
-    orr_lzop_writer *w = calloc(1, sizeof(*w));
-    if (!w)
-        abort();
+    orr_lzop_writer *w = orr_xcalloc(1, sizeof(*w));
     w->fd = fd;
     w->own_fd = own_fd;
     w->index_fd = -1;
     w->flags = flags;
-    w->label = lzop__strdup(label);
+    w->label = orr_xstrdup(label);
     if (w->flags & ORR_LZOP_WITH_INDEX) {
         if (path) {
             size_t n = strlen(path);
-            w->index_path = lzop__xmalloc(n + 7);
+            w->index_path = orr_xmalloc(n + 7);
             memcpy(w->index_path, path, n);
             memcpy(w->index_path + n, ".index", 7);
         } else {
@@ -423,10 +403,10 @@ static orr_lzop_writer *wr__new(int fd, int own_fd, const char *label, const cha
         return w; /* the block buffer grows as input arrives */
     }
     w->blk_cap = w->bsize;
-    w->blk = lzop__xmalloc(w->blk_cap);
+    w->blk = orr_xmalloc(w->blk_cap);
     w->out_cap = LZOP__OUT_SPACE + LZOP__BLK_HDR_MAX + LZOP__BLOCK_BOUND;
-    w->out = lzop__xmalloc(w->out_cap);
-    w->wrkmem = lzop__xmalloc(LZO1X_1_MEM_COMPRESS);
+    w->out = orr_xmalloc(w->out_cap);
+    w->wrkmem = orr_xmalloc(LZO1X_1_MEM_COMPRESS);
     return w;
 }
 
@@ -553,10 +533,7 @@ static void wr__grow(orr_lzop_writer *w, size_t want)
         cap *= 2;
     if (cap > w->bsize)
         cap = w->bsize;
-    uint8_t *nb = realloc(w->blk, cap);
-    if (!nb)
-        abort();
-    w->blk = nb;
+    w->blk = orr_xrealloc(w->blk, cap);
     w->blk_cap = cap;
 }
 
@@ -777,7 +754,10 @@ static orr_status rd__get(orr_lzop_reader *r, size_t n, const uint8_t **p, const
     }
     if (r->big_cap < n) {
         free(r->big);
-        r->big = lzop__xmalloc(n);
+        r->big_cap = 0;
+        r->big = malloc(n); /* n comes from the file: refused, not fatal */
+        if (!r->big)
+            return rd__fail(r, err, ORR_ENOMEM, what, "out of memory for %zu bytes", n);
         r->big_cap = n;
     }
     size_t have = r->ilen - r->ipos;
@@ -973,7 +953,11 @@ static orr_status rd__block(orr_lzop_reader *r, const uint8_t **data, size_t *le
             goto bad_c;
         if (r->dbuf_cap < dlen) {
             free(r->dbuf);
-            r->dbuf = lzop__xmalloc(dlen);
+            r->dbuf_cap = 0;
+            r->dbuf = malloc(dlen); /* dlen comes from the file: refused, not fatal */
+            if (!r->dbuf)
+                return rd__fail(r, err, ORR_ENOMEM, "block.uncompressed_length",
+                                "block %llu: out of memory for %u bytes", bno, dlen);
             r->dbuf_cap = dlen;
         }
         lzo_uint out = dlen;
@@ -1010,14 +994,12 @@ static orr_status rd__open(int fd, int own_fd, const void *mem, size_t mem_len, 
     orr_status s = lzop__init(err);
     if (s != ORR_OK)
         return s;
-    orr_lzop_reader *r = calloc(1, sizeof(*r));
-    if (!r)
-        abort();
+    orr_lzop_reader *r = orr_xcalloc(1, sizeof(*r));
     r->fd = fd;
     r->own_fd = own_fd;
     r->mem = mem;
     r->mem_len = mem_len;
-    r->label = lzop__strdup(label ? label : (fd < 0 ? "memory" : "fd"));
+    r->label = orr_xstrdup(label ? label : (fd < 0 ? "memory" : "fd"));
     r->limit = UINT64_MAX;
     if (fd < 0) {
         r->limit = mem_len;
@@ -1026,7 +1008,7 @@ static orr_status rd__open(int fd, int own_fd, const void *mem, size_t mem_len, 
         off_t cur = lseek(fd, 0, SEEK_CUR);
         if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && cur >= 0 && st.st_size >= cur)
             r->limit = (uint64_t)(st.st_size - cur);
-        r->ibuf = lzop__xmalloc(LZOP__READ_BUF);
+        r->ibuf = orr_xmalloc(LZOP__READ_BUF);
     }
     s = rd__header(r, err);
     if (s != ORR_OK) {
@@ -1148,14 +1130,12 @@ orr_status orr_lzop_recover(const char *path, orr_lzop_recovery *out, orr_buf *o
     }
     out->file_size = (uint64_t)st.st_size;
 
-    orr_lzop_reader *r = calloc(1, sizeof(*r));
-    if (!r)
-        abort();
+    orr_lzop_reader *r = orr_xcalloc(1, sizeof(*r));
     r->fd = fd;
     r->own_fd = 1;
-    r->label = lzop__strdup(path);
+    r->label = orr_xstrdup(path);
     r->limit = out->file_size;
-    r->ibuf = lzop__xmalloc(LZOP__READ_BUF);
+    r->ibuf = orr_xmalloc(LZOP__READ_BUF);
     orr_err e;
     orr_err_clear(&e);
     s = rd__header(r, &e);
