@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "orr_alloc.h"
 #include "orr_log.h"
 
 extern char **environ;
@@ -171,9 +172,7 @@ static orr_status cfg_set(struct cfg_entry *e, const char *text, const char *ori
     if (k->type == ORR_CFG_STRING && k->required && !*text)
         return orr_err_set(err, ORR_EINVAL, field, "%s: [%s] %s: must not be empty", origin,
                            k->section, k->key);
-    char *copy = strdup(text);
-    if (!copy)
-        abort();
+    char *copy = orr_xstrdup(text);
     free(e->value);
     e->value = copy;
     e->num = num;
@@ -319,12 +318,8 @@ orr_status orr_config_load(const orr_cfg_key *schema, size_t n, const char *path
                            orr_config **out, orr_err *err)
 {
     *out = NULL;
-    orr_config *cfg = calloc(1, sizeof(*cfg));
-    if (!cfg)
-        abort();
-    cfg->e = calloc(n + CFG_NBUILTIN, sizeof(*cfg->e));
-    if (!cfg->e)
-        abort();
+    orr_config *cfg = orr_xcalloc(1, sizeof(*cfg));
+    cfg->e = orr_xcalloc(n + CFG_NBUILTIN, sizeof(*cfg->e));
     orr_status rc = ORR_OK;
     for (size_t i = 0; i < CFG_NBUILTIN; i++)
         cfg->e[cfg->n++].key = &cfg_builtin[i];

@@ -28,6 +28,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "orr_alloc.h"
+
 enum { F_SEC, F_MIN, F_HOUR, F_DOM, F_MON, F_DOW, F_YEAR, F_COUNT };
 
 static const char *const cron_field_names[F_COUNT] = {
@@ -412,9 +414,7 @@ orr_status orr_cron_parse(const char *expr, orr_cron **out, orr_err *err)
     orr_status rc = orr_cron_parse_into(expr, &c, err);
     if (rc != ORR_OK)
         return rc;
-    *out = malloc(sizeof(c));
-    if (!*out)
-        abort();
+    *out = orr_xmalloc(sizeof(c));
     **out = c;
     return ORR_OK;
 }
