@@ -462,9 +462,10 @@ orr_status orr_tz_parse(const char *name, const void *data, size_t len, orr_tz *
     size_t cap = c.time + 2 * years;
     size_t nlen = strlen(name) + 1;
     size_t size = sizeof(orr_tz) + cap * sizeof(int64_t) + cap * sizeof(int32_t) + nlen;
-    orr_tz *tz = calloc(1, size);
+    orr_tz *tz = calloc(1, size); /* sized from the file: refused, not fatal */
     if (!tz)
-        abort();
+        return orr_err_set(err, ORR_ENOMEM, TZ_FIELD, "time zone \"%s\": out of memory (%zu bytes)",
+                           name, size);
     tz->at = (int64_t *)(tz + 1);
     tz->off = (int32_t *)(tz->at + cap);
     char *nm = (char *)(tz->off + cap);
@@ -560,8 +561,11 @@ static orr_status tz_read_file(const char *name, orr_tz **out, orr_err *err)
     }
     size_t len = (size_t)st.st_size, got = 0;
     buf = malloc(len ? len : 1);
-    if (!buf)
-        abort();
+    if (!buf) {
+        rc = orr_err_set(err, ORR_ENOMEM, TZ_FIELD, "time zone \"%s\": out of memory (%zu bytes)",
+                         name, len);
+        goto done;
+    }
     while (got < len) {
         ssize_t r = read(fd, buf + got, len - got);
         if (r < 0 && errno == EINTR)
