@@ -8,17 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "orr_alloc.h"
 #include "orr_json.h"
-
-static char *dupstr(const char *s)
-{
-    char *p = strdup(s);
-    if (!p) {
-        fprintf(stderr, "keplerd: out of memory\n");
-        abort();
-    }
-    return p;
-}
 
 void kp_exec_clear(kp_exec *e)
 {
@@ -64,9 +55,7 @@ orr_status kp_exec_parse(kp_exec *e, const char *node_id, const char *json, size
     e->reported_used = (int)used;
     e->alive = 1;
     if (labels && json_object_size(labels)) {
-        e->labels = calloc(json_object_size(labels), sizeof *e->labels);
-        if (!e->labels)
-            abort();
+        e->labels = orr_xcalloc(json_object_size(labels), sizeof *e->labels);
         const char *k;
         json_t *v;
         json_object_foreach(labels, k, v)
@@ -78,8 +67,8 @@ orr_status kp_exec_parse(kp_exec *e, const char *node_id, const char *json, size
                 kp_exec_clear(e);
                 goto done;
             }
-            e->labels[e->n_labels].key = dupstr(k);
-            e->labels[e->n_labels].value = dupstr(json_string_value(v));
+            e->labels[e->n_labels].key = orr_xstrdup(k);
+            e->labels[e->n_labels].value = orr_xstrdup(json_string_value(v));
             e->n_labels++;
         }
     }

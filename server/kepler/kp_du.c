@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "orr_alloc.h"
 #include "orr_buf.h"
 #include "orr_json.h"
 
@@ -137,20 +138,10 @@ struct kp_du_cache {
     orr_buf units; /* du_unit[], one per distinct (stream, business, interface) */
 };
 
-static void *du_alloc(size_t n)
-{
-    void *q = calloc(1, n);
-    if (!q) {
-        fprintf(stderr, "kp_du: out of memory\n");
-        abort();
-    }
-    return q;
-}
-
 static char *du_strdup(const char *s)
 {
     size_t n = strlen(s) + 1;
-    return memcpy(du_alloc(n), s, n);
+    return memcpy(orr_xcalloc(1, n), s, n);
 }
 
 static size_t du_count(const kp_du_cache *c)
@@ -165,7 +156,7 @@ static du_unit *du_at(const kp_du_cache *c, size_t i)
 
 kp_du_cache *kp_du_cache_create(void)
 {
-    return du_alloc(sizeof(kp_du_cache));
+    return orr_xcalloc(1, sizeof(kp_du_cache));
 }
 
 void kp_du_cache_destroy(kp_du_cache *c)

@@ -14,25 +14,8 @@
 #include <string.h>
 
 #include "kp_map.h"
+#include "orr_alloc.h"
 #include "orr_json.h"
-
-static void *xcalloc(size_t n, size_t sz)
-{
-    void *p = calloc(n ? n : 1, sz);
-    if (!p) {
-        fprintf(stderr, "keplerd: out of memory\n");
-        abort();
-    }
-    return p;
-}
-
-static char *xstrdup(const char *s)
-{
-    size_t n = strlen(s) + 1;
-    char *p = xcalloc(n, 1);
-    memcpy(p, s, n);
-    return p;
-}
 
 orr_status kp_duration_parse(const char *s, int64_t *ms)
 {
@@ -83,7 +66,7 @@ static orr_status spec_deps(kp_task *t, json_t *doc, orr_err *err)
     size_t n = json_array_size(ups);
     if (n > KP_MAX_DEPS)
         return orr_err_set(err, ORR_EINVAL, "spec.upstreams", "at most %d upstreams", KP_MAX_DEPS);
-    t->deps = xcalloc(n, sizeof *t->deps);
+    t->deps = orr_xcalloc(n, sizeof *t->deps);
     for (size_t i = 0; i < n; i++) {
         json_t *u = json_array_get(ups, i);
         char path[64];
@@ -124,7 +107,7 @@ static orr_status spec_deps(kp_task *t, json_t *doc, orr_err *err)
             if (strlen(task) >= KP_NAME_MAX)
                 return orr_err_set(err, ORR_EINVAL, orr_json_path(f, sizeof f, path, "task"),
                                    "longer than %d bytes", KP_NAME_MAX - 1);
-            d->task = xstrdup(task);
+            d->task = orr_xstrdup(task);
         }
         if (d->kind == KP_DEP_DATA_UNIT) {
             const char *const names[] = {"stream", "business", "interface"};
@@ -134,9 +117,9 @@ static orr_status spec_deps(kp_task *t, json_t *doc, orr_err *err)
                     return orr_err_set(err, ORR_EINVAL, orr_json_path(f, sizeof f, path, names[k]),
                                        "is required for a data_unit dependency (1 to %d bytes)",
                                        KP_NAME_MAX - 1);
-            d->stream = xstrdup(stream);
-            d->business = xstrdup(business);
-            d->interface = xstrdup(interface);
+            d->stream = orr_xstrdup(stream);
+            d->business = orr_xstrdup(business);
+            d->interface = orr_xstrdup(interface);
         }
         t->n_deps++;
     }
@@ -154,7 +137,7 @@ static orr_status spec_pools(kp_task *t, json_t *doc, orr_err *err)
     size_t n = json_object_size(pools);
     if (n > KP_MAX_POOLS)
         return orr_err_set(err, ORR_EINVAL, "spec.pools", "at most %d pools", KP_MAX_POOLS);
-    t->pools = xcalloc(n, sizeof *t->pools);
+    t->pools = orr_xcalloc(n, sizeof *t->pools);
     const char *k;
     json_t *v;
     json_object_foreach(pools, k, v)
@@ -163,7 +146,7 @@ static orr_status spec_pools(kp_task *t, json_t *doc, orr_err *err)
         if (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > 1000000)
             return orr_err_set(err, ORR_EINVAL, orr_json_path(f, sizeof f, "spec.pools", k),
                                "must be an integer from 1 to 1000000");
-        t->pools[t->n_pools].pool = xstrdup(k);
+        t->pools[t->n_pools].pool = orr_xstrdup(k);
         t->pools[t->n_pools].tokens = (int)json_integer_value(v);
         t->n_pools++;
     }
@@ -181,7 +164,7 @@ static orr_status spec_labels(kp_task *t, json_t *doc, orr_err *err)
     size_t n = json_object_size(labels);
     if (n > KP_MAX_LABELS)
         return orr_err_set(err, ORR_EINVAL, "spec.labels", "at most %d labels", KP_MAX_LABELS);
-    t->labels = xcalloc(n, sizeof *t->labels);
+    t->labels = orr_xcalloc(n, sizeof *t->labels);
     const char *k;
     json_t *v;
     json_object_foreach(labels, k, v)
@@ -190,8 +173,8 @@ static orr_status spec_labels(kp_task *t, json_t *doc, orr_err *err)
         if (!json_is_string(v))
             return orr_err_set(err, ORR_EINVAL, orr_json_path(f, sizeof f, "spec.labels", k),
                                "must be a string");
-        t->labels[t->n_labels].key = xstrdup(k);
-        t->labels[t->n_labels].value = xstrdup(json_string_value(v));
+        t->labels[t->n_labels].key = orr_xstrdup(k);
+        t->labels[t->n_labels].value = orr_xstrdup(json_string_value(v));
         t->n_labels++;
     }
     return ORR_OK;
@@ -339,7 +322,7 @@ struct kp_index {
 
 kp_index *kp_index_create(void)
 {
-    return xcalloc(1, sizeof(kp_index));
+    return orr_xcalloc(1, sizeof(kp_index));
 }
 
 void kp_index_destroy(kp_index *ix)
@@ -398,15 +381,11 @@ kp_task *kp_index_put(kp_index *ix, kp_task *t)
     }
     if (ix->n == ix->cap) {
         size_t ncap = ix->cap ? ix->cap * 2 : 64;
-        kp_task **nt = realloc(ix->tasks, ncap * sizeof *nt);
-        if (!nt) {
-            fprintf(stderr, "keplerd: out of memory\n");
-            abort();
-        }
+        kp_task **nt = orr_xrealloc(ix->tasks, ncap * sizeof *nt);
         ix->tasks = nt;
         ix->cap = ncap;
     }
-    kp_task *nt = xcalloc(1, sizeof *nt);
+    kp_task *nt = orr_xcalloc(1, sizeof *nt);
     *nt = *t;
     memset(t, 0, sizeof *t);
     ix->tasks[ix->n++] = nt;
@@ -444,11 +423,7 @@ static void add_downstream(kp_task *up, int64_t id)
             return;
     if (up->n_downstream == up->cap_downstream) {
         size_t ncap = up->cap_downstream ? up->cap_downstream * 2 : 4;
-        int64_t *nd = realloc(up->downstream, ncap * sizeof *nd);
-        if (!nd) {
-            fprintf(stderr, "keplerd: out of memory\n");
-            abort();
-        }
+        int64_t *nd = orr_xrealloc(up->downstream, ncap * sizeof *nd);
         up->downstream = nd;
         up->cap_downstream = ncap;
     }
@@ -457,7 +432,7 @@ static void add_downstream(kp_task *up, int64_t id)
 
 size_t kp_index_link(kp_index *ix, char *cycle_msg, size_t n)
 {
-    name_ent *names = xcalloc(ix->n, sizeof *names);
+    name_ent *names = orr_xcalloc(ix->n, sizeof *names);
     for (size_t i = 0; i < ix->n; i++) {
         names[i].name = ix->tasks[i]->name;
         names[i].pos = i;
@@ -466,7 +441,7 @@ size_t kp_index_link(kp_index *ix, char *cycle_msg, size_t n)
     }
     qsort(names, ix->n, sizeof *names, name_cmp);
     size_t n_edges = 0, cap_edges = 64;
-    size_t(*edges)[2] = xcalloc(cap_edges, sizeof *edges);
+    size_t(*edges)[2] = orr_xcalloc(cap_edges, sizeof *edges);
     for (size_t i = 0; i < ix->n; i++) {
         kp_task *t = ix->tasks[i];
         for (size_t d = 0; d < t->n_deps; d++) {
@@ -483,9 +458,7 @@ size_t kp_index_link(kp_index *ix, char *cycle_msg, size_t n)
             add_downstream(up, t->id);
             if (n_edges == cap_edges) {
                 cap_edges *= 2;
-                edges = realloc(edges, cap_edges * sizeof *edges);
-                if (!edges)
-                    abort();
+                edges = orr_xrealloc(edges, cap_edges * sizeof *edges);
             }
             edges[n_edges][0] = i;
             edges[n_edges][1] = hit->pos;
@@ -494,7 +467,7 @@ size_t kp_index_link(kp_index *ix, char *cycle_msg, size_t n)
     }
     free(names);
     /* flag every task on a cycle: find one, flag it, drop its edges, repeat */
-    size_t flagged = 0, *path = xcalloc(ix->n + 1, sizeof *path), len = 0;
+    size_t flagged = 0, *path = orr_xcalloc(ix->n + 1, sizeof *path), len = 0;
     int first = 1;
     while (kp_dag_find_cycle(ix->n, (const size_t(*)[2])edges, n_edges, path, &len)) {
         if (first && cycle_msg && n) {
@@ -533,16 +506,16 @@ int kp_dag_find_cycle(size_t n, const size_t (*edges)[2], size_t n_edges, size_t
     if (n == 0)
         return 0;
     /* adjacency in CSR form */
-    size_t *start = xcalloc(n + 1, sizeof *start), *adj = xcalloc(n_edges, sizeof *adj);
+    size_t *start = orr_xcalloc(n + 1, sizeof *start), *adj = orr_xcalloc(n_edges, sizeof *adj);
     for (size_t e = 0; e < n_edges; e++)
         start[edges[e][0] + 1]++;
     for (size_t i = 0; i < n; i++)
         start[i + 1] += start[i];
-    size_t *fill = xcalloc(n, sizeof *fill);
+    size_t *fill = orr_xcalloc(n, sizeof *fill);
     for (size_t e = 0; e < n_edges; e++)
         adj[start[edges[e][0]] + fill[edges[e][0]]++] = edges[e][1];
-    unsigned char *colour = xcalloc(n, 1);
-    size_t *stack = xcalloc(n, sizeof *stack), *next = xcalloc(n, sizeof *next);
+    unsigned char *colour = orr_xcalloc(n, 1);
+    size_t *stack = orr_xcalloc(n, sizeof *stack), *next = orr_xcalloc(n, sizeof *next);
     int found = 0;
     for (size_t root = 0; root < n && !found; root++) {
         if (colour[root])

@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "orr_alloc.h"
+
 static uint64_t map_hash(int64_t key)
 {
     uint64_t x = (uint64_t)key;
@@ -40,11 +42,7 @@ void *kp_map_get(const kp_map *m, int64_t key)
 static void map_grow(kp_map *m)
 {
     size_t ncap = m->cap ? m->cap * 2 : 64;
-    kp_map_slot *ns = calloc(ncap, sizeof *ns);
-    if (!ns) {
-        fprintf(stderr, "kp_map: out of memory\n");
-        abort();
-    }
+    kp_map_slot *ns = orr_xcalloc(ncap, sizeof *ns);
     for (size_t j = 0; j < m->cap; j++) {
         if (m->slots[j].key == 0)
             continue;

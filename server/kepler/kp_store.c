@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "orr_alloc.h"
+
 #define SLAB 4096
 
 struct kp_store {
@@ -19,19 +21,9 @@ struct kp_store {
     int64_t next_marker;
 };
 
-static void *xcalloc(size_t n, size_t sz)
-{
-    void *p = calloc(n ? n : 1, sz);
-    if (!p) {
-        fprintf(stderr, "keplerd: out of memory\n");
-        abort();
-    }
-    return p;
-}
-
 kp_store *kp_store_create(void)
 {
-    return xcalloc(1, sizeof(kp_store));
+    return orr_xcalloc(1, sizeof(kp_store));
 }
 
 void kp_store_clear(kp_store *s)
@@ -77,10 +69,8 @@ kp_inst *kp_store_by_key(const kp_store *s, int64_t task_id, int64_t sched_ms)
 static kp_inst *store_alloc(kp_store *s)
 {
     if (!s->free_list) {
-        kp_inst *slab = xcalloc(SLAB, sizeof *slab);
-        kp_inst **ns = realloc(s->slabs, (s->n_slabs + 1) * sizeof *ns);
-        if (!ns)
-            abort();
+        kp_inst *slab = orr_xcalloc(SLAB, sizeof *slab);
+        kp_inst **ns = orr_xrealloc(s->slabs, (s->n_slabs + 1) * sizeof *ns);
         s->slabs = ns;
         s->slabs[s->n_slabs++] = slab;
         for (size_t j = SLAB; j-- > 0;) {
@@ -159,13 +149,9 @@ const char *kp_intern(const char *str)
         }
     if (n_interned == cap_interned) {
         cap_interned = cap_interned ? cap_interned * 2 : 16;
-        interned = realloc(interned, cap_interned * sizeof *interned);
-        if (!interned)
-            abort();
+        interned = orr_xrealloc(interned, cap_interned * sizeof *interned);
     }
-    char *d = strdup(str);
-    if (!d)
-        abort();
+    char *d = orr_xstrdup(str);
     interned[n_interned++] = d;
     pthread_mutex_unlock(&intern_mu);
     return d;
