@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "gx_app.h"
+#include "orr_alloc.h"
 #include "orr_blob.h"
 #include "orr_json.h"
 #include "orr_log.h"
@@ -354,9 +355,7 @@ void gx_h_instance_log(gx_req *req, gx_resp *resp)
             gx_resp_fail(resp, ORR_EUNAVAIL, NULL, "too many live log streams; retry shortly");
             return;
         }
-        struct gx_sse *s = calloc(1, sizeof(*s));
-        if (!s)
-            abort();
+        struct gx_sse *s = orr_xcalloc(1, sizeof(*s));
         s->app = app;
         s->ref = ref;
         s->want_attempt = ref.attempt;

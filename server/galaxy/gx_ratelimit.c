@@ -5,7 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "orr_alloc.h"
 #include "orr_hash.h"
+
 struct rl_slot {
     uint64_t hash;   /* 0 = empty */
     int64_t last;    /* last failure (or when remembered), ms */
@@ -30,9 +32,7 @@ static uint64_t rl_hash(const char *key)
 
 gx_ratelimit *gx_ratelimit_create(const gx_ratelimit_policy *p, size_t slots)
 {
-    gx_ratelimit *rl = calloc(1, sizeof(*rl));
-    if (!rl)
-        abort();
+    gx_ratelimit *rl = orr_xcalloc(1, sizeof(*rl));
     pthread_mutex_init(&rl->mu, NULL);
     rl->p = *p;
     if (rl->p.base_delay_ms < 1)
@@ -40,9 +40,7 @@ gx_ratelimit *gx_ratelimit_create(const gx_ratelimit_policy *p, size_t slots)
     if (rl->p.max_delay_ms < rl->p.base_delay_ms)
         rl->p.max_delay_ms = rl->p.base_delay_ms;
     rl->nslots = slots ? slots : 4096;
-    rl->slots = calloc(rl->nslots, sizeof(*rl->slots));
-    if (!rl->slots)
-        abort();
+    rl->slots = orr_xcalloc(rl->nslots, sizeof(*rl->slots));
     return rl;
 }
 
