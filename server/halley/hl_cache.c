@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "orr_alloc.h"
+
 #define HL_CACHE_BUCKETS 4096
 
 typedef struct hl_entry {
@@ -36,9 +38,7 @@ static size_t hl__bucket(int64_t id)
 
 hl_cache *hl_cache_create(size_t max_entries)
 {
-    hl_cache *c = calloc(1, sizeof *c);
-    if (!c)
-        abort();
+    hl_cache *c = orr_xcalloc(1, sizeof *c);
     pthread_rwlock_init(&c->lock, NULL);
     c->max_entries = max_entries;
     c->enabled = max_entries > 0;
@@ -112,9 +112,7 @@ void hl_cache_put(hl_cache *c, const hl_cached_task *t, uint64_t gen)
     size_t need = sizeof(hl_entry);
     for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++)
         need += strlen(strs[i]) + 1;
-    hl_entry *e = malloc(need);
-    if (!e)
-        abort();
+    hl_entry *e = orr_xmalloc(need);
     char *p = (char *)(e + 1);
     e->t = *t;
     e->t.name = hl__pack(&p, t->name);
