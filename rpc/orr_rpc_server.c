@@ -66,6 +66,7 @@
  * request is unpacked into the arena; nothing else is allocated by Orrery on
  * the unary path apart from what gRPC needs.
  */
+#include "orr_alloc.h"
 #include "orr_rpc.h"
 #include "orr_rpc_codec.h"
 
@@ -281,11 +282,7 @@ static void srv_stats_record(orr_rpc_call *c)
 
 static orr_rpc_call *srv_ctx_new(orr_rpc_server *s)
 {
-    orr_rpc_call *c = calloc(1, sizeof(*c));
-    if (!c) {
-        fprintf(stderr, "level=fatal msg=\"out of memory\"\n");
-        abort();
-    }
+    orr_rpc_call *c = orr_xcalloc(1, sizeof(*c));
     c->srv = s;
     c->arena = orr_arena_create(0);
     grpc_call_details_init(&c->details);
@@ -948,9 +945,7 @@ orr_status orr_rpc_server_create(const ProtobufCServiceDescriptor *svc,
     for (size_t i = 0; i < s->n_methods; i++)
         s->methods[i].reg = grpc_server_register_method(
             s->server, s->methods[i].path, NULL, GRPC_SRM_PAYLOAD_READ_INITIAL_BYTE_BUFFER, 0);
-    s->cqs = calloc((size_t)s->n_cqs, sizeof(*s->cqs));
-    if (!s->cqs)
-        abort();
+    s->cqs = orr_xcalloc((size_t)s->n_cqs, sizeof(*s->cqs));
     for (int i = 0; i < s->n_cqs; i++) {
         s->cqs[i] = grpc_completion_queue_create_for_next(NULL);
         grpc_server_register_completion_queue(s->server, s->cqs[i], NULL);
