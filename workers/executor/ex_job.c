@@ -34,6 +34,7 @@
 
 #include "ex_daemon.h"
 #include "ex_runner.h"
+#include "orr_alloc.h"
 #include "orr_arena.h"
 #include "orr_json.h"
 #include "orr_log.h"
@@ -415,9 +416,7 @@ void ex_job_start(ex_daemon *d, int64_t instance_id)
             pthread_mutex_unlock(&d->mu);
             return;
         }
-    ex_job *j = calloc(1, sizeof *j);
-    if (!j)
-        abort();
+    ex_job *j = orr_xcalloc(1, sizeof *j);
     j->d = d;
     j->instance_id = instance_id;
     if (pthread_create(&j->thread, NULL, job_thread, j) != 0) {
