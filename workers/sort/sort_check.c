@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "orr_alloc.h"
 #include "orr_json.h"
 #include "orr_log.h"
 
@@ -22,9 +23,7 @@ int sort_check_stale(const sort_unit *u)
 /* Render the next _CHECK version of u into out; *nfiles gets its file count. */
 static void check_render(const sort_spec *spec, const sort_unit *u, orr_buf *out, size_t *nfiles)
 {
-    sort_lfile **v = calloc(u->nfiles ? u->nfiles : 1, sizeof *v);
-    if (!v)
-        abort();
+    sort_lfile **v = orr_xcalloc(u->nfiles ? u->nfiles : 1, sizeof *v);
     size_t n = 0;
     uint64_t total = 0, total_bytes = 0;
     for (sort_lfile *f = u->files; f; f = f->next) {
@@ -55,11 +54,9 @@ orr_status sort_check_write_many(orr_blob *blob, const sort_spec *spec, sort_uni
                                  size_t *written, orr_err *err)
 {
     orr_buf docs = ORR_BUF_INIT, rels = ORR_BUF_INIT;
-    size_t *ends = calloc(n ? n : 1, sizeof *ends), *relends = calloc(n ? n : 1, sizeof *relends);
-    size_t *nfiles = calloc(n ? n : 1, sizeof *nfiles);
-    orr_blob_item *items = calloc(n ? n : 1, sizeof *items);
-    if (!ends || !relends || !nfiles || !items)
-        abort();
+    size_t *ends = orr_xcalloc(n, sizeof *ends), *relends = orr_xcalloc(n, sizeof *relends);
+    size_t *nfiles = orr_xcalloc(n, sizeof *nfiles);
+    orr_blob_item *items = orr_xcalloc(n, sizeof *items);
     for (size_t i = 0; i < n; i++) {
         check_render(spec, units[i], &docs, &nfiles[i]);
         ends[i] = docs.len;

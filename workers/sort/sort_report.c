@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "halley.pb-c.h"
+#include "orr_alloc.h"
 #include "orr_log.h"
 #include "orr_rpc.h"
 
@@ -45,9 +46,7 @@ static int64_t report_now_ms(void)
 static void report_reconciled(void *ctx, const sort_spec *spec, const sort_unit *u)
 {
     sort_report *r = ctx;
-    report_item *it = calloc(1, sizeof *it);
-    if (!it)
-        abort();
+    report_item *it = orr_xcalloc(1, sizeof *it);
     snprintf(it->stream, sizeof it->stream, "%s", spec->name);
     snprintf(it->business, sizeof it->business, "%s", spec->business);
     snprintf(it->iface, sizeof it->iface, "%.*s", (int)u->iface_len, u->iface);
@@ -158,9 +157,7 @@ orr_status sort_report_start(const char *addr, const char *token, sort_report **
 {
     if (!addr || !*addr)
         return orr_err_set(err, ORR_EINVAL, "halley", "no Halley address configured");
-    sort_report *r = calloc(1, sizeof *r);
-    if (!r)
-        abort();
+    sort_report *r = orr_xcalloc(1, sizeof *r);
     orr_status rc = orr_rpc_client_create(&orrery__halley__v1__halley__descriptor, addr,
                                           token && *token ? token : NULL, &r->rpc, err);
     if (rc != ORR_OK) {

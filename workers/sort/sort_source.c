@@ -10,6 +10,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "orr_alloc.h"
+
 static const sort_source_ops *const sort_sources[] = {
     &sort_src_file,
     &sort_src_redis,
@@ -91,11 +93,7 @@ void sort_batch_add(sort_batch *b, const sort_entry *e, const void *body)
 {
     if (b->n == b->cap) {
         size_t nc = b->cap ? b->cap * 2 : 1024;
-        sort_entry *ne = realloc(b->e, nc * sizeof *ne);
-        if (!ne) {
-            fprintf(stderr, "sortd: out of memory\n");
-            abort();
-        }
+        sort_entry *ne = orr_xrealloc(b->e, nc * sizeof *ne);
         b->e = ne;
         b->cap = nc;
     }

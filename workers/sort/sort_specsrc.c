@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "halley.pb-c.h"
+#include "orr_alloc.h"
 #include "orr_json.h"
 #include "orr_rpc.h"
 #include "orr_zk.h"
@@ -29,9 +30,7 @@ static orr_status specsrc_new(const char *name, int kind, sort_specsrc **out, or
     if (!name || !sort_name_ok(name, strlen(name)))
         return orr_err_set(err, ORR_EINVAL, "stream",
                            "stream name must be 1..128 of [A-Za-z0-9_.-]");
-    sort_specsrc *s = calloc(1, sizeof *s);
-    if (!s)
-        abort();
+    sort_specsrc *s = orr_xcalloc(1, sizeof *s);
     s->kind = kind;
     snprintf(s->name, sizeof s->name, "%s", name);
     snprintf(s->path, sizeof s->path, "/orrery/streams/%s", name);

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "orr_alloc.h"
 #include "orr_hash.h"
 #include "orr_json.h"
 #include "orr_log.h"
@@ -25,9 +26,7 @@ void sort_units_init(sort_units *t, const sort_spec *spec)
     t->spec = spec;
     t->arena = orr_arena_create(64 * 1024);
     t->cap = 1024;
-    t->tab = calloc(t->cap, sizeof *t->tab);
-    if (!t->tab)
-        abort();
+    t->tab = orr_xcalloc(t->cap, sizeof *t->tab);
     t->min_bucket = INT64_MAX;
 }
 
@@ -52,9 +51,7 @@ sort_unit *sort_units_find(sort_units *t, const char *iface, size_t len, int64_t
 static void units__grow(sort_units *t)
 {
     size_t nc = t->cap * 2;
-    sort_unit **nt = calloc(nc, sizeof *nt);
-    if (!nt)
-        abort();
+    sort_unit **nt = orr_xcalloc(nc, sizeof *nt);
     for (size_t i = 0; i < t->cap; i++) {
         sort_unit *u = t->tab[i], *next;
         for (; u; u = next) {
@@ -89,9 +86,7 @@ sort_unit *sort_units_get(sort_units *t, const char *iface, size_t len, int64_t 
     t->tab[u->hash & (t->cap - 1)] = u;
     if (t->n == t->all_cap) {
         t->all_cap = t->all_cap ? t->all_cap * 2 : 256;
-        sort_unit **na = realloc(t->all, t->all_cap * sizeof *na);
-        if (!na)
-            abort();
+        sort_unit **na = orr_xrealloc(t->all, t->all_cap * sizeof *na);
         t->all = na;
     }
     t->all[t->n++] = u;

@@ -25,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "orr_alloc.h"
 #include "orr_log.h"
 #include "orr_lzop.h"
 
@@ -70,9 +71,7 @@ static void landings_add(sort_landings *l, const sort_landing *x)
     pthread_mutex_lock(&l->mu);
     if (l->n == l->cap) {
         l->cap = l->cap ? l->cap * 2 : 64;
-        sort_landing *nv = realloc(l->v, l->cap * sizeof *nv);
-        if (!nv)
-            abort();
+        sort_landing *nv = orr_xrealloc(l->v, l->cap * sizeof *nv);
         l->v = nv;
     }
     l->v[l->n++] = *x;
@@ -142,9 +141,7 @@ static orr_status wr_land_batch(sort_writer *w, orr_err *err)
 {
     if (w->nbatch == 0)
         return ORR_OK;
-    orr_blob_item *items = calloc(w->nbatch * 2, sizeof *items);
-    if (!items)
-        abort();
+    orr_blob_item *items = orr_xcalloc(w->nbatch * 2, sizeof *items);
     for (size_t i = 0; i < w->nbatch; i++) {
         const sort_wland *b = &w->batch[i];
         items[2 * i] = (orr_blob_item){.rel = b->rel_idx, .local = b->idx};
@@ -178,9 +175,7 @@ static orr_status wr_land(sort_writer *w, sort_ufile *f, orr_err *err)
     }
     if (w->nbatch == w->batch_cap) {
         w->batch_cap = w->batch_cap ? w->batch_cap * 2 : 16;
-        sort_wland *nb = realloc(w->batch, w->batch_cap * sizeof *nb);
-        if (!nb)
-            abort();
+        sort_wland *nb = orr_xrealloc(w->batch, w->batch_cap * sizeof *nb);
         w->batch = nb;
     }
     sort_wland *b = &w->batch[w->nbatch];
@@ -255,9 +250,7 @@ static orr_status wr_open_file(sort_writer *w, const sort_pent *e, sort_ufile **
         if (rc != ORR_OK)
             return rc;
     }
-    sort_ufile *f = calloc(1, sizeof *f);
-    if (!f)
-        abort();
+    sort_ufile *f = orr_xcalloc(1, sizeof *f);
     f->unit = e->unit;
     f->split = e->split;
     f->partition = e->partition;

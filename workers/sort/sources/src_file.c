@@ -25,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "orr_alloc.h"
 #include "orr_log.h"
 #include "sort_source.h"
 
@@ -79,14 +80,10 @@ static orr_status file__list(src_file *f, orr_err *err)
             continue;
         if (n == cap) {
             cap = cap ? cap * 2 : 64;
-            char **nn = realloc(names, cap * sizeof *nn);
-            if (!nn)
-                abort();
+            char **nn = orr_xrealloc(names, cap * sizeof *nn);
             names = nn;
         }
-        names[n] = strdup(de->d_name);
-        if (!names[n])
-            abort();
+        names[n] = orr_xstrdup(de->d_name);
         n++;
     }
     closedir(d);
@@ -158,19 +155,15 @@ static void src_file_close(sort_source *s)
 static orr_status src_file_open(const sort_spec *spec, const sort_source_env *env,
                                 sort_source **out, orr_err *err)
 {
-    src_file *f = calloc(1, sizeof *f);
-    if (!f)
-        abort();
+    src_file *f = orr_xcalloc(1, sizeof *f);
     f->base.ops = &sort_src_file;
     f->spec = spec;
     f->fmt = env->fmt;
     f->fd = -1;
-    f->dir = strdup(spec->source.path);
+    f->dir = orr_xstrdup(spec->source.path);
     char sp[4096];
     snprintf(sp, sizeof sp, "%s/%s.offset", env->state_dir, spec->name);
-    f->state_path = strdup(sp);
-    if (!f->dir || !f->state_path)
-        abort();
+    f->state_path = orr_xstrdup(sp);
     orr_status rc = file__list(f, err);
     if (rc == ORR_OK)
         rc = file__load_state(f, err);

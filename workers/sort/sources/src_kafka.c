@@ -55,6 +55,7 @@
 
 #include <librdkafka/rdkafka.h>
 
+#include "orr_alloc.h"
 #include "orr_log.h"
 #include "sort_source.h"
 
@@ -338,9 +339,7 @@ static orr_status src_kafka_open(const sort_spec *spec, const sort_source_env *e
 {
     char num[32];
     *out = NULL;
-    src_kafka *k = calloc(1, sizeof *k);
-    if (!k)
-        abort();
+    src_kafka *k = orr_xcalloc(1, sizeof *k);
     k->base.ops = &sort_src_kafka;
     k->spec = spec;
     k->env = *env;

@@ -43,6 +43,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "orr_alloc.h"
 #include "orr_log.h"
 #include "orr_pack.h"
 #include "sort_source.h"
@@ -190,17 +191,13 @@ static orr_status src_redis_open(const sort_spec *spec, const sort_source_env *e
     if (!addr || !*addr)
         return orr_err_set(err, ORR_EINVAL, "spec.source.address",
                            "no Redis address: set it in the spec or as [sort] redis");
-    src_redis *r = calloc(1, sizeof *r);
-    if (!r)
-        abort();
+    src_redis *r = orr_xcalloc(1, sizeof *r);
     r->base.ops = &sort_src_redis;
     r->spec = spec;
     if (spec->source.packs) {
-        r->ack_argv = calloc(5 + RD_ACK_CHUNK, sizeof *r->ack_argv);
-        r->ack_lens = calloc(5 + RD_ACK_CHUNK, sizeof *r->ack_lens);
-        r->ack_ids = calloc(RD_ACK_CHUNK, sizeof *r->ack_ids);
-        if (!r->ack_argv || !r->ack_lens || !r->ack_ids)
-            abort();
+        r->ack_argv = orr_xcalloc(5 + RD_ACK_CHUNK, sizeof *r->ack_argv);
+        r->ack_lens = orr_xcalloc(5 + RD_ACK_CHUNK, sizeof *r->ack_lens);
+        r->ack_ids = orr_xcalloc(RD_ACK_CHUNK, sizeof *r->ack_ids);
     }
     const char *colon = strrchr(addr, ':');
     if (!colon || (size_t)(colon - addr) >= sizeof r->host || atoi(colon + 1) <= 0) {
@@ -278,9 +275,7 @@ static void rd_pend_add(src_redis *r, sort_off id, uint32_t partition, uint64_t 
 {
     if (r->npend == r->cap) {
         r->cap = r->cap ? r->cap * 2 : 256;
-        rd_pend *np = realloc(r->pend, r->cap * sizeof *np);
-        if (!np)
-            abort();
+        rd_pend *np = orr_xrealloc(r->pend, r->cap * sizeof *np);
         r->pend = np;
     }
     r->pend[r->npend++] = (rd_pend){id, partition, last};
