@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "ex_cgroup.h"
+#include "orr_alloc.h"
 
 static orr_status rl_probe(const ex_cg_env *env, orr_err *err)
 {
@@ -35,9 +36,8 @@ static orr_status rl_create(const ex_cg_env *env, const char *name, const ex_lim
 {
     (void)env;
     (void)name;
-    ex_cgroup *cg = calloc(1, sizeof *cg);
-    if (!cg)
-        return orr_err_set(err, ORR_ENOMEM, NULL, "out of memory");
+    (void)err;
+    ex_cgroup *cg = orr_xcalloc(1, sizeof *cg);
     cg->ops = &ex_cgroup_rlimit_ops;
     cg->lim = *lim;
     *out = cg;

@@ -32,6 +32,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "orr_alloc.h"
+
 struct ex_sandbox {
     ex_cgroup *cg;
     pid_t pid;
@@ -89,9 +91,7 @@ orr_status ex_sandbox_start(const ex_cgroup_ops *ops, const ex_cg_env *env, cons
 {
     orr_status s = ORR_OK;
     int log_fd = -1, null_fd = -1, go[2] = {-1, -1}, ep[2] = {-1, -1};
-    ex_sandbox *sb = calloc(1, sizeof *sb);
-    if (!sb)
-        return orr_err_set(err, ORR_ENOMEM, NULL, "out of memory");
+    ex_sandbox *sb = orr_xcalloc(1, sizeof *sb);
     sb->pidfd = sb->cancel_fd = -1;
 
     if ((s = ops->create(env, name, lim, &sb->cg, err)) != ORR_OK)
