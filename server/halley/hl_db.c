@@ -18,6 +18,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "orr_alloc.h"
 #include "orr_log.h"
 
 struct hl_conn {
@@ -105,17 +106,9 @@ orr_status hl_db_create(const hl_db_opts *o, hl_db **out, orr_err *err)
         return orr_err_set(err, ORR_EINVAL, "halley.pg_dsn", "is required");
     if (o->size < 1 || o->size > 256)
         return orr_err_set(err, ORR_EINVAL, "halley.pool_size", "must be between 1 and 256");
-    hl_db *db = calloc(1, sizeof *db);
-    if (!db)
-        return orr_err_set(err, ORR_ENOMEM, NULL, "out of memory");
-    db->slots = calloc((size_t)o->size, sizeof *db->slots);
-    db->dsn = strdup(o->dsn);
-    if (!db->slots || !db->dsn) {
-        free(db->slots);
-        free(db->dsn);
-        free(db);
-        return orr_err_set(err, ORR_ENOMEM, NULL, "out of memory");
-    }
+    hl_db *db = orr_xcalloc(1, sizeof *db);
+    db->slots = orr_xcalloc((size_t)o->size, sizeof *db->slots);
+    db->dsn = orr_xstrdup(o->dsn);
     pthread_mutex_init(&db->mu, NULL);
     pthread_cond_init(&db->cv, NULL);
     db->size = o->size;

@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "orr_alloc.h"
 #include "orr_log.h"
 
 struct hl_events {
@@ -198,11 +199,8 @@ static void *hl__run(void *arg)
 orr_status hl_events_start(const char *dsn, int64_t retention_ms, hl_cache *cache, hl_events **out,
                            orr_err *err)
 {
-    hl_events *ev = calloc(1, sizeof *ev);
-    if (!ev || !(ev->dsn = strdup(dsn))) {
-        free(ev);
-        return orr_err_set(err, ORR_ENOMEM, NULL, "out of memory");
-    }
+    hl_events *ev = orr_xcalloc(1, sizeof *ev);
+    ev->dsn = orr_xstrdup(dsn);
     if (pipe(ev->wake) != 0) {
         free(ev->dsn);
         free(ev);
