@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "gx_app.h"
+#include "orr_alloc.h"
 #include "orr_log.h"
 #include "orr_watch.h"
 
@@ -174,15 +175,9 @@ static void gx_sess_on_lost(void *cls)
 
 orr_status gx_sessions_start(orr_rpc_client *c, int rpc_timeout_ms, gx_sessions **out, orr_err *err)
 {
-    gx_sessions *s = calloc(1, sizeof *s);
-    if (!s)
-        return orr_err_set(err, ORR_ENOMEM, NULL, "out of memory");
+    gx_sessions *s = orr_xcalloc(1, sizeof *s);
     s->cap = 256;
-    s->slots = calloc(s->cap, sizeof *s->slots);
-    if (!s->slots) {
-        free(s);
-        return orr_err_set(err, ORR_ENOMEM, NULL, "out of memory");
-    }
+    s->slots = orr_xcalloc(s->cap, sizeof *s->slots);
     pthread_mutex_init(&s->mu, NULL);
     s->halley = c;
     s->rpc_timeout_ms = rpc_timeout_ms;
