@@ -21,6 +21,7 @@
  * order). Close cancels if needed and drains every pending batch before the
  * CQ is destroyed.
  */
+#include "orr_alloc.h"
 #include "orr_rpc.h"
 #include "orr_rpc_codec.h"
 
@@ -188,9 +189,7 @@ orr_status orr_rpc_client_create(const ProtobufCServiceDescriptor *svc, const ch
     *out = NULL;
     if (!svc || !target || !target[0])
         return orr_err_set(err, ORR_EINVAL, "target", "service and target are required");
-    orr_rpc_client *c = calloc(1, sizeof(*c));
-    if (!c)
-        return orr_err_set(err, ORR_ENOMEM, NULL, "out of memory");
+    orr_rpc_client *c = orr_xcalloc(1, sizeof(*c));
     pthread_mutex_init(&c->mu, NULL);
     c->svc = svc;
     c->target = strdup(target);
@@ -349,9 +348,7 @@ orr_status orr_rpc_stream_open(orr_rpc_client *c, const char *method, const Prot
     const struct cli_method *m = cli_method(c, method, err);
     if (!m)
         return ORR_EINVAL;
-    orr_rpc_stream *st = calloc(1, sizeof(*st));
-    if (!st)
-        return orr_err_set(err, ORR_ENOMEM, NULL, "out of memory");
+    orr_rpc_stream *st = orr_xcalloc(1, sizeof(*st));
     orr_status rc = orr_rpc_pack(req, m->md->input, "request", &st->send_bb, err);
     if (rc != ORR_OK) {
         free(st);

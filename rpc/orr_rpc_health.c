@@ -11,6 +11,7 @@
 #include <stdlib.h>
 
 #include "health.pb-c.h"
+#include "orr_alloc.h"
 #include "orr_rpc.h"
 
 typedef struct rpc_health {
@@ -48,8 +49,7 @@ static orr_status rpc_health_watch(orr_rpc_call *call, const ProtobufCMessage *r
         if (st != ORR_RPC_HEALTH_SERVING && st != ORR_RPC_HEALTH_NOT_SERVING)
             st = GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__SERVICE_UNKNOWN;
         if (st != last) {
-            Grpc__Health__V1__HealthCheckResponse o =
-                GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__INIT;
+            Grpc__Health__V1__HealthCheckResponse o = GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__INIT;
             o.status = (Grpc__Health__V1__HealthCheckResponse__ServingStatus)st;
             if (orr_rpc_stream_send(call, &o.base) != ORR_OK)
                 return ORR_ECANCELLED;
@@ -65,9 +65,7 @@ orr_status orr_rpc_server_add_health(orr_rpc_server *s, orr_rpc_health_fn probe,
 {
     if (!probe)
         return orr_err_set(err, ORR_EINVAL, "probe", "a probe is required");
-    rpc_health *h = malloc(sizeof(*h));
-    if (!h)
-        return orr_err_set(err, ORR_ENOMEM, NULL, "out of memory");
+    rpc_health *h = orr_xmalloc(sizeof(*h));
     *h = (rpc_health){probe, ctx, poll_ms > 0 ? poll_ms : 500};
     if (orr_rpc_server_own(s, h) != 0) {
         free(h);

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "orr_alloc.h"
 #include "orr_rpc.h"
 #include "orr_rpc_desc.h"
 #include "reflection.pb-c.h"
@@ -198,9 +199,7 @@ orr_status orr_rpc_server_add_reflection(orr_rpc_server *s, const uint8_t *set, 
 {
     if (!set && len)
         return orr_err_set(err, ORR_EINVAL, "descriptor_set", "no descriptor set");
-    rpc_refl *r = calloc(1, sizeof(*r));
-    if (!r)
-        return orr_err_set(err, ORR_ENOMEM, NULL, "out of memory");
+    rpc_refl *r = orr_xcalloc(1, sizeof(*r));
     r->srv = s;
     orr_status st = orr_rpc_desc_load(set, len, &r->desc, err);
     if (st != ORR_OK) {

@@ -791,18 +791,14 @@ static orr_status srv_build_table(orr_rpc_server *s, const ProtobufCServiceDescr
                                   orr_err *err)
 {
     size_t base = s->n_methods, total = base + n;
-    struct srv_method *all = realloc(s->methods, (total ? total : 1) * sizeof(*all));
-    if (!all)
-        return orr_err_set(err, ORR_ENOMEM, NULL, "out of memory");
+    struct srv_method *all = orr_xrealloc(s->methods, (total ? total : 1) * sizeof(*all));
     s->methods = all;
     memset(all + base, 0, n * sizeof(*all));
     free(s->slots);
     s->n_slots = 8;
     while (s->n_slots < 2 * total)
         s->n_slots *= 2;
-    s->slots = calloc(s->n_slots, sizeof(*s->slots));
-    if (!s->slots)
-        return orr_err_set(err, ORR_ENOMEM, NULL, "out of memory");
+    s->slots = orr_xcalloc(s->n_slots, sizeof(*s->slots));
     for (size_t i = 0; i < n; i++) {
         const orr_rpc_method *in = &methods[i];
         char field[64];
@@ -817,9 +813,7 @@ static orr_status srv_build_table(orr_rpc_server *s, const ProtobufCServiceDescr
                                "method %s: set exactly one of unary and stream", in->name);
         struct srv_method *m = &all[base + i];
         size_t len = strlen(svc->name) + strlen(md->name) + 3;
-        m->path = malloc(len);
-        if (!m->path)
-            return orr_err_set(err, ORR_ENOMEM, NULL, "out of memory");
+        m->path = orr_xmalloc(len);
         snprintf(m->path, len, "/%s/%s", svc->name, md->name);
         m->path_len = strlen(m->path);
         m->name = md->name;
@@ -881,9 +875,7 @@ orr_status orr_rpc_server_create(const ProtobufCServiceDescriptor *svc,
     *out = NULL;
     if (!svc || !opts || !opts->listen || (n_methods && !methods))
         return orr_err_set(err, ORR_EINVAL, "listen", "service, options and listen are required");
-    orr_rpc_server *s = calloc(1, sizeof(*s));
-    if (!s)
-        return orr_err_set(err, ORR_ENOMEM, NULL, "out of memory");
+    orr_rpc_server *s = orr_xcalloc(1, sizeof(*s));
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv, NULL);
     s->ctx = ctx;
@@ -898,11 +890,7 @@ orr_status orr_rpc_server_create(const ProtobufCServiceDescriptor *svc,
     s->t_shutdown = (struct srv_tag){TAG_SHUTDOWN, NULL};
     if (opts->token && opts->token[0]) {
         s->auth_len = strlen(opts->token);
-        s->auth = strdup(opts->token);
-        if (!s->auth) {
-            srv_free(s);
-            return orr_err_set(err, ORR_ENOMEM, NULL, "out of memory");
-        }
+        s->auth = orr_xstrdup(opts->token);
     }
     orr_status st = srv_build_table(s, svc, methods, n_methods, ctx, 0, err);
     for (size_t k = 0; st == ORR_OK && opts->handler_auth && opts->handler_auth[k]; k++) {
@@ -1018,9 +1006,7 @@ orr_status orr_rpc_server_start(orr_rpc_server *s)
 {
     if (s->started)
         return ORR_OK;
-    s->workers = calloc((size_t)s->n_threads, sizeof(*s->workers));
-    if (!s->workers)
-        return ORR_ENOMEM;
+    s->workers = orr_xcalloc((size_t)s->n_threads, sizeof(*s->workers));
     grpc_server_start(s->server);
     s->started = 1;
     for (int q = 0; q < s->n_cqs; q++) {
