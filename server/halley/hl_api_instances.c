@@ -26,6 +26,8 @@
 #include "hl_page.h"
 #include "hl_tcomb.h"
 #include "orr_buf.h"
+#include "orr_cron.h"
+#include "orr_cycle.h"
 #include "orr_log.h"
 
 #define HL_BATCH_MAX 1000
@@ -53,47 +55,38 @@ static hl_stmt q_get_instance = HL_STMT("SELECT " HL_INSTANCE_COLS ", " HL_EXIT_
                                         " FROM instances i JOIN tasks t ON t.id = i.task_id"
                                         " WHERE i.id = $1::int8");
 
-static hl_stmt q_upstreams = HL_STMT("SELECT d.kind, ut.id, ut.name, coalesce(ui.id, 0), " HL_MS(
-    "ui.schedule_time") ","
-                        " coalesce(ui.state, '')"
-                        " FROM instances i JOIN task_dependencies d ON d.task_id = i.task_id"
-                        "  AND d.kind IN ('strong', 'weak', 'self')"
-                        " JOIN tasks ut ON ut.id = d.upstream_task_id"
-                        " LEFT JOIN LATERAL (SELECT u2.id, u2.schedule_time, u2.state FROM "
-                        "instances u2"
-                        "  WHERE u2.task_id = ut.id AND ("
-                        "   (d.kind = 'self' AND u2.schedule_time < i.schedule_time) OR"
-                        "   (d.kind <> 'self' AND d.cycle = 'same' AND u2.schedule_time = "
-                        "i.schedule_time) OR"
-                        "   (d.kind <> 'self' AND d.cycle = 'latest' AND u2.schedule_time <= "
-                        "i.schedule_time))"
-                        "  ORDER BY u2.schedule_time DESC LIMIT 1) ui ON true"
-                        " WHERE i.id = $1::int8 ORDER BY d.position");
+/* The dependency edges of an instance, with both tasks' schedules: upstream
+ * edges ($2 = 0: the instance's task depends on ut) or downstream ones ($2 =
+ * 1: ut depends on the instance's task). Columns: kind, other task id, name,
+ * schedule, zone, cycle, this task's schedule, zone, the schedule time; the
+ * schedules of the tasks' current versions, as keplerd reads them. */
+static hl_stmt q_dep_edges = HL_STMT(
+    "SELECT d.kind, ut.id, ut.name, uv.schedule, uv.timezone, d.cycle, tv.schedule, "
+    "tv.timezone, " HL_MS(
+        "i.schedule_time") " FROM instances i JOIN tasks t ON t.id = i.task_id"
+                           " JOIN task_versions tv ON tv.task_id = t.id AND tv.version = "
+                           "t.current_version"
+                           " JOIN task_dependencies d ON d.kind IN ('strong', 'weak', 'self') AND"
+                           "  ((NOT $2::bool AND d.task_id = i.task_id) OR ($2::bool AND "
+                           "d.upstream_task_id = i.task_id))"
+                           " JOIN tasks ut ON ut.id = CASE WHEN $2::bool THEN d.task_id ELSE "
+                           "d.upstream_task_id END"
+                           " JOIN task_versions uv ON uv.task_id = ut.id AND uv.version = "
+                           "ut.current_version"
+                           " WHERE i.id = $1::int8 ORDER BY d.position, ut.name");
 
-/* Downstream instances whose dependency resolves to this instance: for
- * 'latest' mappings, those at or after it and before this task's next
- * instance; for 'self', the next instance of the same task. */
-static hl_stmt q_downstreams = HL_STMT("SELECT d.kind, dt.id, dt.name, di.id, " HL_MS(
-    "di.schedule_time") ", di.state"
-                        " FROM instances i JOIN task_dependencies d ON d.upstream_task_id = "
-                        "i.task_id"
-                        "  AND d.kind IN ('strong', 'weak', 'self')"
-                        " JOIN tasks dt ON dt.id = d.task_id"
-                        " JOIN LATERAL (SELECT d2.id, d2.schedule_time, d2.state FROM instances d2"
-                        "  WHERE d2.task_id = dt.id AND ("
-                        "   (d.kind <> 'self' AND d.cycle = 'same' AND d2.schedule_time = "
-                        "i.schedule_time) OR"
-                        "   (d.kind <> 'self' AND d.cycle = 'latest' AND d2.schedule_time >= "
-                        "i.schedule_time"
-                        "    AND NOT EXISTS (SELECT 1 FROM instances x WHERE x.task_id = i.task_id"
-                        "     AND x.schedule_time > i.schedule_time AND x.schedule_time <= "
-                        "d2.schedule_time)) OR"
-                        "   (d.kind = 'self' AND d2.schedule_time > i.schedule_time"
-                        "    AND NOT EXISTS (SELECT 1 FROM instances x WHERE x.task_id = i.task_id"
-                        "     AND x.schedule_time > i.schedule_time AND x.schedule_time < "
-                        "d2.schedule_time)))"
-                        "  ORDER BY d2.schedule_time LIMIT 100) di ON true"
-                        " WHERE i.id = $1::int8 ORDER BY d.position, di.schedule_time");
+/* The instances of task $1 at the schedule times $2 (ms). */
+static hl_stmt q_dep_at = HL_STMT(
+    "SELECT id, " HL_MS("schedule_time") ", state FROM instances WHERE task_id = $1::int8"
+                                         " AND schedule_time = ANY(ARRAY(SELECT to_timestamp(x / "
+                                         "1000.0) FROM unnest($2::int8[]) x))");
+
+/* The instances of task $1 with a schedule time in [$2, $3) ms. */
+static hl_stmt q_dep_span = HL_STMT("SELECT id, " HL_MS(
+    "schedule_time") ", state FROM instances WHERE task_id = $1::int8"
+                     " AND schedule_time >= to_timestamp($2::int8 / 1000.0)"
+                     " AND ($3::int8 = 0 OR schedule_time < to_timestamp($3::int8 / 1000.0))"
+                     " ORDER BY schedule_time LIMIT $4::int");
 
 /* Filters shared by both orders: $2 task, $3 states, $4 executor, $5/$6
  * schedule range, $8 team. */
@@ -161,36 +154,134 @@ static hl_stmt q_list_transitions = HL_STMT(
 
 /* ------------------------------------------------------------ dependencies */
 
-static orr_status hl__deps(hl_conn *c, orr_arena *a, hl_stmt *st, int64_t id,
+/* Most cycles listed per dependency edge. */
+#define HL_DEP_CYCLES_SHOWN 100
+
+/* A task's schedule as the scheduler reads it: *has 0 for none (or one that
+ * does not parse, which the spec check refuses anyway). */
+static void hl__dep_sched(const char *expr, const char *zone, orr_cron *c, const orr_tz **tz,
+                          int *has)
+{
+    orr_err e;
+    *has = expr && *expr && orr_cron_parse_into(expr, c, &e) == ORR_OK;
+    if (orr_tz_load(zone && *zone ? zone : "UTC", tz, &e) != ORR_OK)
+        (void)orr_tz_load("UTC", tz, &e);
+}
+
+/* One listed cycle of one edge. */
+static Orrery__Halley__V1__DepState *hl__dep_new(orr_arena *a, const PGresult *e, int row,
+                                                 int64_t ms)
+{
+    Orrery__Halley__V1__DepState *d = orr_arena_alloc(a, sizeof *d);
+    orrery__halley__v1__dep_state__init(d);
+    d->kind = (char *)hl_val(e, row, 0);
+    d->task_id = hl_val_i64(e, row, 1);
+    d->task_name = (char *)hl_val(e, row, 2);
+    d->schedule_time_ms = ms;
+    return d;
+}
+
+/* The upstreams (down = 0) or downstreams (down = 1) of instance id, per
+ * the scheduler's cycle mapping (orr_cycle): for each edge, one entry per
+ * mapped cycle with its instance, or instance_id 0 when that cycle has no
+ * instance yet; an edge that maps to no cycle at all is listed once, with
+ * no time. */
+static orr_status hl__deps(hl_conn *c, orr_arena *a, int64_t id, int down,
                            Orrery__Halley__V1__DepState ***out, size_t *n, orr_err *err)
 {
-    const char *p[1] = {hl_i64s(a, id)};
-    PGresult *r;
-    orr_status s = hl_db_query(c, a, st, 1, p, &r, err);
+    const char *p[2] = {hl_i64s(a, id), down ? "true" : "false"};
+    PGresult *e;
+    orr_status s = hl_db_query(c, a, &q_dep_edges, 2, p, &e, err);
     if (s != ORR_OK)
         return s;
-    int rows = PQntuples(r);
-    *n = (size_t)rows;
-    *out = hl_alloc_n(a, sizeof **out, (size_t)rows);
-    Orrery__Halley__V1__DepState *d = hl_alloc_n(a, sizeof *d, (size_t)rows);
-    for (int i = 0; i < rows; i++) {
-        orrery__halley__v1__dep_state__init(&d[i]);
-        d[i].kind = (char *)hl_val(r, i, 0);
-        d[i].task_id = hl_val_i64(r, i, 1);
-        d[i].task_name = (char *)hl_val(r, i, 2);
-        d[i].instance_id = hl_val_i64(r, i, 3);
-        d[i].schedule_time_ms = hl_val_i64(r, i, 4);
-        d[i].state = hl_pb_state(hl_val(r, i, 5));
-        (*out)[i] = &d[i];
+    size_t cap = 16, cnt = 0;
+    Orrery__Halley__V1__DepState **list = hl_alloc_n(a, sizeof *list, cap);
+    int64_t *times = hl_alloc_n(a, sizeof *times, ORR_CYCLE_MAX);
+    for (int row = 0; row < PQntuples(e); row++) {
+        orr_cron oc, tc;
+        const orr_tz *otz, *ttz;
+        int has_o, has_t;
+        hl__dep_sched(hl_val(e, row, 3), hl_val(e, row, 4), &oc, &otz, &has_o);
+        hl__dep_sched(hl_val(e, row, 6), hl_val(e, row, 7), &tc, &ttz, &has_t);
+        int same = strcmp(hl_val(e, row, 5), "same") == 0;
+        int64_t t = hl_val_i64(e, row, 8) / 1000, span_end = 0;
+        size_t nt = 0;
+        if (strcmp(hl_val(e, row, 0), "self") == 0) {
+            /* the task's previous cycle, or its next one */
+            if (has_t && (down ? orr_cron_next(&tc, ttz, t, &times[0])
+                               : orr_cycle_prev_fire(&tc, ttz, t, &times[0])) == ORR_OK)
+                nt = 1;
+        } else if (down) {
+            (void)orr_cycle_downstream(has_o ? &oc : NULL, otz, has_t ? &tc : NULL, ttz, same, t,
+                                       times, HL_DEP_CYCLES_SHOWN, &nt, &span_end);
+        } else {
+            (void)orr_cycle_upstream(has_t ? &tc : NULL, ttz, has_o ? &oc : NULL, otz, same, t,
+                                     times, ORR_CYCLE_MAX, &nt);
+            if (nt > HL_DEP_CYCLES_SHOWN)
+                nt = HL_DEP_CYCLES_SHOWN;
+        }
+        /* the instances there are of those cycles */
+        PGresult *r = NULL;
+        const char *tid = hl_val(e, row, 1);
+        if (span_end) {
+            const char *q[4] = {tid, hl_i64s(a, t * 1000),
+                                hl_i64s(a, span_end == INT64_MAX ? 0 : span_end * 1000),
+                                orr_arena_sprintf(a, "%d", HL_DEP_CYCLES_SHOWN)};
+            s = hl_db_query(c, a, &q_dep_span, 4, q, &r, err);
+        } else if (nt > 0) {
+            int64_t *ms = hl_alloc_n(a, sizeof *ms, nt);
+            for (size_t k = 0; k < nt; k++)
+                ms[k] = times[k] * 1000;
+            const char *q[2] = {tid, hl_id_array(a, ms, nt)};
+            s = hl_db_query(c, a, &q_dep_at, 2, q, &r, err);
+        }
+        if (s != ORR_OK)
+            return s;
+        size_t rows = r ? (size_t)PQntuples(r) : 0;
+        size_t want = span_end ? rows : nt;
+        if (want == 0)
+            want = 1; /* the edge alone */
+        if (cnt + want > cap) {
+            while (cnt + want > cap)
+                cap *= 2;
+            Orrery__Halley__V1__DepState **grown = hl_alloc_n(a, sizeof *grown, cap);
+            memcpy(grown, list, cnt * sizeof *list);
+            list = grown;
+        }
+        if (span_end) {
+            for (size_t k = 0; k < rows; k++) {
+                Orrery__Halley__V1__DepState *d = hl__dep_new(a, e, row, hl_val_i64(r, (int)k, 1));
+                d->instance_id = hl_val_i64(r, (int)k, 0);
+                d->state = hl_pb_state(hl_val(r, (int)k, 2));
+                list[cnt++] = d;
+            }
+            if (rows == 0)
+                list[cnt++] = hl__dep_new(a, e, row, 0);
+            continue;
+        }
+        for (size_t k = 0; k < nt; k++) {
+            Orrery__Halley__V1__DepState *d = hl__dep_new(a, e, row, times[k] * 1000);
+            for (size_t q = 0; q < rows; q++) {
+                if (hl_val_i64(r, (int)q, 1) == times[k] * 1000) {
+                    d->instance_id = hl_val_i64(r, (int)q, 0);
+                    d->state = hl_pb_state(hl_val(r, (int)q, 2));
+                }
+            }
+            list[cnt++] = d;
+        }
+        if (nt == 0)
+            list[cnt++] = hl__dep_new(a, e, row, 0);
     }
+    *out = list;
+    *n = cnt;
     return ORR_OK;
 }
 
 static orr_status hl__fill_deps(hl_conn *c, orr_arena *a, hl_pb_instance *in, orr_err *err)
 {
-    orr_status s = hl__deps(c, a, &q_upstreams, in->id, &in->upstreams, &in->n_upstreams, err);
+    orr_status s = hl__deps(c, a, in->id, 0, &in->upstreams, &in->n_upstreams, err);
     if (s == ORR_OK)
-        s = hl__deps(c, a, &q_downstreams, in->id, &in->downstreams, &in->n_downstreams, err);
+        s = hl__deps(c, a, in->id, 1, &in->downstreams, &in->n_downstreams, err);
     return s;
 }
 

@@ -139,7 +139,7 @@ int kp__check_deps(kp_sched *s, dep_ctx *c, const kp_task *t, const kp_inst *r, 
             continue;
         }
         if (dep->kind == KP_DEP_SELF) {
-            if (!t->has_cron || kp_deps_prev_fire(&t->cron, t->tz, tsec, &c->times[0]) != ORR_OK)
+            if (!t->has_cron || orr_cycle_prev_fire(&t->cron, t->tz, tsec, &c->times[0]) != ORR_OK)
                 continue;
             n = 1;
             u = t;
@@ -147,9 +147,9 @@ int kp__check_deps(kp_sched *s, dep_ctx *c, const kp_task *t, const kp_inst *r, 
             u = kp_index_get(s->ix, dep->upstream_id);
             if (!u)
                 return DEP_WAIT; /* unresolved upstream: hold */
-            if (kp_deps_cycles(t->has_cron ? &t->cron : NULL, t->tz, u->has_cron ? &u->cron : NULL,
-                               u->tz, dep->cycle_same, tsec, c->times, KP_DEPS_MAX_CYCLES,
-                               &n) != ORR_OK)
+            if (orr_cycle_upstream(t->has_cron ? &t->cron : NULL, t->tz,
+                                   u->has_cron ? &u->cron : NULL, u->tz, dep->cycle_same, tsec,
+                                   c->times, KP_DEPS_MAX_CYCLES, &n) != ORR_OK)
                 return DEP_WAIT;
             if (n == 0)
                 continue;

@@ -2,19 +2,7 @@
  * kp_deps.h - dependency resolution: which upstream cycles an instance waits
  * for, and whether their states let it run. Pure functions, no I/O.
  *
- * Cycle mapping (times in seconds; a task's cycle is one fire time of its
- * cron). For a downstream instance D at schedule time t with upstream U:
- *
- *   cycle "same", or U has no cron   exactly t;
- *   D has no cron (manual/backfill)  U's latest fire time <= t;
- *   otherwise                        every fire time of U in [t, next_D(t)),
- *                                    the span D's cycle covers; if there is
- *                                    none (U is coarser), U's latest fire
- *                                    time <= t.
- * So an hourly task on a daily one waits for that day's run (the latest daily
- * fire <= its hour), a daily task on an hourly one waits for all 24 hours of
- * its day, and equal schedules map cycle to cycle.
- * Self: the latest fire time of D strictly before t (none: nothing to wait).
+ * Cycle mapping: orr_cycle_upstream() (lib/orr_cycle.h), shared with halleyd.
  *
  * Verdicts over the states of the mapped upstream instances:
  *   strong  every one success or marked_success;
@@ -31,6 +19,7 @@
 #include <stdint.h>
 
 #include "orr_cron.h"
+#include "orr_cycle.h"
 #include "kp_index.h"
 #include "orr_tz.h"
 #include "orr_status.h"
@@ -57,21 +46,8 @@ const char *kp_state_name(kp_state s);
 /* success, failed, killed, timed_out, marked_success. */
 int kp_state_finished(kp_state s);
 
-/* Most upstream cycles one dependency may map to (a daily task on a
- * minutely one needs 1440). */
-#define KP_DEPS_MAX_CYCLES 1500
-
-/* The upstream fire times (seconds, ascending) an instance at t waits for.
- * dc/dtz: the downstream's cron and zone (dc NULL: no schedule); uc/utz the
- * upstream's (uc NULL: no schedule). ORR_OK with *n >= 1 (0 only when U has a
- * cron that never fired before t and never fires in the span); ORR_ETOOBIG
- * when more than max cycles map (the first max are written). */
-orr_status kp_deps_cycles(const orr_cron *dc, const orr_tz *dtz, const orr_cron *uc, const orr_tz *utz,
-                          int same, int64_t t, int64_t *out, size_t max, size_t *n);
-
-/* The latest fire time of c strictly before t (searching back up to 800
- * days): ORR_OK and *prev, or ORR_ENOTFOUND. */
-orr_status kp_deps_prev_fire(const orr_cron *c, const orr_tz *tz, int64_t t, int64_t *prev);
+/* Most upstream cycles one dependency may map to. */
+#define KP_DEPS_MAX_CYCLES ORR_CYCLE_MAX
 
 /* What is known of one mapped upstream instance. */
 typedef struct kp_dep_obs {

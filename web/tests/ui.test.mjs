@@ -551,6 +551,19 @@ test('instance page: dependencies, timeline, and suspend, resume, kill, rerun', 
   await state.locator('[data-state="waiting"]').waitFor({ timeout: T });
   await page.locator('[data-testid="graph"][data-ready="true"]').waitFor({ timeout: T });
   assert.equal(await page.getByTestId('graph').getAttribute('data-nodes'), '3', 'upstream, itself, downstream');
+  // One row per neighbour: the instance of the same cycle (both hourly).
+  const sched = list.body.items[0].schedule_time;
+  const deps = (await api(page, 'GET', `/instances/${id}`)).body;
+  assert.deepEqual(
+    deps.upstreams.map((u) => [u.task_name, u.schedule_time]),
+    [['e2e_extract', sched]],
+  );
+  assert.deepEqual(
+    deps.downstreams.map((u) => [u.task_name, u.schedule_time]),
+    [['e2e_load', sched]],
+  );
+  await page.locator('[data-testid="deps"] tr[data-dep="upstream"][data-task="e2e_extract"] [data-state="suspended"]').waitFor({ timeout: T });
+  await page.locator('[data-testid="deps"] tr[data-dep="downstream"][data-task="e2e_load"] [data-state="waiting"]').waitFor({ timeout: T });
   // No executor ran it yet: the log panel is there, empty, following attempt 1.
   await page.getByTestId('log').waitFor({ timeout: T });
   await page.getByText(/attempt 1 · 0 bytes · following/).waitFor({ timeout: T });
@@ -721,6 +734,40 @@ test('the dashboard charts outcomes from the statistics API, queue and running s
   const queue = await page.locator('.tile', { hasText: 'Queue now' }).locator('.tile-value').textContent();
   assert.equal(queue.trim(), '5');
   await shot(page, 'dashboard');
+});
+
+test('instance page: upstream and downstream cycles with no instance yet are named', async (t) => {
+  const page = await open(t);
+  await login(page, DEV);
+  // A cycle of e2e_transform a day ahead: no e2e_extract or e2e_load
+  // instance exists for it (and keplerd holds it: its time has not come).
+  const at = Date.now() + 86400e3;
+  const r = await api(page, 'POST', `/tasks/${ids.e2e_transform}/backfill`, {
+    from: new Date(at - 3600e3).toISOString(),
+    to: new Date(at).toISOString(),
+  });
+  assert.equal(r.status, 200, JSON.stringify(r.body));
+  assert.equal(r.body.created.length, 1);
+  const id = r.body.created[0];
+  try {
+    const d = (await api(page, 'GET', `/instances/${id}`)).body;
+    await page.goto(`/app/instances/${id}`);
+    const table = page.getByTestId('deps');
+    await table.waitFor({ timeout: T });
+    for (const [dir, task] of [
+      ['upstream', 'e2e_extract'],
+      ['downstream', 'e2e_load'],
+    ]) {
+      const row = table.locator(`tr[data-dep="${dir}"][data-task="${task}"]`);
+      assert.match(await row.textContent({ timeout: T }), /not created yet/, `${dir} ${task} not created yet`);
+      const dep = (dir === 'upstream' ? d.upstreams : d.downstreams).find((x) => x.task_name === task);
+      assert.equal(dep.schedule_time, d.schedule_time, `${dir} of the same cycle`);
+      assert.equal(dep.instance_id, null);
+    }
+    await shot(page, 'instance-deps-not-created');
+  } finally {
+    await api(page, 'POST', `/instances/${id}/actions/kill`, { reason: 'e2e' });
+  }
 });
 
 /** Skips t, with the reason, when galaxyd has no route for path yet. */

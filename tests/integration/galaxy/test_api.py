@@ -337,6 +337,75 @@ class Instances(unittest.TestCase):
         self.assertGreaterEqual(len(seen), 12)
 
 
+class Dependencies(unittest.TestCase):
+    """An instance's upstreams and downstreams are the cycles the scheduler
+    maps it to, with the cycles that have no instance yet."""
+
+    @classmethod
+    def setUpClass(cls):
+        r = P.http("POST", "/api/v1/tasks", shell_task("etl.dep_up", "etl"), token=TOK["ann"])
+        assert r.status == 201, r
+        cls.up = r.json()["id"]
+        spec = shell_task("etl.dep_down", "etl",
+                          upstreams=[{"kind": "strong", "task": "etl.dep_up"}])
+        r = P.http("POST", "/api/v1/tasks", spec, token=TOK["ann"])
+        assert r.status == 201, r
+        cls.down = r.json()["id"]
+        r = P.http("POST", "/api/v1/tasks", shell_task("etl.dep_daily", "etl", schedule="0 0 * * *",
+                   upstreams=[{"kind": "strong", "task": "etl.dep_up"}]), token=TOK["ann"])
+        assert r.status == 201, r
+        cls.daily = r.json()["id"]
+
+    def backfill(self, task, frm, to):
+        r = P.http("POST", f"/api/v1/tasks/{task}/backfill", {"from": frm, "to": to},
+                   token=TOK["ann"])
+        self.assertEqual(r.status, 200, r)
+        return r.json()["created"]
+
+    def get(self, iid):
+        r = P.http("GET", f"/api/v1/instances/{iid}", token=TOK["vic"])
+        self.assertEqual(r.status, 200, r)
+        return r.json()
+
+    def test_cycles_follow_the_scheduler_mapping(self):
+        (u13,) = self.backfill(self.up, "2026-10-01T13:00:00Z", "2026-10-01T14:00:00Z")
+        P.http("POST", f"/api/v1/instances/{u13}/actions/mark-success", {}, token=TOK["ann"])
+        # No downstream instance yet: the downstream tasks are listed with the
+        # cycles that wait for 13:00, not created yet.
+        d = self.get(u13)
+        downs = [(x["task_name"], x["schedule_time"], x["instance_id"]) for x in d["downstreams"]]
+        self.assertEqual(downs, [("etl.dep_daily", "2026-10-01T00:00:00Z", None),
+                                 ("etl.dep_down", "2026-10-01T13:00:00Z", None)])
+        (d13, d14) = self.backfill(self.down, "2026-10-01T13:00:00Z", "2026-10-01T15:00:00Z")
+        # The 14:00 downstream waits for the upstream's 14:00 cycle, which has
+        # no instance yet: not the 13:00 one.
+        ups = self.get(d14)["upstreams"]
+        self.assertEqual(len(ups), 1, ups)
+        self.assertEqual(ups[0]["task_name"], "etl.dep_up")
+        self.assertEqual(ups[0]["schedule_time"], "2026-10-01T14:00:00Z")
+        self.assertIsNone(ups[0]["instance_id"])
+        self.assertIsNone(ups[0]["state"])
+        ups = self.get(d13)["upstreams"]
+        self.assertEqual([(x["instance_id"], x["state"]) for x in ups], [(u13, "marked_success")])
+        # The 13:00 upstream is waited for by the 13:00 downstream alone.
+        downs = [x for x in self.get(u13)["downstreams"] if x["task_name"] == "etl.dep_down"]
+        self.assertEqual([(x["instance_id"], x["schedule_time"]) for x in downs],
+                         [(d13, "2026-10-01T13:00:00Z")])
+
+    def test_daily_on_hourly_waits_for_every_hour(self):
+        (day,) = self.backfill(self.daily, "2026-11-02T00:00:00Z", "2026-11-02T00:00:01Z")
+        ups = self.get(day)["upstreams"]
+        self.assertEqual(len(ups), 24, ups)
+        self.assertEqual(ups[0]["schedule_time"], "2026-11-02T00:00:00Z")
+        self.assertEqual(ups[23]["schedule_time"], "2026-11-02T23:00:00Z")
+        self.assertTrue(all(x["instance_id"] is None for x in ups))
+        (h5,) = self.backfill(self.up, "2026-11-02T05:00:00Z", "2026-11-02T06:00:00Z")
+        self.assertEqual(self.get(day)["upstreams"][5]["instance_id"], h5)
+        downs = [x for x in self.get(h5)["downstreams"] if x["task_name"] == "etl.dep_daily"]
+        self.assertEqual([(x["instance_id"], x["schedule_time"]) for x in downs],
+                         [(day, "2026-11-02T00:00:00Z")])
+
+
 class BadInput(unittest.TestCase):
     def test_oversized_body_is_413(self):
         r = P.http("POST", "/api/v1/tasks", raw=b"{" + b" " * (2 << 20) + b"}",

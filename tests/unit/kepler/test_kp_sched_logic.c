@@ -1,6 +1,6 @@
 /*
- * test_kp_sched_logic.c - the pure parts of keplerd's scheduling: cycle
- * mapping across hourly/daily schedules, strong/weak/self verdicts, retry
+ * test_kp_sched_logic.c - the pure parts of keplerd's scheduling (the cycle
+ * mapping is tested in test_lib_cycle.c): strong/weak/self verdicts, retry
  * delays, the catch-up plan, executor choice, task spec parsing, cycle
  * detection and the hash map under the index and the store.
  */
@@ -31,113 +31,6 @@ static int64_t iso(const char *s)
     if (orr_tz_parse_iso8601(s, &t, &err) != ORR_OK)
         fail_msg("bad date in test: %s", s);
     return t;
-}
-
-static orr_cron cron(const char *expr)
-{
-    orr_cron c;
-    orr_err err;
-    if (orr_cron_parse_into(expr, &c, &err) != ORR_OK)
-        fail_msg("bad cron in test: %s", expr);
-    return c;
-}
-
-/* ------------------------------------------------------------ cycles */
-
-static void test_cycles_hourly_on_hourly(void **state)
-{
-    (void)state;
-    orr_cron h = cron("0 * * * *");
-    int64_t out[KP_DEPS_MAX_CYCLES];
-    size_t n;
-    int64_t t = iso("2024-03-05T07:00:00Z");
-    assert_int_equal(kp_deps_cycles(&h, NULL, &h, NULL, 0, t, out, KP_DEPS_MAX_CYCLES, &n), ORR_OK);
-    assert_int_equal(n, 1);
-    assert_int_equal(out[0], t);
-}
-
-static void test_cycles_hourly_on_daily(void **state)
-{
-    (void)state;
-    orr_cron h = cron("0 * * * *"), d = cron("0 0 * * *");
-    int64_t out[KP_DEPS_MAX_CYCLES];
-    size_t n;
-    /* 07:00 maps to that day's 00:00 run */
-    assert_int_equal(kp_deps_cycles(&h, NULL, &d, NULL, 0, iso("2024-03-05T07:00:00Z"), out,
-                                    KP_DEPS_MAX_CYCLES, &n),
-                     ORR_OK);
-    assert_int_equal(n, 1);
-    assert_int_equal(out[0], iso("2024-03-05T00:00:00Z"));
-    /* 00:00 maps to the same day's run, not the day before */
-    assert_int_equal(kp_deps_cycles(&h, NULL, &d, NULL, 0, iso("2024-03-05T00:00:00Z"), out,
-                                    KP_DEPS_MAX_CYCLES, &n),
-                     ORR_OK);
-    assert_int_equal(n, 1);
-    assert_int_equal(out[0], iso("2024-03-05T00:00:00Z"));
-}
-
-static void test_cycles_daily_on_hourly(void **state)
-{
-    (void)state;
-    orr_cron h = cron("0 * * * *"), d = cron("0 0 * * *");
-    int64_t out[KP_DEPS_MAX_CYCLES];
-    size_t n;
-    assert_int_equal(kp_deps_cycles(&d, NULL, &h, NULL, 0, iso("2024-03-05T00:00:00Z"), out,
-                                    KP_DEPS_MAX_CYCLES, &n),
-                     ORR_OK);
-    assert_int_equal(n, 24);
-    for (size_t i = 0; i < 24; i++)
-        assert_int_equal(out[i], iso("2024-03-05T00:00:00Z") + (int64_t)i * 3600);
-    /* a daily task at 02:00 in Berlin on an hourly UTC task, across the
-     * spring-forward day (23 hours long) */
-    const orr_tz *ber;
-    orr_err err;
-    assert_int_equal(orr_tz_load("Europe/Berlin", &ber, &err), ORR_OK);
-    orr_cron d0 = cron("0 0 * * *");
-    assert_int_equal(kp_deps_cycles(&d0, ber, &h, NULL, 0, iso("2024-03-31T00:00:00+01:00"), out,
-                                    KP_DEPS_MAX_CYCLES, &n),
-                     ORR_OK);
-    assert_int_equal(n, 23);
-    /* too many cycles are refused, not truncated silently */
-    orr_cron m = cron("* * * * *");
-    orr_cron w = cron("0 0 * * 1");
-    assert_int_equal(kp_deps_cycles(&w, NULL, &m, NULL, 0, iso("2024-03-04T00:00:00Z"), out,
-                                    KP_DEPS_MAX_CYCLES, &n),
-                     ORR_ETOOBIG);
-}
-
-static void test_cycles_same_and_manual(void **state)
-{
-    (void)state;
-    orr_cron h = cron("0 * * * *"), d = cron("0 0 * * *");
-    int64_t out[4];
-    size_t n;
-    int64_t t = iso("2024-03-05T07:30:00Z");
-    /* cycle "same": exactly t, whatever the schedules */
-    assert_int_equal(kp_deps_cycles(&h, NULL, &d, NULL, 1, t, out, 4, &n), ORR_OK);
-    assert_int_equal(n, 1);
-    assert_int_equal(out[0], t);
-    /* manual downstream: the upstream's latest fire <= t */
-    assert_int_equal(kp_deps_cycles(NULL, NULL, &h, NULL, 0, t, out, 4, &n), ORR_OK);
-    assert_int_equal(n, 1);
-    assert_int_equal(out[0], iso("2024-03-05T07:00:00Z"));
-    /* manual upstream: the same schedule time */
-    assert_int_equal(kp_deps_cycles(&h, NULL, NULL, NULL, 0, t, out, 4, &n), ORR_OK);
-    assert_int_equal(out[0], t);
-}
-
-static void test_prev_fire(void **state)
-{
-    (void)state;
-    orr_cron h = cron("0 * * * *"), d = cron("30 6 * * *");
-    int64_t p;
-    assert_int_equal(kp_deps_prev_fire(&h, NULL, iso("2024-03-05T07:00:00Z"), &p), ORR_OK);
-    assert_int_equal(p, iso("2024-03-05T06:00:00Z"));
-    assert_int_equal(kp_deps_prev_fire(&d, NULL, iso("2024-03-05T06:30:00Z"), &p), ORR_OK);
-    assert_int_equal(p, iso("2024-03-04T06:30:00Z"));
-    orr_cron never = cron("0 0 30 2 *");
-    assert_int_equal(kp_deps_prev_fire(&never, NULL, iso("2024-03-05T06:30:00Z"), &p),
-                     ORR_ENOTFOUND);
 }
 
 /* ------------------------------------------------------------ verdicts */
@@ -460,11 +353,6 @@ static void test_map_and_store(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_cycles_hourly_on_hourly),
-        cmocka_unit_test(test_cycles_hourly_on_daily),
-        cmocka_unit_test(test_cycles_daily_on_hourly),
-        cmocka_unit_test(test_cycles_same_and_manual),
-        cmocka_unit_test(test_prev_fire),
         cmocka_unit_test(test_verdicts),
         cmocka_unit_test(test_retry),
         cmocka_unit_test(test_catch_up),

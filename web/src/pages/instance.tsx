@@ -8,7 +8,7 @@
 // The page polls the instance (every 2 s while it is not finished) so state
 // changes made by the scheduler or by other people show up by themselves.
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { api, ApiError, isMissingEndpoint, type Action, type State, type Transition } from '../api';
+import { api, ApiError, isMissingEndpoint, type Action, type DepState, type State, type Transition } from '../api';
 import { Graph, type GNode, type GEdge } from '../components/graph';
 import { InstanceStats, TaskRowsChart } from '../components/procstats';
 import { Confirm, ErrorBanner, Link, Loading, PageHead, StateBadge, Unavailable, toast, useAsync, useInterval } from '../components/ui';
@@ -26,6 +26,57 @@ const CONFIRM_TEXT: Record<Action, string> = {
   'mark-success': 'Downstream tasks will treat it as done although it did not run to success.',
   kill: 'If it is running, the executor stops it; it will not be retried.',
 };
+
+type Dep = DepState;
+
+/** A neighbour's line under its name in the graph: its cycle and state. */
+function depSub(u: Dep): string {
+  const st = u.instance_id && u.state ? STATE_LABEL[u.state] : u.schedule_time ? 'not created yet' : 'no cycle';
+  return u.schedule_time ? `${fmtShort(u.schedule_time)} · ${st}` : st;
+}
+
+/** The upstream and downstream instances this one waits for or is waited
+ * for by: one row per mapped cycle (the scheduler's cycle mapping), with
+ * "not created yet" for a cycle that has no instance. */
+function DepTable({ up, down }: { up: Dep[]; down: Dep[] }) {
+  const rows = [...up.map((x) => ['upstream', x] as const), ...down.map((x) => ['downstream', x] as const)];
+  return (
+    <div class="table-wrap">
+      <table class="table compact" data-testid="deps">
+        <thead>
+          <tr>
+            <th>Direction</th>
+            <th>Task</th>
+            <th>Kind</th>
+            <th>Cycle (schedule time)</th>
+            <th>Instance</th>
+          </tr>
+        </thead>
+        <tbody>
+          {rows.map(([dir, x], i) => (
+            <tr key={i} data-dep={dir} data-task={x.task_name}>
+              <td>{dir}</td>
+              <td>
+                <Link to={`/tasks/${x.task_id}`}>{x.task_name}</Link>
+              </td>
+              <td>{x.kind}</td>
+              <td class="nowrap">{x.schedule_time ? fmtTime(x.schedule_time) : '—'}</td>
+              <td>
+                {x.instance_id ? (
+                  <Link to={`/instances/${x.instance_id}`}>
+                    #{x.instance_id} {x.state && <StateBadge state={x.state} />}
+                  </Link>
+                ) : (
+                  <span class="muted">{x.schedule_time ? 'not created yet' : 'no cycle'}</span>
+                )}
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
+  );
+}
 
 interface Attempt {
   n: number;
@@ -213,8 +264,8 @@ export function InstancePage({ id }: { id: number }) {
   const self = `i${d.id}`;
   const nodes: GNode[] = [
     { id: self, label: d.task_name, sub: STATE_LABEL[d.state], state: d.state, focus: true },
-    ...d.upstreams.map((u, i) => ({ id: `u${i}`, label: u.task_name, sub: u.state ? STATE_LABEL[u.state] : 'no instance', state: u.state })),
-    ...d.downstreams.map((u, i) => ({ id: `d${i}`, label: u.task_name, sub: u.state ? STATE_LABEL[u.state] : 'no instance', state: u.state })),
+    ...d.upstreams.map((u, i) => ({ id: `u${i}`, label: u.task_name, sub: depSub(u), state: u.state })),
+    ...d.downstreams.map((u, i) => ({ id: `d${i}`, label: u.task_name, sub: depSub(u), state: u.state })),
   ];
   const edges: GEdge[] = [
     ...d.upstreams.map((u, i) => ({ source: `u${i}`, target: self, kind: u.kind })),
@@ -284,7 +335,10 @@ export function InstancePage({ id }: { id: number }) {
           {d.upstreams.length + d.downstreams.length === 0 ? (
             <div class="muted">This task has no upstream or downstream task.</div>
           ) : (
-            <Graph nodes={nodes} edges={edges} onSelect={goto} height={260} />
+            <>
+              <Graph nodes={nodes} edges={edges} onSelect={goto} height={260} />
+              <DepTable up={d.upstreams} down={d.downstreams} />
+            </>
           )}
         </section>
         <section class="card pad">
