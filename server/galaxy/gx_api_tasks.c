@@ -174,7 +174,10 @@ void gx_h_task_update(gx_req *req, gx_resp *resp)
     HL(Task) * t;
     if (gx_halley(req, resp, "UpdateTask", &rq.base, (ProtobufCMessage **)&t) != ORR_OK)
         return;
-    gx_resp_json(resp, 200, gx_task_json(t));
+    /* changed false: the spec was the current version's, none was made */
+    json_t *o = gx_task_json(t);
+    json_object_set_new(o, "changed", json_boolean(!t->unchanged));
+    gx_resp_json(resp, 200, o);
 }
 
 void gx_h_task_delete(gx_req *req, gx_resp *resp)

@@ -53,6 +53,10 @@ static hl_stmt q_insert_task =
 static hl_stmt q_insert_version =
     HL_STMT("INSERT INTO task_versions (task_id, version, spec, schedule, timezone, created_by) "
             "VALUES ($1::int8, $2::int, $3::jsonb, $4, $5, $6)");
+/* Is $3 the spec of version $2 of task $1 (as JSON values, so key order
+ * and spacing do not count)? */
+static hl_stmt q_same_spec = HL_STMT("SELECT spec = $3::jsonb FROM task_versions"
+                                     " WHERE task_id = $1::int8 AND version = $2::int");
 static hl_stmt q_delete_deps = HL_STMT("DELETE FROM task_dependencies WHERE task_id = $1::int8");
 static hl_stmt q_insert_dep = HL_STMT(
     "INSERT INTO task_dependencies (task_id, upstream_task_id, kind, cycle, data_unit, position) "
@@ -516,7 +520,22 @@ HL_UNARY(hl_api_update_task)
         goto out;
     const char *ts = hl_i64s(a, tid);
     const char *nv = orr_arena_sprintf(a, "%d", cur + 1);
-    const char *pv[6] = {ts, nv, hl__canonical(a, &sp), sp.schedule, sp.timezone, rq->actor};
+    const char *canon = hl__canonical(a, &sp);
+    /* The same spec again: no new version, the task as it is. */
+    const char *pq[3] = {ts, orr_arena_sprintf(a, "%d", cur), canon};
+    PGresult *same;
+    if ((s = hl_db_query(c, a, &q_same_spec, 3, pq, &same, err)) != ORR_OK)
+        goto out;
+    if (PQntuples(same) == 1 && strcmp(hl_val(same, 0, 0), "t") == 0) {
+        hl_pb_task *t;
+        if ((s = hl_db_commit(c, err)) == ORR_OK &&
+            (s = hl__read_task(c, a, tid, NULL, 0, &t, err)) == ORR_OK) {
+            t->unchanged = 1;
+            *resp = &t->base;
+        }
+        goto out;
+    }
+    const char *pv[6] = {ts, nv, canon, sp.schedule, sp.timezone, rq->actor};
     const char *pb[4] = {ts, nv, hl_i64s(a, team_id), sp.type};
     if ((s = hl_db_query(c, a, &q_insert_version, 6, pv, NULL, err)) != ORR_OK ||
         (s = hl_db_query(c, a, &q_bump_task, 4, pb, NULL, err)) != ORR_OK ||

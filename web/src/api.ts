@@ -160,7 +160,7 @@ export const api = {
   task: (id: number) => request<Task>('GET', `/tasks/${id}`),
   createTask: (spec: Body<'createTask'>) => request<Task>('POST', '/tasks', { body: spec }),
   updateTask: (id: number, spec: Body<'updateTask'>, version?: number) =>
-    request<Task>('PUT', `/tasks/${id}`, {
+    request<Task & { changed: boolean }>('PUT', `/tasks/${id}`, {
       body: spec,
       headers: version ? { 'If-Match': String(version) } : undefined,
     }),

@@ -351,6 +351,34 @@ test('a developer designs a three-task workflow with inline errors and a live cr
   assert.deepEqual(ex.body.spec.upstreams, [{ kind: 'strong', task: 'hold_gate' }]);
 });
 
+test('saving a new version updates the header; saving with no change makes no version', async (t) => {
+  const page = await open(t);
+  await login(page, DEV);
+  const made = await api(page, 'POST', '/tasks', {
+    name: 'ver_demo',
+    team: 'analytics',
+    type: 'shell',
+    schedule: CRON,
+    config: { command: 'true' },
+  });
+  assert.equal(made.status, 201, JSON.stringify(made.body));
+  await page.goto(`/app/tasks/${made.body.id}`);
+  await page.getByTestId('designer').waitFor({ timeout: T });
+  const version = page.getByTestId('task-version');
+  assert.equal((await version.textContent()).trim(), 'version 1');
+  await page.locator('textarea[name="description"], input[name="description"]').first().fill('the second version');
+  await page.getByTestId('save-task').click();
+  await page.locator('.toast', { hasText: 'Saved ver_demo, version 2' }).waitFor({ timeout: T });
+  await until(async () => (await version.textContent()).trim() === 'version 2', 'the header shows version 2');
+  // Again, unchanged: halleyd writes nothing and the console says so.
+  await page.getByTestId('save-task').click();
+  await page.locator('.toast', { hasText: 'No change' }).waitFor({ timeout: T });
+  assert.equal((await version.textContent()).trim(), 'version 2');
+  const got = await api(page, 'GET', `/tasks/${made.body.id}`);
+  assert.equal(got.body.current_version, 2, 'no version 3');
+  await shot(page, 'designer-saved');
+});
+
 test('the task list searches and filters; the workflow view draws the DAG', async (t) => {
   assert.ok(ids.e2e_load, 'the designer test created the tasks');
   const page = await open(t);

@@ -117,6 +117,7 @@ class Tasks(unittest.TestCase):
         r = P.http("PUT", f"/api/v1/tasks/{tid}", spec2, token=TOK["ann"])
         self.assertEqual(r.status, 200, r)
         self.assertEqual(r.json()["version"], 2)
+        self.assertTrue(r.json()["changed"])
         # Version 1 is kept.
         r = P.http("GET", f"/api/v1/tasks/{tid}/versions/1", token=TOK["vic"])
         self.assertEqual(r.status, 200, r)
@@ -124,9 +125,20 @@ class Tasks(unittest.TestCase):
         # Compare-and-set with If-Match.
         r = P.http("PUT", f"/api/v1/tasks/{tid}", spec2, token=TOK["ann"], headers={"If-Match": "1"})
         self.assertEqual(r.status, 409, r)
-        r = P.http("PUT", f"/api/v1/tasks/{tid}", spec2, token=TOK["ann"], headers={"If-Match": "2"})
+        # The same spec again (keys in another order): no new version.
+        same = dict(reversed(list(spec2.items())))
+        r = P.http("PUT", f"/api/v1/tasks/{tid}", same, token=TOK["ann"], headers={"If-Match": "2"})
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual(r.json()["version"], 2)
+        self.assertEqual(r.json()["current_version"], 2)
+        self.assertFalse(r.json()["changed"])
+        r = P.http("GET", f"/api/v1/tasks/{tid}/versions/3", token=TOK["vic"])
+        self.assertEqual(r.status, 404, r)
+        spec3 = shell_task("etl.orders", "etl", config={"command": "/bin/echo", "args": ["v3"]})
+        r = P.http("PUT", f"/api/v1/tasks/{tid}", spec3, token=TOK["ann"], headers={"If-Match": "2"})
         self.assertEqual(r.status, 200, r)
         self.assertEqual(r.json()["version"], 3)
+        self.assertTrue(r.json()["changed"])
         # Listing and filters.
         r = P.http("GET", "/api/v1/tasks?team=etl&q=etl.ord", token=TOK["vic"])
         self.assertEqual(r.status, 200)

@@ -46,6 +46,8 @@ export function DesignerForm({ root, task, pools }: { root: JSONSchema; task: Ta
   const [backfill, setBackfill] = useState(false);
   const [confirmDeactivate, setConfirmDeactivate] = useState(false);
   const version = useRef(task?.version);
+  // the version shown in the header: the loaded one, then each saved one
+  const [cur, setCur] = useState(task);
 
   const errors = useMemo(() => validate(root, spec), [root, spec]);
   const serverPath = serverErr instanceof ApiError ? fieldToPath(serverErr.field) : '';
@@ -103,7 +105,8 @@ export function DesignerForm({ root, task, pools }: { root: JSONSchema; task: Ta
       if (task) {
         const t = await api.updateTask(task.id, body, version.current);
         version.current = t.version;
-        toast(`Saved ${t.name}, version ${t.version}`);
+        setCur(t);
+        toast(t.changed ? `Saved ${t.name}, version ${t.version}` : `No change: ${t.name} stays at version ${t.version}`);
         navigate(`/tasks/${t.id}`, true);
       } else {
         const t = await api.createTask(body);
@@ -131,7 +134,8 @@ export function DesignerForm({ root, task, pools }: { root: JSONSchema; task: Ta
         sub={
           task ? (
             <>
-              <span class="tag">{task.team}</span> version {task.version} · created by {task.created_by} {fmtRelative(task.created_at)}
+              <span class="tag">{task.team}</span> <span data-testid="task-version">version {(cur ?? task).version}</span> · created by{' '}
+              {(cur ?? task).created_by} {fmtRelative((cur ?? task).created_at)}
               {!task.active && <span class="tag tag-muted">deactivated</span>}
             </>
           ) : (
