@@ -18,16 +18,10 @@
 #include "gx_input.h"
 #include "gx_ratelimit.h"
 #include "gx_session.h"
-#include "halley.pb-c.h"
 #include "orr_config.h"
+#include "orr_halley.h" /* HL(Task), HL_INIT(TASK), HL_STATE, HL_ROLE */
 #include "orr_rpc.h"
 #include "orr_zk.h"
-
-/* Short names for the generated Halley types: HL(Task), HL_INIT(TASK). */
-#define HL(name)       Orrery__Halley__V1__##name
-#define HL_INIT(NAME)  ORRERY__HALLEY__V1__##NAME##__INIT
-#define HL_STATE(NAME) ORRERY__HALLEY__V1__INSTANCE_STATE__INSTANCE_STATE_##NAME
-#define HL_ROLE(NAME)  ORRERY__HALLEY__V1__ROLE__ROLE_##NAME
 
 typedef struct gx_app {
     orr_config *cfg;

@@ -22,15 +22,10 @@
 #include "ex_runner.h"
 #include "ex_sandbox.h"
 #include "ex_zk.h"
-#include "halley.pb-c.h"
 #include "orr_blob.h"
 #include "orr_config.h"
+#include "orr_halley.h" /* HL(Instance), HL_INIT(INSTANCE), HL_STATE */
 #include "orr_rpc.h"
-
-/* Short names for the generated Halley types: HL(Instance), HL_INIT(INSTANCE). */
-#define HL(name)       Orrery__Halley__V1__##name
-#define HL_INIT(NAME)  ORRERY__HALLEY__V1__##NAME##__INIT
-#define HL_STATE(NAME) ORRERY__HALLEY__V1__INSTANCE_STATE__INSTANCE_STATE_##NAME
 
 #define EX_PATH 512
 

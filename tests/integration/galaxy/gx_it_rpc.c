@@ -13,11 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "halley.pb-c.h"
+#include "orr_halley.h"
 #include "orr_rpc.h"
-
-#define HL(name)      Orrery__Halley__V1__##name
-#define HL_INIT(NAME) ORRERY__HALLEY__V1__##NAME##__INIT
 
 static int usage(void)
 {
