@@ -60,11 +60,9 @@ static void gx_sess_put(struct gx_sess_slot *slots, size_t cap, const char *sid,
 }
 
 /* Rebuild into a table of cap slots with what has not expired; caller locks. */
-static int gx_sess_rebuild(gx_sessions *s, size_t cap, int64_t now)
+static void gx_sess_rebuild(gx_sessions *s, size_t cap, int64_t now)
 {
-    struct gx_sess_slot *n = calloc(cap, sizeof *n);
-    if (!n)
-        return -1;
+    struct gx_sess_slot *n = orr_xcalloc(cap, sizeof *n);
     size_t used = 0;
     for (size_t i = 0; i < s->cap; i++)
         if (s->slots[i].sid[0] && s->slots[i].exp_ms > now) {
@@ -75,7 +73,6 @@ static int gx_sess_rebuild(gx_sessions *s, size_t cap, int64_t now)
     s->slots = n;
     s->cap = cap;
     s->used = used;
-    return 0;
 }
 
 /* Add one ended session; caller locks. */
@@ -91,10 +88,8 @@ static void gx_sess_add(gx_sessions *s, const char *sid, int64_t exp_ms)
         gx_sess_rebuild(s, cap, now); /* drop the expired first */
         while ((s->used + 1) * 2 > cap)
             cap *= 2;
-        if (cap != s->cap && gx_sess_rebuild(s, cap, now) != 0) {
-            ORR_ERROR("out of memory keeping ended sessions", "sid=%.8s", sid);
-            return;
-        }
+        if (cap != s->cap)
+            gx_sess_rebuild(s, cap, now);
     }
     size_t before = 0;
     for (size_t i = gx_sess_hash(sid) & (s->cap - 1);; i = (i + 1) & (s->cap - 1)) {
