@@ -192,14 +192,10 @@ orr_status orr_rpc_client_create(const ProtobufCServiceDescriptor *svc, const ch
     orr_rpc_client *c = orr_xcalloc(1, sizeof(*c));
     pthread_mutex_init(&c->mu, NULL);
     c->svc = svc;
-    c->target = strdup(target);
-    c->methods = calloc(svc->n_methods ? svc->n_methods : 1, sizeof(*c->methods));
+    c->target = orr_xstrdup(target);
+    c->methods = orr_xcalloc(svc->n_methods, sizeof(*c->methods));
     if (token && token[0] && asprintf(&c->auth, "Bearer %s", token) < 0)
-        c->auth = NULL;
-    if (!c->target || !c->methods || (token && token[0] && !c->auth)) {
-        orr_rpc_client_destroy(c);
-        return orr_err_set(err, ORR_ENOMEM, NULL, "out of memory");
-    }
+        orr_oom(strlen(token) + 8);
 
     grpc_init();
     grpc_arg args[8];
@@ -227,11 +223,8 @@ orr_status orr_rpc_client_create(const ProtobufCServiceDescriptor *svc, const ch
     for (unsigned i = 0; i < svc->n_methods; i++) {
         struct cli_method *m = &c->methods[i];
         m->md = &svc->methods[i];
-        if (asprintf(&m->path, "/%s/%s", svc->name, m->md->name) < 0) {
-            m->path = NULL;
-            orr_rpc_client_destroy(c);
-            return orr_err_set(err, ORR_ENOMEM, NULL, "out of memory");
-        }
+        if (asprintf(&m->path, "/%s/%s", svc->name, m->md->name) < 0)
+            orr_oom(strlen(svc->name) + strlen(m->md->name) + 3);
         c->n_methods = i + 1;
         m->reg = grpc_channel_register_call(c->ch, m->path, NULL, NULL);
     }
