@@ -255,8 +255,9 @@ json_t *gx_task_json(const HL(Task) * t)
     if (t->last_schedule_time_ms > 0) {
         const char *st = gx_state_name(t->last_state);
         json_object_set_new(o, "last_run",
-                            json_pack("{s:o,s:o}", "state", st ? json_string(st) : json_null(),
-                                      "schedule_time", gx_json_time(t->last_schedule_time_ms)));
+                            json_pack("{s:o,s:o,s:o}", "state", st ? json_string(st) : json_null(),
+                                      "schedule_time", gx_json_time(t->last_schedule_time_ms),
+                                      "updated_at", gx_json_time(t->last_updated_at_ms)));
     }
     return o;
 }

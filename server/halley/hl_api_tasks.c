@@ -28,23 +28,26 @@ static hl_stmt q_get_task =
             " AND v.version = CASE WHEN $3::int = 0 THEN t.current_version ELSE $3::int END "
             "WHERE ($1::int8 <> 0 AND t.id = $1::int8) OR ($1::int8 = 0 AND t.name = $2)");
 
-/* $7: with the last run (the instance with the latest schedule time, one
- * index probe per task on instances (task_id, schedule_time)). */
-static hl_stmt q_list_tasks =
-    HL_STMT("SELECT " HL_TASK_COLS ", coalesce(lr.state, ''), coalesce(" HL_MS(
-        "lr.schedule_time") ", 0)"
-                            " FROM tasks t JOIN teams tm ON tm.id = t.team_id "
-                            "JOIN task_versions v ON v.task_id = t.id AND v.version = "
-                            "t.current_version "
-                            "LEFT JOIN LATERAL (SELECT li.state, li.schedule_time FROM instances "
-                            "li WHERE $7::bool"
-                            " AND li.task_id = t.id ORDER BY li.schedule_time DESC LIMIT 1) lr ON "
-                            "true "
-                            "WHERE t.id > $1::int8 AND ($2 = '' OR tm.name = $2) AND ($3 = '' OR "
-                            "t.type = $3) "
-                            " AND ($4::int = 0 OR t.active = ($4::int = 1)) AND ($5 = '' OR "
-                            "starts_with(t.name, $5)) "
-                            "ORDER BY t.id LIMIT $6::int");
+/* $7: with the last run (the instance with the latest schedule time, and
+ * when it last changed state; one index probe per task on instances
+ * (task_id, schedule_time)). */
+static hl_stmt q_list_tasks = HL_STMT(
+    "SELECT " HL_TASK_COLS
+    ", coalesce(lr.state, ''), coalesce(" HL_MS("lr.schedule_time") ", 0), coalesce(" HL_MS(
+        "lr.updated_at") ", 0)"
+                         " FROM tasks t JOIN teams tm ON tm.id = t.team_id "
+                         "JOIN task_versions v ON v.task_id = t.id AND v.version = "
+                         "t.current_version "
+                         "LEFT JOIN LATERAL (SELECT li.state, li.schedule_time, li.updated_at FROM "
+                         "instances "
+                         "li WHERE $7::bool"
+                         " AND li.task_id = t.id ORDER BY li.schedule_time DESC LIMIT 1) lr ON "
+                         "true "
+                         "WHERE t.id > $1::int8 AND ($2 = '' OR tm.name = $2) AND ($3 = '' OR "
+                         "t.type = $3) "
+                         " AND ($4::int = 0 OR t.active = ($4::int = 1)) AND ($5 = '' OR "
+                         "starts_with(t.name, $5)) "
+                         "ORDER BY t.id LIMIT $6::int");
 
 static hl_stmt q_team_id = HL_STMT("SELECT id FROM teams WHERE name = $1");
 static hl_stmt q_task_id = HL_STMT("SELECT id FROM tasks WHERE name = $1");
@@ -454,6 +457,7 @@ HL_UNARY(hl_api_list_tasks)
         if (rq->with_last_run) {
             ts[i].last_state = hl_pb_state(hl_val(r, i, 12));
             ts[i].last_schedule_time_ms = hl_val_i64(r, i, 13);
+            ts[i].last_updated_at_ms = hl_val_i64(r, i, 14);
         }
         o->tasks[i] = &ts[i];
     }

@@ -733,6 +733,14 @@ test("the task list shows each task's last run", async (t) => {
   await page.locator('tr[data-task="e2e_extract"] [data-state="suspended"]').waitFor({ timeout: T });
   await page.locator('tr[data-task="e2e_load"] [data-state="waiting"]').waitFor({ timeout: T });
   assert.equal(await page.locator('tr[data-task] .badge.st-none').count(), 0, 'every task has run');
+  // The relative time is when the last run changed state, not its slot,
+  // which is shown as a schedule time.
+  const listed = await api(page, 'GET', '/tasks?q=e2e_&with_last_run=1');
+  const ex = listed.body.items.find((x) => x.name === 'e2e_extract');
+  assert.ok(ex.last_run.updated_at, 'the API says when the last run changed');
+  const cell = page.locator('tr[data-task="e2e_extract"] .lastrun');
+  assert.equal(await cell.locator('[data-at]').getAttribute('data-at'), ex.last_run.updated_at);
+  assert.match(await cell.textContent(), /(ago|just now).*scheduled for/);
   await shot(page, 'tasks-last-run');
 });
 

@@ -313,6 +313,11 @@ class Instances(unittest.TestCase):
         self.assertEqual(r.status, 200, r)
         task = [t for t in r.json()["items"] if t["id"] == self.task][0]
         self.assertIn("last_run", task)
+        # When it last changed state (now), besides the slot it ran for.
+        lr = task["last_run"]
+        self.assertRegex(lr["schedule_time"], r"^\d{4}-")
+        self.assertRegex(lr.get("updated_at") or "", r"^20\d\d-")
+        self.assertNotEqual(lr["updated_at"], lr["schedule_time"])
         r = P.http("GET", "/api/v1/stats/instances?step=3600", token=TOK["vic"])
         self.assertEqual(r.status, 200, r)
         body = r.json()

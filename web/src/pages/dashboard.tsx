@@ -11,7 +11,7 @@ import { useEffect, useMemo, useState } from 'preact/hooks';
 import { api, type InstanceStats } from '../api';
 import { TimeChart } from '../components/chart';
 import { Empty, ErrorBanner, Link, Loading, PageHead, StateBadge, useAsync, useInterval } from '../components/ui';
-import { fmtRelative } from '../format';
+import { fmtRelative, fmtShort, fmtTime } from '../format';
 import { STATE_COLOR, STATE_LABEL } from '../states';
 
 const MAX_SAMPLES = 720; // one hour at 5 s
@@ -149,7 +149,10 @@ export function DashboardPage() {
                     <StateBadge state={i.state} />
                   </td>
                   <td class="muted">{i.reason}</td>
-                  <td class="muted nowrap">{fmtRelative(i.schedule_time)}</td>
+                  <td class="muted nowrap" data-at={i.finished_at ?? i.updated_at} title={fmtTime(i.finished_at ?? i.updated_at)}>
+                    {fmtRelative(i.finished_at ?? i.updated_at)}
+                  </td>
+                  <td class="muted nowrap">scheduled for {fmtShort(i.schedule_time)}</td>
                 </tr>
               ))}
             </tbody>

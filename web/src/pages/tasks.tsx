@@ -6,7 +6,8 @@ import { useEffect, useState } from 'preact/hooks';
 import { api, type Task } from '../api';
 import { BackfillDialog } from '../components/backfill';
 import { Empty, ErrorBanner, Link, Loading, PageHead, StateBadge, useAsync, val } from '../components/ui';
-import { fmtRelative } from '../format';
+import { fmtRelative, fmtShort, fmtTime } from '../format';
+import { STATE_LABEL } from '../states';
 import { useRoute } from '../router';
 import { canEditTeam, useMe } from '../session';
 
@@ -16,7 +17,10 @@ function LastRun({ task }: { task: Task }) {
   return (
     <Link to={`/instances?task_id=${task.id}`} class="lastrun" title="this task's instances, newest first">
       <StateBadge state={r.state} />
-      <span class="muted small">{fmtRelative(r.schedule_time)}</span>
+      <span class="muted small" data-at={r.updated_at} title={`${STATE_LABEL[r.state]} at ${fmtTime(r.updated_at)}`}>
+        {fmtRelative(r.updated_at)}
+      </span>
+      <span class="muted small">· scheduled for {fmtShort(r.schedule_time)}</span>
     </Link>
   );
 }

@@ -10,7 +10,7 @@ import { useEffect, useMemo, useState } from 'preact/hooks';
 import { allPages, api, type Instance, type State, type Task } from '../api';
 import { Graph, Legend, type GEdge, type GNode } from '../components/graph';
 import { Empty, ErrorBanner, Link, Loading, PageHead, StateBadge, useAsync, useInterval } from '../components/ui';
-import { fmtRelative } from '../format';
+import { fmtRelative, fmtShort } from '../format';
 import { latestInstance } from '../latest';
 import { useRoute } from '../router';
 import { STATES } from '../states';
@@ -175,7 +175,9 @@ function WorkflowGraph({ taskId }: { taskId: number }) {
             <span>
               {selInst ? (
                 <Link to={`/instances/${selInst.id}`}>
-                  <StateBadge state={selInst.state} /> <span class="small muted">{fmtRelative(selInst.schedule_time)}</span>
+                  <StateBadge state={selInst.state} /> <span class="small muted" data-at={selInst.updated_at}>
+                    {fmtRelative(selInst.updated_at)} · scheduled for {fmtShort(selInst.schedule_time)}
+                  </span>
                 </Link>
               ) : (
                 <StateBadge state={null} />
