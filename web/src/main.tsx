@@ -70,7 +70,7 @@ function Shell({ me, onLogout }: { me: Me; onLogout: () => void }) {
             Orrery
           </div>
           {NAV.map((n) => (
-            <Link key={n.to} to={n.to} class={`nav-item ${active(n.to) ? 'active' : ''}`}>
+            <Link key={n.to} to={n.to} class={`nav-item ${active(n.to) ? 'active' : ''}`} title={n.label} label={n.label} current={active(n.to)}>
               <span class="nav-icon" aria-hidden="true">
                 {n.icon}
               </span>

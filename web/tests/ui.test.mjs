@@ -806,6 +806,59 @@ test('instance page: upstream and downstream cycles with no instance yet are nam
   }
 });
 
+test('at 390 px wide, tables scroll sideways to the state column and the icon-only navigation is labelled', async (t) => {
+  const page = await open(t);
+  await login(page, DEV);
+  await page.setViewportSize({ width: 390, height: 844 });
+  await page.goto(`/app/instances?task_id=${ids.e2e_extract}`);
+  await until(async () => (await page.locator('tr[data-instance]').count()) > 0, 'instances listed');
+  // The page itself does not scroll sideways; the table does, in its card.
+  const pageWide = await page.evaluate(() => document.documentElement.scrollWidth);
+  assert.ok(pageWide <= 390, `the page fits (${pageWide} px)`);
+  const state = page.locator('tr[data-instance] [data-state]').first();
+  const box0 = await state.boundingBox();
+  const table = page.locator('table:has(tr[data-instance])');
+  const tb = await table.boundingBox();
+  if (box0.x + box0.width > 390) {
+    // Scrolled as a user does, with the wheel (or a swipe) over the table.
+    await page.mouse.move(Math.min(tb.x + 40, 380), tb.y + 60);
+    for (let i = 0; i < 10; i++) {
+      const b = await state.boundingBox();
+      if (b.x + b.width <= 390) break;
+      await page.mouse.wheel(200, 0);
+      await page.waitForTimeout(50);
+    }
+  }
+  const box = await state.boundingBox();
+  assert.ok(box.x >= 0 && box.x + box.width <= 390, `the state column is in view (${box.x}..${box.x + box.width})`);
+  // Every navigation link has a name and a tooltip; the page shown is marked.
+  const links = page.locator('nav[aria-label="Main"] a.nav-item');
+  const n = await links.count();
+  assert.ok(n >= 5);
+  for (let i = 0; i < n; i++) {
+    const a = links.nth(i);
+    assert.ok(await a.getAttribute('title'), `link ${i} has a tooltip`);
+    assert.ok(await a.getAttribute('aria-label'), `link ${i} has a label`);
+  }
+  const cur = page.locator('nav[aria-label="Main"] a[aria-current="page"]');
+  assert.equal(await cur.count(), 1, 'one link marks the current page');
+  assert.equal(await cur.getAttribute('title'), 'Instances');
+  await shot(page, 'narrow-instances');
+  const one = await api(page, 'GET', `/instances?task_id=${ids.e2e_transform}&limit=1`);
+  for (const [path, name] of [
+    ['/app/dashboard', 'narrow-dashboard'],
+    [`/app/tasks?q=e2e_`, 'narrow-tasks'],
+    [`/app/instances/${one.body.items[0].id}`, 'narrow-instance'],
+  ]) {
+    await page.goto(path);
+    await page.locator('.page-head').first().waitFor({ timeout: T });
+    await page.locator('.loading').first().waitFor({ state: 'detached', timeout: T }).catch(() => undefined);
+    const w = await page.evaluate(() => document.documentElement.scrollWidth);
+    assert.ok(w <= 390, `${path} fits (${w} px)`);
+    await shot(page, name);
+  }
+});
+
 /** Skips t, with the reason, when galaxyd has no route for path yet. */
 async function needs(t, page, path) {
   const r = await api(page, 'GET', path);

@@ -8,9 +8,16 @@ import { href } from '../router';
 import { STATE_LABEL } from '../states';
 
 /** A link inside the console: the router follows it without a page load. */
-export function Link(props: { to: string; class?: string; children: ComponentChildren; title?: string }) {
+export function Link(props: {
+  to: string;
+  class?: string;
+  children: ComponentChildren;
+  title?: string;
+  label?: string; // aria-label, when the visible text is not the name
+  current?: boolean; // aria-current="page": the link to the page shown
+}) {
   return (
-    <a href={href(props.to)} class={props.class} title={props.title}>
+    <a href={href(props.to)} class={props.class} title={props.title} aria-label={props.label} aria-current={props.current ? 'page' : undefined}>
       {props.children}
     </a>
   );
