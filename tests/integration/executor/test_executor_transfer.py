@@ -70,6 +70,36 @@ def sql(q):
     return out.stdout.strip()
 
 
+class TableGate:
+    """Holds an ACCESS EXCLUSIVE lock on a table in an open transaction of
+    its own psql, so a run that reads the table waits inside PostgreSQL
+    until open() commits: the test, not the machine's speed, decides when
+    the read may go on."""
+
+    def __init__(self, table):
+        self.table = table
+        self.p = subprocess.Popen(["psql", XFER["dsn"], "-v", "ON_ERROR_STOP=1", "-qAt"],
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.p.stdin.write(f"BEGIN; LOCK TABLE {table} IN ACCESS EXCLUSIVE MODE; "
+                           "SELECT 'locked';\n")
+        self.p.stdin.flush()
+        line = self.p.stdout.readline().strip()
+        if line != "locked":
+            self.p.kill()
+            raise AssertionError(f"could not lock {table}: {line!r}")
+
+    def waiters(self):
+        """Sessions waiting for the lock now."""
+        return int(sql("SELECT count(*) FROM pg_locks WHERE NOT granted "
+                       f"AND relation = '{self.table}'::regclass"))
+
+    def open(self):
+        if self.p.poll() is None:
+            self.p.stdin.write("COMMIT;\n")
+            self.p.stdin.close()
+            self.p.wait(timeout=30)
+
+
 def setUpModule():
     import grpc
     zk = orrery_it.require_env("ORRERY_ZK")
@@ -266,31 +296,40 @@ class Transfer(unittest.TestCase):
         self.assertEqual(watermark(tid, name), "160")
 
     def test_watermark_moved_meanwhile_fails_the_attempt(self):
-        # A slow run (rate-limited): the watermark is read before the
-        # instance is running; someone moves it while it runs; the run's
-        # save is a compare-and-set, so the attempt fails instead of
-        # overwriting.
+        # The watermark is read before the instance is running; the run's
+        # read then waits at a lock the test holds on the source table;
+        # while it waits, someone moves the watermark; the run's save is a
+        # compare-and-set, so the attempt fails instead of overwriting.
         sql("CREATE TABLE cas_src (id bigint PRIMARY KEY, v text);"
             "CREATE TABLE cas_dst (id bigint PRIMARY KEY, v text);"
             "INSERT INTO cas_src SELECT g, 'x' FROM generate_series(1, 60) g")
-        tid = new_task({"name": "cas", "batch_rows": 5, "limits": {"rows_per_sec": 20},
+        tid = new_task({"name": "cas", "batch_rows": 5,
                         "reader": pg_endpoint("cas_src",
                                               incremental={"column": "id", "kind": "integer"}),
                         "writers": [pg_endpoint("cas_dst")]})
-        iid = dispatch(tid, 0)
-        tx.wait_state(iid, ("running",), timeout=30)
-        # While it runs, the resolved job (with the password) is readable
-        # by executord's user only; wormhole got it as its stdin.
-        job = os.path.join(tx.EX.work, "runs", f"{iid}-1", "job.json")
-        st = os.stat(job)
-        self.assertEqual((st.st_uid, st.st_mode & 0o777), (0, 0o600))
-        peek = subprocess.run(["runuser", "-u", "orrery-task", "--", "cat", job],
-                              capture_output=True, text=True)
-        self.assertNotEqual(peek.returncode, 0)
-        self.assertIn("Permission denied", peek.stderr)
-        self.assertEqual(len(tx.pids_of("wormhole run - --state")), 1)
-        tx.rpc("PutWatermark", tx.PB.PutWatermarkRequest(
-            task_id=tid, name="cas_src.id", expected="", value="7"), tx.PB.Watermark)
+        gate = TableGate("cas_src")
+        try:
+            iid = dispatch(tid, 0)
+            tx.wait_state(iid, ("running",), timeout=30)
+            # The run is inside PostgreSQL, waiting for the gate.
+            deadline = time.monotonic() + 60
+            while gate.waiters() == 0:
+                self.assertLess(time.monotonic(), deadline, "the run never reached the source")
+                time.sleep(0.05)
+            # While it runs, the resolved job (with the password) is
+            # readable by executord's user only; wormhole got it as its stdin.
+            job = os.path.join(tx.EX.work, "runs", f"{iid}-1", "job.json")
+            st = os.stat(job)
+            self.assertEqual((st.st_uid, st.st_mode & 0o777), (0, 0o600))
+            peek = subprocess.run(["runuser", "-u", "orrery-task", "--", "cat", job],
+                                  capture_output=True, text=True)
+            self.assertNotEqual(peek.returncode, 0)
+            self.assertIn("Permission denied", peek.stderr)
+            self.assertEqual(len(tx.pids_of("wormhole run - --state")), 1)
+            tx.rpc("PutWatermark", tx.PB.PutWatermarkRequest(
+                task_id=tid, name="cas_src.id", expected="", value="7"), tx.PB.Watermark)
+        finally:
+            gate.open()
         inst = tx.wait_state(iid, ("success", "failed"), timeout=45)
         self.assertEqual(tx.state_name(inst.state), "failed")
         self.assertTrue(inst.reason.startswith("watermark:"), inst.reason)
