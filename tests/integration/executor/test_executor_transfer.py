@@ -98,6 +98,7 @@ class TableGate:
             self.p.stdin.write("COMMIT;\n")
             self.p.stdin.close()
             self.p.wait(timeout=30)
+        self.p.stdout.close()
 
 
 def setUpModule():
