@@ -179,11 +179,6 @@ class Platform:
             "ORRERY_GALAXY_STATIC_DIR": os.path.join(self.root, "static"),
             "ORRERY_GALAXY_SCHEMA_DIR": os.path.join(self.root, "schema"),
             "ORRERY_GALAXY_THREADS": "4",
-            # halleyd's argon2id hashing (login, password change) gets little
-            # CPU on a loaded two-core machine running the sanitizer build:
-            # the default 5 s deadline is not what these tests check, so it
-            # must not decide them. A test of the deadline sets its own.
-            "ORRERY_GALAXY_RPC_TIMEOUT": "30s",
         })
         env.update(extra_env or {})
         p = self._spawn([self.bin("galaxyd"), "serve"], env, f"galaxyd-{port}.log")
