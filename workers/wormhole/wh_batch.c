@@ -6,6 +6,7 @@
  * built (r == nrows), for c < cur. data.len only grows while a row is built;
  * wh_batch_row_abort cuts it back to where the row began.
  */
+#include "orr_alloc.h"
 #include "wh.h"
 
 #include <assert.h>
@@ -14,22 +15,12 @@
 
 #define WH_BATCH_MAX_BYTES 0xFFFFFFF0u
 
-static void *wh_xmalloc(size_t n)
-{
-    void *p = malloc(n ? n : 1);
-    if (!p)
-        abort();
-    return p;
-}
-
 wh_batch *wh_batch_new(size_t cap_rows, size_t cap_bytes)
 {
-    wh_batch *b = calloc(1, sizeof(*b));
-    if (!b)
-        abort();
+    wh_batch *b = orr_xcalloc(1, sizeof(*b));
     b->cap_rows = cap_rows ? cap_rows : 1;
     b->cap_bytes = cap_bytes ? cap_bytes : 1;
-    b->rownum = wh_xmalloc(b->cap_rows * sizeof(*b->rownum));
+    b->rownum = orr_xmalloc(b->cap_rows * sizeof(*b->rownum));
     atomic_init(&b->refs, 0);
     return b;
 }
@@ -49,7 +40,7 @@ void wh_batch_reset(wh_batch *b, size_t ncols)
     if (ncols != b->ncols || !b->f) {
         free(b->f);
         b->ncols = ncols;
-        b->f = wh_xmalloc(b->cap_rows * (ncols ? ncols : 1) * sizeof(*b->f));
+        b->f = orr_xmalloc(b->cap_rows * (ncols ? ncols : 1) * sizeof(*b->f));
     }
     b->nrows = 0;
     b->cur = 0;

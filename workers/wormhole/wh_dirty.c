@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "orr_alloc.h"
 #include "orr_buf.h"
 #include "orr_json.h"
 
@@ -23,9 +24,7 @@ struct wh_dirty {
 orr_status wh_dirty_open(const char *path, int64_t max, wh_dirty **out, orr_err *err)
 {
     *out = NULL;
-    wh_dirty *d = calloc(1, sizeof(*d));
-    if (!d)
-        abort();
+    wh_dirty *d = orr_xcalloc(1, sizeof(*d));
     pthread_mutex_init(&d->lock, NULL);
     d->max = max;
     atomic_init(&d->count, 0);

@@ -26,6 +26,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "orr_alloc.h"
 #include "orr_log.h"
 #include "wh_dirty.h"
 #include "wh_queue.h"
@@ -382,9 +383,7 @@ static orr_status wh_incr_setup(wh_run_t *r, const char *state_path, orr_err *er
 
 orr_status wh_run(const wh_job *job, const char *state_path, wh_result *res)
 {
-    wh_run_t *r = calloc(1, sizeof(*r));
-    if (!r)
-        abort();
+    wh_run_t *r = orr_xcalloc(1, sizeof(*r));
     memset(res, 0, sizeof(*res));
     orr_err e;
     orr_err_clear(&e);
@@ -410,9 +409,7 @@ orr_status wh_run(const wh_job *job, const char *state_path, wh_result *res)
     if (!state_path)
         state_path = job->state_file;
 
-    r->w = calloc(r->nw, sizeof(*r->w));
-    if (!r->w)
-        abort();
+    r->w = orr_xcalloc(r->nw, sizeof(*r->w));
     for (size_t i = 0; i < r->nw; i++) {
         r->w[i].ep = &job->writers[i];
         wh_queue_init(&r->w[i].q, 4);
@@ -466,9 +463,7 @@ orr_status wh_run(const wh_job *job, const char *state_path, wh_result *res)
                 goto fail;
         }
         w->prepared = 1;
-        w->states = calloc((size_t)w->channels, sizeof(void *));
-        if (!w->states)
-            abort();
+        w->states = orr_xcalloc((size_t)w->channels, sizeof(void *));
         for (int c = 0; c < w->channels; c++) {
             if (wp->writer->open(w->ep->conf, &r->ctx, &r->src, w->ep->name, &w->states[c], &e) !=
                 ORR_OK)
@@ -487,11 +482,9 @@ orr_status wh_run(const wh_job *job, const char *state_path, wh_result *res)
     r->t0 = wh_now_ns();
     if (pthread_create(&monitor, NULL, wh_monitor_main, r) == 0)
         monitor_started = 1;
-    wargs = calloc(total_wch, sizeof(*wargs));
-    wthreads = calloc(total_wch, sizeof(*wthreads));
-    rthreads = calloc((size_t)r->rchannels, sizeof(*rthreads));
-    if (!wargs || !wthreads || !rthreads)
-        abort();
+    wargs = orr_xcalloc(total_wch, sizeof(*wargs));
+    wthreads = orr_xcalloc(total_wch, sizeof(*wthreads));
+    rthreads = orr_xcalloc((size_t)r->rchannels, sizeof(*rthreads));
     for (size_t i = 0; i < r->nw; i++) {
         for (int c = 0; c < r->w[i].channels; c++) {
             wh_wthread *t = &wargs[nwthreads];
@@ -657,9 +650,7 @@ out:
     res->reader_channels = r->rchannels;
     res->seconds = (double)(wh_now_ns() - r->started) / 1e9;
     res->nwriters = r->nw;
-    res->writers = calloc(r->nw ? r->nw : 1, sizeof(*res->writers));
-    if (!res->writers)
-        abort();
+    res->writers = orr_xcalloc(r->nw ? r->nw : 1, sizeof(*res->writers));
     for (size_t i = 0; i < r->nw; i++) {
         wh_writer_result *wr = &res->writers[i];
         wh_wrun *w = &r->w[i];

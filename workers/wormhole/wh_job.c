@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "orr_alloc.h"
 #include "orr_buf.h"
 #include "orr_json.h"
 #include "orr_schemas.h"
@@ -107,9 +108,7 @@ orr_status wh_job_parse(const char *text, size_t len, wh_job **out, orr_err *err
     orr_status rc;
     char p[96];
     *out = NULL;
-    wh_job *j = calloc(1, sizeof(*j));
-    if (!j)
-        abort();
+    wh_job *j = orr_xcalloc(1, sizeof(*j));
     j->batch_rows = 8192;
     j->batch_bytes = 1 << 20;
     j->max_dirty_rows = 0;
@@ -175,9 +174,7 @@ orr_status wh_job_parse(const char *text, size_t len, wh_job **out, orr_err *err
         rc = orr_err_set(err, ORR_EINVAL, "writers", "must hold 1 to 64 writers");
         goto fail;
     }
-    j->writers = calloc(j->nwriters, sizeof(*j->writers));
-    if (!j->writers)
-        abort();
+    j->writers = orr_xcalloc(j->nwriters, sizeof(*j->writers));
     for (size_t i = 0; i < j->nwriters; i++) {
         wh_endpoint *w = &j->writers[i];
         orr_json_index_path(p, sizeof(p), "writers", i);
@@ -286,9 +283,7 @@ orr_status wh_get_str_array(const json_t *spec, const char *path, const char *ke
     size_t k = json_array_size(a);
     if (k == 0)
         return orr_err_set(err, ORR_EINVAL, p, "must not be empty");
-    const char **v = calloc(k, sizeof(*v));
-    if (!v)
-        abort();
+    const char **v = orr_xcalloc(k, sizeof(*v));
     for (size_t i = 0; i < k; i++) {
         json_t *s = json_array_get(a, i);
         if (!json_is_string(s) || json_string_length(s) == 0) {

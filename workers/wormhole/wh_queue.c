@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "orr_alloc.h"
+
 uint64_t wh_now_ns(void)
 {
     struct timespec ts;
@@ -15,10 +17,8 @@ void wh_pool_init(wh_pool *p, size_t total, size_t cap_rows, size_t cap_bytes)
 {
     pthread_mutex_init(&p->lock, NULL);
     pthread_cond_init(&p->cond, NULL);
-    p->free = calloc(total, sizeof(*p->free));
-    p->all = calloc(total, sizeof(*p->all));
-    if (!p->free || !p->all)
-        abort();
+    p->free = orr_xcalloc(total, sizeof(*p->free));
+    p->all = orr_xcalloc(total, sizeof(*p->all));
     for (size_t i = 0; i < total; i++)
         p->all[i] = p->free[i] = wh_batch_new(cap_rows, cap_bytes);
     p->nfree = p->total = total;
@@ -81,10 +81,8 @@ void wh_queue_init(wh_queue *q, size_t cap)
     pthread_cond_init(&q->not_full, NULL);
     pthread_cond_init(&q->not_empty, NULL);
     q->cap = cap ? cap : 1;
-    q->fill = calloc(q->cap, sizeof(*q->fill));
-    q->drain = calloc(q->cap, sizeof(*q->drain));
-    if (!q->fill || !q->drain)
-        abort();
+    q->fill = orr_xcalloc(q->cap, sizeof(*q->fill));
+    q->drain = orr_xcalloc(q->cap, sizeof(*q->drain));
     q->nfill = q->ndrain = q->drain_pos = 0;
     q->closed = q->cancelled = 0;
     atomic_init(&q->push_wait_ns, 0);

@@ -3,6 +3,7 @@
  * canonical value against a target column (what makes a row "dirty" before
  * a store refuses it in the middle of a load).
  */
+#include "orr_alloc.h"
 #include "wh.h"
 
 #include <stdio.h>
@@ -43,9 +44,7 @@ int wh_kind_parse(const char *name)
 
 wh_col *wh_schema_add(wh_schema *s, const char *name, const char *type, wh_kind kind)
 {
-    wh_col *v = realloc(s->cols, (s->ncols + 1) * sizeof(*v));
-    if (!v)
-        abort();
+    wh_col *v = orr_xrealloc(s->cols, (s->ncols + 1) * sizeof(*v));
     s->cols = v;
     wh_col *c = &v[s->ncols++];
     memset(c, 0, sizeof(*c));
@@ -66,17 +65,12 @@ static char *wh_strdup_or_null(const char *s)
 {
     if (!s)
         return NULL;
-    char *d = strdup(s);
-    if (!d)
-        abort();
-    return d;
+    return orr_xstrdup(s);
 }
 
 void wh_shards_add(wh_shards *s, const char *pred, const char *table, const char *path)
 {
-    wh_shard *v = realloc(s->v, (s->n + 1) * sizeof(*v));
-    if (!v)
-        abort();
+    wh_shard *v = orr_xrealloc(s->v, (s->n + 1) * sizeof(*v));
     s->v = v;
     wh_shard *sh = &v[s->n];
     sh->id = s->n++;
