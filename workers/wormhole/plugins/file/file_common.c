@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "orr_alloc.h"
 #include "orr_json.h"
 
 static int file_ends_with(const char *s, const char *suf)
@@ -56,9 +57,7 @@ static orr_status file_parse_columns(const json_t *spec, const char *path, wh_fi
     size_t n = json_array_size(cols);
     if (n == 0)
         return orr_err_set(err, ORR_EINVAL, p, "must not be empty");
-    c->widths = calloc(n, sizeof(int));
-    if (!c->widths)
-        abort();
+    c->widths = orr_xcalloc(n, sizeof(int));
     static const char *const keys[] = {"name", "type", "width", NULL};
     for (size_t i = 0; i < n; i++) {
         json_t *col = json_array_get(cols, i);
@@ -101,9 +100,7 @@ orr_status wh_file_conf_parse(const json_t *spec, const char *path, int is_reade
     orr_status rc;
     char p[96];
     *out = NULL;
-    wh_file_conf *c = calloc(1, sizeof(*c));
-    if (!c)
-        abort();
+    wh_file_conf *c = orr_xcalloc(1, sizeof(*c));
     snprintf(c->path_json, sizeof(c->path_json), "%s", path);
     c->gzip_level = 6;
     const char *format = "csv", *comp = "auto", *enc = "utf-8", *null = NULL, *mode = "truncate";
@@ -184,9 +181,7 @@ orr_status wh_file_conf_parse(const json_t *spec, const char *path, int is_reade
             goto fail;
         }
         if (one) {
-            c->paths = calloc(1, sizeof(*c->paths));
-            if (!c->paths)
-                abort();
+            c->paths = orr_xcalloc(1, sizeof(*c->paths));
             c->paths[0] = one;
             c->npaths = 1;
         }

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "orr_alloc.h"
 #include "file_common.h"
 
 #define FILE_CHUNK (1u << 20)
@@ -167,9 +168,7 @@ static orr_status file_reader_describe(void *conf, wh_ctx *ctx, wh_schema *out, 
 static orr_status file_reader_open(void *conf, wh_ctx *ctx, void **state, orr_err *err)
 {
     (void)err;
-    file_reader *r = calloc(1, sizeof(*r));
-    if (!r)
-        abort();
+    file_reader *r = orr_xcalloc(1, sizeof(*r));
     r->c = conf;
     r->ctx = ctx;
     r->in.fd = -1;

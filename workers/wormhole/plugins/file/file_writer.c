@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "orr_alloc.h"
 #include "file_common.h"
 
 static orr_status file_writer_configure(const json_t *spec, const char *path, void **conf,
@@ -39,9 +40,7 @@ static orr_status file_writer_open(void *conf, wh_ctx *ctx, const wh_schema *src
                                    void **state, orr_err *err)
 {
     wh_file_conf *c = conf;
-    file_writer *w = calloc(1, sizeof(*w));
-    if (!w)
-        abort();
+    file_writer *w = orr_xcalloc(1, sizeof(*w));
     w->c = c;
     w->ctx = ctx;
     w->name = name;

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "orr_alloc.h"
 #include "orr_json.h"
 #include "wh_text.h"
 
@@ -181,9 +182,7 @@ orr_status wh_mysql_describe(MYSQL *m, const char *table, const char **names, si
         rc = orr_err_set(err, ORR_ENOTFOUND, p, "table %s does not exist", table);
         goto out;
     }
-    MYSQL_ROW *rows = calloc(n, sizeof(*rows));
-    if (!rows)
-        abort();
+    MYSQL_ROW *rows = orr_xcalloc(n, sizeof(*rows));
     for (size_t i = 0; i < n; i++)
         rows[i] = mysql_fetch_row(res);
     size_t want = nnames ? nnames : n;
@@ -230,9 +229,7 @@ orr_status wh_mysql_conf_parse(const json_t *spec, const char *path, int is_read
     static const char *const wkeys[] = {"insert_bytes", NULL};
     orr_status rc;
     *out = NULL;
-    wh_mysql_conf *c = calloc(1, sizeof(*c));
-    if (!c)
-        abort();
+    wh_mysql_conf *c = orr_xcalloc(1, sizeof(*c));
     c->insert_bytes = 1 << 20;
     if ((rc = wh_sqlopt_parse(spec, path, is_reader, is_reader ? NULL : wkeys, &c->o, err)))
         goto fail;

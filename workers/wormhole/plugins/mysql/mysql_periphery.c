@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "mysql_common.h"
+#include "orr_alloc.h"
 #include "orr_json.h"
 
 static orr_status my_reader_prepare(void *conf, wh_ctx *ctx, const wh_schema *src, orr_err *err)
@@ -92,9 +93,7 @@ static orr_status my_writer_prepare(void *conf, wh_ctx *ctx, const wh_schema *sr
         goto out;
     }
     free(c->check);
-    c->check = calloc(src->ncols, 1);
-    if (!c->check)
-        abort();
+    c->check = orr_xcalloc(src->ncols, 1);
     for (size_t i = 0; i < src->ncols; i++)
         c->check[i] = strcmp(src->cols[i].type, c->target.cols[i].type) != 0 ||
                       (c->target.cols[i].not_null && !src->cols[i].not_null);

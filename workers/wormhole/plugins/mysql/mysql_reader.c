@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "orr_alloc.h"
 #include "mysql_common.h"
 
 static orr_status my_reader_configure(const json_t *spec, const char *path, void **conf,
@@ -60,9 +61,7 @@ typedef struct my_reader {
 static orr_status my_reader_open(void *conf, wh_ctx *ctx, void **state, orr_err *err)
 {
     wh_mysql_conf *c = conf;
-    my_reader *r = calloc(1, sizeof(*r));
-    if (!r)
-        abort();
+    my_reader *r = orr_xcalloc(1, sizeof(*r));
     r->c = c;
     r->ctx = ctx;
     r->m = wh_mysql_connect(c->o.dsn, c->o.path, err);

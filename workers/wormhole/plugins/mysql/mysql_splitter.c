@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "orr_alloc.h"
 #include "mysql_common.h"
 
 static orr_status my_split(void *conf, wh_ctx *ctx, int channels, wh_shards *out, orr_err *err)
@@ -60,14 +61,10 @@ static orr_status my_split(void *conf, wh_ctx *ctx, int channels, wh_shards *out
         goto out;
     }
     size_t n = (size_t)mysql_num_rows(res);
-    MYSQL_ROW *vals = calloc(n ? n : 1, sizeof(*vals));
-    if (!vals)
-        abort();
+    MYSQL_ROW *vals = orr_xcalloc(n ? n : 1, sizeof(*vals));
     for (size_t i = 0; i < n; i++)
         vals[i] = mysql_fetch_row(res);
-    bounds = calloc((size_t)want, sizeof(*bounds));
-    if (!bounds)
-        abort();
+    bounds = orr_xcalloc((size_t)want, sizeof(*bounds));
     size_t nb = 0;
     /* A boundary equal to the smallest sampled key would leave the first
      * range all but empty: start from the smallest. */

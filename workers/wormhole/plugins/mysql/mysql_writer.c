@@ -13,6 +13,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "orr_alloc.h"
 #include "mysql_common.h"
 
 static orr_status my_writer_configure(const json_t *spec, const char *path, void **conf,
@@ -47,9 +48,7 @@ static orr_status my_writer_open(void *conf, wh_ctx *ctx, const wh_schema *src, 
 {
     (void)src;
     wh_mysql_conf *c = conf;
-    my_writer *w = calloc(1, sizeof(*w));
-    if (!w)
-        abort();
+    my_writer *w = orr_xcalloc(1, sizeof(*w));
     w->c = c;
     w->ctx = ctx;
     w->name = name;

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "orr_alloc.h"
 #include "orr_json.h"
 #include "wh_text.h"
 
@@ -176,9 +177,7 @@ orr_status wh_pg_conf_parse(const json_t *spec, const char *path, int is_reader,
     orr_status rc;
     char p[128];
     *out = NULL;
-    wh_pg_conf *c = calloc(1, sizeof(*c));
-    if (!c)
-        abort();
+    wh_pg_conf *c = orr_xcalloc(1, sizeof(*c));
     if ((rc = wh_sqlopt_parse(spec, path, is_reader, NULL, &c->o, err)))
         goto fail;
     if (is_reader && c->o.split_key && c->o.tables) {

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "orr_alloc.h"
 #include "orr_json.h"
 #include "pg_common.h"
 
@@ -113,9 +114,7 @@ static orr_status pg_writer_prepare(void *conf, wh_ctx *ctx, const wh_schema *sr
             "by position)",
             src->ncols, c->target.ncols);
     free(c->check);
-    c->check = calloc(src->ncols, 1);
-    if (!c->check)
-        abort();
+    c->check = orr_xcalloc(src->ncols, 1);
     for (size_t i = 0; i < src->ncols; i++) {
         const wh_col *s = &src->cols[i], *t = &c->target.cols[i];
         c->check[i] = strcmp(s->type, t->type) != 0 || (t->not_null && !s->not_null);

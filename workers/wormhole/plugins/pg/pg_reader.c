@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "orr_alloc.h"
 #include "pg_common.h"
 #include "wh_text.h"
 
@@ -55,9 +56,7 @@ typedef struct pg_reader {
 static orr_status pg_reader_open(void *conf, wh_ctx *ctx, void **state, orr_err *err)
 {
     wh_pg_conf *c = conf;
-    pg_reader *r = calloc(1, sizeof(*r));
-    if (!r)
-        abort();
+    pg_reader *r = orr_xcalloc(1, sizeof(*r));
     r->c = c;
     r->ctx = ctx;
     r->conn = wh_pg_connect(c->o.dsn, c->o.path, err);

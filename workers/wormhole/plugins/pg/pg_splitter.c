@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "orr_alloc.h"
 #include "pg_common.h"
 
 static orr_status pg_split(void *conf, wh_ctx *ctx, int channels, wh_shards *out, orr_err *err)
@@ -68,9 +69,7 @@ static orr_status pg_split(void *conf, wh_ctx *ctx, int channels, wh_shards *out
      * range (keys below it) all but empty: start from the smallest. */
     const char *prev = m > 0 ? PQgetvalue(r, 0, 0) : NULL;
     size_t nb = 0;
-    const char **bounds = calloc((size_t)want, sizeof(*bounds));
-    if (!bounds)
-        abort();
+    const char **bounds = orr_xcalloc((size_t)want, sizeof(*bounds));
     for (int64_t i = 1; i < want && m > 0; i++) {
         int idx = (int)((int64_t)m * i / want);
         if (idx >= m)

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "orr_alloc.h"
 #include "pg_common.h"
 #include "wh_text.h"
 
@@ -49,9 +50,7 @@ static orr_status pg_writer_open(void *conf, wh_ctx *ctx, const wh_schema *src, 
     (void)src;
     wh_pg_conf *c = conf;
     orr_status rc;
-    pg_writer *w = calloc(1, sizeof(*w));
-    if (!w)
-        abort();
+    pg_writer *w = orr_xcalloc(1, sizeof(*w));
     w->c = c;
     w->ctx = ctx;
     w->name = name;
