@@ -119,9 +119,7 @@ static void files_send_ctl(files_sink *f, sort_pack_kind kind, int64_t before)
 {
     f->ctl_seq++;
     for (int i = 0; i < f->nw; i++) {
-        sort_pack *c = calloc(1, sizeof *c);
-        if (!c)
-            abort();
+        sort_pack *c = orr_xcalloc(1, sizeof *c);
         c->kind = kind;
         c->roll_before = before;
         c->seq = f->ctl_seq;
@@ -177,9 +175,7 @@ static void files_write_checks(files_sink *f)
             continue;
         if (n == cap) {
             cap = cap ? cap * 2 : 64;
-            sort_unit **nd = realloc(due, cap * sizeof *nd);
-            if (!nd)
-                abort();
+            sort_unit **nd = orr_xrealloc(due, cap * sizeof *nd);
             due = nd;
         }
         due[n++] = u;
@@ -499,9 +495,7 @@ static int files_wanted(const sort_spec *spec)
 static orr_status files_open(sort_sink_env *env, void **state, orr_err *err)
 {
     const sort_pipe_cfg *cfg = env->cfg;
-    files_sink *f = calloc(1, sizeof *f);
-    if (!f)
-        abort();
+    files_sink *f = orr_xcalloc(1, sizeof *f);
     f->env = env;
     f->spec = env->spec;
     f->sink = cfg->sink ? cfg->sink : &sort_check_log_sink;
@@ -509,12 +503,10 @@ static orr_status files_open(sort_sink_env *env, void **state, orr_err *err)
     sort_units_init(&f->units, f->spec);
     sort_landings_init(&f->landings);
     sort_queue_init(&f->pool);
-    f->w = calloc((size_t)env->writers, sizeof *f->w);
-    f->cur = calloc((size_t)env->writers, sizeof *f->cur);
+    f->w = orr_xcalloc((size_t)env->writers, sizeof *f->w);
+    f->cur = orr_xcalloc((size_t)env->writers, sizeof *f->cur);
     f->nbmin = (size_t)env->packs + 2;
-    f->bmin = calloc(f->nbmin, sizeof *f->bmin);
-    if (!f->w || !f->cur || !f->bmin)
-        abort();
+    f->bmin = orr_xcalloc(f->nbmin, sizeof *f->bmin);
     f->start_bucket = sort_bucket_start((int64_t)time(NULL) * 1000, f->spec->bucket, f->spec->tz);
 
     orr_status rc = orr_blob_open(cfg->blob_url, &f->blob, err);
@@ -529,9 +521,7 @@ static orr_status files_open(sort_sink_env *env, void **state, orr_err *err)
         if (f->units.all[i]->check_version > 0 && f->units.all[i]->bucket_end > f->closed_upto)
             f->closed_upto = f->units.all[i]->bucket_end;
     for (int i = 0; i < env->packs; i++) {
-        sort_pack *k = calloc(1, sizeof *k);
-        if (!k)
-            abort();
+        sort_pack *k = orr_xcalloc(1, sizeof *k);
         k->pooled = 1;
         sort_queue_push(&f->pool, k);
     }

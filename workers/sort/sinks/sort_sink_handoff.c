@@ -154,28 +154,22 @@ orr_status sort_handoff_open(const sort_spec *spec, const char *default_addr,
     if (!colon || colon == addr || (size_t)(colon - addr) >= 256 || atoi(colon + 1) <= 0)
         return orr_err_set(err, ORR_EINVAL, "spec.sinks.handoff.address",
                            "must be host:port (got %s)", addr ? addr : "nothing");
-    sort_handoff *h = calloc(1, sizeof *h);
-    if (!h)
-        abort();
+    sort_handoff *h = orr_xcalloc(1, sizeof *h);
     h->spec = spec;
     h->src = src;
     h->stop = stop;
     snprintf(h->host, sizeof h->host, "%.*s", (int)(colon - addr), addr);
     h->port = atoi(colon + 1);
     h->nstreams = (size_t)spec->sinks.ho_streams;
-    h->keys = calloc(h->nstreams, sizeof *h->keys);
-    h->added = calloc(h->nstreams, sizeof *h->added);
-    h->len = calloc(h->nstreams, sizeof *h->len);
+    h->keys = orr_xcalloc(h->nstreams, sizeof *h->keys);
+    h->added = orr_xcalloc(h->nstreams, sizeof *h->added);
+    h->len = orr_xcalloc(h->nstreams, sizeof *h->len);
     h->cap = 1024;
-    h->slots = calloc(h->cap, sizeof *h->slots);
-    h->spare = calloc(HO_SPARE, sizeof *h->spare);
-    if (!h->keys || !h->added || !h->len || !h->slots || !h->spare)
-        abort();
+    h->slots = orr_xcalloc(h->cap, sizeof *h->slots);
+    h->spare = orr_xcalloc(HO_SPARE, sizeof *h->spare);
     for (size_t i = 0; i < h->nstreams; i++) {
         size_t n = strlen(spec->sinks.ho_key) + 24;
-        h->keys[i] = malloc(n);
-        if (!h->keys[i])
-            abort();
+        h->keys[i] = orr_xmalloc(n);
         snprintf(h->keys[i], n, "%s.%zu", spec->sinks.ho_key, i);
     }
     h->dirty_since = -1;
@@ -201,9 +195,7 @@ orr_status sort_handoff_open(const sort_spec *spec, const char *default_addr,
 static void ho_grow(sort_handoff *h)
 {
     size_t ncap = h->cap * 2;
-    ho_slot *ns = calloc(ncap, sizeof *ns);
-    if (!ns)
-        abort();
+    ho_slot *ns = orr_xcalloc(ncap, sizeof *ns);
     for (size_t i = 0; i < h->cap; i++) {
         ho_slot *s = &h->slots[i];
         if (!s->b)
@@ -236,9 +228,7 @@ static ho_slot *ho_slot_of(sort_handoff *h, uint64_t hash, const char *iface, si
     ho_slot *s = &h->slots[j];
     char key[HO_KEY_MAX];
     int kl = snprintf(key, sizeof key, "%.*s@%" PRId64, (int)len, iface, bucket);
-    orr_pack_builder *b = h->nspare ? h->spare[--h->nspare] : calloc(1, sizeof *b);
-    if (!b)
-        abort();
+    orr_pack_builder *b = h->nspare ? h->spare[--h->nspare] : orr_xcalloc(1, sizeof *b);
     orr_status rc = b->key_len ? orr_pack_builder_reset(b, key, (size_t)kl, partition, err)
                                : orr_pack_builder_init(b, key, (size_t)kl, partition, err);
     if (rc != ORR_OK) {

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "orr_alloc.h"
 #include "orr_log.h"
 #include "sort_sink.h"
 
@@ -256,17 +257,13 @@ orr_status sort_sink_pg_open(const sort_spec *spec, sort_sink_pg **out, orr_err 
             return orr_err_set(err, ORR_EINVAL, "spec.sinks.postgres.dsn_env",
                                "environment variable %s is not set", spec->sinks.dsn_env);
     }
-    sort_sink_pg *k = calloc(1, sizeof *k);
-    if (!k)
-        abort();
+    sort_sink_pg *k = orr_xcalloc(1, sizeof *k);
     k->spec = spec;
     k->first_ms = -1;
     orr_status rc = ORR_OK;
     PGresult *r = NULL;
     orr_buf sql = {0};
-    k->rows = calloc((size_t)spec->sinks.batch_rows, sizeof *k->rows);
-    if (!k->rows)
-        abort();
+    k->rows = orr_xcalloc((size_t)spec->sinks.batch_rows, sizeof *k->rows);
     k->conn = PQconnectdb(dsn);
     if (PQstatus(k->conn) != CONNECTION_OK) {
         rc = orr_err_set(err, ORR_EIO, "spec.sinks.postgres", "connect: %s",
