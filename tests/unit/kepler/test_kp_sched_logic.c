@@ -353,12 +353,9 @@ static void test_map_and_store(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_verdicts),
-        cmocka_unit_test(test_retry),
-        cmocka_unit_test(test_catch_up),
-        cmocka_unit_test(test_choose),
-        cmocka_unit_test(test_spec_parse),
-        cmocka_unit_test(test_index_cycles),
+        cmocka_unit_test(test_verdicts),      cmocka_unit_test(test_retry),
+        cmocka_unit_test(test_catch_up),      cmocka_unit_test(test_choose),
+        cmocka_unit_test(test_spec_parse),    cmocka_unit_test(test_index_cycles),
         cmocka_unit_test(test_map_and_store),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

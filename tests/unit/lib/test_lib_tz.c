@@ -42,8 +42,8 @@ static void test_calendar(void **state)
     assert_int_equal(orr_tz_days_from_civil(1970, 1, 1), 0);
     assert_int_equal(orr_tz_days_from_civil(2000, 3, 1), 11017);
     assert_int_equal(orr_tz_days_from_civil(1969, 12, 31), -1);
-    assert_int_equal(orr_tz_weekday(0), 4);                                  /* Thursday */
-    assert_int_equal(orr_tz_weekday(-1), 3);                                 /* Wednesday */
+    assert_int_equal(orr_tz_weekday(0), 4);                                   /* Thursday */
+    assert_int_equal(orr_tz_weekday(-1), 3);                                  /* Wednesday */
     assert_int_equal(orr_tz_weekday(orr_tz_days_from_civil(2026, 3, 29)), 0); /* Sunday */
     assert_int_equal(orr_tz_weekday(orr_tz_days_from_civil(2100, 3, 1)), 1);  /* Monday */
     assert_true(orr_tz_is_leap(2000));
