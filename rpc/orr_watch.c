@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "orr_alloc.h"
 #include "orr_log.h"
 
 #define ORR_WATCH_BACKOFF_MIN_MS 200
@@ -114,26 +115,15 @@ static void orr_watch_free(orr_watch *w)
 orr_status orr_watch_start(orr_rpc_client *c, const orr_watch_opts *o, const orr_watch_ops *ops,
                            void *cls, orr_watch **out, orr_err *err)
 {
-    orr_watch *w = calloc(1, sizeof *w);
-    if (!w)
-        return orr_err_set(err, ORR_ENOMEM, NULL, "out of memory");
+    orr_watch *w = orr_xcalloc(1, sizeof *w);
     w->client = c;
     w->ops = *ops;
     w->cls = cls;
-    w->name = strdup(o->name ? o->name : "events");
-    w->executor = o->executor ? strdup(o->executor) : NULL;
-    w->kinds = calloc(o->nkinds ? o->nkinds : 1, sizeof *w->kinds);
-    int oom = !w->name || (o->executor && !w->executor) || !w->kinds;
-    for (size_t i = 0; !oom && i < o->nkinds; i++) {
-        if (!(w->kinds[i] = strdup(o->kinds[i])))
-            oom = 1;
-        else
-            w->nkinds++;
-    }
-    if (oom) {
-        orr_watch_free(w);
-        return orr_err_set(err, ORR_ENOMEM, NULL, "out of memory");
-    }
+    w->name = orr_xstrdup(o->name ? o->name : "events");
+    w->executor = o->executor ? orr_xstrdup(o->executor) : NULL;
+    w->kinds = orr_xcalloc(o->nkinds ? o->nkinds : 1, sizeof *w->kinds);
+    for (size_t i = 0; i < o->nkinds; i++)
+        w->kinds[w->nkinds++] = orr_xstrdup(o->kinds[i]);
     if (pthread_create(&w->thread, NULL, orr_watch_run, w) != 0) {
         orr_watch_free(w);
         return orr_err_set(err, ORR_EINTERNAL, NULL, "cannot start the event watcher thread");

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "ex_cgroup.h"
+#include "orr_alloc.h"
 #include "orr_http.h"
 #include "orr_log.h"
 
@@ -244,9 +245,7 @@ orr_status ex_logsrv_start(const char *listen, const char *token, const char *lo
         return orr_err_set(err, ORR_EINVAL, "executor.log_token", "must be set");
     if (strlen(token) >= 256)
         return orr_err_set(err, ORR_EINVAL, "executor.log_token", "longer than 255 bytes");
-    ex_logsrv *s = calloc(1, sizeof *s);
-    if (!s)
-        return orr_err_set(err, ORR_ENOMEM, NULL, "out of memory");
+    ex_logsrv *s = orr_xcalloc(1, sizeof *s);
     snprintf(s->token, sizeof s->token, "%s", token);
     snprintf(s->log_dir, sizeof s->log_dir, "%s", log_dir);
     pthread_mutex_init(&s->mu, NULL);
