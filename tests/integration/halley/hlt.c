@@ -278,6 +278,47 @@ const char *hlt_shell_spec(char *buf, size_t n, const char *name, const char *te
     return buf;
 }
 
+void hlt_team(orr_rpc_client *c, const char *name)
+{
+    Orrery__Halley__V1__CreateTeamRequest rq = ORRERY__HALLEY__V1__CREATE_TEAM_REQUEST__INIT;
+    rq.name = (char *)name;
+    Orrery__Halley__V1__Team *t = NULL;
+    orr_err err = {0};
+    HLT_CHECK(hlt_call(c, "CreateTeam", &rq, &t, &err) == ORR_OK, "team %s: %s", name, err.msg);
+    if (t)
+        protobuf_c_message_free_unpacked(&t->base, NULL);
+}
+
+int64_t hlt_save_task(orr_rpc_client *c, int64_t id, const char *name, const char *team,
+                      const char *extra, orr_status want, const char *field, orr_err *err)
+{
+    char spec[2048];
+    hlt_shell_spec(spec, sizeof spec, name, team, extra);
+    Orrery__Halley__V1__Task *t = NULL;
+    orr_status st;
+    if (id) {
+        Orrery__Halley__V1__UpdateTaskRequest rq = ORRERY__HALLEY__V1__UPDATE_TASK_REQUEST__INIT;
+        rq.id = id;
+        rq.spec_json = spec;
+        rq.actor = "user:ann";
+        st = hlt_call(c, "UpdateTask", &rq, &t, err);
+    } else {
+        Orrery__Halley__V1__CreateTaskRequest rq = ORRERY__HALLEY__V1__CREATE_TASK_REQUEST__INIT;
+        rq.spec_json = spec;
+        rq.actor = "user:ann";
+        st = hlt_call(c, "CreateTask", &rq, &t, err);
+    }
+    HLT_CHECK(st == want, "save %s: got %s (%s: %s)", name, orr_status_name(st), err->field,
+              err->msg);
+    if (field && st != ORR_OK)
+        HLT_CHECK(strcmp(err->field, field) == 0, "field %s, want %s (%s)", err->field, field,
+                  err->msg);
+    int64_t out = t ? t->id : 0;
+    if (t)
+        protobuf_c_message_free_unpacked(&t->base, NULL);
+    return out;
+}
+
 int hlt_finish(const char *name)
 {
     printf("%s: %d passed, %d failed\n", name, hlt_passed, hlt_failed);

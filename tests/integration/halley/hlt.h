@@ -75,6 +75,16 @@ orr_status hlt_call(orr_rpc_client *c, const char *method, const void *req, void
 const char *hlt_shell_spec(char *buf, size_t n, const char *name, const char *team,
                            const char *extra_fields);
 
+/* Creates team `name` through c; a failure counts as a failed check. */
+void hlt_team(orr_rpc_client *c, const char *name);
+
+/* Saves a shell task (hlt_shell_spec with extra; UpdateTask when id > 0,
+ * else CreateTask, as "user:ann"), checks the status is want and, on a
+ * refusal, that err names field (unless field is NULL). Returns the task's
+ * id, or 0 when refused; err holds the refusal for further checks. */
+int64_t hlt_save_task(orr_rpc_client *c, int64_t id, const char *name, const char *team,
+                      const char *extra, orr_status want, const char *field, orr_err *err);
+
 int hlt_finish(const char *name);
 int64_t hlt_now_ms(void);
 

@@ -22,43 +22,14 @@ static orr_err err;
 
 static void team(const char *name)
 {
-    Orrery__Halley__V1__CreateTeamRequest rq = ORRERY__HALLEY__V1__CREATE_TEAM_REQUEST__INIT;
-    rq.name = (char *)name;
-    Orrery__Halley__V1__Team *t = NULL;
-    HLT_CHECK(hlt_call(cl, "CreateTeam", &rq, &t, &err) == ORR_OK, "team %s: %s", name, err.msg);
-    if (t)
-        FREE(t);
+    hlt_team(cl, name);
 }
 
 /* Save a task (update when id > 0); returns its id or 0, checking status and field. */
 static int64_t save_task(int64_t id, const char *name, const char *tm, const char *extra,
                          orr_status want, const char *field)
 {
-    char spec[2048];
-    hlt_shell_spec(spec, sizeof spec, name, tm, extra);
-    Task *t = NULL;
-    orr_status st;
-    if (id) {
-        Orrery__Halley__V1__UpdateTaskRequest rq = ORRERY__HALLEY__V1__UPDATE_TASK_REQUEST__INIT;
-        rq.id = id;
-        rq.spec_json = spec;
-        rq.actor = "user:ann";
-        st = hlt_call(cl, "UpdateTask", &rq, &t, &err);
-    } else {
-        Orrery__Halley__V1__CreateTaskRequest rq = ORRERY__HALLEY__V1__CREATE_TASK_REQUEST__INIT;
-        rq.spec_json = spec;
-        rq.actor = "user:ann";
-        st = hlt_call(cl, "CreateTask", &rq, &t, &err);
-    }
-    HLT_CHECK(st == want, "save %s: got %s (%s: %s)", name, orr_status_name(st), err.field,
-              err.msg);
-    if (field && st != ORR_OK)
-        HLT_CHECK(strcmp(err.field, field) == 0, "field %s, want %s (%s)", err.field, field,
-                  err.msg);
-    int64_t out = t ? t->id : 0;
-    if (t)
-        FREE(t);
-    return out;
+    return hlt_save_task(cl, id, name, tm, extra, want, field, &err);
 }
 
 /* ------------------------------------------------------------------ cycles */
