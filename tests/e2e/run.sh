@@ -265,6 +265,19 @@ add_user e2e_dev "$PW_DEV" developer analytics
 add_user e2e_fin "$PW_DEV" developer finance
 add_user e2e_viewer "$PW_DEV" viewer
 
+# ORRERY_E2E_ONLY=NAME[,NAME...] runs only web/tests/NAME.test.mjs (while
+# working on one page); the default, and what deploy/test.sh runs, is all.
+FILES=()
+if [[ -n ${ORRERY_E2E_ONLY:-} ]]; then
+	IFS=, read -r -a only <<<"$ORRERY_E2E_ONLY"
+	for n in "${only[@]}"; do
+		[[ -f $WEB/tests/$n.test.mjs ]] || die "ORRERY_E2E_ONLY: no web/tests/$n.test.mjs"
+		FILES+=("$WEB/tests/$n.test.mjs")
+	done
+else
+	FILES=("$WEB"/tests/*.test.mjs)
+fi
+
 mkdir -p -- "$SHOTS"
 rm -f -- "$SHOTS"/*.png
 say "galaxyd at http://127.0.0.1:$GALAXY_PORT; running the browser tests"
@@ -276,7 +289,7 @@ ORRERY_E2E_BASE_URL=http://127.0.0.1:$GALAXY_PORT \
 	ORRERY_E2E_GATES=$TMP/gates \
 	ORRERY_E2E_ADMIN=e2e_admin ORRERY_E2E_ADMIN_PASSWORD=$PW_ADMIN \
 	ORRERY_E2E_DEV=e2e_dev ORRERY_E2E_FIN=e2e_fin ORRERY_E2E_VIEWER=e2e_viewer ORRERY_E2E_PASSWORD=$PW_DEV \
-	node --test --test-concurrency=1 --test-timeout=600000 "$WEB"/tests/*.test.mjs 2>&1 | tee "$TMP/node-test.log"
+	node --test --test-concurrency=1 --test-timeout=600000 "${FILES[@]}" 2>&1 | tee "$TMP/node-test.log"
 rc=${PIPESTATUS[0]}
 set -e
 ((rc == 0)) || die "browser tests failed"
