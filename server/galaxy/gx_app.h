@@ -177,6 +177,8 @@ void gx_h_task_stats(gx_req *, gx_resp *);
 void gx_h_workflows_list(gx_req *, gx_resp *);
 void gx_h_workflow_get(gx_req *, gx_resp *);
 void gx_h_workflow_put(gx_req *, gx_resp *);
+void gx_h_workflow_runs(gx_req *, gx_resp *);
+void gx_h_workflow_run(gx_req *, gx_resp *);
 void gx_h_packages_list(gx_req *, gx_resp *);
 
 void gx_h_package_upload(gx_req *, gx_resp *);

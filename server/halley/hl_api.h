@@ -129,6 +129,9 @@ HL_UNARY(hl_api_list_executors);
 HL_UNARY(hl_api_put_workflow);
 HL_UNARY(hl_api_get_workflow);
 HL_UNARY(hl_api_list_workflows);
+/* Run history of a workflow (hl_api_history.c). */
+HL_UNARY(hl_api_list_workflow_runs);
+HL_UNARY(hl_api_get_workflow_run);
 /* Code packages and deployments (hl_api_packages.c). */
 HL_UNARY(hl_api_create_code_package);
 HL_UNARY(hl_api_get_code_package);

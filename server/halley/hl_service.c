@@ -91,6 +91,8 @@ const orr_rpc_method hl_methods[] = {
     {"ListProcessStats", hl_api_list_process_stats, NULL},
     {"GetWatermark", hl_api_get_watermark, NULL},
     {"PutWatermark", hl_api_put_watermark, NULL},
+    {"ListWorkflowRuns", hl_api_list_workflow_runs, NULL},
+    {"GetWorkflowRun", hl_api_get_workflow_run, NULL},
 };
 const size_t hl_methods_count = sizeof hl_methods / sizeof hl_methods[0];
 

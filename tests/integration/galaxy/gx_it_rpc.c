@@ -7,8 +7,11 @@
  *   gx_it_rpc HOST:PORT TOKEN record-stats INSTANCE ATTEMPT KEY=VALUE...
  *   gx_it_rpc HOST:PORT TOKEN add-lineage SKIND SNAME TKIND TNAME TASK_ID
  *   gx_it_rpc HOST:PORT TOKEN put-executor ID HOST SLOTS LABELS_JSON
+ *   gx_it_rpc HOST:PORT TOKEN transition INSTANCE FROM TO [EXECUTOR]
+ *             (states by their API names: waiting, ready, running, ...)
  *
  * Exit 0 on success; otherwise the error on stderr and exit 1 (2 on usage). */
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,8 +22,21 @@
 static int usage(void)
 {
     fprintf(stderr, "usage: gx_it_rpc HOST:PORT TOKEN "
-                    "report-unit|record-stats|add-lineage|put-executor ...\n");
+                    "report-unit|record-stats|add-lineage|put-executor|transition ...\n");
     return 2;
+}
+
+/* InstanceState of an API state name ("timed_out"), 0 when unknown. */
+static int state_of(const char *name)
+{
+    char up[64] = "INSTANCE_STATE_";
+    size_t n = strlen(up);
+    for (const char *p = name; *p && n + 1 < sizeof up; p++)
+        up[n++] = (char)toupper((unsigned char)*p);
+    up[n] = '\0';
+    const ProtobufCEnumValue *v = protobuf_c_enum_descriptor_get_value_by_name(
+        &orrery__halley__v1__instance_state__descriptor, up);
+    return v ? v->value : 0;
 }
 
 static int call(orr_rpc_client *c, const char *method, const ProtobufCMessage *in)
@@ -106,6 +122,14 @@ int main(int argc, char **argv)
         rq.labels_json = argv[7];
         rq.active = 1;
         rc = call(c, "PutExecutor", &rq.base);
+    } else if (strcmp(cmd, "transition") == 0 && (argc == 7 || argc == 8)) {
+        HL(TransitionRequest) rq = HL_INIT(TRANSITION_REQUEST);
+        rq.instance_id = atoll(argv[4]);
+        rq.expected_state = state_of(argv[5]);
+        rq.new_state = state_of(argv[6]);
+        rq.actor = "test";
+        rq.executor = argc == 8 ? argv[7] : "";
+        rc = call(c, "TransitionInstance", &rq.base);
     } else {
         rc = usage();
     }
