@@ -188,6 +188,9 @@ void gx_h_user_update(gx_req *req, gx_resp *resp)
     HL(User) * u;
     if (gx_halley(req, resp, "UpdateUser", &rq.base, (ProtobufCMessage **)&u) != ORR_OK)
         return;
+    /* The user's API tokens must answer for what is true now (a disabled
+     * user's tokens stop at once): forget every cached token. */
+    gx_tokcache_flush(((gx_app *)req->app)->tokcache);
     gx_resp_json(resp, 200, gx_user_json(u));
 }
 
@@ -367,13 +370,18 @@ void gx_h_users_list(gx_req *req, gx_resp *resp)
 void gx_h_teams_list(gx_req *req, gx_resp *resp)
 {
     HL(ListTeamsRequest) rq = HL_INIT(LIST_TEAMS_REQUEST);
+    rq.with_members = 1;
     HL(ListTeamsResponse) * rs;
     if (gx_halley(req, resp, "ListTeams", &rq.base, (ProtobufCMessage **)&rs) != ORR_OK)
         return;
     json_t *items = json_array();
-    for (size_t i = 0; i < rs->n_teams; i++)
-        json_array_append_new(items, json_pack("{s:I,s:s}", "id", (json_int_t)rs->teams[i]->id,
-                                               "name", rs->teams[i]->name));
+    for (size_t i = 0; i < rs->n_teams; i++) {
+        json_t *members = json_array();
+        for (size_t k = 0; k < rs->teams[i]->n_members; k++)
+            json_array_append_new(members, json_string(rs->teams[i]->members[k]));
+        json_array_append_new(items, json_pack("{s:I,s:s,s:o}", "id", (json_int_t)rs->teams[i]->id,
+                                               "name", rs->teams[i]->name, "members", members));
+    }
     gx_page_answer(req, resp, "teams", items, "name", 0);
 }
 

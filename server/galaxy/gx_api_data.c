@@ -347,15 +347,6 @@ void gx_h_task_stats(gx_req *req, gx_resp *resp)
 
 /* ------------------------------------------------------------ workflows */
 
-static json_t *gx_workflow_json(const HL(Workflow) * w)
-{
-    json_t *ids = json_array();
-    for (size_t i = 0; i < w->n_task_ids; i++)
-        json_array_append_new(ids, json_integer(w->task_ids[i]));
-    return json_pack("{s:I,s:s,s:s,s:o,s:o}", "id", (json_int_t)w->id, "name", w->name, "team",
-                     w->team, "task_ids", ids, "created_at", gx_json_time(w->created_at_ms));
-}
-
 void gx_h_workflows_list(gx_req *req, gx_resp *resp)
 {
     HL(ListWorkflowsRequest) rq = HL_INIT(LIST_WORKFLOWS_REQUEST);
@@ -384,6 +375,11 @@ void gx_h_workflow_get(gx_req *req, gx_resp *resp)
     if (gx_halley(req, resp, "GetWorkflow", &rq.base, (ProtobufCMessage **)&w) != ORR_OK)
         return;
     json_t *out = gx_workflow_json(w);
+    json_t *paused = gx_paused_load(req, resp);
+    if (!paused) {
+        json_decref(out);
+        return;
+    }
     json_t *tasks = json_array(), *edges = json_array();
     for (size_t i = 0; i < w->n_task_ids && i < 1000; i++) {
         HL(GetTaskRequest) tq = HL_INIT(GET_TASK_REQUEST);
@@ -399,6 +395,7 @@ void gx_h_workflow_get(gx_req *req, gx_resp *resp)
             continue;
         }
         json_t *tj = gx_task_json(t);
+        gx_paused_mark(tj, paused, t->id);
         HL(ListInstancesRequest) iq = HL_INIT(LIST_INSTANCES_REQUEST);
         iq.task_id = t->id;
         iq.descending = 1;
@@ -428,9 +425,11 @@ void gx_h_workflow_get(gx_req *req, gx_resp *resp)
     }
     json_object_set_new(out, "tasks", tasks);
     json_object_set_new(out, "edges", edges);
+    json_decref(paused);
     gx_resp_json(resp, 200, out);
     return;
 fail:
+    json_decref(paused);
     json_decref(tasks);
     json_decref(edges);
     json_decref(out);
@@ -438,7 +437,7 @@ fail:
 
 void gx_h_workflow_put(gx_req *req, gx_resp *resp)
 {
-    static const char *const keys[] = {"team", "task_ids", NULL};
+    static const char *const keys[] = {"team", "task_ids", "description", NULL};
     orr_err e;
     const char *name = gx_req_param(req, 0);
     if (!gx_check_name(resp, name, "name"))
@@ -446,12 +445,17 @@ void gx_h_workflow_put(gx_req *req, gx_resp *resp)
     json_t *body = gx_req_json(req, resp);
     if (!body)
         return;
-    const char *team = NULL;
+    const char *team = NULL, *desc = NULL;
     json_t *ids = NULL;
     if (orr_json_allow_keys(body, "", keys, &e) != ORR_OK ||
         orr_json_get_str(body, "", "team", 1, &team, &e) != ORR_OK ||
-        orr_json_get_array(body, "", "task_ids", 1, &ids, &e) != ORR_OK) {
+        orr_json_get_array(body, "", "task_ids", 1, &ids, &e) != ORR_OK ||
+        orr_json_get_str(body, "", "description", 0, &desc, &e) != ORR_OK) {
         gx_resp_err(resp, &e);
+        return;
+    }
+    if (desc && strlen(desc) > 2000) {
+        gx_resp_fail(resp, ORR_EINVAL, "description", "at most 2000 bytes");
         return;
     }
     size_t n = json_array_size(ids);
@@ -506,6 +510,8 @@ void gx_h_workflow_put(gx_req *req, gx_resp *resp)
     rq.team = (char *)team;
     rq.n_task_ids = n;
     rq.task_ids = list;
+    rq.set_description = desc != NULL;
+    rq.description = (char *)(desc ? desc : "");
     rq.actor = (char *)gx_actor(req);
     HL(Workflow) * w;
     if (gx_halley(req, resp, "PutWorkflow", &rq.base, (ProtobufCMessage **)&w) != ORR_OK)

@@ -76,6 +76,13 @@ void gx_h_instances_list(gx_req *req, gx_resp *resp)
         rq.executor = (char *)v;
     if ((v = gx_req_query(req, "team")))
         rq.team = (char *)v;
+    if ((v = gx_req_query(req, "q"))) {
+        if (strlen(v) > 128) {
+            gx_resp_fail(resp, ORR_EINVAL, "q", "at most 128 bytes");
+            return;
+        }
+        rq.query = (char *)v;
+    }
     if ((v = gx_req_query(req, "order"))) {
         if (strcmp(v, "desc") != 0 && strcmp(v, "asc") != 0) {
             gx_resp_fail(resp, ORR_EINVAL, "order", "must be asc or desc");
@@ -116,9 +123,14 @@ void gx_h_instances_list(gx_req *req, gx_resp *resp)
     HL(ListInstancesResponse) * rs;
     if (gx_halley(req, resp, "ListInstances", &rq.base, (ProtobufCMessage **)&rs) != ORR_OK)
         return;
+    json_t *paused = gx_paused_load(req, resp);
+    if (!paused)
+        return;
     json_t *items = json_array();
     for (size_t i = 0; i < rs->n_instances; i++)
         json_array_append_new(items, gx_instance_json(rs->instances[i]));
+    gx_paused_mark_all(items, paused, "task_id");
+    json_decref(paused);
     json_t *out = json_object();
     json_object_set_new(out, "items", items);
     json_object_set_new(out, "next_page_token",
@@ -154,7 +166,12 @@ void gx_h_instance_get(gx_req *req, gx_resp *resp)
     HL(ListTransitionsResponse) * tr;
     if (gx_halley(req, resp, "ListTransitions", &tq.base, (ProtobufCMessage **)&tr) != ORR_OK)
         return;
+    json_t *paused = gx_paused_load(req, resp);
+    if (!paused)
+        return;
     json_t *out = gx_instance_json(in);
+    gx_paused_mark(out, paused, in->task_id);
+    json_decref(paused);
     json_t *trs = json_array();
     for (size_t i = 0; i < tr->n_transitions; i++) {
         const HL(Transition) *t = tr->transitions[i];

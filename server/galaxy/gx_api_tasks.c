@@ -57,9 +57,14 @@ void gx_h_tasks_list(gx_req *req, gx_resp *resp)
     HL(ListTasksResponse) * rs;
     if (gx_halley(req, resp, "ListTasks", &rq.base, (ProtobufCMessage **)&rs) != ORR_OK)
         return;
+    json_t *paused = gx_paused_load(req, resp);
+    if (!paused)
+        return;
     json_t *items = json_array();
     for (size_t i = 0; i < rs->n_tasks; i++)
         json_array_append_new(items, gx_task_json(rs->tasks[i]));
+    gx_paused_mark_all(items, paused, "id");
+    json_decref(paused);
     json_t *out = json_object();
     json_object_set_new(out, "items", items);
     json_object_set_new(out, "next_page_token",

@@ -179,6 +179,20 @@ void gx_h_workflow_get(gx_req *, gx_resp *);
 void gx_h_workflow_put(gx_req *, gx_resp *);
 void gx_h_workflow_runs(gx_req *, gx_resp *);
 void gx_h_workflow_run(gx_req *, gx_resp *);
+/* Workflows as objects, task name completion (gx_api_workflows.c). */
+void gx_h_workflow_patch(gx_req *, gx_resp *);
+void gx_h_workflow_pause(gx_req *, gx_resp *);
+void gx_h_workflow_resume(gx_req *, gx_resp *);
+void gx_h_tasks_suggest(gx_req *, gx_resp *);
+json_t *gx_workflow_json(const Orrery__Halley__V1__Workflow *w);
+/* The tasks held by paused workflows as a JSON object: task id (decimal) ->
+ * {"workflow","by","at"}; new reference. NULL after answering resp (Halley
+ * away). */
+json_t *gx_paused_load(gx_req *req, gx_resp *resp);
+/* Set obj's "paused" to map's entry for task_id (a copy) or null. */
+void gx_paused_mark(json_t *obj, const json_t *map, int64_t task_id);
+/* The same for every object of the array items, its task id under id_key. */
+void gx_paused_mark_all(json_t *items, const json_t *map, const char *id_key);
 void gx_h_packages_list(gx_req *, gx_resp *);
 
 void gx_h_package_upload(gx_req *, gx_resp *);

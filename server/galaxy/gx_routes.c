@@ -18,6 +18,9 @@ const gx_route gx_routes[] = {
     {"GET", "/api/v1/auth/me", gx_h_me, GX_ROLE_VIEWER, "The logged-in user"},
     /* tasks */
     {"GET", "/api/v1/tasks", gx_h_tasks_list, GX_ROLE_VIEWER, "List tasks"},
+    /* before /tasks/{id}: the first matching route answers */
+    {"GET", "/api/v1/tasks/suggest", gx_h_tasks_suggest, GX_ROLE_VIEWER,
+     "Active tasks whose name contains a text, for type-ahead filters"},
     {"POST", "/api/v1/tasks", gx_h_task_create, GX_ROLE_DEVELOPER, "Create a task"},
     {"POST", "/api/v1/tasks/validate", gx_h_task_validate, GX_ROLE_VIEWER,
      "Check a task spec without saving it"},
@@ -84,6 +87,12 @@ const gx_route gx_routes[] = {
      "Run history: the workflow's newest cycles and each task's instance in them"},
     {"GET", "/api/v1/workflows/{name}/runs/{cycle}", gx_h_workflow_run, GX_ROLE_VIEWER,
      "One cycle of a workflow: each task's instance, its queued and running spans, the edges"},
+    {"PATCH", "/api/v1/workflows/{name}", gx_h_workflow_patch, GX_ROLE_DEVELOPER,
+     "Change a workflow's description or owning team"},
+    {"POST", "/api/v1/workflows/{name}/pause", gx_h_workflow_pause, GX_ROLE_DEVELOPER,
+     "Pause a workflow: no new instances of its tasks are created or dispatched"},
+    {"POST", "/api/v1/workflows/{name}/resume", gx_h_workflow_resume, GX_ROLE_DEVELOPER,
+     "Resume a paused workflow"},
     {"GET", "/api/v1/packages", gx_h_packages_list, GX_ROLE_VIEWER,
      "Code packages and their deployments"},
     {"POST", "/api/v1/packages", gx_h_package_upload, GX_ROLE_DEVELOPER,

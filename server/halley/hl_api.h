@@ -132,6 +132,10 @@ HL_UNARY(hl_api_list_workflows);
 /* Run history of a workflow (hl_api_history.c). */
 HL_UNARY(hl_api_list_workflow_runs);
 HL_UNARY(hl_api_get_workflow_run);
+HL_UNARY(hl_api_set_workflow_paused);
+HL_UNARY(hl_api_list_paused_tasks);
+/* Task name completion (hl_api_tasks_suggest.c). */
+HL_UNARY(hl_api_suggest_tasks);
 /* Code packages and deployments (hl_api_packages.c). */
 HL_UNARY(hl_api_create_code_package);
 HL_UNARY(hl_api_get_code_package);

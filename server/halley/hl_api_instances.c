@@ -98,17 +98,24 @@ static hl_stmt q_dep_span = HL_STMT("SELECT id, " HL_MS(
     " AND ($6::int8 = 0 OR i.schedule_time < to_timestamp($6::int8 / 1000.0))"                     \
     " AND ($8 = '' OR t.team_id = (SELECT tm.id FROM teams tm WHERE tm.name = $8))"
 
+/* Text search (parameter p, lower-cased, LIKE wildcards escaped): the task
+ * name or the reason contains it, or it is the executor or the id. */
+#define HL_LIST_SEARCH(p)                                                                          \
+    " AND (" p " = '' OR lower(t.name) LIKE '%' || " p " || '%' OR lower(i.reason) LIKE '%' || " p \
+    " || '%' OR lower(i.executor) LIKE " p " OR i.id::text = " p ")"
+
 /* Ascending: keyset on id ($1 = last id seen). */
 static hl_stmt q_list_instances = HL_STMT(
     "SELECT " HL_INSTANCE_COLS ", " HL_EXIT_COL " FROM instances i JOIN tasks t ON t.id = i.task_id"
-    " WHERE i.id > $1::int8" HL_LIST_FILTERS " ORDER BY i.id LIMIT $7::int");
+    " WHERE i.id > $1::int8" HL_LIST_FILTERS HL_LIST_SEARCH("$9") " ORDER BY i.id LIMIT $7::int");
 
 /* Descending: newest schedule time first, then id; keyset on (schedule time
  * $9, id $1) of the last row seen ($1 = 0: first page). */
 static hl_stmt q_list_instances_desc = HL_STMT(
     "SELECT " HL_INSTANCE_COLS ", " HL_EXIT_COL " FROM instances i JOIN tasks t ON t.id = i.task_id"
     " WHERE ($1::int8 = 0 OR (i.schedule_time, i.id) < (to_timestamp($9::int8 / 1000.0), "
-    "$1::int8))" HL_LIST_FILTERS " ORDER BY i.schedule_time DESC, i.id DESC LIMIT $7::int");
+    "$1::int8))" HL_LIST_FILTERS HL_LIST_SEARCH("$10") " ORDER BY i.schedule_time DESC, i.id DESC"
+                                                       " LIMIT $7::int");
 
 static hl_stmt q_list_ready = HL_STMT(
     "SELECT " HL_INSTANCE_COLS ", " HL_EXIT_COL " FROM instances i JOIN tasks t ON t.id = i.task_id"
@@ -442,6 +449,17 @@ HL_UNARY(hl_api_list_instances)
         return orr_err_set(err, ORR_EINVAL, "task_id", "must be >= 0");
     if (rq->team[0] && !hl_is_name(rq->team, 128))
         return orr_err_set(err, ORR_EINVAL, "team", "not a team name");
+    size_t qlen = strlen(rq->query);
+    if (qlen > 128)
+        return orr_err_set(err, ORR_EINVAL, "query", "at most 128 bytes");
+    char *search = orr_arena_alloc(a, qlen * 2 + 1), *sp = search;
+    for (size_t i = 0; i < qlen; i++) {
+        char ch = rq->query[i];
+        if (ch == '\\' || ch == '%' || ch == '_')
+            *sp++ = '\\';
+        *sp++ = (ch >= 'A' && ch <= 'Z') ? (char)(ch - 'A' + 'a') : ch;
+    }
+    *sp = 0;
     orr_buf states = ORR_BUF_INIT;
     orr_buf_append_byte(&states, '{');
     for (size_t i = 0; i < rq->n_states; i++) {
@@ -454,15 +472,16 @@ HL_UNARY(hl_api_list_instances)
         orr_buf_appendf(&states, "%s%s", i ? "," : "", nm);
     }
     orr_buf_append_byte(&states, '}');
-    const char *p[9] = {after_id,
-                        hl_i64s(a, rq->task_id),
-                        orr_arena_strdup(a, orr_buf_cstr(&states)),
-                        rq->executor,
-                        hl_i64s(a, rq->from_schedule_ms),
-                        hl_i64s(a, rq->to_schedule_ms),
-                        orr_arena_sprintf(a, "%d", size + 1),
-                        rq->team,
-                        after_ms};
+    const char *p[10] = {after_id,
+                         hl_i64s(a, rq->task_id),
+                         orr_arena_strdup(a, orr_buf_cstr(&states)),
+                         rq->executor,
+                         hl_i64s(a, rq->from_schedule_ms),
+                         hl_i64s(a, rq->to_schedule_ms),
+                         orr_arena_sprintf(a, "%d", size + 1),
+                         rq->team,
+                         after_ms,
+                         search};
     orr_buf_free(&states);
     hl_conn *c;
     orr_status s = hl_db_get(hc->db, &c, err);
@@ -470,9 +489,11 @@ HL_UNARY(hl_api_list_instances)
         return s;
     PGresult *r;
     if (rq->descending)
-        s = hl_db_query(c, a, &q_list_instances_desc, 9, p, &r, err);
-    else
-        s = hl_db_query(c, a, &q_list_instances, 8, p, &r, err);
+        s = hl_db_query(c, a, &q_list_instances_desc, 10, p, &r, err);
+    else {
+        const char *pa[9] = {p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7], search};
+        s = hl_db_query(c, a, &q_list_instances, 9, pa, &r, err);
+    }
     if (s == ORR_OK)
         s = hl__instances_response(c, a, r, size, &pg, rq->with_deps, rq->descending, resp, err);
     hl_db_put(hc->db, c);

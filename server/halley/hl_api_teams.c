@@ -1,5 +1,6 @@
 /*
- * hl_api_teams.c - teams: CreateTeam and ListTeams.
+ * hl_api_teams.c - teams: CreateTeam and ListTeams (optionally with each
+ * team's members, in the same query).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,7 +12,11 @@
 
 static hl_stmt q_insert_team = HL_STMT("INSERT INTO teams (name) VALUES ($1) RETURNING id");
 
-static hl_stmt q_list_teams = HL_STMT("SELECT id, name FROM teams ORDER BY name");
+/* $1: with the members (comma-joined user names, sorted). */
+static hl_stmt q_list_teams =
+    HL_STMT("SELECT tm.id, tm.name, CASE WHEN $1::bool THEN coalesce((SELECT string_agg(u.name, ','"
+            " ORDER BY u.name) FROM user_teams ut JOIN users u ON u.id = ut.user_id"
+            " WHERE ut.team_id = tm.id), '') ELSE '' END FROM teams tm ORDER BY tm.name");
 
 HL_UNARY(hl_api_create_team)
 {
@@ -51,7 +56,8 @@ HL_UNARY(hl_api_list_teams)
 {
     HL_HANDLER_BEGIN(Orrery__Halley__V1__ListTeamsRequest);
     PGresult *r;
-    orr_status s = hl_db_query_once(hc->db, a, &q_list_teams, 0, NULL, &r, err);
+    const char *p[1] = {rq->with_members ? "true" : "false"};
+    orr_status s = hl_db_query_once(hc->db, a, &q_list_teams, 1, p, &r, err);
     if (s != ORR_OK)
         return s;
     Orrery__Halley__V1__ListTeamsResponse *o = orr_arena_alloc(a, sizeof *o);
@@ -64,6 +70,7 @@ HL_UNARY(hl_api_list_teams)
         orrery__halley__v1__team__init(&t[i]);
         t[i].id = hl_val_i64(r, i, 0);
         t[i].name = (char *)hl_val(r, i, 1);
+        t[i].members = hl_split_names(a, hl_val(r, i, 2), &t[i].n_members);
         o->teams[i] = &t[i];
     }
     *resp = &o->base;

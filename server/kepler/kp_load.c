@@ -1,15 +1,19 @@
 /*
  * kp_load.c - keplerd's reads from halleyd (design at the top of kp_sched.c):
  * instance listings (the rebuild, the sweep, the ranges dependency checks
- * ask for), single-instance re-reads, and tasks (all active ones at a
- * rebuild, the ones events named each round), indexed with the time their
- * materialisation starts from.
+ * ask for), single-instance re-reads, tasks (all active ones at a rebuild,
+ * the ones events named each round), indexed with the time their
+ * materialisation starts from, and the tasks paused workflows hold (at a
+ * rebuild and after every workflow event).
  */
 #include "kp_sched_int.h"
 
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include "orr_alloc.h"
 
 #include "orr_log.h"
 
@@ -247,4 +251,59 @@ void kp__refresh_tasks(kp_sched *s)
     relink(s);
     for (size_t i = 0; i < kp_index_count(s->ix); i++)
         kp_index_at(s->ix, i)->deps_dirty = 1;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+int kp__task_paused(const kp_sched *s, int64_t id)
+{
+    return s->n_paused && bsearch(&id, s->paused, s->n_paused, sizeof id, cmp_i64) != NULL;
+}
+
+orr_status kp__load_paused(kp_sched *s)
+{
+    Orrery__Halley__V1__ListPausedTasksRequest rq =
+        ORRERY__HALLEY__V1__LIST_PAUSED_TASKS_REQUEST__INIT;
+    ProtobufCMessage *out = NULL;
+    orr_err err;
+    orr_status rc =
+        orr_rpc_call_unary(s->cl, "ListPausedTasks", &rq.base, &out, RPC_TIMEOUT_MS, &err);
+    if (rc != ORR_OK) {
+        char buf[600];
+        ORR_WARN("paused task listing failed", "error=%s",
+                 orr_log_q(orr_err_str(&err, buf, sizeof buf)));
+        s->paused_dirty = 1;
+        s->again = 1;
+        return rc;
+    }
+    Orrery__Halley__V1__ListPausedTasksResponse *r = (void *)out;
+    size_t n = r->n_tasks;
+    int64_t *next = orr_xrealloc(NULL, (n ? n : 1) * sizeof *next);
+    for (size_t i = 0; i < n; i++)
+        next[i] = r->tasks[i]->task_id;
+    qsort(next, n, sizeof *next, cmp_i64);
+    protobuf_c_message_free_unpacked(out, NULL);
+    /* released tasks: their waiting instances to a check, their fire times due */
+    for (size_t i = 0; i < s->n_paused; i++) {
+        if (bsearch(&s->paused[i], next, n, sizeof *next, cmp_i64))
+            continue;
+        kp__mark_task_dirty(s, s->paused[i], 0);
+        kp_task *t = kp_index_get(s->ix, s->paused[i]);
+        if (t && t->next_fire_ms < s->next_materialise_ms)
+            s->next_materialise_ms = t->next_fire_ms;
+        ORR_INFO("task resumed", "task_id=%" PRId64, s->paused[i]);
+    }
+    for (size_t i = 0; i < n; i++)
+        if (!kp__task_paused(s, next[i]))
+            ORR_INFO("task paused by its workflow", "task_id=%" PRId64, next[i]);
+    free(s->paused);
+    s->paused = next;
+    s->n_paused = n;
+    s->cap_paused = n ? n : 1;
+    s->paused_dirty = 0;
+    return ORR_OK;
 }

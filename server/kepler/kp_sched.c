@@ -314,6 +314,10 @@ static int64_t pass(kp_sched *s, work *w, dep_ctx *c, int64_t now)
         case KP_ST_WAITING:
             if (!t || t->in_cycle || !((r->flags & KP_I_DIRTY) || t->deps_dirty))
                 break;
+            if (kp__task_paused(s, t->id)) { /* held by its workflow: checked at the resume */
+                r->flags |= KP_I_DIRTY;
+                break;
+            }
             if (r->sched_ms > now) { /* not its time yet (backfilled into the future) */
                 r->flags |= KP_I_DIRTY;
                 if (r->sched_ms < next_timer)
@@ -403,7 +407,8 @@ static void dispatch(kp_sched *s, work *w)
         }
         if (r) {
             kp_task *t = kp_index_get(s->ix, r->task_id);
-            if (!t || (t->max_parallel && t->n_live >= t->max_parallel))
+            if (!t || (t->max_parallel && t->n_live >= t->max_parallel) ||
+                kp__task_paused(s, t->id))
                 continue;
             int e = kp_dispatch_choose(s->ex, s->n_ex, t->slots, t->labels, t->n_labels);
             if (e < 0)
@@ -553,6 +558,8 @@ static void drop_state(kp_sched *s)
     s->du = kp_du_cache_create();
     s->n_streams = 0;
     s->du_retry_at_ms = 0;
+    s->n_paused = 0;
+    s->paused_dirty = 0;
 }
 
 static orr_status rebuild(kp_sched *s)
@@ -564,6 +571,8 @@ static orr_status rebuild(kp_sched *s)
         wm = 0;
     s->next_materialise_ms = INT64_MAX;
     orr_status rc = kp__load_tasks(s, wm);
+    if (rc == ORR_OK)
+        rc = kp__load_paused(s);
     if (rc == ORR_OK)
         rc = kp__load_live_instances(s);
     if (rc != ORR_OK)
@@ -582,6 +591,8 @@ static void round_work(kp_sched *s, work *w, dep_ctx *c)
 {
     int64_t now = kp__wall_ms();
     kp__refresh_tasks(s);
+    if (s->paused_dirty)
+        kp__load_paused(s);
     sync_executors(s);
     /* doubtful records, bounded */
     size_t pos = 0, k = 0;
@@ -784,6 +795,7 @@ orr_status kp_sched_run(const kp_sched_opts *o, volatile sig_atomic_t *stop, orr
     free(evs);
     free(c);
     free(s.task_refresh);
+    free(s.paused);
     free(w.ready);
     free(w.to_ready);
     free(w.retry);

@@ -48,7 +48,15 @@ typedef Orrery__Halley__V1__TransitionRequest pb_treq;
 
 /* ------------------------------------------------------------ events */
 
-enum { EV_INSTANCE_CREATED, EV_INSTANCE_TRANSITION, EV_TASK, EV_DATA_UNIT, EV_STREAM, EV_OTHER };
+enum {
+    EV_INSTANCE_CREATED,
+    EV_INSTANCE_TRANSITION,
+    EV_TASK,
+    EV_DATA_UNIT,
+    EV_STREAM,
+    EV_WORKFLOW,
+    EV_OTHER
+};
 
 /* One event of the stream, as much of it as the scheduler uses. */
 typedef struct kp_ev {
@@ -110,6 +118,10 @@ typedef struct kp_sched {
     size_t n_streams, cap_streams;
     int64_t du_retry_at_ms; /* ListDataUnits failed: no reads before then */
     int du_dirty;           /* re-check every task with a data-unit dependency */
+    /* paused workflows: ids of the tasks they hold, ascending (kp_load.c) */
+    int64_t *paused;
+    size_t n_paused, cap_paused;
+    int paused_dirty; /* a workflow event came: read the paused tasks again */
 } kp_sched;
 
 /* ------------------------------------------------------------ dependency checks */
@@ -218,6 +230,14 @@ orr_status kp__load_tasks(kp_sched *s, int64_t watermark);
  * and deleted; then re-link and send every task to a dependency check. On a
  * failed call the list is kept for the next round. */
 void kp__refresh_tasks(kp_sched *s);
+/* Read the tasks held by paused workflows (ListPausedTasks) into s->paused;
+ * tasks no longer held go to a dependency check and to materialisation.
+ * On a failed call paused_dirty stays set for the next round. ORR_OK or
+ * the call's failure. */
+orr_status kp__load_paused(kp_sched *s);
+/* 1 if a paused workflow holds task id: no instance of it is materialised,
+ * made ready or dispatched. */
+int kp__task_paused(const kp_sched *s, int64_t id);
 
 /* ------------------------------------------------------------ kp_check.c: dependency checks */
 

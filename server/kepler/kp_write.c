@@ -207,7 +207,8 @@ void kp__materialise(kp_sched *s, int64_t now)
     for (size_t i = 0; i <= count; i++) {
         kp_task *t = i < count ? kp_index_at(s->ix, i) : NULL;
         int flush = !t || n >= BATCH_MAX - 64;
-        if (t && t->next_fire_ms <= now && total < MATERIALISE_ROUND) {
+        int held = t && kp__task_paused(s, t->id); /* its workflow is paused */
+        if (t && !held && t->next_fire_ms <= now && total < MATERIALISE_ROUND) {
             int64_t upto, next;
             size_t k = kp_materialise_plan(t, t->materialised_ms, now, s->o->horizon_ms, times, 64,
                                            &upto, &next);
@@ -226,7 +227,7 @@ void kp__materialise(kp_sched *s, int64_t now)
             t->materialised_ms = upto;
             t->next_fire_ms = next;
         }
-        if (t && t->next_fire_ms < next_min)
+        if (t && !held && t->next_fire_ms < next_min)
             next_min = t->next_fire_ms;
         if (!flush || n == 0)
             continue;

@@ -101,6 +101,18 @@ class Matrix(unittest.TestCase):
         self.assertEqual(r.status, 201, r)
         return r.json()["id"]
 
+    def fresh_workflow(self, who, paused):
+        """A new etl workflow (paused or not) for callers that pause or resume one."""
+        self.n += 1
+        name = f"wf-{who}-{self._testMethodName}-{self.n}"
+        r = P.http("PUT", f"/api/v1/workflows/{name}", {"team": "etl", "task_ids": [Matrix.task]},
+                   token=TOK["root"])
+        self.assertEqual(r.status, 200, r)
+        if paused:
+            r = P.http("POST", f"/api/v1/workflows/{name}/pause", {}, token=TOK["root"])
+            self.assertEqual(r.status, 200, r)
+        return name
+
     def fresh_instance(self):
         """A finished instance (so rerun applies) of the shared etl task."""
         i = Matrix.instances.pop()
@@ -130,6 +142,7 @@ class Matrix(unittest.TestCase):
             ("GET", "/api/v1/auth/me", lambda w: "/api/v1/auth/me", None, READ),
             ("GET", "/api/v1/tasks", lambda w: "/api/v1/tasks", None, READ),
             ("GET", "/api/v1/tasks/{id}", lambda w: f"/api/v1/tasks/{t}", None, READ),
+            ("GET", "/api/v1/tasks/suggest", lambda w: "/api/v1/tasks/suggest?q=etl", None, READ),
             ("POST", "/api/v1/tasks/validate", lambda w: "/api/v1/tasks/validate",
              lambda w: spec("etl.check"), READ),
             ("GET", "/api/v1/tasks/{id}/versions/{version}",
@@ -196,6 +209,14 @@ class Matrix(unittest.TestCase):
              None, READ),
             ("GET", "/api/v1/workflows/{name}/runs/{cycle}",
              lambda w: "/api/v1/workflows/wf-etl/runs/2026-01-01T00:00:00Z", None, READ),
+            ("PATCH", "/api/v1/workflows/{name}", lambda w: "/api/v1/workflows/wf-etl",
+             lambda w: {"description": f"changed by {w}"}, TEAM),
+            ("POST", "/api/v1/workflows/{name}/pause",
+             lambda w: f"/api/v1/workflows/{self.fresh_workflow(w, False)}/pause",
+             lambda w: {}, TEAM),
+            ("POST", "/api/v1/workflows/{name}/resume",
+             lambda w: f"/api/v1/workflows/{self.fresh_workflow(w, True)}/resume",
+             lambda w: {}, TEAM),
             ("GET", "/api/v1/packages", lambda w: "/api/v1/packages", None, READ),
             ("POST", "/api/v1/packages", lambda w: f"/api/v1/packages?name=pkg-{w}",
              lambda w: GZIP_BODY, DEVELOPER),

@@ -1,6 +1,6 @@
 """test_kepler.py - keplerd against real ZooKeeper, halleyd and PostgreSQL.
 
-    test_kepler.py BUILD_DIR scheduling|failover|executord|data_unit
+    test_kepler.py BUILD_DIR scheduling|failover|executord|data_unit|workflow_pause
 
 scheduling: a diamond DAG runs in dependency order, driven by events alone
 (the periodic sweep is set far beyond the test's length, so no dispatch can
@@ -24,6 +24,12 @@ of its hour is unreported or not reconciled (units of other hours, other
 interfaces and a reconciled=false report do not count), and runs once
 ReportDataUnit(reconciled=true) arrives for the last one; a task whose units
 were all reconciled before its instance existed runs at once.
+
+workflow_pause: a task of a workflow paused through galaxyd is backfilled;
+after a barrier (keplerd has handled every event up to the backfill) its
+instances are still waiting and the API shows the pause on them (who, which
+workflow); once the workflow is resumed they run to success. The pause and
+the resume are in the audit log.
 
 Tasks, pools and instances are created through halleyd's API by kp_it_tool
 (a small orr_rpc client), which also plays the executors.
@@ -449,6 +455,53 @@ def data_unit(k):
     check("sort stream read" in log, "data_unit: keplerd read the stream's bucket grid")
 
 
+def workflow_pause(k):
+    k.start_executor("exec-a", 4, 100)
+    k.start_kepler("k1", sweep=NO_SWEEP)
+    check(wait_until(lambda: k.leader()[0] == "k1", 20), "keplerd k1 becomes leader")
+    # a yearly schedule: keplerd fires nothing during the test, the backfill makes the cycles
+    t = k.task("wp-load", schedule="0 0 1 1 *")
+    k.wait_indexed("wp-load")
+    k.p.start_galaxy()
+    k.p.add_user("root", "root-password-1", "admin")
+    tok = k.p.login("root", "root-password-1")
+    r = k.p.http("PUT", "/api/v1/workflows/wp-flow", {"team": "data", "task_ids": [t],
+                                                       "description": "held by the test"},
+                 token=tok)
+    check(r.status == 200, f"workflow_pause: workflow saved ({r.status})")
+    r = k.p.http("POST", "/api/v1/workflows/wp-flow/pause", {}, token=tok)
+    check(r.status == 200 and r.json().get("paused"), f"workflow_pause: paused ({r.status})")
+    r = k.p.http("POST", f"/api/v1/tasks/{t}/backfill",
+                 {"from": "2023-01-01T00:00:00Z", "to": "2024-01-01T00:00:01Z"}, token=tok)
+    check(r.status == 200 and len(r.json().get("created", [])) == 2,
+          f"workflow_pause: two cycles backfilled ({r.status})")
+    k.barrier("wp")  # keplerd has handled the pause and the backfill's events
+
+    def held():
+        return [i for i in k.instances("wp-load") if i["task"] == "wp-load"]
+    st = sorted(i["state"] for i in held())
+    check(st == ["waiting", "waiting"], f"workflow_pause: held while paused ({st})")
+    ids = [i["id"] for i in held()]
+    shown = [k.p.http("GET", f"/api/v1/instances/{i}", token=tok).json().get("paused") or {}
+             for i in ids]
+    check(all(p.get("workflow") == "wp-flow" and p.get("by") == "user:root" for p in shown),
+          f"workflow_pause: the instance says why it waits ({shown})")
+    listed = k.p.http("GET", f"/api/v1/instances?task_id={t}", token=tok).json()["items"]
+    check(all((i.get("paused") or {}).get("workflow") == "wp-flow" for i in listed),
+          "workflow_pause: the instance list shows the pause")
+    r = k.p.http("POST", "/api/v1/workflows/wp-flow/resume", {}, token=tok)
+    check(r.status == 200 and not r.json().get("paused"), f"workflow_pause: resumed ({r.status})")
+    # with the sweep off, only the resume's event can release them
+    ok = wait_until(lambda: sorted(i["state"] for i in held()) == ["success", "success"], 30)
+    check(ok, f"workflow_pause: both run after the resume ({[i['state'] for i in held()]})")
+    audit = k.p.http("GET", "/api/v1/audit?object=workflow:wp-flow", token=tok).json()["items"]
+    acts = {a["action"] for a in audit}
+    check({"workflow.pause", "workflow.resume"} <= acts, f"workflow_pause: audited ({acts})")
+    log = k.p.log("keplerd-k1.log")
+    check("task paused by its workflow" in log and "task resumed" in log,
+          "workflow_pause: keplerd logged the hold and the release")
+
+
 def failover(k):
     # Each executor ends at most 100 runs until the budget is raised: 200 of
     # the 500 at most can be done when the leader dies, whatever the speed.
@@ -519,10 +572,10 @@ def failover(k):
 
 def main():
     modes = {"scheduling": scheduling, "failover": failover, "executord": real_executor,
-             "data_unit": data_unit}
+             "data_unit": data_unit, "workflow_pause": workflow_pause}
     if len(sys.argv) != 3 or sys.argv[2] not in modes:
-        print("usage: test_kepler.py BUILD_DIR scheduling|failover|executord|data_unit",
-              file=sys.stderr)
+        print("usage: test_kepler.py BUILD_DIR "
+              "scheduling|failover|executord|data_unit|workflow_pause", file=sys.stderr)
         return 2
     orrery_it.require_env("ORRERY_ZK")
     with orrery_it.Platform(sys.argv[1], galaxies=0) as p:
