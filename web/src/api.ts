@@ -67,6 +67,10 @@ export type DataUnit = Sent<Schemas['DataUnit']>;
 export type ProcessStat = ItemOf<'instanceStats'>;
 export type TaskRunStats = ItemOf<'taskStats'>;
 export type LineageEdge = Sent<Schemas['LineageEdge']>;
+export type WorkflowRuns = Answer<'listWorkflowRuns'>;
+export type WorkflowRun = Answer<'getWorkflowRun'>;
+/** A grid cell: [task index, cycle index, instance id, state, attempt]. */
+export type RunCell = [number, number, number, State, number];
 
 export class ApiError extends Error {
   readonly status: number;
@@ -226,6 +230,12 @@ export const api = {
   instanceStats: (id: number) => request<Answer<'instanceStats'>>('GET', `/instances/${id}/stats`),
   taskStats: (id: number) => request<Answer<'taskStats'>>('GET', `/tasks/${id}/stats`),
   lineage: (q: { kind: string; name: string; depth?: number }) => request<{ edges: LineageEdge[] }>('GET', '/lineage', { query: q }),
+
+  workflowRuns: (name: string, q: { limit?: number; before?: string }) =>
+    request<WorkflowRuns>('GET', `/workflows/${encodeURIComponent(name)}/runs`, { query: q }),
+  workflowRun: (name: string, cycle: string) =>
+    request<WorkflowRun>('GET', `/workflows/${encodeURIComponent(name)}/runs/${cycle}`),
+  workflowNames: () => request<Answer<'listWorkflows'>>('GET', '/workflows', { query: { limit: 1000 } }),
 
   log: (id: number, attempt: number, offset: number, signal?: AbortSignal) =>
     request<Answer<'instanceLog'>>('GET', `/instances/${id}/log`, {

@@ -9,6 +9,7 @@ import { Link, Loading, Toasts } from './components/ui';
 import { AdminPage } from './pages/admin';
 import { DashboardPage } from './pages/dashboard';
 import { DesignerPage } from './pages/designer';
+import { HistoryPage } from './pages/history';
 import { InstancePage } from './pages/instance';
 import { InstancesPage } from './pages/instances';
 import { LineagePage } from './pages/lineage';
@@ -39,6 +40,7 @@ const TaskDesigner = ({ id }: { id: string }) => <DesignerPage id={Number(id)} /
 const NewTask = () => <DesignerPage id={null} />;
 const WorkflowOf = ({ id }: { id: string }) => <WorkflowPage taskId={Number(id)} />;
 const Workflows = () => <WorkflowPage taskId={null} />;
+const RunsOf = ({ name }: { name: string }) => <HistoryPage name={name} />;
 const InstanceOf = ({ id }: { id: string }) => <InstancePage id={Number(id)} />;
 const StreamOf = ({ name }: { name: string }) => <StreamPage name={name} />;
 const AdminTab = ({ tab }: { tab?: string }) => <AdminPage tab={tab ?? 'pools'} />;
@@ -57,7 +59,7 @@ function NotFound() {
 
 function Shell({ me, onLogout }: { me: Me; onLogout: () => void }) {
   const p = useRoute().path;
-  const active = (to: string) => p === to || p.startsWith(`${to}/`) || (to === '/admin/pools' && p.startsWith('/admin'));
+  const active = (to: string) => p === to || p.startsWith(`${to}/`) || (to === '/admin/pools' && p.startsWith('/admin')) || (to === '/workflow' && p.startsWith('/workflows/'));
   return (
     <SessionContext.Provider value={me}>
       <div class="shell">
@@ -106,6 +108,7 @@ function Shell({ me, onLogout }: { me: Me; onLogout: () => void }) {
             <Route path={`${BASE}/tasks/:id`} component={TaskDesigner} />
             <Route path={`${BASE}/workflow`} component={Workflows} />
             <Route path={`${BASE}/workflow/:id`} component={WorkflowOf} />
+            <Route path={`${BASE}/workflows/:name/runs`} component={RunsOf} />
             <Route path={`${BASE}/instances`} component={InstancesPage} />
             <Route path={`${BASE}/instances/:id`} component={InstanceOf} />
             <Route path={`${BASE}/streams`} component={StreamsPage} />

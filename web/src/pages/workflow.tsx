@@ -4,8 +4,8 @@
 // latest instance (refreshed every few seconds).
 //
 // The graph is computed in the browser from the task list (every task's
-// spec.upstreams names its upstream tasks), since galaxyd has no dependency
-// graph endpoint yet.
+// spec.upstreams names its upstream tasks). Named workflows (the registry's)
+// are listed on top, each leading to its run history (history.tsx).
 import { useEffect, useMemo, useState } from 'preact/hooks';
 import { allPages, api, type Instance, type State, type Task } from '../api';
 import { Graph, Legend, type GEdge, type GNode } from '../components/graph';
@@ -61,6 +61,25 @@ function useAllTasks() {
   return useAsync(() => allPages((tok) => api.tasks({ limit: 1000, page_token: tok }), 10), []);
 }
 
+/** Named workflows (saved with PUT /workflows/{name}), each to its run history. */
+function NamedWorkflows() {
+  const wfs = useAsync(() => api.workflowNames(), []);
+  const items = wfs.data?.items ?? [];
+  if (wfs.error || items.length === 0) return null;
+  return (
+    <div class="card pad" data-testid="named-workflows" style={{ marginBottom: '16px' }}>
+      <h2>Run history</h2>
+      <div class="chips">
+        {items.map((w) => (
+          <Link key={w.id} to={`/workflows/${encodeURIComponent(w.name)}/runs`} class="chip" label={`Run history of ${w.name}`}>
+            {w.name} · {w.task_ids.length} task{w.task_ids.length === 1 ? '' : 's'}
+          </Link>
+        ))}
+      </div>
+    </div>
+  );
+}
+
 function WorkflowList() {
   const all = useAllTasks();
   const wfs = useMemo(() => (all.data ? workflows(all.data.items) : []), [all.data]);
@@ -69,6 +88,7 @@ function WorkflowList() {
   return (
     <div>
       <PageHead title="Workflows" sub="Tasks that depend on each other, drawn as graphs." />
+      <NamedWorkflows />
       <ErrorBanner error={all.error} onRetry={all.reload} />
       {all.loading && !all.data ? (
         <Loading what="tasks" />
