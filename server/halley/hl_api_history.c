@@ -26,10 +26,13 @@
 
 typedef Orrery__Halley__V1__RunTask hl_pb_run_task;
 
-#define HL_WF_TASKS                                                                                \
-    "w AS (SELECT id FROM workflows WHERE name = $1),"                                             \
-    " wt AS (SELECT t.id, t.name, t.active FROM workflow_tasks x JOIN tasks t ON t.id = x.task_id" \
-    "  WHERE x.workflow_id = (SELECT id FROM w))"
+/* The statements are kept as written (clang-format would break their
+ * lines mid-word); a time column is epoch milliseconds, as HL_MS gives. */
+/* clang-format off */
+#define HL_WF_TASKS \
+    "w AS (SELECT id FROM workflows WHERE name = $1)," \
+    " wt AS (SELECT t.id, t.name, t.active FROM workflow_tasks x" \
+    "  JOIN tasks t ON t.id = x.task_id WHERE x.workflow_id = (SELECT id FROM w))"
 
 /* $1 workflow, $2 cycles wanted + 1, $3 before ms (0 = none). Rows: tag
  * (0 workflow, 1 task, 2 cycle, 3 cell), a, b, c, d, text:
@@ -38,19 +41,18 @@ typedef Orrery__Halley__V1__RunTask hl_pb_run_task;
 static hl_stmt q_runs = HL_STMT(
     "WITH " HL_WF_TASKS ","
     " cy AS (SELECT DISTINCT s.schedule_time FROM wt, LATERAL (SELECT i.schedule_time"
-    "  FROM instances i WHERE i.task_id = wt.id AND ($3::int8 = 0"
-    "  OR i.schedule_time < to_timestamp($3::int8 / 1000.0))"
+    "  FROM instances i WHERE i.task_id = wt.id"
+    "  AND ($3::int8 = 0 OR i.schedule_time < to_timestamp($3::int8 / 1000.0))"
     "  ORDER BY i.schedule_time DESC LIMIT $2::int8) s ORDER BY 1 DESC LIMIT $2::int8)"
     " SELECT 0 AS k, 0::int8 AS a, 0::int8 AS b, 0::int8, 0::int8, ''::text FROM w"
     " UNION ALL SELECT 1, wt.id, wt.active::int::int8, 0, 0, wt.name FROM wt"
-    " UNION ALL SELECT 2, " HL_MS(
-        "cy.schedule_time") ", 0, 0, 0, '' FROM cy"
-                            " UNION ALL SELECT 3, i.task_id, " HL_MS(
-                                "i.schedule_time") ", i.id, i.attempt, i.state"
-                                                   "  FROM cy JOIN instances i ON i.schedule_time "
-                                                   "= cy.schedule_time"
-                                                   "  WHERE i.task_id IN (SELECT id FROM wt)"
-                                                   " ORDER BY k, a, b");
+    " UNION ALL SELECT 2, (extract(epoch from cy.schedule_time) * 1000)::int8, 0, 0, 0, ''"
+    "  FROM cy"
+    " UNION ALL SELECT 3, i.task_id, (extract(epoch from i.schedule_time) * 1000)::int8,"
+    "  i.id, i.attempt, i.state"
+    "  FROM cy JOIN instances i ON i.schedule_time = cy.schedule_time"
+    "  WHERE i.task_id IN (SELECT id FROM wt)"
+    " ORDER BY k, a, b");
 
 /* $1 workflow, $2 cycle ms. Rows: tag (0 workflow, 1 task, 2 edge, 3
  * instance, 4 span), a, b, c, d, e, text:
@@ -59,45 +61,29 @@ static hl_stmt q_runs = HL_STMT(
  *   3: task id, instance id, attempt, created ms, -, state
  *   4: task id, attempt, queued ms, started ms, ended ms, last state
  * (times 0 when the move did not happen). */
-static hl_stmt
-    q_run =
-        HL_STMT("WITH " HL_WF_TASKS ","
-                " ins AS (SELECT i.* FROM wt JOIN instances i ON i.task_id = wt.id"
-                "  AND i.schedule_time = to_timestamp($2::int8 / 1000.0))"
-                " SELECT 0 AS k, 0::int8 AS a, 0::int8 AS b, 0::int8, 0::int8, 0::int8, ''::text "
-                "FROM w"
-                " UNION ALL SELECT 1, wt.id, wt.active::int::int8, 0, 0, 0, wt.name FROM wt"
-                " UNION ALL SELECT 2, d.task_id, d.upstream_task_id, 0, 0, 0, d.kind"
-                "  FROM task_dependencies d WHERE d.task_id IN (SELECT id FROM wt)"
-                "  AND d.upstream_task_id IN (SELECT id FROM wt) AND d.kind IN ('strong', 'weak')"
-                " UNION ALL SELECT 3, ins.task_id, ins.id, ins.attempt, " HL_MS(
-                    "ins.created_at") ", 0,"
-                                      "  ins.state FROM ins"
-                                      " UNION ALL SELECT 4, ins.task_id, tr.attempt,"
-                                      "  coalesce(" HL_MS("min(tr.at) FILTER (WHERE tr.to_state = "
-                                                          "'ready')") ", 0),"
-                                                                      "  coalesce(" HL_MS(
-                                                                          "min(tr.at) FILTER "
-                                                                          "(WHERE tr.to_state = "
-                                                                          "'running')") ", 0),"
-                                                                                        "  "
-                                                                                        "coalesce"
-                                                                                        "(" HL_MS(
-                                                                                            "min("
-                                                                                            "tr.at)"
-                                                                                            " FILTE"
-                                                                                            "R "
-                                                                                            "(WHERE"
-                                                                                            " tr."
-                                                                                            "from_"
-                                                                                            "state "
-                                                                                            "= "
-                                                                                            "'runni"
-                                                                                            "ng')") ", 0),"
-                                                                                                    "  (array_agg(tr.to_state ORDER BY tr.id DESC))[1]"
-                                                                                                    "  FROM ins JOIN instance_transitions tr ON tr.instance_id = ins.id"
-                                                                                                    "  GROUP BY ins.task_id, tr.attempt"
-                                                                                                    " ORDER BY k, a, b");
+static hl_stmt q_run = HL_STMT(
+    "WITH " HL_WF_TASKS ","
+    " ins AS (SELECT i.* FROM wt JOIN instances i ON i.task_id = wt.id"
+    "  AND i.schedule_time = to_timestamp($2::int8 / 1000.0))"
+    " SELECT 0 AS k, 0::int8 AS a, 0::int8 AS b, 0::int8, 0::int8, 0::int8, ''::text FROM w"
+    " UNION ALL SELECT 1, wt.id, wt.active::int::int8, 0, 0, 0, wt.name FROM wt"
+    " UNION ALL SELECT 2, d.task_id, d.upstream_task_id, 0, 0, 0, d.kind"
+    "  FROM task_dependencies d WHERE d.task_id IN (SELECT id FROM wt)"
+    "  AND d.upstream_task_id IN (SELECT id FROM wt) AND d.kind IN ('strong', 'weak')"
+    " UNION ALL SELECT 3, ins.task_id, ins.id, ins.attempt,"
+    "  (extract(epoch from ins.created_at) * 1000)::int8, 0, ins.state FROM ins"
+    " UNION ALL SELECT 4, ins.task_id, tr.attempt,"
+    "  coalesce((extract(epoch from min(tr.at) FILTER (WHERE tr.to_state = 'ready'))"
+    "   * 1000)::int8, 0),"
+    "  coalesce((extract(epoch from min(tr.at) FILTER (WHERE tr.to_state = 'running'))"
+    "   * 1000)::int8, 0),"
+    "  coalesce((extract(epoch from min(tr.at) FILTER (WHERE tr.from_state = 'running'))"
+    "   * 1000)::int8, 0),"
+    "  (array_agg(tr.to_state ORDER BY tr.id DESC))[1]"
+    "  FROM ins JOIN instance_transitions tr ON tr.instance_id = ins.id"
+    "  GROUP BY ins.task_id, tr.attempt"
+    " ORDER BY k, a, b");
+/* clang-format on */
 
 static orr_status hl__check_name(const char *name, orr_err *err)
 {
