@@ -1,0 +1,508 @@
+/* oc_cmd_inst.c - instance work from the command line: run, rerun, kill,
+ * mark-success, suspend, resume, backfill, logs (one chunk after another,
+ * or followed live over Server-Sent Events), and `ls` of tasks,
+ * instances, executors and pools. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "oc_cmds.h"
+#include "oc_http.h"
+#include "orr_alloc.h"
+#include "orr_buf.h"
+
+static const char *oc__s(const json_t *o, const char *k)
+{
+    const char *v = json_string_value(json_object_get(o, k));
+    return v ? v : "";
+}
+
+static void oc__instance_line(oc_ctx *ctx, const json_t *in)
+{
+    fprintf(ctx->out, "instance %lld %s %s: %s (attempt %lld)\n",
+            (long long)json_integer_value(json_object_get(in, "id")), oc__s(in, "task_name"),
+            oc__s(in, "schedule_time"), oc__s(in, "state"),
+            (long long)json_integer_value(json_object_get(in, "attempt")));
+}
+
+/* One action on each instance named on the command line; the exit code is
+ * that of the first failure. */
+static int oc__act(oc_ctx *ctx, const oc_args *a, const char *action, json_t *extra)
+{
+    if (a->npos < 1) {
+        json_decref(extra);
+        return oc_fail(ctx, OC_EXIT_USAGE, "%s: which instance? (orrery %s ID...)", action, action);
+    }
+    int rc = OC_EXIT_OK;
+    json_t *all = json_array();
+    for (int i = 0; i < a->npos; i++) {
+        int64_t id;
+        int r = oc_parse_id(ctx, "instance", a->pos[i], &id);
+        if (r) {
+            rc = rc ? rc : r;
+            continue;
+        }
+        json_t *body = extra ? json_deep_copy(extra) : json_object();
+        const char *reason = oc_arg(a, "reason");
+        if (reason)
+            json_object_set_new(body, "reason", json_string(reason));
+        orr_buf p = ORR_BUF_INIT;
+        orr_buf_appendf(&p, "/api/v1/instances/%lld/actions/%s", (long long)id, action);
+        json_t *out = NULL;
+        orr_err e;
+        orr_err_clear(&e);
+        if (oc_api(ctx, "POST", p.data, body, &out, &e) != ORR_OK) {
+            r = oc_fail_err(ctx, &e);
+            rc = rc ? rc : r;
+        } else if (ctx->json) {
+            json_array_append(all, out);
+        } else {
+            oc__instance_line(ctx, out);
+        }
+        json_decref(out);
+        json_decref(body);
+        orr_buf_free(&p);
+    }
+    if (ctx->json)
+        oc_print_json(ctx, all);
+    json_decref(all);
+    json_decref(extra);
+    return rc;
+}
+
+int oc_run_rerun(oc_ctx *ctx, const oc_args *a)
+{
+    json_t *extra = NULL;
+    if (oc_flag(a, "downstream"))
+        extra = json_pack("{s:b}", "downstream", 1);
+    return oc__act(ctx, a, "rerun", extra);
+}
+
+int oc_run_kill(oc_ctx *ctx, const oc_args *a)
+{
+    return oc__act(ctx, a, "kill", NULL);
+}
+
+int oc_run_mark_success(oc_ctx *ctx, const oc_args *a)
+{
+    return oc__act(ctx, a, "mark-success", NULL);
+}
+
+int oc_run_suspend(oc_ctx *ctx, const oc_args *a)
+{
+    return oc__act(ctx, a, "suspend", NULL);
+}
+
+int oc_run_resume(oc_ctx *ctx, const oc_args *a)
+{
+    return oc__act(ctx, a, "resume", NULL);
+}
+
+int oc_run_run(oc_ctx *ctx, const oc_args *a)
+{
+    if (a->npos != 1)
+        return oc_fail(ctx, OC_EXIT_USAGE, "run: which task? (orrery run TASK)");
+    json_t *task = NULL;
+    int rc = oc_task_find(ctx, a->pos[0], &task);
+    if (rc)
+        return rc;
+    json_t *body = json_object();
+    const char *at = oc_arg(a, "at");
+    if (at) {
+        char *t = oc_time_arg(at);
+        json_object_set_new(body, "schedule_time", json_string(t));
+        free(t);
+    }
+    json_t *params = json_object();
+    const char *kv;
+    for (int i = 0; (kv = oc_arg_nth(a, "param", i)); i++) {
+        const char *eq = strchr(kv, '=');
+        if (!eq || eq == kv) {
+            rc = oc_fail(ctx, OC_EXIT_USAGE, "--param %s: expected KEY=VALUE", kv);
+            goto out;
+        }
+        char *k = orr_xstrndup(kv, (size_t)(eq - kv));
+        json_object_set_new(params, k, json_string(eq + 1));
+        free(k);
+    }
+    if (json_object_size(params))
+        json_object_set(body, "params", params);
+    orr_buf p = ORR_BUF_INIT;
+    orr_buf_appendf(&p, "/api/v1/tasks/%lld/run",
+                    (long long)json_integer_value(json_object_get(task, "id")));
+    json_t *out = NULL;
+    orr_err e;
+    orr_err_clear(&e);
+    if (oc_api(ctx, "POST", p.data, body, &out, &e) != ORR_OK) {
+        rc = oc_fail_err(ctx, &e);
+    } else if (ctx->json) {
+        oc_print_json(ctx, out);
+    } else {
+        json_t *in = json_object_get(out, "instance");
+        oc__instance_line(ctx, in ? in : out);
+    }
+    json_decref(out);
+    orr_buf_free(&p);
+out:
+    json_decref(params);
+    json_decref(body);
+    json_decref(task);
+    return rc;
+}
+
+int oc_run_backfill(oc_ctx *ctx, const oc_args *a)
+{
+    if (a->npos != 1)
+        return oc_fail(ctx, OC_EXIT_USAGE, "backfill: which task? (orrery backfill TASK ...)");
+    const char *from = oc_arg(a, "from"), *to = oc_arg(a, "to");
+    if (!from || !to)
+        return oc_fail(ctx, OC_EXIT_USAGE, "backfill: --from and --to are required");
+    json_t *task = NULL;
+    int rc = oc_task_find(ctx, a->pos[0], &task);
+    if (rc)
+        return rc;
+    char *f = oc_time_arg(from), *t = oc_time_arg(to);
+    json_t *body = json_pack("{s:s,s:s}", "from", f, "to", t);
+    free(f);
+    free(t);
+    if (oc_flag(a, "downstream"))
+        json_object_set_new(body, "downstream", json_true());
+    const char *pr = oc_arg(a, "priority");
+    if (pr) {
+        char *end;
+        long v = strtol(pr, &end, 10);
+        if (*end || end == pr) {
+            rc = oc_fail(ctx, OC_EXIT_USAGE, "--priority %s: not a number", pr);
+            goto out;
+        }
+        json_object_set_new(body, "priority", json_integer(v));
+    }
+    orr_buf p = ORR_BUF_INIT;
+    orr_buf_appendf(&p, "/api/v1/tasks/%lld/backfill",
+                    (long long)json_integer_value(json_object_get(task, "id")));
+    json_t *out = NULL;
+    orr_err e;
+    orr_err_clear(&e);
+    if (oc_api(ctx, "POST", p.data, body, &out, &e) != ORR_OK) {
+        rc = oc_fail_err(ctx, &e);
+    } else if (ctx->json) {
+        oc_print_json(ctx, out);
+    } else {
+        json_t *created = json_object_get(out, "created"),
+               *existing = json_object_get(out, "existing");
+        fprintf(ctx->out, "backfill %s: %lld fire time(s), %zu instance(s) created, %zu existed\n",
+                oc__s(task, "name"),
+                (long long)json_integer_value(json_object_get(out, "fire_times")),
+                json_array_size(created), json_array_size(existing));
+        const json_t *lists[2] = {created, existing};
+        for (int l = 0; l < 2; l++) {
+            size_t i;
+            json_t *id;
+            json_array_foreach(lists[l], i, id)
+            {
+                if (json_is_integer(id))
+                    fprintf(ctx->out, "instance %lld%s\n", (long long)json_integer_value(id),
+                            l ? " (existed)" : "");
+            }
+        }
+    }
+    json_decref(out);
+    orr_buf_free(&p);
+out:
+    json_decref(body);
+    json_decref(task);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- logs */
+
+struct oc__follow {
+    oc_ctx *ctx;
+    int64_t offset;
+    int attempt;
+    int ended;
+    orr_err err;
+};
+
+static int oc__on_event(void *cls, const char *event, json_t *data)
+{
+    struct oc__follow *f = cls;
+    if (strcmp(event, "log") == 0) {
+        json_t *d = json_object_get(data, "data");
+        if (json_is_string(d)) {
+            fwrite(json_string_value(d), 1, json_string_length(d), f->ctx->out);
+            fflush(f->ctx->out);
+        }
+        json_t *no = json_object_get(data, "next_offset");
+        if (json_is_integer(no))
+            f->offset = json_integer_value(no);
+        json_t *at = json_object_get(data, "attempt");
+        if (json_is_integer(at))
+            f->attempt = (int)json_integer_value(at);
+    } else if (strcmp(event, "end") == 0) {
+        f->ended = 1;
+        return 1;
+    } else if (strcmp(event, "error") == 0) {
+        json_t *e = json_object_get(data, "error");
+        const char *msg = json_string_value(json_object_get(e, "message"));
+        orr_err_set(&f->err, ORR_EINTERNAL, json_string_value(json_object_get(e, "field")), "%s",
+                    msg ? msg : "the live log failed");
+        f->ended = -1;
+        return 1;
+    }
+    return 0;
+}
+
+/* The final state of an instance as an exit code: 0 for success. */
+static int oc__outcome(oc_ctx *ctx, int64_t id)
+{
+    orr_buf p = ORR_BUF_INIT;
+    orr_buf_appendf(&p, "/api/v1/instances/%lld", (long long)id);
+    json_t *in = NULL;
+    orr_err e;
+    orr_err_clear(&e);
+    int rc;
+    if (oc_api(ctx, "GET", p.data, NULL, &in, &e) != ORR_OK) {
+        rc = oc_fail_err(ctx, &e);
+    } else {
+        const char *st = oc__s(in, "state");
+        rc = strcmp(st, "success") == 0 || strcmp(st, "marked_success") == 0 ? OC_EXIT_OK
+                                                                             : OC_EXIT_FAILED;
+        if (!ctx->quiet)
+            fprintf(ctx->err, "orrery: instance %lld ended %s%s%s\n", (long long)id, st,
+                    *oc__s(in, "reason") ? ": " : "", oc__s(in, "reason"));
+    }
+    json_decref(in);
+    orr_buf_free(&p);
+    return rc;
+}
+
+int oc_run_logs(oc_ctx *ctx, const oc_args *a)
+{
+    if (a->npos != 1)
+        return oc_fail(ctx, OC_EXIT_USAGE, "logs: which instance? (orrery logs ID [-f])");
+    int64_t id, attempt = 0;
+    int rc = oc_parse_id(ctx, "instance", a->pos[0], &id);
+    if (rc)
+        return rc;
+    if (oc_arg(a, "attempt") &&
+        (rc = oc_parse_id(ctx, "--attempt", oc_arg(a, "attempt"), &attempt)))
+        return rc;
+    orr_err e;
+    orr_err_clear(&e);
+    if (oc_flag(a, "follow")) {
+        struct oc__follow f = {.ctx = ctx, .attempt = (int)attempt};
+        /* A dropped connection is picked up again where it stopped. */
+        for (int tries = 0; !f.ended && tries < 20; tries++) {
+            orr_buf p = ORR_BUF_INIT;
+            orr_buf_appendf(&p, "/api/v1/instances/%lld/log?follow=1&offset=%lld", (long long)id,
+                            (long long)f.offset);
+            if (f.attempt)
+                orr_buf_appendf(&p, "&attempt=%d", f.attempt);
+            orr_status s = oc_api_sse(ctx, p.data, oc__on_event, &f, &e);
+            orr_buf_free(&p);
+            if (s != ORR_OK && s != ORR_EUNAVAIL)
+                return oc_fail_err(ctx, &e);
+        }
+        if (f.ended < 0)
+            return oc_fail_err(ctx, &f.err);
+        if (!f.ended)
+            return oc_fail_err(ctx, &e);
+        return oc__outcome(ctx, id);
+    }
+    int64_t offset = 0;
+    for (;;) {
+        orr_buf p = ORR_BUF_INIT;
+        orr_buf_appendf(&p, "/api/v1/instances/%lld/log?offset=%lld", (long long)id,
+                        (long long)offset);
+        if (attempt)
+            orr_buf_appendf(&p, "&attempt=%lld", (long long)attempt);
+        json_t *out = NULL;
+        orr_status s = oc_api(ctx, "GET", p.data, NULL, &out, &e);
+        orr_buf_free(&p);
+        if (s != ORR_OK)
+            return oc_fail_err(ctx, &e);
+        json_t *d = json_object_get(out, "data");
+        size_t n = json_string_length(d);
+        fwrite(json_string_value(d), 1, n, ctx->out);
+        int64_t next = json_integer_value(json_object_get(out, "next_offset"));
+        if (!attempt)
+            attempt = json_integer_value(json_object_get(out, "attempt"));
+        json_decref(out);
+        if (n == 0 || next <= offset)
+            break;
+        offset = next;
+    }
+    return OC_EXIT_OK;
+}
+
+/* ------------------------------------------------------------------ ls */
+
+static int oc__limit(oc_ctx *ctx, const oc_args *a, long *limit)
+{
+    *limit = 100;
+    const char *l = oc_arg(a, "limit");
+    if (l) {
+        char *end;
+        *limit = strtol(l, &end, 10);
+        if (*end || end == l || *limit < 1 || *limit > 1000)
+            return oc_fail(ctx, OC_EXIT_USAGE, "--limit %s: must be 1 to 1000", l);
+    }
+    return OC_EXIT_OK;
+}
+
+static void oc__q(orr_buf *p, const char *key, const char *val)
+{
+    if (!val)
+        return;
+    char *e = oc_esc(val);
+    orr_buf_appendf(p, "&%s=%s", key, e);
+    free(e);
+}
+
+static char *oc__int(const json_t *v)
+{
+    orr_buf b = ORR_BUF_INIT;
+    if (json_is_integer(v))
+        orr_buf_appendf(&b, "%lld", (long long)json_integer_value(v));
+    else if (json_is_boolean(v))
+        orr_buf_append_str(&b, json_is_true(v) ? "yes" : "no");
+    else if (json_is_string(v))
+        orr_buf_append_str(&b, json_string_value(v));
+    return orr_buf_detach(&b, NULL);
+}
+
+int oc_run_ls(oc_ctx *ctx, const oc_args *a)
+{
+    if (a->npos != 1)
+        return oc_fail(ctx, OC_EXIT_USAGE, "ls: what? (orrery ls tasks|instances|executors|pools)");
+    const char *what = a->pos[0];
+    long limit;
+    int rc = oc__limit(ctx, a, &limit);
+    if (rc)
+        return rc;
+    orr_buf p = ORR_BUF_INIT;
+    json_t *task = NULL, *out = NULL;
+    if (strcmp(what, "tasks") == 0) {
+        orr_buf_appendf(&p, "/api/v1/tasks?limit=%ld&with_last_run=1", limit);
+        oc__q(&p, "team", oc_arg(a, "team"));
+        oc__q(&p, "q", oc_arg(a, "name"));
+        if (oc_flag(a, "all"))
+            orr_buf_append_str(&p, "&active=any");
+    } else if (strcmp(what, "instances") == 0) {
+        orr_buf_appendf(&p, "/api/v1/instances?limit=%ld", limit);
+        if (oc_arg(a, "task")) {
+            if ((rc = oc_task_find(ctx, oc_arg(a, "task"), &task)))
+                goto out;
+            orr_buf_appendf(&p, "&task_id=%lld",
+                            (long long)json_integer_value(json_object_get(task, "id")));
+        }
+        oc__q(&p, "team", oc_arg(a, "team"));
+        oc__q(&p, "state", oc_arg(a, "state"));
+        oc__q(&p, "executor", oc_arg(a, "executor"));
+        const char *tm[2] = {"from", "to"};
+        for (int i = 0; i < 2; i++)
+            if (oc_arg(a, tm[i])) {
+                char *t = oc_time_arg(oc_arg(a, tm[i]));
+                oc__q(&p, tm[i], t);
+                free(t);
+            }
+    } else if (strcmp(what, "executors") == 0) {
+        orr_buf_append_str(&p, "/api/v1/executors");
+    } else if (strcmp(what, "pools") == 0) {
+        orr_buf_appendf(&p, "/api/v1/pools?limit=%ld", limit);
+    } else {
+        rc = oc_fail(ctx, OC_EXIT_USAGE, "ls %s: must be tasks, instances, executors or pools",
+                     what);
+        goto out;
+    }
+    orr_err e;
+    orr_err_clear(&e);
+    if (oc_api(ctx, "GET", p.data, NULL, &out, &e) != ORR_OK) {
+        rc = oc_fail_err(ctx, &e);
+        goto out;
+    }
+    if (ctx->json) {
+        oc_print_json(ctx, out);
+        goto out;
+    }
+    json_t *items = json_is_array(out) ? out : json_object_get(out, "items");
+    oc_table t;
+    size_t i;
+    json_t *o;
+    if (strcmp(what, "tasks") == 0) {
+        static const char *const h[] = {"ID",       "NAME",   "TEAM",    "TYPE",
+                                        "SCHEDULE", "ACTIVE", "LAST RUN"};
+        oc_table_init(&t, 7, h);
+        json_array_foreach(items, i, o)
+        {
+            char *id = oc__int(json_object_get(o, "id"));
+            char *act = oc__int(json_object_get(o, "active"));
+            const char *last = oc__s(json_object_get(o, "last_run"), "state");
+            const char *row[] = {id,
+                                 oc__s(o, "name"),
+                                 oc__s(o, "team"),
+                                 oc__s(o, "type"),
+                                 oc__s(o, "schedule"),
+                                 act,
+                                 last};
+            oc_table_row(&t, row);
+            free(id);
+            free(act);
+        }
+    } else if (strcmp(what, "instances") == 0) {
+        static const char *const h[] = {"ID",      "TASK",     "SCHEDULE TIME", "STATE",
+                                        "ATTEMPT", "EXECUTOR", "REASON"};
+        oc_table_init(&t, 7, h);
+        json_array_foreach(items, i, o)
+        {
+            char *id = oc__int(json_object_get(o, "id"));
+            char *att = oc__int(json_object_get(o, "attempt"));
+            const char *row[] = {
+                id,  oc__s(o, "task_name"), oc__s(o, "schedule_time"), oc__s(o, "state"),
+                att, oc__s(o, "executor"),  oc__s(o, "reason")};
+            oc_table_row(&t, row);
+            free(id);
+            free(att);
+        }
+    } else if (strcmp(what, "executors") == 0) {
+        static const char *const h[] = {"ID",    "HOST",   "SLOTS",    "USED",
+                                        "ALIVE", "ACTIVE", "LAST SEEN"};
+        oc_table_init(&t, 7, h);
+        json_array_foreach(items, i, o)
+        {
+            char *sl = oc__int(json_object_get(o, "slots"));
+            char *us = oc__int(json_object_get(o, "used"));
+            char *al = oc__int(json_object_get(o, "alive"));
+            char *ac = oc__int(json_object_get(o, "active"));
+            const char *row[] = {oc__s(o, "id"),       oc__s(o, "host"), sl, us, al, ac,
+                                 oc__s(o, "last_seen")};
+            oc_table_row(&t, row);
+            free(sl);
+            free(us);
+            free(al);
+            free(ac);
+        }
+    } else {
+        static const char *const h[] = {"NAME", "CAPACITY", "USED"};
+        oc_table_init(&t, 3, h);
+        json_array_foreach(items, i, o)
+        {
+            char *cap = oc__int(json_object_get(o, "capacity"));
+            char *us = oc__int(json_object_get(o, "used"));
+            const char *row[] = {oc__s(o, "name"), cap, us};
+            oc_table_row(&t, row);
+            free(cap);
+            free(us);
+        }
+    }
+    oc_table_print(&t, ctx->out);
+    oc_table_free(&t);
+    json_t *next = json_is_object(out) ? json_object_get(out, "next_page_token") : NULL;
+    if (json_is_string(next))
+        fprintf(ctx->err, "(more: raise --limit, or use --output json and page_token)\n");
+out:
+    json_decref(out);
+    json_decref(task);
+    orr_buf_free(&p);
+    return rc;
+}
