@@ -302,6 +302,14 @@ json_t *gx_instance_json(const HL(Instance) * in)
     json_object_set_new(o, "reason", json_string(in->reason ? in->reason : ""));
     json_object_set_new(o, "exit_code",
                         in->has_exit_code ? json_integer(in->exit_code) : json_null());
+    json_object_set_new(o, "run_now", json_boolean(in->run_now));
+    json_object_set_new(o, "ignore_upstreams", json_boolean(in->ignore_upstreams));
+    json_object_set_new(o, "backfill",
+                        in->backfill_id
+                            ? json_pack("{s:I,s:o,s:i}", "id", (json_int_t)in->backfill_id, "cycle",
+                                        gx_json_time(in->backfill_cycle_ms), "max_cycles",
+                                        (int)in->backfill_cycles)
+                            : json_null());
     if (in->n_upstreams || in->n_downstreams) {
         json_object_set_new(o, "upstreams", gx_deps_json(in->n_upstreams, in->upstreams));
         json_object_set_new(o, "downstreams", gx_deps_json(in->n_downstreams, in->downstreams));

@@ -106,6 +106,13 @@ const gx_route gx_routes[] = {
      "A stream's data units: counts, check status, late records"},
     {"GET", "/api/v1/lineage", gx_h_lineage, GX_ROLE_VIEWER,
      "Lineage edges around a table, file, data unit or task"},
+    /* operators' runs */
+    {"POST", "/api/v1/tasks/{id}/run", gx_h_task_run, GX_ROLE_DEVELOPER,
+     "Run the task's instance of one schedule time now (created if missing, released if waiting)"},
+    {"POST", "/api/v1/instances/{id}/rerun", gx_h_instance_rerun, GX_ROLE_DEVELOPER,
+     "Rerun an instance alone or with its downstream or upstream instances of the same cycle"},
+    {"POST", "/api/v1/workflows/{name}/rerun-failed", gx_h_workflow_rerun_failed, GX_ROLE_DEVELOPER,
+     "Rerun the failed instances of one cycle of a workflow"},
 };
 
 const size_t gx_nroutes = sizeof(gx_routes) / sizeof(gx_routes[0]);

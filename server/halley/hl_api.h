@@ -189,6 +189,18 @@ orr_status hl_transition_check(const hl_pb_transition_req *r, orr_err *err);
 orr_status hl_transition_one(hl_conn *c, orr_arena *a, const hl_pb_transition_req *rq,
                              hl_pb_transition_res *out, orr_err *err);
 
+/* The upstreams (down = 0) or downstreams (down = 1) of instance id, as the
+ * scheduler's cycle mapping (orr_cycle) makes them: for each dependency edge
+ * one entry per mapped cycle (at most 100), with its instance or instance_id
+ * 0 when the cycle has none yet. *out and its entries are in arena a (strings
+ * may point into results a owns). ORR_OK, or the database's error. */
+orr_status hl_instance_deps(hl_conn *c, orr_arena *a, int64_t id, int down,
+                            Orrery__Halley__V1__DepState ***out, size_t *n, orr_err *err);
+/* Operators' runs (hl_api_runs.c). */
+HL_UNARY(hl_api_run_now);
+HL_UNARY(hl_api_rerun_instances);
+HL_UNARY(hl_api_backfill);
+
 /* ------------------------------------------------------------ helpers */
 
 /* gRPC status code of an orr_status (for per-item results of batch calls),
@@ -243,23 +255,26 @@ int hl_pb_role(const char *name);
 /* InstanceState enum from a stored state name (UNSPECIFIED if unknown). */
 int hl_pb_state(const char *name);
 
-/* Fill an Instance from row r of a result whose first 15 columns are
- * HL_INSTANCE_COLS followed by the current attempt's exit code (NULL = none,
- * HL_EXIT_COL for a read). Strings point into the result. */
+/* Fill an Instance from row r of a result whose first HL_INSTANCE_NCOLS + 1
+ * columns are HL_INSTANCE_COLS followed by the current attempt's exit code
+ * (NULL = none, HL_EXIT_COL for a read). Strings point into the result. */
 void hl_fill_instance(orr_arena *a, const PGresult *r, int row, hl_pb_instance *out);
-/* Exit code of the current attempt of instance alias i (column 15 of a read). */
+/* Exit code of the current attempt of instance alias i (column HL_INSTANCE_NCOLS of a
+ * read). */
 #define HL_EXIT_COL                                                                                \
     "(SELECT xa.exit_code FROM attempts xa WHERE xa.instance_id = i.id AND xa.attempt = "          \
     "i.attempt)"
 #define HL_MS(x) "(extract(epoch from " x ") * 1000)::int8"
+/* clang-format off */
 #define HL_INSTANCE_COLS                                                                           \
-    "i.id, i.task_id, t.name, i.task_version, " HL_MS(                                             \
-        "i.schedule_time") ", i.state, i.attempt, "                                                \
-                           "i.executor, i.priority, " HL_MS("i.created_at") ", " HL_MS(            \
-                               "i.updated_at") ", " HL_MS("i.started_at") ", " HL_MS("i.finished_" \
-                                                                                     "at") ", "    \
-                                                                                           "i."    \
-                                                                                           "reaso" \
-                                                                                           "n"
+    "i.id, i.task_id, t.name, i.task_version, " HL_MS("i.schedule_time") ", i.state, i.attempt, "  \
+    "i.executor, i.priority, " HL_MS("i.created_at") ", " HL_MS("i.updated_at") ", "               \
+    HL_MS("i.started_at") ", " HL_MS("i.finished_at") ", i.reason, i.run_now, "                    \
+    "i.ignore_upstreams, coalesce(i.backfill_id, 0), " HL_MS("i.backfill_cycle") ", "              \
+    "i.backfill_cycles"
+/* clang-format on */
+/* How many columns HL_INSTANCE_COLS has: the exit code (HL_EXIT_COL) follows
+ * at this index, and an event id, where a statement returns one, after it. */
+#define HL_INSTANCE_NCOLS 19
 
 #endif

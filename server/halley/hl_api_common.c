@@ -216,8 +216,13 @@ void hl_fill_instance(orr_arena *a, const PGresult *r, int row, hl_pb_instance *
     o->started_at_ms = hl_val_i64(r, row, 11);
     o->finished_at_ms = hl_val_i64(r, row, 12);
     o->reason = (char *)hl_val(r, row, 13);
-    o->has_exit_code = !hl_val_null(r, row, 14);
-    o->exit_code = (int32_t)hl_val_i64(r, row, 14);
+    o->run_now = hl_val_bool(r, row, 14);
+    o->ignore_upstreams = hl_val_bool(r, row, 15);
+    o->backfill_id = hl_val_i64(r, row, 16);
+    o->backfill_cycle_ms = hl_val_i64(r, row, 17);
+    o->backfill_cycles = (int32_t)hl_val_i64(r, row, 18);
+    o->has_exit_code = !hl_val_null(r, row, HL_INSTANCE_NCOLS);
+    o->exit_code = (int32_t)hl_val_i64(r, row, HL_INSTANCE_NCOLS);
 }
 
 static hl_stmt q_emit =

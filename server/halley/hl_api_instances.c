@@ -193,8 +193,8 @@ static Orrery__Halley__V1__DepState *hl__dep_new(orr_arena *a, const PGresult *e
  * mapped cycle with its instance, or instance_id 0 when that cycle has no
  * instance yet; an edge that maps to no cycle at all is listed once, with
  * no time. */
-static orr_status hl__deps(hl_conn *c, orr_arena *a, int64_t id, int down,
-                           Orrery__Halley__V1__DepState ***out, size_t *n, orr_err *err)
+orr_status hl_instance_deps(hl_conn *c, orr_arena *a, int64_t id, int down,
+                            Orrery__Halley__V1__DepState ***out, size_t *n, orr_err *err)
 {
     const char *p[2] = {hl_i64s(a, id), down ? "true" : "false"};
     PGresult *e;
@@ -286,9 +286,9 @@ static orr_status hl__deps(hl_conn *c, orr_arena *a, int64_t id, int down,
 
 static orr_status hl__fill_deps(hl_conn *c, orr_arena *a, hl_pb_instance *in, orr_err *err)
 {
-    orr_status s = hl__deps(c, a, in->id, 0, &in->upstreams, &in->n_upstreams, err);
+    orr_status s = hl_instance_deps(c, a, in->id, 0, &in->upstreams, &in->n_upstreams, err);
     if (s == ORR_OK)
-        s = hl__deps(c, a, in->id, 1, &in->downstreams, &in->n_downstreams, err);
+        s = hl_instance_deps(c, a, in->id, 1, &in->downstreams, &in->n_downstreams, err);
     return s;
 }
 
@@ -319,7 +319,7 @@ static orr_status hl__create_one(hl_conn *c, orr_arena *a,
             hl_fill_instance(a, r, 0, in);
             res->created = 1;
             res->instance = in;
-            *event_id = hl_val_i64(r, 0, 15);
+            *event_id = hl_val_i64(r, 0, HL_INSTANCE_NCOLS + 1);
         } else {
             if ((s = hl_db_query(c, a, &q_existing_instance, 2, p, &r, err)) != ORR_OK)
                 return s;
@@ -577,7 +577,7 @@ orr_status hl_transition_one(hl_conn *c, orr_arena *a, const hl_pb_transition_re
         hl_pb_instance *in = orr_arena_alloc(a, sizeof *in);
         hl_fill_instance(a, r, 0, in);
         out->instance = in;
-        out->event_id = hl_val_i64(r, 0, 15);
+        out->event_id = hl_val_i64(r, 0, HL_INSTANCE_NCOLS + 1);
         return ORR_OK;
     }
     if ((s = hl_db_query(c, a, &q_instance_state, 1, p, &r, err)) != ORR_OK)

@@ -186,14 +186,14 @@ static void hl__run_batch(hl_ctx *hc, hl_titem **items, size_t n)
     } else {
         unsigned char *hit = orr_arena_calloc(tmp, n, 1);
         for (int row = 0; row < PQntuples(r); row++) {
-            long long ord = hl_val_i64(r, row, 16);
+            long long ord = hl_val_i64(r, row, HL_INSTANCE_NCOLS + 2);
             if (ord < 1 || (size_t)ord > n)
                 continue;
             hl_titem *it = items[ord - 1];
             hl_pb_instance in;
             hl_fill_instance(tmp, r, row, &in);
             it->res->instance = hl__own_instance(it->arena, &in);
-            it->res->event_id = hl_val_i64(r, row, 15);
+            it->res->event_id = hl_val_i64(r, row, HL_INSTANCE_NCOLS + 1);
             it->status = ORR_OK;
             hit[ord - 1] = 1;
             if (it->res->event_id > max_event)

@@ -228,6 +228,14 @@ class Matrix(unittest.TestCase):
              READ),
             ("GET", "/api/v1/lineage", lambda w: "/api/v1/lineage?kind=table&name=dw.t", None,
              READ),
+            ("POST", "/api/v1/tasks/{id}/run", lambda w: f"/api/v1/tasks/{t}/run",
+             lambda w: {"schedule_time": f"2026-03-01T{WHO.index(w):02d}:00:00Z"}, TEAM),
+            ("POST", "/api/v1/instances/{id}/rerun",
+             lambda w: f"/api/v1/instances/{self.fresh_instance()}/rerun",
+             lambda w: {"scope": "downstream"}, TEAM),
+            ("POST", "/api/v1/workflows/{name}/rerun-failed",
+             lambda w: "/api/v1/workflows/wf-etl/rerun-failed",
+             lambda w: {"schedule_time": "2026-01-01T00:00:00Z"}, TEAM),
         ]
 
     def test_every_route_is_in_the_matrix(self):
