@@ -5,7 +5,7 @@ import { render } from 'preact';
 import { LocationProvider, Route, Router } from 'preact-iso';
 import { useEffect, useState } from 'preact/hooks';
 import { api, ApiError, setUnauthorizedHandler, type Me } from './api';
-import { Link, Loading, Toasts } from './components/ui';
+import { Link, Loading, Toasts, useScrollFocus } from './components/ui';
 import { AdminPage } from './pages/admin';
 import { DashboardPage } from './pages/dashboard';
 import { DesignerPage } from './pages/designer';
@@ -130,6 +130,7 @@ function App() {
   const [me, setMe] = useState<Me | null | undefined>(undefined);
   const route = useRoute();
   const { navigate } = route;
+  useScrollFocus();
   useEffect(() => {
     setUnauthorizedHandler(() => setMe(null));
     api.me().then(setMe, (e) => {

@@ -1,7 +1,8 @@
 // states.ts - instance states: their labels, their order, and the actions a
 // person may take on each. Colours live in styles.css (.st-<state>) so a
 // state looks the same in badges, tables, graphs and charts; graph and chart
-// code reads the same palette through stateColor().
+// code reads the same palette through stateColor() (fills) and stateInk()
+// (text).
 import type { Action, State } from './api';
 
 export const STATES: State[] = [
@@ -30,7 +31,12 @@ export const STATE_LABEL: Record<State, string> = {
   marked_success: 'Marked success',
 };
 
-/** The palette, shared with styles.css (keep in step). */
+/**
+ * The palette, shared with styles.css (keep in step). A state's fill (dots,
+ * bars, graph borders) is at least 3:1 on white; its ink (text in that
+ * state's colour) at least 5:1 on white and on the state's own tint (the
+ * fill at 14% on white), so WCAG 2.1 AA's 4.5:1 for text holds with room.
+ */
 export const STATE_COLOR: Record<State, string> = {
   waiting: '#8a94a6',
   ready: '#5b8def',
@@ -39,13 +45,34 @@ export const STATE_COLOR: Record<State, string> = {
   success: '#23a55a',
   failed: '#e0453a',
   killed: '#2f3542',
-  timed_out: '#ef8a17',
+  timed_out: '#d97706',
   suspended: '#8e5bd6',
   marked_success: '#139c96',
 };
 
+export const STATE_INK: Record<State, string> = {
+  waiting: '#5b626e',
+  ready: '#3d5ea0',
+  dispatched: '#3159ac',
+  running: '#194cab',
+  success: '#176d3b',
+  failed: '#a4322a',
+  killed: '#262a35',
+  timed_out: '#8a4d04',
+  suspended: '#6f47a7',
+  marked_success: '#0d6a66',
+};
+
+/** No state (never ran): fill and ink. */
+export const NONE_COLOR = '#b6bcc8';
+export const NONE_INK = '#5c6068';
+
 export function stateColor(s: State | null | undefined): string {
-  return s ? STATE_COLOR[s] : '#c9ced8';
+  return s ? STATE_COLOR[s] : NONE_COLOR;
+}
+
+export function stateInk(s: State | null | undefined): string {
+  return s ? STATE_INK[s] : NONE_INK;
 }
 
 export const FINISHED: State[] = ['success', 'failed', 'killed', 'timed_out', 'marked_success'];

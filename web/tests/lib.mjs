@@ -2,13 +2,16 @@
 // tests/e2e/run.sh passes (base URL, users, screenshot folder, gates),
 // Chromium's launch, a page per test with script errors failing it, login
 // by session cookie, screenshots, polling, and calls of the REST API from
-// inside the page (the session's cookie, same origin).
+// inside the page (the session's cookie, same origin), and the
+// accessibility check (axe-core's WCAG 2.1 A and AA rules) every page
+// passes.
 //
 // Every *.test.mjs file runs in a process of its own against the same
 // platform and database, one file after another: a file creates the tasks
 // and workflows it needs under names of its own.
 import assert from 'node:assert/strict';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { after, before } from 'node:test';
 import { chromium } from 'playwright-core';
@@ -172,3 +175,67 @@ export function localInput(d) {
   return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())}T${p(d.getHours())}:${p(d.getMinutes())}`;
 }
 
+
+// ---- accessibility ----------------------------------------------------------
+
+// axe-core's engine, read once from the npm package and evaluated in the
+// page (Playwright's evaluate is not subject to the console's CSP, which
+// would refuse an injected <script>).
+let axeSource;
+const AXE_TAGS = ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'];
+
+/**
+ * Run axe-core's WCAG 2.1 A/AA rules on the page as it is now and fail with
+ * a readable list of what breaks them: rule, impact, the elements (CSS
+ * selectors) and what to fix. `name` says which page this is in the message.
+ * Call it once the page has settled (its data loaded), and again after
+ * opening a dialog or a tab that shows new content.
+ *
+ * opts.include / opts.exclude: CSS selectors to limit the check to, or to
+ * leave out (only for content the console does not make, e.g. a user's own
+ * text); opts.disable: rule ids to skip, each with a reason in the test.
+ */
+export async function checkA11y(page, name, opts = {}) {
+  if (!axeSource) {
+    const require = createRequire(import.meta.url);
+    axeSource = readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
+  }
+  if (!(await page.evaluate(() => typeof window.axe === 'object'))) await page.evaluate(axeSource);
+  // finished transitions only: a fading toast or a dialog still moving in
+  // has colours in between
+  await page.evaluate(() =>
+    Promise.all(
+      document
+        .getAnimations()
+        .filter((a) => Number.isFinite(a.effect?.getComputedTiming().endTime))
+        .map((a) => a.finished.catch(() => null)),
+    ),
+  );
+  const violations = await page.evaluate(
+    async ([tags, include, exclude, disable]) => {
+      const context = include?.length || exclude?.length ? { include: include?.length ? include : [document], exclude: exclude ?? [] } : document;
+      const rules = Object.fromEntries((disable ?? []).map((r) => [r, { enabled: false }]));
+      const r = await window.axe.run(context, { runOnly: { type: 'tag', values: tags }, rules, resultTypes: ['violations'] });
+      return r.violations.map((v) => ({
+        id: v.id,
+        impact: v.impact,
+        help: v.help,
+        nodes: v.nodes.map((n) => ({
+          target: n.target.map((t) => (Array.isArray(t) ? t.join(' >>> ') : t)).join(' '),
+          summary: (n.failureSummary ?? '').replace(/^Fix (any|all) of the following:\s*/gm, '').split('\n').map((l) => l.trim()).filter(Boolean)[0] ?? '',
+        })),
+      }));
+    },
+    [AXE_TAGS, opts.include, opts.exclude, opts.disable],
+  );
+  if (!violations.length) return;
+  const MAX = 8; // elements listed per rule
+  const lines = [];
+  for (const v of violations) {
+    lines.push(`- ${v.id} (${v.impact}): ${v.help} [${v.nodes.length} element${v.nodes.length === 1 ? '' : 's'}]`);
+    for (const n of v.nodes.slice(0, MAX)) lines.push(`    ${n.target}${n.summary ? ` -- ${n.summary}` : ''}`);
+    if (v.nodes.length > MAX) lines.push(`    ... and ${v.nodes.length - MAX} more`);
+  }
+  const count = violations.reduce((k, v) => k + v.nodes.length, 0);
+  assert.fail(`${name} (${page.url()}): ${count} WCAG 2.1 AA violation${count === 1 ? '' : 's'} found by axe-core:\n${lines.join('\n')}`);
+}

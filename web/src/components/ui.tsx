@@ -1,8 +1,11 @@
-// ui.tsx - the small shared pieces every page uses: links, state badges,
-// loading / empty / error / "not available yet" states, a modal and a
-// confirmation dialog, toasts, and two hooks (useAsync, useInterval).
+// ui.tsx - the small shared pieces every page uses: links, a section
+// navigation and in-page tabs, state badges, loading / empty / error / "not
+// available yet" states, labelled form fields, a modal and a confirmation
+// dialog (both keep the focus while open), toasts, and two hooks (useAsync,
+// useInterval). They are built to pass WCAG 2.1 AA (docs/ui.md): pages built
+// from them get labels, names, focus and keyboard use right.
 import type { ComponentChildren } from 'preact';
-import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
+import { useCallback, useEffect, useId, useLayoutEffect, useRef, useState } from 'preact/hooks';
 import { ApiError, isMissingEndpoint, type State } from '../api';
 import { href } from '../router';
 import { STATE_LABEL } from '../states';
@@ -20,6 +23,78 @@ export function Link(props: {
     <a href={href(props.to)} class={props.class} title={props.title} aria-label={props.label} aria-current={props.current ? 'page' : undefined}>
       {props.children}
     </a>
+  );
+}
+
+/**
+ * Links between the sections of one page (each section has its own URL,
+ * such as the admin pages): a navigation landmark of plain links, the one
+ * shown marked aria-current. For content switched inside one URL, use Tabs.
+ */
+export function SectionNav(props: { label: string; items: { to: string; label: ComponentChildren }[]; current: string }) {
+  return (
+    <nav class="tabs" aria-label={props.label}>
+      {props.items.map((t) => (
+        <Link key={t.to} to={t.to} class={`tab ${props.current === t.to ? 'active' : ''}`} current={props.current === t.to}>
+          {t.label}
+        </Link>
+      ))}
+    </nav>
+  );
+}
+
+/**
+ * Tabs inside one page (WAI-ARIA tabs): a tablist of buttons, the chosen
+ * one aria-selected and the only one in the Tab order; Left/Right arrows,
+ * Home and End move to another tab and choose it; the panel below holds the
+ * chosen tab's content (children) and is labelled by its tab.
+ */
+export function Tabs<K extends string>(props: {
+  label: string;
+  tabs: { id: K; label: ComponentChildren }[];
+  selected: K;
+  onSelect: (id: K) => void;
+  children: ComponentChildren;
+  class?: string;
+}) {
+  const base = useId();
+  const list = useRef<HTMLDivElement>(null);
+  const tabId = (id: string) => `${base}-tab-${id}`;
+  const key = (e: KeyboardEvent, i: number) => {
+    const n = props.tabs.length;
+    const to = e.key === 'ArrowRight' ? (i + 1) % n : e.key === 'ArrowLeft' ? (i - 1 + n) % n : e.key === 'Home' ? 0 : e.key === 'End' ? n - 1 : -1;
+    if (to < 0) return;
+    e.preventDefault();
+    props.onSelect(props.tabs[to].id);
+    list.current?.querySelectorAll<HTMLElement>('[role="tab"]')[to]?.focus();
+  };
+  return (
+    <div class={props.class}>
+      <div class="tabs" role="tablist" aria-label={props.label} ref={list}>
+        {props.tabs.map((t, i) => {
+          const on = t.id === props.selected;
+          return (
+            <button
+              key={t.id}
+              type="button"
+              role="tab"
+              id={tabId(t.id)}
+              class={`tab ${on ? 'active' : ''}`}
+              aria-selected={on}
+              aria-controls={`${base}-panel`}
+              tabIndex={on ? 0 : -1}
+              onClick={() => props.onSelect(t.id)}
+              onKeyDown={(e) => key(e, i)}
+            >
+              {t.label}
+            </button>
+          );
+        })}
+      </div>
+      <div role="tabpanel" id={`${base}-panel`} aria-labelledby={tabId(props.selected)} tabIndex={0} class="tabpanel">
+        {props.children}
+      </div>
+    </div>
   );
 }
 
@@ -90,6 +165,20 @@ export function ErrorBanner({ error, onRetry }: { error: unknown; onRetry?: () =
   );
 }
 
+/** What the keyboard can reach inside a dialog, in order. */
+const FOCUSABLE =
+  'a[href], button:not([disabled]), input:not([disabled]):not([type="hidden"]), select:not([disabled]), textarea:not([disabled]), [tabindex]:not([tabindex="-1"]), [contenteditable="true"]';
+
+function focusables(root: HTMLElement): HTMLElement[] {
+  return Array.from(root.querySelectorAll<HTMLElement>(FOCUSABLE)).filter((e) => e.offsetParent !== null || e === document.activeElement);
+}
+
+/**
+ * A modal dialog. While it is open the focus is inside it: it moves to the
+ * first field (or the first button) when the dialog opens, Tab and Shift+Tab
+ * go round within it, Escape or the backdrop closes it, and on closing the
+ * focus goes back to what had it before (the button that opened it).
+ */
 export function Modal(props: {
   title: string;
   onClose: () => void;
@@ -97,17 +186,67 @@ export function Modal(props: {
   footer?: ComponentChildren;
   wide?: boolean;
 }) {
+  const box = useRef<HTMLDivElement>(null);
+  const titleId = useId();
+  const close = useRef(props.onClose);
+  close.current = props.onClose;
   useEffect(() => {
-    const k = (e: KeyboardEvent) => e.key === 'Escape' && props.onClose();
-    window.addEventListener('keydown', k);
-    return () => window.removeEventListener('keydown', k);
-  }, [props.onClose]);
+    const opener = document.activeElement as HTMLElement | null;
+    const root = box.current;
+    if (root && !root.contains(document.activeElement)) {
+      const first = root.querySelector<HTMLElement>('.modal-body ' + CONTROL) ?? focusables(root).find((e) => !e.classList.contains('modal-close')) ?? root;
+      first.focus();
+    }
+    const key = (e: KeyboardEvent) => {
+      if (!root) return;
+      if (e.key === 'Escape') {
+        e.preventDefault();
+        close.current();
+        return;
+      }
+      if (e.key !== 'Tab') return;
+      const list = focusables(root);
+      if (!list.length) {
+        e.preventDefault();
+        root.focus();
+        return;
+      }
+      const first = list[0];
+      const last = list[list.length - 1];
+      const inside = root.contains(document.activeElement);
+      if (e.shiftKey && (!inside || document.activeElement === first || document.activeElement === root)) {
+        e.preventDefault();
+        last.focus();
+      } else if (!e.shiftKey && (!inside || document.activeElement === last)) {
+        e.preventDefault();
+        first.focus();
+      }
+    };
+    // focus that leaves by other means (a click outside, a script) comes back
+    const keep = (e: FocusEvent) => {
+      if (root && e.target instanceof Node && !root.contains(e.target)) (focusables(root)[0] ?? root).focus();
+    };
+    document.addEventListener('keydown', key);
+    document.addEventListener('focusin', keep);
+    return () => {
+      document.removeEventListener('keydown', key);
+      document.removeEventListener('focusin', keep);
+      if (opener && opener.isConnected && opener !== document.body) opener.focus();
+    };
+  }, []);
   return (
     <div class="modal-backdrop" onClick={(e) => e.target === e.currentTarget && props.onClose()}>
-      <div class={`modal ${props.wide ? 'modal-wide' : ''}`} role="dialog" aria-modal="true" aria-label={props.title}>
+      <div
+        ref={box}
+        class={`modal ${props.wide ? 'modal-wide' : ''}`}
+        role="dialog"
+        aria-modal="true"
+        aria-labelledby={titleId}
+        tabIndex={-1}
+      >
         <div class="modal-head">
-          <h2>{props.title}</h2>
-          <button class="icon-btn" aria-label="Close" onClick={props.onClose}>
+          <h2 id={titleId}>{props.title}</h2>
+          <button type="button" class="icon-btn modal-close" aria-label="Close" onClick={props.onClose}>
             ×
           </button>
         </div>
@@ -160,7 +299,16 @@ export function Confirm(props: {
   );
 }
 
-/** A labelled form row with its inline error. */
+/** The form controls a label can name. */
+const CONTROL = 'input:not([type="hidden"]), select, textarea';
+
+/**
+ * A labelled form row with its inline error. The label is tied to the
+ * field's control (the first input, select or textarea inside it, or the
+ * one whose id is given): the control gets an id of its own if it has none,
+ * and the hint or error is its description (aria-describedby), the error
+ * also marking it aria-invalid.
+ */
 export function Field(props: {
   label: string;
   hint?: ComponentChildren;
@@ -168,17 +316,40 @@ export function Field(props: {
   children: ComponentChildren;
   field?: string;
   class?: string;
+  id?: string; // the control's id, when it is not the first control inside
 }) {
+  const auto = useId();
+  const box = useRef<HTMLDivElement>(null);
+  const labelRef = useRef<HTMLLabelElement>(null);
+  const noteId = `${auto}-note`;
+  const hasNote = !!(props.error || props.hint);
+  // After every render: the children may have swapped their control.
+  useLayoutEffect(() => {
+    const control = (props.id ? document.getElementById(props.id) : box.current?.querySelector(CONTROL)) as HTMLElement | null;
+    if (!control || !labelRef.current) return;
+    if (!control.id) control.id = `${auto}-control`;
+    labelRef.current.htmlFor = control.id;
+    const described = (control.getAttribute('aria-describedby') ?? '').split(' ').filter((x) => x && x !== noteId);
+    if (hasNote) described.push(noteId);
+    if (described.length) control.setAttribute('aria-describedby', described.join(' '));
+    else control.removeAttribute('aria-describedby');
+    if (props.error) control.setAttribute('aria-invalid', 'true');
+    else control.removeAttribute('aria-invalid');
+  });
   return (
-    <div class={`field ${props.error ? 'has-error' : ''} ${props.class ?? ''}`} data-field={props.field}>
-      <label class="field-label">{props.label}</label>
+    <div ref={box} class={`field ${props.error ? 'has-error' : ''} ${props.class ?? ''}`} data-field={props.field}>
+      <label ref={labelRef} class="field-label" for={props.id}>
+        {props.label}
+      </label>
       {props.children}
       {props.error ? (
-        <div class="field-error" role="alert">
+        <div class="field-error" role="alert" id={noteId}>
           {props.error}
         </div>
       ) : props.hint ? (
-        <div class="field-hint">{props.hint}</div>
+        <div class="field-hint" id={noteId}>
+          {props.hint}
+        </div>
       ) : null}
     </div>
   );
@@ -269,6 +440,58 @@ export function useInterval(fn: () => void, ms: number, enabled = true): void {
     }, ms);
     return () => window.clearInterval(id);
   }, [ms, enabled]);
+}
+
+/** What can scroll sideways or down in the console: cards holding tables,
+ * table wrappers, code and log blocks. */
+const SCROLLERS = '.card, .table-wrap, pre, .log, .scroll';
+
+function scrolls(e: HTMLElement): boolean {
+  const st = getComputedStyle(e);
+  const x = /(auto|scroll)/.test(st.overflowX) && e.scrollWidth > e.clientWidth + 1;
+  const y = /(auto|scroll)/.test(st.overflowY) && e.scrollHeight > e.clientHeight + 1;
+  return x || y;
+}
+
+/**
+ * Keeps every region that scrolls reachable by keyboard (WCAG 2.1.1): a
+ * card, table wrapper or code block whose content overflows (a wide table
+ * at a phone's width, a long spec) and holds nothing focusable becomes a tab
+ * stop (tabindex 0), so the arrow keys scroll it; when it no longer
+ * overflows it stops being one. Checked after each change of the page
+ * (once per frame at most) and on resize. Used once, by the app's root.
+ */
+export function useScrollFocus(): void {
+  useEffect(() => {
+    let queued = 0;
+    const check = () => {
+      queued = 0;
+      for (const e of document.querySelectorAll<HTMLElement>(SCROLLERS)) {
+        const mine = e.hasAttribute('data-scroll-focus');
+        if (e.hasAttribute('tabindex') && !mine) continue;
+        const want = scrolls(e) && !e.querySelector(FOCUSABLE);
+        if (want && !mine) {
+          e.setAttribute('tabindex', '0');
+          e.setAttribute('data-scroll-focus', '');
+        } else if (!want && mine) {
+          e.removeAttribute('tabindex');
+          e.removeAttribute('data-scroll-focus');
+        }
+      }
+    };
+    const queue = () => {
+      if (!queued) queued = window.requestAnimationFrame(check);
+    };
+    const seen = new MutationObserver(queue);
+    seen.observe(document.body, { childList: true, subtree: true, characterData: true });
+    window.addEventListener('resize', queue);
+    queue();
+    return () => {
+      seen.disconnect();
+      window.removeEventListener('resize', queue);
+      if (queued) window.cancelAnimationFrame(queued);
+    };
+  }, []);
 }
 
 export function PageHead(props: { title: ComponentChildren; sub?: ComponentChildren; actions?: ComponentChildren }) {

@@ -5,7 +5,7 @@
 // endpoint for yet show a "not available yet" state.
 import { useState } from 'preact/hooks';
 import { api, ApiError, type Pool, type Role, type User } from '../api';
-import { Empty, ErrorBanner, Field, Link, Loading, PageHead, Spinner, Unavailable, toast, useAsync, useInterval, val } from '../components/ui';
+import { Empty, ErrorBanner, Field, Loading, PageHead, SectionNav, Spinner, Unavailable, toast, useAsync, useInterval, val } from '../components/ui';
 import { useMe } from '../session';
 import { DataSourcesTab } from './datasources';
 
@@ -434,13 +434,7 @@ export function AdminPage({ tab }: { tab: string }) {
   return (
     <div>
       <PageHead title="Administration" sub={admin ? 'Capacity, workers and people.' : 'Read-only: only admins change these.'} />
-      <div class="tabs" role="tablist">
-        {TABS.map((t) => (
-          <Link key={t.id} to={`/admin/${t.id}`} class={`tab ${tab === t.id ? 'active' : ''}`}>
-            {t.label}
-          </Link>
-        ))}
-      </div>
+      <SectionNav label="Administration" items={TABS.map((t) => ({ to: `/admin/${t.id}`, label: t.label }))} current={`/admin/${tab}`} />
       {tab === 'pools' ? (
         <PoolsTab admin={admin} />
       ) : tab === 'executors' ? (
