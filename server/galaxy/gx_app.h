@@ -157,6 +157,7 @@ void gx_h_instance_get(gx_req *, gx_resp *);
 void gx_h_instance_action(gx_req *, gx_resp *);
 void gx_h_instances_bulk(gx_req *, gx_resp *);
 void gx_h_instance_log(gx_req *, gx_resp *);
+void gx_h_instance_log_download(gx_req *, gx_resp *);
 void gx_h_pools_list(gx_req *, gx_resp *);
 void gx_h_pool_put(gx_req *, gx_resp *);
 void gx_h_users_create(gx_req *, gx_resp *);

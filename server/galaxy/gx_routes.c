@@ -44,6 +44,8 @@ const gx_route gx_routes[] = {
      "Apply one action to many instances"},
     {"GET", "/api/v1/instances/{id}/log", gx_h_instance_log, GX_ROLE_VIEWER,
      "An attempt's log: one chunk, or Server-Sent Events that follow it"},
+    {"GET", "/api/v1/instances/{id}/log/download", gx_h_instance_log_download, GX_ROLE_VIEWER,
+     "An attempt's log as a file: the raw bytes, or each line behind its time"},
     {"GET", "/api/v1/executors", gx_h_executors, GX_ROLE_VIEWER,
      "Executors: inventory (slots, labels, last seen) merged with liveness"},
     {"GET", "/api/v1/instances/{id}/stats", gx_h_instance_stats, GX_ROLE_VIEWER,

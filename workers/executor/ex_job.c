@@ -11,7 +11,8 @@
  *      the runner of the type prepares argv/env/cwd. A bad spec ->
  *      dispatched -> failed "bad_spec: field: message".
  *   4. dispatched -> running (ABORTED: someone moved it, e.g. killed; stop).
- *   5. Sandbox (ex_sandbox.h) with the slots' limits; log file served live.
+ *   5. Sandbox (ex_sandbox.h) with the slots' limits; the log file it
+ *      writes is followed by ex_logcap.h (the line index), both served live.
  *   6. running -> success | failed | timed_out (+ exit code, reason), through
  *      the outbox. A kill by a person needs no report (the instance is
  *      already killed); the process tree is ended all the same.
@@ -19,7 +20,7 @@
  *      success, the new watermark (ex_xfer.c); a watermark that cannot be
  *      saved turns the outcome into failed.
  *   7. Log landed in the blob store (lib/orr_blob) as
- *      logs/<task>/<instance>-<attempt>.log, run dir
+ *      logs/<task>/<instance>-<attempt>.log (its index .idx first), run dir
  *      removed (on every path: it may hold a resolved job with passwords),
  *      slots released.
  */
@@ -33,6 +34,7 @@
 #include <unistd.h>
 
 #include "ex_daemon.h"
+#include "ex_logcap.h"
 #include "ex_runner.h"
 #include "orr_alloc.h"
 #include "orr_arena.h"
@@ -90,16 +92,16 @@ static void set_sb(ex_daemon *d, ex_job *j, ex_sandbox *sb)
     pthread_mutex_unlock(&d->mu);
 }
 
-/* Append a line to the attempt's log (messages of the executor itself). */
+/* Append a line to the attempt's log (messages of the executor itself),
+ * stamped in its index like the task's own lines. */
 static void log_note(const char *log_path, const char *fmt, const char *a, const char *b)
 {
-    FILE *f = fopen(log_path, "ae");
-    if (!f)
-        return;
-    fprintf(f, "[orrery executor] ");
-    fprintf(f, fmt, a, b);
-    fputc('\n', f);
-    fclose(f);
+    orr_buf t = ORR_BUF_INIT;
+    orr_buf_append_str(&t, "[orrery executor] ");
+    orr_buf_appendf(&t, fmt, a, b);
+    orr_buf_append_byte(&t, '\n');
+    ex_log_append(log_path, t.data, t.len);
+    orr_buf_free(&t);
 }
 
 static void finish_report(ex_daemon *d, ex_job *j, int from, int to, const char *reason,
@@ -171,6 +173,7 @@ static void run_job(ex_daemon *d, ex_job *j, orr_arena *a)
     orr_err err;
     orr_err_clear(&err);
     ex_sandbox *sb = NULL;
+    ex_logcap *cap = NULL;
     char log_path[EX_PATH + 64] = "";
     int64_t inst = j->instance_id;
     char run_dir[EX_PATH + 64] = ""; /* set: removed at the end */
@@ -275,11 +278,17 @@ static void run_job(ex_daemon *d, ex_job *j, orr_arena *a)
             finish_report(d, j, HL_STATE(RUNNING), HL_STATE(FAILED), cancel_reason(early), 0, 0);
         goto done;
     }
+    /* Lines unstamped beat no run: a capture that cannot start is logged. */
+    if (ex_logcap_start(log_path, &cap, &err) != ORR_OK)
+        ORR_WARN("the log's lines will not be stamped", "instance=%lld err=%s", (long long)inst,
+                 orr_log_q(err.msg));
     ex_logsrv_begin(d->logsrv, inst, j->attempt);
     if (ex_sandbox_start(d->cg, &d->cg_env, name, &lim, &sp, &sb, &err) != ORR_OK) {
         char why[600], reason[256];
         orr_err_str(&err, why, sizeof why);
         snprintf(reason, sizeof reason, "sandbox: %.240s", why);
+        ex_logcap_finish(cap);
+        cap = NULL;
         log_note(log_path, "cannot start: %s%s", why, "");
         ORR_ERROR("sandbox start failed", "instance=%lld err=%s", (long long)inst, orr_log_q(why));
         ex_logsrv_end(d->logsrv, inst, j->attempt);
@@ -296,6 +305,8 @@ static void run_job(ex_daemon *d, ex_job *j, orr_arena *a)
 
     ex_result res;
     ex_sandbox_wait(sb, ex_now_ms() + js.timeout_ms, &res);
+    ex_logcap_finish(cap); /* the group is dead: the log is complete */
+    cap = NULL;
     set_sb(d, j, NULL);
     ex_guard_note(d, '-', ex_sandbox_pid(sb));
     if (plan.secret_path) /* credentials live no longer than the run */
@@ -365,7 +376,14 @@ static void run_job(ex_daemon *d, ex_job *j, orr_arena *a)
 
     /* Log to the blob store before the report, so whoever sees the final
      * state finds the log. */
-    char key[256];
+    char key[256], idx_path[EX_PATH + 64];
+    snprintf(key, sizeof key, "logs/%lld/%lld-%d.idx", (long long)in->task_id, (long long)inst,
+             j->attempt);
+    ex_log_index_path(idx_path, sizeof idx_path, log_path);
+    /* The index first: a reader that finds the log finds its index. */
+    if (d->blob->ops->put_file(d->blob, key, idx_path, 0, &err) != ORR_OK)
+        ORR_WARN("log index copy to the blob store failed", "instance=%lld err=%s", (long long)inst,
+                 orr_log_q(err.msg));
     snprintf(key, sizeof key, "logs/%lld/%lld-%d.log", (long long)in->task_id, (long long)inst,
              j->attempt);
     if (d->blob->ops->put_file(d->blob, key, log_path, 0, &err) != ORR_OK)
@@ -376,6 +394,7 @@ static void run_job(ex_daemon *d, ex_job *j, orr_arena *a)
         finish_report(d, j, HL_STATE(RUNNING), to, reason, 1, code);
 
 done:
+    ex_logcap_finish(cap);
     if (run_dir[0])
         ex_remove_tree(run_dir);
     ex_sandbox_free(sb);

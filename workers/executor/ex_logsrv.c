@@ -22,11 +22,14 @@
 #include <unistd.h>
 
 #include "ex_cgroup.h"
+#include "ex_logcap.h"
 #include "orr_alloc.h"
 #include "orr_http.h"
 #include "orr_log.h"
+#include "orr_logidx.h"
 
 #define EX_LOG_MAX_ACTIVE 1024
+#define EX_LINES_SPAN     (4LL * 1024 * 1024)
 
 typedef struct ex_active {
     int64_t instance;
@@ -149,6 +152,68 @@ static int parse_int(const char *s, size_t len, int64_t *out)
     return 0;
 }
 
+static orr_status idx_read(void *ud, uint64_t first, size_t count, orr_logidx_rec *out,
+                           orr_err *err)
+{
+    (void)err;
+    int fd = *(int *)ud;
+    unsigned char raw[ORR_LOGIDX_REC];
+    for (size_t i = 0; i < count; i++) {
+        if (pread(fd, raw, sizeof raw, (off_t)((first + i) * ORR_LOGIDX_REC)) !=
+            (ssize_t)sizeof raw)
+            return ORR_EIO;
+        orr_logidx_decode(raw, &out[i]);
+    }
+    return ORR_OK;
+}
+
+/* The index records of the lines overlapping bytes [from, to) of the log:
+ * the line holding from, then every line starting before to. */
+static enum MHD_Result reply_lines(struct MHD_Connection *conn, const char *log_path, int64_t from,
+                                   int64_t to)
+{
+    char path[760];
+    ex_log_index_path(path, sizeof path, log_path);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return reply(conn, 404, "no such log index\n");
+    struct stat st;
+    uint64_t nrec = fstat(fd, &st) == 0 ? (uint64_t)st.st_size / ORR_LOGIDX_REC : 0, k = 0;
+    orr_err err;
+    orr_buf out = ORR_BUF_INIT;
+    orr_status rc = orr_logidx_find(idx_read, &fd, nrec, (uint64_t)from, &k, &err);
+    if (rc == ORR_ENOTFOUND)
+        k = nrec;
+    else if (rc != ORR_OK) {
+        close(fd);
+        return reply(conn, 500, "cannot read the log index\n");
+    }
+    uint64_t first = k;
+    for (; k < nrec; k++) {
+        orr_logidx_rec r;
+        if (idx_read(&fd, k, 1, &r, &err) != ORR_OK || (k > first && r.offset >= (uint64_t)to))
+            break;
+        unsigned char raw[ORR_LOGIDX_REC];
+        orr_logidx_encode(&r, raw);
+        orr_buf_append(&out, raw, sizeof raw);
+    }
+    close(fd);
+    struct MHD_Response *resp =
+        MHD_create_response_from_buffer(out.len, out.len ? out.data : (void *)"",
+                                        out.len ? MHD_RESPMEM_MUST_COPY : MHD_RESPMEM_PERSISTENT);
+    orr_buf_free(&out);
+    if (!resp)
+        return MHD_NO;
+    char line[32];
+    snprintf(line, sizeof line, "%llu", (unsigned long long)first + 1);
+    MHD_add_response_header(resp, "Content-Type", "application/octet-stream");
+    MHD_add_response_header(resp, "X-Orrery-First-Line", line);
+    MHD_add_response_header(resp, "Cache-Control", "no-store");
+    enum MHD_Result ret = MHD_queue_response(conn, 200, resp);
+    MHD_destroy_response(resp);
+    return ret;
+}
+
 static int token_ok(const ex_logsrv *s, const char *auth)
 {
     if (!auth || strncmp(auth, "Bearer ", 7) != 0)
@@ -188,9 +253,24 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         return reply(conn, 404, "not found\n");
     p += 6;
     const char *slash = strchr(p, '/');
-    if (!slash || parse_int(p, (size_t)(slash - p), &instance) != 0 ||
-        parse_int(slash + 1, strlen(slash + 1), &attempt) != 0 || attempt > 1000000000)
-        return reply(conn, 400, "path must be /logs/<instance id>/<attempt>, integers\n");
+    const char *tail = slash ? strchr(slash + 1, '/') : NULL;
+    int lines = tail && strcmp(tail, "/lines") == 0;
+    size_t alen = slash ? (tail ? (size_t)(tail - slash - 1) : strlen(slash + 1)) : 0;
+    if (!slash || (tail && !lines) || parse_int(p, (size_t)(slash - p), &instance) != 0 ||
+        parse_int(slash + 1, alen, &attempt) != 0 || attempt > 1000000000)
+        return reply(conn, 400, "path must be /logs/<instance id>/<attempt>[/lines], integers\n");
+    if (lines) {
+        const char *f = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "from");
+        const char *t = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "to");
+        int64_t from = 0, to = 0;
+        if (!f || parse_int(f, strlen(f), &from) != 0)
+            return reply(conn, 400, "from: must be a non-negative integer\n");
+        if (!t || parse_int(t, strlen(t), &to) != 0 || to < from || to - from > EX_LINES_SPAN)
+            return reply(conn, 400, "to: must be an integer from `from` to from + 4 MiB\n");
+        char lp[700];
+        return reply_lines(conn, ex_log_path(lp, sizeof lp, s->log_dir, instance, (int)attempt),
+                           from, to);
+    }
     const char *off = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "offset");
     if (off && parse_int(off, strlen(off), &offset) != 0)
         return reply(conn, 400, "offset: must be a non-negative integer\n");

@@ -2,7 +2,14 @@
  * ex_logsrv.h - serves the attempts' log files over HTTP, live.
  *
  *   GET /logs/<instance>/<attempt>[?offset=N][&follow=1]
+ *   GET /logs/<instance>/<attempt>/lines?from=K&to=L
  *   Authorization: Bearer <log token>
+ *
+ * /lines answers the line index records (lib/orr_logidx.h, 16 bytes each,
+ * application/octet-stream) of the lines overlapping bytes [K, L) of the log
+ * -- the line holding K, then each line starting before L; L - K <= 4 MiB --
+ * with the line number of the first in the header X-Orrery-First-Line (one
+ * past the last line when there is none). 404 without an index.
  *
  * Answers the bytes of <log dir>/<instance>-<attempt>.log from offset
  * (text/plain). With follow=1 the response stays open (chunked, size

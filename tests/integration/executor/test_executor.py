@@ -340,8 +340,102 @@ class Executord(unittest.TestCase):
         self.assertTrue(body["complete"])
         self.assertEqual(body["data"], data)
         r = P.http("GET", f"/api/v1/instances/{iid}/log?attempt=9", token=TOKEN)
-        self.assertEqual(r.status, 400)
+        self.assertEqual(r.status, 404)
         self.assertEqual(r.json()["error"]["field"], "attempt")
+
+    def test_lines_stamped_as_read_raw_log_kept(self):
+        gate = os.path.join(EX.dir, "gate-" + secrets.token_hex(4))
+        # Bytes that are not UTF-8, an empty line, a line over 64 KiB, a pause
+        # at a gate (the test opens it), a last line without newline.
+        cmd = ("printf 'one\\n\\n'; head -c 70000 /dev/zero | tr '\\0' x; echo; "
+               "printf '\\377\\376 caf\\303\\251\\n'; "
+               f"while [ ! -e {gate} ]; do sleep 0.05; done; printf 'tail-no-newline'")
+        want = b"one\n\n" + b"x" * 70000 + b"\n" + b"\xff\xfe caf\xc3\xa9\n" + b"tail-no-newline"
+        starts = [0, 4, 5, 70006, 70006 + 9]
+        before = int(time.time() * 1000)
+        tid, iid = make_instance({"command": cmd})
+        base = f"/api/v1/instances/{iid}/log"
+
+        # Live, at the gate: the stamps come from the executor's index.
+        deadline, body = time.time() + 30, {}
+        while time.time() < deadline:
+            body = P.http("GET", base + "?timestamps=1", token=TOKEN).json()
+            if len(body.get("lines", [])) >= 4:
+                break
+            time.sleep(0.1)
+        self.assertEqual(body["source"], "executor")
+        self.assertTrue(body["stamped"])
+        self.assertEqual(body["first_line"], 1)
+        self.assertEqual([ln[0] for ln in body["lines"]], starts[:4])
+        gate_ms = int(time.time() * 1000)
+        with open(gate, "w"):
+            pass
+        inst = wait_state(iid, ("success", "failed"))
+        self.assertEqual(state_name(inst.state), "success", inst.reason)
+        after = int(time.time() * 1000)
+
+        # The log is byte for byte what the task wrote.
+        req = urllib.request.Request(f"http://127.0.0.1:{EX.port}/logs/{iid}/1",
+                                     headers={"Authorization": "Bearer " + EX.log_token})
+        with urllib.request.urlopen(req, timeout=30) as r:
+            self.assertEqual(r.read(), want)
+        with open(os.path.join(EX.blob, "logs", str(tid), f"{iid}-1.log"), "rb") as f:
+            self.assertEqual(f.read(), want)
+        # One stamp per line, in order, never going back, taken when read.
+        with open(os.path.join(EX.blob, "logs", str(tid), f"{iid}-1.idx"), "rb") as f:
+            raw = f.read()
+        self.assertEqual(len(raw), 16 * len(starts))
+        recs = [(int.from_bytes(raw[i:i + 8], "little"), int.from_bytes(raw[i + 8:i + 16], "little"))
+                for i in range(0, len(raw), 16)]
+        self.assertEqual([o for o, _ in recs], starts)
+        stamps = [t for _, t in recs]
+        self.assertEqual(stamps, sorted(stamps))
+        self.assertGreaterEqual(stamps[0], before)
+        self.assertGreaterEqual(stamps[-1], gate_ms)  # read after the gate opened
+        self.assertLessEqual(stamps[-1], after)
+
+        # Archived: the API's stamped form, from any offset.
+        deadline = time.time() + 10
+        while time.time() < deadline:
+            body = P.http("GET", base + "?timestamps=1", token=TOKEN).json()
+            if body["source"] == "archive":
+                break
+            time.sleep(0.1)
+        self.assertEqual(body["source"], "archive")
+        self.assertEqual(body["lines"], [list(r) for r in recs])
+        body = P.http("GET", base + "?timestamps=1&offset=10", token=TOKEN).json()
+        self.assertEqual(body["first_line"], 3)  # byte 10 lies in the long line
+        self.assertEqual(body["lines"][0], list(recs[2]))
+        self.assertNotIn("lines", P.http("GET", base, token=TOKEN).json())
+
+        # Download: the raw bytes as an attachment; or each line behind its time.
+        r = P.http("GET", base + "/download", token=TOKEN)
+        self.assertEqual(r.status, 200, r)
+        self.assertIn("attachment", r.headers["Content-Disposition"])
+        self.assertIn(f"instance-{iid}-attempt-1", r.headers["Content-Disposition"])
+        self.assertEqual(r.body, want)
+        r = P.http("GET", base + "/download?timestamps=1&attempt=1", token=TOKEN)
+        self.assertEqual(r.status, 200, r)
+        out = r.body.split(b"\n")
+        self.assertEqual(len(out), len(starts))
+        import datetime
+        for line, (_, ms), orig in zip(out, recs, want.split(b"\n")):
+            iso = datetime.datetime.fromtimestamp(ms / 1000, datetime.timezone.utc)
+            prefix = iso.strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z "
+            self.assertEqual(line, prefix.encode() + orig)
+
+        # Bad input: unknown attempt 404, bad numbers 400 naming the field.
+        for path, status, field in ((base + "?attempt=2", 404, "attempt"),
+                                    (base + "/download?attempt=2", 404, "attempt"),
+                                    (base + "?offset=-1", 400, "offset"),
+                                    (base + "?offset=abc", 400, "offset"),
+                                    (base + "?timestamps=maybe", 400, "timestamps"),
+                                    (base + "/download?timestamps=2", 400, "timestamps"),
+                                    (base + "/download?attempt=x", 400, "attempt")):
+            r = P.http("GET", path, token=TOKEN)
+            self.assertEqual(r.status, status, path)
+            self.assertEqual(r.json()["error"]["field"], field, path)
+        self.assertEqual(P.http("GET", base + "/download").status, 401)
 
     def test_failing_command_fails_with_exit_code(self):
         _, iid = make_instance({"command": "/bin/sh", "args": ["-c", "echo bad >&2; exit 7"]})

@@ -29,6 +29,8 @@ ADMIN = dict(anon=401, vic=403, ann=403, bob=403, root="ok")
 # This galaxyd has no ZooKeeper configured: logged-in callers get 503 (the
 # executor tests cover the configured case), others 401.
 EXECUTORS = dict(anon=401, vic=503, ann=503, bob=503, root=503)
+# Readable by anyone logged in, but this galaxyd holds no log of the instance.
+NO_LOG = dict(anon=401, vic=404, ann=404, bob=404, root=404)
 # Any developer, whatever the team (code packages).
 DEVELOPER = dict(anon=401, vic=403, ann="ok", bob="ok", root="ok")
 # Admin routes that also need configuration this galaxyd lacks: an admin
@@ -167,6 +169,8 @@ class Matrix(unittest.TestCase):
              lambda w: {"ids": [self.fresh_instance()], "action": "rerun"}, TEAM),
             ("GET", "/api/v1/instances/{id}/log",
              lambda w: f"/api/v1/instances/{Matrix.instances[0]}/log", None, READ),
+            ("GET", "/api/v1/instances/{id}/log/download",
+             lambda w: f"/api/v1/instances/{Matrix.instances[0]}/log/download", None, NO_LOG),
             ("GET", "/api/v1/executors", lambda w: "/api/v1/executors", None, EXECUTORS),
             ("GET", "/api/v1/pools", lambda w: "/api/v1/pools", None, READ),
             ("PUT", "/api/v1/pools/{name}", lambda w: "/api/v1/pools/p1",

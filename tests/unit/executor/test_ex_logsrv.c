@@ -1,6 +1,7 @@
 /*
  * test_ex_logsrv.c - the live log server over real HTTP (libcurl): token,
- * path validation, offsets, following a growing log until its attempt ends.
+ * path validation, offsets, following a growing log until its attempt ends;
+ * and the capture (ex_logcap.h) whose line index /lines serves.
  * (The copy of a finished log to the blob store is lib/orr_blob's put_file:
  * tests/unit/lib/test_lib_blob.c.)
  */
@@ -12,6 +13,7 @@
 #include <cmocka.h>
 
 #include <curl/curl.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,8 +21,10 @@
 #include <unistd.h>
 
 #include "ex_cgroup.h"
+#include "ex_logcap.h"
 #include "ex_logsrv.h"
 #include "orr_buf.h"
+#include "orr_logidx.h"
 
 #define TOKEN "s3cret-token"
 
@@ -162,6 +166,72 @@ static void test_start_refuses_bad_options(void **state)
     assert_int_equal(ex_logsrv_start(taken, TOKEN, g_dir, &s, &err), ORR_EIO);
 }
 
+/* Output followed by the capture: the log is the bytes as written, the
+ * index has one record per line (a line over 64 KiB, an empty line, a last
+ * line without newline, a note appended after), stamps never go back, and
+ * /lines answers the records overlapping a byte range. */
+static void test_capture_stamps_each_line(void **state)
+{
+    (void)state;
+    char path[300], idx[320];
+    ex_log_path(path, sizeof path, g_dir, 7, 1);
+    ex_logcap *cap = NULL;
+    orr_err err;
+    assert_int_equal(ex_logcap_start(path, &cap, &err), ORR_OK);
+    orr_buf want = ORR_BUF_INIT;
+    orr_buf_append_str(&want, "first\n\n");
+    for (int i = 0; i < 70000; i++)
+        orr_buf_append_byte(&want, (char)('a' + i % 26));
+    orr_buf_append_str(&want, "\nlast without newline");
+    int fd = open(path, O_WRONLY | O_APPEND);
+    assert_true(fd >= 0);
+    size_t half = want.len / 2;
+    assert_int_equal(write(fd, want.data, half), (ssize_t)half);
+    assert_int_equal(write(fd, want.data + half, want.len - half), (ssize_t)(want.len - half));
+    close(fd);
+    ex_logcap_finish(cap);
+    ex_log_append(path, "\n[note]\n", 8);
+    orr_buf_append_str(&want, "\n[note]\n");
+
+    orr_buf b = ORR_BUF_INIT;
+    assert_int_equal(get("/logs/7/1", TOKEN, &b), 200);
+    assert_int_equal(b.len, want.len);
+    assert_memory_equal(b.data, want.data, want.len);
+
+    /* where each line starts */
+    uint64_t starts[] = {0, 6, 7, 70008, 70029};
+    FILE *f = fopen(ex_log_index_path(idx, sizeof idx, path), "rb");
+    assert_non_null(f);
+    unsigned char raw[ORR_LOGIDX_REC];
+    int64_t prev = 0;
+    size_t n = 0;
+    while (fread(raw, 1, sizeof raw, f) == sizeof raw) {
+        orr_logidx_rec r;
+        orr_logidx_decode(raw, &r);
+        assert_true(n < 5);
+        assert_true(r.offset == starts[n]);
+        assert_true(r.ms >= prev && r.ms > 1700000000000LL);
+        prev = r.ms;
+        n++;
+    }
+    fclose(f);
+    assert_int_equal(n, 5);
+
+    assert_int_equal(get("/logs/7/1/lines?from=10&to=70020", TOKEN, &b), 200);
+    assert_int_equal(b.len, 2 * ORR_LOGIDX_REC); /* the long line and the one after */
+    orr_logidx_rec r;
+    orr_logidx_decode((const unsigned char *)b.data, &r);
+    assert_true(r.offset == 7);
+    assert_int_equal(get("/logs/7/1/lines?from=0&to=0", TOKEN, &b), 200);
+    assert_int_equal(b.len, ORR_LOGIDX_REC);
+    assert_int_equal(get("/logs/7/1/lines?from=5", TOKEN, &b), 400);
+    assert_int_equal(get("/logs/7/1/lines?from=9&to=5", TOKEN, &b), 400);
+    assert_int_equal(get("/logs/7/1/other", TOKEN, &b), 400);
+    assert_int_equal(get("/logs/2/3/lines?from=0&to=1", TOKEN, &b), 404);
+    orr_buf_free(&b);
+    orr_buf_free(&want);
+}
+
 static int setup_all(void **state)
 {
     (void)state;
@@ -189,6 +259,7 @@ int main(void)
         cmocka_unit_test(test_token_is_required),
         cmocka_unit_test(test_paths_and_params_are_validated),
         cmocka_unit_test(test_follow_streams_until_attempt_ends),
+        cmocka_unit_test(test_capture_stamps_each_line),
         cmocka_unit_test(test_start_refuses_bad_options),
     };
     return cmocka_run_group_tests(tests, setup_all, teardown_all);

@@ -1,0 +1,45 @@
+/*
+ * ex_logcap.h - capture of an attempt's output, stamped line by line.
+ *
+ * The run's stdout and stderr append to the attempt's log file
+ * (<instance>-<attempt>.log) as they always did: the task's write path is
+ * untouched, so the log stays byte for byte what the task wrote and the task
+ * goes no slower. A thread of executord follows the file as it grows
+ * (woken by inotify), reads the new bytes and appends, for every line that
+ * starts in them, a record to the line index (<instance>-<attempt>.idx,
+ * format in lib/orr_logidx.h): where the line starts and when executord read
+ * its first byte (UTC, milliseconds). A last line without a newline and a
+ * line of any length have one record each.
+ *
+ * Call order: ex_logcap_start (creates the log) -> the sandbox runs with
+ * the log as its output -> ex_logcap_finish once the run is over (its group
+ * killed: nothing writes any more). The log server reads both files while
+ * they grow.
+ */
+#ifndef EX_LOGCAP_H
+#define EX_LOGCAP_H
+
+#include <stddef.h>
+
+#include "orr_status.h"
+
+typedef struct ex_logcap ex_logcap;
+
+/* The index file of a log path: its ".log" replaced by ".idx" (appended
+ * when it has none) into buf; returns buf. */
+char *ex_log_index_path(char *buf, size_t n, const char *log_path);
+
+/* Open (create 0640) the log and its index, continuing both where they end,
+ * and start the follower thread. ORR_EIO naming the file that failed;
+ * nothing is left open then. */
+orr_status ex_logcap_start(const char *log_path, ex_logcap **out, orr_err *err);
+
+/* Index what the log holds now (the writers are gone), stop the thread,
+ * close and free. NULL is a no-op. Blocks until the index is complete. */
+void ex_logcap_finish(ex_logcap *c);
+
+/* Append text (executord's own words) to the log and its index, stamped
+ * now. Failures are only logged. Not while a capture of the same log runs. */
+void ex_log_append(const char *log_path, const char *text, size_t len);
+
+#endif
