@@ -203,6 +203,14 @@ kp_inst *kp__adopt(kp_sched *s, const pb_instance *in, int64_t ev_id)
     r->attempt = in->attempt;
     r->priority = in->priority;
     r->since_ms = since_of(in);
+    uint8_t run =
+        (uint8_t)((in->run_now ? KP_I_RUN_NOW : 0) | (in->ignore_upstreams ? KP_I_NO_UPS : 0));
+    if ((r->flags & (KP_I_RUN_NOW | KP_I_NO_UPS)) != run)
+        changed = 1;
+    r->flags = (uint8_t)((r->flags & ~(KP_I_RUN_NOW | KP_I_NO_UPS)) | run);
+    r->bf_id = in->backfill_id;
+    r->bf_cycle_ms = in->backfill_cycle_ms;
+    r->bf_cycles = in->backfill_cycles;
     if (ev_id > r->ev_id)
         r->ev_id = ev_id;
     r->flags &= (uint8_t)~KP_I_REFETCH;
@@ -250,8 +258,8 @@ static void sync_executors(kp_sched *s)
 /* ------------------------------------------------------------ the pass */
 
 typedef struct work {
-    kp_inst **ready, **to_ready, **retry, **timeout, **lost, **refetch;
-    size_t n_ready, n_to_ready, n_retry, n_timeout, n_lost, n_refetch;
+    kp_inst **ready, **to_ready, **retry, **timeout, **lost, **refetch, **paced;
+    size_t n_ready, n_to_ready, n_retry, n_timeout, n_lost, n_refetch, n_paced;
     size_t cap;
 } work;
 
@@ -286,6 +294,45 @@ static int ready_cmp(const void *a, const void *b)
     return x->id < y->id ? -1 : x->id > y->id;
 }
 
+/* Is r an open member of its backfill's cycle: live, or failed with a retry
+ * to come (kp_backfill.h)? */
+static int bf_open(const kp_inst *r, const kp_task *t)
+{
+    switch (r->state) {
+    case KP_ST_WAITING:
+    case KP_ST_READY:
+    case KP_ST_DISPATCHED:
+    case KP_ST_RUNNING:
+        return 1;
+    case KP_ST_FAILED:
+    case KP_ST_TIMED_OUT:
+        return t && kp_retry_wanted(&t->retry, (kp_state)r->state, r->attempt);
+    default:
+        return 0;
+    }
+}
+
+/* A waiting instance whose turn it is: its schedule time (unless it runs
+ * now), then its dependencies (unless it runs now ignoring its upstreams).
+ * Returns the pass's next timer, moved earlier for a future schedule time. */
+static int64_t check_waiting(kp_sched *s, work *w, dep_ctx *c, const kp_task *t, kp_inst *r,
+                             int64_t now, int64_t next_timer)
+{
+    if (r->sched_ms > now && !(r->flags & KP_I_RUN_NOW)) {
+        /* not its time yet (backfilled into the future) */
+        r->flags |= KP_I_DIRTY;
+        return r->sched_ms < next_timer ? r->sched_ms : next_timer;
+    }
+    int v = (r->flags & KP_I_NO_UPS) ? DEP_MET : kp__check_deps(s, c, t, r, now);
+    if (v == DEP_MET)
+        push(&w->to_ready, &w->n_to_ready, w->cap, r);
+    if (v != DEP_FETCH)
+        r->flags &= (uint8_t)~KP_I_DIRTY;
+    else
+        r->flags |= KP_I_DIRTY;
+    return next_timer;
+}
+
 static int64_t pass(kp_sched *s, work *w, dep_ctx *c, int64_t now)
 {
     int64_t next_timer = now + 1000;
@@ -298,8 +345,11 @@ static int64_t pass(kp_sched *s, work *w, dep_ctx *c, int64_t now)
         w->timeout = orr_xrealloc(w->timeout, w->cap * sizeof(kp_inst *));
         w->lost = orr_xrealloc(w->lost, w->cap * sizeof(kp_inst *));
         w->refetch = orr_xrealloc(w->refetch, w->cap * sizeof(kp_inst *));
+        w->paced = orr_xrealloc(w->paced, w->cap * sizeof(kp_inst *));
     }
     w->n_ready = w->n_to_ready = w->n_retry = w->n_timeout = w->n_lost = w->n_refetch = 0;
+    w->n_paced = 0;
+    kp_bf_reset(s->bf);
     size_t pos = 0;
     kp_inst *r;
     while ((r = kp_store_next(s->st, &pos)) != NULL) {
@@ -310,6 +360,8 @@ static int64_t pass(kp_sched *s, work *w, dep_ctx *c, int64_t now)
             continue;
         }
         kp_task *t = kp_index_get(s->ix, r->task_id);
+        if (r->bf_cycles > 0 && bf_open(r, t))
+            kp_bf_note(s->bf, r->bf_id, r->bf_cycle_ms, r->bf_cycles);
         switch (r->state) {
         case KP_ST_WAITING:
             if (!t || t->in_cycle || !((r->flags & KP_I_DIRTY) || t->deps_dirty))
@@ -318,21 +370,11 @@ static int64_t pass(kp_sched *s, work *w, dep_ctx *c, int64_t now)
                 r->flags |= KP_I_DIRTY;
                 break;
             }
-            if (r->sched_ms > now) { /* not its time yet (backfilled into the future) */
-                r->flags |= KP_I_DIRTY;
-                if (r->sched_ms < next_timer)
-                    next_timer = r->sched_ms;
+            if (r->bf_cycles > 0) { /* a paced backfill: once every open cycle is known */
+                push(&w->paced, &w->n_paced, w->cap, r);
                 break;
             }
-            {
-                int v = kp__check_deps(s, c, t, r, now);
-                if (v == DEP_MET)
-                    push(&w->to_ready, &w->n_to_ready, w->cap, r);
-                if (v != DEP_FETCH)
-                    r->flags &= (uint8_t)~KP_I_DIRTY;
-                else
-                    r->flags |= KP_I_DIRTY;
-            }
+            next_timer = check_waiting(s, w, c, t, r, now, next_timer);
             break;
         case KP_ST_READY:
             push(&w->ready, &w->n_ready, w->cap, r);
@@ -364,6 +406,17 @@ static int64_t pass(kp_sched *s, work *w, dep_ctx *c, int64_t now)
         default:
             break;
         }
+    }
+    /* the waiting instances of paced backfills: only their backfill's
+     * earliest open cycles move on; the others stay dirty for the next pass */
+    kp_bf_seal(s->bf);
+    for (size_t i = 0; i < w->n_paced; i++) {
+        r = w->paced[i];
+        if (!kp_bf_admit(s->bf, r->bf_id, r->bf_cycle_ms)) {
+            r->flags |= KP_I_DIRTY;
+            continue;
+        }
+        next_timer = check_waiting(s, w, c, kp_index_get(s->ix, r->task_id), r, now, next_timer);
     }
     for (size_t i = 0; i < kp_index_count(s->ix); i++)
         kp_index_at(s->ix, i)->deps_dirty = 0;
@@ -699,12 +752,14 @@ orr_status kp_sched_run(const kp_sched_opts *o, volatile sig_atomic_t *stop, orr
     }
     s.ix = kp_index_create();
     s.st = kp_store_create();
+    s.bf = kp_bf_create();
     s.du = kp_du_cache_create();
     if (kp__watch_start(&s, err) != ORR_OK) {
         kp_elect_stop(s.el);
         orr_rpc_client_destroy(s.cl);
         kp_index_destroy(s.ix);
         kp_store_destroy(s.st);
+        kp_bf_destroy(s.bf);
         kp_du_cache_destroy(s.du);
         return orr_err_set(err, ORR_EIO, NULL, "cannot start the event thread");
     }
@@ -788,6 +843,7 @@ orr_status kp_sched_run(const kp_sched_opts *o, volatile sig_atomic_t *stop, orr
     drop_state(&s);
     kp_index_destroy(s.ix);
     kp_store_destroy(s.st);
+    kp_bf_destroy(s.bf);
     kp_du_cache_destroy(s.du);
     free(s.streams);
     free(s.ex);
@@ -802,6 +858,7 @@ orr_status kp_sched_run(const kp_sched_opts *o, volatile sig_atomic_t *stop, orr
     free(w.timeout);
     free(w.lost);
     free(w.refetch);
+    free(w.paced);
     pthread_mutex_destroy(&s.qmu);
     pthread_cond_destroy(&s.qcv);
     return ORR_OK;

@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "halley.pb-c.h"
+#include "kp_backfill.h"
 #include "kp_deps.h"
 #include "kp_du.h"
 #include "kp_elect.h"
@@ -51,6 +52,7 @@ typedef Orrery__Halley__V1__TransitionRequest pb_treq;
 enum {
     EV_INSTANCE_CREATED,
     EV_INSTANCE_TRANSITION,
+    EV_INSTANCE_RUN, /* run now on an existing instance: its flags changed */
     EV_TASK,
     EV_DATA_UNIT,
     EV_STREAM,
@@ -67,6 +69,10 @@ typedef struct kp_ev {
     /* EV_DATA_UNIT: the unit (interned; stream also for EV_STREAM) */
     const char *stream, *business, *interface;
     int64_t bucket_ms;
+    /* EV_INSTANCE_CREATED, EV_INSTANCE_RUN: run now; a paced backfill */
+    int run_now, ignore_upstreams;
+    int32_t bf_cycles;
+    int64_t bf_id, bf_cycle_ms;
 } kp_ev;
 
 /* A stream's bucket grid as read from Halley. */
@@ -86,6 +92,7 @@ typedef struct kp_sched {
     kp_elect *el;
     kp_index *ix;
     kp_store *st;
+    kp_bf *bf; /* backfill pacing, rebuilt by every pass */
     char actor[256];
     /* executors */
     kp_exec *ex;

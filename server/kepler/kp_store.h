@@ -26,6 +26,8 @@
 #define KP_I_DIRTY   0x01 /* waiting: check dependencies */
 #define KP_I_REFETCH 0x02 /* state doubtful: read it from halleyd */
 #define KP_I_SEEN    0x04 /* seen by the running sweep */
+#define KP_I_RUN_NOW 0x08 /* run now: do not wait for the schedule time */
+#define KP_I_NO_UPS  0x10 /* run now ignoring upstreams: no dependency check */
 
 typedef struct kp_inst {
     int64_t id; /* < 0 for absent markers */
@@ -36,8 +38,11 @@ typedef struct kp_inst {
     const char *exec; /* interned executor id ("" = none) */
     int32_t attempt;
     int32_t priority;
-    int32_t live_slots; /* slots counted on exec while dispatched/running */
-    uint8_t state;      /* kp_state */
+    int32_t live_slots;  /* slots counted on exec while dispatched/running */
+    int32_t bf_cycles;   /* a paced backfill's cycles at a time (0 = not paced) */
+    int64_t bf_id;       /* the backfill that made it (0 = none) */
+    int64_t bf_cycle_ms; /* its backfill cycle */
+    uint8_t state;       /* kp_state */
     uint8_t flags;
     struct kp_inst *next_free;
 } kp_inst;

@@ -69,6 +69,8 @@ static void ev_from_pb(const Orrery__Halley__V1__Event *m, kp_ev *e)
         e->kind = EV_INSTANCE_CREATED;
     else if (strcmp(m->kind, "instance.transition") == 0)
         e->kind = EV_INSTANCE_TRANSITION;
+    else if (strcmp(m->kind, "instance.run") == 0)
+        e->kind = EV_INSTANCE_RUN;
     else if (strncmp(m->kind, "task.", 5) == 0)
         e->kind = EV_TASK;
     else if (strcmp(m->kind, "data_unit.reconciled") == 0)
@@ -83,7 +85,8 @@ static void ev_from_pb(const Orrery__Halley__V1__Event *m, kp_ev *e)
         ev_data_from_pb(m, e);
         return;
     }
-    if (e->kind != EV_INSTANCE_CREATED && e->kind != EV_INSTANCE_TRANSITION)
+    if (e->kind != EV_INSTANCE_CREATED && e->kind != EV_INSTANCE_TRANSITION &&
+        e->kind != EV_INSTANCE_RUN)
         return;
     json_t *p = json_loads(m->payload_json ? m->payload_json : "{}", 0, NULL);
     if (!p)
@@ -94,6 +97,14 @@ static void ev_from_pb(const Orrery__Halley__V1__Event *m, kp_ev *e)
     e->attempt = json_is_integer(a) ? (int)json_integer_value(a) : 0;
     json_t *t = json_object_get(p, "schedule_time_ms");
     e->sched_ms = json_is_integer(t) ? json_integer_value(t) : 0;
+    e->run_now = json_is_true(json_object_get(p, "run_now"));
+    e->ignore_upstreams = json_is_true(json_object_get(p, "ignore_upstreams"));
+    json_t *b = json_object_get(p, "backfill_id");
+    e->bf_id = json_is_integer(b) ? json_integer_value(b) : 0;
+    b = json_object_get(p, "backfill_cycle_ms");
+    e->bf_cycle_ms = json_is_integer(b) ? json_integer_value(b) : 0;
+    b = json_object_get(p, "backfill_cycles");
+    e->bf_cycles = json_is_integer(b) ? (int32_t)json_integer_value(b) : 0;
     json_decref(p);
 }
 
@@ -181,8 +192,31 @@ void kp__apply_event(kp_sched *s, const kp_ev *e)
             r->since_ms = e->at_ms;
             r->ev_id = e->id;
             r->flags |= KP_I_DIRTY;
+            if (e->run_now)
+                r->flags |= KP_I_RUN_NOW;
+            if (e->ignore_upstreams)
+                r->flags |= KP_I_NO_UPS;
+            r->bf_id = e->bf_id;
+            r->bf_cycle_ms = e->bf_cycle_ms;
+            r->bf_cycles = e->bf_cycles;
         }
         kp__mark_task_dirty(s, e->task_id, 1);
+        return;
+    }
+    if (e->kind == EV_INSTANCE_RUN) {
+        kp_inst *r = kp_store_get(s->st, e->instance_id);
+        if (!r) {
+            kp__fetch_instance_id(s, e->instance_id, e->id);
+            return;
+        }
+        if (e->id <= r->ev_id)
+            return; /* a read after it shows it already */
+        r->ev_id = e->id;
+        r->flags &= (uint8_t) ~(KP_I_RUN_NOW | KP_I_NO_UPS);
+        r->flags |= KP_I_DIRTY | KP_I_RUN_NOW | (e->ignore_upstreams ? KP_I_NO_UPS : 0);
+        ORR_INFO("run now", "instance_id=%" PRId64 " ignore_upstreams=%d", r->id,
+                 e->ignore_upstreams);
+        kp__mark_task_dirty(s, r->task_id, 0);
         return;
     }
     if (e->kind != EV_INSTANCE_TRANSITION)

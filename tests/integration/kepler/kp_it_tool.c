@@ -19,6 +19,11 @@
  *                                 (success, failed, killed, timed_out);
  *                                 prints the maximum; exit 1 if that takes
  *                                 longer than MS ms
+ *   run-now TASK_ID MS IGNORE_UPSTREAMS(0|1)
+ *                                 RunNow of that slot as "user:test"; prints
+ *                                 the instance id
+ *   backfill TASK_ID FROM_MS TO_MS MAX_CYCLES WITH_DOWNSTREAM(0|1)
+ *                                 Backfill; prints the created instances' ids
  *   finish ID ATTEMPT             running -> success of that attempt (ends a
  *                                 run that a holding executor keeps)
  *   audit PREFIX                  for every instance of tasks PREFIX*: its
@@ -516,6 +521,27 @@ int main(int argc, char **argv)
             sleep_ms(20);
         }
         printf("%d\n", max);
+    } else if (strcmp(cmd, "run-now") == 0 && argc == 5) {
+        Orrery__Halley__V1__RunNowRequest rq = ORRERY__HALLEY__V1__RUN_NOW_REQUEST__INIT;
+        rq.task_id = strtoll(argv[2], NULL, 10);
+        rq.schedule_time_ms = strtoll(argv[3], NULL, 10);
+        rq.ignore_upstreams = strcmp(argv[4], "1") == 0;
+        rq.actor = "user:test";
+        Orrery__Halley__V1__RunNowResponse *r = (void *)call("RunNow", &rq.base);
+        printf("%" PRId64 "\n", r->instance->id);
+        protobuf_c_message_free_unpacked(&r->base, NULL);
+    } else if (strcmp(cmd, "backfill") == 0 && argc == 7) {
+        Orrery__Halley__V1__BackfillRequest rq = ORRERY__HALLEY__V1__BACKFILL_REQUEST__INIT;
+        rq.task_id = strtoll(argv[2], NULL, 10);
+        rq.from_ms = strtoll(argv[3], NULL, 10);
+        rq.to_ms = strtoll(argv[4], NULL, 10);
+        rq.max_cycles = atoi(argv[5]);
+        rq.include_downstream = strcmp(argv[6], "1") == 0;
+        rq.actor = "user:test";
+        Orrery__Halley__V1__BackfillResponse *r = (void *)call("Backfill", &rq.base);
+        for (size_t i = 0; i < r->n_created; i++)
+            printf("%" PRId64 "\n", r->created[i]->id);
+        protobuf_c_message_free_unpacked(&r->base, NULL);
     } else if (strcmp(cmd, "finish") == 0 && argc == 4) {
         if (!transition(strtoll(argv[2], NULL, 10), 4, 5, atoi(argv[3]), "test", "exit 0")) {
             fprintf(stderr, "kp_it_tool: finish %s: the transition was refused\n", argv[2]);

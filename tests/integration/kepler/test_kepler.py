@@ -1,6 +1,6 @@
 """test_kepler.py - keplerd against real ZooKeeper, halleyd and PostgreSQL.
 
-    test_kepler.py BUILD_DIR scheduling|failover|executord|data_unit|workflow_pause
+    test_kepler.py BUILD_DIR scheduling|failover|executord|data_unit|workflow_pause|runs
 
 scheduling: a diamond DAG runs in dependency order, driven by events alone
 (the periodic sweep is set far beyond the test's length, so no dispatch can
@@ -30,6 +30,14 @@ after a barrier (keplerd has handled every event up to the backfill) its
 instances are still waiting and the API shows the pause on them (who, which
 workflow); once the workflow is resumed they run to success. The pause and
 the resume are in the audit log.
+
+runs: run now of an instance an hour ahead runs at once; run now of a
+downstream whose strong upstream has no instance still waits (after a
+barrier) until it runs now ignoring its upstreams, and its timeline names
+who released it; a serial backfill of a task with a downstream task runs one
+cycle at a time (after a barrier with a run of cycle N held, no instance of
+a later cycle has left waiting); a parallel backfill of 2 cycles never has a
+third running and starts the next when one ends.
 
 Tasks, pools and instances are created through halleyd's API by kp_it_tool
 (a small orr_rpc client), which also plays the executors.
@@ -570,12 +578,119 @@ def failover(k):
     check(audit["attempts"] == total, f"failover: exactly one attempt each ({audit['attempts']})")
 
 
+def runs(k):
+    """Run now and the pacing of backfills. The tasks under test run on an
+    executor that holds every run until the test ends it; barriers run on
+    another one, so "still waiting after a barrier" means keplerd chose not
+    to move it."""
+    plain, hold = {"plain": "yes"}, {"hold": "yes"}
+    k.start_executor("exec-plain", 4, 50, labels=plain)
+    k.start_executor("exec-hold", 16, -1, labels=hold)
+    k.start_kepler("k1", sweep=NO_SWEEP)
+    check(wait_until(lambda: k.leader()[0] == "k1", 20), "keplerd k1 becomes leader")
+    k.wait_executor_seen("exec-hold")
+    k.wait_executor_seen("exec-plain")
+    t0 = 1_700_000_000_000
+
+    def inst(prefix, name=None):
+        return [i for i in k.instances(prefix) if name is None or i["task"] == name]
+
+    def finish_running(prefix):
+        for i in inst(prefix):
+            if i["state"] == "running":
+                k.tool("finish", str(i["id"]), str(i["attempt"]))
+
+    # --- run now of a slot an hour ahead: dispatched at once, not at its time
+    later = k.task("rn-later", labels=plain)
+    k.wait_indexed("rn-later")
+    at = int(time.time() * 1000) + 3_600_000
+    k.tool("run-now", str(later), str(at), "0")
+    ok = wait_until(lambda: [i for i in inst("rn-later") if i["state"] == "success"], 30)
+    check(bool(ok), "run now: an instance an hour ahead runs at once")
+    if ok:
+        check(ok[0]["started"] < at, "run now: started before its schedule time")
+
+    # --- run now ignoring upstreams: a strong upstream with no instance holds
+    # the downstream, also when it runs now; ignoring upstreams releases it
+    k.task("rn-up", labels=plain)
+    down = k.task("rn-down", labels=plain, upstreams=[{"kind": "strong", "task": "rn-up"}])
+    k.wait_indexed("rn-up", "rn-down")
+    iid = int(k.tool("run-now", str(down), str(t0), "0").strip())
+    k.barrier("rn", labels=plain)
+    st = inst("rn-down")[0]["state"]
+    check(st == "waiting", f"run now: still waits for its upstream ({st})")
+    k.tool("run-now", str(down), str(t0), "1")
+    ok = wait_until(lambda: inst("rn-down")[0]["state"] == "success", 30)
+    check(ok, "run now ignoring upstreams: runs without its upstream")
+    trs = [json.loads(x) for x in k.tool("transitions", str(iid)).splitlines()]
+    check(any(t["actor"] == "user:test" and t["from"] == "waiting" and t["to"] == "waiting"
+              for t in trs), "run now: the timeline names who released it")
+
+    # --- serial backfill with a downstream task: one cycle at a time
+    yearly = "0 0 1 1 *"  # fires on no day of the test: no instance of its own
+    a = k.task("bfs-a", schedule=yearly, labels=hold)
+    k.task("bfs-b", schedule=yearly, labels=hold,
+           upstreams=[{"kind": "strong", "task": "bfs-a"}])
+    k.wait_indexed("bfs-a", "bfs-b")
+    y2020, y2023 = 1_577_836_800_000, 1_672_531_200_000
+    created = k.tool("backfill", str(a), str(y2020), str(y2023), "1", "1").split()
+    check(len(created) == 6, f"serial: 3 cycles of a and b created ({len(created)})")
+
+    def live_cycles(prefix):
+        return sorted({i["sched"] for i in inst(prefix)
+                       if i["state"] in ("ready", "dispatched", "running")})
+
+    def started_cycles(prefix):
+        return sorted({i["sched"] for i in inst(prefix) if i["state"] != "waiting"})
+
+    for cyc in range(3):
+        for step in ("bfs-a", "bfs-b"):
+            ok = wait_until(lambda: [i for i in inst("bfs-", step)
+                                     if i["state"] == "running"], 30)
+            check(bool(ok), f"serial: cycle {cyc}: {step} runs")
+            if not ok:
+                return
+            k.barrier(f"bfs-{cyc}-{step}", labels=plain)
+            started = started_cycles("bfs-")
+            check(len(started) == cyc + 1,
+                  f"serial: cycle {cyc} ({step} running): no later cycle started ({started})")
+            finish_running("bfs-")
+    ok = wait_until(lambda: all(i["state"] == "success" for i in inst("bfs-")), 30)
+    check(ok, "serial: every instance succeeded")
+
+    # --- parallel backfill, 2 cycles at a time, 4 cycles
+    p = k.task("bfp-a", schedule=yearly, labels=hold)
+    k.wait_indexed("bfp-a")
+    y2019 = 1_546_300_800_000
+    k.tool("backfill", str(p), str(y2019), str(y2023), "2", "0")
+    ok = wait_until(lambda: len(live_cycles("bfp-")) == 2, 30)
+    check(ok, "parallel: two cycles run")
+    k.barrier("bfp", labels=plain)
+    live = live_cycles("bfp-")
+    check(len(live) == 2, f"parallel: never a third while two run ({len(live)})")
+    first = min(live)
+    for i in inst("bfp-"):
+        if i["state"] == "running" and i["sched"] == first:
+            k.tool("finish", str(i["id"]), str(i["attempt"]))
+    ok = wait_until(lambda: len(live_cycles("bfp-")) == 2 and first not in live_cycles("bfp-"),
+                    30)
+    check(ok, "parallel: the next cycle starts when one ends")
+    for _ in range(3):
+        finish_running("bfp-")
+        wait_until(lambda: not live_cycles("bfp-") or all(
+            i["state"] == "running" for i in inst("bfp-")
+            if i["state"] in ("ready", "dispatched", "running")), 10)
+    ok = wait_until(lambda: (finish_running("bfp-") or True) and all(
+        i["state"] == "success" for i in inst("bfp-")), 30, step=0.3)
+    check(ok, "parallel: every instance succeeded")
+
+
 def main():
     modes = {"scheduling": scheduling, "failover": failover, "executord": real_executor,
-             "data_unit": data_unit, "workflow_pause": workflow_pause}
+             "data_unit": data_unit, "workflow_pause": workflow_pause, "runs": runs}
     if len(sys.argv) != 3 or sys.argv[2] not in modes:
         print("usage: test_kepler.py BUILD_DIR "
-              "scheduling|failover|executord|data_unit|workflow_pause", file=sys.stderr)
+              "scheduling|failover|executord|data_unit|workflow_pause|runs", file=sys.stderr)
         return 2
     orrery_it.require_env("ORRERY_ZK")
     with orrery_it.Platform(sys.argv[1], galaxies=0) as p:
