@@ -160,8 +160,13 @@ static json_t *oc__workflow_spec(const json_t *wf, json_t *tasks)
         json_array_append_new(names,
                               json_string(t ? json_string_value(json_object_get(t, "name")) : buf));
     }
-    return json_pack("{s:O,s:O,s:o}", "name", json_object_get(wf, "name"), "team",
-                     json_object_get(wf, "team"), "tasks", names);
+    json_t *spec = json_pack("{s:O,s:O}", "name", json_object_get(wf, "name"), "team",
+                             json_object_get(wf, "team"));
+    const char *desc = json_string_value(json_object_get(wf, "description"));
+    if (desc && *desc)
+        json_object_set_new(spec, "description", json_string(desc));
+    json_object_set_new(spec, "tasks", names);
+    return spec;
 }
 
 static int oc__cmp_json_str(const void *a, const void *b)
@@ -373,6 +378,12 @@ static void oc__plan(const oc_docs *docs, oc__state *st, int prune, oc_plan *pla
             continue;
         }
         json_t *cur = oc__workflow_spec(wf, st->tasks);
+        /* A description the file leaves out is kept as it is (so is the
+         * platform's answer to a PUT without one); "" is no description. */
+        if (!json_object_get(d->spec, "description"))
+            json_object_del(cur, "description");
+        else if (!json_object_get(cur, "description"))
+            json_object_set_new(cur, "description", json_string(""));
         json_t *a = oc__wf_canon(cur), *b = oc__wf_canon(d->spec);
         oc_changes ch = {NULL, 0};
         oc_diff(a, b, "spec", &ch);
@@ -500,6 +511,9 @@ static int oc__carry_out(oc_ctx *ctx, oc_plan *plan, oc__state *st)
             }
             body = json_pack("{s:O,s:o}", "team", json_object_get(s->doc->spec, "team"), "task_ids",
                              ids);
+            json_t *desc = json_object_get(s->doc->spec, "description");
+            if (desc)
+                json_object_set(body, "description", desc);
         }
         free(en);
         /* A task update is a compare-and-set on the version the plan saw. */

@@ -319,6 +319,7 @@ static json_t *oc__schema_src(const char *kind)
         "\"additionalProperties\":false,\"properties\":{"
         "\"name\":{\"type\":\"string\",\"pattern\":\"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$\"},"
         "\"team\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":128},"
+        "\"description\":{\"type\":\"string\",\"maxLength\":2000},"
         "\"tasks\":{\"type\":\"array\",\"maxItems\":1000,\"uniqueItems\":true,"
         "\"items\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":128}}}}";
     static const char pool[] =

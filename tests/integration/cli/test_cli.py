@@ -198,12 +198,15 @@ class Cli(unittest.TestCase):
             self.assertEqual(r.status, 201, r)
             ids.append(r.json()["id"])
             up = name
-        r = api("PUT", "/api/v1/workflows/demo", {"team": "demo", "task_ids": ids})
+        r = api("PUT", "/api/v1/workflows/demo", {"team": "demo", "task_ids": ids,
+                                                  "description": "the quickstart's demo"})
         self.assertIn(r.status, (200, 201), r)
         out = os.path.join(HOME, "export-demo")
         self.ok(cli("export", "--workflow", "demo", "--dir", out))
         self.assertTrue(os.path.exists(os.path.join(out, "tasks", "demo.load.yaml")))
         self.assertTrue(os.path.exists(os.path.join(out, "workflows", "demo.yaml")))
+        with open(os.path.join(out, "workflows", "demo.yaml"), encoding="utf-8") as f:
+            self.assertIn('description: "the quickstart\'s demo"', f.read())
         self.ok(cli("validate", out))
         r = self.ok(cli("apply", out, "-o", "json"))
         plan = json.loads(r.stdout)
@@ -243,6 +246,7 @@ kind: workflow
 spec:
   name: cyc-flow
   team: cyc
+  description: every new year
   tasks: [cyc.a, cyc.b]
 """)
         write(os.path.join(d, "pool.json"), '{"kind": "pool", "spec": {"name": "cyc-pool", '
@@ -260,6 +264,7 @@ spec:
         self.assertEqual(set(tasks), {"cyc.a", "cyc.b"})
         wf = api("GET", "/api/v1/workflows/cyc-flow").json()
         self.assertEqual(sorted(wf["task_ids"]), sorted(t["id"] for t in tasks.values()))
+        self.assertEqual(wf["description"], "every new year")
         pools = {p["name"]: p for p in api("GET", "/api/v1/pools").json()["items"]}
         self.assertEqual(pools["cyc-pool"]["capacity"], 2)
         # A second apply does nothing.
