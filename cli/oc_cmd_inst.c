@@ -4,11 +4,14 @@
  * instances, executors and pools. */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "oc_cmds.h"
 #include "oc_http.h"
 #include "orr_alloc.h"
 #include "orr_buf.h"
+#include "orr_cron.h"
+#include "orr_tz.h"
 
 static const char *oc__s(const json_t *o, const char *k)
 {
@@ -69,12 +72,64 @@ static int oc__act(oc_ctx *ctx, const oc_args *a, const char *action, json_t *ex
     return rc;
 }
 
+/* A rerun of each instance named, alone or with its downstream or upstream
+ * instances of the same cycle (POST /instances/{id}/rerun, one transaction
+ * per set). */
 int oc_run_rerun(oc_ctx *ctx, const oc_args *a)
 {
-    json_t *extra = NULL;
-    if (oc_flag(a, "downstream"))
-        extra = json_pack("{s:b}", "downstream", 1);
-    return oc__act(ctx, a, "rerun", extra);
+    if (a->npos < 1)
+        return oc_fail(ctx, OC_EXIT_USAGE, "rerun: which instance? (orrery rerun ID...)");
+    if (oc_flag(a, "downstream") && oc_flag(a, "upstream"))
+        return oc_fail(ctx, OC_EXIT_USAGE, "rerun: --downstream or --upstream, not both");
+    const char *scope = oc_flag(a, "downstream") ? "downstream"
+                        : oc_flag(a, "upstream") ? "upstream"
+                                                 : "instance";
+    int rc = OC_EXIT_OK;
+    json_t *all = json_array();
+    for (int i = 0; i < a->npos; i++) {
+        int64_t id;
+        int r = oc_parse_id(ctx, "instance", a->pos[i], &id);
+        if (r) {
+            rc = rc ? rc : r;
+            continue;
+        }
+        json_t *body = json_pack("{s:s,s:b}", "scope", scope, "dry_run", oc_flag(a, "dry-run"));
+        if (oc_arg(a, "reason"))
+            json_object_set_new(body, "reason", json_string(oc_arg(a, "reason")));
+        orr_buf p = ORR_BUF_INIT;
+        orr_buf_appendf(&p, "/api/v1/instances/%lld/rerun", (long long)id);
+        json_t *out = NULL;
+        orr_err e;
+        orr_err_clear(&e);
+        if (oc_api(ctx, "POST", p.data, body, &out, &e) != ORR_OK) {
+            r = oc_fail_err(ctx, &e);
+            rc = rc ? rc : r;
+        } else if (ctx->json) {
+            json_array_append(all, out);
+        } else {
+            size_t k;
+            json_t *m;
+            json_array_foreach(json_object_get(out, "members"), k, m)
+            {
+                fprintf(ctx->out, "%s", json_is_true(json_object_get(m, "rerun")) ? "" : "(left) ");
+                oc__instance_line(ctx, json_object_get(m, "instance"));
+            }
+            size_t missing = json_array_size(json_object_get(out, "missing"));
+            fprintf(ctx->out, "%s%lld instance(s) %s", oc_flag(a, "dry-run") ? "dry run: " : "",
+                    (long long)json_integer_value(json_object_get(out, "rerun")),
+                    oc_flag(a, "dry-run") ? "would go back to waiting" : "back to waiting");
+            if (missing)
+                fprintf(ctx->out, "; %zu cycle(s) without an instance left out", missing);
+            fputc('\n', ctx->out);
+        }
+        json_decref(out);
+        json_decref(body);
+        orr_buf_free(&p);
+    }
+    if (ctx->json)
+        oc_print_json(ctx, all);
+    json_decref(all);
+    return rc;
 }
 
 int oc_run_kill(oc_ctx *ctx, const oc_args *a)
@@ -97,35 +152,63 @@ int oc_run_resume(oc_ctx *ctx, const oc_args *a)
     return oc__act(ctx, a, "resume", NULL);
 }
 
+/* The slot "run now" means when --at is not given: the task's latest fire
+ * time at or before now (its next one if it never fired yet), now for a
+ * task without a schedule. Seconds since the epoch; -1 when the schedule
+ * cannot be read here (then the caller asks for --at). */
+static int64_t oc__latest_slot(const char *schedule, const char *zone, int64_t now)
+{
+    if (!schedule || !*schedule)
+        return now;
+    orr_cron c;
+    const orr_tz *tz = NULL;
+    orr_err e;
+    if (orr_cron_parse_into(schedule, &c, &e) != ORR_OK ||
+        orr_tz_load(zone && *zone ? zone : "UTC", &tz, &e) != ORR_OK)
+        return -1;
+    static const int64_t windows[] = {3600, 86400, 40 * 86400, 400 * 86400, 5 * 366 * 86400};
+    for (size_t w = 0; w < sizeof(windows) / sizeof(windows[0]); w++) {
+        int64_t t = now - windows[w], next, last = -1;
+        for (int n = 0; n < 200000 && orr_cron_next(&c, tz, t, &next) == ORR_OK && next <= now; n++)
+            last = t = next;
+        if (last >= 0)
+            return last;
+    }
+    int64_t next;
+    return orr_cron_next(&c, tz, now, &next) == ORR_OK ? next : -1;
+}
+
 int oc_run_run(oc_ctx *ctx, const oc_args *a)
 {
     if (a->npos != 1)
         return oc_fail(ctx, OC_EXIT_USAGE, "run: which task? (orrery run TASK)");
+    if (oc_arg(a, "param"))
+        return oc_fail(ctx, OC_EXIT_USAGE,
+                       "run: --param: this platform's run API takes no parameters yet");
     json_t *task = NULL;
     int rc = oc_task_find(ctx, a->pos[0], &task);
     if (rc)
         return rc;
     json_t *body = json_object();
-    const char *at = oc_arg(a, "at");
-    if (at) {
-        char *t = oc_time_arg(at);
-        json_object_set_new(body, "schedule_time", json_string(t));
-        free(t);
-    }
-    json_t *params = json_object();
-    const char *kv;
-    for (int i = 0; (kv = oc_arg_nth(a, "param", i)); i++) {
-        const char *eq = strchr(kv, '=');
-        if (!eq || eq == kv) {
-            rc = oc_fail(ctx, OC_EXIT_USAGE, "--param %s: expected KEY=VALUE", kv);
+    char *at = NULL;
+    if (oc_arg(a, "at")) {
+        at = oc_time_arg(oc_arg(a, "at"));
+    } else {
+        int64_t slot =
+            oc__latest_slot(oc__s(task, "schedule"), oc__s(task, "timezone"), (int64_t)time(NULL));
+        if (slot < 0) {
+            rc = oc_fail(ctx, OC_EXIT_USAGE, "run: cannot read the schedule of %s here: give --at",
+                         oc__s(task, "name"));
             goto out;
         }
-        char *k = orr_xstrndup(kv, (size_t)(eq - kv));
-        json_object_set_new(params, k, json_string(eq + 1));
-        free(k);
+        char buf[64];
+        at = orr_xstrdup(orr_tz_format_utc(slot, buf, sizeof(buf)));
     }
-    if (json_object_size(params))
-        json_object_set(body, "params", params);
+    json_object_set_new(body, "schedule_time", json_string(at));
+    if (oc_flag(a, "ignore-upstreams"))
+        json_object_set_new(body, "ignore_upstreams", json_true());
+    if (oc_arg(a, "reason"))
+        json_object_set_new(body, "reason", json_string(oc_arg(a, "reason")));
     orr_buf p = ORR_BUF_INIT;
     orr_buf_appendf(&p, "/api/v1/tasks/%lld/run",
                     (long long)json_integer_value(json_object_get(task, "id")));
@@ -137,13 +220,12 @@ int oc_run_run(oc_ctx *ctx, const oc_args *a)
     } else if (ctx->json) {
         oc_print_json(ctx, out);
     } else {
-        json_t *in = json_object_get(out, "instance");
-        oc__instance_line(ctx, in ? in : out);
+        oc__instance_line(ctx, json_object_get(out, "instance"));
     }
     json_decref(out);
     orr_buf_free(&p);
 out:
-    json_decref(params);
+    free(at);
     json_decref(body);
     json_decref(task);
     return rc;
@@ -165,7 +247,23 @@ int oc_run_backfill(oc_ctx *ctx, const oc_args *a)
     free(f);
     free(t);
     if (oc_flag(a, "downstream"))
-        json_object_set_new(body, "downstream", json_true());
+        json_object_set_new(body, "include_downstream", json_true());
+    if (oc_flag(a, "dry-run"))
+        json_object_set_new(body, "dry_run", json_true());
+    const char *mode = oc_arg(a, "mode"), *maxc = oc_arg(a, "max-cycles");
+    if (mode)
+        json_object_set_new(body, "mode", json_string(mode));
+    if (maxc) {
+        char *end;
+        long v = strtol(maxc, &end, 10);
+        if (*end || end == maxc) {
+            rc = oc_fail(ctx, OC_EXIT_USAGE, "--max-cycles %s: not a number", maxc);
+            goto out;
+        }
+        json_object_set_new(body, "max_cycles", json_integer(v));
+        if (!mode)
+            json_object_set_new(body, "mode", json_string("parallel"));
+    }
     const char *pr = oc_arg(a, "priority");
     if (pr) {
         char *end;
@@ -187,6 +285,15 @@ int oc_run_backfill(oc_ctx *ctx, const oc_args *a)
     } else if (ctx->json) {
         oc_print_json(ctx, out);
     } else {
+        size_t k;
+        json_t *pl;
+        json_array_foreach(json_object_get(out, "planned"), k, pl)
+        {
+            json_t *iid = json_object_get(pl, "instance_id");
+            fprintf(ctx->out, "would %s %s %s%s\n", json_is_integer(iid) ? "find" : "create",
+                    oc__s(pl, "task_name"), oc__s(pl, "schedule_time"),
+                    json_is_true(json_object_get(pl, "downstream")) ? " (downstream)" : "");
+        }
         json_t *created = json_object_get(out, "created"),
                *existing = json_object_get(out, "existing");
         fprintf(ctx->out, "backfill %s: %lld fire time(s), %zu instance(s) created, %zu existed\n",

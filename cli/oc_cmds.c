@@ -39,13 +39,20 @@ static const oc_opt oc_export_opts[] = {
 };
 
 static const oc_opt oc_run_opts[] = {
-    {"at", 0, "TIME", "the schedule time the run stands for (default: now)", 0},
-    {"param", 0, "KEY=VALUE", "a parameter of the run", 1},
+    {"at", 0, "TIME",
+     "the slot to run (a fire time of the schedule; default: the latest one, now for a task "
+     "without a schedule)",
+     0},
+    {"ignore-upstreams", 0, NULL, "run without waiting for its dependencies", 0},
+    {"reason", 'r', "TEXT", "why (kept in the instance's history and the audit log)", 0},
+    {"param", 0, "KEY=VALUE", "a parameter of the run (not in the platform's API yet)", 1},
     {NULL, 0, NULL, NULL, 0},
 };
 
 static const oc_opt oc_rerun_opts[] = {
-    {"downstream", 0, NULL, "also rerun the instances that depend on it", 0},
+    {"downstream", 0, NULL, "also rerun the instances that depend on it in the same cycle", 0},
+    {"upstream", 0, NULL, "also rerun the instances it depends on in the same cycle", 0},
+    {"dry-run", 'n', NULL, "list the instances it would rerun, change nothing", 0},
     {"reason", 'r', "TEXT", "why (kept in the instance's history)", 0},
     {NULL, 0, NULL, NULL, 0},
 };
@@ -58,8 +65,11 @@ static const oc_opt oc_action_opts[] = {
 static const oc_opt oc_backfill_opts[] = {
     {"from", 0, "TIME", "first schedule time (inclusive; RFC 3339 or YYYY-MM-DD)", 0},
     {"to", 0, "TIME", "end of the range (exclusive)", 0},
-    {"downstream", 0, NULL, "also backfill the tasks that depend on it", 0},
+    {"downstream", 0, NULL, "also create the dependent tasks' instances of those cycles", 0},
+    {"mode", 'm', "MODE", "all (default: every cycle at once), serial or parallel", 0},
+    {"max-cycles", 0, "N", "with parallel: at most N cycles at a time (1..100)", 0},
     {"priority", 0, "N", "priority of the new instances (-1000..1000)", 0},
+    {"dry-run", 'n', NULL, "list what it would create, create nothing", 0},
     {NULL, 0, NULL, NULL, 0},
 };
 
@@ -107,13 +117,17 @@ const oc_cmd oc_commands[] = {
      "(DIR/tasks/NAME.yaml, DIR/workflows/, DIR/pools/, DIR/datasources/). Applying what "
      "export wrote changes nothing. --team and --workflow limit it to tasks and workflows.",
      oc_export_opts, NULL, 1, oc_run_export},
-    {"run", "TASK [--at TIME] [--param KEY=VALUE]...", "Run a task now",
-     "Creates an instance of TASK (name or id) that runs as soon as its dependencies and "
-     "resources allow, and prints it.",
+    {"run", "TASK [--at TIME] [--ignore-upstreams]", "Run a task now",
+     "Runs the instance of TASK (name or id) for one slot of its schedule at once: created "
+     "if missing, released if waiting, a new attempt if finished. keplerd dispatches it "
+     "without waiting for its schedule time (and with --ignore-upstreams without checking "
+     "its dependencies). A slot whose instance is ready or running is a conflict (exit 4).",
      oc_run_opts, NULL, 1, oc_run_run},
-    {"rerun", "ID... [--downstream]", "Rerun finished instances",
-     "A new attempt of each instance; with --downstream the instances that depend on it run "
-     "again after it.",
+    {"rerun", "ID... [--downstream|--upstream] [--dry-run]", "Rerun finished instances",
+     "A new attempt of each instance; with --downstream also of the instances that depend on "
+     "it in the same cycle (directly or not), with --upstream of those it depends on. The set "
+     "is one change: a member that is running refuses it all (exit 4). Waiting and suspended "
+     "members are left as they are.",
      oc_rerun_opts, NULL, 1, oc_run_rerun},
     {"kill", "ID...", "Kill running instances", "Stops the instances' processes; they end killed.",
      oc_action_opts, NULL, 1, oc_run_kill},
@@ -125,10 +139,12 @@ const oc_cmd oc_commands[] = {
      oc_run_suspend},
     {"resume", "ID...", "Resume suspended instances", "They wait for their turn again.",
      oc_action_opts, NULL, 1, oc_run_resume},
-    {"backfill", "TASK --from TIME --to TIME [--downstream]",
+    {"backfill", "TASK --from TIME --to TIME [--downstream] [--mode MODE]",
      "Create a task's instances over a time range",
      "One instance per fire time of TASK's schedule in [from, to) (at most 1000 per call); "
-     "existing ones are kept, so it can be repeated.",
+     "existing ones are kept, so it can be repeated. --downstream also creates the mapped "
+     "cycles of the tasks that depend on it; --mode serial runs one cycle at a time, "
+     "parallel --max-cycles N at most N at once.",
      oc_backfill_opts, NULL, 1, oc_run_backfill},
     {"logs", "ID [-f] [--attempt N]", "Print an instance's log",
      "Prints the log of the newest (or the given) attempt. With -f it follows the live log "

@@ -393,6 +393,65 @@ spec:
         self.assertTrue(wait_until(lambda: api("GET", f"/api/v1/instances/{iid}").json()[
             "state"] in ("success", "failed"), 60))
 
+    def test_run_now_and_rerun_with_downstream(self):
+        f = os.path.join(HOME, "updown.yaml")
+        # Yearly on Jan 1: the latest slot is 2026-01-01, no run of their own.
+        write(f, """\
+kind: task
+spec:
+  name: cli.up
+  team: cli
+  type: shell
+  schedule: "0 0 0 1 1 ?"
+  config: {command: "echo up"}
+---
+kind: task
+spec:
+  name: cli.down
+  team: cli
+  type: shell
+  schedule: "0 0 0 1 1 ?"
+  upstreams: [{kind: strong, task: cli.up}]
+  config: {command: "echo down"}
+""")
+        self.ok(cli("apply", f, "--yes"))
+        out = json.loads(self.ok(cli("run", "cli.up", "--reason", "cli test", "-o",
+                                     "json")).stdout)
+        self.assertTrue(out["created"])
+        up = out["instance"]
+        year = time.gmtime().tm_year
+        self.assertEqual(up["schedule_time"], f"{year}-01-01T00:00:00Z")
+        r = self.ok(cli("logs", str(up["id"]), "-f"))
+        self.assertEqual(r.stdout, "up\n")
+        # The same slot again while it is finished: a new attempt.
+        r = self.ok(cli("run", "cli.up", "--at", f"{year}-01-01"))
+        self.assertIn(f"instance {up['id']} cli.up", r.stdout)
+        self.ok(cli("logs", str(up["id"]), "-f"))
+        # A slot that is not a fire time: 2.
+        self.assertEqual(cli("run", "cli.up", "--at", f"{year}-01-02").returncode, 2)
+        # The downstream of that cycle, by backfill with --downstream.
+        out = json.loads(self.ok(cli("backfill", "cli.up", "--from", f"{year}-01-01", "--to",
+                                     f"{year}-01-02", "--downstream", "-o", "json")).stdout)
+        self.assertEqual(out["existing"], [up["id"]])
+        self.assertEqual(len(out["created"]), 1, out)
+        down = out["created"][0]
+        r = self.ok(cli("logs", str(down), "-f"))
+        self.assertEqual(r.stdout, "down\n")
+        # rerun --downstream: the dry run lists both, then both run again.
+        plan = json.loads(self.ok(cli("rerun", str(up["id"]), "--downstream", "--dry-run",
+                                      "-o", "json")).stdout)[0]
+        self.assertTrue(plan["dry_run"])
+        self.assertEqual(sorted(m["instance"]["id"] for m in plan["members"]),
+                         sorted([up["id"], down]))
+        self.assertEqual(api("GET", f"/api/v1/instances/{down}").json()["attempt"], 1)
+        r = self.ok(cli("rerun", str(up["id"]), "--downstream"))
+        self.assertIn("2 instance(s) back to waiting", r.stdout)
+
+        def again():
+            d = api("GET", f"/api/v1/instances/{down}").json()
+            return d["attempt"] == 2 and d["state"] == "success"
+        self.assertTrue(wait_until(again, 60))
+
     def test_exit_codes(self):
         self.assertEqual(cli("logs", "999999").returncode, 3)
         self.assertEqual(cli("backfill", "cli.no-such-task", "--from", "2026-01-01", "--to",
