@@ -15,6 +15,7 @@ const oc_opt oc_global_opts[] = {
     {"url", 0, "URL", "galaxyd's address (overrides the profile and ORRERY_URL)", 0},
     {"token", 0, "TOKEN", "API token (overrides the profile and ORRERY_TOKEN)", 0},
     {"output", 'o', "FORMAT", "table (default) or json", 0},
+    {"quiet", 'q', NULL, "no progress or summary lines, only what was asked for and errors", 0},
     {"help", 'h', NULL, "show this help", 0},
     {NULL, 0, NULL, NULL, 0},
 };

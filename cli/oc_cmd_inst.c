@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "oc_cmds.h"
 #include "oc_http.h"
@@ -396,6 +397,9 @@ int oc_run_logs(oc_ctx *ctx, const oc_args *a)
         return rc;
     orr_err e;
     orr_err_clear(&e);
+    if (oc_flag(a, "follow") && oc_flag(a, "timestamps"))
+        return oc_fail(ctx, OC_EXIT_USAGE,
+                       "logs: --timestamps reads a log as it is now; leave -f out for it");
     if (oc_flag(a, "follow")) {
         struct oc__follow f = {.ctx = ctx, .attempt = (int)attempt};
         /* A dropped connection is picked up again where it stopped. */
@@ -409,6 +413,8 @@ int oc_run_logs(oc_ctx *ctx, const oc_args *a)
             orr_buf_free(&p);
             if (s != ORR_OK && s != ORR_EUNAVAIL)
                 return oc_fail_err(ctx, &e);
+            if (s == ORR_EUNAVAIL && !f.ended)
+                sleep(1); /* galaxyd away or busy with other streams: retry shortly */
         }
         if (f.ended < 0)
             return oc_fail_err(ctx, &f.err);
@@ -416,29 +422,18 @@ int oc_run_logs(oc_ctx *ctx, const oc_args *a)
             return oc_fail_err(ctx, &e);
         return oc__outcome(ctx, id);
     }
-    int64_t offset = 0;
-    for (;;) {
-        orr_buf p = ORR_BUF_INIT;
-        orr_buf_appendf(&p, "/api/v1/instances/%lld/log?offset=%lld", (long long)id,
-                        (long long)offset);
-        if (attempt)
-            orr_buf_appendf(&p, "&attempt=%lld", (long long)attempt);
-        json_t *out = NULL;
-        orr_status s = oc_api(ctx, "GET", p.data, NULL, &out, &e);
-        orr_buf_free(&p);
-        if (s != ORR_OK)
-            return oc_fail_err(ctx, &e);
-        json_t *d = json_object_get(out, "data");
-        size_t n = json_string_length(d);
-        fwrite(json_string_value(d), 1, n, ctx->out);
-        int64_t next = json_integer_value(json_object_get(out, "next_offset"));
-        if (!attempt)
-            attempt = json_integer_value(json_object_get(out, "attempt"));
-        json_decref(out);
-        if (n == 0 || next <= offset)
-            break;
-        offset = next;
-    }
+    /* What the task wrote, byte for byte (or each line behind the time
+     * executord read it), streamed from the download route. */
+    orr_buf p = ORR_BUF_INIT;
+    orr_buf_appendf(&p, "/api/v1/instances/%lld/log/download?timestamps=%d", (long long)id,
+                    oc_flag(a, "timestamps"));
+    if (attempt)
+        orr_buf_appendf(&p, "&attempt=%lld", (long long)attempt);
+    orr_status s = oc_api_download(ctx, p.data, ctx->out, &e);
+    orr_buf_free(&p);
+    if (s != ORR_OK)
+        return oc_fail_err(ctx, &e);
+    fflush(ctx->out);
     return OC_EXIT_OK;
 }
 

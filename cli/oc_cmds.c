@@ -76,6 +76,7 @@ static const oc_opt oc_backfill_opts[] = {
 static const oc_opt oc_logs_opts[] = {
     {"follow", 'f', NULL, "follow the live log to the end of the run", 0},
     {"attempt", 'a', "N", "this attempt (default: the newest)", 0},
+    {"timestamps", 't', NULL, "each line behind the time executord read it (without -f)", 0},
     {NULL, 0, NULL, NULL, 0},
 };
 
@@ -146,8 +147,9 @@ const oc_cmd oc_commands[] = {
      "cycles of the tasks that depend on it; --mode serial runs one cycle at a time, "
      "parallel --max-cycles N at most N at once.",
      oc_backfill_opts, NULL, 1, oc_run_backfill},
-    {"logs", "ID [-f] [--attempt N]", "Print an instance's log",
-     "Prints the log of the newest (or the given) attempt. With -f it follows the live log "
+    {"logs", "ID [-f] [--attempt N] [--timestamps]", "Print an instance's log",
+     "Prints the log of the newest (or the given) attempt, byte for byte as the task wrote "
+     "it (--timestamps: each line behind its time). With -f it follows the live log "
      "over Server-Sent Events until the run ends, and the exit code says how it ended: 0 "
      "success, 1 anything else.",
      oc_logs_opts, NULL, 1, oc_run_logs},

@@ -192,6 +192,59 @@ orr_status oc_api(oc_ctx *ctx, const char *method, const char *path, const json_
     return s;
 }
 
+/* Writes a 200 body to out as it arrives; keeps an error body instead. */
+struct oc__dl {
+    FILE *out;
+    orr_buf err_body;
+    long status;
+    CURL *c;
+    int write_failed;
+};
+
+static size_t oc__dl_write(char *b, size_t size, size_t n, void *cls)
+{
+    struct oc__dl *d = cls;
+    if (!d->status)
+        curl_easy_getinfo(d->c, CURLINFO_RESPONSE_CODE, &d->status);
+    if (d->status != 200) {
+        orr_buf_append(&d->err_body, b, size * n);
+        return size * n;
+    }
+    if (fwrite(b, 1, size * n, d->out) != size * n) {
+        d->write_failed = 1;
+        return 0;
+    }
+    return size * n;
+}
+
+orr_status oc_api_download(oc_ctx *ctx, const char *path, FILE *out, orr_err *err)
+{
+    struct curl_slist *hdrs = NULL;
+    char *url = NULL;
+    struct oc__dl d;
+    memset(&d, 0, sizeof(d));
+    d.out = out;
+    orr_status s = ORR_OK;
+    CURL *c = oc__easy(ctx, ctx->token, "GET", path, &hdrs, &url);
+    d.c = c;
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, oc__dl_write);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &d);
+    CURLcode rc = curl_easy_perform(c);
+    if (d.write_failed)
+        s = orr_err_set(err, ORR_EIO, NULL, "cannot write the output");
+    else if (d.status && d.status != 200)
+        s = oc__error(d.status, &d.err_body, "GET", path, err);
+    else if (rc != CURLE_OK)
+        s = orr_err_set(err, ORR_EUNAVAIL, NULL, "cannot reach %s: %s", ctx->url,
+                        curl_easy_strerror(rc));
+    curl_slist_free_all(hdrs);
+    curl_easy_cleanup(c);
+    free(url);
+    orr_buf_free(&d.err_body);
+    return s;
+}
+
 /* ------------------------------------------------------------------ SSE */
 
 static void oc__sse_dispatch(oc_sse_parser *p)

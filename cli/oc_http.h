@@ -37,6 +37,10 @@ orr_status oc_api_tok(oc_ctx *ctx, const char *token, const char *method, const 
 orr_status oc_api_if_match(oc_ctx *ctx, const char *path, const json_t *body, int version,
                            json_t **out, orr_err *err);
 
+/* GET path and copy a 200 answer's body to out as it arrives (a file of any
+ * size, never held in memory). Errors as oc_api; ORR_EIO when out fails. */
+orr_status oc_api_download(oc_ctx *ctx, const char *path, FILE *out, orr_err *err);
+
 /* Called for each event of a stream: name ("log", "end", ...) and its data
  * parsed as JSON (NULL when it is not JSON). Return 0 to go on, 1 to stop. */
 typedef int (*oc_sse_fn)(void *cls, const char *event, json_t *data);

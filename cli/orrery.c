@@ -40,6 +40,7 @@ int main(int argc, char **argv)
         goto out;
     }
     ctx.json = output && strcmp(output, "json") == 0;
+    ctx.quiet = oc_flag(&a, "quiet");
     int need_api = cmd->needs_api || strcmp(cmd->name, "login") == 0;
     if (need_api && (rc = oc_ctx_resolve(&ctx, &a, cmd->needs_api)))
         goto out;

@@ -377,6 +377,12 @@ spec:
         self.assertIn("ended success", err)
         # The finished log, read in chunks, is the same.
         self.assertEqual(self.ok(cli("logs", iid)).stdout, "before-gate\nafter-gate\n")
+        stamped = self.ok(cli("logs", iid, "--timestamps")).stdout.splitlines()
+        self.assertEqual(len(stamped), 2, stamped)
+        for line, text in zip(stamped, ("before-gate", "after-gate")):
+            self.assertRegex(line, r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z " + text + "$")
+        self.assertEqual(cli("logs", iid, "--attempt", "9").returncode, 3)
+        self.assertEqual(cli("logs", iid, "-f", "--timestamps").returncode, 2)
         # ls instances finds it, as a table and as JSON.
         r = self.ok(cli("ls", "instances", "--task", "cli.gated"))
         self.assertIn(iid, r.stdout)
