@@ -237,9 +237,9 @@ export const api = {
     request<WorkflowRun>('GET', `/workflows/${encodeURIComponent(name)}/runs/${cycle}`),
   workflowNames: () => request<Answer<'listWorkflows'>>('GET', '/workflows', { query: { limit: 1000 } }),
 
-  log: (id: number, attempt: number, offset: number, signal?: AbortSignal) =>
+  log: (id: number, attempt: number, offset: number, timestamps = false, signal?: AbortSignal) =>
     request<Answer<'instanceLog'>>('GET', `/instances/${id}/log`, {
-      query: { attempt, offset },
+      query: { attempt, offset, timestamps: timestamps ? 1 : undefined },
       signal,
     }),
 };

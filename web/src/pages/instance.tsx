@@ -2,16 +2,17 @@
 // resume, mark success, kill; the risky ones ask first), its attempts, a
 // state timeline built from the transitions, the upstream/downstream graph
 // with each neighbour's state, the process statistics of the run and rows
-// over the task's recent runs (components/procstats.tsx), and the live log
-// of the current attempt.
+// over the task's recent runs (components/procstats.tsx), and the logs of
+// its attempts (components/logview.tsx).
 //
 // The page polls the instance (every 2 s while it is not finished) so state
 // changes made by the scheduler or by other people show up by themselves.
-import { useEffect, useRef, useState } from 'preact/hooks';
-import { api, ApiError, isMissingEndpoint, type Action, type DepState, type State, type Transition } from '../api';
+import { useState } from 'preact/hooks';
+import { api, type Action, type DepState, type State, type Transition } from '../api';
 import { Graph, type GNode, type GEdge } from '../components/graph';
+import { LogView } from '../components/logview';
 import { InstanceStats, TaskRowsChart } from '../components/procstats';
-import { Confirm, ErrorBanner, Link, Loading, PageHead, StateBadge, Unavailable, toast, useAsync, useInterval } from '../components/ui';
+import { Confirm, ErrorBanner, Link, Loading, PageHead, StateBadge, toast, useAsync, useInterval } from '../components/ui';
 import { fmtDuration, fmtRelative, fmtShort, fmtTime } from '../format';
 import { useRoute } from '../router';
 import { canAct, useMe } from '../session';
@@ -149,78 +150,6 @@ function Timeline({ tr, now }: { tr: Transition[]; now: number }) {
           </li>
         ))}
       </ol>
-    </div>
-  );
-}
-
-/** Set once galaxyd answered that it has no log endpoint: it will not grow one
- * while this page is open, so other attempts and instances skip the request. */
-let logMissing: unknown = null;
-
-/** The log of one attempt, read in pieces and followed while it grows. */
-function LiveLog({ id, attempt, finished }: { id: number; attempt: number; finished: boolean }) {
-  const [text, setText] = useState('');
-  const [complete, setComplete] = useState(false);
-  const [err, setErr] = useState<unknown>(logMissing);
-  const [follow, setFollow] = useState(true);
-  const box = useRef<HTMLPreElement>(null);
-  const offset = useRef(0);
-  const key = useRef('');
-  const poll = async () => {
-    const k = `${id}/${attempt}`;
-    if (key.current !== k) {
-      key.current = k;
-      offset.current = 0;
-      setText('');
-      setComplete(false);
-    }
-    if (logMissing) return setErr(logMissing);
-    try {
-      const r = await api.log(id, attempt, offset.current);
-      if (key.current !== k) return;
-      if (r.data) setText((t) => (t + r.data).slice(-2_000_000));
-      offset.current = r.next_offset;
-      if (r.complete && finished) setComplete(true);
-      setErr(null);
-    } catch (e) {
-      if (isMissingEndpoint(e)) logMissing = e;
-      setErr(e);
-    }
-  };
-  useEffect(() => void poll(), [id, attempt]);
-  useInterval(poll, 1500, !complete && !isMissingEndpoint(err));
-  useEffect(() => {
-    if (follow && box.current) box.current.scrollTop = box.current.scrollHeight;
-  }, [text, follow]);
-  if (isMissingEndpoint(err))
-    return (
-      <Unavailable feature="The live log" endpoint={`GET /api/v1/instances/${id}/log`}>
-        Logs will stream here, following the running attempt, once galaxyd serves them.
-      </Unavailable>
-    );
-  const noLog = err instanceof ApiError && err.status === 404;
-  return (
-    <div>
-      <div class="log-head">
-        <span class="small muted">
-          attempt {attempt} · {text.length.toLocaleString()} bytes {complete ? '· complete' : '· following'}
-        </span>
-        <label class="small">
-          <input type="checkbox" checked={follow} onChange={() => setFollow(!follow)} /> Follow
-        </label>
-      </div>
-      {err && !noLog ? <ErrorBanner error={err} /> : null}
-      <pre
-        class="log"
-        ref={box}
-        data-testid="log"
-        onScroll={(e) => {
-          const el = e.currentTarget;
-          setFollow(el.scrollHeight - el.scrollTop - el.clientHeight < 24);
-        }}
-      >
-        {text || (noLog ? 'No log yet for this attempt.' : 'Waiting for output…')}
-      </pre>
     </div>
   );
 }
@@ -381,7 +310,7 @@ export function InstancePage({ id }: { id: number }) {
       </div>
       <section class="card pad">
         <h2>Log</h2>
-        <LiveLog id={d.id} attempt={d.attempt} finished={isFinished(d.state)} />
+        <LogView id={d.id} attempt={d.attempt} finished={isFinished(d.state)} />
       </section>
       <section class="card pad">
         <h2>State timeline</h2>
