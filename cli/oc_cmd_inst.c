@@ -73,6 +73,56 @@ static int oc__act(oc_ctx *ctx, const oc_args *a, const char *action, json_t *ex
     return rc;
 }
 
+/* The members of a rerun answer, one line each, and how many moved. */
+static void oc__print_rerun(oc_ctx *ctx, const json_t *out)
+{
+    int dry = json_is_true(json_object_get(out, "dry_run"));
+    size_t k;
+    json_t *m;
+    json_array_foreach(json_object_get(out, "members"), k, m)
+    {
+        fprintf(ctx->out, "%s", json_is_true(json_object_get(m, "rerun")) ? "" : "(left) ");
+        oc__instance_line(ctx, json_object_get(m, "instance"));
+    }
+    size_t missing = json_array_size(json_object_get(out, "missing"));
+    fprintf(ctx->out, "%s%lld instance(s) %s", dry ? "dry run: " : "",
+            (long long)json_integer_value(json_object_get(out, "rerun")),
+            dry ? "would go back to waiting" : "back to waiting");
+    if (missing)
+        fprintf(ctx->out, "; %zu cycle(s) without an instance left out", missing);
+    fputc('\n', ctx->out);
+}
+
+int oc_run_rerun_failed(oc_ctx *ctx, const oc_args *a)
+{
+    if (a->npos != 1 || !oc_arg(a, "at"))
+        return oc_fail(ctx, OC_EXIT_USAGE,
+                       "rerun-failed: which run? (orrery rerun-failed WORKFLOW --at TIME)");
+    char *at = oc_time_arg(oc_arg(a, "at"));
+    json_t *body = json_pack("{s:s,s:b}", "schedule_time", at, "dry_run", oc_flag(a, "dry-run"));
+    free(at);
+    if (oc_arg(a, "reason"))
+        json_object_set_new(body, "reason", json_string(oc_arg(a, "reason")));
+    char *en = oc_esc(a->pos[0]);
+    orr_buf p = ORR_BUF_INIT;
+    orr_buf_appendf(&p, "/api/v1/workflows/%s/rerun-failed", en);
+    free(en);
+    json_t *out = NULL;
+    orr_err e;
+    orr_err_clear(&e);
+    int rc = OC_EXIT_OK;
+    if (oc_api(ctx, "POST", p.data, body, &out, &e) != ORR_OK)
+        rc = oc_fail_err(ctx, &e);
+    else if (ctx->json)
+        oc_print_json(ctx, out);
+    else
+        oc__print_rerun(ctx, out);
+    json_decref(out);
+    json_decref(body);
+    orr_buf_free(&p);
+    return rc;
+}
+
 /* A rerun of each instance named, alone or with its downstream or upstream
  * instances of the same cycle (POST /instances/{id}/rerun, one transaction
  * per set). */
@@ -108,20 +158,7 @@ int oc_run_rerun(oc_ctx *ctx, const oc_args *a)
         } else if (ctx->json) {
             json_array_append(all, out);
         } else {
-            size_t k;
-            json_t *m;
-            json_array_foreach(json_object_get(out, "members"), k, m)
-            {
-                fprintf(ctx->out, "%s", json_is_true(json_object_get(m, "rerun")) ? "" : "(left) ");
-                oc__instance_line(ctx, json_object_get(m, "instance"));
-            }
-            size_t missing = json_array_size(json_object_get(out, "missing"));
-            fprintf(ctx->out, "%s%lld instance(s) %s", oc_flag(a, "dry-run") ? "dry run: " : "",
-                    (long long)json_integer_value(json_object_get(out, "rerun")),
-                    oc_flag(a, "dry-run") ? "would go back to waiting" : "back to waiting");
-            if (missing)
-                fprintf(ctx->out, "; %zu cycle(s) without an instance left out", missing);
-            fputc('\n', ctx->out);
+            oc__print_rerun(ctx, out);
         }
         json_decref(out);
         json_decref(body);
@@ -476,7 +513,8 @@ static char *oc__int(const json_t *v)
 int oc_run_ls(oc_ctx *ctx, const oc_args *a)
 {
     if (a->npos != 1)
-        return oc_fail(ctx, OC_EXIT_USAGE, "ls: what? (orrery ls tasks|instances|executors|pools)");
+        return oc_fail(ctx, OC_EXIT_USAGE,
+                       "ls: what? (orrery ls tasks|instances|workflows|executors|pools)");
     const char *what = a->pos[0];
     long limit;
     int rc = oc__limit(ctx, a, &limit);
@@ -508,13 +546,16 @@ int oc_run_ls(oc_ctx *ctx, const oc_args *a)
                 oc__q(&p, tm[i], t);
                 free(t);
             }
+    } else if (strcmp(what, "workflows") == 0) {
+        orr_buf_appendf(&p, "/api/v1/workflows?limit=%ld", limit);
+        oc__q(&p, "team", oc_arg(a, "team"));
     } else if (strcmp(what, "executors") == 0) {
         orr_buf_append_str(&p, "/api/v1/executors");
     } else if (strcmp(what, "pools") == 0) {
         orr_buf_appendf(&p, "/api/v1/pools?limit=%ld", limit);
     } else {
-        rc = oc_fail(ctx, OC_EXIT_USAGE, "ls %s: must be tasks, instances, executors or pools",
-                     what);
+        rc = oc_fail(ctx, OC_EXIT_USAGE,
+                     "ls %s: must be tasks, instances, workflows, executors or pools", what);
         goto out;
     }
     orr_err e;
@@ -565,6 +606,19 @@ int oc_run_ls(oc_ctx *ctx, const oc_args *a)
             oc_table_row(&t, row);
             free(id);
             free(att);
+        }
+    } else if (strcmp(what, "workflows") == 0) {
+        static const char *const h[] = {"NAME", "TEAM", "TASKS", "PAUSED", "DESCRIPTION"};
+        oc_table_init(&t, 5, h);
+        json_array_foreach(items, i, o)
+        {
+            char n[32];
+            snprintf(n, sizeof(n), "%zu", json_array_size(json_object_get(o, "task_ids")));
+            char *pz = oc__int(json_object_get(o, "paused"));
+            const char *row[] = {oc__s(o, "name"), oc__s(o, "team"), n, pz,
+                                 oc__s(o, "description")};
+            oc_table_row(&t, row);
+            free(pz);
         }
     } else if (strcmp(what, "executors") == 0) {
         static const char *const h[] = {"ID",    "HOST",   "SLOTS",    "USED",

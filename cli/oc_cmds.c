@@ -11,7 +11,8 @@
 #include "orr_buf.h"
 
 static const char *const oc_files[] = {"@files", NULL};
-static const char *const oc_ls_words[] = {"tasks", "instances", "executors", "pools", NULL};
+static const char *const oc_ls_words[] = {"tasks",     "instances", "workflows",
+                                          "executors", "pools",     NULL};
 static const char *const oc_shells[] = {"bash", "zsh", NULL};
 
 static const oc_opt oc_no_opts[] = {{NULL, 0, NULL, NULL, 0}};
@@ -57,6 +58,13 @@ static const oc_opt oc_rerun_opts[] = {
     {NULL, 0, NULL, NULL, 0},
 };
 
+static const oc_opt oc_rerun_failed_opts[] = {
+    {"at", 0, "TIME", "the workflow's run: its schedule time (required)", 0},
+    {"dry-run", 'n', NULL, "list the instances it would rerun, change nothing", 0},
+    {"reason", 'r', "TEXT", "why (kept in the instances' history)", 0},
+    {NULL, 0, NULL, NULL, 0},
+};
+
 static const oc_opt oc_action_opts[] = {
     {"reason", 'r', "TEXT", "why (kept in the instance's history)", 0},
     {NULL, 0, NULL, NULL, 0},
@@ -81,7 +89,7 @@ static const oc_opt oc_logs_opts[] = {
 };
 
 static const oc_opt oc_ls_opts[] = {
-    {"team", 't', "TEAM", "tasks, instances: of this team", 0},
+    {"team", 't', "TEAM", "tasks, instances, workflows: of this team", 0},
     {"name", 'n', "PREFIX", "tasks: whose name starts with PREFIX", 0},
     {"all", 0, NULL, "tasks: inactive ones too", 0},
     {"task", 0, "TASK", "instances: of this task (name or id)", 0},
@@ -130,6 +138,12 @@ const oc_cmd oc_commands[] = {
      "is one change: a member that is running refuses it all (exit 4). Waiting and suspended "
      "members are left as they are.",
      oc_rerun_opts, NULL, 1, oc_run_rerun},
+    {"rerun-failed", "WORKFLOW --at TIME [--dry-run]",
+     "Rerun the failed instances of a workflow's run",
+     "The failed, killed and timed-out instances of the workflow's tasks at that schedule "
+     "time go back to waiting, in one change; their waiting dependents then run as their "
+     "dependencies are met.",
+     oc_rerun_failed_opts, NULL, 1, oc_run_rerun_failed},
     {"kill", "ID...", "Kill running instances", "Stops the instances' processes; they end killed.",
      oc_action_opts, NULL, 1, oc_run_kill},
     {"mark-success", "ID...", "Mark instances as succeeded",
@@ -153,7 +167,7 @@ const oc_cmd oc_commands[] = {
      "over Server-Sent Events until the run ends, and the exit code says how it ended: 0 "
      "success, 1 anything else.",
      oc_logs_opts, NULL, 1, oc_run_logs},
-    {"ls", "tasks|instances|executors|pools [FILTERS]", "List objects",
+    {"ls", "tasks|instances|workflows|executors|pools [FILTERS]", "List objects",
      "A table, or with --output json the API's answer ({\"items\": [...]}) as it is.", oc_ls_opts,
      oc_ls_words, 1, oc_run_ls},
     {"completion", "bash|zsh", "Print a shell completion script",

@@ -17,6 +17,7 @@ int oc_run_apply(oc_ctx *ctx, const oc_args *a);
 int oc_run_export(oc_ctx *ctx, const oc_args *a);
 int oc_run_run(oc_ctx *ctx, const oc_args *a);
 int oc_run_rerun(oc_ctx *ctx, const oc_args *a);
+int oc_run_rerun_failed(oc_ctx *ctx, const oc_args *a);
 int oc_run_kill(oc_ctx *ctx, const oc_args *a);
 int oc_run_mark_success(oc_ctx *ctx, const oc_args *a);
 int oc_run_suspend(oc_ctx *ctx, const oc_args *a);
