@@ -340,6 +340,18 @@ static void oc__plan(const oc_docs *docs, oc__state *st, int prune, oc_plan *pla
     size_t *order = oc__task_order(docs, &nt);
     for (size_t k = 0; k < nt; k++) {
         const oc_doc *d = &docs->v[order[k]];
+        size_t u;
+        json_t *up;
+        json_array_foreach(json_object_get(d->spec, "upstreams"), u, up)
+        {
+            const char *name = json_string_value(json_object_get(up, "task"));
+            if (name && oc__doc_index(docs, "task", name) < 0 && !oc__by(st->tasks, "name", name)) {
+                char p[64];
+                snprintf(p, sizeof(p), "spec.upstreams[%zu].task", u);
+                oc_diag_add(diags, d->file, oc_doc_line(d, p), p,
+                            "no task named \"%s\" on the platform or in the files", name);
+            }
+        }
         json_t *cur = oc__by(st->tasks, "name", d->name);
         if (!cur) {
             oc_plan_add(plan, OC_CREATE, "task", d->name, d);

@@ -339,6 +339,12 @@ spec:
         r = cli("apply", f)
         self.assertEqual(r.returncode, 2, r.stderr)
         self.assertIn(f"{f}:6: spec.tasks[0]: no task named", r.stderr)
+        write(f, "kind: task\nspec:\n  name: cli.orphan\n  team: cli\n  type: shell\n"
+                 "  upstreams:\n    - kind: strong\n      task: cli.nowhere\n"
+                 "  config: {command: \"true\"}\n")
+        r = cli("apply", f)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn(f"{f}:8: spec.upstreams[0].task: no task named", r.stderr)
 
     def test_logs_follow_a_live_run_to_its_end(self):
         gate = os.path.join(GATES, "logs-follow")
