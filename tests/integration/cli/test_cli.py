@@ -481,6 +481,49 @@ spec: {name: cli-updown, team: cli, tasks: [cli.up, cli.down]}
         r = self.ok(cli("ls", "workflows", "--team", "cli"))
         self.assertIn("cli-updown", r.stdout)
 
+    def test_instance_actions(self):
+        f = os.path.join(HOME, "held.yaml")
+        # cli.held is in a paused workflow: keplerd moves none of its
+        # instances, they stay waiting until the test acts on them.
+        write(f, """\
+kind: task
+spec:
+  name: cli.held
+  team: cli
+  type: shell
+  schedule: "0 0 0 1 1 ?"
+  config: {command: "true"}
+---
+kind: workflow
+spec: {name: cli-held, team: cli, tasks: [cli.held]}
+""")
+        self.ok(cli("apply", f, "--yes"))
+        r = api("POST", "/api/v1/workflows/cli-held/pause", {})
+        self.assertEqual(r.status, 200, r)
+        out = json.loads(self.ok(cli("backfill", "cli.held", "--from", "2024-06-01", "--to",
+                                     "2026-06-01", "-o", "json")).stdout)
+        a, b = sorted(out["created"])
+
+        def state(i):
+            return api("GET", f"/api/v1/instances/{i}").json()["state"]
+        self.assertEqual((state(a), state(b)), ("waiting", "waiting"))
+        r = self.ok(cli("suspend", str(a), str(b), "--reason", "hold"))
+        self.assertEqual(r.stdout.count(": suspended (attempt 1)"), 2, r.stdout)
+        self.assertEqual((state(a), state(b)), ("suspended", "suspended"))
+        # Several ids: each in turn, the exit code of the first failure.
+        r = cli("resume", str(a), "999999")
+        self.assertEqual(r.returncode, 3, r.stderr)
+        self.assertEqual(state(a), "waiting")
+        self.ok(cli("kill", str(a)))
+        self.assertEqual(state(a), "killed")
+        self.ok(cli("mark-success", str(b)))
+        self.assertEqual(state(b), "marked_success")
+        self.assertEqual(cli("suspend", str(b)).returncode, 4)
+        out = json.loads(self.ok(cli("rerun", str(a), str(b), "-o", "json")).stdout)
+        self.assertEqual([o["rerun"] for o in out], [1, 1])
+        self.assertEqual((state(a), state(b)), ("waiting", "waiting"))
+        self.ok(cli("kill", str(a), str(b)))
+
     def test_exit_codes(self):
         self.assertEqual(cli("logs", "999999").returncode, 3)
         self.assertEqual(cli("backfill", "cli.no-such-task", "--from", "2026-01-01", "--to",
