@@ -145,3 +145,47 @@ test('logs: a tab per attempt, times per line, search, download', async (t) => {
   await shot(page, 'logs-390');
   await checkA11y(page, 'instance page, log at 390 px');
 });
+
+test('logs: a log of 60,000 lines is shown a window at a time and searched whole', async (t) => {
+  const page = await open(t);
+  await login(page, DEV);
+  const LINES = 60000;
+  const r = await api(page, 'POST', '/tasks', {
+    name: `logs_big_${process.pid}`,
+    team: 'analytics',
+    type: 'shell',
+    schedule: CRON,
+    retries: { max: 0 },
+    config: { command: `i=1; while [ $i -le ${LINES} ]; do echo "big line $i ."; i=$((i + 1)); done` },
+  });
+  assert.equal(r.status, 201, JSON.stringify(r.body));
+  const now = Date.now();
+  const b = await api(page, 'POST', `/tasks/${r.body.id}/backfill`, {
+    from: new Date(now - 3600e3).toISOString(),
+    to: new Date(now).toISOString(),
+  });
+  assert.equal(b.status, 200, JSON.stringify(b.body));
+  const id = b.body.created[0];
+  await until(async () => (await api(page, 'GET', `/instances/${id}`)).body.state === 'success', 'the big log written', RUN_T);
+
+  await page.goto(`/app/instances/${id}`);
+  await page.getByText(/attempt 1 · [\d,]+ bytes · complete/).waitFor({ timeout: T });
+  const log = page.getByTestId('log');
+  // Every line is held ...
+  assert.equal(await log.getAttribute('data-lines'), String(LINES));
+  // ... but only the rows in view are in the page.
+  const rows = await page.locator('[data-testid="log"] .logv-row').count();
+  assert.ok(rows > 10 && rows < 200, `${rows} rows in the page`);
+  await page.locator(`[data-testid="log"] .logv-row[data-line="${LINES}"]`).waitFor({ timeout: T });
+
+  // Search covers the whole log and brings a match from far away into view.
+  await page.getByTestId('log-search').fill('big line 7 .');
+  await until(async () => (await page.getByTestId('log-matches').textContent()) === '1 of 1', 'the line far up');
+  await page.locator('[data-testid="log"] .logv-row[data-line="7"] mark.current').waitFor({ timeout: T });
+  await page.getByTestId('log-search').fill('line 5999');
+  await until(async () => (await page.getByTestId('log-matches').textContent()) === '1 of 11', 'line 5999 and 59990-59999');
+  await page.getByRole('button', { name: 'Previous match' }).click();
+  await until(async () => (await page.getByTestId('log-matches').textContent()) === '11 of 11', 'the last one');
+  await page.locator('[data-testid="log"] .logv-row[data-line="59999"] mark.current').waitFor({ timeout: T });
+  await shot(page, 'logs-big');
+});

@@ -190,7 +190,8 @@ function AttemptLog({ id, attempt, live }: { id: number; attempt: number; live: 
       </Unavailable>
     );
   const noLog = err instanceof ApiError && err.status === 404;
-  const n = log.lines.length;
+  // A newline ends a line: the empty string after the last one is no line.
+  const n = log.lines.length && log.lines[log.lines.length - 1] === '' ? log.lines.length - 1 : log.lines.length;
   const first = Math.max(0, Math.floor(scroll / ROW) - OVERSCAN);
   const last = Math.min(n, Math.ceil((scroll + height) / ROW) + OVERSCAN);
   const gutter = String(log.dropped + n).length;
@@ -265,12 +266,12 @@ function AttemptLog({ id, attempt, live }: { id: number; attempt: number; live: 
           if (live) setFollow(el.scrollHeight - el.scrollTop - el.clientHeight < 24);
         }}
       >
-        {n === 0 || (n === 1 && log.lines[0] === '') ? (
+        {n === 0 ? (
           <div class="logv-empty">{noLog ? 'No log yet for this attempt.' : log.complete ? 'This attempt wrote nothing.' : 'Waiting for output…'}</div>
         ) : (
           <div style={{ height: `${n * ROW}px`, position: 'relative' }}>
             <div style={{ position: 'absolute', top: `${first * ROW}px`, left: 0, minWidth: '100%' }}>
-              {log.lines.slice(first, last).map((text, k) => {
+              {log.lines.slice(first, Math.min(last, n)).map((text, k) => {
                 const i = first + k;
                 const hit = current && current[0] === i ? current[1] : -1;
                 return (
