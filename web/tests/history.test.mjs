@@ -97,7 +97,7 @@ async function look(page, A, B, C, sfx) {
   const cycles = await page.locator('[data-testid="run-grid"] button[data-cycle]').evaluateAll((bs) => bs.map((b) => b.dataset.cycle));
   assert.equal(cycles.length, 3, `three cycles: ${cycles}`);
   assert.deepEqual([...cycles].sort(), cycles, 'oldest on the left, newest on the right');
-  const cell = (task, cycle) => page.locator(`[data-task="${task}"] [data-cycle="${cycle}"]`);
+  const cell = (task, cycle) => page.locator(`[data-testid="run-grid"] [data-task="${task}"][data-cycle="${cycle}"]`);
   for (let i = 0; i < 3; i++) {
     assert.equal(await cell(A, cycles[i]).getAttribute('data-state'), 'success', `a in cycle ${i}`);
     assert.equal(await cell(B, cycles[i]).getAttribute('data-state'), 'failed', `b in cycle ${i}`);

@@ -37,6 +37,12 @@ function load(): Promise<UPlotCtor> {
   return lib;
 }
 
+/** Start fetching the chart library now (a page that will draw a chart once
+ * its data is in calls this first, so both load at the same time). */
+export function preloadCharts(): void {
+  void load().catch(() => undefined);
+}
+
 export function TimeChart(props: {
   x: number[];
   series: Series[];

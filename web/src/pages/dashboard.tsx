@@ -9,7 +9,7 @@
 // is open (module state: they survive moving between pages).
 import { useEffect, useMemo, useState } from 'preact/hooks';
 import { api, type InstanceStats } from '../api';
-import { TimeChart } from '../components/chart';
+import { preloadCharts, TimeChart } from '../components/chart';
 import { Empty, ErrorBanner, Link, Loading, PageHead, StateBadge, useAsync, useInterval } from '../components/ui';
 import { fmtRelative, fmtShort, fmtTime } from '../format';
 import { STATE_COLOR, STATE_LABEL } from '../states';
@@ -36,6 +36,8 @@ function sampleOf(s: InstanceStats): Sample {
 }
 
 export function DashboardPage() {
+  // The charts' library loads while the statistics do, not after them.
+  preloadCharts();
   const stats = useAsync(() => api.stats({ step: '1h' }), []);
   const tasks = useAsync(() => api.tasks({ limit: 1000 }), []);
   const failures = useAsync(() => api.instances({ state: 'failed,timed_out', order: 'desc', limit: 8 }), []);
