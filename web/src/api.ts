@@ -244,6 +244,22 @@ export const api = {
     }),
 };
 
+/**
+ * A call whose first answer is asked for at once: a page that makes it while
+ * it first renders (in a useState initializer) has its request on the wire
+ * before the first paint instead of in an effect after it. Later calls (a
+ * reload) ask again.
+ */
+export function early<T>(fn: () => Promise<T>): () => Promise<T> {
+  let first: Promise<T> | null = fn();
+  first.catch(() => undefined); // the caller that takes it handles its error
+  return () => {
+    const p = first ?? fn();
+    first = null;
+    return p;
+  };
+}
+
 /** Fetch every page of a paged list, bounded by maxPages. */
 export async function allPages<T>(
   fetchPage: (token?: string) => Promise<Page<T>>,

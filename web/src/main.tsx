@@ -1,24 +1,14 @@
 // main.tsx - the Orrery console: the session check, the shell (left
-// navigation, top bar) and the route table. Heavy pages (graphs, charts)
-// load their libraries lazily so the first paint stays small.
+// navigation, top bar) and the route table. Pages other than the dashboard,
+// and heavy libraries (graphs, charts), load lazily so the first paint stays
+// small.
 import { render } from 'preact';
-import { LocationProvider, Route, Router } from 'preact-iso';
+import { lazy, LocationProvider, Route, Router } from 'preact-iso';
 import { useEffect, useState } from 'preact/hooks';
 import { api, ApiError, setUnauthorizedHandler, type Me } from './api';
 import { Link, Loading, Toasts, useScrollFocus } from './components/ui';
-import { AdminPage } from './pages/admin';
 import { DashboardPage } from './pages/dashboard';
-import { DesignerPage } from './pages/designer';
-import { HistoryPage } from './pages/history';
-import { InstancePage } from './pages/instance';
-import { InstancesPage } from './pages/instances';
-import { LineagePage } from './pages/lineage';
 import { LoginPage } from './pages/login';
-import { PackagesPage } from './pages/packages';
-import { StreamPage, StreamsPage } from './pages/streams';
-import { TasksPage } from './pages/tasks';
-import { TokensPage } from './pages/tokens';
-import { WorkflowPage } from './pages/workflow';
 import { BASE, SCOPE, useRoute } from './router';
 import { SessionContext } from './session';
 import './styles.css';
@@ -34,6 +24,22 @@ const NAV = [
   { to: '/tokens', label: 'API tokens', icon: '⚷' },
   { to: '/admin/pools', label: 'Admin', icon: '⚙' },
 ];
+
+// The dashboard (the first page) and the login are in the main bundle; every
+// other page is a chunk of its own, fetched when it is first shown, so a cold
+// load parses only what the first page needs.
+const AdminPage = lazy(() => import('./pages/admin').then((m) => m.AdminPage));
+const DesignerPage = lazy(() => import('./pages/designer').then((m) => m.DesignerPage));
+const HistoryPage = lazy(() => import('./pages/history').then((m) => m.HistoryPage));
+const InstancePage = lazy(() => import('./pages/instance').then((m) => m.InstancePage));
+const InstancesPage = lazy(() => import('./pages/instances').then((m) => m.InstancesPage));
+const LineagePage = lazy(() => import('./pages/lineage').then((m) => m.LineagePage));
+const PackagesPage = lazy(() => import('./pages/packages').then((m) => m.PackagesPage));
+const StreamPage = lazy(() => import('./pages/streams').then((m) => m.StreamPage));
+const StreamsPage = lazy(() => import('./pages/streams').then((m) => m.StreamsPage));
+const TasksPage = lazy(() => import('./pages/tasks').then((m) => m.TasksPage));
+const TokensPage = lazy(() => import('./pages/tokens').then((m) => m.TokensPage));
+const WorkflowPage = lazy(() => import('./pages/workflow').then((m) => m.WorkflowPage));
 
 /** Pages whose props come from the path. */
 const TaskDesigner = ({ id }: { id: string }) => <DesignerPage id={Number(id)} />;
@@ -126,13 +132,26 @@ function Shell({ me, onLogout }: { me: Me; onLogout: () => void }) {
   );
 }
 
+// The session check starts before the first render; index.html preloads its
+// answer with the script, so the first page renders at once with the user.
+let firstMe: Me | null | undefined;
+const session = api.me().then(
+  (m) => {
+    firstMe = m;
+  },
+  () => {
+    firstMe = null;
+  },
+);
+
 function App() {
-  const [me, setMe] = useState<Me | null | undefined>(undefined);
+  const [me, setMe] = useState<Me | null | undefined>(firstMe);
   const route = useRoute();
   const { navigate } = route;
   useScrollFocus();
   useEffect(() => {
     setUnauthorizedHandler(() => setMe(null));
+    if (firstMe !== undefined) return;
     api.me().then(setMe, (e) => {
       if (e instanceof ApiError && e.status === 401) setMe(null);
       else setMe(null);
@@ -165,9 +184,11 @@ function App() {
   return <Shell me={me} onLogout={logout} />;
 }
 
-render(
-  <LocationProvider scope={SCOPE}>
-    <App />
-  </LocationProvider>,
-  document.getElementById('root')!,
+void session.then(() =>
+  render(
+    <LocationProvider scope={SCOPE}>
+      <App />
+    </LocationProvider>,
+    document.getElementById('root')!,
+  ),
 );

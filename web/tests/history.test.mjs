@@ -13,7 +13,7 @@
 // file leaves nothing waiting or running for the files after it.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { CRON, DEV, RUN_T, T, api, login, open, shot, until, useBrowser } from './lib.mjs';
+import { CRON, DEV, RUN_T, T, api, checkA11y, login, open, shot, until, useBrowser } from './lib.mjs';
 
 useBrowser();
 
@@ -118,6 +118,7 @@ async function look(page, A, B, C, sfx) {
   assert.ok((await gantt.locator(`[data-gantt-task="${A}"] .gantt-bar`).count()) >= 1, 'a ran: a bar');
   assert.match(await gantt.locator(`[data-gantt-task="${A}"] .gantt-what`).textContent(), /ran /);
   assert.match(await gantt.locator(`[data-gantt-task="${C}"] .gantt-what`).textContent(), /did not run/);
+  await checkA11y(page, 'run history: grid and Gantt');
 
   // The middle cycle's Gantt, then its graph: c killed there (waiting in the newest).
   await page.locator(`[data-testid="run-grid"] button[data-cycle="${cycles[1]}"]`).click();
@@ -131,6 +132,7 @@ async function look(page, A, B, C, sfx) {
   assert.equal(await states.locator(`[data-task="${A}"]`).getAttribute('data-state'), 'success');
   assert.equal(await states.locator(`[data-task="${B}"]`).getAttribute('data-state'), 'failed');
   await shot(page, 'history-cycle-graph');
+  await checkA11y(page, 'run history: graph of a cycle');
   // The oldest cycle's graph: no instance of c.
   await page.locator(`[data-testid="run-grid"] button[data-cycle="${cycles[0]}"]`).click();
   await until(async () => (await page.getByTestId('cycle-panel').getAttribute('data-cycle')) === cycles[0], 'the oldest cycle chosen');
@@ -149,6 +151,7 @@ async function look(page, A, B, C, sfx) {
   const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
   assert.ok(overflow <= 1, `the page fits 390 px (overflow ${overflow})`);
   await shot(page, 'history-narrow');
+  await checkA11y(page, 'run history at 390 px');
 
   // Bad input shows as an error, not a blank page.
   await page.setViewportSize({ width: 1440, height: 900 });

@@ -8,7 +8,7 @@
 // samples "now" every 5 s and keeps the samples for as long as the console
 // is open (module state: they survive moving between pages).
 import { useEffect, useMemo, useState } from 'preact/hooks';
-import { api, type InstanceStats } from '../api';
+import { api, early, type InstanceStats } from '../api';
 import { preloadCharts, TimeChart } from '../components/chart';
 import { Empty, ErrorBanner, Link, Loading, PageHead, StateBadge, useAsync, useInterval } from '../components/ui';
 import { fmtRelative, fmtShort, fmtTime } from '../format';
@@ -38,9 +38,15 @@ function sampleOf(s: InstanceStats): Sample {
 export function DashboardPage() {
   // The charts' library loads while the statistics do, not after them.
   preloadCharts();
-  const stats = useAsync(() => api.stats({ step: '1h' }), []);
-  const tasks = useAsync(() => api.tasks({ limit: 1000 }), []);
-  const failures = useAsync(() => api.instances({ state: 'failed,timed_out', order: 'desc', limit: 8 }), []);
+  // The first answers are asked for as the page first renders.
+  const [calls] = useState(() => ({
+    stats: early(() => api.stats({ step: '1h' })),
+    tasks: early(() => api.tasks({ limit: 1000 })),
+    failures: early(() => api.instances({ state: 'failed,timed_out', order: 'desc', limit: 8 })),
+  }));
+  const stats = useAsync(calls.stats, []);
+  const tasks = useAsync(calls.tasks, []);
+  const failures = useAsync(calls.failures, []);
   const [samples, setSamples] = useState<Sample[]>(kept);
   useInterval(stats.reload, 5000);
   useInterval(failures.reload, 30000);
