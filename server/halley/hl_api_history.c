@@ -14,7 +14,9 @@
  * The newest cycles come from a LATERAL probe of each task's newest
  * instances on the (task_id, schedule_time) unique index, so the cost grows
  * with tasks x limit, not with the instances a workflow has ever had; the
- * cells are then index lookups of (task, cycle).
+ * cells are then one range scan of that index per task, from the oldest
+ * cycle shown to the newest (every schedule time of the workflow in that
+ * range is one of the cycles shown, by how they were chosen).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -50,8 +52,9 @@ static hl_stmt q_runs = HL_STMT(
     "  FROM cy"
     " UNION ALL SELECT 3, i.task_id, (extract(epoch from i.schedule_time) * 1000)::int8,"
     "  i.id, i.attempt, i.state"
-    "  FROM cy JOIN instances i ON i.schedule_time = cy.schedule_time"
-    "  WHERE i.task_id IN (SELECT id FROM wt)"
+    "  FROM wt, LATERAL (SELECT * FROM instances i WHERE i.task_id = wt.id"
+    "   AND i.schedule_time >= (SELECT min(schedule_time) FROM cy)"
+    "   AND i.schedule_time <= (SELECT max(schedule_time) FROM cy)) i"
     " ORDER BY k, a, b");
 
 /* $1 workflow, $2 cycle ms. Rows: tag (0 workflow, 1 task, 2 edge, 3

@@ -10,10 +10,11 @@ and loads the data of the quickstart at scale through the API:
     before it in its chain) with 30 cycles backfilled: 1,500 instances;
   - 10 tasks every 5 minutes with 850 fire times each: 8,500 instances;
 
-10,000 instances in all. Their outcomes are then set in one SQL statement,
-as keplerd and executord would have left them: finished over the last three
-days, about 90% success, 5% failed, 3% timed out, 2% killed; the newest two
-cycles of the workflow still waiting or running.
+10,000 instances in all. Their outcomes are then set in SQL, as keplerd and
+executord would have left them: finished over the last three days, about
+90% success, 5% failed, 3% timed out, 2% killed, with their transitions
+(ready, dispatched, running, the end: 40,000 rows); the newest two cycles of
+the workflow still waiting or running.
 
 It then runs measure.mjs (headless Chromium through playwright-core): ROUNDS
 cold loads of /app/dashboard and of the workflow's run grid (30 cycles x 50
@@ -87,6 +88,17 @@ def load(P, token):
           reason = '', updated_at = i.schedule_time + interval '3 minutes'
         FROM (SELECT id, random() AS r FROM instances) x, tasks t
         WHERE x.id = i.id AND t.id = i.task_id
+    """)
+    # Their transitions, as the timeline and the Gantt chart read them.
+    orrery_it.psql(P.dsn, """
+        INSERT INTO instance_transitions (instance_id, attempt, from_state, to_state, actor, at)
+        SELECT i.id, 1, s.f, s.t, 'bench', i.schedule_time + s.after
+        FROM instances i, LATERAL (VALUES
+            ('waiting', 'ready', interval '10 seconds'),
+            ('ready', 'dispatched', interval '40 seconds'),
+            ('dispatched', 'running', interval '1 minute'),
+            ('running', i.state, interval '3 minutes')) s(f, t, after)
+        WHERE i.state <> 'waiting' AND (s.f <> 'running' OR i.state <> 'running')
     """)
     orrery_it.psql(P.dsn, "ANALYZE")
     return subprocess.run(["psql", P.dsn, "-qAtc", "SELECT count(*) FROM instances"], check=True,

@@ -67,7 +67,6 @@ function RunGrid(props: { g: WorkflowRuns; selected: string | null; onSelect: (c
         class={`rg-col ${selected === c ? 'on' : ''}`}
         data-cycle={c}
         aria-pressed={selected === c}
-        aria-label={`Cycle ${fmtTime(c)}`}
         title={`Show the cycle of ${fmtTime(c)}`}
         onClick={() => props.onSelect(c)}
       >
