@@ -279,6 +279,35 @@ class Instances(unittest.TestCase):
         self.assertIn("test kill", [t["reason"] for t in trs])
         self.assertIn("user:ann", [t["actor"] for t in trs])
 
+    def test_log_routes_check_their_input(self):
+        b = self.backfill("2026-10-15T00:00:00Z", "2026-10-15T01:00:00Z")
+        i = (b["created"] + b["existing"])[0]
+        base = f"/api/v1/instances/{i}/log"
+        # Never ran: an empty chunk (nowhere yet), and no file to download.
+        r = P.http("GET", base + "?timestamps=1", token=TOK["vic"])
+        self.assertEqual(r.status, 200, r)
+        body = r.json()
+        self.assertEqual((body["attempt"], body["data"], body["source"]), (1, "", "none"))
+        self.assertEqual(body["lines"], [])
+        r = P.http("GET", base + "/download", token=TOK["vic"])
+        self.assertEqual(r.status, 404, r)
+        self.assertEqual(r.json()["error"]["field"], "attempt")
+        for path, status, field in ((base + "?attempt=2", 404, "attempt"),
+                                    (base + "/download?attempt=2", 404, "attempt"),
+                                    (base + "?attempt=x", 400, "attempt"),
+                                    (base + "?offset=-1", 400, "offset"),
+                                    (base + "?offset=1.5", 400, "offset"),
+                                    (base + "?follow=2", 400, "follow"),
+                                    (base + "?timestamps=yes", 400, "timestamps"),
+                                    (base + "/download?timestamps=2", 400, "timestamps"),
+                                    ("/api/v1/instances/999999/log", 404, None),
+                                    ("/api/v1/instances/999999/log/download", 404, None),
+                                    ("/api/v1/instances/abc/log/download", 400, "id")):
+            r = P.http("GET", path, token=TOK["vic"])
+            self.assertEqual(r.status, status, path)
+            if field:
+                self.assertEqual(r.json()["error"]["field"], field, path)
+
     def test_bulk_reports_each_item(self):
         ids = self.backfill("2026-07-01T00:00:00Z", "2026-07-01T03:00:00Z")["created"]
         P.http("POST", f"/api/v1/instances/{ids[0]}/actions/suspend", {}, token=TOK["ann"])
