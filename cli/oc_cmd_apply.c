@@ -652,6 +652,31 @@ static int oc__emit(oc_ctx *ctx, const char *dir, const char *sub, const char *k
     return rc;
 }
 
+/* A task spec with its keys in the order people write them (the platform
+ * stores specs as jsonb, whose key order is its own); keys not listed
+ * follow in their order. Same content, so apply sees no change. */
+static json_t *oc__task_order_keys(const json_t *spec)
+{
+    static const char *const order[] = {
+        "name",     "team",      "type",   "description", "schedule",     "timezone",
+        "catch_up", "upstreams", "pools",  "slots",       "max_parallel", "priority",
+        "retries",  "timeout",   "labels", "params",      "config",       NULL};
+    json_t *out = json_object();
+    for (int i = 0; order[i]; i++) {
+        json_t *v = json_object_get(spec, order[i]);
+        if (v)
+            json_object_set(out, order[i], v);
+    }
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)spec, k, v)
+    {
+        if (!json_object_get(out, k))
+            json_object_set(out, k, v);
+    }
+    return out;
+}
+
 int oc_run_export(oc_ctx *ctx, const oc_args *a)
 {
     const char *team = oc_arg(a, "team"), *wfname = oc_arg(a, "workflow"), *dir = oc_arg(a, "dir");
@@ -738,7 +763,9 @@ int oc_run_export(oc_ctx *ctx, const oc_args *a)
             if (!in)
                 continue;
         }
-        rc = rc ? rc : oc__emit(ctx, dir, "tasks", "task", json_object_get(o, "spec"), &count);
+        json_t *spec = oc__task_order_keys(json_object_get(o, "spec"));
+        rc = rc ? rc : oc__emit(ctx, dir, "tasks", "task", spec, &count);
+        json_decref(spec);
     }
     json_array_foreach(wfs, i, o)
     {

@@ -210,7 +210,14 @@ class Cli(unittest.TestCase):
         self.assertIn(r.status, (200, 201), r)
         out = os.path.join(HOME, "export-demo")
         self.ok(cli("export", "--workflow", "demo", "--dir", out))
-        self.assertTrue(os.path.exists(os.path.join(out, "tasks", "demo.load.yaml")))
+        with open(os.path.join(out, "tasks", "demo.load.yaml"), encoding="utf-8") as f:
+            load = f.read()
+        # Keys in the order people write them, strings quoted.
+        self.assertTrue(load.startswith('kind: task\nspec:\n  name: "demo.load"\n'
+                                        '  team: "demo"\n  type: "shell"\n'
+                                        '  schedule: "0 0 * * * ?"\n'), load)
+        self.assertIn('  upstreams:\n    - kind: "strong"\n      task: "demo.transform"\n',
+                      load)
         self.assertTrue(os.path.exists(os.path.join(out, "workflows", "demo.yaml")))
         with open(os.path.join(out, "workflows", "demo.yaml"), encoding="utf-8") as f:
             self.assertIn('description: "the quickstart\'s demo"', f.read())
