@@ -16,6 +16,7 @@ const oc_opt oc_global_opts[] = {
     {"token", 0, "TOKEN", "API token (overrides the profile and ORRERY_TOKEN)", 0},
     {"output", 'o', "FORMAT", "table (default) or json", 0},
     {"quiet", 'q', NULL, "no progress or summary lines, only what was asked for and errors", 0},
+    {"verbose", 'v', NULL, "log every API call on stderr (logfmt: method, path, status, ms)", 0},
     {"help", 'h', NULL, "show this help", 0},
     {NULL, 0, NULL, NULL, 0},
 };

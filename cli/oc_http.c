@@ -11,6 +11,7 @@
 #include "orr_alloc.h"
 #include "orr_buf.h"
 #include "orr_json.h"
+#include "orr_log.h"
 
 void oc_http_init(void)
 {
@@ -92,6 +93,20 @@ static orr_status oc__error(long st, const orr_buf *body, const char *method, co
     return s;
 }
 
+/* One debug line per call (orrery --verbose); never the token. */
+static void oc__log_call(CURL *c, const char *method, const char *path, CURLcode rc)
+{
+    if (!orr_log_enabled(ORR_LOG_DEBUG))
+        return;
+    long st = 0;
+    double secs = 0;
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &st);
+    curl_easy_getinfo(c, CURLINFO_TOTAL_TIME, &secs);
+    orr_log(ORR_LOG_DEBUG, "api call", "method=%s path=%s status=%ld ms=%.1f%s%s", method,
+            orr_log_q(path), st, secs * 1000, rc == CURLE_OK ? "" : " error=",
+            rc == CURLE_OK ? "" : orr_log_q(curl_easy_strerror(rc)));
+}
+
 static CURL *oc__easy(oc_ctx *ctx, const char *token, const char *method, const char *path,
                       struct curl_slist **hdrs, char **url)
 {
@@ -140,6 +155,7 @@ static orr_status oc__call(oc_ctx *ctx, const char *token, const char *method, c
     curl_easy_setopt(c, CURLOPT_WRITEDATA, &resp);
     curl_easy_setopt(c, CURLOPT_TIMEOUT, 120L);
     CURLcode rc = curl_easy_perform(c);
+    oc__log_call(c, method, path, rc);
     if (rc != CURLE_OK) {
         s = orr_err_set(err, ORR_EUNAVAIL, NULL, "cannot reach %s: %s", ctx->url,
                         curl_easy_strerror(rc));
@@ -231,6 +247,7 @@ orr_status oc_api_download(oc_ctx *ctx, const char *path, FILE *out, orr_err *er
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, oc__dl_write);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, &d);
     CURLcode rc = curl_easy_perform(c);
+    oc__log_call(c, "GET", path, rc);
     if (d.write_failed)
         s = orr_err_set(err, ORR_EIO, NULL, "cannot write the output");
     else if (d.status && d.status != 200)
@@ -353,6 +370,7 @@ orr_status oc_api_sse(oc_ctx *ctx, const char *path, oc_sse_fn fn, void *cls, or
     curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
     curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, 60L);
     CURLcode rc = curl_easy_perform(c);
+    oc__log_call(c, "GET", path, rc);
     if (io.status && io.status != 200) {
         s = oc__error(io.status, &io.err_body, "GET", path, err);
     } else if (rc != CURLE_OK && !(rc == CURLE_WRITE_ERROR && io.parser.stop)) {

@@ -8,6 +8,7 @@
 #include "oc.h"
 #include "oc_config.h"
 #include "oc_http.h"
+#include "orr_log.h"
 
 int main(int argc, char **argv)
 {
@@ -41,6 +42,7 @@ int main(int argc, char **argv)
     }
     ctx.json = output && strcmp(output, "json") == 0;
     ctx.quiet = oc_flag(&a, "quiet");
+    orr_log_set_level(oc_flag(&a, "verbose") ? ORR_LOG_DEBUG : ORR_LOG_ERROR);
     int need_api = cmd->needs_api || strcmp(cmd->name, "login") == 0;
     if (need_api && (rc = oc_ctx_resolve(&ctx, &a, cmd->needs_api)))
         goto out;

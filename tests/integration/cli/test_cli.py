@@ -181,6 +181,12 @@ class Cli(unittest.TestCase):
         self.assertIn("token = orr_", text)
         self.assertNotIn(ADMIN_PW, text)
         self.ok(cli("ls", "pools"))
+        # --verbose logs each call in logfmt, never the token.
+        r = self.ok(cli("ls", "pools", "-v"))
+        self.assertRegex(r.stderr, r'level=debug msg="api call" method=GET '
+                                   r'path="/api/v1/pools\?limit=100" status=200 ms=')
+        token = [x for x in text.splitlines() if x.startswith("token = ")][0][8:]
+        self.assertNotIn(token, r.stderr)
         # The environment overrides the profile: a bad token is refused (1).
         r = cli("ls", "pools", env={"ORRERY_TOKEN": "orr_not-a-token"})
         self.assertEqual(r.returncode, 1, r.stderr)
