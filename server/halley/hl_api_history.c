@@ -16,7 +16,9 @@
  * with tasks x limit, not with the instances a workflow has ever had; the
  * cells are then one range scan of that index per task, from the oldest
  * cycle shown to the newest (every schedule time of the workflow in that
- * range is one of the cycles shown, by how they were chosen).
+ * range is one of the cycles shown, by how they were chosen, so a task has
+ * at most that many: the LIMIT, which also keeps the planner from scanning
+ * the whole range across every task instead).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -54,7 +56,8 @@ static hl_stmt q_runs = HL_STMT(
     "  i.id, i.attempt, i.state"
     "  FROM wt, LATERAL (SELECT * FROM instances i WHERE i.task_id = wt.id"
     "   AND i.schedule_time >= (SELECT min(schedule_time) FROM cy)"
-    "   AND i.schedule_time <= (SELECT max(schedule_time) FROM cy)) i"
+    "   AND i.schedule_time <= (SELECT max(schedule_time) FROM cy)"
+    "   ORDER BY i.schedule_time LIMIT $2::int8) i"
     " ORDER BY k, a, b");
 
 /* $1 workflow, $2 cycle ms. Rows: tag (0 workflow, 1 task, 2 edge, 3
