@@ -308,7 +308,7 @@ export function LogView({ id, attempt, finished }: { id: number; attempt: number
   const n = Math.max(1, attempt);
   const tabs = Array.from({ length: n }, (_, i) => ({
     id: String(i + 1),
-    label: `Attempt ${i + 1}${i + 1 === n ? (finished ? '' : ' (live)') : ''}`,
+    label: `Attempt ${i + 1}${i + 1 === n ? (finished ? '' : ' (current)') : ''}`,
   }));
   const cur = Math.min(Math.max(1, sel), n);
   return (
