@@ -264,6 +264,11 @@ int kp__task_paused(const kp_sched *s, int64_t id)
     return s->n_paused && bsearch(&id, s->paused, s->n_paused, sizeof id, cmp_i64) != NULL;
 }
 
+int kp__task_held(const kp_sched *s, int64_t id)
+{
+    return s->paused_dirty || kp__task_paused(s, id);
+}
+
 orr_status kp__load_paused(kp_sched *s)
 {
     Orrery__Halley__V1__ListPausedTasksRequest rq =
@@ -276,8 +281,7 @@ orr_status kp__load_paused(kp_sched *s)
         char buf[600];
         ORR_WARN("paused task listing failed", "error=%s",
                  orr_log_q(orr_err_str(&err, buf, sizeof buf)));
-        s->paused_dirty = 1;
-        s->again = 1;
+        s->paused_dirty = 1; /* read again next round; until then nothing is released */
         return rc;
     }
     Orrery__Halley__V1__ListPausedTasksResponse *r = (void *)out;

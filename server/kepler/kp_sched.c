@@ -366,7 +366,7 @@ static int64_t pass(kp_sched *s, work *w, dep_ctx *c, int64_t now)
         case KP_ST_WAITING:
             if (!t || t->in_cycle || !((r->flags & KP_I_DIRTY) || t->deps_dirty))
                 break;
-            if (kp__task_paused(s, t->id)) { /* held by its workflow: checked at the resume */
+            if (kp__task_held(s, t->id)) { /* held by its workflow: checked at the resume */
                 r->flags |= KP_I_DIRTY;
                 break;
             }
@@ -460,8 +460,7 @@ static void dispatch(kp_sched *s, work *w)
         }
         if (r) {
             kp_task *t = kp_index_get(s->ix, r->task_id);
-            if (!t || (t->max_parallel && t->n_live >= t->max_parallel) ||
-                kp__task_paused(s, t->id))
+            if (!t || (t->max_parallel && t->n_live >= t->max_parallel) || kp__task_held(s, t->id))
                 continue;
             int e = kp_dispatch_choose(s->ex, s->n_ex, t->slots, t->labels, t->n_labels);
             if (e < 0)

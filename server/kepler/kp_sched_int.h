@@ -245,6 +245,10 @@ orr_status kp__load_paused(kp_sched *s);
 /* 1 if a paused workflow holds task id: no instance of it is materialised,
  * made ready or dispatched. */
 int kp__task_paused(const kp_sched *s, int64_t id);
+/* kp__task_paused, or the paused tasks could not be read since the last
+ * workflow event (then every task is held back from ready and dispatch
+ * until they are). */
+int kp__task_held(const kp_sched *s, int64_t id);
 
 /* ------------------------------------------------------------ kp_check.c: dependency checks */
 

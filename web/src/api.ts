@@ -71,6 +71,11 @@ export type WorkflowRuns = Answer<'listWorkflowRuns'>;
 export type WorkflowRun = Answer<'getWorkflowRun'>;
 /** A grid cell: [task index, cycle index, instance id, state, attempt]. */
 export type RunCell = [number, number, number, State, number];
+export type Workflow = Sent<Schemas['Workflow']>;
+/** The paused workflow holding a task (on tasks and instances), or null. */
+export type Paused = Sent<NonNullable<Schemas['Paused']>> | null;
+export type TaskSuggestion = ItemOf<'suggestTasks'>;
+export type Team = ItemOf<'listTeams'>;
 
 export class ApiError extends Error {
   readonly status: number;
@@ -177,7 +182,7 @@ export const api = {
       signal,
     }),
 
-  instances: (q: { task_id?: number; state?: string; from?: string; to?: string; limit?: number; page_token?: string; order?: 'asc' | 'desc' }) =>
+  instances: (q: { task_id?: number; state?: string; from?: string; to?: string; q?: string; limit?: number; page_token?: string; order?: 'asc' | 'desc' }) =>
     request<Page<Instance>>('GET', '/instances', { query: q }),
   instance: (id: number) => request<InstanceDetail>('GET', `/instances/${id}`),
   act: (id: number, action: Action, reason?: string) =>
@@ -236,6 +241,19 @@ export const api = {
   workflowRun: (name: string, cycle: string) =>
     request<WorkflowRun>('GET', `/workflows/${encodeURIComponent(name)}/runs/${cycle}`),
   workflowNames: () => request<Answer<'listWorkflows'>>('GET', '/workflows', { query: { limit: 1000 } }),
+  // Workflows as objects, the admin lists.
+  workflows: () => request<{ items: Workflow[] }>('GET', '/workflows', { query: { limit: 1000 } }),
+  workflow: (name: string) => request<Answer<'getWorkflow'>>('GET', `/workflows/${encodeURIComponent(name)}`),
+  putWorkflow: (name: string, body: Body<'putWorkflow'>) =>
+    request<Workflow>('PUT', `/workflows/${encodeURIComponent(name)}`, { body }),
+  patchWorkflow: (name: string, body: Body<'patchWorkflow'>) =>
+    request<Workflow>('PATCH', `/workflows/${encodeURIComponent(name)}`, { body }),
+  pauseWorkflow: (name: string) => request<Workflow>('POST', `/workflows/${encodeURIComponent(name)}/pause`, { body: {} }),
+  resumeWorkflow: (name: string) => request<Workflow>('POST', `/workflows/${encodeURIComponent(name)}/resume`, { body: {} }),
+  suggestTasks: (q: string, limit = 12, signal?: AbortSignal) =>
+    request<Answer<'suggestTasks'>>('GET', '/tasks/suggest', { query: { q, limit }, signal }),
+  searchUsers: (q: { q?: string; role?: string; limit?: number }) => request<Answer<'listUsers'>>('GET', '/users', { query: q }),
+  teams: () => request<Answer<'listTeams'>>('GET', '/teams', { query: { limit: 1000 } }),
 
   log: (id: number, attempt: number, offset: number, timestamps = false, signal?: AbortSignal) =>
     request<Answer<'instanceLog'>>('GET', `/instances/${id}/log`, {

@@ -16,7 +16,7 @@ import './styles.css';
 const NAV = [
   { to: '/dashboard', label: 'Dashboard', icon: '◔' },
   { to: '/tasks', label: 'Tasks', icon: '☰' },
-  { to: '/workflow', label: 'Workflows', icon: '⋔' },
+  { to: '/workflows', label: 'Workflows', icon: '⋔' },
   { to: '/instances', label: 'Instances', icon: '▤' },
   { to: '/streams', label: 'Streams', icon: '≋' },
   { to: '/lineage', label: 'Lineage', icon: '⇄' },
@@ -40,6 +40,8 @@ const StreamsPage = lazy(() => import('./pages/streams').then((m) => m.StreamsPa
 const TasksPage = lazy(() => import('./pages/tasks').then((m) => m.TasksPage));
 const TokensPage = lazy(() => import('./pages/tokens').then((m) => m.TokensPage));
 const WorkflowPage = lazy(() => import('./pages/workflow').then((m) => m.WorkflowPage));
+const WorkflowsPage = lazy(() => import('./pages/workflows').then((m) => m.WorkflowsPage));
+const WorkflowObjectPage = lazy(() => import('./pages/workflows').then((m) => m.WorkflowObjectPage));
 
 /** Pages whose props come from the path. */
 const TaskDesigner = ({ id }: { id: string }) => <DesignerPage id={Number(id)} />;
@@ -47,6 +49,7 @@ const NewTask = () => <DesignerPage id={null} />;
 const WorkflowOf = ({ id }: { id: string }) => <WorkflowPage taskId={Number(id)} />;
 const Workflows = () => <WorkflowPage taskId={null} />;
 const RunsOf = ({ name }: { name: string }) => <HistoryPage name={name} />;
+const WorkflowNamed = ({ name }: { name: string }) => <WorkflowObjectPage name={decodeURIComponent(name)} />;
 const InstanceOf = ({ id }: { id: string }) => <InstancePage id={Number(id)} />;
 const StreamOf = ({ name }: { name: string }) => <StreamPage name={name} />;
 const AdminTab = ({ tab }: { tab?: string }) => <AdminPage tab={tab ?? 'pools'} />;
@@ -65,7 +68,7 @@ function NotFound() {
 
 function Shell({ me, onLogout }: { me: Me; onLogout: () => void }) {
   const p = useRoute().path;
-  const active = (to: string) => p === to || p.startsWith(`${to}/`) || (to === '/admin/pools' && p.startsWith('/admin')) || (to === '/workflow' && p.startsWith('/workflows/'));
+  const active = (to: string) => p === to || p.startsWith(`${to}/`) || (to === '/admin/pools' && p.startsWith('/admin')) || (to === '/workflows' && p.startsWith('/workflow'));
   return (
     <SessionContext.Provider value={me}>
       <div class="shell">
@@ -114,6 +117,8 @@ function Shell({ me, onLogout }: { me: Me; onLogout: () => void }) {
             <Route path={`${BASE}/tasks/:id`} component={TaskDesigner} />
             <Route path={`${BASE}/workflow`} component={Workflows} />
             <Route path={`${BASE}/workflow/:id`} component={WorkflowOf} />
+            <Route path={`${BASE}/workflows`} component={WorkflowsPage} />
+            <Route path={`${BASE}/workflows/:name`} component={WorkflowNamed} />
             <Route path={`${BASE}/workflows/:name/runs`} component={RunsOf} />
             <Route path={`${BASE}/instances`} component={InstancesPage} />
             <Route path={`${BASE}/instances/:id`} component={InstanceOf} />

@@ -35,7 +35,6 @@ import {
   T,
   VIEWER,
   api,
-  fillFor,
   localInput,
   login,
   open,
@@ -521,9 +520,8 @@ test('an admin changes a pool capacity; a developer only reads it', async (t) =>
   assert.match(await exRow.textContent(), /zone=e2e.*alive/);
   await shot(page, 'admin-executors');
   await page.goto('/app/admin/users');
-  await fillFor(page.getByLabel('User name'), DEV[0], page.getByRole('button', { name: 'Look up' }));
-  await page.getByRole('button', { name: 'Look up' }).click();
-  assert.match(await page.getByTestId('user-found').textContent({ timeout: T }), /analytics/);
+  await page.getByLabel('Search users by name').fill(DEV[0]);
+  await until(async () => /analytics/.test((await page.locator(`tr[data-user="${DEV[0]}"]`).textContent({ timeout: T })) ?? ''), 'the developer is listed with their team');
 
   // An admin changes a user: role and teams, then disables it; its session
   // ends at once (a user made for this, so the others' sessions live on).
@@ -532,22 +530,23 @@ test('an admin changes a pool capacity; a developer only reads it', async (t) =>
   const tempSession = await open(t);
   await login(tempSession, temp);
   assert.equal((await api(tempSession, 'GET', '/auth/me')).status, 200);
-  await fillFor(page.getByLabel('User name'), temp[0], page.getByRole('button', { name: 'Look up' }));
-  await page.getByRole('button', { name: 'Look up' }).click();
+  await page.getByLabel('Search users by name').fill(temp[0]);
+  const tempRow = page.locator(`tr[data-user="${temp[0]}"]`);
+  await tempRow.getByRole('button', { name: `Edit ${temp[0]}` }).click({ timeout: T });
   await page.getByTestId('user-editor').waitFor({ timeout: T });
   await page.getByLabel(`Role of ${temp[0]}`).selectOption('viewer');
   await page.getByLabel(`Teams of ${temp[0]}`).fill('finance');
   await page.getByRole('button', { name: 'Save changes' }).click();
   await page.locator('.toast', { hasText: 'their sessions ended' }).waitFor({ timeout: T });
-  await until(async () => /viewer/.test(await page.getByTestId('user-found').textContent()), 'the card shows the new role');
+  await until(async () => /viewer/.test(await tempRow.textContent()), 'the row shows the new role');
   const changed = await api(page, 'GET', `/users/${temp[0]}`);
   assert.equal(changed.body.role, 'viewer');
   assert.deepEqual(changed.body.teams, ['finance']);
   assert.equal((await api(tempSession, 'GET', '/auth/me')).status, 401, 'the changed user is logged out');
   await shot(page, 'admin-users');
-  await page.getByTestId('user-editor').getByRole('checkbox').uncheck();
-  await page.getByRole('button', { name: 'Save changes' }).click();
-  await until(async () => /Active\s*no/.test(await page.getByTestId('user-found').textContent()), 'the card shows the user disabled');
+  await tempRow.getByRole('button', { name: `Disable ${temp[0]}` }).click();
+  await page.locator('[data-confirm]').click();
+  await until(async () => /disabled/.test(await tempRow.textContent()), 'the row shows the user disabled');
   assert.equal((await api(page, 'GET', `/users/${temp[0]}`)).body.active, false);
 
   const dev = await open(t);

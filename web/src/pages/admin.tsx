@@ -1,11 +1,14 @@
 // admin.tsx - the admin console: resource pools (capacity editing, usage
 // refreshed every 3 s), executors (slots, labels, liveness), data sources
-// (datasources.tsx) and users and
-// teams. Non-admins see the same pages read-only. Sections galaxyd has no
-// endpoint for yet show a "not available yet" state.
-import { useState } from 'preact/hooks';
+// (datasources.tsx), and users and teams (users searched by name and role,
+// edited or disabled in place; teams with their members). Non-admins see the
+// same pages read-only. Sections galaxyd has no endpoint for yet show a "not
+// available yet" state.
+import { Fragment } from 'preact';
+import { useEffect, useState } from 'preact/hooks';
 import { api, ApiError, type Pool, type Role, type User } from '../api';
-import { Empty, ErrorBanner, Field, Loading, PageHead, SectionNav, Spinner, Unavailable, toast, useAsync, useInterval, val } from '../components/ui';
+import { Confirm, Empty, ErrorBanner, Field, Loading, PageHead, SectionNav, Spinner, Unavailable, toast, useAsync, useInterval, val } from '../components/ui';
+import '../components/objects.css';
 import { useMe } from '../session';
 import { DataSourcesTab } from './datasources';
 
@@ -263,26 +266,26 @@ function UserEditor({ user, onSaved }: { user: User; onSaved: (u: User) => void 
   );
 }
 
+/** The users: searched by name (and role), each row with role, teams and
+ * whether it may log in; an admin opens a row to edit it, or disables /
+ * enables it at once (its sessions and API tokens stop at once). */
 function UsersTab({ admin }: { admin: boolean }) {
-  const users = useAsync(() => api.users(), []);
-  const [lookup, setLookup] = useState('');
-  const [found, setFound] = useState<User | null>(null);
-  const [lookErr, setLookErr] = useState<unknown>(null);
+  const [q, setQ] = useState('');
+  const [role, setRole] = useState('');
+  const [typed, setTyped] = useState('');
+  useEffect(() => {
+    const h = window.setTimeout(() => setQ(typed.trim()), 250);
+    return () => window.clearTimeout(h);
+  }, [typed]);
+  const users = useAsync(() => api.searchUsers({ q: q || undefined, role: role || undefined, limit: 200 }), [q, role]);
+  const teams = useAsync(() => api.teams(), []);
+  const [open, setOpen] = useState<string | null>(null);
+  const [toggle, setToggle] = useState<User | null>(null);
   const [nu, setNu] = useState({ name: '', password: '', role: 'developer' as Role, teams: '' });
   const [nuErr, setNuErr] = useState<ApiError | Error | null>(null);
   const [team, setTeam] = useState('');
   const [teamErr, setTeamErr] = useState<ApiError | Error | null>(null);
 
-  const look = async (e: Event) => {
-    e.preventDefault();
-    setLookErr(null);
-    setFound(null);
-    try {
-      setFound(await api.user(lookup.trim()));
-    } catch (x) {
-      setLookErr(x);
-    }
-  };
   const createUser = async (e: Event) => {
     e.preventDefault();
     setNuErr(null);
@@ -296,6 +299,7 @@ function UsersTab({ admin }: { admin: boolean }) {
       toast(`User ${u.name} created`);
       setNu({ name: '', password: '', role: 'developer', teams: '' });
       users.reload();
+      teams.reload();
     } catch (x) {
       setNuErr(x as Error);
     }
@@ -307,93 +311,134 @@ function UsersTab({ admin }: { admin: boolean }) {
       const t = await api.createTeam(team.trim());
       toast(`Team ${t.name} created`);
       setTeam('');
+      teams.reload();
     } catch (x) {
       setTeamErr(x as Error);
     }
   };
   const fe = (err: unknown, f: string) => (err instanceof ApiError && err.field === f ? err.message : null);
   const teamsFe = nuErr instanceof ApiError && nuErr.field?.startsWith('teams') ? nuErr.message : null;
+  const items = users.data?.items ?? [];
   return (
     <div>
-      {users.missing ? (
-        <Unavailable feature="The user list" endpoint="GET /api/v1/users">
-          Look a user up by name below.
-        </Unavailable>
-      ) : users.error ? (
-        <ErrorBanner error={users.error} />
-      ) : users.data ? (
-        <div class="card">
-          <table class="table">
-            <tbody>
-              {users.data.items.map((u) => (
-                <tr key={u.id}>
-                  <td class="strong">{u.name}</td>
-                  <td>{u.role}</td>
-                  <td>{u.teams.join(', ')}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
+      <section class="card pad" aria-labelledby="users-h">
+        <h2 id="users-h">Users</h2>
+        <div class="obj-search">
+          <input type="search" aria-label="Search users by name" placeholder="Name starts with…" value={typed} onInput={(e) => setTyped(val(e))} />
+          <select aria-label="Role filter" value={role} onChange={(e) => setRole(val(e))}>
+            <option value="">Every role</option>
+            <option value="admin">admin</option>
+            <option value="developer">developer</option>
+            <option value="viewer">viewer</option>
+          </select>
+          <span class="muted small" aria-live="polite">
+            {users.data ? `${items.length}${users.data.next_page_token ? '+' : ''} shown` : ''}
+          </span>
         </div>
-      ) : (
-        <Loading what="users" />
-      )}
-      <div class="grid2 gap">
-        <form class="card pad" onSubmit={look} noValidate>
-          <h2>Find a user</h2>
-          <div class="row-inline">
-            <input placeholder="user name" value={lookup} onInput={(e) => setLookup(val(e))} aria-label="User name" />
-            <button class="btn" type="submit" disabled={!lookup.trim()}>
-              Look up
-            </button>
+        <ErrorBanner error={users.error} onRetry={users.reload} />
+        {users.loading && !users.data ? (
+          <Loading what="users" />
+        ) : items.length === 0 ? (
+          <Empty title="No user matches" />
+        ) : (
+          <div class="table-wrap">
+            <table class="table" data-testid="user-table">
+              <thead>
+                <tr>
+                  <th>User</th>
+                  <th>Role</th>
+                  <th>Teams</th>
+                  <th>May log in</th>
+                  {admin && (
+                    <th>Actions</th>
+                  )}
+                </tr>
+              </thead>
+              <tbody>
+                {items.map((u) => (
+                  <Fragment key={u.id}>
+                    <tr data-user={u.name}>
+                      <td class="strong">{u.name}</td>
+                      <td>{u.role}</td>
+                      <td>
+                        <span class="members">
+                          {u.teams.length ? u.teams.map((t) => <span key={t} class="tag">{t}</span>) : <span class="muted">none</span>}
+                        </span>
+                      </td>
+                      <td>{u.active ? <span>yes</span> : <span class="badge st-failed">disabled</span>}</td>
+                      {admin && (
+                        <td class="nowrap">
+                          <button class="btn btn-small" aria-expanded={open === u.name} onClick={() => setOpen(open === u.name ? null : u.name)} aria-label={`Edit ${u.name}`}>
+                            Edit
+                          </button>{' '}
+                          <button class={`btn btn-small ${u.active ? 'btn-danger' : ''}`} onClick={() => setToggle(u)} aria-label={`${u.active ? 'Disable' : 'Enable'} ${u.name}`}>
+                            {u.active ? 'Disable' : 'Enable'}
+                          </button>
+                        </td>
+                      )}
+                    </tr>
+                    {admin && open === u.name && (
+                      <tr class="row-editor">
+                        <td colSpan={5}>
+                          <UserEditor
+                            key={`${u.name}:${u.role}:${u.teams.join(',')}:${u.active}`}
+                            user={u}
+                            onSaved={() => {
+                              setOpen(null);
+                              users.reload();
+                              teams.reload();
+                            }}
+                          />
+                        </td>
+                      </tr>
+                    )}
+                  </Fragment>
+                ))}
+              </tbody>
+            </table>
           </div>
-          {lookErr ? (
-            lookErr instanceof ApiError && lookErr.status === 404 ? (
-              <div class="field-error">No user named {lookup}.</div>
-            ) : (
-              <ErrorBanner error={lookErr} />
-            )
-          ) : null}
-          {found && (
-            <div class="kv user-card" data-testid="user-found">
-              <span>Name</span>
-              <span class="strong">{found.name}</span>
-              <span>Role</span>
-              <span>{found.role}</span>
-              <span>Teams</span>
-              <span>{found.teams.map((t) => <span key={t} class="tag">{t}</span>)}</span>
-              <span>Active</span>
-              <span>{found.active ? 'yes' : 'no'}</span>
-            </div>
-          )}
-          {found && admin && (
-            <UserEditor
-              key={`${found.name}:${found.role}:${found.teams.join(',')}:${found.active}`}
-              user={found}
-              onSaved={(u) => {
-                setFound(u);
-                users.reload();
-              }}
-            />
-          )}
-        </form>
-        {admin && (
-          <form class="card pad" onSubmit={createTeam} noValidate>
-            <h2>New team</h2>
-            <Field label="Team name" field="name" error={fe(teamErr, 'name')}>
-              <input value={team} onInput={(e) => setTeam(val(e))} placeholder="analytics" />
-            </Field>
-            {teamErr && !fe(teamErr, 'name') && <ErrorBanner error={teamErr} />}
-            <button class="btn btn-primary" type="submit" disabled={!team.trim()}>
-              Create team
-            </button>
-          </form>
         )}
-      </div>
+      </section>
+      <section class="card pad" aria-labelledby="teams-h">
+        <h2 id="teams-h">Teams</h2>
+        <ErrorBanner error={teams.error} onRetry={teams.reload} />
+        {teams.data ? (
+          teams.data.items.length === 0 ? (
+            <Empty title="No teams yet" />
+          ) : (
+            <div class="table-wrap">
+              <table class="table" data-testid="team-table">
+                <thead>
+                  <tr>
+                    <th>Team</th>
+                    <th class="num">Members</th>
+                    <th>Who</th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {teams.data.items.map((t) => (
+                    <tr key={t.id} data-team={t.name}>
+                      <td class="strong">{t.name}</td>
+                      <td class="num">{t.members.length}</td>
+                      <td>
+                        <span class="members">
+                          {t.members.length ? t.members.map((m) => <span key={m} class="tag">{m}</span>) : <span class="muted">nobody yet</span>}
+                        </span>
+                      </td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            </div>
+          )
+        ) : (
+          !teams.error && <Loading what="teams" />
+        )}
+      </section>
       {admin && (
-        <form class="card pad" onSubmit={createUser} noValidate>
-          <h2>New user</h2>
-          <div class="grid2">
+        <div class="grid2 gap">
+          <form class="card pad" onSubmit={createUser} noValidate>
+            <h2>New user</h2>
             <Field label="Name" field="name" error={fe(nuErr, 'name')}>
               <input value={nu.name} onInput={(e) => setNu({ ...nu, name: val(e) })} autocomplete="off" />
             </Field>
@@ -410,12 +455,40 @@ function UsersTab({ admin }: { admin: boolean }) {
             <Field label="Teams" field="teams" error={teamsFe} hint="Comma-separated team names">
               <input value={nu.teams} onInput={(e) => setNu({ ...nu, teams: val(e) })} placeholder="analytics, finance" />
             </Field>
-          </div>
-          {nuErr && !['name', 'password', 'role'].includes((nuErr as ApiError).field ?? '') && !teamsFe && <ErrorBanner error={nuErr} />}
-          <button class="btn btn-primary" type="submit">
-            Create user
-          </button>
-        </form>
+            {nuErr && !['name', 'password', 'role'].includes((nuErr as ApiError).field ?? '') && !teamsFe && <ErrorBanner error={nuErr} />}
+            <button class="btn btn-primary" type="submit">
+              Create user
+            </button>
+          </form>
+          <form class="card pad" onSubmit={createTeam} noValidate>
+            <h2>New team</h2>
+            <Field label="Team name" field="name" error={fe(teamErr, 'name')}>
+              <input value={team} onInput={(e) => setTeam(val(e))} placeholder="analytics" />
+            </Field>
+            {teamErr && !fe(teamErr, 'name') && <ErrorBanner error={teamErr} />}
+            <button class="btn btn-primary" type="submit" disabled={!team.trim()}>
+              Create team
+            </button>
+          </form>
+        </div>
+      )}
+      {toggle && (
+        <Confirm
+          title={`${toggle.active ? 'Disable' : 'Enable'} ${toggle.name}?`}
+          body={
+            toggle.active
+              ? `${toggle.name} is logged out at once everywhere, cannot log in, and their API tokens stop working until an admin enables them again.`
+              : `${toggle.name} may log in again and their API tokens work again.`
+          }
+          confirmLabel={toggle.active ? 'Disable' : 'Enable'}
+          danger={toggle.active}
+          onClose={() => setToggle(null)}
+          onConfirm={async () => {
+            const u = await api.updateUser(toggle.name, { active: !toggle.active });
+            toast(`User ${u.name} ${u.active ? 'enabled' : 'disabled'}`);
+            users.reload();
+          }}
+        />
       )}
     </div>
   );

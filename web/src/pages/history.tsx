@@ -15,6 +15,7 @@ import { useLayoutEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { api, early, type RunCell, type State, type WorkflowRun, type WorkflowRuns } from '../api';
 import { Graph, Legend, type GEdge, type GNode } from '../components/graph';
 import { Empty, ErrorBanner, Link, Loading, PageHead, StateBadge, useAsync, useInterval } from '../components/ui';
+import { WorkflowHeaderOf } from '../components/workflow-header';
 import { fmtDuration, fmtTime } from '../format';
 import { href, useRoute } from '../router';
 import { STATE_LABEL, STATES } from '../states';
@@ -321,6 +322,7 @@ export function HistoryPage({ name }: { name: string }) {
           </Link>
         }
       />
+      <WorkflowHeaderOf name={name} />
       <ErrorBanner error={grid.error} onRetry={grid.reload} />
       {!g ? (
         grid.error ? null : <Loading what="the run history" />

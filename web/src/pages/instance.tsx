@@ -12,6 +12,7 @@ import { api, type Action, type DepState, type State, type Transition } from '..
 import { Graph, type GNode, type GEdge } from '../components/graph';
 import { LogView } from '../components/logview';
 import { InstanceStats, TaskRowsChart } from '../components/procstats';
+import { PausedNote } from '../components/workflow-header';
 import { Confirm, ErrorBanner, Link, Loading, PageHead, StateBadge, toast, useAsync, useInterval } from '../components/ui';
 import { fmtDuration, fmtRelative, fmtShort, fmtTime } from '../format';
 import { useRoute } from '../router';
@@ -237,6 +238,7 @@ export function InstancePage({ id }: { id: number }) {
           ))
         }
       />
+      <PausedNote paused={d.paused} />
       <ErrorBanner error={actErr} />
       <div class="stats-row">
         <div class="stat">

@@ -1,14 +1,20 @@
-// instances.tsx - the instance table: filters by task, state and schedule
-// time (kept in the URL), newest first, row selection and bulk actions
-// (POST /instances/actions, with a confirmation and a per-row result).
+// instances.tsx - the instance table: filters by task (a type-ahead over
+// GET /tasks/suggest, so ten thousand tasks stay quick), text search (the
+// task name or reason contains it, or the executor or id is it), state and
+// schedule time (all kept in the URL), newest first, with when each
+// instance started and ended and how long it ran; row selection and bulk
+// actions (POST /instances/actions, with a confirmation and a per-row
+// result). An instance held by a paused workflow says so.
 //
-// galaxyd lists instances in id order only, so the page reads up to
-// MAX_PAGES pages of 1000 and sorts them newest first in the browser; when
-// there are more, it says so and asks for a narrower filter.
+// The page reads up to MAX_PAGES pages of 1000 (newest schedule time first)
+// and sorts them in the browser; when there are more, it says so and asks
+// for a narrower filter.
 import { useEffect, useMemo, useState } from 'preact/hooks';
 import { allPages, api, type Action, type BulkResult, type Instance, type State } from '../api';
+import { TaskPicker } from '../components/taskpicker';
+import { PausedTag } from '../components/workflow-header';
 import { Confirm, Empty, ErrorBanner, Link, Loading, PageHead, StateBadge, toast, useAsync, useInterval, val } from '../components/ui';
-import { fmtRelative, fmtShort, localToIso, toLocalInput } from '../format';
+import { fmtDuration, fmtRelative, fmtShort, fmtTime, localToIso, toLocalInput } from '../format';
 import { useRoute } from '../router';
 import { canAct, useMe } from '../session';
 import { ACTION_LABEL, actionAllowed, STATES, STATE_LABEL } from '../states';
@@ -24,12 +30,16 @@ export function InstancesPage() {
   const states = (query.get('state') ?? '').split(',').filter(Boolean) as State[];
   const from = query.get('from') ?? '';
   const to = query.get('to') ?? '';
+  const text = query.get('q') ?? '';
+  const [typed, setTyped] = useState(text);
+  useEffect(() => setTyped(text), [text]);
   const [show, setShow] = useState(SHOW_STEP);
   const [sel, setSel] = useState<Set<number>>(new Set());
   const [confirm, setConfirm] = useState<Action | null>(null);
   const [bulkResult, setBulkResult] = useState<BulkResult | null>(null);
 
-  const tasks = useAsync(() => api.tasks({ limit: 1000, active: 'any' }), []);
+  // The chosen task's name, for the picker (the URL holds its id).
+  const chosen = useAsync(() => (taskId ? api.task(Number(taskId)) : Promise.resolve(null)), [taskId]);
   const list = useAsync(
     () =>
       allPages(
@@ -39,15 +49,23 @@ export function InstancesPage() {
             state: states.join(','),
             from: from ? localToIso(from) : undefined,
             to: to ? localToIso(to) : undefined,
+            q: text || undefined,
+            order: 'desc',
             limit: 1000,
             page_token: tok,
           }),
         MAX_PAGES,
       ),
-    [taskId, states.join(','), from, to],
+    [taskId, states.join(','), from, to, text],
   );
   useInterval(list.reload, 5000);
-  useEffect(() => setSel(new Set()), [taskId, states.join(','), from, to]);
+  useEffect(() => setSel(new Set()), [taskId, states.join(','), from, to, text]);
+  // The search box: the URL follows what is typed after a short pause.
+  useEffect(() => {
+    if (typed === text) return;
+    const h = window.setTimeout(() => setF('q', typed.trim()), 300);
+    return () => window.clearTimeout(h);
+  }, [typed]);
 
   const rows = useMemo(
     () => (list.data ? [...list.data.items].sort((a, b) => (a.schedule_time < b.schedule_time ? 1 : a.schedule_time > b.schedule_time ? -1 : b.id - a.id)) : []),
@@ -56,7 +74,8 @@ export function InstancesPage() {
   const visible = rows.slice(0, show);
   const byId = new Map(rows.map((r) => [r.id, r]));
   const selected = [...sel].map((id) => byId.get(id)).filter(Boolean) as Instance[];
-  const setF = (k: string, v: string) => setQuery({ task_id: taskId, state: states.join(','), from, to, [k]: v });
+  const setF = (k: string, v: string) => setQuery({ task_id: taskId, state: states.join(','), from, to, q: text, [k]: v });
+  const now = Date.now();
   const toggleState = (s: State) => setF('state', (states.includes(s) ? states.filter((x) => x !== s) : [...states, s]).join(','));
   const allOn = visible.length > 0 && visible.every((r) => sel.has(r.id));
   const counts = useMemo(() => {
@@ -77,21 +96,27 @@ export function InstancesPage() {
     <div>
       <PageHead title="Instances" sub="Every run of every task, newest first." />
       <div class="toolbar">
-        <select aria-label="Task" value={taskId} onChange={(e) => setF('task_id', val(e))}>
-          <option value="">All tasks</option>
-          {(tasks.data?.items ?? []).map((t) => (
-            <option key={t.id} value={String(t.id)}>
-              {t.name}
-            </option>
-          ))}
-        </select>
+        <TaskPicker
+          label="Task"
+          value={taskId ? { id: Number(taskId), name: chosen.data?.name ?? `task ${taskId}` } : null}
+          onChange={(t) => setF('task_id', t ? String(t.id) : '')}
+        />
+        <input
+          type="search"
+          class="obj-q"
+          aria-label="Search instances"
+          placeholder="Search: task, reason, executor or id"
+          value={typed}
+          onInput={(e) => setTyped(val(e))}
+          onKeyDown={(e) => e.key === 'Enter' && setF('q', typed.trim())}
+        />
         <label class="inline-label">
           From <input type="datetime-local" value={from} onInput={(e) => setF('from', val(e))} aria-label="Scheduled from" />
         </label>
         <label class="inline-label">
           To <input type="datetime-local" value={to} onInput={(e) => setF('to', val(e))} aria-label="Scheduled before" />
         </label>
-        {(taskId || states.length || from || to) && (
+        {(taskId || states.length || from || to || text) && (
           <button class="btn btn-ghost btn-small" onClick={() => setQuery({})}>
             Clear filters
           </button>
@@ -164,7 +189,10 @@ export function InstancesPage() {
                 <th>Task</th>
                 <th>Scheduled</th>
                 <th>State</th>
-                <th>Attempt</th>
+                <th>Started</th>
+                <th>Ended</th>
+                <th class="num">Duration</th>
+                <th class="num">Attempt</th>
                 <th>Executor</th>
                 <th>Updated</th>
               </tr>
@@ -195,13 +223,30 @@ export function InstancesPage() {
                   <td>
                     <Link to={`/instances/${r.id}`} class="strong">
                       {r.task_name}
-                    </Link>
+                    </Link>{' '}
+                    <PausedTag paused={r.paused} />
                   </td>
                   <td>{fmtShort(r.schedule_time)}</td>
                   <td>
                     <StateBadge state={r.state} />
                   </td>
-                  <td>{r.attempt}</td>
+                  <td class="nowrap" title={fmtTime(r.started_at)}>
+                    {r.started_at ? fmtShort(r.started_at) : <span class="muted">—</span>}
+                  </td>
+                  <td class="nowrap" title={fmtTime(r.finished_at)}>
+                    {r.finished_at ? fmtShort(r.finished_at) : <span class="muted">—</span>}
+                  </td>
+                  <td class="num" data-col="duration">
+                    {r.started_at ? (
+                      <>
+                        {fmtDuration((r.finished_at ? new Date(r.finished_at).getTime() : now) - new Date(r.started_at).getTime())}
+                        {!r.finished_at && <span class="muted small"> so far</span>}
+                      </>
+                    ) : (
+                      <span class="muted">—</span>
+                    )}
+                  </td>
+                  <td class="num">{r.attempt}</td>
                   <td>{r.executor ?? <span class="muted">—</span>}</td>
                   <td class="muted">{fmtRelative(r.updated_at)}</td>
                 </tr>

@@ -5,6 +5,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { api, type Task } from '../api';
 import { BackfillDialog } from '../components/backfill';
+import { PausedTag } from '../components/workflow-header';
 import { Empty, ErrorBanner, Link, Loading, PageHead, StateBadge, useAsync, val } from '../components/ui';
 import { fmtRelative, fmtShort, fmtTime } from '../format';
 import { STATE_LABEL } from '../states';
@@ -133,7 +134,7 @@ export function TasksPage() {
                     <Link to={`/tasks/${t.id}`} class="strong">
                       {t.name}
                     </Link>
-                    {!t.active && <span class="tag tag-muted">deactivated</span>}
+                    {!t.active && <span class="tag tag-muted">deactivated</span>} <PausedTag paused={t.paused} />
                     {typeof t.spec.description === 'string' && t.spec.description && (
                       <div class="muted small ellipsis">{t.spec.description}</div>
                     )}
