@@ -507,7 +507,9 @@ export function AdminPage({ tab }: { tab: string }) {
   return (
     <div>
       <PageHead title="Administration" sub={admin ? 'Capacity, workers and people.' : 'Read-only: only admins change these.'} />
-      <SectionNav label="Administration" items={TABS.map((t) => ({ to: `/admin/${t.id}`, label: t.label }))} current={`/admin/${tab}`} />
+      <div class="admin-sections">
+        <SectionNav label="Administration" items={TABS.map((t) => ({ to: `/admin/${t.id}`, label: t.label }))} current={`/admin/${tab}`} />
+      </div>
       {tab === 'pools' ? (
         <PoolsTab admin={admin} />
       ) : tab === 'executors' ? (
