@@ -161,6 +161,7 @@ static int gx_cmd_serve(orr_daemon *d, int argc, char **argv)
         fprintf(stderr, "galaxyd: %s\n", e.msg);
         goto out;
     }
+    gx_sessions_set_tokcache(app.sessions, app.tokcache);
     gx_server_opts o = {
         .listen = orr_config_str(cfg, "galaxy", "listen"),
         .threads = (int)orr_config_int(cfg, "galaxy", "threads"),

@@ -30,7 +30,24 @@ struct gx_sessions {
     orr_rpc_client *halley;
     int rpc_timeout_ms;
     orr_watch *watch;
+    struct gx_tokcache *tokcache; /* emptied on "user.updated" (under mu) */
 };
+
+/* Empty the API-token cache given, if any. */
+static void gx_sess_flush_tokens(gx_sessions *s)
+{
+    pthread_mutex_lock(&s->mu);
+    struct gx_tokcache *c = s->tokcache;
+    pthread_mutex_unlock(&s->mu);
+    gx_tokcache_flush(c);
+}
+
+void gx_sessions_set_tokcache(gx_sessions *s, struct gx_tokcache *c)
+{
+    pthread_mutex_lock(&s->mu);
+    s->tokcache = c;
+    pthread_mutex_unlock(&s->mu);
+}
 
 static int64_t gx_sess_now_ms(void)
 {
@@ -136,6 +153,7 @@ static int gx_sess_on_start(void *cls)
     size_t n = s->used;
     pthread_mutex_unlock(&s->mu);
     protobuf_c_message_free_unpacked(&rs->base, NULL);
+    gx_sess_flush_tokens(s); /* user changes may have been missed meanwhile */
     ORR_INFO("ended sessions loaded", "count=%zu", n);
     return 0;
 }
@@ -143,6 +161,10 @@ static int gx_sess_on_start(void *cls)
 static void gx_sess_on_event(void *cls, const HL(Event) * ev)
 {
     gx_sessions *s = cls;
+    if (strcmp(ev->kind, "user.updated") == 0) {
+        gx_sess_flush_tokens(s);
+        return;
+    }
     if (strcmp(ev->kind, "session.revoked") != 0)
         return;
     json_t *p = json_loads(ev->payload_json ? ev->payload_json : "", 0, NULL);
@@ -176,8 +198,8 @@ orr_status gx_sessions_start(orr_rpc_client *c, int rpc_timeout_ms, gx_sessions 
     pthread_mutex_init(&s->mu, NULL);
     s->halley = c;
     s->rpc_timeout_ms = rpc_timeout_ms;
-    static const char *const kinds[] = {"session.revoked"};
-    orr_watch_opts o = {.kinds = kinds, .nkinds = 1, .name = "galaxyd sessions"};
+    static const char *const kinds[] = {"session.revoked", "user.updated"};
+    orr_watch_opts o = {.kinds = kinds, .nkinds = 2, .name = "galaxyd sessions"};
     orr_watch_ops ops = {
         .on_start = gx_sess_on_start, .on_event = gx_sess_on_event, .on_lost = gx_sess_on_lost};
     orr_status st = orr_watch_start(c, &o, &ops, s, &s->watch, err);

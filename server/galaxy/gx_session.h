@@ -15,6 +15,11 @@
  * nothing is assumed: every session is checked with halleyd (CheckSession)
  * on each request, and refused when halleyd cannot say.
  *
+ * A "user.updated" event (a disabled user, a new role or team list) also
+ * empties the API-token cache it is given (gx_sessions_set_tokcache), so
+ * every galaxyd asks halleyd again about every token at once, as it does
+ * each time the stream is back in place.
+ *
  * Thread-safe (one mutex); memory bounded by the ended sessions that have
  * not expired (at most session_ttl's worth of logouts and user changes).
  */
@@ -32,6 +37,10 @@ typedef struct gx_sessions gx_sessions;
 orr_status gx_sessions_start(orr_rpc_client *c, int rpc_timeout_ms, gx_sessions **out,
                              orr_err *err);
 void gx_sessions_stop(gx_sessions *s);
+/* The API-token cache to empty on every "user.updated" event and at each
+ * stream start (NULL: none). c must outlive s. */
+struct gx_tokcache;
+void gx_sessions_set_tokcache(gx_sessions *s, struct gx_tokcache *c);
 
 /* ORR_OK when session sid may be used at now_ms; ORR_EAUTH (err says why)
  * when it has ended; ORR_EUNAVAIL when the stream is not in place and

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """test_admin_lists.py - the admin lists through galaxyd against the real
 stack: users searched and edited (role, teams), a disabled user (sessions
-end at once, the login and the API token are refused with 401, enabling
-again lets them back), teams with their members, task name completion for
+end at once, the login and the API token are refused with 401, on a second
+galaxyd too, within the event stream's delay; enabling again lets them
+back), teams with their members, task name completion for
 type-ahead filters, and the instance list's text search; bad input named.
 
 usage: test_admin_lists.py BUILD_DIR
@@ -81,6 +82,10 @@ class AdminLists(unittest.TestCase):
         self.assertEqual(r.status, 201, r)
         api_token = r.json()["secret"]
         self.assertEqual(P.http("GET", "/api/v1/auth/me", token=api_token).status, 200)
+        # A second galaxyd has checked (and cached) the token too.
+        other = f"http://127.0.0.1:{P.start_galaxy()}"
+        self.assertEqual(orrery_it.http(other, "GET", "/api/v1/auth/me", token=api_token).status,
+                         200)
         r = P.http("PATCH", "/api/v1/users/dave", {"active": False}, token=TOK["root"])
         self.assertEqual((r.status, r.json()["active"]), (200, False))
         # Every galaxyd learns of the ended session from halleyd's event stream.
@@ -90,6 +95,12 @@ class AdminLists(unittest.TestCase):
             time.sleep(0.05)
         self.assertEqual(P.http("GET", "/api/v1/auth/me", token=api_token).status, 401,
                          "the API token stopped")
+        # The other galaxyd forgets it on halleyd's user.updated event, well
+        # before its token cache's 30 s would have run out.
+        deadline = time.time() + 10
+        while orrery_it.http(other, "GET", "/api/v1/auth/me", token=api_token).status != 401:
+            self.assertLess(time.time(), deadline, "the other galaxyd refuses the token")
+            time.sleep(0.05)
         r = P.http("POST", "/api/v1/auth/login", {"name": "dave", "password": "dave-password-1"})
         self.assertEqual(r.status, 401, r)
         listed = {u["name"]: u["active"] for u in
