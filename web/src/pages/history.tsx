@@ -317,7 +317,7 @@ export function HistoryPage({ name }: { name: string }) {
         title={`Run history of ${name}`}
         sub="Each column is a cycle (a schedule time), newest on the right; each square is a task's instance in it. Choose a cycle by its time for its Gantt chart or graph."
         actions={
-          <Link to="/workflow" class="btn btn-ghost">
+          <Link to="/workflows" class="btn btn-ghost">
             All workflows
           </Link>
         }
