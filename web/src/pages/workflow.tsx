@@ -10,6 +10,7 @@ import { useEffect, useMemo, useState } from 'preact/hooks';
 import { allPages, api, type Instance, type State, type Task } from '../api';
 import { Graph, Legend, type GEdge, type GNode } from '../components/graph';
 import { Empty, ErrorBanner, Link, Loading, PageHead, StateBadge, useAsync, useInterval } from '../components/ui';
+import { PausedTag } from '../components/workflow-header';
 import { fmtRelative, fmtShort } from '../format';
 import { latestInstance } from '../latest';
 import { useRoute } from '../router';
@@ -186,7 +187,9 @@ function WorkflowGraph({ taskId }: { taskId: number }) {
           <h2>{sel.name}</h2>
           <div class="kv">
             <span>Team</span>
-            <span class="tag">{sel.team}</span>
+            <span>
+              <span class="tag">{sel.team}</span> <PausedTag paused={sel.paused} />
+            </span>
             <span>Type</span>
             <span>{sel.type}</span>
             <span>Schedule</span>
