@@ -17,6 +17,8 @@
 // contentful paint, the slowest API call and the bytes transferred, and for
 // the grid the render time alone (its answer's arrival, the page's mark
 // "orr:grid-data", to the grid in the document, "orr:grid-rendered").
+// For the dashboard, each round also gives when each part first appeared
+// (the shell, the failures, the tiles, the chart).
 // Prints one JSON object: every round, the medians and the fastest round.
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
@@ -35,11 +37,15 @@ if (!base || !cookie || !workflow) {
 
 // Installed before any script of the page: records when the ready
 // condition first holds.
-function watch(cond) {
+function watch(cond, parts) {
   return `(() => {
     const ok = ${cond};
+    const parts = ${parts || '{}'};
+    window.__orrParts = {};
     const check = () => {
-      if (window.__orrReady === undefined && document.body && ok()) window.__orrReady = performance.now();
+      if (!document.body) return;
+      for (const [k, f] of Object.entries(parts)) if (window.__orrParts[k] === undefined && f()) window.__orrParts[k] = Math.round(performance.now());
+      if (window.__orrReady === undefined && ok()) window.__orrReady = performance.now();
     };
     new MutationObserver(check).observe(document, { subtree: true, childList: true, attributes: true, characterData: true });
   })();`;
@@ -53,6 +59,13 @@ const PAGES = {
       return tiles.length > 0 && tiles.every((t) => !t.textContent.includes('…')) &&
         !!document.querySelector('[data-testid="chart-outcomes"][data-ready]') &&
         !!(document.querySelector('[data-testid="failures"]') || document.querySelector('.empty'));
+    }`,
+    // When each part was first on screen.
+    parts: `{
+      shell: () => !!document.querySelector('.tile-value'),
+      tiles: () => { const t = [...document.querySelectorAll('.tile-value')]; return t.length > 0 && t.every((x) => !x.textContent.includes('…')); },
+      chart: () => !!document.querySelector('[data-testid="chart-outcomes"][data-ready]'),
+      failures: () => !!(document.querySelector('[data-testid="failures"]') || document.querySelector('.empty')),
     }`,
   },
   grid: {
@@ -82,7 +95,7 @@ try {
     for (let i = 0; i <= rounds; i++) {
       const ctx = await browser.newContext({ baseURL: base, viewport: { width: 1440, height: 900 } });
       await ctx.addCookies([{ name: 'orrery_session', value: cookie, url: base }]);
-      await ctx.addInitScript(watch(pg.ready));
+      await ctx.addInitScript(watch(pg.ready, pg.parts));
       const page = await ctx.newPage();
       await page.goto(pg.path);
       await page.waitForFunction(() => window.__orrReady !== undefined, null, { timeout: 30000 });
@@ -104,6 +117,7 @@ try {
           slowest_api: slow ? { path: new URL(slow.name).pathname + new URL(slow.name).search, start: slow.startTime, ms: slow.duration } : null,
           grid_render: mark('orr:grid-rendered') !== undefined ? mark('orr:grid-rendered') - mark('orr:grid-data') : null,
           cells: document.querySelectorAll('[data-testid="run-grid"] .rg-cell').length,
+          parts: window.__orrParts,
           // Where the time goes: every request, [what, start, end].
           timeline: [['document', 0, nav.responseEnd], ...res.map((r) => [new URL(r.name).pathname.replace(/^.*\//, '') + new URL(r.name).search, r.startTime, r.responseEnd])].map(
             ([n, a, b]) => [n, Math.round(a), Math.round(b)],
