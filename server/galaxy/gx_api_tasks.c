@@ -123,8 +123,12 @@ void gx_h_task_get(gx_req *req, gx_resp *resp)
         return;
     int64_t id = gx_param_id(req, resp, 0, "id");
     HL(Task) *t = id ? gx_get_task(req, resp, id, 0) : NULL;
-    if (t) {
-        gx_resp_json(resp, 200, gx_task_json(t));
+    json_t *paused = t ? gx_paused_load(req, resp) : NULL;
+    if (paused) {
+        json_t *out = gx_task_json(t);
+        gx_paused_mark(out, paused, t->id);
+        json_decref(paused);
+        gx_resp_json(resp, 200, out);
         gx_cache_put(req, resp);
     }
 }

@@ -132,6 +132,8 @@ class Workflows(unittest.TestCase):
         self.assertEqual(held[self.ids[0]]["workflow"], "etl-hold")
         self.assertEqual(held[self.ids[0]]["by"], "user:ann")
         self.assertIsNone(held[self.other])
+        r = P.http("GET", f"/api/v1/tasks/{self.ids[0]}", token=TOK["vic"])
+        self.assertEqual(r.json()["paused"]["workflow"], "etl-hold")
         r = P.http("GET", f"/api/v1/instances/{self.inst}", token=TOK["vic"])
         self.assertEqual(r.json()["paused"]["workflow"], "etl-hold")
         items = P.http("GET", f"/api/v1/instances?task_id={self.ids[0]}",
@@ -147,6 +149,8 @@ class Workflows(unittest.TestCase):
         self.assertEqual((r.json()["paused"], r.json()["paused_by"]), (False, None))
         r = P.http("GET", f"/api/v1/instances/{self.inst}", token=TOK["vic"])
         self.assertIsNone(r.json()["paused"])
+        r = P.http("GET", f"/api/v1/tasks/{self.ids[0]}", token=TOK["vic"])
+        self.assertIsNone(r.json()["paused"], "the task page is not served from before the resume")
         audit = P.http("GET", "/api/v1/audit?object=workflow:etl-hold",
                        token=TOK["root"]).json()["items"]
         acts = [(a["action"], a["actor"]) for a in audit]
