@@ -4,12 +4,15 @@
  * resume (who and when, refused twice in a row, the audit record and the
  * event naming the tasks, the tasks ListPausedTasks answers), task name
  * completion (prefix matches first, LIKE wildcards as text, limits), teams
- * with their members, and the instance list's text search.
+ * with their members, the instance list's text search, and the migration
+ * that gives task graphs linked by upstreams a workflow row (its data step
+ * run again on graphs made for it).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "hl_embed.h"
 #include "hlt.h"
 
 #define FREE(m) protobuf_c_message_free_unpacked((ProtobufCMessage *)(m), NULL)
@@ -252,6 +255,57 @@ static void test_instance_search(int64_t a, int64_t b)
     search(big, 0, ORR_EINVAL, "query");
 }
 
+/* The task graphs that were workflows only by their upstreams: 0006's data
+ * step (from its temporary table on), run again on graphs made here. */
+static void test_graph_migration(void)
+{
+    const orr_embedded_file *f = NULL;
+    for (unsigned i = 0; i < hl_migration_files_count; i++)
+        if (hl_migration_files[i].name &&
+            strcmp(hl_migration_files[i].name, "0006_workflow_objects.sql") == 0)
+            f = &hl_migration_files[i];
+    HLT_CHECK(f != NULL, "0006 is embedded");
+    if (!f)
+        return;
+    char *sql = strndup((const char *)f->data, f->len);
+    const char *step = strstr(sql, "CREATE TEMP TABLE");
+    HLT_CHECK(step != NULL, "0006 has its data step");
+    hlt_save_task(cl, 0, "mg_a", "ops", NULL, ORR_OK, NULL, &err);
+    hlt_save_task(cl, 0, "mg_b", "ops", "\"upstreams\":[{\"kind\":\"strong\",\"task\":\"mg_a\"}]",
+                  ORR_OK, NULL, &err);
+    hlt_save_task(cl, 0, "mg_c", "dev", "\"upstreams\":[{\"kind\":\"weak\",\"task\":\"mg_b\"}]",
+                  ORR_OK, NULL, &err);
+    int64_t x = hlt_save_task(cl, 0, "mg_x", "dev", NULL, ORR_OK, NULL, &err);
+    hlt_save_task(cl, 0, "mg_y", "dev", "\"upstreams\":[{\"kind\":\"strong\",\"task\":\"mg_x\"}]",
+                  ORR_OK, NULL, &err);
+    hlt_save_task(cl, 0, "mg_lone", "dev", NULL, ORR_OK, NULL, &err);
+    PQclear(hlt_sql(&db, "DELETE FROM workflow_tasks"));
+    PQclear(hlt_sql(&db, "DELETE FROM workflows"));
+    FREE(put_wf("given", "dev", &x, 1, NULL, ORR_OK, NULL));
+    if (step) {
+        size_t n = strlen(step) + 32;
+        char *tx = malloc(n);
+        snprintf(tx, n, "BEGIN;\n%sCOMMIT;", step);
+        PQclear(hlt_sql(&db, tx));
+        free(tx);
+    }
+    free(sql);
+    HLT_CHECK(sql_i64("SELECT count(*) FROM workflows") == 2,
+              "one new workflow (mg_x's group is in one)");
+    HLT_CHECK(sql_i64("SELECT count(*) FROM workflows w JOIN teams t ON t.id = w.team_id"
+                      " WHERE w.name = 'mg_a' AND t.name = 'ops' AND w.description <> ''") == 1,
+              "named after its first task, owned by that task's team, described");
+    HLT_CHECK(sql_i64("SELECT count(*) FROM workflow_tasks wt JOIN workflows w ON w.id ="
+                      " wt.workflow_id JOIN tasks t ON t.id = wt.task_id WHERE w.name = 'mg_a'"
+                      " AND t.name IN ('mg_a', 'mg_b', 'mg_c')") == 3 &&
+                  sql_i64("SELECT count(*) FROM workflow_tasks wt JOIN workflows w ON w.id ="
+                          " wt.workflow_id WHERE w.name = 'mg_a'") == 3,
+              "the whole group (strong and weak links), nothing else");
+    HLT_CHECK(sql_i64("SELECT count(*) FROM workflow_tasks wt JOIN workflows w ON w.id ="
+                      " wt.workflow_id WHERE w.name = 'given'") == 1,
+              "a group with a task in a workflow already is left alone");
+}
+
 int main(void)
 {
     hlt_db_create(&db);
@@ -290,6 +344,7 @@ int main(void)
     test_suggest();
     test_teams();
     test_instance_search(a, b);
+    test_graph_migration();
 
     orr_rpc_client_destroy(cl);
     HLT_CHECK(hlt_stop(&s) == 0, "halleyd exits 0 on SIGTERM");
