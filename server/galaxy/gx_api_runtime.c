@@ -387,6 +387,33 @@ static orr_status gx_log_stamps(gx_app *app, const struct gx_log_ref *ref, const
     return rc;
 }
 
+/* How much of a live chunk (len bytes of the log from offset; starts_line:
+ * a line starts at offset) has every line that starts in it stamped in recs
+ * (the records of the lines overlapping it, in order): up to the first line
+ * start without one. */
+static size_t gx_stamped_prefix(const char *data, size_t len, int64_t offset, int starts_line,
+                                const orr_buf *recs)
+{
+    size_t nrec = recs->len / ORR_LOGIDX_REC, ri = 1;
+    orr_logidx_rec r;
+    if (len == 0 || nrec == 0)
+        return 0; /* not even the line holding offset is stamped yet */
+    orr_logidx_decode((const unsigned char *)recs->data, &r);
+    if (r.offset > (uint64_t)offset || (starts_line && r.offset != (uint64_t)offset))
+        return 0;
+    for (const char *p = memchr(data, '\n', len); p && (size_t)(p - data) + 1 < len;
+         p = memchr(p + 1, '\n', len - (size_t)(p + 1 - data))) {
+        size_t at = (size_t)(p - data) + 1; /* a line starts here */
+        if (ri >= nrec)
+            return at;
+        orr_logidx_decode((const unsigned char *)recs->data + ri * ORR_LOGIDX_REC, &r);
+        if (r.offset != (uint64_t)offset + at)
+            return at;
+        ri++;
+    }
+    return len;
+}
+
 /* ---- download: the raw bytes (or each line behind its time), streamed */
 
 struct gx_dl {
@@ -631,30 +658,51 @@ void gx_h_instance_log(gx_req *req, gx_resp *resp)
         gx_resp_err(resp, &e);
         return;
     }
+    /* Each line overlapping the chunk: [its offset, its time in UTC ms]. */
+    orr_buf recs = ORR_BUF_INIT;
+    int64_t first_line = 0;
+    orr_status src = ORR_ENOTFOUND;
+    if (stamped) {
+        src = gx_log_stamps(app, &ref, c.source, offset, c.next_offset, &first_line, &recs, &e);
+        if (src == ORR_OK && strcmp(c.source, "executor") == 0) {
+            /* The index follows the log by a moment: end the chunk before
+             * the first line not stamped yet; the next read brings it with
+             * its time. */
+            orr_buf prev = ORR_BUF_INIT;
+            char path[128];
+            snprintf(path, sizeof(path), "/logs/%lld/%d?offset=%lld", (long long)id, ref.attempt,
+                     (long long)offset - 1);
+            int starts_line =
+                offset == 0 || (gx_executor_get(app, &ref, path, &prev, 1, NULL, &e) == ORR_OK &&
+                                prev.len == 1 && prev.data[0] == '\n');
+            orr_buf_free(&prev);
+            c.data.len = gx_stamped_prefix(c.data.data, c.data.len, offset, starts_line, &recs);
+            if (c.data.data)
+                c.data.data[c.data.len] = '\0';
+            c.next_offset = offset + (int64_t)c.data.len;
+        }
+    }
     json_t *out = json_pack("{s:i,s:I,s:s%,s:I,s:b,s:s}", "attempt", ref.attempt, "offset",
                             (json_int_t)offset, "data", c.data.data ? c.data.data : "", c.data.len,
                             "next_offset", (json_int_t)c.next_offset, "complete",
                             ref.finished && (c.complete || strcmp(c.source, "none") == 0), "source",
                             c.source);
     if (stamped) {
-        /* Each line overlapping the chunk: [its offset, its time in UTC ms]. */
-        orr_buf recs = ORR_BUF_INIT;
-        int64_t first_line = 0;
-        orr_status rc =
-            gx_log_stamps(app, &ref, c.source, offset, c.next_offset, &first_line, &recs, &e);
         json_t *lines = json_array();
-        for (size_t i = 0; rc == ORR_OK && i < recs.len / ORR_LOGIDX_REC; i++) {
+        for (size_t i = 0; src == ORR_OK && i < recs.len / ORR_LOGIDX_REC; i++) {
             orr_logidx_rec r;
             orr_logidx_decode((const unsigned char *)recs.data + i * ORR_LOGIDX_REC, &r);
+            if (i > 0 && r.offset >= (uint64_t)c.next_offset)
+                break;
             json_array_append_new(lines,
                                   json_pack("[I,I]", (json_int_t)r.offset, (json_int_t)r.ms));
         }
-        json_object_set_new(out, "stamped", json_boolean(rc == ORR_OK));
-        if (rc == ORR_OK)
+        json_object_set_new(out, "stamped", json_boolean(src == ORR_OK));
+        if (src == ORR_OK)
             json_object_set_new(out, "first_line", json_integer(first_line));
         json_object_set_new(out, "lines", lines);
-        orr_buf_free(&recs);
     }
+    orr_buf_free(&recs);
     orr_buf_free(&c.data);
     gx_resp_json(resp, 200, out);
     gx_resp_header(resp, "Cache-Control", "no-store");

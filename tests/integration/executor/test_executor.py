@@ -303,19 +303,24 @@ class Executord(unittest.TestCase):
         _, iid = make_instance({"command": "for i in 1 2 3 4 5 6; do echo line-$i; sleep 0.5; done"})
         wait_state(iid, ("running",))
         # While it runs the log comes from the executor, in chunks by offset.
-        got, offset, deadline, sources = "", 0, time.time() + 30, set()
+        got, offset, deadline, sources, stamped = "", 0, time.time() + 30, set(), {}
         while "line-2" not in got and time.time() < deadline:
-            r = P.http("GET", f"/api/v1/instances/{iid}/log?offset={offset}", token=TOKEN)
+            r = P.http("GET", f"/api/v1/instances/{iid}/log?offset={offset}&timestamps=1",
+                       token=TOKEN)
             self.assertEqual(r.status, 200, r)
             body = r.json()
             if body["data"]:
                 sources.add(body["source"])
             got += body["data"]
+            stamped.update({o: ms for o, ms in body["lines"]})
             self.assertEqual(body["next_offset"], offset + len(body["data"].encode()))
             offset = body["next_offset"]
-            time.sleep(0.2)
+            time.sleep(0.05)
         self.assertIn("line-1", got)
         self.assertEqual(sources, {"executor"})  # read live, before the archive exists
+        # A live chunk never holds a line the executor has not stamped yet.
+        starts = [0] + [i + 1 for i, ch in enumerate(got) if ch == "\n" and i + 1 < len(got)]
+        self.assertTrue(set(starts) <= set(stamped), (starts, stamped))
         # Server-Sent Events follow it to the end.
         req = urllib.request.Request(P.base + f"/api/v1/instances/{iid}/log?follow=1",
                                      headers={"Authorization": "Bearer " + TOKEN,
