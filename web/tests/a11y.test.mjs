@@ -5,9 +5,9 @@
 // keyboard focus is visible.
 //
 // The routes are those of web/src/main.tsx's router. The file makes its own
-// task pair (a11y_*), one finished and one waiting instance and a stream, so
-// that the pages with an id show real content; it kills what it leaves
-// waiting.
+// task pair (a11y_*), one finished and one waiting instance, a stream and a
+// named workflow, so that the pages with an id show real content; it kills
+// what it leaves waiting.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { ADMIN, CRON, T, RUN_T, VIEWER, api, checkA11y, login, open, shot, until, useBrowser } from './lib.mjs';
@@ -35,6 +35,7 @@ function routes() {
     ['task', `/app/tasks/${made.task}`],
     ['workflows', '/app/workflow'],
     ['workflow', `/app/workflow/${made.task}`],
+    ...(made.flow ? [['workflow-runs', `/app/workflows/${made.flow}/runs`]] : []),
     ['instances', '/app/instances'],
     ['instance-finished', `/app/instances/${made.finished}`],
     ['instance-waiting', `/app/instances/${made.waiting}`],
@@ -108,6 +109,9 @@ test('setup: a task pair, a finished and a waiting instance, a stream', async (t
   };
   const s = await api(page, 'PUT', '/streams/a11y_clicks', { spec, active: true });
   if (s.status === 200) made.stream = 'a11y_clicks';
+  // a named workflow of the pair, for its run history (where served)
+  const w = await api(page, 'PUT', '/workflows/a11y_flow', { team: 'analytics', task_ids: [up.body.id, down.body.id] });
+  if (w.status === 200 || w.status === 201) made.flow = 'a11y_flow';
 });
 
 test('the login page passes WCAG 2.1 AA at both widths', async (t) => {
@@ -177,7 +181,11 @@ test('a dialog takes the focus, keeps it on Tab and Shift+Tab, closes on Escape 
   }
   await page.keyboard.press('Escape');
   await dialog.waitFor({ state: 'detached', timeout: T });
-  assert.equal(await page.evaluate(() => document.activeElement?.getAttribute('data-action')), 'kill', 'the focus is back on the button that opened it');
+  await until(
+    async () => (await page.evaluate(() => document.activeElement?.getAttribute('data-action'))) === 'kill',
+    'the focus back on the button that opened the dialog',
+    5000,
+  );
   assert.equal((await api(page, 'GET', `/instances/${made.waiting}`)).body.state, 'waiting', 'Escape killed nothing');
 });
 

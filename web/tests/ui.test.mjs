@@ -35,6 +35,7 @@ import {
   T,
   VIEWER,
   api,
+  checkA11y,
   localInput,
   login,
   open,
@@ -64,6 +65,7 @@ test('the root redirects to the console, which asks to log in; bad logins are ex
   await page.waitForURL(/\/app\//, { timeout: T });
   await page.getByRole('heading', { name: 'Sign in' }).waitFor({ timeout: T });
   await shot(page, 'login');
+  await checkA11y(page, 'login');
 
   await page.getByRole('button', { name: 'Sign in' }).click();
   const nameErr = page.locator('[data-field="name"] .field-error');
@@ -148,6 +150,7 @@ test('a developer designs a three-task workflow with inline errors and a live cr
   await name.fill('Bad Name');
   await name.blur();
   assert.match(await page.locator('[data-field="name"] .field-error').textContent(), /lower-case/);
+  await checkA11y(page, 'designer with an inline error');
   await name.fill('e2e_extract');
   assert.equal(await page.locator('[data-field="name"] .field-error').count(), 0, 'the error goes once fixed');
 
@@ -181,6 +184,7 @@ test('a developer designs a three-task workflow with inline errors and a live cr
   // The hold: an upstream that is deactivated once e2e_extract exists.
   await addUpstream(page, 'hold_gate');
   await shot(page, 'designer');
+  await checkA11y(page, 'designer');
   await page.getByTestId('save-task').click();
   await page.waitForURL(/\/app\/tasks\/\d+$/, { timeout: T });
   ids.e2e_extract = Number(page.url().split('/').pop());
@@ -243,6 +247,7 @@ test('saving a new version updates the header; saving with no change makes no ve
   const got = await api(page, 'GET', `/tasks/${made.body.id}`);
   assert.equal(got.body.current_version, 2, 'no version 3');
   await shot(page, 'designer-saved');
+  await checkA11y(page, 'designer-saved');
 });
 
 test('the task list searches and filters; the workflow view draws the DAG', async (t) => {
@@ -260,6 +265,7 @@ test('the task list searches and filters; the workflow view draws the DAG', asyn
   await until(async () => (await page.locator('tr[data-task]').count()) === 3, 'team filter');
   await until(async () => (await page.locator('tr[data-task] .badge.st-none').count()) === 3, 'no runs yet');
   await shot(page, 'tasks');
+  await checkA11y(page, 'tasks');
 
   await page.goto('/app/workflow');
   await page.locator('.wf-card', { hasText: 'e2e_extract' }).click();
@@ -269,6 +275,7 @@ test('the task list searches and filters; the workflow view draws the DAG', asyn
   assert.equal(await graph.getAttribute('data-nodes'), '4');
   assert.equal(await graph.getAttribute('data-edges'), '3');
   await shot(page, 'workflow');
+  await checkA11y(page, 'workflow');
 });
 
 test('backfill creates instances (held: they wait for hold_gate)', async (t) => {
@@ -282,6 +289,7 @@ test('backfill creates instances (held: they wait for hold_gate)', async (t) => 
     await page.locator('input[name="from"]').fill(localInput(from));
     await page.locator('input[name="to"]').fill(localInput(now));
     await until(async () => /\b3\b/.test(await page.getByTestId('backfill-preview').textContent()), 'preview of 3');
+    if (task === 'e2e_extract') await checkA11y(page, 'backfill dialog');
     await page.getByTestId('backfill-submit').click();
     const res = await page.getByTestId('backfill-result').textContent({ timeout: T });
     assert.match(res, /^3\s*instances created for 3 fire times/);
@@ -356,6 +364,7 @@ test('the scheduler runs a workflow: states turn to success, the log follows liv
   const early = await logText(page);
   assert.ok(!early.includes('extract-live-line'), `the page shows the log before the line exists: ${early}`);
   await shot(page, 'instance-live-log');
+  await checkA11y(page, 'instance-live-log');
   writeFileSync(gate, '');
   await until(async () => (await logText(page)).includes('extract-live-line'), 'the next line, live', T);
   const tr = await backfillOne(page, flow.flow_transform);
@@ -369,6 +378,7 @@ test('the scheduler runs a workflow: states turn to success, the log follows liv
   assert.equal(await page.getByTestId('graph').getAttribute('data-nodes'), '3');
   await page.locator('[data-testid="wf-side"] [data-state="success"]').waitFor({ timeout: RUN_T });
   await shot(page, 'workflow-run');
+  await checkA11y(page, 'workflow-run');
   for (const id of [ext, tr, ld]) {
     const d = await api(page, 'GET', `/instances/${id}`);
     assert.equal(d.body.state, 'success', `instance ${id}`);
@@ -396,6 +406,7 @@ test('the scheduler runs a workflow: states turn to success, the log follows liv
   await until(async () => (await page.locator('[data-testid="attempts"] tbody tr').count()) === 2, 'two attempts');
   await until(async () => (await logText(page)).includes('load-ran'), 'the log of attempt 2', T);
   await shot(page, 'instance-rerun');
+  await checkA11y(page, 'instance-rerun');
 
   // Kill a long run: it ends killed and its processes are gone.
   const long = await backfillOne(page, flow.flow_long);
@@ -414,6 +425,7 @@ test('the scheduler runs a workflow: states turn to success, the log follows liv
   const log = await logText(page);
   assert.ok(log.includes('long-started') && !log.includes(marker), `the task never got past its sleep: ${log}`);
   await shot(page, 'instance-killed');
+  await checkA11y(page, 'instance-killed');
 });
 
 test('instances: filter by state, select, bulk suspend with confirmation', async (t) => {
@@ -426,6 +438,8 @@ test('instances: filter by state, select, bulk suspend with confirmation', async
   await until(async () => (await page.locator('tr[data-instance]').count()) === 3, 'three waiting');
   await page.getByLabel('Select all shown').check();
   await page.getByTestId('bulkbar').getByRole('button', { name: /^Suspend/ }).click();
+  await page.getByRole('dialog').waitFor({ timeout: T });
+  await checkA11y(page, 'bulk suspend confirmation');
   await page.locator('[data-confirm]').click();
   await page.locator('.toast', { hasText: 'Suspend: 3 done' }).waitFor({ timeout: T });
   await page.locator('.chip-state.st-waiting').click(); // state filter off
@@ -433,6 +447,7 @@ test('instances: filter by state, select, bulk suspend with confirmation', async
   await page.locator('.chip-state.st-suspended').click();
   await until(async () => (await page.locator('tr[data-instance]').count()) === 3, 'suspended filter');
   await shot(page, 'instances');
+  await checkA11y(page, 'instances');
 });
 
 test('instance page: dependencies, timeline, and suspend, resume, kill, rerun', async (t) => {
@@ -490,6 +505,7 @@ test('instance page: dependencies, timeline, and suspend, resume, kill, rerun', 
   );
   assert.equal(await page.locator('[data-testid="attempts"] tbody tr').count(), 2, 'two attempts');
   await shot(page, 'instance');
+  await checkA11y(page, 'instance');
 });
 
 test('an admin changes a pool capacity; a developer only reads it', async (t) => {
@@ -504,6 +520,7 @@ test('an admin changes a pool capacity; a developer only reads it', async (t) =>
   await cap.fill('-3');
   await page.locator('tr[data-pool="warehouse"]').getByRole('button', { name: 'Save' }).click();
   await page.locator('tr[data-pool="warehouse"] .field-error').waitFor({ timeout: T });
+  await checkA11y(page, 'admin-pools with an error');
   await cap.fill('7');
   await page.locator('tr[data-pool="warehouse"]').getByRole('button', { name: 'Save' }).click();
   await page.locator('.toast', { hasText: 'capacity 7' }).waitFor({ timeout: T });
@@ -512,6 +529,7 @@ test('an admin changes a pool capacity; a developer only reads it', async (t) =>
   const pools = await api(page, 'GET', '/pools');
   assert.equal(pools.body.items.find((p) => p.name === 'warehouse').capacity, 7);
   await shot(page, 'admin-pools');
+  await checkA11y(page, 'admin-pools');
 
   await page.goto('/app/admin/executors');
   // galaxyd reads live executors from ZooKeeper: the one run.sh started.
@@ -519,6 +537,7 @@ test('an admin changes a pool capacity; a developer only reads it', async (t) =>
   await exRow.waitFor({ timeout: T });
   assert.match(await exRow.textContent(), /zone=e2e.*alive/);
   await shot(page, 'admin-executors');
+  await checkA11y(page, 'admin-executors');
   await page.goto('/app/admin/users');
   await page.getByLabel('Search users by name').fill(DEV[0]);
   await until(async () => /analytics/.test((await page.locator(`tr[data-user="${DEV[0]}"]`).textContent({ timeout: T })) ?? ''), 'the developer is listed with their team');
@@ -544,7 +563,10 @@ test('an admin changes a pool capacity; a developer only reads it', async (t) =>
   assert.deepEqual(changed.body.teams, ['finance']);
   assert.equal((await api(tempSession, 'GET', '/auth/me')).status, 401, 'the changed user is logged out');
   await shot(page, 'admin-users');
+  await checkA11y(page, 'admin-users');
   await tempRow.getByRole('button', { name: `Disable ${temp[0]}` }).click();
+  await page.getByRole('dialog').waitFor({ timeout: T });
+  await checkA11y(page, 'disable user confirmation');
   await page.locator('[data-confirm]').click();
   await until(async () => /disabled/.test(await tempRow.textContent()), 'the row shows the user disabled');
   assert.equal((await api(page, 'GET', `/users/${temp[0]}`)).body.active, false);
@@ -608,6 +630,7 @@ test("the task list shows each task's last run", async (t) => {
   assert.equal(await cell.locator('[data-at]').getAttribute('data-at'), ex.last_run.updated_at);
   assert.match(await cell.textContent(), /(ago|just now).*scheduled for/);
   await shot(page, 'tasks-last-run');
+  await checkA11y(page, 'tasks-last-run');
 });
 
 test('the dashboard charts outcomes from the statistics API, queue and running slots', async (t) => {
@@ -636,6 +659,7 @@ test('the dashboard charts outcomes from the statistics API, queue and running s
   const queue = await page.locator('.tile', { hasText: 'Queue now' }).locator('.tile-value').textContent();
   assert.equal(queue.trim(), '5');
   await shot(page, 'dashboard');
+  await checkA11y(page, 'dashboard');
 });
 
 test('instance page: upstream and downstream cycles with no instance yet are named', async (t) => {
@@ -667,6 +691,7 @@ test('instance page: upstream and downstream cycles with no instance yet are nam
       assert.equal(dep.instance_id, null);
     }
     await shot(page, 'instance-deps-not-created');
+    await checkA11y(page, 'instance-deps-not-created');
   } finally {
     await api(page, 'POST', `/instances/${id}/actions/kill`, { reason: 'e2e' });
   }
@@ -710,6 +735,7 @@ test('at 390 px wide, tables scroll sideways to the state column and the icon-on
   assert.equal(await cur.count(), 1, 'one link marks the current page');
   assert.equal(await cur.getAttribute('title'), 'Instances');
   await shot(page, 'narrow-instances');
+  await checkA11y(page, 'narrow-instances');
   const one = await api(page, 'GET', `/instances?task_id=${ids.e2e_transform}&limit=1`);
   for (const [path, name] of [
     ['/app/dashboard', 'narrow-dashboard'],
@@ -722,6 +748,7 @@ test('at 390 px wide, tables scroll sideways to the state column and the icon-on
     const w = await page.evaluate(() => document.documentElement.scrollWidth);
     assert.ok(w <= 390, `${path} fits (${w} px)`);
     await shot(page, name);
+    await checkA11y(page, name);
   }
 });
 
@@ -754,6 +781,7 @@ test('API tokens: the secret is shown once, works as a Bearer token, and stops w
   await page.getByTestId('token-form').waitFor({ timeout: T });
   await page.getByRole('button', { name: 'Create token' }).click();
   assert.match(await page.locator('[data-field="name"] .field-error').textContent(), /name/, 'a name is required');
+  await checkA11y(page, 'tokens with an error');
   await page.locator('input[name="token-name"]').fill('e2e-ci');
   await page.getByRole('button', { name: 'Create token' }).click();
   const secretBox = page.getByTestId('token-secret');
@@ -765,6 +793,7 @@ test('API tokens: the secret is shown once, works as a Bearer token, and stops w
   assert.equal(await page.evaluate(() => navigator.clipboard.readText()), secret, 'the copy button copies the secret');
   await page.locator('tr[data-token="e2e-ci"]').waitFor({ timeout: T });
   await shot(page, 'tokens');
+  await checkA11y(page, 'tokens');
 
   // The secret works on its own, without the session cookie.
   const bearer = (s) => fetch(`${BASE}/api/v1/tasks?q=e2e_`, { headers: { Authorization: `Bearer ${s}` } });
@@ -807,6 +836,7 @@ test('streams: a stream created through the API is listed, with its units and sp
   await row.waitFor({ timeout: T });
   assert.match(await row.textContent(), /b42.*file.*hour/);
   await shot(page, 'streams');
+  await checkA11y(page, 'streams');
   await row.getByRole('link', { name: 'e2e_clicks' }).click();
   await page.waitForURL(/\/app\/streams\/e2e_clicks$/);
   await page.getByText('No data units').waitFor({ timeout: T });
@@ -815,12 +845,14 @@ test('streams: a stream created through the API is listed, with its units and sp
   await page.getByLabel('Interface').selectOption('pay');
   await page.waitForURL(/interface=pay/);
   await shot(page, 'stream');
+  await checkA11y(page, 'stream');
 
   // A broken spec is refused with the field named, and nothing changes.
   await page.getByRole('button', { name: 'Edit spec' }).click();
   await page.locator('textarea[name="stream-spec"]').fill(JSON.stringify({ ...spec, bucket: 'fortnight' }));
   await page.getByRole('button', { name: 'Save and publish' }).click();
   await page.locator('[data-field="spec"] .field-error').waitFor({ timeout: T });
+  await checkA11y(page, 'stream spec editor with an error');
   const still = await api(page, 'GET', '/streams/e2e_clicks');
   assert.equal(still.body.spec.bucket, 'hour');
   assert.equal(still.body.version, put.body.version);
@@ -871,6 +903,7 @@ test('packages: upload a .tar.gz and see it listed with its checksum', async (t)
   assert.equal(got.size, archive.length);
   assert.match(await row.textContent(), new RegExp(sha.slice(0, 12)));
   await shot(page, 'packages');
+  await checkA11y(page, 'packages');
 });
 
 test('data sources: an admin adds one and tests its connection', async (t) => {
@@ -880,6 +913,7 @@ test('data sources: an admin adds one and tests its connection', async (t) => {
   await page.goto('/app/admin/datasources');
   await page.getByRole('button', { name: '+ New data source' }).click();
   await page.locator('input[name="ds-name"]').fill('e2e_pg');
+  await checkA11y(page, 'new data source dialog');
   // Port 9 (discard) on loopback: nothing listens, so the test must fail clearly.
   await page.getByLabel('Parameter 2 value').fill('9');
   await page.getByLabel('Parameter 3 value').fill('orrery');
@@ -893,6 +927,7 @@ test('data sources: an admin adds one and tests its connection', async (t) => {
   // Either galaxyd tried and failed to connect, or it says why it cannot test.
   await until(async () => /failed in \d+ ms|datasource_test_token/.test(await row.textContent()), 'a test result', T);
   await shot(page, 'admin-datasources');
+  await checkA11y(page, 'admin-datasources');
 });
 
 test('instance page: process statistics and rows over recent runs', async (t) => {

@@ -188,10 +188,20 @@ export function Modal(props: {
 }) {
   const box = useRef<HTMLDivElement>(null);
   const titleId = useId();
+  const opener = useRef<HTMLElement | null>(null);
+  // Focus goes back before the dialog leaves the page: were the focus still
+  // in a removed dialog, the browser would move it to the body.
+  const giveBack = () => {
+    const o = opener.current;
+    if (o && o.isConnected && o !== document.body) o.focus();
+  };
   const close = useRef(props.onClose);
-  close.current = props.onClose;
+  close.current = () => {
+    giveBack();
+    props.onClose();
+  };
   useEffect(() => {
-    const opener = document.activeElement as HTMLElement | null;
+    opener.current = document.activeElement as HTMLElement | null;
     const root = box.current;
     if (root && !root.contains(document.activeElement)) {
       const first = root.querySelector<HTMLElement>('.modal-body ' + CONTROL) ?? focusables(root).find((e) => !e.classList.contains('modal-close')) ?? root;
@@ -231,11 +241,16 @@ export function Modal(props: {
     return () => {
       document.removeEventListener('keydown', key);
       document.removeEventListener('focusin', keep);
-      if (opener && opener.isConnected && opener !== document.body) opener.focus();
+      // closed by its owner (a confirmed action): the same, and once more
+      // after the removal if the browser dropped the focus on the body
+      giveBack();
+      window.requestAnimationFrame(() => {
+        if (!document.activeElement || document.activeElement === document.body) giveBack();
+      });
     };
   }, []);
   return (
-    <div class="modal-backdrop" onClick={(e) => e.target === e.currentTarget && props.onClose()}>
+    <div class="modal-backdrop" onClick={(e) => e.target === e.currentTarget && close.current()}>
       <div
         ref={box}
         class={`modal ${props.wide ? 'modal-wide' : ''}`}
@@ -246,7 +261,7 @@ export function Modal(props: {
       >
         <div class="modal-head">
           <h2 id={titleId}>{props.title}</h2>
-          <button type="button" class="icon-btn modal-close" aria-label="Close" onClick={props.onClose}>
+          <button type="button" class="icon-btn modal-close" aria-label="Close" onClick={() => close.current()}>
             ×
           </button>
         </div>

@@ -31,7 +31,7 @@ function Secret({ secret, onDone }: { secret: string; onDone: () => void }) {
     <div class="secret-box" role="status">
       <div class="strong">Copy your new token now: it is shown only this once.</div>
       <div class="secret-row">
-        <input class="mono" readOnly value={secret} data-testid="token-secret" onFocus={(e) => e.currentTarget.select()} />
+        <input class="mono" readOnly value={secret} aria-label="New token secret" data-testid="token-secret" onFocus={(e) => e.currentTarget.select()} />
         <button class="btn btn-primary" onClick={copy} data-testid="copy-secret">
           {copied ? 'Copied ✓' : 'Copy'}
         </button>

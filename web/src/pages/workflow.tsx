@@ -72,7 +72,7 @@ function NamedWorkflows() {
       <h2>Run history</h2>
       <div class="chips">
         {items.map((w) => (
-          <Link key={w.id} to={`/workflows/${encodeURIComponent(w.name)}/runs`} class="chip" label={`Run history of ${w.name}`}>
+          <Link key={w.id} to={`/workflows/${encodeURIComponent(w.name)}/runs`} class="chip" title={`Run history of ${w.name}`}>
             {w.name} · {w.task_ids.length} task{w.task_ids.length === 1 ? '' : 's'}
           </Link>
         ))}

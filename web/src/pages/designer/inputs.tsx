@@ -1,7 +1,7 @@
 // inputs.tsx - the designer's generic widgets for schema shapes that are not
 // a single input: a string map as key/value rows, a string list as lines,
 // and a free object as a JSON editor.
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useId, useState } from 'preact/hooks';
 import { Field, val } from '../../components/ui';
 import { getIn, type Ctx } from './state';
 
@@ -18,17 +18,20 @@ export function KeyValue({ ctx, path, label, hint }: { ctx: Ctx; path: string[];
     ctx.set(path, Object.keys(o).length ? o : undefined);
   };
   const p = path.join('.');
+  const id = useId();
   return (
-    <div class="span2" data-field={p}>
-      <label class="field-label">{label}</label>
+    <div class="span2" data-field={p} role="group" aria-labelledby={id}>
+      <div class="field-label" id={id}>
+        {label}
+      </div>
       {hint && <div class="field-hint">{hint}</div>}
       {rows.map(([k, v], i) => (
         <div class="kv-row" key={i}>
-          <input placeholder="key" value={k} disabled={ctx.readOnly} onInput={(e) => push(rows.map((r, j) => (j === i ? [val(e), r[1]] : r)))} />
+          <input placeholder="key" aria-label={`${label}: key ${i + 1}`} value={k} disabled={ctx.readOnly} onInput={(e) => push(rows.map((r, j) => (j === i ? [val(e), r[1]] : r)))} />
           <span class="muted">=</span>
-          <input placeholder="value" value={v} disabled={ctx.readOnly} onInput={(e) => push(rows.map((r, j) => (j === i ? [r[0], val(e)] : r)))} />
+          <input placeholder="value" aria-label={`${label}: value ${i + 1}`} value={v} disabled={ctx.readOnly} onInput={(e) => push(rows.map((r, j) => (j === i ? [r[0], val(e)] : r)))} />
           {!ctx.readOnly && (
-            <button type="button" class="icon-btn" aria-label="Remove" onClick={() => push(rows.filter((_, j) => j !== i))}>
+            <button type="button" class="icon-btn" aria-label={`Remove ${label.toLowerCase()} ${i + 1}`} onClick={() => push(rows.filter((_, j) => j !== i))}>
               ×
             </button>
           )}

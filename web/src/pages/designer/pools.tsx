@@ -1,5 +1,6 @@
 // pools.tsx - the resource pools of a task in the designer: the pools it
 // takes tokens from, how many, and how busy each pool is now.
+import { useId } from 'preact/hooks';
 import { Field, val } from '../../components/ui';
 import type { Ctx } from './state';
 
@@ -8,9 +9,12 @@ export function Pools({ ctx }: { ctx: Ctx }) {
   const entries = Object.entries(map);
   const setMap = (m: [string, number][]) => ctx.set(['pools'], m.length ? Object.fromEntries(m) : undefined);
   const unused = ctx.pools.filter((p) => !(p.name in map));
+  const id = useId();
   return (
-    <div class="span2" data-field="pools">
-      <label class="field-label">Resource pools</label>
+    <div class="span2" data-field="pools" role="group" aria-labelledby={id}>
+      <div class="field-label" id={id}>
+        Resource pools
+      </div>
       {entries.length === 0 && <div class="muted small">Takes no pool tokens.</div>}
       {entries.map(([name, n], i) => {
         const pool = ctx.pools.find((p) => p.name === name);
