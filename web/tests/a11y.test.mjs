@@ -35,7 +35,13 @@ function routes() {
     ['task', `/app/tasks/${made.task}`],
     ['workflows', '/app/workflow'],
     ['workflow', `/app/workflow/${made.task}`],
-    ...(made.flow ? [['workflow-runs', `/app/workflows/${made.flow}/runs`]] : []),
+    ['workflow-list', '/app/workflows'],
+    ...(made.flow
+      ? [
+          ['workflow-named', `/app/workflows/${made.flow}`],
+          ['workflow-runs', `/app/workflows/${made.flow}/runs`],
+        ]
+      : []),
     ['instances', '/app/instances'],
     ['instance-finished', `/app/instances/${made.finished}`],
     ['instance-waiting', `/app/instances/${made.waiting}`],
