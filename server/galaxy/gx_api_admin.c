@@ -642,6 +642,14 @@ void gx_h_executors(gx_req *req, gx_resp *resp)
             json_object_set_new(o, "active", json_boolean(x->active));
             json_object_set_new(o, "last_seen", gx_json_time(x->last_seen_ms));
             json_object_set_new(o, "alive", json_false());
+            json_object_set_new(o, "drained", json_boolean(x->drained));
+            json_object_set_new(o, "slots_override",
+                                x->has_slots_override ? json_integer(x->slots_override)
+                                                      : json_null());
+            json_t *lo = x->labels_override_json && *x->labels_override_json
+                             ? json_loads(x->labels_override_json, 0, NULL)
+                             : NULL;
+            json_object_set_new(o, "labels_override", lo ? lo : json_null());
             json_object_set_new(byid, x->id, o);
         }
     } else if (resp->status != 501) {
@@ -687,10 +695,33 @@ void gx_h_executors(gx_req *req, gx_resp *resp)
         json_object_set_new(o, "last_seen", gx_json_time((int64_t)time(NULL) * 1000));
         json_decref(card);
     }
+    /* An administrator's settings win over what the executor announces
+     * (keplerd applies them the same way): slots and labels are what the
+     * scheduler uses, announced_* what the executor said. */
     json_t *items = json_array();
     const char *k;
     json_t *v;
-    json_object_foreach(byid, k, v) json_array_append(items, v);
+    json_object_foreach(byid, k, v)
+    {
+        if (!json_object_get(v, "drained"))
+            json_object_set_new(v, "drained", json_false());
+        json_t *so = json_object_get(v, "slots_override"),
+               *lo = json_object_get(v, "labels_override");
+        json_t *own_slots = json_object_get(v, "slots"), *own_labels = json_object_get(v, "labels");
+        json_object_set(v, "announced_slots", own_slots ? own_slots : json_null());
+        json_object_set(v, "announced_labels", own_labels ? own_labels : json_null());
+        if (json_is_integer(so))
+            json_object_set(v, "slots", so);
+        else
+            json_object_set_new(v, "slots_override", json_null());
+        if (json_is_object(lo))
+            json_object_set(v, "labels", lo);
+        else
+            json_object_set_new(v, "labels_override", json_null());
+        if (!json_object_get(v, "labels"))
+            json_object_set_new(v, "labels", json_object());
+        json_array_append(items, v);
+    }
     json_decref(byid);
     gx_resp_json(resp, 200, json_pack("{s:o}", "items", items));
 }

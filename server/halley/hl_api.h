@@ -125,6 +125,14 @@ HL_UNARY(hl_api_authenticate_api_token);
 /* Executors (hl_api_executors.c). */
 HL_UNARY(hl_api_put_executor);
 HL_UNARY(hl_api_list_executors);
+HL_UNARY(hl_api_update_executor);
+/* Why is it waiting, team quotas, task type limits (hl_api_resources.c). */
+HL_UNARY(hl_api_put_blockers);
+HL_UNARY(hl_api_get_blockers);
+HL_UNARY(hl_api_put_team_quota);
+HL_UNARY(hl_api_list_team_quotas);
+HL_UNARY(hl_api_put_type_limits);
+HL_UNARY(hl_api_list_type_limits);
 /* Workflows (hl_api_workflows.c). */
 HL_UNARY(hl_api_put_workflow);
 HL_UNARY(hl_api_get_workflow);

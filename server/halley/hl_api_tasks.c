@@ -14,6 +14,7 @@
 
 #include "hl_api.h"
 #include "hl_page.h"
+#include "hl_limits.h"
 #include "hl_spec.h"
 #include "orr_buf.h"
 #include "orr_log.h"
@@ -318,7 +319,8 @@ HL_UNARY(hl_api_create_task)
     int64_t team_id = 0, task_id = 0;
     PGresult *r;
     if ((s = hl_db_begin(c, err)) != ORR_OK || (s = hl__deps_lock(c, a, &sp, err)) != ORR_OK ||
-        (s = hl__team_id(c, a, sp.team, &team_id, err)))
+        (s = hl__team_id(c, a, sp.team, &team_id, err)) ||
+        (s = hl_limits_apply_db(c, a, sp.type, sp.root, err)) != ORR_OK)
         goto out;
     const char *p[3] = {sp.name, hl_i64s(a, team_id), sp.type};
     s = hl_db_query(c, a, &q_insert_task, 3, p, &r, err);
@@ -520,7 +522,8 @@ HL_UNARY(hl_api_update_task)
                         "task is at version %d, expected %d", cur, (int)rq->expected_version);
         goto out;
     }
-    if ((s = hl__team_id(c, a, sp.team, &team_id, err)) != ORR_OK)
+    if ((s = hl__team_id(c, a, sp.team, &team_id, err)) != ORR_OK ||
+        (s = hl_limits_apply_db(c, a, sp.type, sp.root, err)) != ORR_OK)
         goto out;
     const char *ts = hl_i64s(a, tid);
     const char *nv = orr_arena_sprintf(a, "%d", cur + 1);

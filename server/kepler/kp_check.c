@@ -126,6 +126,7 @@ int kp__check_deps(kp_sched *s, dep_ctx *c, const kp_task *t, const kp_inst *r, 
 {
     int64_t tsec = r->sched_ms / 1000;
     int result = DEP_MET;
+    c->met_note[0] = '\0';
     for (size_t d = 0; d < t->n_deps; d++) {
         const kp_dep *dep = &t->deps[d];
         size_t n = 0;
@@ -162,8 +163,121 @@ int kp__check_deps(kp_sched *s, dep_ctx *c, const kp_task *t, const kp_inst *r, 
         int past = s->o->weak_deadline_ms > 0 && now > r->sched_ms + s->o->weak_deadline_ms;
         if (kp_deps_eval(dep->kind, c->obs, n, past) != KP_DEPS_MET)
             return DEP_WAIT;
+        if (dep->kind != KP_DEP_WEAK && !c->met_note[0])
+            for (size_t i = 0; i < n; i++)
+                if (c->obs[i].state == KP_ST_ABSENT) {
+                    snprintf(c->met_note, sizeof c->met_note,
+                             "dependencies met (upstream %s had no run for this cycle: it did not "
+                             "exist yet or skipped the cycle)",
+                             u->name);
+                    break;
+                }
     }
     return result;
+}
+
+static const char *dep_kind_name(kp_dep_kind k)
+{
+    return k == KP_DEP_STRONG ? "strong"
+           : k == KP_DEP_WEAK ? "weak"
+           : k == KP_DEP_SELF ? "self"
+                              : "data_unit";
+}
+
+/* The unmet cycles of one upstream dependency, as items of w. */
+static void explain_upstream(kp_sched *s, const kp_dep *dep, const kp_task *u, const int64_t *times,
+                             size_t n, int past, kp_why *w)
+{
+    char qn[2 * KP_NAME_MAX + 8];
+    kp_why_q(qn, sizeof qn, u->name);
+    for (size_t i = 0; i < n; i++) {
+        int64_t ms = times[i] * 1000;
+        kp_inst *x = kp_store_by_key(s->st, u->id, ms);
+        kp_state st = x ? (kp_state)x->state : KP_ST_UNKNOWN;
+        if (st == KP_ST_ABSENT)
+            continue; /* never gets an instance: holds no one */
+        int retry = x && kp_retry_wanted(&u->retry, st, x->attempt);
+        if (dep->kind == KP_DEP_WEAK) {
+            if (past || (kp_state_finished(st) && !retry))
+                continue;
+        } else if (st == KP_ST_SUCCESS || st == KP_ST_MARKED_SUCCESS) {
+            continue;
+        }
+        const char *state;
+        if (x && x->id > 0)
+            state = kp_state_name(st);
+        else if (!x && !(u->has_cron && ms > u->materialised_ms))
+            state = "unknown"; /* not read yet: the check asks for it */
+        else
+            state = "not_created";
+        char iid[32];
+        if (x && x->id > 0)
+            snprintf(iid, sizeof iid, "%" PRId64, x->id);
+        else
+            snprintf(iid, sizeof iid, "null");
+        kp_why_item(w,
+                    "\"kind\":\"upstream\",\"dependency\":\"%s\",\"task\":%s,\"task_id\":%" PRId64
+                    ",\"schedule_time_ms\":%" PRId64 ",\"instance_id\":%s,\"state\":\"%s\"%s",
+                    dep_kind_name(dep->kind), qn, u->id, ms, iid, state,
+                    retry ? ",\"retry_pending\":true" : "");
+    }
+}
+
+void kp__explain_deps(kp_sched *s, const kp_task *t, const kp_inst *r, int64_t now, kp_why *w)
+{
+    int64_t tsec = r->sched_ms / 1000;
+    int64_t times[KP_DEPS_MAX_CYCLES];
+    char q1[2 * KP_NAME_MAX + 8], q2[2 * KP_NAME_MAX + 8], q3[2 * KP_NAME_MAX + 8];
+    int past = s->o->weak_deadline_ms > 0 && now > r->sched_ms + s->o->weak_deadline_ms;
+    for (size_t d = 0; d < t->n_deps; d++) {
+        const kp_dep *dep = &t->deps[d];
+        size_t n = 0;
+        const kp_task *u;
+        if (dep->kind == KP_DEP_DATA_UNIT) {
+            du_stream *st = kp__stream_find(s, dep->stream, 0);
+            int64_t buckets[KP_DU_MAX_BUCKETS];
+            size_t nb = 0;
+            int unknown = 0;
+            int64_t from = 0, to = 0;
+            if (st && st->state == DU_GRID_OK &&
+                kp_du_buckets(t->has_cron ? &t->cron : NULL, t->tz, &st->grid, tsec, buckets,
+                              KP_DU_MAX_BUCKETS, &nb) == ORR_OK &&
+                kp_du_met(s->du, dep->stream, dep->business, dep->interface, buckets, nb,
+                          st->grid.size_s, &unknown, &from, &to))
+                continue;
+            kp_why_item(
+                w, "\"kind\":\"data_unit\",\"stream\":%s,\"business\":%s,\"interface\":%s%s",
+                kp_why_q(q1, sizeof q1, dep->stream), kp_why_q(q2, sizeof q2, dep->business),
+                kp_why_q(q3, sizeof q3, dep->interface),
+                st && st->state == DU_GRID_FAILED
+                    ? ",\"note\":\"the stream cannot be read now; read again shortly\""
+                    : "");
+            continue;
+        }
+        if (dep->kind == KP_DEP_SELF) {
+            if (!t->has_cron || orr_cycle_prev_fire(&t->cron, t->tz, tsec, &times[0]) != ORR_OK)
+                continue;
+            n = 1;
+            u = t;
+        } else {
+            u = kp_index_get(s->ix, dep->upstream_id);
+            if (!u) {
+                kp_why_item(w, "\"kind\":\"upstream_unresolved\",\"dependency\":\"%s\",\"task\":%s",
+                            dep_kind_name(dep->kind), kp_why_q(q1, sizeof q1, dep->task));
+                continue;
+            }
+            if (orr_cycle_upstream(t->has_cron ? &t->cron : NULL, t->tz,
+                                   u->has_cron ? &u->cron : NULL, u->tz, dep->cycle_same, tsec,
+                                   times, KP_DEPS_MAX_CYCLES, &n) != ORR_OK) {
+                kp_why_item(w,
+                            "\"kind\":\"upstream\",\"dependency\":\"%s\",\"task\":%s,\"note\":"
+                            "\"its cycles cannot be mapped to this one\"",
+                            dep_kind_name(dep->kind), kp_why_q(q1, sizeof q1, u->name));
+                continue;
+            }
+        }
+        explain_upstream(s, dep, u, times, n, past, w);
+    }
 }
 
 static void absent_cb(kp_sched *s, const pb_instance *in, void *ctx)

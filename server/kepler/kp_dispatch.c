@@ -94,7 +94,7 @@ int kp_dispatch_choose(const kp_exec *ex, size_t n, int slots, const kp_label *w
     int best = -1;
     for (size_t i = 0; i < n; i++) {
         const kp_exec *e = &ex[i];
-        if (!e->alive || e->slots - e->used < slots)
+        if (!e->alive || e->drained || e->slots - e->used < slots)
             continue;
         if (!kp_labels_match(want, n_want, e->labels, e->n_labels))
             continue;
@@ -103,4 +103,52 @@ int kp_dispatch_choose(const kp_exec *ex, size_t n, int slots, const kp_label *w
             best = (int)i;
     }
     return best;
+}
+
+kp_exec_why kp_dispatch_explain(const kp_exec *ex, size_t n, int slots, const kp_label *want,
+                                size_t n_want)
+{
+    int live = 0, matching = 0, drained = 0, big = 0;
+    for (size_t i = 0; i < n; i++) {
+        const kp_exec *e = &ex[i];
+        if (!e->alive)
+            continue;
+        live++;
+        if (!kp_labels_match(want, n_want, e->labels, e->n_labels))
+            continue;
+        if (e->drained) {
+            drained++;
+            continue;
+        }
+        matching++;
+        if (e->slots >= slots) {
+            big++;
+            if (e->slots - e->used >= slots)
+                return KP_EXEC_FITS;
+        }
+    }
+    if (!live)
+        return KP_EXEC_NONE_LIVE;
+    if (!matching)
+        return drained ? KP_EXEC_DRAINED : KP_EXEC_NO_LABELS;
+    return big ? KP_EXEC_NO_FREE_SLOT : KP_EXEC_TOO_BIG;
+}
+
+const char *kp_exec_why_name(kp_exec_why w)
+{
+    switch (w) {
+    case KP_EXEC_FITS:
+        return "";
+    case KP_EXEC_NONE_LIVE:
+        return "no_executors";
+    case KP_EXEC_NO_LABELS:
+        return "no_label_match";
+    case KP_EXEC_DRAINED:
+        return "drained";
+    case KP_EXEC_TOO_BIG:
+        return "too_big";
+    case KP_EXEC_NO_FREE_SLOT:
+        return "no_free_slot";
+    }
+    return "";
 }

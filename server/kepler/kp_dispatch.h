@@ -12,7 +12,8 @@
  * Choice (kp_dispatch_choose): among live executors whose labels contain
  * every label of the task (same key, same value) and whose free slots
  * (slots - used) cover the task's slots, the one with the fewest used slots;
- * ties go to the smaller id, so the choice is deterministic.
+ * ties go to the smaller id, so the choice is deterministic. A drained
+ * executor is never chosen (its running instances finish).
  */
 #ifndef KP_DISPATCH_H
 #define KP_DISPATCH_H
@@ -32,7 +33,8 @@ typedef struct kp_exec {
     int used;          /* slots of instances dispatched/running there */
     kp_label *labels;
     size_t n_labels;
-    int alive; /* its node exists */
+    int alive;   /* its node exists */
+    int drained; /* an administrator drained it: no new dispatches */
 } kp_exec;
 
 /* Parse an executor node's JSON data into e (id from the node name, used
@@ -48,5 +50,20 @@ int kp_labels_match(const kp_label *want, size_t n_want, const kp_label *have, s
 /* Index into ex of the executor for a task needing slots slots and labels
  * want; -1 when none fits. */
 int kp_dispatch_choose(const kp_exec *ex, size_t n, int slots, const kp_label *want, size_t n_want);
+
+/* Why kp_dispatch_choose finds no executor for such a task. */
+typedef enum kp_exec_why {
+    KP_EXEC_FITS,         /* one fits */
+    KP_EXEC_NONE_LIVE,    /* no live executor at all */
+    KP_EXEC_NO_LABELS,    /* no live executor has the task's labels */
+    KP_EXEC_DRAINED,      /* the ones with the labels are all drained */
+    KP_EXEC_TOO_BIG,      /* none with the labels has that many slots at all */
+    KP_EXEC_NO_FREE_SLOT, /* the ones with the labels have no free slots now */
+} kp_exec_why;
+
+kp_exec_why kp_dispatch_explain(const kp_exec *ex, size_t n, int slots, const kp_label *want,
+                                size_t n_want);
+/* "no_executors", "no_label_match", "drained", "too_big", "no_free_slot" ("" for FITS). */
+const char *kp_exec_why_name(kp_exec_why w);
 
 #endif

@@ -370,11 +370,12 @@ kp_task *kp_index_put(kp_index *ix, kp_task *t)
     if (old) {
         /* keep the scheduling state of the task */
         int64_t mat = old->materialised_ms, next = old->next_fire_ms;
-        int live = old->n_live;
+        int live = old->n_live, team = old->team;
         kp_task_clear(old);
         *old = *t;
         old->materialised_ms = mat;
         old->n_live = live;
+        old->team = team;
         old->next_fire_ms = next;
         memset(t, 0, sizeof *t);
         return old;

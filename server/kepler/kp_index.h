@@ -96,6 +96,7 @@ typedef struct kp_task {
     int in_cycle;            /* on a dependency cycle: never made ready */
     int deps_dirty;          /* its waiting instances need a dependency check */
     int n_live;              /* dispatched + running instances (max_parallel) */
+    int team;                /* keplerd's team table: 1 + index; 0 = none (quotas) */
     int64_t *downstream;     /* ids of tasks depending on this one */
     size_t n_downstream, cap_downstream;
 } kp_task;

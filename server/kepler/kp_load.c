@@ -9,6 +9,8 @@
 #include "kp_sched_int.h"
 
 #include <inttypes.h>
+#include <jansson.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -159,6 +161,7 @@ static kp_task *index_task(kp_sched *s, const Orrery__Halley__V1__Task *m, int64
     }
     int existed = kp_index_get(s->ix, m->id) != NULL;
     kp_task *st = kp_index_put(s->ix, &t);
+    st->team = kp__team_ix(s, m->team);
     if (!existed)
         task_start(s, st, watermark, is_new);
     else if (st->has_cron) {
@@ -310,4 +313,139 @@ orr_status kp__load_paused(kp_sched *s)
     s->cap_paused = n ? n : 1;
     s->paused_dirty = 0;
     return ORR_OK;
+}
+/* ------------------------------------------------------------ resource limits */
+
+int kp__team_ix(kp_sched *s, const char *name)
+{
+    if (!name || !*name)
+        return 0;
+    for (size_t i = 0; i < s->n_teams; i++)
+        if (strcmp(s->teams[i].name, name) == 0)
+            return (int)i + 1;
+    if (s->n_teams == s->cap_teams) {
+        s->cap_teams = s->cap_teams ? s->cap_teams * 2 : 16;
+        s->teams = orr_xrealloc(s->teams, s->cap_teams * sizeof *s->teams);
+    }
+    kp_team *t = &s->teams[s->n_teams++];
+    memset(t, 0, sizeof *t);
+    snprintf(t->name, sizeof t->name, "%s", name);
+    return (int)s->n_teams;
+}
+
+static void ovr_clear(kp_sched *s)
+{
+    for (size_t i = 0; i < s->n_ovr; i++) {
+        for (size_t j = 0; j < s->ovr[i].n_labels; j++) {
+            free(s->ovr[i].labels[j].key);
+            free(s->ovr[i].labels[j].value);
+        }
+        free(s->ovr[i].labels);
+    }
+    free(s->ovr);
+    s->ovr = NULL;
+    s->n_ovr = 0;
+}
+
+static orr_status load_executor_settings(kp_sched *s)
+{
+    Orrery__Halley__V1__ListExecutorsRequest rq = ORRERY__HALLEY__V1__LIST_EXECUTORS_REQUEST__INIT;
+    ProtobufCMessage *out = NULL;
+    orr_err err;
+    orr_status rc =
+        orr_rpc_call_unary(s->cl, "ListExecutors", &rq.base, &out, RPC_TIMEOUT_MS, &err);
+    if (rc != ORR_OK) {
+        char buf[600];
+        ORR_WARN("executor settings not readable", "error=%s",
+                 orr_log_q(orr_err_str(&err, buf, sizeof buf)));
+        return rc;
+    }
+    const Orrery__Halley__V1__ListExecutorsResponse *r = (const void *)out;
+    ovr_clear(s);
+    s->ovr = orr_xcalloc(r->n_executors ? r->n_executors : 1, sizeof *s->ovr);
+    for (size_t i = 0; i < r->n_executors; i++) {
+        const Orrery__Halley__V1__Executor *x = r->executors[i];
+        if (!x->drained && !x->has_slots_override && !x->labels_override_json[0])
+            continue;
+        kp_exec_ovr *o = &s->ovr[s->n_ovr++];
+        snprintf(o->id, sizeof o->id, "%s", x->id);
+        o->drained = x->drained;
+        o->slots = x->has_slots_override ? x->slots_override : -1;
+        json_t *lab =
+            x->labels_override_json[0] ? json_loads(x->labels_override_json, 0, NULL) : NULL;
+        if (json_is_object(lab)) {
+            o->has_labels = 1;
+            o->labels = orr_xcalloc(json_object_size(lab) + 1, sizeof *o->labels);
+            const char *k;
+            json_t *v;
+            json_object_foreach(lab, k, v)
+            {
+                if (!json_is_string(v))
+                    continue;
+                o->labels[o->n_labels].key = orr_xstrdup(k);
+                o->labels[o->n_labels].value = orr_xstrdup(json_string_value(v));
+                o->n_labels++;
+            }
+        }
+        json_decref(lab);
+        ORR_INFO("executor settings", "executor=%s drained=%d slots=%d labels=%s", orr_log_q(o->id),
+                 o->drained, o->slots,
+                 orr_log_q(o->has_labels ? x->labels_override_json : "(its own)"));
+    }
+    protobuf_c_message_free_unpacked(out, NULL);
+    return ORR_OK;
+}
+
+static orr_status load_quotas(kp_sched *s)
+{
+    Orrery__Halley__V1__ListTeamQuotasRequest rq =
+        ORRERY__HALLEY__V1__LIST_TEAM_QUOTAS_REQUEST__INIT;
+    ProtobufCMessage *out = NULL;
+    orr_err err;
+    orr_status rc =
+        orr_rpc_call_unary(s->cl, "ListTeamQuotas", &rq.base, &out, RPC_TIMEOUT_MS, &err);
+    if (rc != ORR_OK) {
+        char buf[600];
+        ORR_WARN("team quotas not readable", "error=%s",
+                 orr_log_q(orr_err_str(&err, buf, sizeof buf)));
+        return rc;
+    }
+    const Orrery__Halley__V1__ListTeamQuotasResponse *r = (const void *)out;
+    for (size_t i = 0; i < s->n_teams; i++)
+        s->teams[i].max_running = s->teams[i].max_slots = 0;
+    for (size_t i = 0; i < r->n_quotas; i++) {
+        kp_team *t = &s->teams[kp__team_ix(s, r->quotas[i]->team) - 1];
+        t->max_running = r->quotas[i]->max_running;
+        t->max_slots = r->quotas[i]->max_slots;
+        ORR_INFO("team quota", "team=%s max_running=%d max_slots=%d", orr_log_q(t->name),
+                 t->max_running, t->max_slots);
+    }
+    protobuf_c_message_free_unpacked(out, NULL);
+    return ORR_OK;
+}
+
+orr_status kp__load_resources(kp_sched *s, int all)
+{
+    orr_status rc = ORR_OK;
+    if (all || s->ovr_reload) {
+        if ((rc = load_executor_settings(s)) != ORR_OK)
+            return rc;
+        s->ovr_reload = 0;
+        s->ex_version = s->ex_version ? UINT64_MAX : 0; /* apply them to the next snapshot */
+    }
+    if (all || s->quota_reload) {
+        if ((rc = load_quotas(s)) != ORR_OK)
+            return rc;
+        s->quota_reload = 0;
+    }
+    s->again = 1;
+    return ORR_OK;
+}
+
+void kp__resources_free(kp_sched *s)
+{
+    ovr_clear(s);
+    free(s->teams);
+    s->teams = NULL;
+    s->n_teams = s->cap_teams = 0;
 }

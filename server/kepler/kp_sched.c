@@ -144,6 +144,12 @@ static int is_live(int st)
 
 /* The one place a record's state changes: keeps executor slots and task
  * parallelism counts in step. */
+/* The team of task t, or NULL. */
+static kp_team *team_of(kp_sched *s, const kp_task *t)
+{
+    return t && t->team > 0 && (size_t)t->team <= s->n_teams ? &s->teams[t->team - 1] : NULL;
+}
+
 void kp__set_state(kp_sched *s, kp_inst *r, int state, const char *exec)
 {
     if (is_live(r->state)) {
@@ -153,7 +159,14 @@ void kp__set_state(kp_sched *s, kp_inst *r, int state, const char *exec)
         kp_task *t = kp_index_get(s->ix, r->task_id);
         if (t && t->n_live > 0)
             t->n_live--;
+        kp_team *tm = team_of(s, t);
+        if (tm) {
+            tm->running--;
+            tm->slots -= r->live_slots;
+        }
     }
+    if (r->state != state)
+        r->why = 0; /* a new state: what blocks it is written again */
     r->state = (uint8_t)state;
     if (exec)
         r->exec = kp_intern(exec);
@@ -165,6 +178,11 @@ void kp__set_state(kp_sched *s, kp_inst *r, int state, const char *exec)
             e->used += r->live_slots;
         if (t)
             t->n_live++;
+        kp_team *tm = team_of(s, t);
+        if (tm) {
+            tm->running++;
+            tm->slots += r->live_slots;
+        }
     }
 }
 
@@ -223,6 +241,34 @@ kp_inst *kp__adopt(kp_sched *s, const pb_instance *in, int64_t ev_id)
 
 /* ------------------------------------------------------------ executors */
 
+/* An administrator's settings of e's id, on top of its node's data. */
+static void apply_settings(kp_sched *s, kp_exec *e)
+{
+    e->drained = 0;
+    for (size_t i = 0; i < s->n_ovr; i++) {
+        const kp_exec_ovr *o = &s->ovr[i];
+        if (strcmp(o->id, e->id) != 0)
+            continue;
+        e->drained = o->drained;
+        if (o->slots >= 0)
+            e->slots = o->slots;
+        if (o->has_labels) {
+            for (size_t j = 0; j < e->n_labels; j++) {
+                free(e->labels[j].key);
+                free(e->labels[j].value);
+            }
+            free(e->labels);
+            e->labels = orr_xcalloc(o->n_labels + 1, sizeof *e->labels);
+            for (size_t j = 0; j < o->n_labels; j++) {
+                e->labels[j].key = orr_xstrdup(o->labels[j].key);
+                e->labels[j].value = orr_xstrdup(o->labels[j].value);
+            }
+            e->n_labels = o->n_labels;
+        }
+        return;
+    }
+}
+
 static void sync_executors(kp_sched *s)
 {
     kp_exec *snap;
@@ -249,6 +295,7 @@ static void sync_executors(kp_sched *s)
         *e = snap[i];
         e->used = used;
         e->alive = 1;
+        apply_settings(s, e);
     }
     free(snap);
     s->ex_version = v;
@@ -321,16 +368,79 @@ static int64_t check_waiting(kp_sched *s, work *w, dep_ctx *c, const kp_task *t,
     if (r->sched_ms > now && !(r->flags & KP_I_RUN_NOW)) {
         /* not its time yet (backfilled into the future) */
         r->flags |= KP_I_DIRTY;
+        if (!r->why) { /* the same until its state changes */
+            kp_why *y = &s->why_buf;
+            kp_why_begin(y);
+            kp_why_item(y, "\"kind\":\"not_due\",\"schedule_time_ms\":%" PRId64, r->sched_ms);
+            kp_why_end(y);
+            kp__why_note(s, r, y);
+        }
         return r->sched_ms < next_timer ? r->sched_ms : next_timer;
     }
     int v = (r->flags & KP_I_NO_UPS) ? DEP_MET : kp__check_deps(s, c, t, r, now);
-    if (v == DEP_MET)
+    if (v == DEP_MET) {
         push(&w->to_ready, &w->n_to_ready, w->cap, r);
+        if (!(r->flags & KP_I_NO_UPS) && c->met_note[0]) {
+            free(kp_map_del(&s->met_notes, r->id));
+            kp_map_put(&s->met_notes, r->id, orr_xstrdup(c->met_note));
+        }
+    } else if (v == DEP_WAIT) {
+        kp_why *y = &s->why_buf;
+        kp_why_begin(y);
+        kp__explain_deps(s, t, r, now, y);
+        kp_why_end(y);
+        kp__why_note(s, r, y);
+    }
     if (v != DEP_FETCH)
         r->flags &= (uint8_t)~KP_I_DIRTY;
     else
         r->flags |= KP_I_DIRTY;
     return next_timer;
+}
+
+/* Blockers that are one constant text. */
+enum { WHY_TASK_INACTIVE, WHY_CYCLE, WHY_PAUSED, WHY_CONSTS };
+
+static void why_const(kp_sched *s, kp_inst *r, int which)
+{
+    static const char *const text[WHY_CONSTS] = {
+        "[{\"kind\":\"task_inactive\"}]",
+        "[{\"kind\":\"dependency_cycle\"}]",
+        "[{\"kind\":\"workflow_paused\"}]",
+    };
+    static uint32_t hash[WHY_CONSTS];
+    if (!hash[which])
+        hash[which] = kp_why_hash(text[which], strlen(text[which]));
+    kp__why_note_text(s, r, text[which], strlen(text[which]), hash[which]);
+}
+
+/* Why no executor takes ready instance r of task t now. */
+static void why_executor(kp_sched *s, kp_inst *r, const kp_task *t)
+{
+    kp_exec_why why = kp_dispatch_explain(s->ex, s->n_ex, t->slots, t->labels, t->n_labels);
+    if (why == KP_EXEC_FITS)
+        return;
+    kp_why *y = &s->why_buf;
+    char labels[1024], k[300], v[600];
+    size_t o = 0;
+    labels[o++] = '{';
+    for (size_t i = 0; i < t->n_labels && o < sizeof labels - 2; i++) {
+        int m = snprintf(labels + o, sizeof labels - o, "%s%s:%s", i ? "," : "",
+                         kp_why_q(k, sizeof k, t->labels[i].key),
+                         kp_why_q(v, sizeof v, t->labels[i].value));
+        if (m < 0 || (size_t)m >= sizeof labels - o - 1) {
+            o = 1; /* too long: leave them out */
+            break;
+        }
+        o += (size_t)m;
+    }
+    labels[o++] = '}';
+    labels[o] = '\0';
+    kp_why_begin(y);
+    kp_why_item(y, "\"kind\":\"executor\",\"reason\":\"%s\",\"slots\":%d,\"labels\":%s",
+                kp_exec_why_name(why), t->slots, labels);
+    kp_why_end(y);
+    kp__why_note(s, r, y);
 }
 
 static int64_t pass(kp_sched *s, work *w, dep_ctx *c, int64_t now)
@@ -364,10 +474,15 @@ static int64_t pass(kp_sched *s, work *w, dep_ctx *c, int64_t now)
             kp_bf_note(s->bf, r->bf_id, r->bf_cycle_ms, r->bf_cycles);
         switch (r->state) {
         case KP_ST_WAITING:
-            if (!t || t->in_cycle || !((r->flags & KP_I_DIRTY) || t->deps_dirty))
+            if (!t || t->in_cycle) {
+                why_const(s, r, !t ? WHY_TASK_INACTIVE : WHY_CYCLE);
+                break;
+            }
+            if (!((r->flags & KP_I_DIRTY) || t->deps_dirty))
                 break;
             if (kp__task_held(s, t->id)) { /* held by its workflow: checked at the resume */
                 r->flags |= KP_I_DIRTY;
+                why_const(s, r, WHY_PAUSED);
                 break;
             }
             if (r->bf_cycles > 0) { /* a paced backfill: once every open cycle is known */
@@ -438,16 +553,45 @@ static long free_slots(const kp_sched *s)
 {
     long f = 0;
     for (size_t i = 0; i < s->n_ex; i++)
-        if (s->ex[i].alive && s->ex[i].slots > s->ex[i].used)
+        if (s->ex[i].alive && !s->ex[i].drained && s->ex[i].slots > s->ex[i].used)
             f += s->ex[i].slots - s->ex[i].used;
     return f;
 }
 
+static void why_pool(kp_sched *s, kp_inst *r, const char *pool, int tokens)
+{
+    kp_why *y = &s->why_buf;
+    char qp[2 * KP_NAME_MAX + 8];
+    kp_why_begin(y);
+    kp_why_item(y, "\"kind\":\"pool\",\"pool\":%s,\"tokens\":%d", kp_why_q(qp, sizeof qp, pool),
+                tokens);
+    kp_why_end(y);
+    kp__why_note(s, r, y);
+}
+
+/* Ready instances from ready[from] on that this dispatch did not reach. */
+static void why_unreached(kp_sched *s, work *w, size_t from)
+{
+    for (size_t i = from; i < w->n_ready; i++) {
+        kp_inst *r = w->ready[i];
+        kp_task *t = r->state == KP_ST_READY ? kp_index_get(s->ix, r->task_id) : NULL;
+        if (t)
+            why_executor(s, r, t);
+    }
+}
+
 static void dispatch(kp_sched *s, work *w)
 {
-    if (!s->ex_version || w->n_ready == 0 || free_slots(s) <= 0)
+    if (!s->ex_version || w->n_ready == 0)
         return;
+    if (free_slots(s) <= 0) {
+        if (s->why_ready)
+            why_unreached(s, w, 0);
+        return;
+    }
     qsort(w->ready, w->n_ready, sizeof *w->ready, ready_cmp);
+    kp_why *y = &s->why_buf;
+    size_t unreached = w->n_ready;
     pb_treq *items = orr_xrealloc(NULL, BATCH_MAX * sizeof *items);
     kp_inst **recs = orr_xrealloc(NULL, BATCH_MAX * sizeof *recs);
     char **short_pools = NULL;
@@ -456,23 +600,68 @@ static void dispatch(kp_sched *s, work *w)
         kp_inst *r = i < w->n_ready ? w->ready[i] : NULL;
         if (r && free_slots(s) <= 0) {
             r = NULL; /* every executor is full: send what is built, stop */
+            unreached = i;
             i = w->n_ready;
         }
         if (r) {
             kp_task *t = kp_index_get(s->ix, r->task_id);
-            if (!t || (t->max_parallel && t->n_live >= t->max_parallel) || kp__task_held(s, t->id))
+            if (!t)
                 continue;
+            if (kp__task_held(s, t->id)) {
+                if (s->why_ready)
+                    why_const(s, r, WHY_PAUSED);
+                continue;
+            }
+            if (t->max_parallel && t->n_live >= t->max_parallel) {
+                if (s->why_ready) {
+                    char qn[2 * KP_NAME_MAX + 8];
+                    kp_why_begin(y);
+                    kp_why_item(y, "\"kind\":\"max_parallel\",\"task\":%s,\"limit\":%d,\"live\":%d",
+                                kp_why_q(qn, sizeof qn, t->name), t->max_parallel, t->n_live);
+                    kp_why_end(y);
+                    kp__why_note(s, r, y);
+                }
+                continue;
+            }
+            kp_team *tm = team_of(s, t);
+            if (tm && ((tm->max_running && tm->running >= tm->max_running) ||
+                       (tm->max_slots && tm->slots + t->slots > tm->max_slots))) {
+                if (s->why_ready) {
+                    char qn[2 * KP_NAME_MAX + 8];
+                    int by_running = tm->max_running && tm->running >= tm->max_running;
+                    kp_why_begin(y);
+                    kp_why_item(y,
+                                "\"kind\":\"team_quota\",\"team\":%s,\"limit\":\"%s\",\"max\":%d,"
+                                "\"used\":%d,\"needs\":%d",
+                                kp_why_q(qn, sizeof qn, tm->name),
+                                by_running ? "max_running" : "max_slots",
+                                by_running ? tm->max_running : tm->max_slots,
+                                by_running ? tm->running : tm->slots, by_running ? 1 : t->slots);
+                    kp_why_end(y);
+                    kp__why_note(s, r, y);
+                }
+                continue;
+            }
             int e = kp_dispatch_choose(s->ex, s->n_ex, t->slots, t->labels, t->n_labels);
-            if (e < 0)
+            if (e < 0) {
+                if (s->why_ready)
+                    why_executor(s, r, t);
                 continue;
+            }
             if (t->n_pools) {
-                int blocked = 0;
+                const char *blocked = NULL;
+                int need = 0;
                 for (size_t p = 0; p < t->n_pools && !blocked; p++)
                     for (size_t q = 0; q < n_short; q++)
-                        if (strcmp(short_pools[q], t->pools[p].pool) == 0)
-                            blocked = 1;
-                if (blocked)
+                        if (strcmp(short_pools[q], t->pools[p].pool) == 0) {
+                            blocked = short_pools[q];
+                            need = t->pools[p].tokens;
+                        }
+                if (blocked) {
+                    if (s->why_ready)
+                        why_pool(s, r, blocked, need);
                     continue;
+                }
                 Orrery__Halley__V1__PoolTokens pt[KP_MAX_POOLS], *pp[KP_MAX_POOLS];
                 for (size_t p = 0; p < t->n_pools; p++) {
                     orrery__halley__v1__pool_tokens__init(&pt[p]);
@@ -500,6 +689,12 @@ static void dispatch(kp_sched *s, work *w)
                     short_pools = orr_xrealloc(short_pools, (n_short + 1) * sizeof *short_pools);
                     short_pools[n_short++] =
                         strdup(ar->short_pool[0] ? ar->short_pool : t->pools[0].pool);
+                    /* always: the denial itself is this round's evaluation */
+                    int need = t->pools[0].tokens;
+                    for (size_t p = 0; p < t->n_pools; p++)
+                        if (strcmp(t->pools[p].pool, short_pools[n_short - 1]) == 0)
+                            need = t->pools[p].tokens;
+                    why_pool(s, r, short_pools[n_short - 1], need);
                     protobuf_c_message_free_unpacked(out, NULL);
                     continue;
                 }
@@ -527,6 +722,8 @@ static void dispatch(kp_sched *s, work *w)
     if (n) /* a leadership break with a batch half built: undo the counts */
         for (size_t j = 0; j < n; j++)
             kp__set_state(s, recs[j], KP_ST_READY, NULL);
+    if (s->why_ready && unreached < w->n_ready)
+        why_unreached(s, w, unreached);
     for (size_t q = 0; q < n_short; q++)
         free(short_pools[q]);
     free(short_pools);
@@ -540,6 +737,8 @@ static void recount(kp_sched *s)
 {
     for (size_t i = 0; i < s->n_ex; i++)
         s->ex[i].used = 0;
+    for (size_t i = 0; i < s->n_teams; i++)
+        s->teams[i].running = s->teams[i].slots = 0;
     for (size_t i = 0; i < kp_index_count(s->ix); i++)
         kp_index_at(s->ix, i)->n_live = 0;
     size_t pos = 0;
@@ -553,6 +752,11 @@ static void recount(kp_sched *s)
         kp_task *t = kp_index_get(s->ix, r->task_id);
         if (t)
             t->n_live++;
+        kp_team *tm = team_of(s, t);
+        if (tm) {
+            tm->running++;
+            tm->slots += r->live_slots;
+        }
     }
 }
 
@@ -595,6 +799,16 @@ static void sweep(kp_sched *s, int64_t now)
 
 /* ------------------------------------------------------------ leadership */
 
+/* Forget this round's "dependencies met (...)" reasons. */
+static void clear_notes(kp_sched *s)
+{
+    for (size_t i = 0; i < s->met_notes.cap; i++)
+        if (s->met_notes.slots[i].key)
+            free(s->met_notes.slots[i].val);
+    kp_map_free(&s->met_notes);
+    memset(&s->met_notes, 0, sizeof s->met_notes);
+}
+
 static void drop_state(kp_sched *s)
 {
     kp_store_clear(s->st);
@@ -612,6 +826,10 @@ static void drop_state(kp_sched *s)
     s->du_retry_at_ms = 0;
     s->n_paused = 0;
     s->paused_dirty = 0;
+    kp__why_drop(s);
+    clear_notes(s);
+    kp__resources_free(s);
+    s->ovr_reload = s->quota_reload = 0;
 }
 
 static orr_status rebuild(kp_sched *s)
@@ -627,6 +845,8 @@ static orr_status rebuild(kp_sched *s)
         rc = kp__load_paused(s);
     if (rc == ORR_OK)
         rc = kp__load_live_instances(s);
+    if (rc == ORR_OK)
+        rc = kp__load_resources(s, 1);
     if (rc != ORR_OK)
         return rc;
     recount(s);
@@ -645,7 +865,12 @@ static void round_work(kp_sched *s, work *w, dep_ctx *c)
     kp__refresh_tasks(s);
     if (s->paused_dirty)
         kp__load_paused(s);
+    if (s->ovr_reload || s->quota_reload)
+        (void)kp__load_resources(s, 0); /* a failed read keeps its flag: next round */
     sync_executors(s);
+    s->why_ready = now >= s->why_ready_next_ms;
+    if (s->why_ready)
+        s->why_ready_next_ms = now + WHY_READY_EVERY_MS;
     /* doubtful records, bounded */
     size_t pos = 0, k = 0;
     kp_inst *r;
@@ -693,6 +918,7 @@ static void round_work(kp_sched *s, work *w, dep_ctx *c)
             s->again = 1;
         }
         kp__transition_all(s, w->to_ready, k, KP_ST_READY, "dependencies met");
+        clear_notes(s);
         /* the ones dispatched above are no longer ready: keep the rest, add
          * the new ones, and dispatch again */
         size_t m = 0;
@@ -724,6 +950,7 @@ static void round_work(kp_sched *s, work *w, dep_ctx *c)
         s->again = 1;
     }
     kp__write_watermark(s, now);
+    kp__why_flush(s, now);
     /* timers are polled: the main loop never sleeps more than 200 ms */
     (void)next_timer;
 }
@@ -762,6 +989,7 @@ orr_status kp_sched_run(const kp_sched_opts *o, volatile sig_atomic_t *stop, orr
         kp_du_cache_destroy(s.du);
         return orr_err_set(err, ORR_EIO, NULL, "cannot start the event thread");
     }
+    kp__why_start(&s);
     work w;
     memset(&w, 0, sizeof w);
     dep_ctx *c = calloc(1, sizeof *c);
@@ -838,6 +1066,7 @@ orr_status kp_sched_run(const kp_sched_opts *o, volatile sig_atomic_t *stop, orr
         atomic_store(&o->status->running, 0);
     kp_elect_stop(s.el);
     orr_watch_stop(s.watch);
+    kp__why_stop(&s);
     orr_rpc_client_destroy(s.cl);
     drop_state(&s);
     kp_index_destroy(s.ix);

@@ -25,6 +25,9 @@
 #include "kp_index.h"
 #include "kp_sched.h"
 #include "kp_store.h"
+#include "kp_why.h"
+#include "kp_map.h"
+#include "kp_dispatch.h"
 #include "orr_rpc.h"
 #include "orr_status.h"
 #include "orr_watch.h"
@@ -43,6 +46,9 @@
 #define DU_FETCH_ROUND     32     /* data-unit range reads per round at most */
 #define DU_STREAM_ROUND    8      /* stream grid reads per round at most */
 #define DU_RETRY_MS        5000   /* a failed data-unit read is retried after this */
+#define WHY_BATCH          1000   /* blocker lists written per PutBlockers call at most */
+#define WHY_EVERY_MS       250    /* ... and one call in flight, at most this often */
+#define WHY_READY_EVERY_MS 1000   /* ready instances' blockers are evaluated this often */
 
 typedef Orrery__Halley__V1__Instance pb_instance;
 typedef Orrery__Halley__V1__TransitionRequest pb_treq;
@@ -57,6 +63,8 @@ enum {
     EV_DATA_UNIT,
     EV_STREAM,
     EV_WORKFLOW,
+    EV_EXECUTOR, /* an administrator changed an executor's settings */
+    EV_QUOTA,    /* ... or a team's quota */
     EV_OTHER
 };
 
@@ -84,6 +92,32 @@ typedef struct du_stream {
 } du_stream;
 
 enum { DU_GRID_UNREAD, DU_GRID_OK, DU_GRID_FAILED };
+
+/* An administrator's settings of one executor (UpdateExecutor), applied on
+ * top of what its ZooKeeper node announces. */
+typedef struct kp_exec_ovr {
+    char id[KP_EXEC_ID_MAX];
+    int drained;
+    int slots; /* < 0: the executor's own */
+    int has_labels;
+    kp_label *labels;
+    size_t n_labels;
+} kp_exec_ovr;
+
+/* A team: its quota (0 = no limit) and what its instances use now
+ * (dispatched and running, counted like the executors' slots). */
+typedef struct kp_team {
+    char name[KP_NAME_MAX];
+    int max_running, max_slots;
+    int running, slots;
+} kp_team;
+
+/* One blocker list waiting to be written (PutBlockers). */
+typedef struct why_entry {
+    int64_t id, at_ms;
+    int32_t attempt;
+    char json[]; /* NUL-terminated */
+} why_entry;
 
 typedef struct kp_sched {
     const kp_sched_opts *o;
@@ -129,6 +163,26 @@ typedef struct kp_sched {
     int64_t *paused;
     size_t n_paused, cap_paused;
     int paused_dirty; /* a workflow event came: read the paused tasks again */
+    /* resource limits: executor settings and team quotas (kp_load.c) */
+    kp_exec_ovr *ovr;
+    size_t n_ovr;
+    kp_team *teams;
+    size_t n_teams, cap_teams;
+    int ovr_reload, quota_reload; /* read them again this round */
+    /* why is it waiting (kp_write.c): lists to write, by instance id */
+    kp_map why_pending;        /* id -> why_entry * */
+    kp_map met_notes;          /* id -> reason of its "dependencies met", this round */
+    int64_t next_why_ms;       /* no PutBlockers before then */
+    int64_t why_ready_next_ms; /* next evaluation of ready instances' blockers */
+    int why_ready;             /* this round evaluates them */
+    kp_why why_buf;            /* scratch of the scheduler thread */
+    pthread_t why_th;
+    int why_th_started;
+    pthread_mutex_t why_mu; /* guards the fields below */
+    pthread_cond_t why_cv;
+    why_entry **why_out;
+    size_t n_why_out;
+    int why_busy, why_stop;
 } kp_sched;
 
 /* ------------------------------------------------------------ dependency checks */
@@ -156,6 +210,9 @@ typedef struct dep_ctx {
     size_t n_du_fetch;
     char grid_read[DU_STREAM_ROUND][KP_NAME_MAX];
     size_t n_grid_read;
+    /* DEP_MET with a strong upstream cycle that has no instance (before the
+     * upstream existed, or skipped): the reason its transition says so */
+    char met_note[KP_NAME_MAX + 128];
 } dep_ctx;
 
 enum { DEP_MET, DEP_WAIT, DEP_FETCH };
@@ -250,6 +307,34 @@ int kp__task_paused(const kp_sched *s, int64_t id);
  * until they are). */
 int kp__task_held(const kp_sched *s, int64_t id);
 
+/* ------------------------------------------------------------ why is it waiting (kp_write.c) */
+
+/* Record w as what blocks r now: kept for writing only when it differs
+ * from what was last recorded for r (r->why). */
+void kp__why_note(kp_sched *s, kp_inst *r, const kp_why *w);
+/* The same with a text and fingerprint computed once by the caller. */
+void kp__why_note_text(kp_sched *s, kp_inst *r, const char *json, size_t len, uint32_t hash);
+/* Hand up to WHY_BATCH recorded lists to the writer thread, when it is
+ * idle and WHY_EVERY_MS passed since the last hand-over. Never blocks on
+ * the call. */
+void kp__why_flush(kp_sched *s, int64_t now);
+/* Start / stop the writer thread (PutBlockers). */
+void kp__why_start(kp_sched *s);
+void kp__why_stop(kp_sched *s);
+/* Drop what is recorded and not yet handed over (leadership lost). */
+void kp__why_drop(kp_sched *s);
+
+/* ------------------------------------------------------------ kp_load.c: resource limits */
+
+/* Team of that name (created with no quota when unknown); 1 + its index. */
+int kp__team_ix(kp_sched *s, const char *name);
+/* Read executor settings (ListExecutors) and team quotas (ListTeamQuotas),
+ * each when its reload flag is set (both with all = 1). ORR_OK, or the
+ * failure of a read (its flag stays set). */
+orr_status kp__load_resources(kp_sched *s, int all);
+/* Free the executor settings and the team table. */
+void kp__resources_free(kp_sched *s);
+
 /* ------------------------------------------------------------ kp_check.c: dependency checks */
 
 /* The stream called name; with create, a new DU_GRID_UNREAD one. */
@@ -257,6 +342,9 @@ du_stream *kp__stream_find(kp_sched *s, const char *name, int create);
 /* The dependencies of task t's waiting instance r: DEP_MET, DEP_WAIT, or
  * DEP_FETCH (c lists what must be read first). Reads nothing itself. */
 int kp__check_deps(kp_sched *s, dep_ctx *c, const kp_task *t, const kp_inst *r, int64_t now);
+/* What holds back t's waiting instance r (kp__check_deps said DEP_WAIT):
+ * every unmet dependency, into w (begun, not ended). Reads nothing. */
+void kp__explain_deps(kp_sched *s, const kp_task *t, const kp_inst *r, int64_t now, kp_why *w);
 /* Read the instance ranges c asked for; cycles halleyd has no instance for
  * become absent markers. Empties c's list. */
 void kp__run_fetches(kp_sched *s, dep_ctx *c);

@@ -44,6 +44,7 @@ typedef struct kp_inst {
     int64_t bf_cycle_ms; /* its backfill cycle */
     uint8_t state;       /* kp_state */
     uint8_t flags;
+    uint32_t why; /* fingerprint of the blockers last recorded (0 = none since its last change) */
     struct kp_inst *next_free;
 } kp_inst;
 

@@ -2,7 +2,8 @@
  * kp_watch.c - keplerd's event stream (design at the top of kp_sched.c).
  *
  * The watcher side: halleyd's WatchEvents stream (instance.*, task.*,
- * data_unit.*, stream.*, workflow.*) is kept open by the one subscriber (orr_watch.h),
+ * data_unit.*, stream.*, workflow.*, executor.*, quota.*) is kept open by
+ * the one subscriber (orr_watch.h),
  * which resumes by event id with back-off. Each event becomes a small
  * kp_ev (its JSON payload parsed here, strings interned) queued for the
  * scheduler thread under s->qmu; an expired resume point asks for a rebuild.
@@ -79,6 +80,10 @@ static void ev_from_pb(const Orrery__Halley__V1__Event *m, kp_ev *e)
         e->kind = EV_STREAM;
     else if (strncmp(m->kind, "workflow.", 9) == 0)
         e->kind = EV_WORKFLOW; /* a pause, a resume, or tasks in or out of a paused one */
+    else if (strcmp(m->kind, "executor.changed") == 0)
+        e->kind = EV_EXECUTOR;
+    else if (strcmp(m->kind, "quota.changed") == 0)
+        e->kind = EV_QUOTA;
     else
         e->kind = EV_OTHER;
     if (e->kind == EV_DATA_UNIT || e->kind == EV_STREAM) {
@@ -137,8 +142,8 @@ static void watch_on_resync(void *cls)
 
 orr_status kp__watch_start(kp_sched *s, orr_err *err)
 {
-    static const char *const kinds[] = {"instance.*", "task.*", "data_unit.*", "stream.*",
-                                        "workflow.*"};
+    static const char *const kinds[] = {"instance.*", "task.*",     "data_unit.*", "stream.*",
+                                        "workflow.*", "executor.*", "quota.*"};
     orr_watch_opts o = {
         .kinds = kinds, .nkinds = sizeof kinds / sizeof kinds[0], .name = "keplerd"};
     orr_watch_ops ops = {.on_event = watch_on_event, .on_resync = watch_on_resync};
@@ -147,6 +152,14 @@ orr_status kp__watch_start(kp_sched *s, orr_err *err)
 
 void kp__apply_event(kp_sched *s, const kp_ev *e)
 {
+    if (e->kind == EV_EXECUTOR || e->kind == EV_QUOTA) {
+        if (e->kind == EV_EXECUTOR)
+            s->ovr_reload = 1;
+        else
+            s->quota_reload = 1;
+        s->again = 1;
+        return;
+    }
     if (e->kind == EV_DATA_UNIT) {
         kp_du_mark(s->du, e->stream, e->business, e->interface, e->bucket_ms);
         ORR_DEBUG("data unit reconciled", "stream=%s business=%s interface=%s bucket_ms=%" PRId64,

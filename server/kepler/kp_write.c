@@ -10,6 +10,12 @@
  * touch nothing but the (thread-safe) client; the results are applied to
  * the store on the scheduler thread after every call returned. halleyd's
  * recent time per item (s->item_us) sizes the round's ready batches.
+ *
+ * Why is it waiting: the blocker lists the round records (kp__why_note)
+ * are kept by instance id, a newer list replacing an older one, and handed
+ * to one writer thread (PutBlockers) at most every WHY_EVERY_MS, WHY_BATCH
+ * at a time, with never more than one call in flight: the round never
+ * waits for these writes, and their cost is bounded whatever the churn.
  */
 #include "kp_sched_int.h"
 
@@ -178,8 +184,12 @@ size_t kp__transition_all(kp_sched *s, kp_inst **recs, size_t n, int to, const c
     pb_treq *items = orr_xrealloc(NULL, (n < BATCH_MAX ? n : BATCH_MAX) * sizeof *items);
     for (size_t off = 0; off < n; off += BATCH_MAX) {
         size_t k = n - off < BATCH_MAX ? n - off : BATCH_MAX;
-        for (size_t i = 0; i < k; i++)
-            kp__req_init(&items[i], s, recs[off + i], to, reason);
+        for (size_t i = 0; i < k; i++) {
+            /* a reason of its own for this instance this round, if any */
+            const char *own =
+                s->met_notes.len ? kp_map_get(&s->met_notes, recs[off + i]->id) : NULL;
+            kp__req_init(&items[i], s, recs[off + i], to, own ? own : reason);
+        }
         int failed;
         ok += kp__send_batch(s, items, recs + off, k, &failed);
         if (failed)
@@ -292,4 +302,147 @@ void kp__write_watermark(kp_sched *s, int64_t now)
     }
     if (kp__still_leader(s))
         kp_elect_watermark_set(s->el, w);
+}
+
+/* ------------------------------------------------------------ why is it waiting */
+
+void kp__why_note_text(kp_sched *s, kp_inst *r, const char *json, size_t len, uint32_t hash)
+{
+    if (r->id <= 0 || r->why == hash)
+        return;
+    r->why = hash;
+    why_entry *e = orr_xrealloc(NULL, sizeof *e + len + 1);
+    e->id = r->id;
+    e->attempt = r->attempt;
+    e->at_ms = kp__wall_ms();
+    memcpy(e->json, json, len);
+    e->json[len] = '\0';
+    free(kp_map_del(&s->why_pending, r->id));
+    kp_map_put(&s->why_pending, r->id, e);
+}
+
+void kp__why_note(kp_sched *s, kp_inst *r, const kp_why *w)
+{
+    kp__why_note_text(s, r, w->buf, w->len, kp_why_hash(w->buf, w->len));
+}
+
+static void *why_main(void *arg)
+{
+    kp_sched *s = arg;
+    pthread_mutex_lock(&s->why_mu);
+    for (;;) {
+        while (!s->why_stop && !(s->why_busy && s->n_why_out))
+            pthread_cond_wait(&s->why_cv, &s->why_mu);
+        if (s->why_stop)
+            break;
+        why_entry **out = s->why_out;
+        size_t n = s->n_why_out;
+        pthread_mutex_unlock(&s->why_mu);
+
+        Orrery__Halley__V1__InstanceBlockers *items = orr_xrealloc(NULL, n * sizeof *items);
+        Orrery__Halley__V1__InstanceBlockers **ptrs = orr_xrealloc(NULL, n * sizeof *ptrs);
+        for (size_t i = 0; i < n; i++) {
+            orrery__halley__v1__instance_blockers__init(&items[i]);
+            items[i].instance_id = out[i]->id;
+            items[i].attempt = out[i]->attempt;
+            items[i].blockers_json = out[i]->json;
+            items[i].evaluated_at_ms = out[i]->at_ms;
+            ptrs[i] = &items[i];
+        }
+        Orrery__Halley__V1__PutBlockersRequest rq = ORRERY__HALLEY__V1__PUT_BLOCKERS_REQUEST__INIT;
+        rq.n_items = n;
+        rq.items = ptrs;
+        ProtobufCMessage *resp = NULL;
+        orr_err err;
+        orr_status rc =
+            orr_rpc_call_unary(s->cl, "PutBlockers", &rq.base, &resp, RPC_TIMEOUT_MS, &err);
+        if (rc == ORR_OK)
+            protobuf_c_message_free_unpacked(resp, NULL);
+        else {
+            char buf[600];
+            /* the lists are dropped: the console shows an older evaluation
+             * until the next change writes a new one */
+            ORR_WARN("blockers not written", "items=%zu error=%s", n,
+                     orr_log_q(orr_err_str(&err, buf, sizeof buf)));
+        }
+        for (size_t i = 0; i < n; i++)
+            free(out[i]);
+        free(items);
+        free(ptrs);
+
+        pthread_mutex_lock(&s->why_mu);
+        s->n_why_out = 0;
+        s->why_busy = 0;
+    }
+    pthread_mutex_unlock(&s->why_mu);
+    return NULL;
+}
+
+void kp__why_start(kp_sched *s)
+{
+    pthread_mutex_init(&s->why_mu, NULL);
+    pthread_cond_init(&s->why_cv, NULL);
+    s->why_out = orr_xrealloc(NULL, WHY_BATCH * sizeof *s->why_out);
+    s->why_th_started = pthread_create(&s->why_th, NULL, why_main, s) == 0;
+    if (!s->why_th_started)
+        ORR_WARN("no blocker writer thread: why instances wait is not recorded", "%s", "");
+}
+
+void kp__why_stop(kp_sched *s)
+{
+    if (s->why_th_started) {
+        pthread_mutex_lock(&s->why_mu);
+        s->why_stop = 1;
+        pthread_cond_signal(&s->why_cv);
+        pthread_mutex_unlock(&s->why_mu);
+        pthread_join(s->why_th, NULL);
+        s->why_th_started = 0;
+    }
+    for (size_t i = 0; i < s->n_why_out; i++)
+        free(s->why_out[i]);
+    s->n_why_out = 0;
+    free(s->why_out);
+    s->why_out = NULL;
+    kp__why_drop(s);
+    kp_map_free(&s->why_pending);
+    pthread_mutex_destroy(&s->why_mu);
+    pthread_cond_destroy(&s->why_cv);
+}
+
+void kp__why_drop(kp_sched *s)
+{
+    for (size_t i = 0; i < s->why_pending.cap; i++)
+        if (s->why_pending.slots[i].key)
+            free(s->why_pending.slots[i].val);
+    kp_map_free(&s->why_pending);
+    memset(&s->why_pending, 0, sizeof s->why_pending);
+}
+
+void kp__why_flush(kp_sched *s, int64_t now)
+{
+    if (!s->why_pending.len || now < s->next_why_ms || !s->why_th_started)
+        return;
+    if (!kp__still_leader(s)) {
+        kp__why_drop(s);
+        return;
+    }
+    pthread_mutex_lock(&s->why_mu);
+    if (s->why_busy) {
+        pthread_mutex_unlock(&s->why_mu);
+        return;
+    }
+    size_t n = 0;
+    int64_t ids[WHY_BATCH];
+    for (size_t i = 0; i < s->why_pending.cap && n < WHY_BATCH; i++)
+        if (s->why_pending.slots[i].key) {
+            s->why_out[n] = s->why_pending.slots[i].val;
+            ids[n++] = s->why_pending.slots[i].key;
+        }
+    s->n_why_out = n;
+    s->why_busy = 1;
+    pthread_cond_signal(&s->why_cv);
+    pthread_mutex_unlock(&s->why_mu);
+    for (size_t i = 0; i < n; i++)
+        kp_map_del(&s->why_pending, ids[i]);
+    s->next_why_ms = now + WHY_EVERY_MS;
 }

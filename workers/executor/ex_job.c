@@ -46,6 +46,10 @@ typedef struct job_spec {
     json_t *config; /* borrowed from root */
     int64_t timeout_ms;
     int slots;
+    /* spec.limits (0 = the slots' share): at most the task type's maximum,
+     * which halleyd checked when the spec was saved */
+    int64_t memory_bytes;
+    int cpu_percent, pids;
     json_t *root;
 } job_spec;
 
@@ -68,6 +72,18 @@ static orr_status parse_spec(ex_daemon *d, const char *text, job_spec *js, orr_e
     if (timeout &&
         (orr_config_parse_duration(timeout, &js->timeout_ms) != ORR_OK || js->timeout_ms <= 0))
         return orr_err_set(err, ORR_EINVAL, "timeout", "must be a duration such as 30m");
+    json_t *lim = json_object_get(js->root, "limits");
+    if (json_is_object(lim)) {
+        const char *mem = json_string_value(json_object_get(lim, "memory"));
+        json_t *cpu = json_object_get(lim, "cpu"), *pids = json_object_get(lim, "pids");
+        if (mem && orr_config_parse_size(mem, &js->memory_bytes) != ORR_OK)
+            return orr_err_set(err, ORR_EINVAL, "limits.memory", "must be a size such as 512m");
+        if (json_is_number(cpu) && json_number_value(cpu) > 0)
+            js->cpu_percent = (int)(json_number_value(cpu) * 100 + 0.5);
+        if (json_is_integer(pids) && json_integer_value(pids) > 0 &&
+            json_integer_value(pids) <= 1000000)
+            js->pids = (int)json_integer_value(pids);
+    }
     return ORR_OK;
 }
 
@@ -260,8 +276,9 @@ static void run_job(ex_daemon *d, ex_job *j, orr_arena *a)
     if (ex_report_send(d, &rr, 0, NULL, &err) != ORR_OK)
         goto done;
 
-    ex_limits lim = {d->slot_memory * js.slots, d->slot_cpu_percent * js.slots,
-                     d->slot_pids * js.slots};
+    ex_limits lim = {js.memory_bytes ? js.memory_bytes : d->slot_memory * js.slots,
+                     js.cpu_percent ? js.cpu_percent : d->slot_cpu_percent * js.slots,
+                     js.pids ? js.pids : d->slot_pids * js.slots};
     ex_spawn sp = {.argv = plan.argv,
                    .envp = plan.envp,
                    .cwd = plan.cwd,

@@ -26,6 +26,12 @@
  *                                 Backfill; prints the created instances' ids
  *   finish ID ATTEMPT             running -> success of that attempt (ends a
  *                                 run that a holding executor keeps)
+ *   blockers ID                   what keplerd last wrote as blocking the
+ *                                 instance (GetBlockers): one JSON line
+ *                                 {"found", "state", "evaluated_at_ms",
+ *                                 "blockers": [...], "holders": [...]}
+ *   drain ID 0|1                  resume / drain an executor (UpdateExecutor)
+ *   quota TEAM MAX_RUNNING MAX_SLOTS   a team's quota (0 = no limit)
  *   audit PREFIX                  for every instance of tasks PREFIX*: its
  *                                 state, attempts, and the number of
  *                                 ready->dispatched transitions per attempt;
@@ -496,9 +502,9 @@ int main(int argc, char **argv)
         for (size_t i = 0; i < r->n_transitions; i++) {
             const Orrery__Halley__V1__Transition *t = r->transitions[i];
             printf("{\"id\":%" PRId64 ",\"attempt\":%d,\"from\":\"%s\",\"to\":\"%s\","
-                   "\"actor\":\"%s\",\"executor\":\"%s\",\"at\":%" PRId64 "}\n",
+                   "\"actor\":\"%s\",\"executor\":\"%s\",\"at\":%" PRId64 ",\"reason\":\"%s\"}\n",
                    t->id, t->attempt, state_name(t->from_state), state_name(t->to_state), t->actor,
-                   t->executor, t->at_ms);
+                   t->executor, t->at_ms, t->reason);
         }
         protobuf_c_message_free_unpacked(&r->base, NULL);
     } else if (strcmp(cmd, "max-live") == 0 && argc == 5) {
@@ -547,6 +553,36 @@ int main(int argc, char **argv)
             fprintf(stderr, "kp_it_tool: finish %s: the transition was refused\n", argv[2]);
             rc = 1;
         }
+    } else if (strcmp(cmd, "blockers") == 0 && argc == 3) {
+        Orrery__Halley__V1__GetBlockersRequest rq = ORRERY__HALLEY__V1__GET_BLOCKERS_REQUEST__INIT;
+        rq.instance_id = strtoll(argv[2], NULL, 10);
+        Orrery__Halley__V1__GetBlockersResponse *r = (void *)call("GetBlockers", &rq.base);
+        printf("{\"found\":%s,\"state\":\"%s\",\"evaluated_at_ms\":%" PRId64 ",\"blockers\":%s,"
+               "\"holders\":[",
+               r->found ? "true" : "false", state_name(r->state),
+               r->blockers ? r->blockers->evaluated_at_ms : 0,
+               r->blockers ? r->blockers->blockers_json : "[]");
+        for (size_t i = 0; i < r->n_holders; i++)
+            printf("%s{\"pool\":\"%s\",\"instance_id\":%" PRId64 ",\"tokens\":%d}", i ? "," : "",
+                   r->holders[i]->pool, r->holders[i]->instance_id, (int)r->holders[i]->tokens);
+        printf("]}\n");
+        protobuf_c_message_free_unpacked(&r->base, NULL);
+    } else if (strcmp(cmd, "drain") == 0 && argc == 4) {
+        Orrery__Halley__V1__UpdateExecutorRequest rq =
+            ORRERY__HALLEY__V1__UPDATE_EXECUTOR_REQUEST__INIT;
+        rq.id = argv[2];
+        rq.set_drained = 1;
+        rq.drained = atoi(argv[3]) != 0;
+        rq.actor = "test";
+        protobuf_c_message_free_unpacked(call("UpdateExecutor", &rq.base), NULL);
+    } else if (strcmp(cmd, "quota") == 0 && argc == 5) {
+        Orrery__Halley__V1__PutTeamQuotaRequest rq =
+            ORRERY__HALLEY__V1__PUT_TEAM_QUOTA_REQUEST__INIT;
+        rq.team = argv[2];
+        rq.max_running = atoi(argv[3]);
+        rq.max_slots = atoi(argv[4]);
+        rq.actor = "test";
+        protobuf_c_message_free_unpacked(call("PutTeamQuota", &rq.base), NULL);
     } else if (strcmp(cmd, "audit") == 0 && argc == 3) {
         audit a = {0};
         each_instance(argv[2], audit_one, &a);

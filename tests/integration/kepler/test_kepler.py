@@ -1,6 +1,6 @@
 """test_kepler.py - keplerd against real ZooKeeper, halleyd and PostgreSQL.
 
-    test_kepler.py BUILD_DIR scheduling|failover|executord|data_unit|workflow_pause|runs
+    test_kepler.py BUILD_DIR scheduling|failover|executord|data_unit|workflow_pause|runs|blockers
 
 scheduling: a diamond DAG runs in dependency order, driven by events alone
 (the periodic sweep is set far beyond the test's length, so no dispatch can
@@ -38,6 +38,16 @@ who released it; a serial backfill of a task with a downstream task runs one
 cycle at a time (after a barrier with a run of cycle N held, no instance of
 a later cycle has left waiting); a parallel backfill of 2 cycles never has a
 third running and starts the next when one ends.
+
+blockers: "why is it waiting", each blocker built by construction and
+read back from halleyd (GetBlockers, what keplerd wrote): a downstream
+whose upstream instance is not created yet; a pool of 1 token held by an
+instance a holding executor keeps running (the holder is named); a
+drained executor; a team quota of 1 running instance. Releasing each (the
+upstream runs, the holder finishes, the executor is resumed, the first
+run of the team ends) lets the instance run. A downstream whose strong
+upstream had no run for its cycle (a cron upstream created after it) is
+made ready with a reason that says so.
 
 Tasks, pools and instances are created through halleyd's API by kp_it_tool
 (a small orr_rpc client), which also plays the executors.
@@ -685,12 +695,129 @@ def runs(k):
     check(ok, "parallel: every instance succeeded")
 
 
+def blockers_of(k, iid):
+    return json.loads(k.tool("blockers", str(iid)))
+
+
+def wait_blocker(k, iid, kind, what, **fields):
+    """Waits until keplerd wrote a blocker of that kind (with those fields)
+    for instance iid; returns it, or None after a failed check."""
+    def found():
+        for b in blockers_of(k, iid)["blockers"]:
+            if b.get("kind") == kind and all(b.get(f) == v for f, v in fields.items()):
+                return b
+        return None
+    b = wait_until(found, 30)
+    check(b is not None, f"blockers: {what}")
+    if b is None:
+        print(f"     blockers now: {blockers_of(k, iid)}", flush=True)
+    return b
+
+
+def state_of(k, iid):
+    for i in k.instances("why-"):
+        if i["id"] == iid:
+            return i
+    return None
+
+
+def wait_state(k, iid, states_ok, what, timeout=30):
+    ok = wait_until(lambda: (state_of(k, iid) or {}).get("state") in states_ok, timeout)
+    check(ok, what)
+    return ok
+
+
+def blockers(k):
+    plain = {"plain": "yes"}
+    k.start_executor("exec-p", 4, 100, labels=plain)
+    k.start_executor("why-h", 2, -1, labels={"why": "hold"})  # runs end when the test says
+    k.start_executor("why-d", 2, 100, labels={"why": "drain"})
+    k.start_kepler("k1", sweep=NO_SWEEP)
+    check(wait_until(lambda: k.leader()[0] == "k1", 20), "keplerd k1 becomes leader")
+    for e in ("exec-p", "why-h", "why-d"):
+        k.wait_executor_seen(e)
+    t0 = 1_700_000_000_000
+
+    # --- an upstream instance that does not exist yet
+    up = k.task("why-up", labels=plain)
+    down = k.task("why-down", labels=plain, upstreams=[{"kind": "strong", "task": "why-up"}])
+    k.wait_indexed("why-up", "why-down")
+    (d,) = k.create(down, [t0])
+    b = wait_blocker(k, d, "upstream", "a missing upstream instance is named, not created yet",
+                     task="why-up", state="not_created")
+    if b:
+        check(b.get("instance_id") is None and b.get("schedule_time_ms") == t0,
+              "blockers: the upstream's cycle is the downstream's (same time, no instance)")
+    (u,) = k.create(up, [t0])
+    wait_state(k, d, ("success",), "upstream ran: the downstream runs")
+
+    # --- a pool of one token, held by an instance that keeps running
+    k.tool("pool", "why-pool", "1")
+    holder = k.task("why-holder", labels={"why": "hold"}, pools={"why-pool": 1})
+    pooled = k.task("why-pooled", labels=plain, pools={"why-pool": 1})
+    k.wait_indexed("why-holder", "why-pooled")
+    (h,) = k.create(holder, [t0])
+    wait_state(k, h, ("running",), "pool: the holder runs and keeps its token")
+    (p,) = k.create(pooled, [t0])
+    b = wait_blocker(k, p, "pool", "a pool without tokens is named", pool="why-pool")
+    got = blockers_of(k, p)
+    check(any(x["pool"] == "why-pool" and x["instance_id"] == h for x in got["holders"]),
+          "blockers: the pool's holder is the running instance")
+    check(got["state"] == "ready", "blockers: the pooled instance is ready, not dispatched")
+    k.tool("finish", str(h), "1")
+    wait_state(k, p, ("success",), "pool: once the holder ends, the pooled instance runs")
+
+    # --- a drained executor
+    k.tool("drain", "why-d", "1")
+    k.barrier("drain", labels=plain)  # the drain event is handled before what follows
+    dr = k.task("why-drained", labels={"why": "drain"})
+    k.wait_indexed("why-drained")
+    (x,) = k.create(dr, [t0])
+    wait_blocker(k, x, "executor", "the only executor with the labels is drained",
+                 reason="drained")
+    check(state_of(k, x)["state"] == "ready", "drain: the instance stays ready")
+    k.tool("drain", "why-d", "0")
+    wait_state(k, x, ("success",), "drain: resumed, the executor takes the instance")
+
+    # --- a team quota of one running instance
+    k.tool("team", "why-q")
+    k.tool("quota", "why-q", "1", "0")
+    q1 = k.task("why-q1", team="why-q", labels={"why": "hold"})
+    q2 = k.task("why-q2", team="why-q", labels={"why": "hold"})
+    k.wait_indexed("why-q1", "why-q2")
+    (i1,) = k.create(q1, [t0])
+    wait_state(k, i1, ("running",), "quota: the first instance of the team runs")
+    (i2,) = k.create(q2, [t0])
+    b = wait_blocker(k, i2, "team_quota", "the team's quota is named", team="why-q",
+                     limit="max_running")
+    if b:
+        check(b.get("max") == 1 and b.get("used") == 1, "blockers: quota 1, 1 in use")
+    check(state_of(k, i2)["state"] == "ready", "quota: the second stays ready (a slot is free)")
+    k.tool("finish", str(i1), "1")
+    wait_state(k, i2, ("running",), "quota: once the first ends, the second runs")
+    k.tool("finish", str(i2), "1")
+
+    # --- an upstream that did not exist for the cycle: met, and said so
+    k.task("why-cron", labels=plain, schedule="0 0 * * *")
+    late = k.task("why-late", labels=plain, upstreams=[{"kind": "strong", "task": "why-cron"}])
+    k.wait_indexed("why-cron", "why-late")
+    (l,) = k.create(late, [t0])
+    wait_state(k, l, ("success",), "absent upstream cycle: the downstream runs")
+    trs = [json.loads(x) for x in k.tool("transitions", str(l)).splitlines()]
+    met = [t for t in trs if t["to"] == "ready"]
+    check(met and "why-cron had no run for this cycle" in met[0]["reason"],
+          f"timeline: the ready transition says the upstream had no run "
+          f"({met[0]['reason'] if met else None!r})")
+
+
 def main():
     modes = {"scheduling": scheduling, "failover": failover, "executord": real_executor,
-             "data_unit": data_unit, "workflow_pause": workflow_pause, "runs": runs}
+             "data_unit": data_unit, "workflow_pause": workflow_pause, "runs": runs,
+             "blockers": blockers}
     if len(sys.argv) != 3 or sys.argv[2] not in modes:
         print("usage: test_kepler.py BUILD_DIR "
-              "scheduling|failover|executord|data_unit|workflow_pause|runs", file=sys.stderr)
+              "scheduling|failover|executord|data_unit|workflow_pause|runs|blockers",
+              file=sys.stderr)
         return 2
     orrery_it.require_env("ORRERY_ZK")
     with orrery_it.Platform(sys.argv[1], galaxies=0) as p:
