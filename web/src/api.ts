@@ -76,6 +76,13 @@ export type Workflow = Sent<Schemas['Workflow']>;
 export type Paused = Sent<NonNullable<Schemas['Paused']>> | null;
 export type TaskSuggestion = ItemOf<'suggestTasks'>;
 export type Team = ItemOf<'listTeams'>;
+/** One thing holding an instance back; its fields depend on kind. */
+export type Blocker = Schemas['Blocker'];
+export type Blockers = Omit<Answer<'getInstanceBlockers'>, 'blockers'> & { blockers: Blocker[] };
+export type Executor = Sent<Schemas['Executor']>;
+export type TeamQuota = Sent<Schemas['TeamQuota']>;
+export type Limits = Schemas['Limits'];
+export type TypeLimits = Omit<Sent<Schemas['TypeLimits']>, 'limits'> & { limits: Limits };
 
 export class ApiError extends Error {
   readonly status: number;
@@ -254,6 +261,16 @@ export const api = {
     request<Answer<'suggestTasks'>>('GET', '/tasks/suggest', { query: { q, limit }, signal }),
   searchUsers: (q: { q?: string; role?: string; limit?: number }) => request<Answer<'listUsers'>>('GET', '/users', { query: q }),
   teams: () => request<Answer<'listTeams'>>('GET', '/teams', { query: { limit: 1000 } }),
+  // Why is it waiting; resource limits.
+  blockers: (id: number) => request<Blockers>('GET', `/instances/${id}/blockers`),
+  updateExecutor: (name: string, patch: Body<'updateExecutor'>) =>
+    request<Answer<'updateExecutor'>>('PATCH', `/executors/${encodeURIComponent(name)}`, { body: patch }),
+  quotas: () => request<{ items: TeamQuota[] }>('GET', '/quotas'),
+  putQuota: (team: string, max_running: number, max_slots: number) =>
+    request<TeamQuota>('PUT', `/quotas/${encodeURIComponent(team)}`, { body: { max_running, max_slots } satisfies Body<'putQuota'> }),
+  typeLimits: () => request<{ items: TypeLimits[] }>('GET', '/task-types/limits'),
+  putTypeLimits: (type: string, limits: Limits) =>
+    request<TypeLimits>('PUT', `/task-types/${encodeURIComponent(type)}/limits`, { body: { limits } satisfies Body<'putTypeLimits'> }),
 
   log: (id: number, attempt: number, offset: number, timestamps = false, signal?: AbortSignal) =>
     request<Answer<'instanceLog'>>('GET', `/instances/${id}/log`, {

@@ -22,6 +22,7 @@ const NAV = [
   { to: '/lineage', label: 'Lineage', icon: '⇄' },
   { to: '/packages', label: 'Packages', icon: '▣' },
   { to: '/tokens', label: 'API tokens', icon: '⚷' },
+  { to: '/resources', label: 'Resources', icon: '⛁' },
   { to: '/admin/pools', label: 'Admin', icon: '⚙' },
 ];
 
@@ -35,6 +36,7 @@ const InstancePage = lazy(() => import('./pages/instance').then((m) => m.Instanc
 const InstancesPage = lazy(() => import('./pages/instances').then((m) => m.InstancesPage));
 const LineagePage = lazy(() => import('./pages/lineage').then((m) => m.LineagePage));
 const PackagesPage = lazy(() => import('./pages/packages').then((m) => m.PackagesPage));
+const ResourcesPage = lazy(() => import('./pages/resources').then((m) => m.ResourcesPage));
 const StreamPage = lazy(() => import('./pages/streams').then((m) => m.StreamPage));
 const StreamsPage = lazy(() => import('./pages/streams').then((m) => m.StreamsPage));
 const TasksPage = lazy(() => import('./pages/tasks').then((m) => m.TasksPage));
@@ -127,6 +129,7 @@ function Shell({ me, onLogout }: { me: Me; onLogout: () => void }) {
             <Route path={`${BASE}/lineage`} component={LineagePage} />
             <Route path={`${BASE}/packages`} component={PackagesPage} />
             <Route path={`${BASE}/tokens`} component={TokensPage} />
+            <Route path={`${BASE}/resources`} component={ResourcesPage} />
             <Route path={`${BASE}/admin/:tab?`} component={AdminTab} />
             <Route default component={NotFound} />
           </Router>

@@ -50,6 +50,7 @@ function routes() {
     ['lineage', '/app/lineage'],
     ['packages', '/app/packages'],
     ['tokens', '/app/tokens'],
+    ['resources', '/app/resources'],
     ['admin-pools', '/app/admin/pools'],
     ['admin-executors', '/app/admin/executors'],
     ['admin-datasources', '/app/admin/datasources'],

@@ -9,6 +9,7 @@
 // changes made by the scheduler or by other people show up by themselves.
 import { useState } from 'preact/hooks';
 import { api, type Action, type DepState, type State, type Transition } from '../api';
+import { Blockers } from '../components/blockers';
 import { Graph, type GNode, type GEdge } from '../components/graph';
 import { LogView } from '../components/logview';
 import { InstanceStats, TaskRowsChart } from '../components/procstats';
@@ -260,6 +261,12 @@ export function InstancePage({ id }: { id: number }) {
           <div class="stat-value">{d.executor ?? '—'}</div>
         </div>
       </div>
+      {(d.state === 'waiting' || d.state === 'ready' || d.state === 'suspended') && (
+        <section class="card pad">
+          <h2>Why it waits</h2>
+          <Blockers id={d.id} state={d.state} />
+        </section>
+      )}
       <div class="split">
         <section class="card pad">
           <h2>Dependencies</h2>
