@@ -199,13 +199,14 @@ void gx_h_instance_get(gx_req *req, gx_resp *resp)
             const char *st = gx_state_name(a->state);
             json_array_append_new(
                 atts,
-                json_pack("{s:i,s:o,s:o,s:o,s:o,s:o,s:s}", "attempt", a->attempt, "state",
+                json_pack("{s:i,s:o,s:o,s:o,s:o,s:o,s:s,s:o}", "attempt", a->attempt, "state",
                           st ? json_string(st) : json_null(), "executor",
                           a->executor && *a->executor ? json_string(a->executor) : json_null(),
                           "started_at", gx_json_time(a->started_at_ms), "finished_at",
                           gx_json_time(a->finished_at_ms), "exit_code",
                           a->has_exit_code ? json_integer(a->exit_code) : json_null(), "reason",
-                          a->reason ? a->reason : ""));
+                          a->reason ? a->reason : "", "task_version",
+                          a->task_version ? json_integer(a->task_version) : json_null()));
         }
         json_object_set_new(out, "attempts", atts);
         protobuf_c_message_free_unpacked(&ar->base, NULL);

@@ -245,7 +245,8 @@ void gx_h_workflow_rerun_failed(gx_req *req, gx_resp *resp)
 void gx_h_task_backfill(gx_req *req, gx_resp *resp)
 {
     static const char *const keys[] = {"from", "to",         "priority", "include_downstream",
-                                       "mode", "max_cycles", "dry_run",  NULL};
+                                       "mode", "max_cycles", "dry_run",  "params",
+                                       NULL};
     orr_err e;
     int64_t id = gx_param_id(req, resp, 0, "id");
     if (!id)
@@ -267,6 +268,9 @@ void gx_h_task_backfill(gx_req *req, gx_resp *resp)
         gx_resp_err(resp, &e);
         return;
     }
+    const char *params = gx_params_text(req, body, "params", resp);
+    if (!params)
+        return;
     if (gx_parse_time(from_s, &from_ms) != ORR_OK) {
         gx_resp_fail(resp, ORR_EINVAL, "from", "must be an ISO-8601 time");
         return;
@@ -304,6 +308,7 @@ void gx_h_task_backfill(gx_req *req, gx_resp *resp)
     rq.max_cycles = cycles;
     rq.dry_run = dry;
     rq.actor = (char *)gx_actor(req);
+    rq.params_json = (char *)params;
     gx_run_teams(req, &rq.restrict_teams, &rq.n_teams, &rq.teams);
     HL(BackfillResponse) * rs;
     if (gx_run_call(req, resp, "Backfill", &rq.base, (ProtobufCMessage **)&rs) != ORR_OK)

@@ -13,6 +13,7 @@
 #include "orr_tz.h"
 #include "orr_json.h"
 #include "orr_jschema.h"
+#include "orr_subst.h"
 
 void gx_h_schedule_next(gx_req *req, gx_resp *resp)
 {
@@ -79,6 +80,10 @@ void gx_h_task_validate(gx_req *req, gx_resp *resp)
         gx_resp_fail(resp, e.code,
                      strcmp(e.field, "timezone") == 0 ? "spec.timezone" : "spec.schedule", "%s",
                      e.msg);
+        return;
+    }
+    if (orr_subst_check_spec(spec, &e) != ORR_OK) { /* as halleyd checks at save */
+        gx_resp_err(resp, &e);
         return;
     }
     json_t *next = json_array();

@@ -180,6 +180,8 @@ void gx_h_task_update(gx_req *req, gx_resp *resp)
     rq.spec_json = gx_dump(req, spec);
     rq.actor = (char *)gx_actor(req);
     rq.expected_version = expected;
+    const char *comment = gx_req_query(req, "comment"); /* kept with the new version */
+    rq.comment = (char *)(comment ? comment : "");
     HL(Task) * t;
     if (gx_halley(req, resp, "UpdateTask", &rq.base, (ProtobufCMessage **)&t) != ORR_OK)
         return;

@@ -252,6 +252,9 @@ json_t *gx_task_json(const HL(Task) * t)
     json_object_set_new(o, "created_by", json_string(t->created_by));
     json_object_set_new(o, "created_at", gx_json_time(t->created_at_ms));
     json_object_set_new(o, "spec", spec ? spec : json_object());
+    json_object_set_new(o, "comment", json_string(t->comment ? t->comment : ""));
+    json_object_set_new(o, "restored_from",
+                        t->restored_from ? json_integer(t->restored_from) : json_null());
     if (t->last_schedule_time_ms > 0) {
         const char *st = gx_state_name(t->last_state);
         json_object_set_new(o, "last_run",
@@ -310,6 +313,12 @@ json_t *gx_instance_json(const HL(Instance) * in)
                                         gx_json_time(in->backfill_cycle_ms), "max_cycles",
                                         (int)in->backfill_cycles)
                             : json_null());
+    if (in->params_json && *in->params_json) { /* GetInstance only */
+        json_t *p = json_loads(in->params_json, 0, NULL);
+        json_object_set_new(o, "params", json_is_object(p) ? p : json_object());
+        if (p && !json_is_object(p))
+            json_decref(p);
+    }
     if (in->n_upstreams || in->n_downstreams) {
         json_object_set_new(o, "upstreams", gx_deps_json(in->n_upstreams, in->upstreams));
         json_object_set_new(o, "downstreams", gx_deps_json(in->n_downstreams, in->downstreams));

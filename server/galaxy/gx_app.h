@@ -152,6 +152,16 @@ void gx_h_task_backfill(gx_req *, gx_resp *);
 void gx_h_task_run(gx_req *, gx_resp *);
 void gx_h_instance_rerun(gx_req *, gx_resp *);
 void gx_h_workflow_rerun_failed(gx_req *, gx_resp *);
+/* gx_api_versions.c */
+void gx_h_task_versions(gx_req *, gx_resp *);
+void gx_h_task_diff(gx_req *, gx_resp *);
+void gx_h_task_rollback(gx_req *, gx_resp *);
+void gx_h_task_reactivate(gx_req *, gx_resp *);
+void gx_h_instance_params(gx_req *, gx_resp *);
+/* The object body[key] of parameter values (absent or null: "") as compact
+ * JSON in the request's arena; NULL after answering 400 naming key or
+ * key.<name>. */
+const char *gx_params_text(gx_req *req, json_t *body, const char *key, gx_resp *resp);
 void gx_h_instances_list(gx_req *, gx_resp *);
 void gx_h_instance_get(gx_req *, gx_resp *);
 void gx_h_instance_action(gx_req *, gx_resp *);

@@ -86,6 +86,10 @@ HL_UNARY(hl_api_get_task);
 HL_UNARY(hl_api_list_tasks);
 HL_UNARY(hl_api_update_task);
 HL_UNARY(hl_api_deactivate_task);
+HL_UNARY(hl_api_list_task_versions);
+HL_UNARY(hl_api_rollback_task);
+HL_UNARY(hl_api_reactivate_task);
+HL_UNARY(hl_api_set_instance_params);
 /* Instances, their attempts and transitions (hl_api_instances.c). */
 HL_UNARY(hl_api_create_instances);
 HL_UNARY(hl_api_get_instance);
@@ -210,6 +214,16 @@ HL_UNARY(hl_api_rerun_instances);
 HL_UNARY(hl_api_backfill);
 
 /* ------------------------------------------------------------ helpers */
+
+/* An instance's parameter values (hl_api_instances.c). hl_params_parse:
+ * text ("" = none) must be a JSON object of at most 64 strings (4096 bytes
+ * each) under parameter names; *canon gets its compact form ("{}" for "");
+ * ORR_EINVAL naming "params" or "params.<name>". hl_params_known:
+ * ORR_EINVAL naming "params.<name>" for the first name of canon that
+ * version (0 = current) of task_id does not declare. */
+orr_status hl_params_parse(orr_arena *a, const char *text, const char **canon, orr_err *err);
+orr_status hl_params_known(hl_conn *c, orr_arena *a, int64_t task_id, int32_t version,
+                           const char *canon, orr_err *err);
 
 /* gRPC status code of an orr_status (for per-item results of batch calls),
  * following the mapping of orr_rpc.h. */

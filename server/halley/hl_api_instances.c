@@ -22,6 +22,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <jansson.h>
+
 #include "hl_api.h"
 #include "hl_page.h"
 #include "hl_tcomb.h"
@@ -29,13 +31,16 @@
 #include "orr_cron.h"
 #include "orr_cycle.h"
 #include "orr_log.h"
+#include "orr_alloc.h"
+#include "orr_subst.h"
 
 #define HL_BATCH_MAX 1000
 
 static hl_stmt q_create_instance = HL_STMT(
     "WITH ins AS ("
-    " INSERT INTO instances (task_id, task_version, schedule_time, state, priority)"
-    " SELECT t.id, t.current_version, to_timestamp($2::int8 / 1000.0), 'waiting', $3::int"
+    " INSERT INTO instances (task_id, task_version, schedule_time, state, priority, params)"
+    " SELECT t.id, t.current_version, to_timestamp($2::int8 / 1000.0), 'waiting', $3::int,"
+    " $5::jsonb"
     " FROM tasks t WHERE t.id = $1::int8 AND t.active"
     " ON CONFLICT (task_id, schedule_time) DO NOTHING RETURNING *),"
     " ev AS (INSERT INTO events (kind, task_id, instance_id, payload)"
@@ -51,9 +56,23 @@ static hl_stmt q_existing_instance = HL_STMT(
 
 static hl_stmt q_task_active = HL_STMT("SELECT active FROM tasks WHERE id = $1::int8");
 
-static hl_stmt q_get_instance = HL_STMT("SELECT " HL_INSTANCE_COLS ", " HL_EXIT_COL
-                                        " FROM instances i JOIN tasks t ON t.id = i.task_id"
-                                        " WHERE i.id = $1::int8");
+static hl_stmt q_get_instance =
+    HL_STMT("SELECT " HL_INSTANCE_COLS ", " HL_EXIT_COL ", i.params::text"
+            " FROM instances i JOIN tasks t ON t.id = i.task_id"
+            " WHERE i.id = $1::int8");
+
+/* The first name of the parameter object $3 that the task $1's version $2
+ * (0 = its current version) does not declare; no row when all are. */
+static hl_stmt q_unknown_param = HL_STMT(
+    "SELECT k FROM jsonb_object_keys($3::jsonb) k WHERE NOT coalesce((SELECT v.spec->'parameters'"
+    " FROM tasks t JOIN task_versions v ON v.task_id = t.id AND v.version = CASE WHEN $2::int = 0"
+    " THEN t.current_version ELSE $2::int END WHERE t.id = $1::int8), '{}'::jsonb) ? k"
+    " ORDER BY k LIMIT 1");
+
+static hl_stmt q_instance_task =
+    HL_STMT("SELECT task_id, task_version FROM instances WHERE id = $1::int8 FOR UPDATE");
+static hl_stmt q_set_params =
+    HL_STMT("UPDATE instances SET params = $2::jsonb WHERE id = $1::int8");
 
 /* The dependency edges of an instance, with both tasks' schedules: upstream
  * edges ($2 = 0: the instance's task depends on ut) or downstream ones ($2 =
@@ -124,6 +143,8 @@ static hl_stmt q_list_ready = HL_STMT(
 static hl_stmt q_transition = HL_STMT(
     "WITH u AS ("
     " UPDATE instances SET state = $3, attempt = attempt + $8::int,"
+    "  task_version = CASE WHEN $8::int = 1 THEN (SELECT ct.current_version FROM tasks ct"
+    "   WHERE ct.id = instances.task_id) ELSE task_version END,"
     "  executor = CASE WHEN $3 = 'dispatched' THEN $6 ELSE executor END,"
     "  reason = $5, updated_at = now(),"
     "  started_at = CASE WHEN $3 = 'running' THEN now() WHEN $3 = 'waiting' THEN NULL"
@@ -136,10 +157,11 @@ static hl_stmt q_transition = HL_STMT(
     "  (instance_id, attempt, from_state, to_state, actor, reason, executor)"
     "  SELECT id, attempt, $2, $3, $4, $5, executor FROM u),"
     " att AS (INSERT INTO attempts (instance_id, attempt, executor, state, exit_code, reason,"
-    "  finished_at)"
-    "  SELECT id, attempt, executor, $3, $10::int, $5, CASE WHEN $9::bool THEN now() END"
-    "  FROM u WHERE $11::bool"
+    "  finished_at, task_version)"
+    "  SELECT id, attempt, executor, $3, $10::int, $5, CASE WHEN $9::bool THEN now() END,"
+    "  task_version FROM u WHERE $11::bool"
     "  ON CONFLICT (instance_id, attempt) DO UPDATE SET state = excluded.state,"
+    "   task_version = excluded.task_version,"
     "   executor = excluded.executor, exit_code = coalesce(excluded.exit_code,"
     "   attempts.exit_code), reason = excluded.reason, finished_at = excluded.finished_at,"
     "   started_at = CASE WHEN excluded.state = 'dispatched' THEN now()"
@@ -292,6 +314,71 @@ static orr_status hl__fill_deps(hl_conn *c, orr_arena *a, hl_pb_instance *in, or
     return s;
 }
 
+/* ------------------------------------------------------------ parameters */
+
+#define HL_PARAMS_MAX      64
+#define HL_PARAM_VALUE_MAX 4096
+
+/* Check text ("" = none) as an instance's parameter values: a JSON object
+ * of at most HL_PARAMS_MAX strings of at most HL_PARAM_VALUE_MAX bytes under
+ * parameter names. *canon: its compact form ("{}" for ""). ORR_EINVAL naming
+ * "params" or "params.<name>". */
+orr_status hl_params_parse(orr_arena *a, const char *text, const char **canon, orr_err *err)
+{
+    *canon = "{}";
+    if (!text || !*text)
+        return ORR_OK;
+    json_error_t je;
+    json_t *o = json_loads(text, JSON_REJECT_DUPLICATES, &je);
+    orr_status s = ORR_OK;
+    if (!json_is_object(o)) {
+        s = orr_err_set(err, ORR_EINVAL, "params", "must be a JSON object of strings");
+        goto out;
+    }
+    if (json_object_size(o) > HL_PARAMS_MAX) {
+        s = orr_err_set(err, ORR_EINVAL, "params", "at most %d parameters", HL_PARAMS_MAX);
+        goto out;
+    }
+    const char *k;
+    json_t *v;
+    json_object_foreach(o, k, v)
+    {
+        if (!orr_subst_valid_name(k)) {
+            s = orr_err_set(err, ORR_EINVAL, "params", "\"%.64s\" is not a parameter name", k);
+            goto out;
+        }
+        if (!json_is_string(v) || json_string_length(v) > HL_PARAM_VALUE_MAX) {
+            s = orr_err_set(err, ORR_EINVAL, orr_arena_sprintf(a, "params.%s", k),
+                            "must be a string of at most %d bytes", HL_PARAM_VALUE_MAX);
+            goto out;
+        }
+    }
+    char *dump = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
+    *canon = orr_arena_strdup(a, orr_xcheck(dump));
+    free(dump);
+out:
+    if (o)
+        json_decref(o);
+    return s;
+}
+
+/* ORR_EINVAL naming "params.<name>" for the first name of canon that task
+ * task_id's version (0 = current) does not declare. */
+orr_status hl_params_known(hl_conn *c, orr_arena *a, int64_t task_id, int32_t version,
+                           const char *canon, orr_err *err)
+{
+    if (strcmp(canon, "{}") == 0)
+        return ORR_OK;
+    const char *p[3] = {hl_i64s(a, task_id), orr_arena_sprintf(a, "%d", (int)version), canon};
+    PGresult *r;
+    orr_status s = hl_db_query(c, a, &q_unknown_param, 3, p, &r, err);
+    if (s == ORR_OK && PQntuples(r) > 0)
+        s = orr_err_set(err, ORR_EINVAL, orr_arena_sprintf(a, "params.%s", hl_val(r, 0, 0)),
+                        "unknown parameter \"%s\": the task declares no such parameter%s",
+                        hl_val(r, 0, 0), version ? " in that version" : "");
+    return s;
+}
+
 /* ------------------------------------------------------------ create */
 
 static orr_status hl__create_one(hl_conn *c, orr_arena *a,
@@ -307,11 +394,19 @@ static orr_status hl__create_one(hl_conn *c, orr_arena *a,
         orr_err_set(&ie, ORR_EINVAL, "schedule_time_ms", "must be positive");
     else if (ci->priority < -1000 || ci->priority > 1000)
         orr_err_set(&ie, ORR_EINVAL, "priority", "must be between -1000 and 1000");
+    const char *params = "{}";
+    if (ie.code == ORR_OK && hl_params_parse(a, ci->params_json, &params, &ie) == ORR_OK) {
+        orr_status s = hl_params_known(c, a, ci->task_id, 0, params, &ie);
+        if (s != ORR_OK && s != ORR_EINVAL) {
+            *err = ie;
+            return s;
+        }
+    }
     if (ie.code == ORR_OK) {
-        const char *p[4] = {hl_i64s(a, ci->task_id), hl_i64s(a, ci->schedule_time_ms),
-                            orr_arena_sprintf(a, "%d", (int)ci->priority), ci->actor};
+        const char *p[5] = {hl_i64s(a, ci->task_id), hl_i64s(a, ci->schedule_time_ms),
+                            orr_arena_sprintf(a, "%d", (int)ci->priority), ci->actor, params};
         PGresult *r;
-        orr_status s = hl_db_query(c, a, &q_create_instance, 4, p, &r, err);
+        orr_status s = hl_db_query(c, a, &q_create_instance, 5, p, &r, err);
         if (s != ORR_OK)
             return s;
         hl_pb_instance *in = orr_arena_alloc(a, sizeof *in);
@@ -392,11 +487,57 @@ HL_UNARY(hl_api_get_instance)
     hl_pb_instance *in = orr_arena_alloc(a, sizeof *in);
     if (s == ORR_OK) {
         hl_fill_instance(a, r, 0, in);
+        in->params_json = (char *)hl_val(r, 0, HL_INSTANCE_NCOLS + 1);
         s = hl__fill_deps(c, a, in, err);
     }
     hl_db_put(hc->db, c);
     if (s == ORR_OK)
         *resp = &in->base;
+    return s;
+}
+
+HL_UNARY(hl_api_set_instance_params)
+{
+    HL_HANDLER_BEGIN(Orrery__Halley__V1__SetInstanceParamsRequest);
+    if (rq->id <= 0)
+        return orr_err_set(err, ORR_EINVAL, "id", "must be positive");
+    const char *params;
+    orr_status s = hl_params_parse(a, rq->params_json, &params, err);
+    if (s != ORR_OK)
+        return s;
+    hl_conn *c = NULL;
+    if ((s = hl_db_get(hc->db, &c, err)) != ORR_OK || (s = hl_db_begin(c, err)) != ORR_OK)
+        goto out;
+    const char *id = hl_i64s(a, rq->id);
+    const char *p[1] = {id};
+    PGresult *r;
+    if ((s = hl_db_query(c, a, &q_instance_task, 1, p, &r, err)) != ORR_OK)
+        goto out;
+    if (PQntuples(r) == 0) {
+        s = orr_err_set(err, ORR_ENOTFOUND, "id", "no such instance");
+        goto out;
+    }
+    int64_t task_id = hl_val_i64(r, 0, 0);
+    const char *ps[2] = {id, params};
+    if ((s = hl_params_known(c, a, task_id, (int32_t)hl_val_i64(r, 0, 1), params, err)) != ORR_OK ||
+        (s = hl_db_query(c, a, &q_set_params, 2, ps, NULL, err)) != ORR_OK ||
+        (s = hl_audit(c, a, rq->actor, "instance.params", orr_arena_sprintf(a, "instance:%s", id),
+                      params, err)) != ORR_OK ||
+        (s = hl_emit(c, a, "instance.params", task_id, rq->id, NULL,
+                     orr_arena_sprintf(a, "{\"params\":%s}", params), NULL, err)) != ORR_OK ||
+        (s = hl_db_commit(c, err)) != ORR_OK)
+        goto out;
+    if ((s = hl_db_query(c, a, &q_get_instance, 1, p, &r, err)) == ORR_OK && PQntuples(r) == 1) {
+        hl_pb_instance *in = orr_arena_alloc(a, sizeof *in);
+        hl_fill_instance(a, r, 0, in);
+        in->params_json = (char *)hl_val(r, 0, HL_INSTANCE_NCOLS + 1);
+        *resp = &in->base;
+    } else if (s == ORR_OK) {
+        s = orr_err_set(err, ORR_ENOTFOUND, "id", "no such instance");
+    }
+out:
+    if (c)
+        hl_db_put(hc->db, c);
     return s;
 }
 
@@ -687,7 +828,8 @@ HL_UNARY(hl_api_list_transitions)
 static hl_stmt q_list_attempts =
     HL_STMT("SELECT attempt, state, executor, " HL_MS("started_at") ", " HL_MS(
         "finished_at") ","
-                       " exit_code IS NOT NULL, coalesce(exit_code, 0), reason"
+                       " exit_code IS NOT NULL, coalesce(exit_code, 0), reason,"
+                       " coalesce(task_version, 0)"
                        " FROM attempts WHERE instance_id = $1::int8 ORDER BY attempt");
 
 HL_UNARY(hl_api_list_attempts)
@@ -725,6 +867,7 @@ HL_UNARY(hl_api_list_attempts)
         t[i].has_exit_code = hl_val_bool(r, i, 5);
         t[i].exit_code = (int32_t)hl_val_i64(r, i, 6);
         t[i].reason = (char *)hl_val(r, i, 7);
+        t[i].task_version = (int32_t)hl_val_i64(r, i, 8);
         o->attempts[i] = &t[i];
     }
     *resp = &o->base;

@@ -497,13 +497,14 @@ static hl_stmt q_bf_insert = HL_STMT(
     " created_by) VALUES ($1::int8, to_timestamp($2::int8 / 1000.0), to_timestamp($3::int8 /"
     " 1000.0), $4::bool, $5::int, $6) RETURNING id");
 
-/* $1 task, $2 ms, $3 priority, $4 actor, $5 backfill id, $6 cycle ms, $7 cycles. */
+/* $1 task, $2 ms, $3 priority, $4 actor, $5 backfill id, $6 cycle ms, $7 cycles,
+ * $8 parameter values. */
 static hl_stmt q_bf_create = HL_STMT(
     "WITH ins AS ("
     " INSERT INTO instances (task_id, task_version, schedule_time, state, priority, backfill_id,"
-    "  backfill_cycle, backfill_cycles)"
+    "  backfill_cycle, backfill_cycles, params)"
     " SELECT t.id, t.current_version, to_timestamp($2::int8 / 1000.0), 'waiting', $3::int,"
-    "  $5::int8, to_timestamp($6::int8 / 1000.0), $7::int FROM tasks t"
+    "  $5::int8, to_timestamp($6::int8 / 1000.0), $7::int, $8::jsonb FROM tasks t"
     " WHERE t.id = $1::int8 AND t.active"
     " ON CONFLICT (task_id, schedule_time) DO NOTHING RETURNING *),"
     " ev AS (INSERT INTO events (kind, task_id, instance_id, payload)"
@@ -620,6 +621,11 @@ HL_UNARY(hl_api_backfill)
         goto out;
     }
     const char *root_name = hl_val(r, 0, 4), *root_team = hl_val(r, 0, 3);
+    /* parameter values: for the backfilled task's own instances */
+    const char *params = "{}";
+    if ((s = hl_params_parse(a, rq->params_json, &params, err)) != ORR_OK ||
+        (s = hl_params_known(c, a, rq->task_id, 0, params, err)) != ORR_OK)
+        goto out;
     if (!hl_val_bool(r, 0, 0)) {
         s = orr_err_set(err, ORR_ESTATE, "task_id", "task %s is deactivated", root_name);
         goto out;
@@ -756,14 +762,15 @@ HL_UNARY(hl_api_backfill)
                *cycles = orr_arena_sprintf(a, "%d", (int)rq->max_cycles),
                *prio = orr_arena_sprintf(a, "%d", (int)rq->priority);
     for (size_t i = 0; i < pl.n; i++) {
-        const char *p[7] = {hl_i64s(a, pl.keys[i].task_id),
+        const char *p[8] = {hl_i64s(a, pl.keys[i].task_id),
                             hl_i64s(a, pl.keys[i].ms),
                             prio,
                             rq->actor,
                             bid,
                             hl_i64s(a, pl.keys[i].cycle_ms),
-                            cycles};
-        if ((s = hl_db_query(c, a, &q_bf_create, 7, p, &r, err)) != ORR_OK)
+                            cycles,
+                            pl.keys[i].task_id == rq->task_id ? params : "{}"};
+        if ((s = hl_db_query(c, a, &q_bf_create, 8, p, &r, err)) != ORR_OK)
             goto out;
         hl_pb_instance *in = orr_arena_alloc(a, sizeof *in);
         if (PQntuples(r) == 1) {

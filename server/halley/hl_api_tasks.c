@@ -1,11 +1,15 @@
 /*
- * hl_api_tasks.c - CreateTask, GetTask, ListTasks, UpdateTask, DeactivateTask.
+ * hl_api_tasks.c - CreateTask, GetTask, ListTasks, UpdateTask, DeactivateTask,
+ * ListTaskVersions, RollbackTask, ReactivateTask.
  *
  * A task is a row in tasks plus immutable rows in task_versions; every update
  * writes version current+1 and moves tasks.current_version, in one
  * transaction with the dependency rows, an audit record and an event.
  * Instances keep the version they were created with. GetTask of the current
- * version by id is served from hl_cache when possible.
+ * version by id is served from hl_cache when possible. A version may carry
+ * its author's comment; a rollback writes an old version's spec as a new
+ * version that records which one it restores (restored_from), so history
+ * only grows.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -24,7 +28,8 @@
     "v.schedule, v.timezone, v.created_by, " HL_MS("v.created_at")
 
 static hl_stmt q_get_task =
-    HL_STMT("SELECT " HL_TASK_COLS " FROM tasks t JOIN teams tm ON tm.id = t.team_id "
+    HL_STMT("SELECT " HL_TASK_COLS ", v.comment, coalesce(v.restored_from, 0)"
+            " FROM tasks t JOIN teams tm ON tm.id = t.team_id "
             "JOIN task_versions v ON v.task_id = t.id "
             " AND v.version = CASE WHEN $3::int = 0 THEN t.current_version ELSE $3::int END "
             "WHERE ($1::int8 <> 0 AND t.id = $1::int8) OR ($1::int8 = 0 AND t.name = $2)");
@@ -55,8 +60,24 @@ static hl_stmt q_task_id = HL_STMT("SELECT id FROM tasks WHERE name = $1");
 static hl_stmt q_insert_task =
     HL_STMT("INSERT INTO tasks (name, team_id, type) VALUES ($1, $2::int8, $3) RETURNING id");
 static hl_stmt q_insert_version =
-    HL_STMT("INSERT INTO task_versions (task_id, version, spec, schedule, timezone, created_by) "
-            "VALUES ($1::int8, $2::int, $3::jsonb, $4, $5, $6)");
+    HL_STMT("INSERT INTO task_versions (task_id, version, spec, schedule, timezone, created_by,"
+            " comment, restored_from) "
+            "VALUES ($1::int8, $2::int, $3::jsonb, $4, $5, $6, $7, nullif($8::int, 0))");
+/* The versions of task $1, newest first, below version $2 (0 = from the
+ * newest). */
+static hl_stmt q_list_versions =
+    HL_STMT("SELECT t.id, t.name, tm.name, t.type, t.active, v.version, t.current_version, '', "
+            "v.schedule, v.timezone, v.created_by, " HL_MS(
+                "v.created_at") ", v.comment,"
+                                " coalesce(v.restored_from, 0)"
+                                " FROM tasks t JOIN teams tm ON tm.id = t.team_id JOIN "
+                                "task_versions v ON v.task_id = t.id"
+                                " WHERE t.id = $1::int8 AND ($2::int = 0 OR v.version < $2::int)"
+                                " ORDER BY v.version DESC LIMIT $3::int");
+static hl_stmt q_task_ref = HL_STMT(
+    "SELECT id FROM tasks WHERE ($1::int8 <> 0 AND id = $1::int8) OR ($1::int8 = 0 AND name = $2)");
+static hl_stmt q_reactivate =
+    HL_STMT("UPDATE tasks SET active = true, updated_at = now() WHERE id = $1::int8");
 /* Is $3 the spec of version $2 of task $1 (as JSON values, so key order
  * and spacing do not count)? */
 static hl_stmt q_same_spec = HL_STMT("SELECT spec = $3::jsonb FROM task_versions"
@@ -91,6 +112,15 @@ static void hl__fill_task(const PGresult *r, int row, hl_pb_task *t)
     t->created_at_ms = hl_val_i64(r, row, 11);
 }
 
+/* hl__fill_task, then the columns 12 and 13 of a single-version read
+ * (comment, restored_from). */
+static void hl__fill_version(const PGresult *r, int row, hl_pb_task *t)
+{
+    hl__fill_task(r, row, t);
+    t->comment = (char *)hl_val(r, row, 12);
+    t->restored_from = (int32_t)hl_val_i64(r, row, 13);
+}
+
 /* Read a task (version 0 = current) on c into a new message in a. */
 static orr_status hl__read_task(hl_conn *c, orr_arena *a, int64_t id, const char *name,
                                 int32_t version, hl_pb_task **out, orr_err *err)
@@ -104,7 +134,7 @@ static orr_status hl__read_task(hl_conn *c, orr_arena *a, int64_t id, const char
         return orr_err_set(err, ORR_ENOTFOUND, version ? "version" : (id ? "id" : "name"),
                            "no such task%s", version ? " version" : "");
     hl_pb_task *t = orr_arena_alloc(a, sizeof *t);
-    hl__fill_task(r, 0, t);
+    hl__fill_version(r, 0, t);
     *out = t;
     return ORR_OK;
 }
@@ -332,8 +362,9 @@ HL_UNARY(hl_api_create_task)
         goto out;
     task_id = hl_val_i64(r, 0, 0);
     const char *tid = hl_i64s(a, task_id);
-    const char *pv[6] = {tid, "1", hl__canonical(a, &sp), sp.schedule, sp.timezone, rq->actor};
-    if ((s = hl_db_query(c, a, &q_insert_version, 6, pv, NULL, err)) != ORR_OK ||
+    const char *pv[8] = {tid, "1", hl__canonical(a, &sp), sp.schedule, sp.timezone, rq->actor,
+                         "",  "0"};
+    if ((s = hl_db_query(c, a, &q_insert_version, 8, pv, NULL, err)) != ORR_OK ||
         (s = hl__write_deps(c, a, task_id, sp.name, &sp, err)) != ORR_OK ||
         (s = hl_audit(c, a, rq->actor, "task.create", orr_arena_sprintf(a, "task:%s", sp.name),
                       NULL, err)) != ORR_OK ||
@@ -494,40 +525,46 @@ static orr_status hl__lock_task(hl_conn *c, orr_arena *a, int64_t id, const char
     return ORR_OK;
 }
 
-HL_UNARY(hl_api_update_task)
+#define HL_COMMENT_MAX 1000
+
+/* Save sp as the next version of the task id/name, in one transaction with
+ * its dependencies, audit record (action, with restored_from when not 0)
+ * and event; the spec of the current version again is no new version
+ * (Task.unchanged). expected (0 = any) makes it a compare-and-set. On
+ * success *out is the task as it now is. Takes and returns a connection. */
+static orr_status hl__save_version(hl_ctx *hc, orr_arena *a, int64_t id, const char *name,
+                                   int32_t expected, const hl_spec *sp, const char *actor,
+                                   const char *comment, int restored_from, const char *action,
+                                   hl_pb_task **out, orr_err *err)
 {
-    HL_HANDLER_BEGIN(Orrery__Halley__V1__UpdateTaskRequest);
-    if (rq->expected_version < 0)
-        return orr_err_set(err, ORR_EINVAL, "expected_version", "must be >= 0");
-    hl_spec sp;
-    orr_status s = hl_spec_parse(hc->task_schema, rq->spec_json, strlen(rq->spec_json), &sp, err);
-    if (s != ORR_OK)
-        return s;
+    if (strlen(comment) > HL_COMMENT_MAX)
+        return orr_err_set(err, ORR_EINVAL, "comment", "at most %d bytes", HL_COMMENT_MAX);
     hl_conn *c = NULL;
+    orr_status s;
     if ((s = hl_db_get(hc->db, &c, err)) != ORR_OK || (s = hl_db_begin(c, err)) != ORR_OK ||
-        (s = hl__deps_lock(c, a, &sp, err)) != ORR_OK)
+        (s = hl__deps_lock(c, a, sp, err)) != ORR_OK)
         goto out;
     int64_t tid = 0, team_id = 0;
     const char *tname;
     int cur, active;
-    if ((s = hl__lock_task(c, a, rq->id, rq->name, &tid, &tname, &cur, &active, err)) != ORR_OK)
+    if ((s = hl__lock_task(c, a, id, name, &tid, &tname, &cur, &active, err)) != ORR_OK)
         goto out;
-    if (strcmp(tname, sp.name) != 0) {
+    if (strcmp(tname, sp->name) != 0) {
         s = orr_err_set(err, ORR_EINVAL, "spec.name", "a task cannot be renamed (is \"%s\")",
                         tname);
         goto out;
     }
-    if (rq->expected_version && rq->expected_version != cur) {
+    if (expected && expected != cur) {
         s = orr_err_set(err, ORR_ECONFLICT, "expected_version",
-                        "task is at version %d, expected %d", cur, (int)rq->expected_version);
+                        "task is at version %d, expected %d", cur, (int)expected);
         goto out;
     }
-    if ((s = hl__team_id(c, a, sp.team, &team_id, err)) != ORR_OK ||
-        (s = hl_limits_apply_db(c, a, sp.type, sp.root, err)) != ORR_OK)
+    if ((s = hl__team_id(c, a, sp->team, &team_id, err)) != ORR_OK ||
+        (s = hl_limits_apply_db(c, a, sp->type, sp->root, err)) != ORR_OK)
         goto out;
     const char *ts = hl_i64s(a, tid);
     const char *nv = orr_arena_sprintf(a, "%d", cur + 1);
-    const char *canon = hl__canonical(a, &sp);
+    const char *canon = hl__canonical(a, sp);
     /* The same spec again: no new version, the task as it is. */
     const char *pq[3] = {ts, orr_arena_sprintf(a, "%d", cur), canon};
     PGresult *same;
@@ -538,22 +575,175 @@ HL_UNARY(hl_api_update_task)
         if ((s = hl_db_commit(c, err)) == ORR_OK &&
             (s = hl__read_task(c, a, tid, NULL, 0, &t, err)) == ORR_OK) {
             t->unchanged = 1;
-            *resp = &t->base;
+            *out = t;
         }
         goto out;
     }
-    const char *pv[6] = {ts, nv, canon, sp.schedule, sp.timezone, rq->actor};
-    const char *pb[4] = {ts, nv, hl_i64s(a, team_id), sp.type};
-    if ((s = hl_db_query(c, a, &q_insert_version, 6, pv, NULL, err)) != ORR_OK ||
+    const char *from = orr_arena_sprintf(a, "%d", restored_from);
+    const char *detail =
+        restored_from
+            ? orr_arena_sprintf(a, "{\"version\":%d,\"restored_from\":%d}", cur + 1, restored_from)
+            : orr_arena_sprintf(a, "{\"version\":%d}", cur + 1);
+    const char *pv[8] = {ts, nv, canon, sp->schedule, sp->timezone, actor, comment, from};
+    const char *pb[4] = {ts, nv, hl_i64s(a, team_id), sp->type};
+    if ((s = hl_db_query(c, a, &q_insert_version, 8, pv, NULL, err)) != ORR_OK ||
         (s = hl_db_query(c, a, &q_bump_task, 4, pb, NULL, err)) != ORR_OK ||
-        (s = hl__write_deps(c, a, tid, tname, &sp, err)) != ORR_OK ||
-        (s = hl_audit(c, a, rq->actor, "task.update", orr_arena_sprintf(a, "task:%s", tname),
-                      orr_arena_sprintf(a, "{\"version\":%d}", cur + 1), err)) != ORR_OK ||
+        (s = hl__write_deps(c, a, tid, tname, sp, err)) != ORR_OK ||
+        (s = hl_audit(c, a, actor, action, orr_arena_sprintf(a, "task:%s", tname), detail, err)) !=
+            ORR_OK ||
         (s = hl_emit(
              c, a, "task.updated", tid, 0, NULL,
-             orr_arena_sprintf(a, "{\"name\":%s,\"version\":%d}", hl_jstr(a, tname), cur + 1), NULL,
-             err)) != ORR_OK ||
+             restored_from
+                 ? orr_arena_sprintf(a, "{\"name\":%s,\"version\":%d,\"restored_from\":%d}",
+                                     hl_jstr(a, tname), cur + 1, restored_from)
+                 : orr_arena_sprintf(a, "{\"name\":%s,\"version\":%d}", hl_jstr(a, tname), cur + 1),
+             NULL, err)) != ORR_OK ||
         (s = hl_db_commit(c, err)) != ORR_OK)
+        goto out;
+    hl_cache_invalidate(hc->cache, tid);
+    s = hl__read_task(c, a, tid, NULL, 0, out, err);
+out:
+    if (c)
+        hl_db_put(hc->db, c);
+    return s;
+}
+
+HL_UNARY(hl_api_update_task)
+{
+    HL_HANDLER_BEGIN(Orrery__Halley__V1__UpdateTaskRequest);
+    if (rq->expected_version < 0)
+        return orr_err_set(err, ORR_EINVAL, "expected_version", "must be >= 0");
+    hl_spec sp;
+    orr_status s = hl_spec_parse(hc->task_schema, rq->spec_json, strlen(rq->spec_json), &sp, err);
+    if (s != ORR_OK)
+        return s;
+    hl_pb_task *t = NULL;
+    s = hl__save_version(hc, a, rq->id, rq->name, rq->expected_version, &sp, rq->actor, rq->comment,
+                         0, "task.update", &t, err);
+    if (s == ORR_OK)
+        *resp = &t->base;
+    hl_spec_clear(&sp);
+    return s;
+}
+
+HL_UNARY(hl_api_rollback_task)
+{
+    HL_HANDLER_BEGIN(Orrery__Halley__V1__RollbackTaskRequest);
+    if (rq->expected_version < 0)
+        return orr_err_set(err, ORR_EINVAL, "expected_version", "must be >= 0");
+    if (rq->version <= 0)
+        return orr_err_set(err, ORR_EINVAL, "version", "must be a version number (>= 1)");
+    if (rq->id < 0)
+        return orr_err_set(err, ORR_EINVAL, "id", "must be positive");
+    if ((rq->id == 0) == (rq->name[0] == 0))
+        return orr_err_set(err, ORR_EINVAL, rq->id ? "name" : "id",
+                           "give exactly one of id and name");
+    /* Versions never change, so the old spec is read before the
+     * transaction: its dependencies decide whether the save takes the
+     * dependency lock, which comes before any row lock. */
+    hl_conn *c;
+    orr_status s = hl_db_get(hc->db, &c, err);
+    if (s != ORR_OK)
+        return s;
+    hl_pb_task *old = NULL;
+    s = hl__read_task(c, a, rq->id, rq->name, rq->version, &old, err);
+    hl_db_put(hc->db, c);
+    if (s != ORR_OK)
+        return s;
+    hl_spec sp;
+    if ((s = hl_spec_parse(hc->task_schema, old->spec_json, strlen(old->spec_json), &sp, err)) !=
+        ORR_OK) {
+        /* e.g. its schedule no longer fires, or its time zone went away */
+        char msg[sizeof err->msg], field[sizeof err->field];
+        snprintf(msg, sizeof msg, "%s", err->msg);
+        snprintf(field, sizeof field, "%s", err->field);
+        return orr_err_set(err, s, field, "version %d cannot be restored: %s", (int)rq->version,
+                           msg);
+    }
+    hl_pb_task *t = NULL;
+    const char *comment = rq->comment[0]
+                              ? rq->comment
+                              : orr_arena_sprintf(a, "rollback to version %d", (int)rq->version);
+    s = hl__save_version(hc, a, old->id, "", rq->expected_version, &sp, rq->actor, comment,
+                         rq->version, "task.rollback", &t, err);
+    if (s == ORR_OK)
+        *resp = &t->base;
+    hl_spec_clear(&sp);
+    return s;
+}
+
+HL_UNARY(hl_api_list_task_versions)
+{
+    HL_HANDLER_BEGIN(Orrery__Halley__V1__ListTaskVersionsRequest);
+    if (rq->id < 0)
+        return orr_err_set(err, ORR_EINVAL, "id", "must be positive");
+    if ((rq->id == 0) == (rq->name[0] == 0))
+        return orr_err_set(err, ORR_EINVAL, rq->id ? "name" : "id",
+                           "give exactly one of id and name");
+    hl_page pg;
+    orr_status s = hl_page_begin(a, "task_versions", "i", rq->page_size, rq->page_token,
+                                 HL_PAGE_DEFAULT, &pg, err);
+    if (s != ORR_OK)
+        return s;
+    hl_conn *c;
+    if ((s = hl_db_get(hc->db, &c, err)) != ORR_OK)
+        return s;
+    const char *pr[2] = {hl_i64s(a, rq->id), rq->name};
+    PGresult *ref, *r = NULL;
+    s = hl_db_query(c, a, &q_task_ref, 2, pr, &ref, err);
+    if (s == ORR_OK && PQntuples(ref) == 0)
+        s = orr_err_set(err, ORR_ENOTFOUND, rq->id ? "id" : "name", "no such task");
+    if (s == ORR_OK) {
+        const char *p[3] = {hl_val(ref, 0, 0), pg.keys[0], orr_arena_sprintf(a, "%d", pg.size + 1)};
+        s = hl_db_query(c, a, &q_list_versions, 3, p, &r, err);
+    }
+    hl_db_put(hc->db, c);
+    if (s != ORR_OK)
+        return s;
+    Orrery__Halley__V1__ListTaskVersionsResponse *o = orr_arena_alloc(a, sizeof *o);
+    orrery__halley__v1__list_task_versions_response__init(o);
+    int n = PQntuples(r);
+    int shown = n > pg.size ? pg.size : n;
+    o->n_versions = (size_t)shown;
+    o->versions = hl_alloc_n(a, sizeof *o->versions, (size_t)shown);
+    hl_pb_task *ts = hl_alloc_n(a, sizeof *ts, (size_t)shown);
+    for (int i = 0; i < shown; i++) {
+        hl__fill_version(r, i, &ts[i]);
+        o->versions[i] = &ts[i];
+    }
+    if (n > pg.size) {
+        const char *k[1] = {orr_arena_sprintf(a, "%d", (int)ts[shown - 1].version)};
+        o->next_page_token = hl_page_next(a, &pg, k);
+    }
+    *resp = &o->base;
+    return ORR_OK;
+}
+
+HL_UNARY(hl_api_reactivate_task)
+{
+    HL_HANDLER_BEGIN(Orrery__Halley__V1__ReactivateTaskRequest);
+    hl_conn *c = NULL;
+    orr_status s;
+    if ((s = hl_db_get(hc->db, &c, err)) != ORR_OK || (s = hl_db_begin(c, err)) != ORR_OK)
+        goto out;
+    int64_t tid;
+    const char *tname;
+    int cur, active;
+    if ((s = hl__lock_task(c, a, rq->id, rq->name, &tid, &tname, &cur, &active, err)) != ORR_OK)
+        goto out;
+    if (!active) {
+        const char *p[1] = {hl_i64s(a, tid)};
+        if ((s = hl_db_query(c, a, &q_reactivate, 1, p, NULL, err)) != ORR_OK ||
+            (s = hl_audit(
+                 c, a, rq->actor, "task.reactivate", orr_arena_sprintf(a, "task:%s", tname),
+                 orr_arena_sprintf(a, "{\"reason\":%s}", hl_jstr(a, rq->reason)), err)) != ORR_OK ||
+            (s = hl_emit(c, a, "task.reactivated", tid, 0, NULL,
+                         orr_arena_sprintf(a, "{\"name\":%s,\"reason\":%s}", hl_jstr(a, tname),
+                                           hl_jstr(a, rq->reason)),
+                         NULL, err)) != ORR_OK)
+            goto out;
+    }
+    if ((s = hl_db_commit(c, err)) != ORR_OK)
         goto out;
     hl_cache_invalidate(hc->cache, tid);
     hl_pb_task *t;
@@ -562,7 +752,6 @@ HL_UNARY(hl_api_update_task)
 out:
     if (c)
         hl_db_put(hc->db, c);
-    hl_spec_clear(&sp);
     return s;
 }
 

@@ -5,16 +5,22 @@
  * only read fields the schema already guaranteed, so their error paths are
  * defensive. Beyond the schema, the schedule and time zone go through the
  * scheduler's own code (orr_cron_check): a task is saved only if keplerd can
- * parse its cron, load its zone and find a fire time after now.
+ * parse its cron, load its zone and find a fire time after now. Named
+ * parameters go through the substitution language's own check
+ * (orr_subst): no parameter takes a built-in's name, and every string of
+ * config uses only well-formed substitutions of known names, so a typo is
+ * refused at save, naming the field, instead of failing a run at night.
  */
 #include "hl_spec.h"
 
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 
 #include "orr_cron.h"
 #include "orr_json.h"
 #include "orr_schemas.h"
+#include "orr_subst.h"
 
 orr_status hl_spec_schema_load(orr_jschema **out, orr_err *err)
 {
@@ -60,6 +66,8 @@ orr_status hl_spec_parse(const orr_jschema *schema, const char *json, size_t len
                     "%s", ce.msg);
         goto fail;
     }
+    if ((s = orr_subst_check_spec(doc, err)) != ORR_OK)
+        goto fail;
     json_t *ups = NULL;
     if ((s = orr_json_get_array(doc, "spec", "upstreams", 0, &ups, err)) != ORR_OK)
         goto fail;

@@ -6,7 +6,8 @@
  * else's decision):
  *   1. GetInstance: still dispatched to us? else stop quietly.
  *   2. GetTask(task, version = instance.task_version): the spec
- *      (type, config, timeout, slots).
+ *      (type, config, timeout, slots); the named parameters and built-ins
+ *      substituted into config (ex_params.h).
  *   3. Private run dir <work>/runs/<instance>-<attempt> (0700, run_as user);
  *      the runner of the type prepares argv/env/cwd. A bad spec ->
  *      dispatched -> failed "bad_spec: field: message".
@@ -35,6 +36,7 @@
 
 #include "ex_daemon.h"
 #include "ex_logcap.h"
+#include "ex_params.h"
 #include "ex_runner.h"
 #include "orr_alloc.h"
 #include "orr_arena.h"
@@ -226,6 +228,18 @@ static void run_job(ex_daemon *d, ex_job *j, orr_arena *a)
     const ex_runner_ops *runner = NULL;
     if (s == ORR_OK && !(runner = ex_runner_find(js.type)))
         s = orr_err_set(&err, ORR_EINVAL, "type", "no runner for task type \"%.64s\"", js.type);
+    if (s == ORR_OK) { /* ${...} in config: this attempt's values */
+        ex_params_run pr = {.spec = js.root,
+                            .params_json = in->params_json,
+                            .task = task->name,
+                            .task_id = in->task_id,
+                            .instance_id = inst,
+                            .attempt = j->attempt,
+                            .version = in->task_version,
+                            .schedule_time_ms = in->schedule_time_ms,
+                            .timezone = task->timezone};
+        s = ex_params_apply(js.config, &pr, &err);
+    }
     if (s == ORR_OK) {
         pthread_mutex_lock(&d->mu);
         j->slots = js.slots;

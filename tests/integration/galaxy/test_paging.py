@@ -64,6 +64,12 @@ def main():
             r = p.http("PUT", f"/api/v1/workflows/wf{i}", {"team": "team0", "task_ids": [r.json()["id"]]},
                        token=tok)
             assert r.status == 200, r
+        for i in range(4):  # versions 2..5 of the first task: its version list pages
+            r = p.http("PUT", f"/api/v1/tasks/{task_ids[0]}",
+                       {"name": "pg.task0", "team": "team0", "type": "shell",
+                        "schedule": "0 * * * *", "timezone": "UTC",
+                        "config": {"command": f"/bin/true {i}"}}, token=tok)
+            assert r.status == 200, r
         r = p.http("POST", f"/api/v1/tasks/{task_ids[0]}/backfill",
                    {"from": "2026-01-01T00:00:00Z", "to": "2026-01-01T07:00:00Z"}, token=tok)
         assert r.status == 200, r
@@ -97,7 +103,7 @@ def main():
 
         tokens = {}
         for path in lists:
-            target = path.replace("{name}", "nostream")
+            target = path.replace("{name}", "nostream").replace("{id}", str(task_ids[0]))
             whole = get(target, limit=1000)
             if whole.status != 200:
                 check(False, f"{path}: whole list ({whole})")
@@ -124,7 +130,8 @@ def main():
         # A token is only good for the list that made it.
         pairs = [(a, b) for a in tokens for b in tokens if a != b]
         for a, b in pairs[:12]:
-            r = get(b.replace("{name}", "nostream"), page_token=tokens[a])
+            r = get(b.replace("{name}", "nostream").replace("{id}", str(task_ids[0])),
+                    page_token=tokens[a])
             check(r.status == 400 and r.json()["error"]["field"] == "page_token",
                   f"a token of {a} is refused by {b} ({r.status})")
 
