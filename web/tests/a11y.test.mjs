@@ -14,7 +14,7 @@ import { ADMIN, CRON, T, RUN_T, VIEWER, api, checkA11y, login, open, shot, until
 
 useBrowser();
 
-const made = {}; // what the routes with an id show
+const made = { adminSections: [] }; // what the routes with an id show, the admin sections
 const WIDTHS = [
   ['desktop', { width: 1440, height: 900 }],
   ['narrow', { width: 390, height: 844 }],
@@ -51,10 +51,8 @@ function routes() {
     ['packages', '/app/packages'],
     ['tokens', '/app/tokens'],
     ['resources', '/app/resources'],
-    ['admin-pools', '/app/admin/pools'],
-    ['admin-executors', '/app/admin/executors'],
-    ['admin-datasources', '/app/admin/datasources'],
-    ['admin-users', '/app/admin/users'],
+    // every section the admin page links to (a new one is checked too)
+    ...made.adminSections.map((to) => [`admin-${to.split('/').pop()}`, to]),
     ['not-found', '/app/no/such/page'],
   ];
 }
@@ -114,6 +112,11 @@ test('setup: a task pair, a finished and a waiting instance, a stream', async (t
     time: { field: 'ts', format: '%Y-%m-%d %H:%M:%S', timezone: 'UTC' },
     bucket: 'hour',
   };
+  await page.goto('/app/admin/pools');
+  const sections = page.getByRole('navigation', { name: 'Administration' }).getByRole('link');
+  await sections.first().waitFor({ timeout: T });
+  made.adminSections = await sections.evaluateAll((as) => as.map((a) => new URL(a.href).pathname));
+  assert.ok(made.adminSections.length >= 4, `the admin sections (${made.adminSections})`);
   const s = await api(page, 'PUT', '/streams/a11y_clicks', { spec, active: true });
   if (s.status === 200) made.stream = 'a11y_clicks';
   // a named workflow of the pair, for its run history (where served)
