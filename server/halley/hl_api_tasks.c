@@ -401,6 +401,8 @@ static void hl__task_from_cache(orr_arena *a, const hl_cached_task *ct, hl_pb_ta
     t->timezone = (char *)ct->timezone;
     t->created_by = (char *)ct->created_by;
     t->created_at_ms = ct->created_at_ms;
+    t->comment = (char *)ct->comment;
+    t->restored_from = ct->restored_from;
     *out = t;
 }
 
@@ -443,7 +445,9 @@ HL_UNARY(hl_api_get_task)
                               t->schedule,
                               t->timezone,
                               t->created_by,
-                              t->created_at_ms};
+                              t->created_at_ms,
+                              t->comment,
+                              t->restored_from};
         hl_cache_put(hc->cache, &put, gen);
     }
     *resp = &t->base;

@@ -88,6 +88,7 @@ int hl_cache_get(hl_cache *c, int64_t id, orr_arena *a, hl_cached_task *out)
         out->schedule = orr_arena_strdup(a, e->t.schedule);
         out->timezone = orr_arena_strdup(a, e->t.timezone);
         out->created_by = orr_arena_strdup(a, e->t.created_by);
+        out->comment = orr_arena_strdup(a, e->t.comment);
         hit = 1;
         break;
     }
@@ -107,8 +108,9 @@ static char *hl__pack(char **p, const char *s)
 
 void hl_cache_put(hl_cache *c, const hl_cached_task *t, uint64_t gen)
 {
-    const char *strs[] = {t->name,     t->team,     t->type,      t->spec_json,
-                          t->schedule, t->timezone, t->created_by};
+    const char *comment = t->comment ? t->comment : "";
+    const char *strs[] = {t->name,     t->team,     t->type,       t->spec_json,
+                          t->schedule, t->timezone, t->created_by, comment};
     size_t need = sizeof(hl_entry);
     for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++)
         need += strlen(strs[i]) + 1;
@@ -122,6 +124,7 @@ void hl_cache_put(hl_cache *c, const hl_cached_task *t, uint64_t gen)
     e->t.schedule = hl__pack(&p, t->schedule);
     e->t.timezone = hl__pack(&p, t->timezone);
     e->t.created_by = hl__pack(&p, t->created_by);
+    e->t.comment = hl__pack(&p, comment);
 
     pthread_rwlock_wrlock(&c->lock);
     if (!c->enabled || atomic_load(&c->gen) != gen) {

@@ -27,6 +27,8 @@ typedef struct hl_cached_task {
     int32_t version, current_version;
     const char *spec_json, *schedule, *timezone, *created_by;
     int64_t created_at_ms;
+    const char *comment;   /* the version's comment (NULL = "") */
+    int32_t restored_from; /* a rollback: the version it restores (0 = none) */
 } hl_cached_task;
 
 typedef struct hl_cache hl_cache;
