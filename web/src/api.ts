@@ -57,6 +57,8 @@ export type BulkResult = Omit<Sent<Schemas['BulkResult']>, 'results'> & {
   results: (Maybe<Omit<BulkItem, 'error'>, 'instance'> & { error?: Sent<Schemas['Error']>['error'] })[];
 };
 export type BackfillResult = Answer<'backfillTask'>;
+export type TaskVersion = ItemOf<'listTaskVersions'>;
+export type TaskDiff = Answer<'diffTaskVersions'>;
 export type InstanceStats = Answer<'instanceStatsOverTime'>;
 export type ApiToken = Sent<Schemas['ApiToken']>;
 export type DataSource = Sent<Schemas['DataSource']>;
@@ -175,9 +177,10 @@ export const api = {
     request<Page<Task>>('GET', '/tasks', { query: q }),
   task: (id: number) => request<Task>('GET', `/tasks/${id}`),
   createTask: (spec: Body<'createTask'>) => request<Task>('POST', '/tasks', { body: spec }),
-  updateTask: (id: number, spec: Body<'updateTask'>, version?: number) =>
+  updateTask: (id: number, spec: Body<'updateTask'>, version?: number, comment?: string) =>
     request<Task & { changed: boolean }>('PUT', `/tasks/${id}`, {
       body: spec,
+      query: comment ? { comment } : undefined,
       headers: version ? { 'If-Match': String(version) } : undefined,
     }),
   deactivateTask: (id: number, reason?: string) => request<Task>('DELETE', `/tasks/${id}`, { query: { reason } }),
@@ -271,6 +274,18 @@ export const api = {
   typeLimits: () => request<{ items: TypeLimits[] }>('GET', '/task-types/limits'),
   putTypeLimits: (type: string, limits: Limits) =>
     request<TypeLimits>('PUT', `/task-types/${encodeURIComponent(type)}/limits`, { body: { limits } satisfies Body<'putTypeLimits'> }),
+
+  // Task versions and parameters.
+  taskVersions: (id: number) => request<Answer<'listTaskVersions'>>('GET', `/tasks/${id}/versions`, { query: { limit: 1000 } }),
+  taskVersion: (id: number, version: number) => request<Task>('GET', `/tasks/${id}/versions/${version}`),
+  taskDiff: (id: number, from: number, to: number) => request<Answer<'diffTaskVersions'>>('GET', `/tasks/${id}/diff`, { query: { from, to } }),
+  rollbackTask: (id: number, version: number, comment?: string) =>
+    request<Task & { changed: boolean }>('POST', `/tasks/${id}/rollback`, {
+      body: { version, comment: comment || undefined } satisfies Body<'rollbackTask'>,
+    }),
+  reactivateTask: (id: number) => request<Task>('POST', `/tasks/${id}/reactivate`),
+  setInstanceParams: (id: number, params: Record<string, string>) =>
+    request<Instance>('PUT', `/instances/${id}/params`, { body: { params } satisfies Body<'setInstanceParams'> }),
 
   log: (id: number, attempt: number, offset: number, timestamps = false, signal?: AbortSignal) =>
     request<Answer<'instanceLog'>>('GET', `/instances/${id}/log`, {

@@ -11,6 +11,7 @@ import { useState } from 'preact/hooks';
 import { api, type Action, type DepState, type State, type Transition } from '../api';
 import { Blockers } from '../components/blockers';
 import { Graph, type GNode, type GEdge } from '../components/graph';
+import { InstanceVersion } from '../components/instance-version';
 import { LogView } from '../components/logview';
 import { InstanceStats, TaskRowsChart } from '../components/procstats';
 import { PausedNote } from '../components/workflow-header';
@@ -267,6 +268,7 @@ export function InstancePage({ id }: { id: number }) {
           <Blockers id={d.id} state={d.state} />
         </section>
       )}
+      <InstanceVersion id={d.id} taskId={d.task_id} version={d.task_version} params={d.params} canEdit={canAct(me)} onSaved={inst.reload} />
       <div class="split">
         <section class="card pad">
           <h2>Dependencies</h2>

@@ -1,6 +1,7 @@
 // form.tsx - the designer form of one task: the sections of the spec, the
-// type's config section, the spec panel, and the page's actions (save,
-// backfill, deactivate).
+// type's config section, the spec panel, the task's versions (versions.tsx),
+// and the page's actions (save with a comment, backfill, deactivate,
+// reactivate).
 //
 // Errors: the schema is checked in the browser as the user types (shown once
 // a field was touched or a save was tried); the server's answer (error.field)
@@ -9,7 +10,7 @@
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { api, ApiError, type Pool, type Task, type TaskSpec } from '../../api';
 import { BackfillDialog } from '../../components/backfill';
-import { Confirm, ErrorBanner, Link, PageHead, Spinner, toast } from '../../components/ui';
+import { Confirm, ErrorBanner, Field, Link, PageHead, Spinner, toast, val } from '../../components/ui';
 import { fmtRelative } from '../../format';
 import { useRoute } from '../../router';
 import { configSchemaFor, fieldToPath, validate, type JSONSchema } from '../../schema';
@@ -17,6 +18,7 @@ import { canEditTeam, useMe } from '../../session';
 import { JsonObject } from './inputs';
 import { Prop, Section } from './prop';
 import { SpecPanel } from './spec-panel';
+import { Versions } from './versions';
 import { setIn, type Ctx, type Obj } from './state';
 
 /** Sections of the form; properties the schema gains later land in "More". */
@@ -27,10 +29,11 @@ const SECTIONS: { title: string; keys: string[]; desc?: string }[] = [
   { title: 'Resources', keys: ['pools', 'slots', 'max_parallel', 'priority'], desc: 'What one instance takes while it runs.' },
   { title: 'Retries and timeout', keys: ['retries', 'timeout'] },
   { title: 'Labels', keys: ['labels'] },
+  { title: 'Parameters', keys: ['parameters'], desc: 'Named values the config can use as ${name}, with defaults a run can override.' },
 ];
 
 export function DesignerForm({ root, task, pools }: { root: JSONSchema; task: Task | null; pools: Pool[] }) {
-  const { navigate } = useRoute();
+  const { navigate, query } = useRoute();
   const me = useMe();
   const editable = task ? canEditTeam(me, task.team) : me.role !== 'viewer';
   const myTeams = me.role === 'admin' ? [] : me.teams;
@@ -45,6 +48,7 @@ export function DesignerForm({ root, task, pools }: { root: JSONSchema; task: Ta
   const [saving, setSaving] = useState(false);
   const [backfill, setBackfill] = useState(false);
   const [confirmDeactivate, setConfirmDeactivate] = useState(false);
+  const [comment, setComment] = useState('');
   const version = useRef(task?.version);
   // the version shown in the header: the loaded one, then each saved one
   const [cur, setCur] = useState(task);
@@ -103,9 +107,10 @@ export function DesignerForm({ root, task, pools }: { root: JSONSchema; task: Ta
     try {
       const body = spec as TaskSpec;
       if (task) {
-        const t = await api.updateTask(task.id, body, version.current);
+        const t = await api.updateTask(task.id, body, version.current, comment);
         version.current = t.version;
         setCur(t);
+        if (t.changed) setComment('');
         toast(t.changed ? `Saved ${t.name}, version ${t.version}` : `No change: ${t.name} stays at version ${t.version}`);
         navigate(`/tasks/${t.id}`, true);
       } else {
@@ -136,7 +141,11 @@ export function DesignerForm({ root, task, pools }: { root: JSONSchema; task: Ta
             <>
               <span class="tag">{task.team}</span> <span data-testid="task-version">version {(cur ?? task).version}</span> · created by{' '}
               {(cur ?? task).created_by} {fmtRelative((cur ?? task).created_at)}
-              {!task.active && <span class="tag tag-muted">deactivated</span>}
+              {!(cur ?? task).active && (
+                <span class="tag tag-muted" data-testid="deactivated">
+                  deactivated
+                </span>
+              )}
             </>
           ) : (
             'Describe what runs, when, and what it needs.'
@@ -157,7 +166,25 @@ export function DesignerForm({ root, task, pools }: { root: JSONSchema; task: Ta
                     Backfill…
                   </button>
                 )}
-                {editable && task.active && (
+                {editable && !(cur ?? task).active && (
+                  <button
+                    type="button"
+                    class="btn btn-ghost"
+                    data-testid="reactivate"
+                    onClick={async () => {
+                      try {
+                        const t = await api.reactivateTask(task.id);
+                        setCur(t);
+                        toast(`${t.name} is active again`);
+                      } catch (x) {
+                        setServerErr(x as Error);
+                      }
+                    }}
+                  >
+                    Reactivate
+                  </button>
+                )}
+                {editable && (cur ?? task).active && (
                   <button type="button" class="btn btn-ghost danger-text" onClick={() => setConfirmDeactivate(true)}>
                     Deactivate
                   </button>
@@ -206,6 +233,25 @@ export function DesignerForm({ root, task, pools }: { root: JSONSchema; task: Ta
         </div>
         <SpecPanel spec={spec} errors={errors} onFocus={focusField} />
       </div>
+      {task && editable && (
+        <div class="card pad save-comment">
+          <Field label="Comment for the new version (optional)" hint="Kept with the version you save; shown in the version list.">
+            <input value={comment} maxLength={1000} onInput={(e) => setComment(val(e))} data-testid="save-comment" />
+          </Field>
+        </div>
+      )}
+      {task && (
+        <Versions
+          task={cur ?? task}
+          editable={editable}
+          pick={Number(query.get('version')) || undefined}
+          onRolledBack={(t) => {
+            version.current = t.version;
+            setCur(t);
+            setSpec(JSON.parse(JSON.stringify(t.spec)) as Obj);
+          }}
+        />
+      )}
       {backfill && task && <BackfillDialog task={task} onClose={() => setBackfill(false)} />}
       {confirmDeactivate && task && (
         <Confirm

@@ -1,13 +1,14 @@
 // prop.tsx - one schema property of the task spec as a form widget, chosen by
 // its shape (enum -> select, integer -> number, object of fixed fields ->
 // fieldset, map -> key/value rows, free object -> JSON editor) or, for a few
-// fields, by name (schedule, upstreams, pools, team, type); and the card that
+// fields, by name (schedule, upstreams, pools, parameters, team, type); and the card that
 // groups properties into a section.
 import type { ComponentChildren } from 'preact';
 import { Field, val } from '../../components/ui';
 import { constraintHint, humanize, resolve, typeNames, type JSONSchema } from '../../schema';
 import { Cron } from './cron';
 import { JsonObject, KeyValue, StringList } from './inputs';
+import { Parameters } from './parameters';
 import { Pools } from './pools';
 import { getIn, type Ctx } from './state';
 import { Upstreams } from './upstreams';
@@ -27,6 +28,7 @@ export function Prop({ ctx, path, schema: s0, required }: { ctx: Ctx; path: stri
   if (p === 'schedule') return <Cron ctx={ctx} />;
   if (p === 'upstreams') return <Upstreams ctx={ctx} schema={s} />;
   if (p === 'pools') return <Pools ctx={ctx} />;
+  if (p === 'parameters') return <Parameters ctx={ctx} />;
   if (p === 'team' && ctx.teams.length > 0 && !ctx.readOnly)
     return (
       <Field label="Team" field={p} error={ctx.err(p)}>
