@@ -359,13 +359,16 @@ static void oc__plan(const oc_docs *docs, oc__state *st, int prune, oc_plan *pla
         }
         oc_changes ch = {NULL, 0};
         oc_diff(json_object_get(cur, "spec"), d->spec, "spec", &ch);
-        oc_step *s = oc_plan_add(plan, ch.n ? OC_UPDATE : OC_UNCHANGED, "task", d->name, d);
+        int inactive = !json_is_true(json_object_get(cur, "active"));
+        oc_step *s =
+            oc_plan_add(plan, ch.n || inactive ? OC_UPDATE : OC_UNCHANGED, "task", d->name, d);
         s->diff = ch;
         s->id = json_integer_value(json_object_get(cur, "id"));
         s->version = (int)json_integer_value(json_object_get(cur, "current_version"));
-        if (!json_is_true(json_object_get(cur, "active")))
-            s->note = orr_xstrdup("the task is inactive on the platform; applying does not "
-                                  "reactivate it");
+        if (inactive) {
+            s->reactivate = 1;
+            s->note = orr_xstrdup("deactivated on the platform: reactivated");
+        }
     }
     free(order);
     for (size_t i = 0; i < docs->n; i++) {
@@ -528,11 +531,23 @@ static int oc__carry_out(oc_ctx *ctx, oc_plan *plan, oc__state *st)
                 json_object_set(body, "description", desc);
         }
         free(en);
-        /* A task update is a compare-and-set on the version the plan saw. */
-        orr_status rs;
-        if (strcmp(s->kind, "task") == 0 && s->act == OC_UPDATE) {
-            rs = oc_api_if_match(ctx, p.data, body, s->version, &out, &e);
-        } else {
+        /* A task update is a compare-and-set on the version the plan saw;
+         * a deactivated task is reactivated first (the file holds it). */
+        orr_status rs = ORR_OK;
+        if (s->reactivate) {
+            orr_buf r = ORR_BUF_INIT;
+            orr_buf_appendf(&r, "/api/v1/tasks/%lld/reactivate?reason=applied+by+orrery",
+                            (long long)s->id);
+            rs = oc_api(ctx, "POST", r.data, NULL, &out, &e);
+            orr_buf_free(&r);
+        }
+        if (rs == ORR_OK && strcmp(s->kind, "task") == 0 && s->act == OC_UPDATE) {
+            if (s->diff.n) {
+                json_decref(out);
+                out = NULL;
+                rs = oc_api_if_match(ctx, p.data, body, s->version, &out, &e);
+            }
+        } else if (rs == ORR_OK) {
             rs = oc_api(ctx, method, p.data, body, &out, &e);
         }
         orr_buf_free(&p);

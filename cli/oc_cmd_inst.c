@@ -190,6 +190,28 @@ int oc_run_resume(oc_ctx *ctx, const oc_args *a)
     return oc__act(ctx, a, "resume", NULL);
 }
 
+/* The --param KEY=VALUE options as a JSON object (*out NULL when none).
+ * Exit code 0, or 2 for a malformed one. */
+static int oc__params(oc_ctx *ctx, const oc_args *a, json_t **out)
+{
+    *out = NULL;
+    const char *kv;
+    for (int i = 0; (kv = oc_arg_nth(a, "param", i)); i++) {
+        const char *eq = strchr(kv, '=');
+        if (!eq || eq == kv) {
+            json_decref(*out);
+            *out = NULL;
+            return oc_fail(ctx, OC_EXIT_USAGE, "--param %s: expected KEY=VALUE", kv);
+        }
+        if (!*out)
+            *out = json_object();
+        char *k = orr_xstrndup(kv, (size_t)(eq - kv));
+        json_object_set_new(*out, k, json_string(eq + 1));
+        free(k);
+    }
+    return OC_EXIT_OK;
+}
+
 /* The slot "run now" means when --at is not given: the task's latest fire
  * time at or before now (its next one if it never fired yet), now for a
  * task without a schedule. Seconds since the epoch; -1 when the schedule
@@ -288,6 +310,11 @@ int oc_run_backfill(oc_ctx *ctx, const oc_args *a)
         json_object_set_new(body, "include_downstream", json_true());
     if (oc_flag(a, "dry-run"))
         json_object_set_new(body, "dry_run", json_true());
+    json_t *params = NULL;
+    if ((rc = oc__params(ctx, a, &params)))
+        goto out;
+    if (params)
+        json_object_set_new(body, "params", params);
     const char *mode = oc_arg(a, "mode"), *maxc = oc_arg(a, "max-cycles");
     if (mode)
         json_object_set_new(body, "mode", json_string(mode));

@@ -78,6 +78,7 @@ static const oc_opt oc_backfill_opts[] = {
     {"max-cycles", 0, "N", "with parallel: at most N cycles at a time (1..100)", 0},
     {"priority", 0, "N", "priority of the new instances (-1000..1000)", 0},
     {"dry-run", 'n', NULL, "list what it would create, create nothing", 0},
+    {"param", 0, "KEY=VALUE", "a value of one of the task's parameters for these instances", 1},
     {NULL, 0, NULL, NULL, 0},
 };
 

@@ -47,6 +47,7 @@ typedef struct oc_step {
     const oc_doc *doc; /* NULL for a deactivation */
     int64_t id;        /* the task's id (update, deactivate), else 0 */
     int version;       /* the task's current version (update) */
+    int reactivate;    /* a task the platform holds deactivated: reactivate it first */
     oc_changes diff;
     char *note; /* extra words for a person, or NULL */
 } oc_step;

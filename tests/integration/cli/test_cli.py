@@ -323,6 +323,25 @@ spec:
         plan = json.loads(self.ok(cli("apply", d, "--prune", "-o", "json")).stdout)
         self.assertEqual(plan["summary"]["deactivate"], 0)
         self.assertEqual(plan["summary"]["update"], 0)
+        # cyc.b comes back to the files: it is reactivated, once.
+        write(os.path.join(d, "b2.yaml"), """\
+kind: task
+spec:
+  name: cyc.b
+  team: cyc
+  type: shell
+  schedule: "0 0 0 1 1 ?"
+  upstreams:
+    - {kind: strong, task: cyc.a}
+  config: {command: "true"}
+""")
+        r = self.ok(cli("apply", d))
+        self.assertIn("~ update task cyc.b", r.stdout)
+        self.assertIn("reactivated", r.stdout)
+        self.ok(cli("apply", d, "--yes"))
+        self.assertTrue(api("GET", f"/api/v1/tasks/{tasks['cyc.b']['id']}").json()["active"])
+        plan = json.loads(self.ok(cli("apply", d, "-o", "json")).stdout)
+        self.assertEqual(plan["summary"]["update"], 0, plan)
 
     def test_yaml_error_reported_at_its_line(self):
         f = os.path.join(HOME, "bad", "orders.yaml")
@@ -536,6 +555,35 @@ spec: {name: cli-held, team: cli, tasks: [cli.held]}
         self.assertEqual([o["rerun"] for o in out], [1, 1])
         self.assertEqual((state(a), state(b)), ("waiting", "waiting"))
         self.ok(cli("kill", str(a), str(b)))
+
+    def test_backfill_with_parameter_values(self):
+        f = os.path.join(HOME, "param.yaml")
+        write(f, """\
+kind: task
+spec:
+  name: cli.param
+  team: cli
+  type: shell
+  schedule: "0 0 0 1 1 ?"
+  parameters:
+    region: {default: eu}
+  config: {command: "echo region=${region}"}
+""")
+        self.ok(cli("apply", f, "--yes"))
+        self.assertEqual(cli("backfill", "cli.param", "--from", "2026-01-01", "--to",
+                             "2026-01-02", "--param", "nosuch=1").returncode, 2)
+        out = json.loads(self.ok(cli("backfill", "cli.param", "--from", "2026-01-01", "--to",
+                                     "2026-01-02", "--param", "region=us", "-o",
+                                     "json")).stdout)
+        r = self.ok(cli("logs", str(out["created"][0]), "-f"))
+        self.assertEqual(r.stdout, "region=us\n")
+        # export then apply: the parameters come back unchanged
+        r = self.ok(cli("export", "--team", "cli"))
+        write(os.path.join(HOME, "cli-team.yaml"), r.stdout)
+        self.assertIn('  parameters:\n    region:\n      default: "eu"\n', r.stdout)
+        plan = json.loads(self.ok(cli("apply", os.path.join(HOME, "cli-team.yaml"), "-o",
+                                      "json")).stdout)
+        self.assertEqual(plan["summary"]["update"] + plan["summary"]["create"], 0, plan)
 
     def test_exit_codes(self):
         self.assertEqual(cli("logs", "999999").returncode, 3)
