@@ -165,8 +165,10 @@ void kp__set_state(kp_sched *s, kp_inst *r, int state, const char *exec)
             tm->slots -= r->live_slots;
         }
     }
-    if (r->state != state)
+    if (r->state != state) {
         r->why = 0; /* a new state: what blocks it is written again */
+        kp__why_forget(s, r);
+    }
     r->state = (uint8_t)state;
     if (exec)
         r->exec = kp_intern(exec);
@@ -569,11 +571,17 @@ static void why_pool(kp_sched *s, kp_inst *r, const char *pool, int tokens)
     kp__why_note(s, r, y);
 }
 
-/* Ready instances from ready[from] on that this dispatch did not reach. */
+/* Ready instances from ready[from] on that this dispatch did not reach:
+ * those that waited WHY_QUEUED_MS for a slot (shorter waits are the queue
+ * moving, and explaining each of a release's thousands would cost the
+ * dispatch loop time and halleyd writes for nothing). */
 static void why_unreached(kp_sched *s, work *w, size_t from)
 {
+    int64_t old = kp__wall_ms() - WHY_QUEUED_MS;
     for (size_t i = from; i < w->n_ready; i++) {
         kp_inst *r = w->ready[i];
+        if (r->since_ms > old)
+            continue;
         kp_task *t = r->state == KP_ST_READY ? kp_index_get(s->ix, r->task_id) : NULL;
         if (t)
             why_executor(s, r, t);

@@ -49,6 +49,11 @@
 #define WHY_BATCH          1000   /* blocker lists written per PutBlockers call at most */
 #define WHY_EVERY_MS       250    /* ... and one call in flight, at most this often */
 #define WHY_READY_EVERY_MS 1000   /* ready instances' blockers are evaluated this often */
+/* a ready instance behind busy executors is explained once it waited this
+ * long (shorter waits are the queue moving); a list is written once it held
+ * WHY_SETTLE_MS and its instance kept its state (bursts collapse) */
+#define WHY_QUEUED_MS 5000
+#define WHY_SETTLE_MS 1000
 
 typedef Orrery__Halley__V1__Instance pb_instance;
 typedef Orrery__Halley__V1__TransitionRequest pb_treq;
@@ -323,6 +328,8 @@ void kp__why_start(kp_sched *s);
 void kp__why_stop(kp_sched *s);
 /* Drop what is recorded and not yet handed over (leadership lost). */
 void kp__why_drop(kp_sched *s);
+/* r changed state: a list recorded for it and not yet handed over is stale. */
+void kp__why_forget(kp_sched *s, const kp_inst *r);
 
 /* ------------------------------------------------------------ kp_load.c: resource limits */
 

@@ -14,8 +14,11 @@
  * Why is it waiting: the blocker lists the round records (kp__why_note)
  * are kept by instance id, a newer list replacing an older one, and handed
  * to one writer thread (PutBlockers) at most every WHY_EVERY_MS, WHY_BATCH
- * at a time, with never more than one call in flight: the round never
- * waits for these writes, and their cost is bounded whatever the churn.
+ * at a time, with never more than one call in flight, once they held
+ * WHY_SETTLE_MS; a list whose instance changed state before that is never
+ * written: the round never waits for these writes, and a release of
+ * thousands of instances, whose lists change with every step of their
+ * upstream, writes what remains after it settles, not every step.
  */
 #include "kp_sched_int.h"
 
@@ -409,6 +412,12 @@ void kp__why_stop(kp_sched *s)
     pthread_cond_destroy(&s->why_cv);
 }
 
+void kp__why_forget(kp_sched *s, const kp_inst *r)
+{
+    if (s->why_pending.len && r->id > 0)
+        free(kp_map_del(&s->why_pending, r->id));
+}
+
 void kp__why_drop(kp_sched *s)
 {
     for (size_t i = 0; i < s->why_pending.cap; i++)
@@ -434,10 +443,15 @@ void kp__why_flush(kp_sched *s, int64_t now)
     size_t n = 0;
     int64_t ids[WHY_BATCH];
     for (size_t i = 0; i < s->why_pending.cap && n < WHY_BATCH; i++)
-        if (s->why_pending.slots[i].key) {
+        if (s->why_pending.slots[i].key &&
+            ((why_entry *)s->why_pending.slots[i].val)->at_ms <= now - WHY_SETTLE_MS) {
             s->why_out[n] = s->why_pending.slots[i].val;
             ids[n++] = s->why_pending.slots[i].key;
         }
+    if (n == 0) {
+        pthread_mutex_unlock(&s->why_mu);
+        return;
+    }
     s->n_why_out = n;
     s->why_busy = 1;
     pthread_cond_signal(&s->why_cv);
