@@ -410,8 +410,10 @@ HL_UNARY(hl_api_rerun_instances)
         }
         if (st == HL_ST_READY || st == HL_ST_DISPATCHED || st == HL_ST_RUNNING) {
             s = orr_err_set(err, ORR_ESTATE, "instance_ids",
-                            "instance %" PRId64 " (task %s) is %s: nothing was rerun", id,
-                            in->task_name, hl_val(r, row, 5));
+                            "instance %" PRId64
+                            " (task %s) is %s: the set can rerun once it has ended;"
+                            " nothing was changed",
+                            id, in->task_name, hl_val(r, row, 5));
             goto out;
         }
         m->rerun = hl__finished(st);

@@ -59,6 +59,11 @@ export type BulkResult = Omit<Sent<Schemas['BulkResult']>, 'results'> & {
 export type BackfillResult = Answer<'backfillTask'>;
 export type TaskVersion = ItemOf<'listTaskVersions'>;
 export type TaskDiff = Answer<'diffTaskVersions'>;
+/** Backfill's options beyond the range: downstream tasks, pacing, dry run. */
+export type BackfillOptions = Omit<Body<'backfillTask'>, 'from' | 'to'>;
+export type RunNowResult = Answer<'runTaskNow'>;
+export type RerunResult = Answer<'rerunInstanceSet'>;
+export type RerunScope = NonNullable<Body<'rerunInstanceSet'>['scope']>;
 export type InstanceStats = Answer<'instanceStatsOverTime'>;
 export type ApiToken = Sent<Schemas['ApiToken']>;
 export type DataSource = Sent<Schemas['DataSource']>;
@@ -184,8 +189,20 @@ export const api = {
       headers: version ? { 'If-Match': String(version) } : undefined,
     }),
   deactivateTask: (id: number, reason?: string) => request<Task>('DELETE', `/tasks/${id}`, { query: { reason } }),
-  backfill: (id: number, from: string, to: string) =>
-    request<BackfillResult>('POST', `/tasks/${id}/backfill`, { body: { from, to } satisfies Body<'backfillTask'> }),
+  backfill: (id: number, from: string, to: string, opts: BackfillOptions = {}) =>
+    request<BackfillResult>('POST', `/tasks/${id}/backfill`, { body: { from, to, ...opts } satisfies Body<'backfillTask'> }),
+  runNow: (id: number, schedule_time: string, ignore_upstreams: boolean, reason?: string) =>
+    request<RunNowResult>('POST', `/tasks/${id}/run`, {
+      body: { schedule_time, ignore_upstreams, ...(reason ? { reason } : {}) } satisfies Body<'runTaskNow'>,
+    }),
+  rerunSet: (id: number, scope: RerunScope, dry_run: boolean, reason?: string) =>
+    request<RerunResult>('POST', `/instances/${id}/rerun`, {
+      body: { scope, dry_run, ...(reason ? { reason } : {}) } satisfies Body<'rerunInstanceSet'>,
+    }),
+  rerunWorkflowFailed: (name: string, schedule_time: string, dry_run: boolean) =>
+    request<RerunResult>('POST', `/workflows/${encodeURIComponent(name)}/rerun-failed`, {
+      body: { schedule_time, dry_run } satisfies Body<'rerunWorkflowFailed'>,
+    }),
   scheduleNext: (cron: string, tz: string, count = 5, signal?: AbortSignal, from?: string) =>
     request<Answer<'scheduleNext'>>('GET', '/schedule/next', {
       query: { cron, tz, count, from },

@@ -1,8 +1,11 @@
 // backfill.tsx - the backfill dialog: pick a date range, see how many fire
-// times of the task's schedule it covers (from /schedule/next), then create
-// the instances (POST /tasks/{id}/backfill; idempotent, at most 1000).
+// times of the task's schedule it covers (from /schedule/next), choose
+// whether the downstream tasks' cycles come too (a dry run counts them) and
+// how keplerd paces the cycles (all at once, one at a time, or at most N),
+// then create the instances (POST /tasks/{id}/backfill; idempotent, at most
+// 1000, one transaction).
 import { useEffect, useState } from 'preact/hooks';
-import { api, ApiError, type BackfillResult, type Task } from '../api';
+import { api, ApiError, type BackfillOptions, type BackfillResult, type Task } from '../api';
 import { fmtTime, localToIso, toLocalInput } from '../format';
 import { Field, Link, Modal, Spinner, errorText, val } from './ui';
 
@@ -15,6 +18,37 @@ export function BackfillDialog({ task, onClose, onDone }: { task: Task; onClose:
   const [err, setErr] = useState<ApiError | Error | null>(null);
   const [busy, setBusy] = useState(false);
   const [result, setResult] = useState<BackfillResult | null>(null);
+  const [down, setDown] = useState(false);
+  const [mode, setMode] = useState<'all' | 'serial' | 'parallel'>('all');
+  const [cycles, setCycles] = useState('2');
+  const [plan, setPlan] = useState<{ n: number; tasks: number; downstream: number } | null>(null);
+  const opts = (): BackfillOptions => ({
+    include_downstream: down,
+    mode,
+    ...(mode === 'parallel' ? { max_cycles: Number(cycles) } : {}),
+  });
+
+  // With the downstream tasks, a dry run says how many instances that makes.
+  useEffect(() => {
+    const f = localToIso(from);
+    const t = localToIso(to);
+    setPlan(null);
+    if (!down || !f || !t || f >= t) return;
+    let live = true;
+    const id = window.setTimeout(() => {
+      api.backfill(task.id, f, t, { include_downstream: true, dry_run: true }).then(
+        (r) => {
+          const p = r.planned ?? [];
+          if (live) setPlan({ n: p.length, tasks: new Set(p.map((x) => x.task_id)).size, downstream: p.filter((x) => x.downstream).length });
+        },
+        () => undefined,
+      );
+    }, 250);
+    return () => {
+      live = false;
+      window.clearTimeout(id);
+    };
+  }, [from, to, down, task.id]);
 
   useEffect(() => {
     const f = localToIso(from);
@@ -49,7 +83,7 @@ export function BackfillDialog({ task, onClose, onDone }: { task: Task; onClose:
     setErr(null);
     setBusy(true);
     try {
-      setResult(await api.backfill(task.id, localToIso(from), localToIso(to)));
+      setResult(await api.backfill(task.id, localToIso(from), localToIso(to), opts()));
       onDone?.();
     } catch (e) {
       setErr(e as Error);
@@ -84,7 +118,9 @@ export function BackfillDialog({ task, onClose, onDone }: { task: Task; onClose:
           <div>
             instance{result.created.length === 1 ? '' : 's'} created for {result.fire_times} fire time
             {result.fire_times === 1 ? '' : 's'}
+            {result.include_downstream ? ' and their downstream tasks' : ''}
             {result.existing.length > 0 && <>; {result.existing.length} already existed</>}.
+            {result.mode === 'serial' ? ' One cycle runs at a time.' : result.mode === 'parallel' ? ` At most ${result.max_cycles} cycles run at a time.` : ''}
           </div>
           <Link to={`/instances?task_id=${task.id}`} class="btn btn-small">
             See the instances
@@ -122,7 +158,37 @@ export function BackfillDialog({ task, onClose, onDone }: { task: Task; onClose:
               <span class="muted">Counting fire times…</span>
             )}
           </div>
-          {err && !(err instanceof ApiError && (err.field === 'from' || err.field === 'to')) && (
+          <label class="check-line" style={{ margin: '8px 0' }}>
+            <input type="checkbox" name="include_downstream" checked={down} onChange={(e) => setDown(e.currentTarget.checked)} /> Include downstream
+            tasks (their cycles that these fire times reach)
+          </label>
+          {down && (
+            <div class="preview" data-testid="backfill-downstream" aria-live="polite">
+              {plan ? (
+                <>
+                  <strong>{plan.n}</strong> instance{plan.n === 1 ? '' : 's'} of {plan.tasks} task{plan.tasks === 1 ? '' : 's'}, {plan.downstream}{' '}
+                  downstream
+                </>
+              ) : (
+                <span class="muted">Counting the downstream instances…</span>
+              )}
+            </div>
+          )}
+          <div class="row2">
+            <Field label="Cycles" field="mode" hint="How keplerd releases the cycles">
+              <select name="mode" value={mode} onChange={(e) => setMode(val(e) as 'all' | 'serial' | 'parallel')}>
+                <option value="all">All at once</option>
+                <option value="serial">One at a time (serial)</option>
+                <option value="parallel">At most N at a time (parallel)</option>
+              </select>
+            </Field>
+            {mode === 'parallel' && (
+              <Field label="Cycles at a time" field="max_cycles" error={err instanceof ApiError && err.field === 'max_cycles' ? err.message : null}>
+                <input type="number" name="max_cycles" min={1} max={100} value={cycles} onInput={(e) => setCycles(val(e))} />
+              </Field>
+            )}
+          </div>
+          {err && !(err instanceof ApiError && (err.field === 'from' || err.field === 'to' || err.field === 'max_cycles')) && (
             <div class="banner banner-error" role="alert">
               {errorText(err)}
             </div>

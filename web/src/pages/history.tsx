@@ -14,6 +14,7 @@
 import { useLayoutEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { api, early, type RunCell, type State, type WorkflowRun, type WorkflowRuns } from '../api';
 import { Graph, Legend, type GEdge, type GNode } from '../components/graph';
+import { FAILED, RerunFailedButton } from '../components/run';
 import { Empty, ErrorBanner, Link, Loading, PageHead, StateBadge, useAsync, useInterval } from '../components/ui';
 import { WorkflowHeaderOf } from '../components/workflow-header';
 import { fmtDuration, fmtTime } from '../format';
@@ -274,6 +275,7 @@ function CyclePanel({ name, cycle, view, setView }: { name: string; cycle: strin
     <div class="card pad" data-testid="cycle-panel" data-cycle={cycle}>
       <div class="section-head" style={{ display: 'flex', justifyContent: 'space-between', alignItems: 'center', flexWrap: 'wrap', gap: '8px' }}>
         <h2 style={{ margin: 0 }}>Cycle of {fmtTime(cycle)}</h2>
+        {run.data?.instances.some((i) => FAILED.includes(i.state)) && <RerunFailedButton workflow={name} cycle={cycle} onDone={run.reload} />}
         <div class="segmented" role="group" aria-label="View of the cycle">
           <button type="button" class={view === 'gantt' ? 'on' : ''} aria-pressed={view === 'gantt'} data-view="gantt" onClick={() => setView('gantt')}>
             Gantt

@@ -16,6 +16,7 @@ import { LogView } from '../components/logview';
 import { InstanceStats, TaskRowsChart } from '../components/procstats';
 import { PausedNote } from '../components/workflow-header';
 import { Confirm, ErrorBanner, Link, Loading, PageHead, StateBadge, toast, useAsync, useInterval } from '../components/ui';
+import { RunActions } from '../components/run';
 import { fmtDuration, fmtRelative, fmtShort, fmtTime } from '../format';
 import { useRoute } from '../router';
 import { canAct, useMe } from '../session';
@@ -226,18 +227,20 @@ export function InstancePage({ id }: { id: number }) {
           </>
         }
         actions={
-          canAct(me) &&
-          ACTIONS.map((a) => (
-            <button
-              key={a}
-              class={`btn ${a === 'kill' ? 'btn-danger' : a === 'rerun' ? 'btn-primary' : ''}`}
-              disabled={!actionAllowed(a, d.state) || busy !== null}
-              data-action={a}
-              onClick={() => (CONFIRM_ACTIONS.includes(a) ? setConfirm(a) : act(a).catch(() => undefined))}
-            >
-              {ACTION_LABEL[a]}
-            </button>
-          ))
+          canAct(me) && [
+            ...ACTIONS.map((a) => (
+              <button
+                key={a}
+                class={`btn ${a === 'kill' ? 'btn-danger' : a === 'rerun' ? 'btn-primary' : ''}`}
+                disabled={!actionAllowed(a, d.state) || busy !== null}
+                data-action={a}
+                onClick={() => (CONFIRM_ACTIONS.includes(a) ? setConfirm(a) : act(a).catch(() => undefined))}
+              >
+                {ACTION_LABEL[a]}
+              </button>
+            )),
+            <RunActions key="run" inst={d} onDone={inst.reload} />,
+          ]
         }
       />
       <PausedNote paused={d.paused} />

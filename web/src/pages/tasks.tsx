@@ -6,6 +6,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { api, type Task } from '../api';
 import { BackfillDialog } from '../components/backfill';
 import { PausedTag } from '../components/workflow-header';
+import { RunNowDialog } from '../components/run';
 import { Empty, ErrorBanner, Link, Loading, PageHead, StateBadge, useAsync, val } from '../components/ui';
 import { fmtRelative, fmtShort, fmtTime } from '../format';
 import { STATE_LABEL } from '../states';
@@ -37,6 +38,7 @@ export function TasksPage() {
   const [pages, setPages] = useState<Task[][]>([]);
   const [next, setNext] = useState<string | null>(null);
   const [backfill, setBackfill] = useState<Task | null>(null);
+  const [runNow, setRunNow] = useState<Task | null>(null);
   const list = useAsync(() => api.lastRuns({ q, team, type, active, limit: 50 }), [q, team, type, active]);
   useEffect(() => {
     if (list.data) {
@@ -162,6 +164,11 @@ export function TasksPage() {
                         Backfill
                       </button>
                     )}
+                    {canEditTeam(me, t.team) && t.active && (
+                      <button class="btn btn-small btn-ghost" data-action="run-now" aria-label={`Run now ${t.name}`} onClick={() => setRunNow(t)}>
+                        Run now
+                      </button>
+                    )}
                   </td>
                 </tr>
               ))}
@@ -177,6 +184,7 @@ export function TasksPage() {
         </div>
       )}
       {backfill && <BackfillDialog task={backfill} onClose={() => setBackfill(null)} />}
+      {runNow && <RunNowDialog task={runNow} onClose={() => setRunNow(null)} />}
     </div>
   );
 }
