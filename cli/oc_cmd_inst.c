@@ -242,14 +242,18 @@ int oc_run_run(oc_ctx *ctx, const oc_args *a)
 {
     if (a->npos != 1)
         return oc_fail(ctx, OC_EXIT_USAGE, "run: which task? (orrery run TASK)");
-    if (oc_arg(a, "param"))
-        return oc_fail(ctx, OC_EXIT_USAGE,
-                       "run: --param: this platform's run API takes no parameters yet");
-    json_t *task = NULL;
-    int rc = oc_task_find(ctx, a->pos[0], &task);
+    json_t *params = NULL;
+    int rc = oc__params(ctx, a, &params);
     if (rc)
         return rc;
+    json_t *task = NULL;
+    if ((rc = oc_task_find(ctx, a->pos[0], &task))) {
+        json_decref(params);
+        return rc;
+    }
     json_t *body = json_object();
+    if (params)
+        json_object_set_new(body, "params", params);
     char *at = NULL;
     if (oc_arg(a, "at")) {
         at = oc_time_arg(oc_arg(a, "at"));

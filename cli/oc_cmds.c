@@ -46,7 +46,7 @@ static const oc_opt oc_run_opts[] = {
      0},
     {"ignore-upstreams", 0, NULL, "run without waiting for its dependencies", 0},
     {"reason", 'r', "TEXT", "why (kept in the instance's history and the audit log)", 0},
-    {"param", 0, "KEY=VALUE", "a parameter of the run (not in the platform's API yet)", 1},
+    {"param", 0, "KEY=VALUE", "a value of one of the task's parameters for this run", 1},
     {NULL, 0, NULL, NULL, 0},
 };
 

@@ -3,7 +3,8 @@
  * workflow's cycle), and the options of backfill (downstream tasks, serial or
  * parallel pacing, dry run).
  *
- *   POST /api/v1/tasks/{id}/run              {"schedule_time", "ignore_upstreams", "reason"}
+ *   POST /api/v1/tasks/{id}/run              {"schedule_time", "ignore_upstreams", "reason",
+ *                                             "params"}
  *   POST /api/v1/instances/{id}/rerun        {"scope", "dry_run", "reason"}
  *   POST /api/v1/workflows/{name}/rerun-failed {"schedule_time", "dry_run", "reason"}
  *   POST /api/v1/tasks/{id}/backfill         {"from", "to", "priority", "include_downstream",
@@ -83,7 +84,8 @@ static json_t *gx_dep_json(const HL(DepState) * d)
 
 void gx_h_task_run(gx_req *req, gx_resp *resp)
 {
-    static const char *const keys[] = {"schedule_time", "ignore_upstreams", "reason", NULL};
+    static const char *const keys[] = {"schedule_time", "ignore_upstreams", "reason", "params",
+                                       NULL};
     int64_t id = gx_param_id(req, resp, 0, "id");
     if (!id)
         return;
@@ -109,8 +111,12 @@ void gx_h_task_run(gx_req *req, gx_resp *resp)
         gx_resp_fail(resp, ORR_EINVAL, "reason", "at most 4096 bytes");
         return;
     }
+    const char *params = gx_params_text(req, body, "params", resp);
+    if (!params)
+        return;
     HL(RunNowRequest) rq = HL_INIT(RUN_NOW_REQUEST);
     rq.task_id = id;
+    rq.params_json = (char *)params;
     rq.schedule_time_ms = ms;
     rq.ignore_upstreams = ignore;
     rq.actor = (char *)gx_actor(req);

@@ -53,13 +53,13 @@ static hl_stmt q_slot_lock =
             " AND schedule_time = to_timestamp($2::int8 / 1000.0) FOR UPDATE");
 
 /* Create the slot's instance, released: $3 ignore_upstreams, $4 actor, $5 the
- * timeline's reason. */
+ * timeline's reason, $6 its parameter values (a JSON object). */
 static hl_stmt q_run_create = HL_STMT(
     "WITH ins AS ("
     " INSERT INTO instances (task_id, task_version, schedule_time, state, priority, run_now,"
-    "  ignore_upstreams)"
+    "  ignore_upstreams, params)"
     " SELECT t.id, t.current_version, to_timestamp($2::int8 / 1000.0), 'waiting', 0, true,"
-    "  $3::bool FROM tasks t WHERE t.id = $1::int8 AND t.active"
+    "  $3::bool, $6::jsonb FROM tasks t WHERE t.id = $1::int8 AND t.active"
     " ON CONFLICT (task_id, schedule_time) DO NOTHING RETURNING *),"
     " tr AS (INSERT INTO instance_transitions (instance_id, attempt, from_state, to_state, actor,"
     "  reason) SELECT id, attempt, 'waiting', 'waiting', $4, $5 FROM ins),"
@@ -70,9 +70,11 @@ static hl_stmt q_run_create = HL_STMT(
     "SELECT " HL_INSTANCE_COLS ", NULL::int, ev.id"
     " FROM ins i JOIN ev ON true JOIN tasks t ON t.id = i.task_id");
 
-/* Release a waiting instance: $2 ignore_upstreams, $3 actor, $4 reason. */
+/* Release a waiting instance: $2 ignore_upstreams, $3 actor, $4 reason, $5
+ * its parameter values (NULL: keep them). */
 static hl_stmt q_run_release = HL_STMT(
     "WITH u AS (UPDATE instances SET run_now = true, ignore_upstreams = $2::bool,"
+    "  params = coalesce($5::jsonb, params),"
     "  updated_at = now() WHERE id = $1::int8 AND state = 'waiting' RETURNING *),"
     " tr AS (INSERT INTO instance_transitions (instance_id, attempt, from_state, to_state, actor,"
     "  reason) SELECT id, attempt, 'waiting', 'waiting', $3, $4 FROM u),"
@@ -138,17 +140,22 @@ HL_UNARY(hl_api_run_now)
         return s;
     const char *tid = hl_i64s(a, rq->task_id), *ms = hl_i64s(a, rq->schedule_time_ms);
     const char *ign = rq->ignore_upstreams ? "true" : "false";
+    int have_params = rq->params_json && rq->params_json[0];
+    const char *params = "{}";
     PGresult *r;
     int64_t max_event = 0;
     Orrery__Halley__V1__RunNowResponse *o = orr_arena_alloc(a, sizeof *o);
     orrery__halley__v1__run_now_response__init(o);
-    if ((s = hl_db_begin(c, err)) != ORR_OK ||
+    if ((s = hl_params_parse(a, rq->params_json, &params, err)) != ORR_OK ||
+        (s = hl_db_begin(c, err)) != ORR_OK ||
         (s = hl_db_query(c, a, &q_run_task, 1, (const char *[]){tid}, &r, err)) != ORR_OK)
         goto out;
     if (PQntuples(r) == 0) {
         s = orr_err_set(err, ORR_ENOTFOUND, "task_id", "no such task");
         goto out;
     }
+    if ((s = hl_params_known(c, a, rq->task_id, 0, params, err)) != ORR_OK)
+        goto out;
     if (!hl_val_bool(r, 0, 0)) {
         s = orr_err_set(err, ORR_ESTATE, "task_id", "task %s is deactivated", hl_val(r, 0, 4));
         goto out;
@@ -181,8 +188,8 @@ HL_UNARY(hl_api_run_now)
         goto out;
     PGresult *res;
     if (PQntuples(r) == 0) {
-        const char *pc[5] = {tid, ms, ign, rq->actor, why};
-        if ((s = hl_db_query(c, a, &q_run_create, 5, pc, &res, err)) != ORR_OK)
+        const char *pc[6] = {tid, ms, ign, rq->actor, why, params};
+        if ((s = hl_db_query(c, a, &q_run_create, 6, pc, &res, err)) != ORR_OK)
             goto out;
         if (PQntuples(res) != 1) { /* made by someone else between the lock and here */
             s = orr_err_set(err, ORR_ECONFLICT, "schedule_time_ms",
@@ -210,8 +217,8 @@ HL_UNARY(hl_api_run_now)
             if ((s = hl_transition_one(c, a, &tq, &tr, err)) != ORR_OK)
                 goto out;
         }
-        const char *pr[4] = {hl_i64s(a, id), ign, rq->actor, why};
-        if ((s = hl_db_query(c, a, &q_run_release, 4, pr, &res, err)) != ORR_OK)
+        const char *pr[5] = {hl_i64s(a, id), ign, rq->actor, why, have_params ? params : NULL};
+        if ((s = hl_db_query(c, a, &q_run_release, 5, pr, &res, err)) != ORR_OK)
             goto out;
         if (PQntuples(res) != 1) {
             s = orr_err_set(err, ORR_ECONFLICT, "schedule_time_ms",
@@ -222,14 +229,13 @@ HL_UNARY(hl_api_run_now)
     hl_pb_instance *in = orr_arena_alloc(a, sizeof *in);
     hl_fill_instance(a, res, 0, in);
     max_event = hl_val_i64(res, 0, HL_INSTANCE_NCOLS + 1);
+    const char *detail = orr_arena_sprintf(
+        a,
+        "{\"task\":%s,\"schedule_time_ms\":%" PRId64 ",\"ignore_upstreams\":%s,\"created\":%s%s%s}",
+        hl_jstr(a, in->task_name), in->schedule_time_ms, ign, o->created ? "true" : "false",
+        have_params ? ",\"params\":" : "", have_params ? params : "");
     if ((s = hl_audit(c, a, rq->actor, "instance.run_now",
-                      orr_arena_sprintf(a, "instance:%" PRId64, in->id),
-                      orr_arena_sprintf(a,
-                                        "{\"task\":%s,\"schedule_time_ms\":%" PRId64
-                                        ",\"ignore_upstreams\":%s,\"created\":%s}",
-                                        hl_jstr(a, in->task_name), in->schedule_time_ms, ign,
-                                        o->created ? "true" : "false"),
-                      err)) != ORR_OK ||
+                      orr_arena_sprintf(a, "instance:%" PRId64, in->id), detail, err)) != ORR_OK ||
         (s = hl_db_commit(c, err)) != ORR_OK)
         goto out;
     hl_events_committed(hc->events, max_event);

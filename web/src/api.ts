@@ -191,9 +191,9 @@ export const api = {
   deactivateTask: (id: number, reason?: string) => request<Task>('DELETE', `/tasks/${id}`, { query: { reason } }),
   backfill: (id: number, from: string, to: string, opts: BackfillOptions = {}) =>
     request<BackfillResult>('POST', `/tasks/${id}/backfill`, { body: { from, to, ...opts } satisfies Body<'backfillTask'> }),
-  runNow: (id: number, schedule_time: string, ignore_upstreams: boolean, reason?: string) =>
+  runNow: (id: number, schedule_time: string, ignore_upstreams: boolean, reason?: string, params?: Record<string, string>) =>
     request<RunNowResult>('POST', `/tasks/${id}/run`, {
-      body: { schedule_time, ignore_upstreams, ...(reason ? { reason } : {}) } satisfies Body<'runTaskNow'>,
+      body: { schedule_time, ignore_upstreams, ...(reason ? { reason } : {}), ...(params ? { params } : {}) } satisfies Body<'runTaskNow'>,
     }),
   rerunSet: (id: number, scope: RerunScope, dry_run: boolean, reason?: string) =>
     request<RerunResult>('POST', `/instances/${id}/rerun`, {

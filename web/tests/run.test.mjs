@@ -1,6 +1,7 @@
 // run.test.mjs - operators' runs in the browser: "Run now" from the task
 // list runs the task's next slot at once, through keplerd and executord, to
-// success, and the timeline names who asked; a backfill with its downstream
+// success, with a value of its parameter typed in the dialog, and the
+// timeline names who asked; a backfill with its downstream
 // tasks, one cycle at a time, made from the backfill dialog; "Rerun with…"
 // on an instance lists (dry run) exactly its downstream instances of the
 // same cycle, then reruns those and no other; bad input shows where it
@@ -19,7 +20,7 @@ useBrowser();
 
 const SFX = `${process.pid}`;
 
-async function make(page, name, command, upstream) {
+async function make(page, name, command, upstream, parameters) {
   const r = await api(page, 'POST', '/tasks', {
     name,
     team: 'analytics',
@@ -28,6 +29,7 @@ async function make(page, name, command, upstream) {
     retries: { max: 0 },
     config: { command },
     ...(upstream ? { upstreams: [{ kind: 'strong', task: upstream }] } : {}),
+    ...(parameters ? { parameters } : {}),
   });
   assert.equal(r.status, 201, JSON.stringify(r.body));
   return r.body.id;
@@ -46,7 +48,7 @@ test('run now from the task list runs the next slot at once, to success', async 
   const page = await open(t);
   await login(page, DEV);
   const name = `run_now_${SFX}`;
-  await make(page, name, 'echo run-now');
+  await make(page, name, 'echo run-now region=${region}', undefined, { region: { default: 'eu' } });
   const row = await openTaskRow(page, name);
   await row.getByRole('button', { name: `Run now ${name}` }).click();
   const dialog = page.getByRole('dialog', { name: `Run ${name} now` });
@@ -55,6 +57,11 @@ test('run now from the task list runs the next slot at once, to success', async 
   await until(async () => (await when.inputValue()) !== '', 'the next fire time filled in');
   const slot = new Date(await when.inputValue());
   assert.ok(slot.getTime() > Date.now(), `the default slot is ahead (${slot.toISOString()})`);
+  // the declared parameter, its default shown; a value typed is the run's own
+  const region = dialog.getByLabel('region');
+  await region.waitFor({ timeout: T });
+  assert.equal(await region.getAttribute('placeholder'), 'eu');
+  await region.fill('ap');
   await checkA11y(page, 'run now dialog');
   await shot(page, 'run-now-dialog');
   await dialog.getByTestId('run-now-submit').click();
@@ -66,6 +73,8 @@ test('run now from the task list runs the next slot at once, to success', async 
   assert.equal(Date.parse(d.schedule_time), slot.getTime(), 'the slot chosen');
   assert.ok(Date.parse(d.finished_at) < slot.getTime(), 'finished before its schedule time');
   assert.equal(d.run_now, true);
+  const log = await page.evaluate(async (i) => (await fetch(`/api/v1/instances/${i}/log/download`)).text(), id);
+  assert.match(log, /^run-now region=ap$/m, `the run's value of the parameter: ${log}`);
   const row2 = d.transitions.find((x) => x.reason.startsWith('run now'));
   assert.ok(row2 && row2.actor === `user:${DEV[0]}`, `the timeline names who: ${JSON.stringify(d.transitions)}`);
   await checkA11y(page, 'instance page after run now');

@@ -575,8 +575,21 @@ spec:
         out = json.loads(self.ok(cli("backfill", "cli.param", "--from", "2026-01-01", "--to",
                                      "2026-01-02", "--param", "region=us", "-o",
                                      "json")).stdout)
-        r = self.ok(cli("logs", str(out["created"][0]), "-f"))
+        iid = out["created"][0]
+        r = self.ok(cli("logs", str(iid), "-f"))
         self.assertEqual(r.stdout, "region=us\n")
+        # run now with a value: an undeclared name changes nothing (2);
+        # a declared one is the new attempt's value
+        self.assertEqual(cli("run", "cli.param", "--at", "2026-01-01", "--param",
+                             "nosuch=1").returncode, 2)
+        inst = api("GET", f"/api/v1/instances/{iid}").json()
+        self.assertEqual((inst["attempt"], inst["state"]), (1, "success"))
+        out = json.loads(self.ok(cli("run", "cli.param", "--at", "2026-01-01", "--param",
+                                     "region=ap", "-o", "json")).stdout)
+        self.assertEqual(out["instance"]["id"], iid)
+        r = self.ok(cli("logs", str(iid), "-f"))
+        self.assertEqual(r.stdout, "region=ap\n")
+        self.assertEqual(api("GET", f"/api/v1/instances/{iid}").json()["attempt"], 2)
         # export then apply: the parameters come back unchanged
         r = self.ok(cli("export", "--team", "cli"))
         write(os.path.join(HOME, "cli-team.yaml"), r.stdout)

@@ -141,6 +141,33 @@ class RunNow(unittest.TestCase):
         r = post(f"/api/v1/tasks/{tid}/run", {"schedule_time": "2026-04-01T05:00:00Z"})
         self.assertEqual(r.status, 409, r)
 
+    def test_run_now_sets_parameter_values(self):
+        spec = dict(hourly("runs.param"), parameters={"region": {"default": "eu"}})
+        r = post("/api/v1/tasks", spec, "root")
+        self.assertEqual(r.status, 201, r)
+        tid = r.json()["id"]
+        when = "2026-04-01T05:00:00Z"
+        for params, field in (({"nosuch": "x"}, "params.nosuch"), ({"region": 1}, "params.region"),
+                              ("eu", "params")):
+            r = post(f"/api/v1/tasks/{tid}/run", {"schedule_time": when, "params": params})
+            self.assertEqual(r.status, 400, (params, r))
+            self.assertEqual(r.json()["error"]["field"], field, (params, r))
+        self.assertEqual(get(f"/api/v1/instances?task_id={tid}")["items"], [])
+        r = post(f"/api/v1/tasks/{tid}/run", {"schedule_time": when, "params": {"region": "us"}})
+        self.assertEqual(r.status, 201, r)
+        iid = r.json()["instance"]["id"]
+        stored = lambda: sql(f"SELECT params::text FROM instances WHERE id = {iid}")  # noqa: E731
+        self.assertEqual(stored(), '{"region": "us"}')
+        # again without params: the values stay; an undeclared one changes nothing
+        self.assertEqual(post(f"/api/v1/tasks/{tid}/run", {"schedule_time": when}).status, 200)
+        self.assertEqual(stored(), '{"region": "us"}')
+        r = post(f"/api/v1/tasks/{tid}/run", {"schedule_time": when, "params": {"zone": "a"}})
+        self.assertEqual(r.status, 400, r)
+        self.assertEqual(stored(), '{"region": "us"}')
+        r = post(f"/api/v1/tasks/{tid}/run", {"schedule_time": when, "params": {"region": "ap"}})
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual(stored(), '{"region": "ap"}')
+
 
 class Rerun(unittest.TestCase):
     def setUp(self):

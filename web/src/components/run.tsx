@@ -12,12 +12,13 @@ import { fmtTime, localToIso, toLocalInput } from '../format';
 import { useRoute } from '../router';
 import { canAct, useMe } from '../session';
 import { isFinished } from '../states';
-import { ErrorBanner, Field, Link, Modal, Spinner, StateBadge, errorText, toast, val } from './ui';
+import { ErrorBanner, Field, Link, Modal, Spinner, StateBadge, errorText, toast, useAsync, val } from './ui';
 
 /** The states "rerun the failed ones" takes. */
 export const FAILED: string[] = ['failed', 'killed', 'timed_out'];
 
 type TaskRef = { id: number; name: string; schedule?: string | null; timezone?: string | null };
+type Param = { default?: string; description?: string };
 
 /**
  * Run a task's instance of one schedule time now. With `at` the slot is
@@ -31,6 +32,10 @@ export function RunNowDialog({ task, at, onClose, onDone }: { task: TaskRef; at?
   const [reason, setReason] = useState('');
   const [busy, setBusy] = useState(false);
   const [err, setErr] = useState<unknown>(null);
+  // the task's declared parameters: a value typed here is the run's own
+  const spec = useAsync(() => api.task(task.id), [task.id]);
+  const declared = (spec.data?.spec.parameters as Record<string, Param> | undefined) ?? {};
+  const [values, setValues] = useState<Record<string, string>>({});
 
   useEffect(() => {
     if (at) return;
@@ -49,12 +54,15 @@ export function RunNowDialog({ task, at, onClose, onDone }: { task: TaskRef; at?
   }, [task.id, at]);
 
   const fieldErr = err instanceof ApiError && err.field === 'schedule_time' ? err.message : null;
+  const paramErr = (name: string) => (err instanceof ApiError && err.field === `params.${name}` ? err.message : null);
+  const paramFieldErr = err instanceof ApiError && (err.field ?? '').startsWith('params.') && Object.hasOwn(declared, (err.field ?? '').slice(7));
   const submit = async (e?: Event) => {
     e?.preventDefault();
     setErr(null);
     setBusy(true);
     try {
-      const r = await api.runNow(task.id, at ?? localToIso(when), ignore, reason || undefined);
+      const given = Object.fromEntries(Object.entries(values).filter(([, v]) => v !== ''));
+      const r = await api.runNow(task.id, at ?? localToIso(when), ignore, reason || undefined, Object.keys(given).length ? given : undefined);
       toast(`${task.name}: instance #${r.instance.id} runs now${ignore ? ', ignoring its upstreams' : ''}`);
       onDone?.();
       onClose();
@@ -102,10 +110,26 @@ export function RunNowDialog({ task, at, onClose, onDone }: { task: TaskRef; at?
           <input type="checkbox" name="ignore_upstreams" checked={ignore} onChange={(e) => setIgnore(e.currentTarget.checked)} /> Ignore its
           upstreams (run even if they have not succeeded)
         </label>
+        {Object.keys(declared).length ? (
+          <fieldset class="subgroup" data-testid="run-now-params">
+            <legend>Parameters for this run (empty keeps the current value)</legend>
+            {Object.entries(declared).map(([name, p]) => (
+              <Field key={name} label={name} field={`params.${name}`} error={paramErr(name)} hint={p.description || undefined}>
+                <input
+                  type="text"
+                  name={`params.${name}`}
+                  value={values[name] ?? ''}
+                  placeholder={p.default ?? ''}
+                  onInput={(e) => setValues({ ...values, [name]: val(e) })}
+                />
+              </Field>
+            ))}
+          </fieldset>
+        ) : null}
         <Field label="Reason (optional)" field="reason">
           <input type="text" name="reason" value={reason} maxLength={4096} onInput={(e) => setReason(val(e))} />
         </Field>
-        {err && !fieldErr ? <ErrorBanner error={err} /> : null}
+        {err && !fieldErr && !paramFieldErr ? <ErrorBanner error={err} /> : null}
       </form>
     </Modal>
   );
