@@ -82,6 +82,33 @@ static json_t *gx_dep_json(const HL(DepState) * d)
 
 /* ------------------------------------------------------------ run now */
 
+/* The body of a run of one slot: only keys, "schedule_time" (required,
+ * ISO-8601) as *ms, the boolean `flag` (optional) and "reason" (optional, at
+ * most 4096 bytes). 0 when the 400 naming the field has been answered. */
+static int gx_run_slot_body(gx_resp *resp, json_t *body, const char *const *keys, const char *flag,
+                            int *flag_val, int64_t *ms, const char **reason)
+{
+    orr_err e;
+    const char *when = NULL;
+    *reason = NULL;
+    if (orr_json_allow_keys(body, "", keys, &e) != ORR_OK ||
+        orr_json_get_str(body, "", "schedule_time", 1, &when, &e) != ORR_OK ||
+        orr_json_get_bool(body, "", flag, 0, flag_val, &e) != ORR_OK ||
+        orr_json_get_str(body, "", "reason", 0, reason, &e) != ORR_OK) {
+        gx_resp_err(resp, &e);
+        return 0;
+    }
+    if (gx_parse_time(when, ms) != ORR_OK || *ms <= 0) {
+        gx_resp_fail(resp, ORR_EINVAL, "schedule_time", "must be an ISO-8601 time");
+        return 0;
+    }
+    if (*reason && strlen(*reason) > 4096) {
+        gx_resp_fail(resp, ORR_EINVAL, "reason", "at most 4096 bytes");
+        return 0;
+    }
+    return 1;
+}
+
 void gx_h_task_run(gx_req *req, gx_resp *resp)
 {
     static const char *const keys[] = {"schedule_time", "ignore_upstreams", "reason", "params",
@@ -92,25 +119,11 @@ void gx_h_task_run(gx_req *req, gx_resp *resp)
     json_t *body = gx_req_json(req, resp);
     if (!body)
         return;
-    orr_err e;
-    const char *when = NULL, *reason = NULL;
+    const char *reason;
     int ignore = 0;
-    if (orr_json_allow_keys(body, "", keys, &e) != ORR_OK ||
-        orr_json_get_str(body, "", "schedule_time", 1, &when, &e) != ORR_OK ||
-        orr_json_get_bool(body, "", "ignore_upstreams", 0, &ignore, &e) != ORR_OK ||
-        orr_json_get_str(body, "", "reason", 0, &reason, &e) != ORR_OK) {
-        gx_resp_err(resp, &e);
-        return;
-    }
     int64_t ms;
-    if (gx_parse_time(when, &ms) != ORR_OK || ms <= 0) {
-        gx_resp_fail(resp, ORR_EINVAL, "schedule_time", "must be an ISO-8601 time");
+    if (!gx_run_slot_body(resp, body, keys, "ignore_upstreams", &ignore, &ms, &reason))
         return;
-    }
-    if (reason && strlen(reason) > 4096) {
-        gx_resp_fail(resp, ORR_EINVAL, "reason", "at most 4096 bytes");
-        return;
-    }
     const char *params = gx_params_text(req, body, "params", resp);
     if (!params)
         return;
@@ -207,25 +220,11 @@ void gx_h_workflow_rerun_failed(gx_req *req, gx_resp *resp)
     json_t *body = gx_req_json(req, resp);
     if (!body)
         return;
-    orr_err e;
-    const char *when = NULL, *reason = NULL;
+    const char *reason;
     int dry = 0;
-    if (orr_json_allow_keys(body, "", keys, &e) != ORR_OK ||
-        orr_json_get_str(body, "", "schedule_time", 1, &when, &e) != ORR_OK ||
-        orr_json_get_bool(body, "", "dry_run", 0, &dry, &e) != ORR_OK ||
-        orr_json_get_str(body, "", "reason", 0, &reason, &e) != ORR_OK) {
-        gx_resp_err(resp, &e);
-        return;
-    }
     int64_t ms;
-    if (gx_parse_time(when, &ms) != ORR_OK || ms <= 0) {
-        gx_resp_fail(resp, ORR_EINVAL, "schedule_time", "must be an ISO-8601 time");
+    if (!gx_run_slot_body(resp, body, keys, "dry_run", &dry, &ms, &reason))
         return;
-    }
-    if (reason && strlen(reason) > 4096) {
-        gx_resp_fail(resp, ORR_EINVAL, "reason", "at most 4096 bytes");
-        return;
-    }
     HL(GetWorkflowRequest) wq = HL_INIT(GET_WORKFLOW_REQUEST);
     wq.name = (char *)name;
     HL(Workflow) * wf;
