@@ -86,6 +86,8 @@ async function heldThenDrained(page, gate) {
   // downstream is ready, and the drain is what holds it
   await page.goto('/app/resources');
   let row = await executorRow(page);
+  // executord reported itself at its start: the row says when it last did
+  assert.match((await row.getByTestId('heartbeat').textContent()) ?? '', /^last heartbeat /);
   await row.getByRole('button', { name: `Drain ${EXECUTOR}` }).click();
   await until(async () => (await row.getAttribute('data-drained')) === 'yes', 'the row shows it drained');
   const ex = (await api(page, 'GET', '/executors')).body.items.find((x) => x.id === EXECUTOR);

@@ -95,6 +95,8 @@ static const orr_cfg_key ex_schema[] = {
      "deadline of halleyd calls"},
     {"executor", "sweep_interval", ORR_CFG_DURATION, "10s", 0, 500, 3600000,
      "how often dispatched instances are listed in case an event was missed"},
+    {"executor", "heartbeat_interval", ORR_CFG_DURATION, "15s", 0, 500, 3600000,
+     "how often the executor reports itself to halleyd (its last heartbeat)"},
 };
 
 /* ------------------------------------------------------------ the card */
@@ -142,6 +144,32 @@ void ex_daemon_publish(ex_daemon *d)
     json_decref(card);
     if (text)
         ex_zk_set_card(d->zk, text);
+    free(text);
+}
+
+/* ------------------------------------------------------------ heartbeat */
+
+/* Report this executor to halleyd (PutExecutor): its host, slots and labels
+ * as announced, and halleyd's last_seen now, which the console shows as the
+ * last heartbeat. ZooKeeper stays what says whether it is alive; a failed
+ * report is tried again at the next beat. */
+static void heartbeat(ex_daemon *d)
+{
+    orr_err e;
+    json_t *labels = labels_json(d->labels, &e);
+    char *text = labels ? json_dumps(labels, JSON_COMPACT) : NULL;
+    json_decref(labels);
+    HL(PutExecutorRequest) rq = HL_INIT(PUT_EXECUTOR_REQUEST);
+    rq.id = (char *)d->id;
+    rq.host = (char *)d->host;
+    rq.slots = d->slots;
+    rq.labels_json = text ? text : "{}";
+    rq.active = 1;
+    ProtobufCMessage *resp = NULL;
+    if (ex_halley(d, "PutExecutor", &rq.base, &resp, &e) == ORR_OK)
+        protobuf_c_message_free_unpacked(resp, NULL);
+    else
+        ORR_WARN("cannot report the heartbeat to halleyd", "err=%s", orr_log_q(e.msg));
     free(text);
 }
 
@@ -552,6 +580,8 @@ static int serve(orr_daemon *od, int argc, char **argv)
 
     int64_t sweep_every = orr_config_int(cfg, "executor", "sweep_interval");
     int64_t next_sweep = ex_now_ms() + sweep_every;
+    int64_t beat_every = orr_config_int(cfg, "executor", "heartbeat_interval");
+    int64_t next_beat = 0;
     for (;;) {
         int sig = orr_daemon_wait_stop(200);
         if (sig > 0) {
@@ -574,6 +604,10 @@ static int serve(orr_daemon *od, int argc, char **argv)
         if (ex_now_ms() >= next_sweep && !atomic_load(&d.fenced)) {
             sweep(&d);
             next_sweep = ex_now_ms() + sweep_every;
+        }
+        if (ex_now_ms() >= next_beat && !atomic_load(&d.fenced)) {
+            heartbeat(&d);
+            next_beat = ex_now_ms() + beat_every;
         }
     }
     rc = 0;

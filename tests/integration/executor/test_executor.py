@@ -27,6 +27,7 @@ import tempfile
 import time
 import unittest
 import urllib.request
+from datetime import datetime
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 import orrery_it  # noqa: E402
@@ -34,6 +35,7 @@ import orrery_it  # noqa: E402
 BUILD = None
 PROTO = None
 P = None
+STARTED = time.time()  # before executord starts: its first beat is later
 PB = None
 GRPC = None
 EX = None
@@ -80,6 +82,7 @@ class Executor:
             "ORRERY_EXECUTOR_SLOT_PIDS": "64",
             "ORRERY_EXECUTOR_CGROUP_PARENT": "orrery-it",
             "ORRERY_EXECUTOR_SWEEP_INTERVAL": "2s",
+            "ORRERY_EXECUTOR_HEARTBEAT_INTERVAL": "1s",
             "ORRERY_EXECUTOR_DEFAULT_TIMEOUT": "2m",
             "ORRERY_EXECUTOR_RPC_TIMEOUT": "2s",
             "ORRERY_LOG_LEVEL": "debug",
@@ -298,6 +301,29 @@ class Executord(unittest.TestCase):
         self.assertEqual(items[0]["slots"], 4)
         self.assertTrue(items[0]["alive"])
         self.assertEqual(P.http("GET", "/api/v1/executors").status, 401)
+
+    def test_galaxy_shows_the_last_heartbeat(self):
+        # executord reports itself to halleyd at every heartbeat: the row
+        # carries what it announces, and last_seen moves on beat after beat
+        def seen():
+            r = P.http("GET", "/api/v1/executors", token=TOKEN)
+            self.assertEqual(r.status, 200, r)
+            x = next(c for c in r.json()["items"] if c["id"] == EX.id)
+            t = x.get("last_seen")
+            return x, (datetime.fromisoformat(t.replace("Z", "+00:00")).timestamp() if t else 0)
+
+        deadline = time.time() + 30
+        x, first = seen()
+        while time.time() < deadline and first < STARTED - 5:
+            time.sleep(0.2)
+            x, first = seen()
+        self.assertGreaterEqual(first, STARTED - 5, x)
+        self.assertEqual((x["slots"], x["labels"]), (4, {"zone": "it", "disk": "ssd"}), x)
+        later = first
+        while time.time() < deadline and later <= first:
+            time.sleep(0.2)
+            x, later = seen()
+        self.assertGreater(later, first, "the next beat moves last_seen on")
 
     def test_galaxy_serves_live_and_archived_logs(self):
         _, iid = make_instance({"command": "for i in 1 2 3 4 5 6; do echo line-$i; sleep 0.5; done"})

@@ -89,7 +89,9 @@ function ExecutorRow({ x, admin, onChanged }: { x: Executor; admin: boolean; onC
           {x.alive ? 'alive' : 'gone'}
         </span>
         {x.drained && <span class="badge st-suspended" data-testid="drained">drained</span>}
-        <div class="small muted">{x.alive ? 'session live now' : x.last_seen ? `last seen ${fmtRelative(x.last_seen)}` : 'never seen'}</div>
+        <div class="small muted" data-testid="heartbeat">
+          {x.last_seen && Date.parse(x.last_seen) > 0 ? `last heartbeat ${fmtRelative(x.last_seen)}` : x.alive ? 'alive, no heartbeat yet' : 'never seen'}
+        </div>
       </td>
       <td>
         {edit ? (
