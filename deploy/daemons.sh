@@ -140,7 +140,10 @@ orr_daemons_start() {
 }
 
 # A demo admin (password in var/admin-password, mode 0600) and a demo
-# workflow of three shell tasks, made once through the REST API.
+# workflow of three shell tasks, made once through the REST API: the
+# workflow "demo" (its page, run history and pause), and a backfill of its
+# last three hours with the downstream tasks, so the console has runs to
+# show at once.
 orr_demo_data() {
     local pwfile=$ORRERY_VAR_DIR/admin-password
     local api=http://127.0.0.1:$ORR_GALAXY_PORT/api/v1
@@ -153,23 +156,46 @@ orr_demo_data() {
     token=$(curl -fsS -H 'Content-Type: application/json' \
         -d "{\"name\":\"admin\",\"password\":\"$(cat "$pwfile")\"}" "$api/auth/login" |
         sed -n 's/.*"token":"\([^"]*\)".*/\1/p')
-    local name up
+    local auth="Authorization: Bearer $token" json='Content-Type: application/json'
+    local name up id ids=""
     up=""
     for name in demo.extract demo.transform demo.load; do
-        if curl -fsS -H "Authorization: Bearer $token" "$api/tasks?q=$name&active=any" |
-            grep -q "\"name\":\"$name\""; then
-            up=$name
-            continue
+        id=$(curl -fsS -H "$auth" "$api/tasks?q=$name&active=any" | orr_json_id "$name")
+        if [ -z "$id" ]; then
+            local deps="[]"
+            [ -n "$up" ] && deps="[{\"task\":\"$up\",\"kind\":\"strong\"}]"
+            id=$(curl -fsS -H "$auth" -H "$json" \
+                -d "{\"name\":\"$name\",\"team\":\"demo\",\"type\":\"shell\",\"schedule\":\"0 0 * * * ?\",
+                     \"timezone\":\"UTC\",\"upstreams\":$deps,
+                     \"config\":{\"command\":\"echo $name at \$ORRERY_SCHEDULE_TIME; sleep 2\"}}" \
+                "$api/tasks" | orr_json_id "$name")
         fi
-        local deps="[]"
-        [ -n "$up" ] && deps="[{\"task\":\"$up\",\"kind\":\"strong\"}]"
-        curl -fsS -o /dev/null -H "Authorization: Bearer $token" -H 'Content-Type: application/json' \
-            -d "{\"name\":\"$name\",\"team\":\"demo\",\"type\":\"shell\",\"schedule\":\"0 0 * * * ?\",
-                 \"timezone\":\"UTC\",\"upstreams\":$deps,
-                 \"config\":{\"command\":\"echo $name at \$ORRERY_SCHEDULE_TIME; sleep 2\"}}" \
-            "$api/tasks"
+        ids="$ids${ids:+,}$id"
         up=$name
     done
+    if ! curl -fsS -o /dev/null -H "$auth" "$api/workflows/demo" 2>/dev/null; then
+        curl -fsS -o /dev/null -X PUT -H "$auth" -H "$json" \
+            -d "{\"team\":\"demo\",\"task_ids\":[$ids],
+                 \"description\":\"Extract, transform, load: three hourly shell tasks, each after the one before\"}" \
+            "$api/workflows/demo"
+        local to from
+        to=$(date -u +%Y-%m-%dT%H:00:00Z)
+        from=$(date -u -d '-3 hours' +%Y-%m-%dT%H:00:00Z)
+        curl -fsS -o /dev/null -H "$auth" -H "$json" \
+            -d "{\"from\":\"$from\",\"to\":\"$to\",\"include_downstream\":true}" \
+            "$api/tasks/${ids%%,*}/backfill"
+    fi
+}
+
+# The "id" of the task named $1 in a JSON answer on stdin (one task, or a
+# list of them under "items"); nothing when there is none.
+orr_json_id() {
+    python3 -c 'import json, sys
+d = json.load(sys.stdin)
+for t in d.get("items", [d]):
+    if t.get("name") == sys.argv[1]:
+        print(t["id"])
+        break' "$1"
 }
 
 orr_daemons_summary() {
