@@ -118,7 +118,8 @@ static void test_payload(void **state)
 
 static hl_cached_task mk(int64_t id, int32_t version)
 {
-    hl_cached_task t = {id, "t", "team", "shell", 1, version, version, "{}", "", "UTC", "ann", 5, "", 0};
+    hl_cached_task t = {id,   "t", "team", "shell", 1, version, version,
+                        "{}", "",  "UTC",  "ann",   5, "",      0};
     return t;
 }
 
