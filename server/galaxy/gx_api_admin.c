@@ -444,11 +444,12 @@ void gx_h_stats_instances(gx_req *req, gx_resp *resp)
                       "marked_success", (json_int_t)b->marked_success));
     }
     gx_resp_json(resp, 200,
-                 json_pack("{s:I,s:o,s:{s:I,s:I,s:I,s:I,s:I}}", "step", (json_int_t)step, "buckets",
-                           buckets, "now", "waiting", (json_int_t)rs->waiting, "ready",
+                 json_pack("{s:I,s:o,s:{s:I,s:I,s:I,s:I,s:I,s:I}}", "step", (json_int_t)step,
+                           "buckets", buckets, "now", "waiting", (json_int_t)rs->waiting, "ready",
                            (json_int_t)rs->ready, "dispatched", (json_int_t)rs->dispatched,
                            "running", (json_int_t)rs->running, "running_slots",
-                           (json_int_t)rs->running_slots));
+                           (json_int_t)rs->running_slots, "active_tasks",
+                           (json_int_t)rs->active_tasks));
 }
 
 /* ------------------------------------------------- third round: data sources */

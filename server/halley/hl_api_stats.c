@@ -24,12 +24,14 @@ static hl_stmt q_finished =
             " GROUP BY 1, 2");
 
 /* Current queue; running_slots sums the spec's slots (default 1) of the
- * version each running instance runs. */
+ * version each running instance runs; then the count of active tasks. */
 static hl_stmt q_queue = HL_STMT(
     "SELECT count(*) FILTER (WHERE i.state = 'waiting'), count(*) FILTER (WHERE i.state = 'ready'),"
     " count(*) FILTER (WHERE i.state = 'dispatched'), count(*) FILTER (WHERE i.state = 'running'),"
     " coalesce(sum(CASE WHEN jsonb_typeof(v.spec -> 'slots') = 'number'"
-    "  THEN (v.spec ->> 'slots')::numeric::int8 ELSE 1 END) FILTER (WHERE i.state = 'running'), 0)"
+    "  THEN (v.spec ->> 'slots')::numeric::int8 ELSE 1 END) FILTER (WHERE i.state = 'running'), 0),"
+    " (SELECT count(*) FROM tasks a WHERE a.active"
+    "  AND ($1 = '' OR a.team_id = (SELECT tm.id FROM teams tm WHERE tm.name = $1)))"
     " FROM instances i JOIN tasks t ON t.id = i.task_id"
     " JOIN task_versions v ON v.task_id = i.task_id AND v.version = i.task_version"
     " WHERE i.state IN ('waiting', 'ready', 'dispatched', 'running')"
@@ -97,6 +99,7 @@ HL_UNARY(hl_api_instance_stats)
     o->dispatched = hl_val_i64(q, 0, 2);
     o->running = hl_val_i64(q, 0, 3);
     o->running_slots = hl_val_i64(q, 0, 4);
+    o->active_tasks = hl_val_i64(q, 0, 5);
     *resp = &o->base;
     return ORR_OK;
 }

@@ -354,6 +354,11 @@ class Instances(unittest.TestCase):
         self.assertGreaterEqual(sum(b["marked_success"] for b in body["buckets"]), 1)
         self.assertGreaterEqual(sum(b["killed"] for b in body["buckets"]), 1)
         self.assertGreaterEqual(body["now"]["waiting"], 2)
+        # the active tasks are counted, as many as the task list holds
+        active = P.http("GET", "/api/v1/tasks?limit=1000", token=TOK["vic"]).json()
+        self.assertIsNone(active["next_page_token"])
+        self.assertEqual(body["now"]["active_tasks"], len(active["items"]))
+        self.assertGreater(body["now"]["active_tasks"], 0)
         r = P.http("GET", "/api/v1/stats/instances?step=10", token=TOK["vic"])
         self.assertEqual(r.status, 400)
         self.assertEqual(r.json()["error"]["field"], "step")
