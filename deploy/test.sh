@@ -67,6 +67,7 @@ eval "$(./deploy/stack.sh env)"
 
 status=0
 say "tests: normal build"
+rm -f build/Testing/Temporary/LastTestsFailed.log
 (cd build && ctest --output-on-failure --timeout 600) || status=1
 
 if [ "${ORRERY_TEST_SKIP_ASAN:-0}" != "1" ]; then
@@ -74,10 +75,16 @@ if [ "${ORRERY_TEST_SKIP_ASAN:-0}" != "1" ]; then
     export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:strict_string_checks=1
     export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
     say "tests: AddressSanitizer + UndefinedBehaviorSanitizer build"
+    rm -f build-asan/Testing/Temporary/LastTestsFailed.log
     (cd build-asan && ctest --output-on-failure --timeout 900) || status=1
 fi
 
 if [ "$status" -ne 0 ]; then
+    # What failed, again, at the end: the tests' own output is far above.
+    python3 deploy/test-digest.py build "normal build" || true
+    if [ "${ORRERY_TEST_SKIP_ASAN:-0}" != "1" ]; then
+        python3 deploy/test-digest.py build-asan "AddressSanitizer build" || true
+    fi
     say "FAILED"
 else
     say "all tests passed"

@@ -48,15 +48,19 @@ test('versions: list, diff, rollback, reactivate; a parameter default shown and 
   await until(async () => /version 2/.test(await page.getByTestId('task-version').textContent()), 'the header says version 2');
   const list = page.getByTestId('version-list');
   await until(async () => (await list.locator('tr[data-version]').count()) === 2, 'two versions listed');
-  assert.match(await list.locator('tr[data-version="2"]').textContent(), /switch to us/);
-  assert.match(await list.locator('tr[data-version="2"]').textContent(), /current/);
+  await until(async () => {
+    const v2 = await list.locator('tr[data-version="2"]').textContent();
+    return /switch to us/.test(v2) && /current/.test(v2);
+  }, 'version 2 listed as current with its comment');
 
   // The diff of 1 and 2: the default changed; side by side, then unified.
   const diff = page.getByTestId('diff-table');
   await diff.waitFor({ timeout: T });
   const changed = diff.locator('tr[data-change]');
-  assert.equal(await changed.count(), 1, await diff.textContent());
-  assert.match(await changed.first().textContent(), /parameters\.region\.default\s*eu\s*us/);
+  await until(
+    async () => (await changed.count()) === 1 && /parameters\.region\.default\s*eu\s*us/.test(await changed.first().textContent()),
+    'the diff names the one changed field',
+  );
   await shot(page, 'versions-diff');
   await page.getByRole('radio', { name: 'Unified' }).click();
   const uni = page.getByTestId('diff-unified');
@@ -113,7 +117,7 @@ test('versions: list, diff, rollback, reactivate; a parameter default shown and 
 
   await page.goto(`/app/instances/${iid}`);
   await page.getByTestId('instance-version').waitFor({ timeout: T });
-  assert.equal(await page.getByTestId('instance-task-version').textContent(), 'version 3');
+  await until(async () => (await page.getByTestId('instance-task-version').textContent()) === 'version 3', 'the instance names version 3');
   await until(async () => /ap/.test(await page.getByTestId('param-shown-region').textContent()), 'the overridden value is shown');
   assert.match(await page.getByTestId('instance-params').textContent(), /eu/, 'next to the default');
   const log = page.getByTestId('log');
@@ -131,5 +135,5 @@ test('versions: list, diff, rollback, reactivate; a parameter default shown and 
   await page.goto(`/app/instances/${iid}`);
   await page.getByRole('link', { name: 'task version 3' }).click();
   await page.getByTestId('version-list').waitFor({ timeout: T });
-  assert.match(page.url(), /version=3/);
+  await until(async () => /version=3/.test(page.url()), 'the address picks version 3');
 });
