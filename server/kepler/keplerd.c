@@ -11,6 +11,12 @@
  *       date or option (stderr names the field); 1 when the expression has
  *       fewer than N fire times before the end of 2199 (those found are
  *       printed).
+ *       --calendar FILE adjusts them to a business calendar: FILE is an
+ *       .ics file (its events' days are excluded; business weekdays Monday
+ *       to Friday, in ZONE) or a JSON calendar as the REST API answers it
+ *       ({"timezone", "weekdays", "days": [{"day", "kind"}]}); --policy
+ *       skip (default), next or previous says what happens to a fire time
+ *       on a day that is not a business day (orr_cal.h).
  *
  *   run
  *       Run the scheduler: join the leader election in ZooKeeper ([kepler]
@@ -29,6 +35,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "orr_alloc.h"
+#include "orr_cal.h"
+#include "orr_cal_ics.h"
 #include "orr_cron.h"
 #include "kp_sched.h"
 #include "orr_tz.h"
@@ -72,9 +81,11 @@ static void keplerd_usage(FILE *f)
             "usage: %s [--config FILE] [--print-config] [--help] COMMAND [ARGS...]\n"
             "commands:\n"
             "  cron-next EXPR [--tz ZONE] [--from ISO8601] [--count N]\n"
+            "            [--calendar FILE [--policy skip|next|previous]]\n"
             "      print the next N (1-%d, default 1) fire times of a cron expression\n"
             "      (Quartz 6/7 fields or Unix 5 fields) after --from (default now),\n"
-            "      read in time zone ZONE (default [kepler] timezone), as UTC ISO-8601\n"
+            "      read in time zone ZONE (default [kepler] timezone), as UTC ISO-8601;\n"
+            "      with a business calendar (.ics or JSON file) adjusted by the policy\n"
             "  run\n"
             "      run the scheduler (leader election, dispatch) until SIGTERM\n"
             "options:\n"
@@ -110,13 +121,64 @@ static int cron_next_fail(const char *what, const orr_err *err)
     return 2;
 }
 
+static int cron_next_add_day(void *ctx, int64_t day, const char *summary, orr_err *err)
+{
+    (void)summary;
+    return orr_cal_set_day(ctx, day, ORR_CAL_EXCLUDED, err) == ORR_OK ? 0 : 1;
+}
+
+/* The calendar in file: JSON, or an .ics whose events' days are excluded
+ * (business weekdays Monday to Friday in zone). err->field "calendar" when
+ * the file cannot be read. */
+static orr_status cron_next_calendar(const char *file, const char *zone, int64_t from,
+                                     orr_cal **out, orr_err *err)
+{
+    FILE *f = fopen(file, "rb");
+    if (!f)
+        return orr_err_set(err, ORR_EINVAL, "calendar", "%.200s: cannot open", file);
+    size_t cap = 1 << 16, n = 0;
+    char *buf = orr_xmalloc(cap);
+    size_t got;
+    while ((got = fread(buf + n, 1, cap - n, f)) > 0) {
+        n += got;
+        if (n == cap) {
+            if (cap >= ORR_ICS_MAX_BYTES)
+                break;
+            cap *= 2;
+            buf = orr_xrealloc(buf, cap);
+        }
+    }
+    int bad = ferror(f) || n >= ORR_ICS_MAX_BYTES;
+    fclose(f);
+    orr_status s;
+    size_t i = 0;
+    while (i < n && (buf[i] == ' ' || buf[i] == '\t' || buf[i] == '\r' || buf[i] == '\n'))
+        i++;
+    if (bad)
+        s = orr_err_set(err, ORR_EINVAL, "calendar", "%.200s: unreadable or larger than %d bytes",
+                        file, ORR_ICS_MAX_BYTES);
+    else if (i < n && buf[i] == '{')
+        s = orr_cal_from_json(buf, n, out, err);
+    else if ((s = orr_cal_new(zone, ORR_CAL_WEEKDAYS_DEFAULT, out, err)) == ORR_OK) {
+        int64_t d = from / 86400;
+        s = orr_ics_days(buf, n, d - ORR_CAL_SEARCH_DAYS, d + 4 * ORR_CAL_SEARCH_DAYS,
+                         cron_next_add_day, *out, err);
+        if (s != ORR_OK) {
+            orr_cal_free(*out);
+            *out = NULL;
+        }
+    }
+    free(buf);
+    return s;
+}
+
 static int cmd_cron_next(orr_daemon *d, int argc, char **argv)
 {
     const orr_config *cfg = orr_daemon_config(d);
     argc--; /* argv[0] is the command */
     argv++;
     const char *expr = NULL, *zone = orr_config_str(cfg, "kepler", "timezone");
-    const char *from = NULL, *count_s = NULL;
+    const char *from = NULL, *count_s = NULL, *cal_file = NULL, *policy_s = NULL;
     char msg[200];
     for (int i = 0; i < argc; i++) {
         const char *v = NULL;
@@ -127,6 +189,10 @@ static int cmd_cron_next(orr_daemon *d, int argc, char **argv)
             from = v;
         else if (keplerd_opt(argv, argc, &i, "--count", &v))
             count_s = v;
+        else if (keplerd_opt(argv, argc, &i, "--calendar", &v))
+            cal_file = v;
+        else if (keplerd_opt(argv, argc, &i, "--policy", &v))
+            policy_s = v;
         else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             keplerd_usage(stdout);
             return 0;
@@ -172,10 +238,20 @@ static int cmd_cron_next(orr_daemon *d, int argc, char **argv)
     orr_cron c;
     if (orr_cron_parse_into(expr, &c, &err) != ORR_OK)
         return cron_next_fail(NULL, &err);
+    orr_cal_policy policy;
+    if (orr_cal_policy_parse(policy_s, &policy, &err) != ORR_OK) {
+        snprintf(err.field, sizeof(err.field), "policy");
+        return cron_next_fail(NULL, &err);
+    }
+    orr_cal *cal = NULL;
+    if (cal_file && cron_next_calendar(cal_file, zone, t, &cal, &err) != ORR_OK)
+        return cron_next_fail(NULL, &err);
 
     char line[40];
     for (long i = 0; i < count; i++) {
-        orr_status rc = orr_cron_next(&c, tz, t, &t);
+        orr_status rc = orr_cal_next(&c, tz, cal, policy, t, &t);
+        if (rc != ORR_OK)
+            orr_cal_free(cal);
         if (rc == ORR_ENOTFOUND) {
             fflush(stdout);
             fprintf(stderr, "%s: cron-next: no %sfire time before the end of %d\n", KEPLERD,
@@ -188,6 +264,7 @@ static int cmd_cron_next(orr_daemon *d, int argc, char **argv)
         }
         printf("%s\n", orr_tz_format_utc(t, line, sizeof(line)));
     }
+    orr_cal_free(cal);
     return fflush(stdout) == 0 ? 0 : 1;
 }
 

@@ -64,6 +64,33 @@ got=$(env ORRERY_KEPLER_TIMEZONE=Europe/Berlin "$K" cron-next '0 0 12 * * ?' \
 n=$("$K" cron-next '*/7 * * * * ?' --from 2026-01-01T00:00:00Z --count 10000 | sort -u | wc -l)
 [ "$n" -eq 10000 ] || fail "count 10000 gave $n distinct lines"
 
+
+# --calendar: an .ics file (its days excluded, Monday to Friday) or JSON
+caldir=$(mktemp -d) || exit 1
+trap 'rm -f "$errfile"; rm -rf "$caldir"' EXIT
+printf 'BEGIN:VCALENDAR\r\nVERSION:2.0\r\nBEGIN:VEVENT\r\nDTSTART;VALUE=DATE:20261225\r\nSUMMARY:Christmas\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n' >"$caldir/h.ics"
+printf '{"timezone":"Europe/Berlin","weekdays":[1,2,3,4,5],"days":[{"day":"2026-12-25","kind":"excluded"},{"day":"2026-12-27","kind":"included"}]}' >"$caldir/c.json"
+printf 'BEGIN:VCALENDAR\nBEGIN:VEVENT\nDTSTART:2026-12-25\nEND:VEVENT\nEND:VCALENDAR\n' >"$caldir/bad.ics"
+expect_out '2026-12-24T06:00:00Z\n2026-12-28T06:00:00Z' \
+    cron-next '0 6 * * *' --from 2026-12-23T12:00:00Z --count 2 --calendar "$caldir/h.ics"
+expect_out '2026-12-24T06:00:00Z\n2026-12-28T06:00:00Z\n2026-12-29T06:00:00Z' \
+    cron-next '0 6 * * *' --from 2026-12-23T12:00:00Z --count 3 --calendar "$caldir/h.ics" \
+    --policy next
+# previous: Friday 25th to Sunday 27th all move onto Thursday's own fire time
+expect_out '2026-12-24T06:00:00Z\n2026-12-28T06:00:00Z' \
+    cron-next '0 6 * * *' --from 2026-12-23T12:00:00Z --count 2 --calendar "$caldir/h.ics" \
+    --policy=previous
+# JSON in Berlin: Saturday's weekly run moves to Monday, or to Sunday the
+# 27th, included
+expect_out '2026-12-21T08:00:00Z\n2026-12-27T08:00:00Z\n2027-01-04T08:00:00Z' \
+    cron-next '0 9 * * SAT' --tz Europe/Berlin --from 2026-12-20T00:00:00Z --count 3 \
+    --calendar "$caldir/c.json" --policy next
+expect_err 2 'keplerd: cron-next: body: line 3: DTSTART' \
+    cron-next '0 6 * * *' --calendar "$caldir/bad.ics"
+expect_err 2 'keplerd: cron-next: policy: "later": must be skip, next or previous' \
+    cron-next '0 6 * * *' --calendar "$caldir/h.ics" --policy later
+expect_err 2 'keplerd: cron-next: calendar:' cron-next '0 6 * * *' --calendar "$caldir/none"
+
 expect_err 2 'keplerd: cron-next: day-of-month: "32" out of range 1-31' \
     cron-next '0 0 0 32 * ?'
 expect_err 2 'keplerd: cron-next: minute: step "0" in "*/0" out of range 1-60' \
