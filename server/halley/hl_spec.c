@@ -10,6 +10,9 @@
  * (orr_subst): no parameter takes a built-in's name, and every string of
  * config uses only well-formed substitutions of known names, so a typo is
  * refused at save, naming the field, instead of failing a run at night.
+ * Deadlines go through orr_deadline_parse, the scheduler's own parser (a
+ * duration of at most 31 days, or a clock time HH:MM), and two durations
+ * must not put start_by after finish_by.
  */
 #include "hl_spec.h"
 
@@ -18,6 +21,7 @@
 #include <time.h>
 
 #include "orr_cron.h"
+#include "orr_deadline.h"
 #include "orr_json.h"
 #include "orr_schemas.h"
 #include "orr_subst.h"
@@ -32,6 +36,33 @@ void hl_spec_clear(hl_spec *s)
     if (s->root)
         json_decref(s->root);
     memset(s, 0, sizeof *s);
+}
+
+/* spec.deadlines: each one parses as keplerd reads it; start_by no later
+ * than finish_by when both are durations. */
+static orr_status check_deadlines(json_t *doc, orr_err *err)
+{
+    json_t *dl = json_object_get(doc, "deadlines");
+    if (!dl)
+        return ORR_OK;
+    static const char *const keys[] = {"start_by", "finish_by"};
+    orr_deadline d[2] = {{ORR_DL_NONE, 0}, {ORR_DL_NONE, 0}};
+    for (int i = 0; i < 2; i++) {
+        json_t *v = json_object_get(dl, keys[i]);
+        if (!v)
+            continue;
+        char field[64];
+        snprintf(field, sizeof field, "spec.deadlines.%s", keys[i]);
+        if (!json_is_string(v))
+            return orr_err_set(err, ORR_EINVAL, field, "must be a string");
+        orr_status s = orr_deadline_parse(json_string_value(v), field, &d[i], err);
+        if (s != ORR_OK)
+            return s;
+    }
+    if (d[0].kind == ORR_DL_AFTER && d[1].kind == ORR_DL_AFTER && d[0].ms > d[1].ms)
+        return orr_err_set(err, ORR_EINVAL, "spec.deadlines.start_by",
+                           "is after finish_by: an instance must start before it can finish");
+    return ORR_OK;
 }
 
 orr_status hl_spec_parse(const orr_jschema *schema, const char *json, size_t len, hl_spec *out,
@@ -67,6 +98,8 @@ orr_status hl_spec_parse(const orr_jschema *schema, const char *json, size_t len
         goto fail;
     }
     if ((s = orr_subst_check_spec(doc, err)) != ORR_OK)
+        goto fail;
+    if ((s = check_deadlines(doc, err)) != ORR_OK)
         goto fail;
     json_t *ups = NULL;
     if ((s = orr_json_get_array(doc, "spec", "upstreams", 0, &ups, err)) != ORR_OK)

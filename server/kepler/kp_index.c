@@ -254,6 +254,22 @@ orr_status kp_task_parse(kp_task *t, const char *spec_json, const char *default_
         st = orr_err_set(err, ORR_EINVAL, "spec.timeout", "must be positive");
         goto fail;
     }
+    json_t *dl = json_object_get(doc, "deadlines");
+    if (dl) {
+        const char *sb = NULL, *fb = NULL;
+        if (!json_is_object(dl)) {
+            st = orr_err_set(err, ORR_EINVAL, "spec.deadlines", "must be an object");
+            goto fail;
+        }
+        if ((st = orr_json_get_str(dl, "spec.deadlines", "start_by", 0, &sb, err)) != ORR_OK ||
+            (st = orr_json_get_str(dl, "spec.deadlines", "finish_by", 0, &fb, err)) != ORR_OK)
+            goto fail;
+        if ((sb && (st = orr_deadline_parse(sb, "spec.deadlines.start_by", &t->start_by, err)) !=
+                       ORR_OK) ||
+            (fb && (st = orr_deadline_parse(fb, "spec.deadlines.finish_by", &t->finish_by, err)) !=
+                       ORR_OK))
+            goto fail;
+    }
     if (retries) {
         if (!json_is_object(retries)) {
             st = orr_err_set(err, ORR_EINVAL, "spec.retries", "must be an object");

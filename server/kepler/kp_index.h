@@ -29,6 +29,7 @@
 #include <stdint.h>
 
 #include "orr_cron.h"
+#include "orr_deadline.h"
 #include "orr_tz.h"
 #include "orr_status.h"
 
@@ -90,6 +91,7 @@ typedef struct kp_task {
     int priority;
     kp_retry_policy retry;
     int64_t timeout_ms;
+    orr_deadline start_by, finish_by; /* "deadlines" (ORR_DL_NONE = none) */
     /* scheduling state */
     int64_t materialised_ms; /* every fire time <= this has an instance */
     int64_t next_fire_ms;    /* first fire time > materialised_ms; INT64_MAX = none */

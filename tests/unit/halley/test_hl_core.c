@@ -263,6 +263,21 @@ static void test_spec(void **state)
         {"{\"name\":\"a\",\"team\":\"t\",\"type\":\"shell\",\"config\":{\"command\":\"x\"},"
          "\"pools\":{\"db\":0}}",
          "spec.pools.db"},
+        {"{\"name\":\"a\",\"team\":\"t\",\"type\":\"shell\",\"config\":{\"command\":\"x\"},"
+         "\"deadlines\":{\"start_by\":\"soon\"}}",
+         "spec.deadlines.start_by"},
+        {"{\"name\":\"a\",\"team\":\"t\",\"type\":\"shell\",\"config\":{\"command\":\"x\"},"
+         "\"deadlines\":{\"finish_by\":\"24:00\"}}",
+         "spec.deadlines.finish_by"},
+        {"{\"name\":\"a\",\"team\":\"t\",\"type\":\"shell\",\"config\":{\"command\":\"x\"},"
+         "\"deadlines\":{\"finish_by\":\"40d\"}}",
+         "spec.deadlines.finish_by"},
+        {"{\"name\":\"a\",\"team\":\"t\",\"type\":\"shell\",\"config\":{\"command\":\"x\"},"
+         "\"deadlines\":{\"start_by\":\"2h\",\"finish_by\":\"1h\"}}",
+         "spec.deadlines.start_by"},
+        {"{\"name\":\"a\",\"team\":\"t\",\"type\":\"shell\",\"config\":{\"command\":\"x\"},"
+         "\"deadlines\":{\"by\":\"1h\"}}",
+         "spec.deadlines.by"},
         {"[1,2]", "spec"},
         {"{\"name\":", "spec"},
         {"", "spec"},
@@ -274,6 +289,13 @@ static void test_spec(void **state)
             fail_msg("case %zu: field %s, want %s (%s)", i, err.field, bad[i].field, err.msg);
         assert_null(sp.root);
     }
+    /* deadlines: a duration and a clock time */
+    assert_int_equal(parse("{\"name\":\"dl\",\"team\":\"t\",\"type\":\"shell\","
+                           "\"config\":{\"command\":\"x\"},"
+                           "\"deadlines\":{\"start_by\":\"30m\",\"finish_by\":\"07:30\"}}",
+                           &sp, &err),
+                     ORR_OK);
+    hl_spec_clear(&sp);
     /* transfer's config is a permissive object for now. */
     assert_int_equal(parse("{\"name\":\"tr\",\"team\":\"t\",\"type\":\"transfer\","
                            "\"config\":{\"anything\":[1]}}",
