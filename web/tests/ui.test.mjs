@@ -711,13 +711,24 @@ test('at 390 px wide, tables scroll sideways to the state column and the icon-on
   const table = page.locator('table:has(tr[data-instance])');
   const tb = await table.boundingBox();
   if (box0.x + box0.width > 390) {
-    // Scrolled as a user does, with the wheel (or a swipe) over the table.
+    // Scrolled as a user does, with the wheel (or a swipe) over the table, a
+    // notch at a time. A notch's scroll is animated and ends when the page
+    // gets to it: each is let come to rest before the next, so a loaded
+    // machine neither stops short nor piles notches up past the column.
     await page.mouse.move(Math.min(tb.x + 40, 380), tb.y + 60);
-    for (let i = 0; i < 10; i++) {
-      const b = await state.boundingBox();
-      if (b.x + b.width <= 390) break;
-      await page.mouse.wheel(200, 0);
-      await page.waitForTimeout(50);
+    const rest = async (from) => {
+      let last;
+      return until(async () => {
+        const b = await state.boundingBox();
+        const still = b.x !== from && b.x === last;
+        last = b.x;
+        return still && b;
+      }, 'the table at rest after a notch of the wheel');
+    };
+    let b = box0;
+    for (let i = 0; i < 20 && b.x + b.width > 390; i++) {
+      await page.mouse.wheel(100, 0);
+      b = await rest(b.x);
     }
   }
   const box = await state.boundingBox();
