@@ -124,9 +124,11 @@ class SortLive(unittest.TestCase):
                          lambda: sum(landed(blob).values()) >= 10000, proc=sortd)
                 labels = {os.path.basename(os.path.dirname(f)) for f in landed(blob)}
                 self.assertTrue(labels and all(len(x) == 10 for x in labels), labels)
-                # Closed hours were reconciled and reported to Halley.
-                checks = wait_for("a _CHECK", lambda: glob.glob(
-                    os.path.join(blob, "**", "_CHECK"), recursive=True))
+                # Closed hours were reconciled and reported to Halley. The
+                # units' _CHECK files are written one after another: wait for
+                # the three this test counts on, not for the first.
+                checks = wait_for("three _CHECKs", lambda: (lambda c: c if len(c) >= 3 else None)(
+                    glob.glob(os.path.join(blob, "**", "_CHECK"), recursive=True)))
 
                 def iso(sec):
                     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(sec))
