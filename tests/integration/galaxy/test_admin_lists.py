@@ -82,8 +82,14 @@ class AdminLists(unittest.TestCase):
         self.assertEqual(r.status, 201, r)
         api_token = r.json()["secret"]
         self.assertEqual(P.http("GET", "/api/v1/auth/me", token=api_token).status, 200)
-        # A second galaxyd has checked (and cached) the token too.
+        # A second galaxyd has checked (and cached) the token too, once it
+        # follows halleyd's events (its /healthz says so): what is timed below
+        # is the event's way, not this galaxyd's start.
         other = f"http://127.0.0.1:{P.start_galaxy()}"
+        deadline = time.time() + 60
+        while orrery_it.http(other, "GET", "/healthz").json().get("sessions") != "events":
+            self.assertLess(time.time(), deadline, "the other galaxyd follows the events")
+            time.sleep(0.05)
         self.assertEqual(orrery_it.http(other, "GET", "/api/v1/auth/me", token=api_token).status,
                          200)
         r = P.http("PATCH", "/api/v1/users/dave", {"active": False}, token=TOK["root"])
