@@ -212,6 +212,22 @@ orr_status hl_instance_deps(hl_conn *c, orr_arena *a, int64_t id, int down,
 HL_UNARY(hl_api_run_now);
 HL_UNARY(hl_api_rerun_instances);
 HL_UNARY(hl_api_backfill);
+/* Alerts: channels, rules, silences, raising, the outbox, the history
+ * (hl_api_alerts.c). */
+HL_UNARY(hl_api_put_alert_channel);
+HL_UNARY(hl_api_list_alert_channels);
+HL_UNARY(hl_api_delete_alert_channel);
+HL_UNARY(hl_api_test_alert_channel);
+HL_UNARY(hl_api_put_alert_rule);
+HL_UNARY(hl_api_list_alert_rules);
+HL_UNARY(hl_api_delete_alert_rule);
+HL_UNARY(hl_api_put_alert_silence);
+HL_UNARY(hl_api_list_alert_silences);
+HL_UNARY(hl_api_delete_alert_silence);
+HL_UNARY(hl_api_raise_alert);
+HL_UNARY(hl_api_claim_deliveries);
+HL_UNARY(hl_api_finish_delivery);
+HL_UNARY(hl_api_list_alerts);
 
 /* ------------------------------------------------------------ helpers */
 

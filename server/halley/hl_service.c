@@ -110,6 +110,20 @@ const orr_rpc_method hl_methods[] = {
     {"PutWatermark", hl_api_put_watermark, NULL},
     {"ListWorkflowRuns", hl_api_list_workflow_runs, NULL},
     {"GetWorkflowRun", hl_api_get_workflow_run, NULL},
+    {"PutAlertChannel", hl_api_put_alert_channel, NULL},
+    {"ListAlertChannels", hl_api_list_alert_channels, NULL},
+    {"DeleteAlertChannel", hl_api_delete_alert_channel, NULL},
+    {"TestAlertChannel", hl_api_test_alert_channel, NULL},
+    {"PutAlertRule", hl_api_put_alert_rule, NULL},
+    {"ListAlertRules", hl_api_list_alert_rules, NULL},
+    {"DeleteAlertRule", hl_api_delete_alert_rule, NULL},
+    {"PutAlertSilence", hl_api_put_alert_silence, NULL},
+    {"ListAlertSilences", hl_api_list_alert_silences, NULL},
+    {"DeleteAlertSilence", hl_api_delete_alert_silence, NULL},
+    {"RaiseAlert", hl_api_raise_alert, NULL},
+    {"ClaimDeliveries", hl_api_claim_deliveries, NULL},
+    {"FinishDelivery", hl_api_finish_delivery, NULL},
+    {"ListAlerts", hl_api_list_alerts, NULL},
 };
 const size_t hl_methods_count = sizeof hl_methods / sizeof hl_methods[0];
 
