@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "gx_app.h"
+#include "orr_cal.h"
 #include "orr_cron.h"
 #include "orr_tz.h"
 #include "orr_json.h"
@@ -23,11 +24,18 @@ void gx_h_schedule_next(gx_req *req, gx_resp *resp)
     int64_t count;
     if (gx_req_query_int(req, resp, "count", 5, 1, 100, &count))
         return;
+    orr_err e;
+    const char *cal_name = gx_req_query(req, "calendar");
+    const char *policy_s = gx_req_query(req, "policy");
+    orr_cal_policy policy;
+    if (orr_cal_policy_parse(policy_s, &policy, &e) != ORR_OK) {
+        gx_resp_fail(resp, ORR_EINVAL, "policy", "%s", e.msg);
+        return;
+    }
     if (!expr || !*expr) {
         gx_resp_fail(resp, ORR_EINVAL, "cron", "a cron expression is required");
         return;
     }
-    orr_err e;
     orr_cron c;
     if (orr_cron_parse_into(expr, &c, &e) != ORR_OK) {
         /* The field names the cron field ("day-of-month"); keep it visible. */
@@ -44,15 +52,44 @@ void gx_h_schedule_next(gx_req *req, gx_resp *resp)
         gx_resp_fail(resp, ORR_EINVAL, "from", "must be an ISO-8601 time");
         return;
     }
+    orr_cal *cal = NULL;
+    if (cal_name && *cal_name) {
+        if (!gx_check_name(resp, cal_name, "calendar"))
+            return;
+        if (!gx_calendar_load(req, resp, cal_name, &cal)) {
+            if (resp->status == 404)
+                gx_resp_fail(resp, ORR_EINVAL, "calendar", "no calendar named \"%s\"", cal_name);
+            return;
+        }
+    }
     json_t *times = json_array();
     int64_t t = at_ms / 1000;
     for (int64_t i = 0; i < count; i++) {
-        if (orr_cron_next(&c, tz, t, &t) != ORR_OK)
+        if (orr_cal_next(&c, tz, cal, policy, t, &t) != ORR_OK)
             break;
         json_array_append_new(times, gx_json_time(t * 1000));
     }
-    gx_resp_json(resp, 200,
-                 json_pack("{s:s,s:s,s:o}", "cron", expr, "tz", orr_tz_name(tz), "times", times));
+    json_t *out = json_pack("{s:s,s:s,s:o}", "cron", expr, "tz", orr_tz_name(tz), "times", times);
+    if (cal) {
+        /* the cron's own fire times, each kept, skipped or moved */
+        json_t *fires = json_array();
+        t = at_ms / 1000;
+        for (int64_t i = 0; i < count; i++) {
+            if (orr_cron_next(&c, tz, t, &t) != ORR_OK)
+                break;
+            int64_t to;
+            orr_cal_outcome o = orr_cal_classify(cal, policy, t, &to);
+            json_array_append_new(
+                fires, json_pack("{s:o,s:s,s:o}", "time", gx_json_time(t * 1000), "outcome",
+                                 orr_cal_outcome_name(o), "to",
+                                 o == ORR_CAL_MOVED ? gx_json_time(to * 1000) : json_null()));
+        }
+        json_object_set_new(out, "calendar", json_string(cal_name));
+        json_object_set_new(out, "policy", json_string(orr_cal_policy_name(policy)));
+        json_object_set_new(out, "fires", fires);
+        orr_cal_free(cal);
+    }
+    gx_resp_json(resp, 200, out);
 }
 
 /* Validate a task spec without saving it: the JSON Schema of schema/ (the

@@ -188,6 +188,18 @@ void gx_h_datasource_test(gx_req *, gx_resp *);
 void gx_h_executors(gx_req *, gx_resp *);
 void gx_h_instance_blockers(gx_req *, gx_resp *);
 void gx_h_executor_update(gx_req *, gx_resp *);
+/* gx_api_calendars.c */
+void gx_h_calendars_list(gx_req *, gx_resp *);
+void gx_h_calendar_create(gx_req *, gx_resp *);
+void gx_h_calendar_get(gx_req *, gx_resp *);
+void gx_h_calendar_update(gx_req *, gx_resp *);
+void gx_h_calendar_delete(gx_req *, gx_resp *);
+void gx_h_calendar_import(gx_req *, gx_resp *);
+void gx_h_calendar_days(gx_req *, gx_resp *);
+/* The calendar named name with all its days, from halleyd; 1 and *out
+ * (orr_cal_free it), or 0 after answering the error (404 naming "name"). */
+struct orr_cal;
+int gx_calendar_load(gx_req *req, gx_resp *resp, const char *name, struct orr_cal **out);
 void gx_h_quotas_list(gx_req *, gx_resp *);
 void gx_h_quota_put(gx_req *, gx_resp *);
 void gx_h_type_limits_list(gx_req *, gx_resp *);

@@ -130,6 +130,16 @@ HL_UNARY(hl_api_authenticate_api_token);
 HL_UNARY(hl_api_put_executor);
 HL_UNARY(hl_api_list_executors);
 HL_UNARY(hl_api_update_executor);
+/* Business calendars (hl_api_calendars.c). */
+HL_UNARY(hl_api_put_calendar);
+HL_UNARY(hl_api_get_calendar);
+HL_UNARY(hl_api_list_calendars);
+HL_UNARY(hl_api_delete_calendar);
+HL_UNARY(hl_api_put_calendar_days);
+/* The save-time check of a task spec's "calendar": ORR_OK when the spec
+ * names none or an existing one; ORR_EINVAL naming "spec.calendar"
+ * otherwise. On c, inside the caller's transaction. */
+orr_status hl_calendar_check_spec(hl_conn *c, orr_arena *a, const json_t *spec, orr_err *err);
 /* Why is it waiting, team quotas, task type limits (hl_api_resources.c). */
 HL_UNARY(hl_api_put_blockers);
 HL_UNARY(hl_api_get_blockers);

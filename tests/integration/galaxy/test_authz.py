@@ -37,6 +37,8 @@ DEVELOPER = dict(anon=401, vic=403, ann="ok", bob="ok", root="ok")
 # passes authorisation and gets 503 ([galaxy] zk / datasource_test_token).
 ADMIN_UNCONFIGURED = dict(anon=401, vic=403, ann=403, bob=403, root=503)
 GZIP_BODY = gzip.compress(b"")
+ICS_BODY = (b"BEGIN:VCALENDAR\r\nBEGIN:VEVENT\r\nDTSTART;VALUE=DATE:20261225\r\n"
+            b"END:VEVENT\r\nEND:VCALENDAR\r\n")
 
 
 def spec(name, team="etl"):
@@ -75,6 +77,9 @@ class Matrix(unittest.TestCase):
             r = P.http("PUT", "/api/v1/workflows/wf-etl", {"team": "etl", "task_ids": [cls.task]},
                        token=TOK["root"])
             assert r.status == 200, r
+            r = P.http("POST", "/api/v1/calendars", {"name": "cal-etl", "team": "etl"},
+                       token=TOK["root"])
+            assert r.status == 201, r
             # Streams are published to ZooKeeper: create one through a galaxyd that has it.
             zport = P.start_galaxy({"ORRERY_GALAXY_ZK": orrery_it.require_env("ORRERY_ZK")})
             r = orrery_it.http(f"http://127.0.0.1:{zport}", "PUT", "/api/v1/streams/st1",
@@ -102,6 +107,14 @@ class Matrix(unittest.TestCase):
                    token=TOK["root"])
         self.assertEqual(r.status, 201, r)
         return r.json()["id"]
+
+    def fresh_calendar(self, who):
+        """A new etl calendar for callers that delete one."""
+        self.n += 1
+        name = f"cal-{who}-{self._testMethodName}-{self.n}"
+        r = P.http("POST", "/api/v1/calendars", {"name": name, "team": "etl"}, token=TOK["root"])
+        self.assertEqual(r.status, 201, r)
+        return name
 
     def fresh_workflow(self, who, paused):
         """A new etl workflow (paused or not) for callers that pause or resume one."""
@@ -188,6 +201,19 @@ class Matrix(unittest.TestCase):
              lambda w: f"/api/v1/instances/{Matrix.instances[0]}/blockers", None, READ),
             ("PATCH", "/api/v1/executors/{name}", lambda w: "/api/v1/executors/ex-authz",
              lambda w: {"drained": False}, ADMIN),
+            ("GET", "/api/v1/calendars", lambda w: "/api/v1/calendars", None, READ),
+            ("POST", "/api/v1/calendars", lambda w: "/api/v1/calendars",
+             lambda w: {"name": f"cal-new-{w}-{self._testMethodName}", "team": "etl"}, TEAM),
+            ("GET", "/api/v1/calendars/{name}", lambda w: "/api/v1/calendars/cal-etl", None,
+             READ),
+            ("PUT", "/api/v1/calendars/{name}", lambda w: "/api/v1/calendars/cal-etl",
+             lambda w: {"description": f"changed by {w}"}, TEAM),
+            ("DELETE", "/api/v1/calendars/{name}",
+             lambda w: f"/api/v1/calendars/{self.fresh_calendar(w)}", None, TEAM),
+            ("POST", "/api/v1/calendars/{name}/import",
+             lambda w: "/api/v1/calendars/cal-etl/import", lambda w: ICS_BODY, TEAM),
+            ("GET", "/api/v1/calendars/{name}/days", lambda w: "/api/v1/calendars/cal-etl/days",
+             None, READ),
             ("GET", "/api/v1/quotas", lambda w: "/api/v1/quotas", None, READ),
             ("PUT", "/api/v1/quotas/{team}", lambda w: "/api/v1/quotas/etl",
              lambda w: {"max_running": 0, "max_slots": 0}, ADMIN),
