@@ -6,7 +6,10 @@ PostgreSQL, ZooKeeper and (for the retry) keplerd.
 Checks:
   - kill -9 of executord while a task runs: every process of the attempt
     (its main process, a background child, a child that left the process
-    group with setsid) is dead soon after, without a restart;
+    group with setsid) is dead soon after, without a restart; a restart
+    fails the attempt "executor_restarted" and replaces the dead life's
+    node, which a clean stop then removes; a failure carries executord's
+    log, its ZooKeeper node and the /proc status of every pid involved;
   - executord cut off from ZooKeeper (a TCP proxy of this test between them
     stops forwarding): the task tree is killed while the session still
     exists on the server (its node is read directly from ZooKeeper right
@@ -27,6 +30,7 @@ usage: test_executor_fencing.py BUILD_DIR HALLEY_PROTO
 Needs ORRERY_PG_DSN and ORRERY_ZK (deploy/test.sh exports them), root and
 writable cgroups.
 """
+import contextlib
 import os
 import shutil
 import signal
@@ -78,11 +82,67 @@ def alive(pid):
 
 
 def cmdline(pid):
+    """The command line of pid; "" for a process gone, and also for one in
+    the middle of an execve (the kernel shows no arguments until the new
+    program's stack is set up)."""
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as f:
             return f.read().replace(b"\0", b" ").decode().strip()
     except OSError:
         return ""
+
+
+def proc_report(pid):
+    """One line about pid for a failure message: alive or not, and its
+    /proc status (state, parent, owner, threads), command line and cgroups."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            st = {k: v.strip() for k, _, v in (ln.partition(":") for ln in f)}
+    except OSError:
+        return f"  pid {pid}: gone"
+    try:
+        with open(f"/proc/{pid}/cgroup") as f:
+            cg = ",".join(ln.strip().split(":", 1)[1] for ln in f
+                          if "pids" in ln or "freezer" in ln or ln.startswith("0:"))
+    except OSError:
+        cg = "?"
+    status = " ".join(f"{k}={(st.get(k) or '?').split()[0]}" for k in ("Name", "State", "PPid", "Uid", "Threads"))
+    return (f"  pid {pid}: {'ALIVE' if alive(pid) else 'dead'} {status}\n"
+            f"    cmdline={cmdline(pid)!r} cgroup={cg}")
+
+
+def diagnostics(ex, pids=()):
+    """What a reader of a failed fencing test needs, CI printing little:
+    the attempt's pids and executord's and its guardians' (alive, /proc
+    status, command line), the executor's node in ZooKeeper, and the tail
+    of executord's log over all its lives."""
+    out = ["--- diagnostics"]
+    if pids:
+        out.append(f"attempt's processes {list(pids)}:")
+        out += [proc_report(p) for p in pids]
+    daemons = []
+    if ex.proc is not None:
+        daemons.append(ex.proc.pid)
+    try:
+        log = ex.daemon_log() if ex.n else ""
+    except OSError as e:
+        log = f"(cannot read executord's log: {e})"
+    for line in log.splitlines():
+        if 'msg="guardian started"' in line and "pid=" in line:
+            pid = line.rsplit("pid=", 1)[1].split()[0]
+            if pid.isdigit():
+                daemons.append(int(pid))
+    if daemons:
+        out.append(f"executord (running: {ex.proc.pid if ex.proc else 'none'}) and the "
+                   f"guardians its lives started {daemons}:")
+        out += [proc_report(p) for p in daemons]
+    try:
+        out.append(f"node /orrery/executors/{ex.id}: {ex.node()!r}")
+    except Exception as e:  # noqa: BLE001 - a diagnostic must not hide the failure
+        out.append(f"node /orrery/executors/{ex.id}: cannot read: {e}")
+    out.append(f"executord's log ({ex.n} lives), last 6000 characters:")
+    out.append(log[-6000:])
+    return "\n".join(out)
 
 
 def wait_for(pred, what, timeout=30.0, step=0.05):
@@ -339,6 +399,16 @@ def tearDownModule():
 
 
 class Fencing(unittest.TestCase):
+    @contextlib.contextmanager
+    def diagnosed(self, ex, pids):
+        """Any failure inside (an assertion, a wait that ran out, an executord
+        that would not start) is raised again with diagnostics(ex, pids):
+        pids is a list the body fills once it knows the attempt's pids."""
+        try:
+            yield
+        except Exception as e:  # noqa: BLE001 - raised again, with more
+            raise AssertionError(f"{type(e).__name__}: {e}\n{diagnostics(ex, pids)}") from e
+
     def start_executor(self, name, zk, labels=None):
         ex = Ex(name, zk, labels)
         base.EX = ex  # for base.wait_state's diagnostics
@@ -348,13 +418,22 @@ class Fencing(unittest.TestCase):
 
     def test_kill9_of_executord_ends_the_task_tree(self):
         ex = self.start_executor("k9", ZK + CHROOT)
+        pids = []
+        with self.diagnosed(ex, pids):
+            self.kill9_ends_the_task_tree(ex, pids)
+
+    def kill9_ends_the_task_tree(self, ex, pids):
+        owner = ex.node()[0]
         d = task_folder("k9")
         _, iid = make_instance(ex.id, {"command": BLOCKING.format(d=d, n=1101)})
-        pids = read_pids(d, ["main", "child", "escaped"])
+        pids += read_pids(d, ["main", "child", "escaped"])
         for p in pids:
             self.assertTrue(alive(p), f"pid {p} should run before the kill")
-        self.assertIn("sleep 1101", cmdline(pids[1]))
-        self.assertIn("sleep 1101", cmdline(pids[2]))
+        # The shell writes $! right after its fork: the child may still be
+        # exec'ing sleep (or setsid, then sleep), when its command line reads
+        # as the shell's or as empty.
+        for p in pids[1:]:
+            wait_for(lambda: cmdline(p) == "sleep 1101", f"pid {p} runs sleep 1101")
         ex.stop(signal.SIGKILL)
         # No restart: the processes die with their executord.
         wait_for(lambda: not any(alive(p) for p in pids),
@@ -365,7 +444,18 @@ class Fencing(unittest.TestCase):
         ex.start()
         inst = base.wait_state(iid, ("failed",))
         self.assertEqual(inst.reason, "executor_restarted")
+        # The dead life's node stays until its session expires (4 s): the new
+        # life replaces it with its own, which a clean stop removes. Without
+        # this wait the check below would race the restart against that
+        # expiry and test either.
+        wait_for(lambda: (ex.node() or (owner,))[0] != owner,
+                 "the restarted executor registered in place of its dead life's node")
+        proc = ex.proc
         ex.stop()
+        self.assertEqual(proc.returncode, 0, "executord did not stop cleanly on SIGTERM")
+        # A clean stop closes the session (the server then drops the node);
+        # were it not closed, the node would go with the session's expiry:
+        # 4 s after the last contact, rounded up to ZooKeeper's 2 s tick.
         wait_for(lambda: ex.node() is None, "the node removed by a clean stop", timeout=10)
 
     def test_cut_from_zookeeper_kills_before_the_session_expires(self):
