@@ -354,7 +354,7 @@ export function HistoryPage({ name }: { name: string }) {
           </div>
         </div>
       )}
-      {g && cycle && <CyclePanel name={name} cycle={cycle} view={view} setView={(v) => set({ view: v === 'gantt' ? undefined : v })} />}
+      {g && cycle && <CyclePanel key={cycle} name={name} cycle={cycle} view={view} setView={(v) => set({ view: v === 'gantt' ? undefined : v })} />}
     </div>
   );
 }
