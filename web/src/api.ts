@@ -91,6 +91,118 @@ export type TeamQuota = Sent<Schemas['TeamQuota']>;
 export type Limits = Schemas['Limits'];
 export type TypeLimits = Omit<Sent<Schemas['TypeLimits']>, 'limits'> & { limits: Limits };
 
+// Alerts: channels, rules, silences and the history with its deliveries
+// (the REST shapes of the "Alerts" section of docs/api.md: a table's
+// columns by name, times RFC 3339, secrets never returned).
+export type AlertKind = 'webhook' | 'email' | 'chat';
+export type AlertScopeKind = 'task' | 'workflow' | 'team' | 'stream' | 'executor';
+export type AlertSeverity = 'info' | 'warning' | 'critical';
+export type DeliveryState = 'pending' | 'sending' | 'delivered' | 'failed';
+/** A channel's config as galaxyd answers it: write-only secrets are left
+ * out and said to be set by secret_set / password_set. */
+export interface AlertChannelConfig {
+  url?: string;
+  secret?: string;
+  secret_set?: boolean;
+  headers?: Record<string, string>;
+  timeout_s?: number;
+  smtp_url?: string;
+  starttls?: boolean;
+  username?: string;
+  password?: string;
+  password_set?: boolean;
+  from?: string;
+  to?: string[];
+  format?: 'slack' | 'teams';
+}
+export interface AlertChannel {
+  id: number;
+  name: string;
+  team: string;
+  kind: AlertKind;
+  config: AlertChannelConfig;
+  /** a write-only secret (the webhook's key, the SMTP password) is stored */
+  secret_set?: boolean;
+  created_by?: string;
+  created_at?: string;
+  updated_at?: string;
+}
+export interface AlertRuleParams {
+  dirty_rows?: number;
+  pool_starved_minutes?: number;
+  each_attempt?: boolean;
+}
+export interface AlertRule {
+  id: number;
+  name: string;
+  team: string;
+  scope_kind: AlertScopeKind;
+  scope: string;
+  events: string[];
+  severity: AlertSeverity;
+  channels: number[];
+  quiet_period_s: number;
+  group_window_s: number;
+  params: AlertRuleParams;
+  enabled: boolean;
+  created_by?: string;
+  created_at?: string;
+  updated_at?: string;
+}
+export type AlertRuleInput = Omit<AlertRule, 'id' | 'created_by' | 'created_at' | 'updated_at'>;
+export interface AlertSilence {
+  id: number;
+  rule_id: number | null;
+  scope_kind: AlertScopeKind | null;
+  scope: string | null;
+  starts_at: string;
+  ends_at: string;
+  reason?: string | null;
+  team?: string;
+  active?: boolean;
+  created_by?: string;
+  created_at?: string;
+}
+export type AlertSilenceInput = { rule_id?: number; scope_kind?: AlertScopeKind; scope?: string; team?: string; duration?: string; ends_at?: string; reason?: string };
+export interface AlertDelivery {
+  id: number;
+  channel_id: number;
+  channel?: string;
+  seq: number;
+  state: DeliveryState;
+  attempts: number;
+  next_at?: string | null;
+  last_error?: string | null;
+  delivered_at?: string | null;
+  count_sent?: number | null;
+  created_at?: string;
+}
+export interface Alert {
+  id: number;
+  rule_id: number | null;
+  rule?: string | null;
+  team?: string;
+  event: string;
+  severity: AlertSeverity;
+  dedup_key: string;
+  scope_kind: AlertScopeKind | null;
+  scope: string | null;
+  task_id?: number | null;
+  instance_id?: number | null;
+  summary: string;
+  details?: Record<string, unknown> | null;
+  count: number;
+  first_at: string;
+  last_at: string;
+  state: 'open' | 'silenced';
+  created_at?: string;
+  deliveries: AlertDelivery[];
+}
+export interface AlertPage {
+  items: Alert[];
+  next_page_token?: string | null;
+}
+
 export class ApiError extends Error {
   readonly status: number;
   readonly code: string;
@@ -303,6 +415,22 @@ export const api = {
   reactivateTask: (id: number) => request<Task>('POST', `/tasks/${id}/reactivate`),
   setInstanceParams: (id: number, params: Record<string, string>) =>
     request<Instance>('PUT', `/instances/${id}/params`, { body: { params } satisfies Body<'setInstanceParams'> }),
+
+  // Alerts.
+  alertChannels: () => request<{ items: AlertChannel[] }>('GET', '/alert-channels', { query: { limit: 1000 } }),
+  createAlertChannel: (c: Omit<AlertChannel, 'id'>) => request<AlertChannel>('POST', '/alert-channels', { body: c }),
+  updateAlertChannel: (id: number, c: Omit<AlertChannel, 'id'>) => request<AlertChannel>('PUT', `/alert-channels/${id}`, { body: c }),
+  deleteAlertChannel: (id: number) => request<null>('DELETE', `/alert-channels/${id}`),
+  testAlertChannel: (id: number) => request<{ delivery_id: number; alert_id: number }>('POST', `/alert-channels/${id}/test`),
+  alertRules: () => request<{ items: AlertRule[] }>('GET', '/alert-rules', { query: { limit: 1000 } }),
+  createAlertRule: (r: AlertRuleInput) => request<AlertRule>('POST', '/alert-rules', { body: r }),
+  updateAlertRule: (id: number, r: AlertRuleInput) => request<AlertRule>('PUT', `/alert-rules/${id}`, { body: r }),
+  deleteAlertRule: (id: number) => request<null>('DELETE', `/alert-rules/${id}`),
+  alertSilences: (active?: boolean) => request<{ items: AlertSilence[] }>('GET', '/alert-silences', { query: { active: active ? 1 : undefined, limit: 1000 } }),
+  createAlertSilence: (s: AlertSilenceInput) => request<AlertSilence>('POST', '/alert-silences', { body: s }),
+  deleteAlertSilence: (id: number) => request<null>('DELETE', `/alert-silences/${id}`),
+  alerts: (q: { rule?: number | string; event?: string; state?: string; since?: string; page_token?: string; limit?: number }, signal?: AbortSignal) =>
+    request<AlertPage>('GET', '/alerts', { query: q, signal }),
 
   log: (id: number, attempt: number, offset: number, timestamps = false, signal?: AbortSignal) =>
     request<Answer<'instanceLog'>>('GET', `/instances/${id}/log`, {

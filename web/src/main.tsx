@@ -23,12 +23,14 @@ const NAV = [
   { to: '/packages', label: 'Packages', icon: '▣' },
   { to: '/tokens', label: 'API tokens', icon: '⚷' },
   { to: '/resources', label: 'Resources', icon: '⛁' },
+  { to: '/alerts', label: 'Alerts', icon: '⚑' },
   { to: '/admin/pools', label: 'Admin', icon: '⚙' },
 ];
 
 // The dashboard (the first page) and the login are in the main bundle; every
 // other page is a chunk of its own, fetched when it is first shown, so a cold
 // load parses only what the first page needs.
+const AlertsPage = lazy(() => import('./pages/alerts').then((m) => m.AlertsPage));
 const AdminPage = lazy(() => import('./pages/admin').then((m) => m.AdminPage));
 const DesignerPage = lazy(() => import('./pages/designer').then((m) => m.DesignerPage));
 const HistoryPage = lazy(() => import('./pages/history').then((m) => m.HistoryPage));
@@ -55,6 +57,7 @@ const WorkflowNamed = ({ name }: { name: string }) => <WorkflowObjectPage name={
 const InstanceOf = ({ id }: { id: string }) => <InstancePage id={Number(id)} />;
 const StreamOf = ({ name }: { name: string }) => <StreamPage name={name} />;
 const AdminTab = ({ tab }: { tab?: string }) => <AdminPage tab={tab ?? 'pools'} />;
+const AlertsTab = ({ tab }: { tab?: string }) => <AlertsPage tab={tab ?? 'history'} />;
 
 function NotFound() {
   const { path } = useRoute();
@@ -131,6 +134,7 @@ function Shell({ me, onLogout }: { me: Me; onLogout: () => void }) {
             <Route path={`${BASE}/tokens`} component={TokensPage} />
             <Route path={`${BASE}/resources`} component={ResourcesPage} />
             <Route path={`${BASE}/admin/:tab?`} component={AdminTab} />
+            <Route path={`${BASE}/alerts/:tab?`} component={AlertsTab} />
             <Route default component={NotFound} />
           </Router>
         </main>

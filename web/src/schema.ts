@@ -155,6 +155,7 @@ function describe(root: JSONSchema, spec: unknown, e: SchemaError): [string, str
 
 function patternMessage(p: string): string {
   if (p === '^[a-z][a-z0-9_.-]{0,127}$') return 'lower-case letters, digits, "_", "." or "-", starting with a letter';
+  if (p.includes('(ms|s|m|h|d)') && p.includes(':[0-9]{2}')) return 'a duration such as 30m or 2h, or a clock time such as 06:00';
   if (p.includes('(ms|s|m|h|d)')) return 'a duration such as 30s, 5m, 2h or 1d';
   if (p.includes('{4}')) return 'five fields: minute hour day-of-month month day-of-week';
   return `must match ${p}`;

@@ -51,6 +51,10 @@ function routes() {
     ['packages', '/app/packages'],
     ['tokens', '/app/tokens'],
     ['resources', '/app/resources'],
+    ['alerts-history', '/app/alerts/history'],
+    ['alerts-rules', '/app/alerts/rules'],
+    ['alerts-channels', '/app/alerts/channels'],
+    ['alerts-silences', '/app/alerts/silences'],
     // every section the admin page links to (a new one is checked too)
     ...made.adminSections.map((to) => [`admin-${to.split('/').pop()}`, to]),
     ['not-found', '/app/no/such/page'],

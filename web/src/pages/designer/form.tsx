@@ -28,6 +28,11 @@ const SECTIONS: { title: string; keys: string[]; desc?: string }[] = [
   { title: 'Dependencies', keys: ['upstreams'], desc: 'Tasks whose instance of the same cycle must finish first.' },
   { title: 'Resources', keys: ['pools', 'slots', 'max_parallel', 'priority'], desc: 'What one instance takes while it runs.' },
   { title: 'Retries and timeout', keys: ['retries', 'timeout'] },
+  {
+    title: 'Deadlines',
+    keys: ['deadlines'],
+    desc: 'When a run must have started or finished, counted from its schedule time. Alert rules with the deadline events tell you the moment one passes, while the run is still going.',
+  },
   { title: 'Labels', keys: ['labels'] },
   { title: 'Parameters', keys: ['parameters'], desc: 'Named values the config can use as ${name}, with defaults a run can override.' },
 ];
@@ -214,7 +219,7 @@ export function DesignerForm({ root, task, pools }: { root: JSONSchema; task: Ta
       <ErrorBanner error={bannerErr} />
       <div class="designer-cols">
         <div>
-          {SECTIONS.map((sec) => (
+          {SECTIONS.filter((sec) => sec.keys.some((k) => props[k])).map((sec) => (
             <Section key={sec.title} title={sec.title} desc={sec.desc}>
               {sec.keys.map(render)}
             </Section>

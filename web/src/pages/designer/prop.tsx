@@ -92,6 +92,17 @@ export function Prop({ ctx, path, schema: s0, required }: { ctx: Ctx; path: stri
         />
       </Field>
     );
+  // The deadlines have a section of their own: their fields go in it
+  // without a box around them.
+  if (p === 'deadlines' && s.properties)
+    return (
+      <>
+        {Object.entries(s.properties).map(([k, ps]) => (
+          <Prop key={k} ctx={ctx} path={[...path, k]} schema={ps} required={false} />
+        ))}
+        {ctx.err(p) && <div class="field-error span2">{ctx.err(p)}</div>}
+      </>
+    );
   if (type === 'object') {
     if (s.properties && Object.keys(s.properties).length)
       return (
@@ -118,6 +129,28 @@ export function Prop({ ctx, path, schema: s0, required }: { ctx: Ctx; path: stri
     const it = resolve(ctx.root, s.items);
     if (it.type === 'string') return <StringList ctx={ctx} path={path} label={label} />;
     return <JsonObject ctx={ctx} path={path} label={label} hint={s.description} />;
+  }
+  // A deadline is a duration after the schedule time or a clock time of the
+  // task's time zone: the hint says both and which zone.
+  if (path.length === 2 && path[0] === 'deadlines') {
+    const tz = String(getIn(ctx.spec, ['timezone']) ?? '') || 'UTC';
+    const what = key === 'start_by' ? 'started' : 'finished';
+    return (
+      <Field
+        label={key === 'start_by' ? 'Must start by' : key === 'finish_by' ? 'Must finish by' : label}
+        field={p}
+        error={ctx.err(p)}
+        hint={`Not ${what} by then: a deadline alert. 30m, 2h… after the schedule time, or a clock time in ${tz} such as 06:00.`}
+      >
+        <input
+          {...common}
+          class="mono"
+          placeholder={key === 'start_by' ? '30m' : '07:30'}
+          value={String(v ?? '')}
+          onInput={(e) => ctx.set(path, val(e) || undefined)}
+        />
+      </Field>
+    );
   }
   const long = key === 'command' || key === 'description';
   const isDuration = s.pattern?.includes('(ms|s|m|h|d)');
