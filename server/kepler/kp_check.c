@@ -8,7 +8,10 @@
  * does not know is asked for in the dep_ctx (DEP_FETCH) and read after the
  * pass by kp__run_fetches / kp__run_du_fetches, bounded per round; the
  * instance is checked again in a later round. A failed data-unit read
- * holds its dependents (DEP_WAIT) until DU_RETRY_MS later.
+ * holds its dependents (DEP_WAIT) until DU_RETRY_MS later. An upstream
+ * cycle that the upstream's business calendar skipped or moved away is
+ * absent at once: it counts as met without waiting for the upstream's next
+ * business day.
  */
 #include "kp_sched_int.h"
 
@@ -60,9 +63,15 @@ static int observe(kp_sched *s, dep_ctx *c, const kp_task *u, size_t n)
         int64_t ms = c->times[i] * 1000;
         kp_inst *r = kp_store_by_key(s->st, u->id, ms);
         c->obs[i].retry_pending = 0;
+        int64_t to;
         if (r) {
             c->obs[i].state = (kp_state)r->state;
             c->obs[i].retry_pending = kp_retry_wanted(&u->retry, (kp_state)r->state, r->attempt);
+        } else if (u->has_cron && u->cal &&
+                   orr_cal_classify(u->cal, u->cal_policy, c->times[i], &to) != ORR_CAL_KEPT) {
+            /* the upstream's calendar skipped or moved this cycle: it never
+             * gets an instance here, so it holds no one (docs/kepler.md) */
+            c->obs[i].state = KP_ST_ABSENT;
         } else if (u->has_cron && ms > u->materialised_ms) {
             c->obs[i].state = KP_ST_UNKNOWN; /* not due yet: wait */
         } else {

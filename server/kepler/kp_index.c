@@ -211,13 +211,15 @@ orr_status kp_task_parse(kp_task *t, const char *spec_json, const char *default_
         goto fail;
     }
     const char *sched = "", *zone = default_tz, *catch_up = "all", *backoff = "fixed";
-    const char *nm = NULL;
+    const char *nm = NULL, *cal = NULL, *cal_policy = NULL;
     int64_t slots = 1, max_par = 0, prio = 0, rmax = 0;
     json_t *retries = NULL;
     if ((st = orr_json_get_str(doc, "spec", "name", 0, &nm, err)) != ORR_OK ||
         (st = orr_json_get_str(doc, "spec", "schedule", 0, &sched, err)) != ORR_OK ||
         (st = orr_json_get_str(doc, "spec", "timezone", 0, &zone, err)) != ORR_OK ||
         (st = orr_json_get_str(doc, "spec", "catch_up", 0, &catch_up, err)) != ORR_OK ||
+        (st = orr_json_get_str(doc, "spec", "calendar", 0, &cal, err)) != ORR_OK ||
+        (st = orr_json_get_str(doc, "spec", "calendar_policy", 0, &cal_policy, err)) != ORR_OK ||
         (st = orr_json_get_int(doc, "spec", "slots", 0, 1, 1024, &slots, err)) != ORR_OK ||
         (st = orr_json_get_int(doc, "spec", "max_parallel", 0, 1, 100000, &max_par, err)) !=
             ORR_OK ||
@@ -241,6 +243,16 @@ orr_status kp_task_parse(kp_task *t, const char *spec_json, const char *default_
         char msg[sizeof err->msg];
         snprintf(msg, sizeof msg, "%s", err->msg);
         st = orr_err_set(err, ORR_EINVAL, "spec.timezone", "%s", msg);
+        goto fail;
+    }
+    if (cal && (!cal[0] || strlen(cal) >= sizeof t->calendar)) {
+        st = orr_err_set(err, ORR_EINVAL, "spec.calendar", "must be a calendar name");
+        goto fail;
+    }
+    if (cal)
+        snprintf(t->calendar, sizeof t->calendar, "%s", cal);
+    if ((st = orr_cal_policy_parse(cal_policy, &t->cal_policy, err)) != ORR_OK) {
+        snprintf(err->field, sizeof err->field, "spec.calendar_policy");
         goto fail;
     }
     if (strcmp(catch_up, "latest") == 0) {

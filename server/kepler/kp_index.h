@@ -28,6 +28,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "orr_cal.h"
 #include "orr_cron.h"
 #include "orr_deadline.h"
 #include "orr_tz.h"
@@ -91,6 +92,9 @@ typedef struct kp_task {
     int priority;
     kp_retry_policy retry;
     int64_t timeout_ms;
+    char calendar[KP_NAME_MAX];       /* business calendar by name; "" = none */
+    orr_cal_policy cal_policy;        /* what its non-business days do to fire times */
+    const orr_cal *cal;               /* resolved by the scheduler; NULL while unknown */
     orr_deadline start_by, finish_by; /* "deadlines" (ORR_DL_NONE = none) */
     /* scheduling state */
     int64_t materialised_ms; /* every fire time <= this has an instance */

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kp_materialise.h"
 #include "orr_alloc.h"
 
 #include "orr_log.h"
@@ -130,12 +131,7 @@ static void task_start(kp_sched *s, kp_task *t, int64_t watermark, int is_new)
     if (start <= 0)
         start = kp__wall_ms();
     t->materialised_ms = start;
-    int64_t next = INT64_MAX;
-    if (t->has_cron) {
-        int64_t f;
-        int64_t sec = start / 1000;
-        next = orr_cron_next(&t->cron, t->tz, sec, &f) == ORR_OK ? f * 1000 : INT64_MAX;
-    }
+    int64_t next = kp_task_next_fire_ms(t, start);
     t->next_fire_ms = next;
     if (next < s->next_materialise_ms)
         s->next_materialise_ms = next;
@@ -162,13 +158,11 @@ static kp_task *index_task(kp_sched *s, const Orrery__Halley__V1__Task *m, int64
     int existed = kp_index_get(s->ix, m->id) != NULL;
     kp_task *st = kp_index_put(s->ix, &t);
     st->team = kp__team_ix(s, m->team);
+    st->cal = kp__calendar(s, st->calendar);
     if (!existed)
         task_start(s, st, watermark, is_new);
     else if (st->has_cron) {
-        int64_t f;
-        st->next_fire_ms =
-            orr_cron_next(&st->cron, st->tz, st->materialised_ms / 1000, &f) == ORR_OK ? f * 1000
-                                                                                       : INT64_MAX;
+        st->next_fire_ms = kp_task_next_fire_ms(st, st->materialised_ms);
         if (st->next_fire_ms < s->next_materialise_ms)
             s->next_materialise_ms = st->next_fire_ms;
     } else {
@@ -190,6 +184,9 @@ static void relink(kp_sched *s)
 orr_status kp__load_tasks(kp_sched *s, int64_t watermark)
 {
     char token[64] = "";
+    orr_status crc = kp__load_calendars(s); /* before the tasks that name them */
+    if (crc != ORR_OK)
+        return crc;
     for (int pages = 0; pages < 100000; pages++) {
         Orrery__Halley__V1__ListTasksRequest rq = ORRERY__HALLEY__V1__LIST_TASKS_REQUEST__INIT;
         rq.active = ORRERY__HALLEY__V1__ACTIVE_FILTER__ACTIVE_FILTER_ACTIVE;
@@ -438,12 +435,100 @@ orr_status kp__load_resources(kp_sched *s, int all)
             return rc;
         s->quota_reload = 0;
     }
+    if (s->cal_reload) { /* at start, kp__load_tasks read them */
+        if ((rc = kp__load_calendars(s)) != ORR_OK)
+            return rc;
+        s->cal_reload = 0;
+    }
     s->again = 1;
+    return ORR_OK;
+}
+
+/* ------------------------------------------------------------ calendars */
+
+static void calendars_clear(kp_sched *s)
+{
+    for (size_t i = 0; i < s->n_cals; i++) {
+        free(s->cals[i].name);
+        orr_cal_free(s->cals[i].cal);
+    }
+    free(s->cals);
+    s->cals = NULL;
+    s->n_cals = 0;
+}
+
+const orr_cal *kp__calendar(kp_sched *s, const char *name)
+{
+    if (!name[0])
+        return NULL;
+    for (size_t i = 0; i < s->n_cals; i++)
+        if (strcmp(s->cals[i].name, name) == 0)
+            return s->cals[i].cal;
+    return NULL;
+}
+
+orr_status kp__load_calendars(kp_sched *s)
+{
+    Orrery__Halley__V1__ListCalendarsRequest rq = ORRERY__HALLEY__V1__LIST_CALENDARS_REQUEST__INIT;
+    rq.with_days = 1;
+    ProtobufCMessage *out = NULL;
+    orr_err err;
+    orr_status rc =
+        orr_rpc_call_unary(s->cl, "ListCalendars", &rq.base, &out, RPC_TIMEOUT_MS, &err);
+    if (rc != ORR_OK) {
+        char buf[600];
+        ORR_WARN("calendars not readable", "error=%s",
+                 orr_log_q(orr_err_str(&err, buf, sizeof buf)));
+        return rc;
+    }
+    const Orrery__Halley__V1__ListCalendarsResponse *r = (const void *)out;
+    calendars_clear(s);
+    s->cals = orr_xcalloc(r->n_calendars ? r->n_calendars : 1, sizeof *s->cals);
+    for (size_t i = 0; i < r->n_calendars; i++) {
+        const Orrery__Halley__V1__Calendar *c = r->calendars[i];
+        unsigned mask = 0;
+        for (size_t k = 0; k < c->n_weekdays; k++)
+            if (c->weekdays[k] >= 1 && c->weekdays[k] <= 7)
+                mask |= 1u << c->weekdays[k];
+        orr_cal *cal;
+        if (orr_cal_new(c->timezone, mask, &cal, &err) != ORR_OK) {
+            ORR_ERROR("calendar not usable", "calendar=%s error=%s", orr_log_q(c->name),
+                      orr_log_q(err.msg));
+            continue;
+        }
+        for (size_t k = 0; k < c->n_days; k++) {
+            int64_t day;
+            if (orr_cal_parse_date(c->days[k]->day, &day, &err) == ORR_OK)
+                (void)orr_cal_set_day(cal, day,
+                                      strcmp(c->days[k]->kind, "included") == 0 ? ORR_CAL_INCLUDED
+                                                                                : ORR_CAL_EXCLUDED,
+                                      &err);
+        }
+        s->cals[s->n_cals].name = orr_xstrdup(c->name);
+        s->cals[s->n_cals].cal = cal;
+        s->n_cals++;
+    }
+    ORR_INFO("calendars read", "count=%zu", s->n_cals);
+    protobuf_c_message_free_unpacked(out, NULL);
+    /* tasks point at the new ones; their next fire times follow them */
+    for (size_t i = 0; i < kp_index_count(s->ix); i++) {
+        kp_task *t = kp_index_at(s->ix, i);
+        if (!t->calendar[0])
+            continue;
+        t->cal = kp__calendar(s, t->calendar);
+        if (!t->cal)
+            ORR_WARN("task calendar unknown: no fire times", "task=%s calendar=%s",
+                     orr_log_q(t->name), orr_log_q(t->calendar));
+        t->next_fire_ms = kp_task_next_fire_ms(t, t->materialised_ms);
+        if (t->next_fire_ms < s->next_materialise_ms)
+            s->next_materialise_ms = t->next_fire_ms;
+    }
     return ORR_OK;
 }
 
 void kp__resources_free(kp_sched *s)
 {
+    calendars_clear(s);
     ovr_clear(s);
     free(s->teams);
     s->teams = NULL;

@@ -3,15 +3,27 @@
  */
 #include "kp_materialise.h"
 
+#include "orr_cal.h"
 #include "orr_cron.h"
+
+int64_t kp_task_next_fire_ms(const kp_task *t, int64_t ms)
+{
+    if (!t->has_cron)
+        return INT64_MAX;
+    int64_t s = ms >= 0 ? ms / 1000 : -((-ms + 999) / 1000);
+    int64_t f;
+    if (!t->calendar[0]) {
+        if (orr_cron_next(&t->cron, t->tz, s, &f) != ORR_OK)
+            return INT64_MAX;
+    } else if (!t->cal || orr_cal_next(&t->cron, t->tz, t->cal, t->cal_policy, s, &f) != ORR_OK) {
+        return INT64_MAX;
+    }
+    return f * 1000;
+}
 
 static int64_t next_after_ms(const kp_task *t, int64_t ms)
 {
-    int64_t s = ms >= 0 ? ms / 1000 : -((-ms + 999) / 1000);
-    int64_t f;
-    if (orr_cron_next(&t->cron, t->tz, s, &f) != ORR_OK)
-        return INT64_MAX;
-    return f * 1000;
+    return kp_task_next_fire_ms(t, ms);
 }
 
 size_t kp_materialise_plan(const kp_task *t, int64_t from_ms, int64_t now_ms, int64_t horizon_ms,

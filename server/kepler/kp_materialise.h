@@ -24,6 +24,12 @@
  * the new "materialised up to" once these exist (now_ms when everything due
  * was planned, else the last planned time). *next_ms is the first fire time
  * after *upto_ms (INT64_MAX when none). Returns the number of times. */
+/* The first fire time of t strictly after ms (INT64_MAX when none): its
+ * cron's, adjusted to its business calendar when it names one
+ * (orr_cal_next); a task whose calendar is not known (yet) has none, so
+ * nothing is materialised against a calendar it has not read. */
+int64_t kp_task_next_fire_ms(const kp_task *t, int64_t ms);
+
 size_t kp_materialise_plan(const kp_task *t, int64_t from_ms, int64_t now_ms, int64_t horizon_ms,
                            int64_t *out, size_t max, int64_t *upto_ms, int64_t *next_ms);
 

@@ -837,7 +837,7 @@ static void drop_state(kp_sched *s)
     kp__why_drop(s);
     clear_notes(s);
     kp__resources_free(s);
-    s->ovr_reload = s->quota_reload = 0;
+    s->ovr_reload = s->quota_reload = s->cal_reload = 0;
 }
 
 static orr_status rebuild(kp_sched *s)
@@ -873,7 +873,7 @@ static void round_work(kp_sched *s, work *w, dep_ctx *c)
     kp__refresh_tasks(s);
     if (s->paused_dirty)
         kp__load_paused(s);
-    if (s->ovr_reload || s->quota_reload)
+    if (s->ovr_reload || s->quota_reload || s->cal_reload)
         (void)kp__load_resources(s, 0); /* a failed read keeps its flag: next round */
     sync_executors(s);
     s->why_ready = now >= s->why_ready_next_ms;

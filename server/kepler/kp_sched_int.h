@@ -70,6 +70,7 @@ enum {
     EV_WORKFLOW,
     EV_EXECUTOR, /* an administrator changed an executor's settings */
     EV_QUOTA,    /* ... or a team's quota */
+    EV_CALENDAR, /* ... or a business calendar */
     EV_OTHER
 };
 
@@ -174,6 +175,14 @@ typedef struct kp_sched {
     kp_team *teams;
     size_t n_teams, cap_teams;
     int ovr_reload, quota_reload; /* read them again this round */
+    /* business calendars by name (kp_load.c), read with the tasks and
+     * again on "calendar.changed" */
+    struct kp_cal_entry {
+        char *name;
+        orr_cal *cal;
+    } * cals;
+    size_t n_cals;
+    int cal_reload;
     /* why is it waiting (kp_write.c): lists to write, by instance id */
     kp_map why_pending;        /* id -> why_entry * */
     kp_map met_notes;          /* id -> reason of its "dependencies met", this round */
@@ -339,6 +348,11 @@ int kp__team_ix(kp_sched *s, const char *name);
  * each when its reload flag is set (both with all = 1). ORR_OK, or the
  * failure of a read (its flag stays set). */
 orr_status kp__load_resources(kp_sched *s, int all);
+/* Read every business calendar with its days (ListCalendars) and point the
+ * tasks that name one at it, recomputing their next fire times. */
+orr_status kp__load_calendars(kp_sched *s);
+/* The calendar of that name; NULL for "" or an unknown one. */
+const orr_cal *kp__calendar(kp_sched *s, const char *name);
 /* Free the executor settings and the team table. */
 void kp__resources_free(kp_sched *s);
 

@@ -84,6 +84,8 @@ static void ev_from_pb(const Orrery__Halley__V1__Event *m, kp_ev *e)
         e->kind = EV_EXECUTOR;
     else if (strcmp(m->kind, "quota.changed") == 0)
         e->kind = EV_QUOTA;
+    else if (strcmp(m->kind, "calendar.changed") == 0)
+        e->kind = EV_CALENDAR;
     else
         e->kind = EV_OTHER;
     if (e->kind == EV_DATA_UNIT || e->kind == EV_STREAM) {
@@ -143,7 +145,7 @@ static void watch_on_resync(void *cls)
 orr_status kp__watch_start(kp_sched *s, orr_err *err)
 {
     static const char *const kinds[] = {"instance.*", "task.*",     "data_unit.*", "stream.*",
-                                        "workflow.*", "executor.*", "quota.*"};
+                                        "workflow.*", "executor.*", "quota.*",     "calendar.*"};
     orr_watch_opts o = {
         .kinds = kinds, .nkinds = sizeof kinds / sizeof kinds[0], .name = "keplerd"};
     orr_watch_ops ops = {.on_event = watch_on_event, .on_resync = watch_on_resync};
@@ -152,11 +154,13 @@ orr_status kp__watch_start(kp_sched *s, orr_err *err)
 
 void kp__apply_event(kp_sched *s, const kp_ev *e)
 {
-    if (e->kind == EV_EXECUTOR || e->kind == EV_QUOTA) {
+    if (e->kind == EV_EXECUTOR || e->kind == EV_QUOTA || e->kind == EV_CALENDAR) {
         if (e->kind == EV_EXECUTOR)
             s->ovr_reload = 1;
-        else
+        else if (e->kind == EV_QUOTA)
             s->quota_reload = 1;
+        else
+            s->cal_reload = 1;
         s->again = 1;
         return;
     }

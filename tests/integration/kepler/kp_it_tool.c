@@ -32,6 +32,9 @@
  *                                 "blockers": [...], "holders": [...]}
  *   drain ID 0|1                  resume / drain an executor (UpdateExecutor)
  *   quota TEAM MAX_RUNNING MAX_SLOTS   a team's quota (0 = no limit)
+ *   calendar NAME TEAM WEEKDAYS   create (or, if it exists, update) a UTC
+ *                                 business calendar; WEEKDAYS like "12345"
+ *                                 ("" = none: no business day at all)
  *   audit PREFIX                  for every instance of tasks PREFIX*: its
  *                                 state, attempts, and the number of
  *                                 ready->dispatched transitions per attempt;
@@ -583,6 +586,26 @@ int main(int argc, char **argv)
         rq.max_slots = atoi(argv[4]);
         rq.actor = "test";
         protobuf_c_message_free_unpacked(call("PutTeamQuota", &rq.base), NULL);
+    } else if (strcmp(cmd, "calendar") == 0 && argc == 5) {
+        Orrery__Halley__V1__Calendar c = ORRERY__HALLEY__V1__CALENDAR__INIT;
+        int32_t wd[7];
+        c.name = argv[2];
+        c.team = argv[3];
+        c.timezone = "UTC";
+        for (const char *p = argv[4]; *p && c.n_weekdays < 7; p++)
+            wd[c.n_weekdays++] = *p - '0';
+        c.weekdays = wd;
+        Orrery__Halley__V1__PutCalendarRequest rq = ORRERY__HALLEY__V1__PUT_CALENDAR_REQUEST__INIT;
+        rq.calendar = &c;
+        rq.actor = "test";
+        Orrery__Halley__V1__GetCalendarRequest gq = ORRERY__HALLEY__V1__GET_CALENDAR_REQUEST__INIT;
+        gq.name = argv[2];
+        ProtobufCMessage *out = NULL;
+        orr_err err;
+        rq.create = orr_rpc_call_unary(cl, "GetCalendar", &gq.base, &out, 10000, &err) != ORR_OK;
+        if (out)
+            protobuf_c_message_free_unpacked(out, NULL);
+        protobuf_c_message_free_unpacked(call("PutCalendar", &rq.base), NULL);
     } else if (strcmp(cmd, "audit") == 0 && argc == 3) {
         audit a = {0};
         each_instance(argv[2], audit_one, &a);

@@ -818,13 +818,60 @@ def blockers(k):
           f"({met[0]['reason'] if met else None!r})")
 
 
+def calendar(k):
+    """A business calendar on a task: no fire time on a day that is not a
+    business day; a downstream's cycle whose upstream cycle the calendar
+    skipped counts as met (while the same downstream of an upstream without
+    the calendar waits for it); a changed calendar is read again."""
+    yes = {"cal": "yes"}
+    k.start_executor("cal-e", 4, 100, labels=yes)
+    k.start_kepler("k1", sweep=NO_SWEEP)
+    check(wait_until(lambda: k.leader()[0] == "k1", START_S), "keplerd k1 becomes leader")
+    k.wait_executor_seen("cal-e")
+    k.tool("calendar", "cal-none", "data", "")  # no business day at all
+    never = {"cal": "never"}  # no executor has it: an upstream instance never runs
+    k.task("cal-up", schedule="* * * * *", calendar="cal-none", labels=never)
+    k.task("cal-up2", schedule="* * * * *", labels=never)
+    d1 = k.task("cal-down", labels=yes, upstreams=[{"kind": "strong", "task": "cal-up"}])
+    d2 = k.task("cal-down2", labels=yes, upstreams=[{"kind": "strong", "task": "cal-up2"}])
+    k.wait_indexed("cal-up", "cal-up2", "cal-down", "cal-down2")
+
+    def of(name):
+        return [i for i in k.instances(name) if i["task"] == name]
+
+    # the upstream without a calendar fires within a minute; the one with
+    # it does not (same cron, same minute)
+    check(wait_until(lambda: of("cal-up2"), 75), "an every-minute task fires")
+    t = of("cal-up2")[0]["sched"]
+    k.barrier("cal-fired", labels=yes)  # cal-up's materialisation passed t too
+    check(not of("cal-up"), "no instance on a day the calendar excludes")
+    (i1,) = k.create(d1, [t])
+    (i2,) = k.create(d2, [t])
+
+    def state(iid):
+        return next((i["state"] for i in k.instances("cal-down") if i["id"] == iid), None)
+    check(wait_until(lambda: state(i1) == "success", 30),
+          "a downstream of a cycle its upstream's calendar skipped runs")
+    wait_blocker(k, i2, "upstream", "the same downstream of an upstream without the calendar "
+                 "waits for it", task="cal-up2")
+    check(state(i2) == "waiting", "the other downstream still waits")
+    trs = [json.loads(x) for x in k.tool("transitions", str(i1)).splitlines()]
+    met = [x for x in trs if x["to"] == "ready"]
+    check(met and "cal-up had no run for this cycle" in met[0]["reason"],
+          f"timeline: the ready transition says the upstream had no run "
+          f"({met[0]['reason'] if met else None!r})")
+    # every day a business day now: the calendar is read again, the task fires
+    k.tool("calendar", "cal-none", "data", "1234567")
+    check(wait_until(lambda: of("cal-up"), 75), "a changed calendar is read again: it fires")
+
+
 def main():
     modes = {"scheduling": scheduling, "failover": failover, "executord": real_executor,
              "data_unit": data_unit, "workflow_pause": workflow_pause, "runs": runs,
-             "blockers": blockers}
+             "blockers": blockers, "calendar": calendar}
     if len(sys.argv) != 3 or sys.argv[2] not in modes:
         print("usage: test_kepler.py BUILD_DIR "
-              "scheduling|failover|executord|data_unit|workflow_pause|runs|blockers",
+              "scheduling|failover|executord|data_unit|workflow_pause|runs|blockers|calendar",
               file=sys.stderr)
         return 2
     orrery_it.require_env("ORRERY_ZK")

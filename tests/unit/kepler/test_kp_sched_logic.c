@@ -123,6 +123,53 @@ static void test_catch_up(void **state)
     kp_task_clear(&t);
 }
 
+/* A business calendar on materialisation: a skipped day has no fire time, a
+ * moved one lands on the next business day once; an unknown calendar holds
+ * every fire time; the spec's calendar fields are read and checked. */
+static void test_materialise_calendar(void **state)
+{
+    (void)state;
+    kp_task t;
+    memset(&t, 0, sizeof t);
+    orr_err err;
+    assert_int_equal(kp_task_parse(&t,
+                                   "{\"schedule\":\"0 6 * * *\",\"calendar\":\"shops\","
+                                   "\"calendar_policy\":\"next\"}",
+                                   "UTC", 3600000, &err),
+                     ORR_OK);
+    assert_string_equal(t.calendar, "shops");
+    assert_int_equal(t.cal_policy, ORR_CAL_NEXT);
+    int64_t out[100], upto, next;
+    int64_t from = iso("2026-12-23T12:00:00Z") * 1000, now = iso("2026-12-29T12:00:00Z") * 1000;
+    /* not read yet: nothing */
+    assert_int_equal(kp_materialise_plan(&t, from, now, 0, out, 100, &upto, &next), 0);
+    assert_true(next == INT64_MAX);
+    orr_cal *cal;
+    assert_int_equal(orr_cal_new("UTC", ORR_CAL_WEEKDAYS_DEFAULT, &cal, &err), ORR_OK);
+    int64_t xmas;
+    assert_int_equal(orr_cal_parse_date("2026-12-25", &xmas, &err), ORR_OK);
+    assert_int_equal(orr_cal_set_day(cal, xmas, ORR_CAL_EXCLUDED, &err), ORR_OK);
+    t.cal = cal;
+    size_t n = kp_materialise_plan(&t, from, now, 0, out, 100, &upto, &next);
+    assert_int_equal(n, 3); /* the 24th; 25th to 27th all on the 28th; the 29th */
+    assert_int_equal(out[0], iso("2026-12-24T06:00:00Z") * 1000);
+    assert_int_equal(out[1], iso("2026-12-28T06:00:00Z") * 1000);
+    assert_int_equal(out[2], iso("2026-12-29T06:00:00Z") * 1000);
+    assert_int_equal(next, iso("2026-12-30T06:00:00Z") * 1000);
+    t.cal_policy = ORR_CAL_SKIP;
+    n = kp_materialise_plan(&t, from, now, 0, out, 100, &upto, &next);
+    assert_int_equal(n, 3); /* 24th, 28th, 29th */
+    assert_int_equal(out[1], iso("2026-12-28T06:00:00Z") * 1000);
+    kp_task_clear(&t);
+    orr_cal_free(cal);
+
+    memset(&t, 0, sizeof t);
+    assert_int_equal(kp_task_parse(&t, "{\"schedule\":\"0 6 * * *\",\"calendar_policy\":\"x\"}",
+                                   "UTC", 3600000, &err),
+                     ORR_EINVAL);
+    assert_string_equal(err.field, "spec.calendar_policy");
+}
+
 /* ------------------------------------------------------------ executors */
 
 static void test_choose(void **state)
@@ -353,10 +400,10 @@ static void test_map_and_store(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_verdicts),      cmocka_unit_test(test_retry),
-        cmocka_unit_test(test_catch_up),      cmocka_unit_test(test_choose),
-        cmocka_unit_test(test_spec_parse),    cmocka_unit_test(test_index_cycles),
-        cmocka_unit_test(test_map_and_store),
+        cmocka_unit_test(test_verdicts),     cmocka_unit_test(test_retry),
+        cmocka_unit_test(test_catch_up),     cmocka_unit_test(test_materialise_calendar),
+        cmocka_unit_test(test_choose),       cmocka_unit_test(test_spec_parse),
+        cmocka_unit_test(test_index_cycles), cmocka_unit_test(test_map_and_store),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
