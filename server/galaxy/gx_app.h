@@ -236,5 +236,21 @@ void gx_h_lineage(gx_req *, gx_resp *);
 void gx_h_audit(gx_req *, gx_resp *);
 void gx_h_metrics(gx_req *, gx_resp *);
 void gx_h_openapi(gx_req *, gx_resp *);
+/* Alerts: channels, rules, silences, history (gx_api_alerts.c). */
+void gx_h_alert_channels_list(gx_req *, gx_resp *);
+void gx_h_alert_channel_create(gx_req *, gx_resp *);
+void gx_h_alert_channel_get(gx_req *, gx_resp *);
+void gx_h_alert_channel_update(gx_req *, gx_resp *);
+void gx_h_alert_channel_delete(gx_req *, gx_resp *);
+void gx_h_alert_channel_test(gx_req *, gx_resp *);
+void gx_h_alert_rules_list(gx_req *, gx_resp *);
+void gx_h_alert_rule_create(gx_req *, gx_resp *);
+void gx_h_alert_rule_get(gx_req *, gx_resp *);
+void gx_h_alert_rule_update(gx_req *, gx_resp *);
+void gx_h_alert_rule_delete(gx_req *, gx_resp *);
+void gx_h_alert_silences_list(gx_req *, gx_resp *);
+void gx_h_alert_silence_create(gx_req *, gx_resp *);
+void gx_h_alert_silence_delete(gx_req *, gx_resp *);
+void gx_h_alerts_list(gx_req *, gx_resp *);
 
 #endif

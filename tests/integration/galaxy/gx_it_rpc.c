@@ -9,6 +9,7 @@
  *   gx_it_rpc HOST:PORT TOKEN put-executor ID HOST SLOTS LABELS_JSON
  *   gx_it_rpc HOST:PORT TOKEN transition INSTANCE FROM TO [EXECUTOR]
  *             (states by their API names: waiting, ready, running, ...)
+ *   gx_it_rpc HOST:PORT TOKEN raise-alert RULE_ID EVENT DEDUP_KEY INSTANCE
  *
  * Exit 0 on success; otherwise the error on stderr and exit 1 (2 on usage). */
 #include <ctype.h>
@@ -21,8 +22,9 @@
 
 static int usage(void)
 {
-    fprintf(stderr, "usage: gx_it_rpc HOST:PORT TOKEN "
-                    "report-unit|record-stats|add-lineage|put-executor|transition ...\n");
+    fprintf(stderr,
+            "usage: gx_it_rpc HOST:PORT TOKEN "
+            "report-unit|record-stats|add-lineage|put-executor|transition|raise-alert ...\n");
     return 2;
 }
 
@@ -130,6 +132,14 @@ int main(int argc, char **argv)
         rq.actor = "test";
         rq.executor = argc == 8 ? argv[7] : "";
         rc = call(c, "TransitionInstance", &rq.base);
+    } else if (strcmp(cmd, "raise-alert") == 0 && argc == 8) {
+        HL(RaiseAlertRequest) rq = HL_INIT(RAISE_ALERT_REQUEST);
+        rq.rule_id = atoll(argv[4]);
+        rq.event = argv[5];
+        rq.dedup_key = argv[6];
+        rq.instance_id = atoll(argv[7]);
+        rq.summary = "raised by a test";
+        rc = call(c, "RaiseAlert", &rq.base);
     } else {
         rc = usage();
     }

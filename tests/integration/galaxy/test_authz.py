@@ -89,6 +89,17 @@ class Matrix(unittest.TestCase):
                                          "time": {"field": "t", "format": "epoch_s"},
                                          "bucket": "hour"}}, token=TOK["root"])
             assert r.status == 200, r
+            r = P.http("POST", "/api/v1/alert-channels",
+                       {"name": "ch-etl", "team": "etl", "kind": "chat",
+                        "config": {"url": "https://chat.example/hook"}}, token=TOK["root"])
+            assert r.status == 201, r
+            cls.channel = r.json()["id"]
+            r = P.http("POST", "/api/v1/alert-rules",
+                       {"name": "rule-etl", "team": "etl", "scope_kind": "workflow",
+                        "scope": "wf-etl", "events": ["failed"], "channels": [cls.channel]},
+                       token=TOK["root"])
+            assert r.status == 201, r
+            cls.rule = r.json()["id"]
         except BaseException:
             P.__exit__(None, None, None)
             raise
@@ -134,6 +145,33 @@ class Matrix(unittest.TestCase):
         r = P.http("POST", f"/api/v1/instances/{i}/actions/mark-success", {}, token=TOK["root"])
         self.assertEqual(r.status, 200, r)
         return i
+
+    def fresh_channel(self, who):
+        """A new etl alert channel for callers that delete one."""
+        self.n += 1
+        r = P.http("POST", "/api/v1/alert-channels",
+                   {"name": f"ch-{who}-{self._testMethodName}-{self.n}", "team": "etl",
+                    "kind": "chat", "config": {"url": "https://chat.example/x"}},
+                   token=TOK["root"])
+        self.assertEqual(r.status, 201, r)
+        return r.json()["id"]
+
+    def fresh_rule(self, who):
+        """A new etl alert rule for callers that delete one."""
+        self.n += 1
+        r = P.http("POST", "/api/v1/alert-rules",
+                   {"name": f"rule-{who}-{self._testMethodName}-{self.n}", "team": "etl",
+                    "scope_kind": "task", "scope": "*", "events": ["failed"],
+                    "channels": [Matrix.channel]}, token=TOK["root"])
+        self.assertEqual(r.status, 201, r)
+        return r.json()["id"]
+
+    def fresh_silence(self, who):
+        """A new silence of the etl rule for callers that end one."""
+        r = P.http("POST", "/api/v1/alert-silences", {"rule_id": Matrix.rule, "duration": "1h"},
+                   token=TOK["root"])
+        self.assertEqual(r.status, 201, r)
+        return r.json()["id"]
 
     def own_token(self, who):
         """A token of the caller (of root for anonymous callers) to revoke."""
@@ -289,6 +327,36 @@ class Matrix(unittest.TestCase):
             ("POST", "/api/v1/workflows/{name}/rerun-failed",
              lambda w: "/api/v1/workflows/wf-etl/rerun-failed",
              lambda w: {"schedule_time": "2026-01-01T00:00:00Z"}, TEAM),
+            ("GET", "/api/v1/alert-channels", lambda w: "/api/v1/alert-channels", None, READ),
+            ("POST", "/api/v1/alert-channels", lambda w: "/api/v1/alert-channels",
+             lambda w: {"name": f"ch-new-{w}", "team": "etl", "kind": "webhook",
+                        "config": {"url": "https://hooks.example/in", "secret": "k"}}, TEAM),
+            ("GET", "/api/v1/alert-channels/{id}",
+             lambda w: f"/api/v1/alert-channels/{Matrix.channel}", None, READ),
+            ("PUT", "/api/v1/alert-channels/{id}",
+             lambda w: f"/api/v1/alert-channels/{Matrix.channel}",
+             lambda w: {"config": {"url": f"https://chat.example/{w}"}}, TEAM),
+            ("DELETE", "/api/v1/alert-channels/{id}",
+             lambda w: f"/api/v1/alert-channels/{self.fresh_channel(w)}", None, TEAM),
+            ("POST", "/api/v1/alert-channels/{id}/test",
+             lambda w: f"/api/v1/alert-channels/{Matrix.channel}/test", lambda w: {}, TEAM),
+            ("GET", "/api/v1/alert-rules", lambda w: "/api/v1/alert-rules", None, READ),
+            ("POST", "/api/v1/alert-rules", lambda w: "/api/v1/alert-rules",
+             lambda w: {"name": f"rule-new-{w}", "team": "etl", "scope_kind": "workflow",
+                        "scope": "wf-etl", "events": ["failed", "killed"],
+                        "channels": [Matrix.channel]}, TEAM),
+            ("GET", "/api/v1/alert-rules/{id}", lambda w: f"/api/v1/alert-rules/{Matrix.rule}",
+             None, READ),
+            ("PUT", "/api/v1/alert-rules/{id}", lambda w: f"/api/v1/alert-rules/{Matrix.rule}",
+             lambda w: {"severity": "critical"}, TEAM),
+            ("DELETE", "/api/v1/alert-rules/{id}",
+             lambda w: f"/api/v1/alert-rules/{self.fresh_rule(w)}", None, TEAM),
+            ("GET", "/api/v1/alert-silences", lambda w: "/api/v1/alert-silences", None, READ),
+            ("POST", "/api/v1/alert-silences", lambda w: "/api/v1/alert-silences",
+             lambda w: {"rule_id": Matrix.rule, "duration": "2h", "reason": f"by {w}"}, TEAM),
+            ("DELETE", "/api/v1/alert-silences/{id}",
+             lambda w: f"/api/v1/alert-silences/{self.fresh_silence(w)}", None, TEAM),
+            ("GET", "/api/v1/alerts", lambda w: "/api/v1/alerts", None, READ),
         ]
 
     def test_every_route_is_in_the_matrix(self):
