@@ -173,30 +173,35 @@ static hl_stmt q_sil_list =
 static hl_stmt q_sil_delete =
     HL_STMT("DELETE FROM alert_silences WHERE id = $1::int8 RETURNING id");
 
-/* $1 rule, $2 t (ms), $3 alert scope_kind, $4 alert scope. */
+/* $1 rule, $2 t (ms), $3 alert scope_kind, $4 alert scope, $5 dedup key.
+ * Takes the transaction's advisory lock of (rule, key) once the rule is
+ * found: raises of one key run one after the other from here on. */
 static hl_stmt q_raise_rule = HL_STMT(
     "SELECT r.enabled, r.quiet_period_s, r.group_window_s, r.severity, r.name, r.team,"
     " EXISTS (SELECT 1 FROM alert_silences s WHERE s.starts_at <= to_timestamp($2::int8 / 1000.0)"
     " AND s.ends_at > to_timestamp($2::int8 / 1000.0) AND (s.rule_id = r.id OR (s.rule_id IS NULL"
     " AND ((s.scope_kind = $3 AND s.scope = $4) OR (s.scope_kind = r.scope_kind AND s.scope ="
-    " r.scope) OR (s.scope_kind = 'team' AND s.scope = r.team)))))"
+    " r.scope) OR (s.scope_kind = 'team' AND s.scope = r.team))))),"
+    " pg_advisory_xact_lock(1095521357, hashtext(r.id::text || ':' || $5)), cardinality(r.channels)"
     " FROM alert_rules r WHERE r.id = $1::int8");
-static hl_stmt q_raise_lock =
-    HL_STMT("SELECT pg_advisory_xact_lock(1095521357, hashtext($1 || ':' || $2))");
-/* $1 rule, $2 key, $3 state, $4 t, $5 quiet period (s). */
-static hl_stmt q_raise_find =
-    HL_STMT("SELECT id FROM alerts WHERE rule_id = $1::int8 AND dedup_key = $2 AND state = $3"
-            " AND last_at >= to_timestamp($4::int8 / 1000.0) - $5::int * interval '1 second'"
-            " ORDER BY last_at DESC LIMIT 1 FOR UPDATE");
-/* $1 alert, $2 t, $3 details, $4 instance id. */
+/* The newest alert of ($4 rule, $5 key) in state $6 whose last raise is
+ * within the quiet period ($7 s) of $1 (ms) counts this raise: $2 details
+ * merged, $3 instance id kept among up to 20 examples; its pending
+ * deliveries are locked and counted (a sender claiming one now either took
+ * it first or waits for this transaction). No row: there is none. */
 static hl_stmt q_raise_count = HL_STMT(
-    "UPDATE alerts a SET count = a.count + 1, last_at = greatest(a.last_at,"
-    " to_timestamp($2::int8 / 1000.0)), details = (a.details || $3::jsonb) ||"
-    " jsonb_build_object('instance_ids', CASE WHEN $4::int8 > 0 AND NOT"
-    " coalesce(a.details -> 'instance_ids', '[]') @> to_jsonb($4::int8) AND jsonb_array_length("
+    "WITH u AS (UPDATE alerts a SET count = a.count + 1, last_at = greatest(a.last_at,"
+    " to_timestamp($1::int8 / 1000.0)), details = (a.details || $2::jsonb) ||"
+    " jsonb_build_object('instance_ids', CASE WHEN $3::int8 > 0 AND NOT"
+    " coalesce(a.details -> 'instance_ids', '[]') @> to_jsonb($3::int8) AND jsonb_array_length("
     "coalesce(a.details -> 'instance_ids', '[]')) < 20 THEN coalesce(a.details -> 'instance_ids',"
-    " '[]') || to_jsonb($4::int8) ELSE coalesce(a.details -> 'instance_ids', '[]') END)"
-    " WHERE a.id = $1::int8 RETURNING a.count");
+    " '[]') || to_jsonb($3::int8) ELSE coalesce(a.details -> 'instance_ids', '[]') END)"
+    " WHERE a.id = (SELECT x.id FROM alerts x WHERE x.rule_id = $4::int8 AND x.dedup_key = $5"
+    " AND x.state = $6 AND x.last_at >= to_timestamp($1::int8 / 1000.0) - $7::int * interval"
+    " '1 second' ORDER BY x.last_at DESC LIMIT 1) RETURNING a.id, a.count),"
+    " l AS (SELECT d.id FROM alert_deliveries d JOIN u ON d.alert_id = u.id"
+    " WHERE d.state = 'pending' FOR UPDATE OF d)"
+    " SELECT u.id, u.count, (SELECT count(*) FROM l) FROM u");
 /* $1 rule, $2 rule name, $3 team, $4 event, $5 severity, $6 key, $7 scope
  * kind, $8 scope, $9 task, $10 instance, $11 summary, $12 details, $13 t,
  * $14 state. */
@@ -207,12 +212,13 @@ static hl_stmt q_raise_insert = HL_STMT(
     " jsonb_build_object('instance_ids', CASE WHEN $10::int8 > 0 THEN jsonb_build_array($10::int8)"
     " ELSE '[]'::jsonb END), to_timestamp($13::int8 / 1000.0), to_timestamp($13::int8 / 1000.0),"
     " $14) RETURNING id");
-static hl_stmt q_raise_lock_pending = HL_STMT(
-    "SELECT id FROM alert_deliveries WHERE alert_id = $1::int8 AND state = 'pending' FOR UPDATE");
-/* $1 alert, $2 rule, $3 t, $4 group window (s), $5 quiet period (s). One
- * delivery per channel of the rule without a pending one of this alert. */
+/* $1 alert, $2 rule, $3 t, $4 group window (s), $5 quiet period (s), $6
+ * task, $7 instance. One delivery per channel of the rule without a pending
+ * one of this alert, and an "alert.raised" event when there are any (no
+ * NOTIFY in the transaction: hl_events_committed after the commit). Answers
+ * the deliveries made and the event id (0: none). */
 static hl_stmt q_raise_deliveries = HL_STMT(
-    "INSERT INTO alert_deliveries (alert_id, channel_id, channel_name, seq, next_at)"
+    "WITH d AS (INSERT INTO alert_deliveries (alert_id, channel_id, channel_name, seq, next_at)"
     " SELECT $1::int8, c.id, c.name, coalesce(prev.seq, 0) + 1, CASE WHEN prev.seq IS NULL"
     " THEN to_timestamp($3::int8 / 1000.0) + $4::int * interval '1 second' ELSE"
     " greatest(to_timestamp($3::int8 / 1000.0), prev.at + $5::int * interval '1 second') END"
@@ -222,7 +228,11 @@ static hl_stmt q_raise_deliveries = HL_STMT(
     " FROM alert_deliveries p WHERE p.alert_id = $1::int8 AND p.channel_id = c.id"
     " HAVING count(*) > 0) prev ON true"
     " WHERE r.id = $2::int8 AND NOT EXISTS (SELECT 1 FROM alert_deliveries q WHERE q.alert_id ="
-    " $1::int8 AND q.channel_id = c.id AND q.state = 'pending') RETURNING id");
+    " $1::int8 AND q.channel_id = c.id AND q.state = 'pending') RETURNING id),"
+    " ev AS (INSERT INTO events (kind, task_id, instance_id, payload) SELECT 'alert.raised',"
+    " nullif($6::int8, 0), nullif($7::int8, 0), jsonb_build_object('alert_id', $1::int8,"
+    " 'rule_id', $2::int8, 'deliveries', count(*)) FROM d HAVING count(*) > 0 RETURNING id)"
+    " SELECT (SELECT count(*) FROM d), coalesce((SELECT id FROM ev), 0)");
 
 /* $1 worker, $2 max, $3 lease (ms). */
 static hl_stmt q_claim = HL_STMT(
@@ -1066,11 +1076,11 @@ HL_UNARY(hl_api_raise_alert)
         return s;
     Orrery__Halley__V1__RaiseAlertResponse *o = orr_arena_alloc(a, sizeof *o);
     orrery__halley__v1__raise_alert_response__init(o);
-    PGresult *rule = NULL, *found = NULL, *r = NULL;
-    const char *pr[4] = {rid, t, rq->scope_kind, rq->scope};
-    const char *pl[2] = {rid, rq->dedup_key};
+    PGresult *rule = NULL, *r = NULL;
+    int64_t event_id = 0;
+    const char *pr[5] = {rid, t, rq->scope_kind, rq->scope, rq->dedup_key};
     if ((s = hl_db_begin(c, err)) != ORR_OK ||
-        (s = hl_db_query(c, a, &q_raise_rule, 4, pr, &rule, err)) != ORR_OK)
+        (s = hl_db_query(c, a, &q_raise_rule, 5, pr, &rule, err)) != ORR_OK)
         goto done;
     if (PQntuples(rule) == 0) {
         s = orr_err_set(err, ORR_ENOTFOUND, "rule_id", "no such rule");
@@ -1079,17 +1089,14 @@ HL_UNARY(hl_api_raise_alert)
     o->silenced = !hl_val_bool(rule, 0, 0) || hl_val_bool(rule, 0, 6);
     const char *quiet = hl_val(rule, 0, 1), *window = hl_val(rule, 0, 2);
     const char *state = o->silenced ? "silenced" : "open";
-    if ((s = hl_db_query(c, a, &q_raise_lock, 2, pl, NULL, err)) != ORR_OK)
+    const char *pc[7] = {t, details, iid, rid, rq->dedup_key, state, quiet};
+    if ((s = hl_db_query(c, a, &q_raise_count, 7, pc, &r, err)) != ORR_OK)
         goto done;
-    const char *pf[5] = {rid, rq->dedup_key, state, t, quiet};
-    if ((s = hl_db_query(c, a, &q_raise_find, 5, pf, &found, err)) != ORR_OK)
-        goto done;
-    if (PQntuples(found) > 0) {
-        o->alert_id = hl_val_i64(found, 0, 0);
-        const char *pc[4] = {hl_i64s(a, o->alert_id), t, details, iid};
-        if ((s = hl_db_query(c, a, &q_raise_count, 4, pc, &r, err)) != ORR_OK)
-            goto done;
-        o->count = (int32_t)hl_val_i64(r, 0, 0);
+    int pending_all = 0; /* every channel has a pending message of it */
+    if (PQntuples(r) > 0) {
+        o->alert_id = hl_val_i64(r, 0, 0);
+        o->count = (int32_t)hl_val_i64(r, 0, 1);
+        pending_all = hl_val_i64(r, 0, 2) >= hl_val_i64(rule, 0, 8);
     } else {
         const char *pi[14] = {rid,
                               hl_val(rule, 0, 4),
@@ -1111,22 +1118,16 @@ HL_UNARY(hl_api_raise_alert)
         o->created = 1;
         o->count = 1;
     }
-    if (!o->silenced) {
+    if (!o->silenced && !pending_all) {
         const char *aid = hl_i64s(a, o->alert_id);
-        const char *pa[1] = {aid};
-        const char *pd[5] = {aid, rid, t, window, quiet};
+        const char *pd[7] = {aid, rid, t, window, quiet, hl_i64s(a, rq->task_id), iid};
         PGresult *made = NULL;
-        if ((s = hl_db_query(c, a, &q_raise_lock_pending, 1, pa, NULL, err)) != ORR_OK ||
-            (s = hl_db_query(c, a, &q_raise_deliveries, 5, pd, &made, err)) != ORR_OK)
+        if ((s = hl_db_query(c, a, &q_raise_deliveries, 7, pd, &made, err)) != ORR_OK)
             goto done;
-        if (PQntuples(made) > 0 &&
-            (s = hl_emit(c, a, "alert.raised", rq->task_id, rq->instance_id, NULL,
-                         orr_arena_sprintf(a, "{\"alert_id\":%s,\"rule_id\":%s,\"deliveries\":%d}",
-                                           aid, rid, PQntuples(made)),
-                         NULL, err)) != ORR_OK)
-            goto done;
+        event_id = hl_val_i64(made, 0, 1);
     }
-    s = hl_db_commit(c, err);
+    if ((s = hl_db_commit(c, err)) == ORR_OK && event_id)
+        hl_events_committed(hc->events, event_id);
 done:
     hl_db_put(hc->db, c);
     if (s != ORR_OK)
