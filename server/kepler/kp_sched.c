@@ -58,7 +58,9 @@
  *  10. retries (-> waiting, new attempt), timeouts (-> timed_out),
  *      executor_lost (-> failed), in batches;
  *  11. every sweep_interval: re-read every live instance and recount;
- *  12. every WATERMARK_EVERY_MS: the watermark to ZooKeeper.
+ *  12. every WATERMARK_EVERY_MS: the watermark to ZooKeeper;
+ *  13. alerts (kp_alert_io.c): deadlines that passed, starved pools; the
+ *      transitions' alerts were raised as their events were applied (3).
  *
  * Data-unit dependencies (kp_du.h, kp_check.c): the bucket grid of a stream
  * is read with GetSortStream (again after "stream.changed"), the reconciled
@@ -238,6 +240,7 @@ kp_inst *kp__adopt(kp_sched *s, const pb_instance *in, int64_t ev_id)
         r->flags |= KP_I_DIRTY;
         kp__mark_task_dirty(s, r->task_id, 1);
     }
+    kp__alert_track(s, r);
     return r;
 }
 
@@ -282,8 +285,13 @@ static void sync_executors(kp_sched *s)
         free(snap);
         return;
     }
-    for (size_t i = 0; i < s->n_ex; i++)
+    /* which were alive: one that is gone from the snapshot was lost */
+    uint8_t *was = orr_xcalloc(s->n_ex + 1, 1);
+    size_t n_was = s->n_ex;
+    for (size_t i = 0; i < s->n_ex; i++) {
+        was[i] = (uint8_t)s->ex[i].alive;
         s->ex[i].alive = 0;
+    }
     for (size_t i = 0; i < n; i++) {
         kp_exec *e = kp__exec_find(s, snap[i].id, 1);
         int used = e->used;
@@ -300,6 +308,11 @@ static void sync_executors(kp_sched *s)
         apply_settings(s, e);
     }
     free(snap);
+    int64_t now = kp__wall_ms();
+    for (size_t i = 0; i < n_was; i++)
+        if (was[i] && !s->ex[i].alive)
+            kp__alert_exec_gone(s, s->ex[i].id, s->ex[i].used, now);
+    free(was);
     s->ex_version = v;
     s->again = 1;
 }
@@ -666,6 +679,7 @@ static void dispatch(kp_sched *s, work *w)
                             need = t->pools[p].tokens;
                         }
                 if (blocked) {
+                    kp__alert_pool(s, blocked, 0, t->id, kp__wall_ms());
                     if (s->why_ready)
                         why_pool(s, r, blocked, need);
                     continue;
@@ -703,9 +717,12 @@ static void dispatch(kp_sched *s, work *w)
                         if (strcmp(t->pools[p].pool, short_pools[n_short - 1]) == 0)
                             need = t->pools[p].tokens;
                     why_pool(s, r, short_pools[n_short - 1], need);
+                    kp__alert_pool(s, short_pools[n_short - 1], 0, t->id, kp__wall_ms());
                     protobuf_c_message_free_unpacked(out, NULL);
                     continue;
                 }
+                for (size_t p = 0; p < t->n_pools; p++)
+                    kp__alert_pool(s, t->pools[p].pool, 1, t->id, 0);
                 protobuf_c_message_free_unpacked(out, NULL);
             }
             kp__req_init(&items[n], s, r, KP_ST_DISPATCHED, "dispatch");
@@ -835,6 +852,7 @@ static void drop_state(kp_sched *s)
     s->n_paused = 0;
     s->paused_dirty = 0;
     kp__why_drop(s);
+    kp__alert_drop(s);
     clear_notes(s);
     kp__resources_free(s);
     s->ovr_reload = s->quota_reload = s->cal_reload = 0;
@@ -959,6 +977,7 @@ static void round_work(kp_sched *s, work *w, dep_ctx *c)
     }
     kp__write_watermark(s, now);
     kp__why_flush(s, now);
+    kp__alert_round(s, kp__wall_ms());
     /* timers are polled: the main loop never sleeps more than 200 ms */
     (void)next_timer;
 }
@@ -998,6 +1017,7 @@ orr_status kp_sched_run(const kp_sched_opts *o, volatile sig_atomic_t *stop, orr
         return orr_err_set(err, ORR_EIO, NULL, "cannot start the event thread");
     }
     kp__why_start(&s);
+    kp__alert_start(&s);
     work w;
     memset(&w, 0, sizeof w);
     dep_ctx *c = calloc(1, sizeof *c);
@@ -1016,6 +1036,8 @@ orr_status kp_sched_run(const kp_sched_opts *o, volatile sig_atomic_t *stop, orr
                 int64_t now = kp__wall_ms(), until = s.next_materialise_ms;
                 if (s.next_sweep_ms < until)
                     until = s.next_sweep_ms;
+                if (kp__alert_next_ms(&s) < until)
+                    until = kp__alert_next_ms(&s); /* a deadline alert on time */
                 wait_ms = until - now;
                 if (wait_ms > 200)
                     wait_ms = 200; /* also polls leadership, executors and timers */
@@ -1075,6 +1097,7 @@ orr_status kp_sched_run(const kp_sched_opts *o, volatile sig_atomic_t *stop, orr
     kp_elect_stop(s.el);
     orr_watch_stop(s.watch);
     kp__why_stop(&s);
+    kp__alert_stop(&s);
     orr_rpc_client_destroy(s.cl);
     drop_state(&s);
     kp_index_destroy(s.ix);

@@ -68,9 +68,10 @@ enum {
     EV_DATA_UNIT,
     EV_STREAM,
     EV_WORKFLOW,
-    EV_EXECUTOR, /* an administrator changed an executor's settings */
-    EV_QUOTA,    /* ... or a team's quota */
-    EV_CALENDAR, /* ... or a business calendar */
+    EV_EXECUTOR,   /* an administrator changed an executor's settings */
+    EV_QUOTA,      /* ... or a team's quota */
+    EV_CALENDAR,   /* ... or a business calendar */
+    EV_ALERT_RULE, /* an alert rule changed: read the rules again */
     EV_OTHER
 };
 
@@ -87,6 +88,8 @@ typedef struct kp_ev {
     int run_now, ignore_upstreams;
     int32_t bf_cycles;
     int64_t bf_id, bf_cycle_ms;
+    /* EV_INSTANCE_TRANSITION: its reason, cut short (alert summaries) */
+    char reason[96];
 } kp_ev;
 
 /* A stream's bucket grid as read from Halley. */
@@ -197,6 +200,8 @@ typedef struct kp_sched {
     why_entry **why_out;
     size_t n_why_out;
     int why_busy, why_stop;
+    /* alerts (kp_alert_io.c) */
+    struct kp_alerter *al;
 } kp_sched;
 
 /* ------------------------------------------------------------ dependency checks */
@@ -375,5 +380,28 @@ void kp__run_du_fetches(kp_sched *s, dep_ctx *c, int64_t now);
 /* Ends the back-offs that are over; when data units changed, sends every
  * task with a data-unit dependency to a check. */
 void kp__du_mark_tasks(kp_sched *s, int64_t now);
+
+/* ------------------------------------------------------------ kp_alert_io.c: alerts */
+
+/* Start / stop the alert evaluation and its sender thread (RaiseAlert). */
+void kp__alert_start(kp_sched *s);
+void kp__alert_stop(kp_sched *s);
+/* Leadership lost or a rebuild: forget rules, armed deadlines and what was
+ * raised; the next kp__alert_round reads them again. */
+void kp__alert_drop(kp_sched *s);
+/* An event of the stream (after it was applied to the store): transitions
+ * raise their alerts; rule and workflow events mark what to read again. */
+void kp__alert_event(kp_sched *s, const kp_ev *e);
+/* The store took r in (created, adopted): arm its task's deadlines. */
+void kp__alert_track(kp_sched *s, const kp_inst *r);
+/* An executor's node went away (used: its slots in use then). */
+void kp__alert_exec_gone(kp_sched *s, const char *id, int used, int64_t now);
+/* A pool denied (granted = 0) or gave (1) tokens to task_id's instance. */
+void kp__alert_pool(kp_sched *s, const char *pool, int granted, int64_t task_id, int64_t now);
+/* Every round: read rules/workflows/history when due, raise the deadlines
+ * that passed and the pools starved too long. Never blocks on RaiseAlert. */
+void kp__alert_round(kp_sched *s, int64_t now);
+/* When the earliest armed deadline falls (INT64_MAX: none). */
+int64_t kp__alert_next_ms(const kp_sched *s);
 
 #endif

@@ -9,13 +9,15 @@
  * scheduler thread under s->qmu; an expired resume point asks for a rebuild.
  *
  * The scheduler side: kp__apply_event takes a queued event into the store,
- * in id order, on the scheduler thread.
+ * in id order, on the scheduler thread, then hands it to the alert
+ * evaluation (kp_alert_io.c).
  */
 #include "kp_sched_int.h"
 
 #include <inttypes.h>
 #include <jansson.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "orr_alloc.h"
@@ -86,6 +88,8 @@ static void ev_from_pb(const Orrery__Halley__V1__Event *m, kp_ev *e)
         e->kind = EV_QUOTA;
     else if (strcmp(m->kind, "calendar.changed") == 0)
         e->kind = EV_CALENDAR;
+    else if (strncmp(m->kind, "alert_rule.", 11) == 0)
+        e->kind = EV_ALERT_RULE;
     else
         e->kind = EV_OTHER;
     if (e->kind == EV_DATA_UNIT || e->kind == EV_STREAM) {
@@ -112,6 +116,9 @@ static void ev_from_pb(const Orrery__Halley__V1__Event *m, kp_ev *e)
     e->bf_cycle_ms = json_is_integer(b) ? json_integer_value(b) : 0;
     b = json_object_get(p, "backfill_cycles");
     e->bf_cycles = json_is_integer(b) ? (int32_t)json_integer_value(b) : 0;
+    json_t *why = json_object_get(p, "reason");
+    if (json_is_string(why))
+        snprintf(e->reason, sizeof e->reason, "%s", json_string_value(why));
     json_decref(p);
 }
 
@@ -144,15 +151,16 @@ static void watch_on_resync(void *cls)
 
 orr_status kp__watch_start(kp_sched *s, orr_err *err)
 {
-    static const char *const kinds[] = {"instance.*", "task.*",     "data_unit.*", "stream.*",
-                                        "workflow.*", "executor.*", "quota.*",     "calendar.*"};
+    static const char *const kinds[] = {"instance.*", "task.*",     "data_unit.*",
+                                        "stream.*",   "workflow.*", "executor.*",
+                                        "quota.*",    "calendar.*", "alert_rule.*"};
     orr_watch_opts o = {
         .kinds = kinds, .nkinds = sizeof kinds / sizeof kinds[0], .name = "keplerd"};
     orr_watch_ops ops = {.on_event = watch_on_event, .on_resync = watch_on_resync};
     return orr_watch_start(s->cl, &o, &ops, s, &s->watch, err);
 }
 
-void kp__apply_event(kp_sched *s, const kp_ev *e)
+static void apply_event(kp_sched *s, const kp_ev *e)
 {
     if (e->kind == EV_EXECUTOR || e->kind == EV_QUOTA || e->kind == EV_CALENDAR) {
         if (e->kind == EV_EXECUTOR)
@@ -216,6 +224,7 @@ void kp__apply_event(kp_sched *s, const kp_ev *e)
             r->bf_id = e->bf_id;
             r->bf_cycle_ms = e->bf_cycle_ms;
             r->bf_cycles = e->bf_cycles;
+            kp__alert_track(s, r);
         }
         kp__mark_task_dirty(s, e->task_id, 1);
         return;
@@ -261,4 +270,10 @@ void kp__apply_event(kp_sched *s, const kp_ev *e)
         r->flags |= KP_I_REFETCH;
         s->again = 1;
     }
+}
+
+void kp__apply_event(kp_sched *s, const kp_ev *e)
+{
+    apply_event(s, e);
+    kp__alert_event(s, e);
 }

@@ -22,6 +22,11 @@
  *       run that costs the scheduler's side nothing per instance beyond two
  *       batched writes. Runs until SIGTERM/SIGINT or SECONDS; prints
  *       "runs=N refused=M".
+ *   alert-rules TEAM COUNT
+ *       one webhook channel and COUNT alert rules of TEAM on it (PutAlertRule):
+ *       rule 0 is team-scoped (deadline_finish of every task of TEAM), rule
+ *       n > 0 task-scoped on kpb-d-<n, 7 digits> (failed, retried,
+ *       timed_out, deadline_finish); prints "rules=N".
  *
  * Exit 0 on success, 1 on a failed call (message on stderr), 2 on bad usage.
  * Every loop is bounded by its count; calls have a deadline.
@@ -207,6 +212,54 @@ static void kpb_sleep_ms(int ms)
 
 /* One TransitionInstances batch of n items from -> to; ok[i] set per item.
  * Returns the number that succeeded, -1 when the call itself failed. */
+static int kpb_alert_rules(const char *team, int64_t count)
+{
+    Orrery__Halley__V1__AlertChannel ch = ORRERY__HALLEY__V1__ALERT_CHANNEL__INIT;
+    ch.name = "kpb-hook";
+    ch.team = (char *)team;
+    ch.kind = "webhook";
+    ch.config_json = "{\"url\":\"http://127.0.0.1:9/hook\"}";
+    ch.actor = "bench";
+    ProtobufCMessage *out = NULL;
+    orr_err err;
+    char buf[600];
+    if (orr_rpc_call_unary(kpb_cl, "PutAlertChannel", &ch.base, &out, 10000, &err) != ORR_OK) {
+        fprintf(stderr, "kpb_tool: PutAlertChannel: %s\n", orr_err_str(&err, buf, sizeof buf));
+        return 1;
+    }
+    int64_t chans[1] = {((Orrery__Halley__V1__AlertChannel *)out)->id};
+    protobuf_c_message_free_unpacked(out, NULL);
+    char *task_evs[] = {"failed", "retried", "timed_out", "deadline_finish"};
+    char *team_evs[] = {"deadline_finish"};
+    for (int64_t i = 0; i < count; i++) {
+        char name[64], scope[64];
+        snprintf(name, sizeof name, "kpb-rule-%07" PRId64, i);
+        snprintf(scope, sizeof scope, "kpb-d-%07" PRId64, i);
+        Orrery__Halley__V1__AlertRule ru = ORRERY__HALLEY__V1__ALERT_RULE__INIT;
+        ru.name = name;
+        ru.team = (char *)team;
+        ru.scope_kind = i ? "task" : "team";
+        ru.scope = i ? scope : (char *)team;
+        ru.events = i ? task_evs : team_evs;
+        ru.n_events = i ? 4 : 1;
+        ru.severity = "warning";
+        ru.channels = chans;
+        ru.n_channels = 1;
+        ru.quiet_period_s = 300;
+        ru.group_window_s = 1;
+        ru.params_json = "{}";
+        ru.enabled = 1;
+        ru.actor = "bench";
+        if (orr_rpc_call_unary(kpb_cl, "PutAlertRule", &ru.base, &out, 10000, &err) != ORR_OK) {
+            fprintf(stderr, "kpb_tool: PutAlertRule: %s\n", orr_err_str(&err, buf, sizeof buf));
+            return 1;
+        }
+        protobuf_c_message_free_unpacked(out, NULL);
+    }
+    printf("rules=%" PRId64 "\n", count);
+    return 0;
+}
+
 static int kpb_batch(Orrery__Halley__V1__TransitionRequest *items, size_t n, int *ok)
 {
     Orrery__Halley__V1__TransitionRequest *ptrs[KPB_BATCH];
@@ -337,7 +390,8 @@ int main(int argc, char **argv)
     const char *halley = getenv("KPB_HALLEY"), *token = getenv("KPB_TOKEN");
     if (argc < 2) {
         fprintf(stderr, "usage: kpb_tool instances MS FIRST_ID LAST_ID | "
-                        "tasks-rpc PREFIX COUNT THREADS SPEC_JSON | executor ID SLOTS SECONDS\n");
+                        "tasks-rpc PREFIX COUNT THREADS SPEC_JSON | executor ID SLOTS SECONDS | "
+                        "alert-rules TEAM COUNT\n");
         return 2;
     }
     if (!halley || !token) {
@@ -361,6 +415,9 @@ int main(int argc, char **argv)
         }
         if (kpb_int(argv[3], "SLOTS", 1, 100000, &a) || kpb_int(argv[4], "SECONDS", 1, 86400, &b))
             return 2;
+    } else if (strcmp(argv[1], "alert-rules") == 0 && argc == 4) {
+        if (kpb_int(argv[3], "COUNT", 0, 100000, &a))
+            return 2;
     } else {
         fprintf(stderr, "kpb_tool: bad command or arguments: %s\n", argv[1]);
         return 2;
@@ -377,6 +434,8 @@ int main(int argc, char **argv)
         rc = kpb_instances(a, b, c);
     else if (argv[1][0] == 't')
         rc = kpb_tasks_rpc(argv[2], a, b, argv[5]);
+    else if (argv[1][0] == 'a')
+        rc = kpb_alert_rules(argv[2], a);
     else
         rc = kpb_executor(getenv("KPB_ZK"), argv[2], a, b);
     fflush(stdout);

@@ -50,7 +50,10 @@
 #
 # Environment: ORRERY_PG_DSN and ORRERY_ZK must be set (deploy/stack.sh env);
 # unset is a failure. KPB_TASKS, KPB_READY, KPB_EXECUTORS, KPB_SLOTS,
-# KPB_RPC_SAMPLE (default 1000), KPB_WAIT (seconds the flow may take, default
+# KPB_RPC_SAMPLE (default 1000), KPB_ALERT_RULES (default 0: alert rules made
+# before keplerd starts, kpb_tool alert-rules; with any, every task also has
+# a finish_by deadline of 1h, so keplerd arms a deadline for every instance
+# and evaluates every transition against the rules), KPB_WAIT (seconds the flow may take, default
 # 600), KPB_KEEP=1 keeps the work directory. Hourly tasks fire at the top of
 # the hour: when the next one would fall inside the run (within KPB_WAIT +
 # 120 s) the script waits for it to pass first (new tasks only fire from
@@ -85,10 +88,11 @@ EXECUTORS=${KPB_EXECUTORS:-4}
 SLOTS=${KPB_SLOTS:-64}
 SAMPLE=${KPB_RPC_SAMPLE:-1000}
 WAIT=${KPB_WAIT:-600}
+RULES=${KPB_ALERT_RULES:-0}
 EXECUTOR=${KPB_EXECUTOR:-batch}
 case $EXECUTOR in batch | it | executord) ;; *) die "KPB_EXECUTOR: batch, it or executord, not $EXECUTOR" ;; esac
 [ "$EXECUTOR" != executord ] || [ -x "$BIN/executord" ] || die "$BIN/executord is not built"
-for v in TASKS READY EXECUTORS SLOTS SAMPLE WAIT; do
+for v in TASKS READY EXECUTORS SLOTS SAMPLE WAIT RULES; do
 	[[ ${!v} =~ ^[0-9]+$ ]] || die "KPB_$v: not a number: ${!v}"
 done
 [ "$READY" -ge 1 ] || die "KPB_READY: must be at least 1"
@@ -182,7 +186,7 @@ if [ "$left" -lt $((WAIT + 120)) ]; then
 	sleep $((left + 2))
 fi
 
-echo "== $(date -u +%FT%TZ) tasks=$TASKS ready=$READY executors=${EXECUTORS}x$SLOTS ($EXECUTOR)"
+echo "== $(date -u +%FT%TZ) tasks=$TASKS ready=$READY executors=${EXECUTORS}x$SLOTS ($EXECUTOR) alert_rules=$RULES"
 echo "uptime: $(uptime)"
 
 # --- database and halleyd
@@ -196,6 +200,7 @@ wait_port "$HPORT" "$HALLEY_PID" halleyd
 "$BIN/kp_it_tool" zk-root
 "$BIN/kp_it_tool" team bench >/dev/null
 HOURLY='"team":"bench","type":"shell","schedule":"0 * * * *","config":{"command":"true"}'
+[ "$RULES" = 0 ] || HOURLY="$HOURLY"',"deadlines":{"finish_by":"1h"}'
 UP_ID=$("$BIN/kp_it_tool" task '{"name":"kpb-up","team":"bench","type":"shell","config":{"command":"true"}}')
 D0_ID=$("$BIN/kp_it_tool" task "{\"name\":\"kpb-d-0000000\",$HOURLY,\"upstreams\":[{\"kind\":\"strong\",\"task\":\"kpb-up\"}]}")
 F0_ID=$("$BIN/kp_it_tool" task "{\"name\":\"kpb-f-0000000\",$HOURLY}")
@@ -238,6 +243,7 @@ read -r DMIN DMAX < <(sql "SELECT min(id), max(id) FROM tasks WHERE name LIKE 'k
 (start_halley serve) &
 HALLEY_PID=$!
 wait_port "$HPORT" "$HALLEY_PID" halleyd
+[ "$RULES" = 0 ] || "$BIN/kpb_tool" alert-rules bench "$RULES" || die "alert rules"
 
 # --- executors and keplerd
 for ((i = 0; i < EXECUTORS; i++)); do
@@ -369,6 +375,7 @@ printf '%-52s %s\n' "tasks in halley (indexed by keplerd)" "$TASKS ($REBUILT)"
 printf '%-52s %s\n' "CreateTask through RPC, 4 threads (sample)" "$RPC_LINE"
 printf '%-52s %s\n' "bulk clone of the other tasks (INSERT...SELECT), s" "$CLONE_S"
 printf '%-52s %s\n' "keplerd index rebuild at start, s" "$REBUILD_S"
+printf '%-52s %s\n' "alert rules (keplerd read)" "$RULES ($(grep -m1 -o 'alert rules read" rules=[0-9]*' "$WORK/keplerd.log" || echo none))"
 printf '%-52s %s\n' "downstream instances dispatched / succeeded" "$N_DISP / $done_n of $READY"
 printf '%-52s %s\n' "dispatch rate, first..last dispatch, inst/s" "$RATE_ALL"
 printf '%-52s %s\n' "dispatch rate, middle 80 % of dispatches, inst/s" "$RATE_MID"

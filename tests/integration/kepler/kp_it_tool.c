@@ -39,6 +39,14 @@
  *                                 state, attempts, and the number of
  *                                 ready->dispatched transitions per attempt;
  *                                 prints one JSON summary line
+ *   alert-rule NAME SCOPE_KIND SCOPE EVENTS_CSV
+ *                                 a webhook channel (to a closed port: no
+ *                                 sender runs here) and a rule of team
+ *                                 "data" on it; prints the rule id
+ *   alerts RULE_ID                one JSON line per alert of the rule
+ *                                 {"id","event","dedup_key","count","state",
+ *                                 "instance_id","first_at_ms","last_at_ms",
+ *                                 "created_at_ms"}
  *   executor ID SLOTS RUN_MS [LABELS_JSON]
  *                                 a stand-in executor: registers
  *                                 /orrery/executors/ID (ephemeral), follows
@@ -612,6 +620,54 @@ int main(int argc, char **argv)
         printf("{\"instances\":%d,\"success\":%d,\"other\":%d,\"attempts\":%d,"
                "\"double_dispatch\":%d,\"missing_dispatch\":%d}\n",
                a.instances, a.success, a.other, a.attempts, a.double_dispatch, a.missing_dispatch);
+    } else if (strcmp(cmd, "alert-rule") == 0 && argc == 6) {
+        char chname[200];
+        snprintf(chname, sizeof chname, "%s-hook", argv[2]);
+        Orrery__Halley__V1__AlertChannel ch = ORRERY__HALLEY__V1__ALERT_CHANNEL__INIT;
+        ch.name = chname;
+        ch.team = "data";
+        ch.kind = "webhook";
+        ch.config_json = "{\"url\":\"http://127.0.0.1:9/hook\"}";
+        ch.actor = "test";
+        Orrery__Halley__V1__AlertChannel *c = (void *)call("PutAlertChannel", &ch.base);
+        char *evs[16], *save = NULL;
+        size_t n = 0;
+        for (char *e = strtok_r(argv[5], ",", &save); e && n < 16; e = strtok_r(NULL, ",", &save))
+            evs[n++] = e;
+        int64_t chans[1] = {c->id};
+        Orrery__Halley__V1__AlertRule ru = ORRERY__HALLEY__V1__ALERT_RULE__INIT;
+        ru.name = argv[2];
+        ru.team = "data";
+        ru.scope_kind = argv[3];
+        ru.scope = argv[4];
+        ru.events = evs;
+        ru.n_events = n;
+        ru.severity = "critical";
+        ru.channels = chans;
+        ru.n_channels = 1;
+        ru.quiet_period_s = 300;
+        ru.group_window_s = 1;
+        ru.params_json = "{}";
+        ru.enabled = 1;
+        ru.actor = "test";
+        Orrery__Halley__V1__AlertRule *r = (void *)call("PutAlertRule", &ru.base);
+        printf("%" PRId64 "\n", r->id);
+        protobuf_c_message_free_unpacked(&r->base, NULL);
+        protobuf_c_message_free_unpacked(&c->base, NULL);
+    } else if (strcmp(cmd, "alerts") == 0 && argc == 3) {
+        Orrery__Halley__V1__ListAlertsRequest rq = ORRERY__HALLEY__V1__LIST_ALERTS_REQUEST__INIT;
+        rq.rule_id = strtoll(argv[2], NULL, 10);
+        rq.page_size = 500;
+        Orrery__Halley__V1__ListAlertsResponse *r = (void *)call("ListAlerts", &rq.base);
+        for (size_t i = 0; i < r->n_alerts; i++) {
+            const Orrery__Halley__V1__Alert *a = r->alerts[i];
+            printf("{\"id\":%" PRId64 ",\"event\":\"%s\",\"dedup_key\":\"%s\",\"count\":%d,"
+                   "\"state\":\"%s\",\"instance_id\":%" PRId64 ",\"first_at_ms\":%" PRId64
+                   ",\"last_at_ms\":%" PRId64 ",\"created_at_ms\":%" PRId64 "}\n",
+                   a->id, a->event, a->dedup_key, (int)a->count, a->state, a->instance_id,
+                   a->first_at_ms, a->last_at_ms, a->created_at_ms);
+        }
+        protobuf_c_message_free_unpacked(&r->base, NULL);
     } else if (strcmp(cmd, "executor") == 0 && (argc == 5 || argc == 6)) {
         if (!zk) {
             fprintf(stderr, "kp_it_tool: KP_IT_ZK is not set\n");
