@@ -90,6 +90,11 @@ export type Executor = Sent<Schemas['Executor']>;
 export type TeamQuota = Sent<Schemas['TeamQuota']>;
 export type Limits = Schemas['Limits'];
 export type TypeLimits = Omit<Sent<Schemas['TypeLimits']>, 'limits'> & { limits: Limits };
+/** days: in the answer of one calendar, not in lists. */
+export type Calendar = Maybe<Sent<Schemas['Calendar']>, 'days'>;
+export type CalendarDayMark = Sent<Schemas['CalendarDay']>;
+export type CalendarDays = Answer<'calendarDays'>;
+export type CalendarImport = Answer<'importCalendar'>;
 
 // Alerts: channels, rules, silences and the history with its deliveries
 // (the REST shapes of the "Alerts" section of docs/api.md: a table's
@@ -240,13 +245,23 @@ function qs(q?: Query): string {
 export async function request<T>(
   method: string,
   path: string,
-  opts: { query?: Query; body?: unknown; headers?: Record<string, string>; signal?: AbortSignal } = {},
+  opts: {
+    query?: Query;
+    body?: unknown;
+    headers?: Record<string, string>;
+    signal?: AbortSignal;
+    /** a body sent as it is, with its content type (an .ics file) */
+    raw?: { type: string; text: string };
+  } = {},
 ): Promise<T> {
   const headers: Record<string, string> = { Accept: 'application/json', ...opts.headers };
   let body: string | undefined;
   if (opts.body !== undefined) {
     headers['Content-Type'] = 'application/json';
     body = JSON.stringify(opts.body);
+  } else if (opts.raw) {
+    headers['Content-Type'] = opts.raw.type;
+    body = opts.raw.text;
   }
   let res: Response;
   try {
@@ -315,10 +330,23 @@ export const api = {
     request<RerunResult>('POST', `/workflows/${encodeURIComponent(name)}/rerun-failed`, {
       body: { schedule_time, dry_run } satisfies Body<'rerunWorkflowFailed'>,
     }),
-  scheduleNext: (cron: string, tz: string, count = 5, signal?: AbortSignal, from?: string) =>
+  scheduleNext: (cron: string, tz: string, count = 5, signal?: AbortSignal, from?: string, calendar?: string, policy?: string) =>
     request<Answer<'scheduleNext'>>('GET', '/schedule/next', {
-      query: { cron, tz, count, from },
+      query: { cron, tz, count, from, calendar, policy: calendar ? policy : undefined },
       signal,
+    }),
+  calendars: () => request<Answer<'listCalendars'>>('GET', '/calendars'),
+  calendar: (name: string) => request<Calendar>('GET', `/calendars/${encodeURIComponent(name)}`),
+  createCalendar: (body: Body<'createCalendar'>) => request<Calendar>('POST', '/calendars', { body }),
+  updateCalendar: (name: string, body: Body<'updateCalendar'>) =>
+    request<Calendar>('PUT', `/calendars/${encodeURIComponent(name)}`, { body }),
+  deleteCalendar: (name: string) => request<null>('DELETE', `/calendars/${encodeURIComponent(name)}`),
+  calendarDays: (name: string, from: string, to: string) =>
+    request<CalendarDays>('GET', `/calendars/${encodeURIComponent(name)}/days`, { query: { from, to } }),
+  importCalendar: (name: string, ics: string, kind: 'excluded' | 'included') =>
+    request<CalendarImport>('POST', `/calendars/${encodeURIComponent(name)}/import`, {
+      query: { kind },
+      raw: { type: 'text/calendar', text: ics },
     }),
 
   instances: (q: { task_id?: number; state?: string; from?: string; to?: string; q?: string; limit?: number; page_token?: string; order?: 'asc' | 'desc' }) =>

@@ -24,6 +24,7 @@ const NAV = [
   { to: '/tokens', label: 'API tokens', icon: '⚷' },
   { to: '/resources', label: 'Resources', icon: '⛁' },
   { to: '/alerts', label: 'Alerts', icon: '⚑' },
+  { to: '/calendars', label: 'Calendars', icon: '▦' },
   { to: '/admin/pools', label: 'Admin', icon: '⚙' },
 ];
 
@@ -39,6 +40,8 @@ const InstancesPage = lazy(() => import('./pages/instances').then((m) => m.Insta
 const LineagePage = lazy(() => import('./pages/lineage').then((m) => m.LineagePage));
 const PackagesPage = lazy(() => import('./pages/packages').then((m) => m.PackagesPage));
 const ResourcesPage = lazy(() => import('./pages/resources').then((m) => m.ResourcesPage));
+const CalendarsPage = lazy(() => import('./pages/calendars').then((m) => m.CalendarsPage));
+const CalendarPage = lazy(() => import('./pages/calendars').then((m) => m.CalendarPage));
 const StreamPage = lazy(() => import('./pages/streams').then((m) => m.StreamPage));
 const StreamsPage = lazy(() => import('./pages/streams').then((m) => m.StreamsPage));
 const TasksPage = lazy(() => import('./pages/tasks').then((m) => m.TasksPage));
@@ -56,6 +59,7 @@ const RunsOf = ({ name }: { name: string }) => <HistoryPage name={name} />;
 const WorkflowNamed = ({ name }: { name: string }) => <WorkflowObjectPage name={decodeURIComponent(name)} />;
 const InstanceOf = ({ id }: { id: string }) => <InstancePage id={Number(id)} />;
 const StreamOf = ({ name }: { name: string }) => <StreamPage name={name} />;
+const CalendarNamed = ({ name }: { name: string }) => <CalendarPage name={decodeURIComponent(name)} />;
 const AdminTab = ({ tab }: { tab?: string }) => <AdminPage tab={tab ?? 'pools'} />;
 const AlertsTab = ({ tab }: { tab?: string }) => <AlertsPage tab={tab ?? 'history'} />;
 
@@ -133,6 +137,8 @@ function Shell({ me, onLogout }: { me: Me; onLogout: () => void }) {
             <Route path={`${BASE}/packages`} component={PackagesPage} />
             <Route path={`${BASE}/tokens`} component={TokensPage} />
             <Route path={`${BASE}/resources`} component={ResourcesPage} />
+            <Route path={`${BASE}/calendars`} component={CalendarsPage} />
+            <Route path={`${BASE}/calendars/:name`} component={CalendarNamed} />
             <Route path={`${BASE}/admin/:tab?`} component={AdminTab} />
             <Route path={`${BASE}/alerts/:tab?`} component={AlertsTab} />
             <Route default component={NotFound} />

@@ -55,6 +55,7 @@ function routes() {
     ['alerts-rules', '/app/alerts/rules'],
     ['alerts-channels', '/app/alerts/channels'],
     ['alerts-silences', '/app/alerts/silences'],
+    ['calendars', '/app/calendars'],
     // every section the admin page links to (a new one is checked too)
     ...made.adminSections.map((to) => [`admin-${to.split('/').pop()}`, to]),
     ['not-found', '/app/no/such/page'],

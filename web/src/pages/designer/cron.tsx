@@ -1,17 +1,24 @@
 // cron.tsx - the schedule field of the designer: the cron expression with a
 // few presets, and its next fire times (asked from galaxyd's
 // /schedule/next as the user types, so the preview uses the same cron and
-// time-zone code as the scheduler).
+// time-zone code as the scheduler). With a business calendar, the times are
+// the adjusted ones, and the cron's own times are listed marked kept,
+// skipped or moved.
 import { useEffect, useState } from 'preact/hooks';
 import { api, ApiError } from '../../api';
 import { Field, Spinner, val } from '../../components/ui';
 import { fmtRelative, fmtTime } from '../../format';
 import type { Ctx } from './state';
 
+type Fire = { time: string; outcome: 'kept' | 'skipped' | 'moved'; to: string | null };
+
 export function Cron({ ctx }: { ctx: Ctx }) {
   const cron = (ctx.spec.schedule as string | undefined) ?? '';
   const tz = (ctx.spec.timezone as string | undefined) || 'UTC';
+  const calendar = (ctx.spec.calendar as string | undefined)?.trim() || undefined;
+  const policy = (ctx.spec.calendar_policy as string | undefined) || 'skip';
   const [times, setTimes] = useState<string[] | null>(null);
+  const [fires, setFires] = useState<Fire[] | null>(null);
   const [cronErr, setCronErr] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
   useEffect(() => {
@@ -23,14 +30,16 @@ export function Cron({ ctx }: { ctx: Ctx }) {
     const ctl = new AbortController();
     setBusy(true);
     const id = window.setTimeout(() => {
-      api.scheduleNext(cron.trim(), tz, 5, ctl.signal).then(
+      api.scheduleNext(cron.trim(), tz, 5, ctl.signal, undefined, calendar, policy).then(
         (r) => {
           setTimes(r.times);
+          setFires(calendar ? (r.fires ?? []) : null);
           setBusy(false);
         },
         (e) => {
           if ((e as Error).name === 'AbortError') return;
           setTimes(null);
+          setFires(null);
           setBusy(false);
           setCronErr(e instanceof ApiError ? e.message : String(e));
         },
@@ -40,7 +49,7 @@ export function Cron({ ctx }: { ctx: Ctx }) {
       ctl.abort();
       window.clearTimeout(id);
     };
-  }, [cron, tz]);
+  }, [cron, tz, calendar, policy]);
   const presets = [
     ['Every 15 min', '*/15 * * * *'],
     ['Hourly', '0 * * * *'],
@@ -85,6 +94,23 @@ export function Cron({ ctx }: { ctx: Ctx }) {
                 </li>
               ))}
             </ol>
+            {fires && (
+              <>
+                <div class="muted small">
+                  The cron's own times with calendar {calendar} ({policy}):
+                </div>
+                <ol class="fire-times" data-testid="cron-calendar">
+                  {fires.map((f) => (
+                    <li key={f.time} data-outcome={f.outcome}>
+                      <span class={f.outcome === 'skipped' ? 'fire-skipped' : ''}>{fmtTime(f.time)}</span>{' '}
+                      <span class={`fire-outcome fire-${f.outcome}`}>
+                        {f.outcome === 'moved' && f.to ? `moved to ${fmtTime(f.to)}` : f.outcome}
+                      </span>
+                    </li>
+                  ))}
+                </ol>
+              </>
+            )}
           </>
         ) : null}
       </div>

@@ -24,7 +24,7 @@ import { setIn, type Ctx, type Obj } from './state';
 /** Sections of the form; properties the schema gains later land in "More". */
 const SECTIONS: { title: string; keys: string[]; desc?: string }[] = [
   { title: 'Basics', keys: ['name', 'team', 'type', 'description'] },
-  { title: 'Schedule', keys: ['schedule', 'timezone', 'catch_up'], desc: 'When it fires. Leave the schedule empty for a task you run by hand or by backfill.' },
+  { title: 'Schedule', keys: ['schedule', 'timezone', 'calendar', 'calendar_policy', 'catch_up'], desc: 'When it fires. Leave the schedule empty for a task you run by hand or by backfill. A business calendar skips or moves fire times on days that are not business days.' },
   { title: 'Dependencies', keys: ['upstreams'], desc: 'Tasks whose instance of the same cycle must finish first.' },
   { title: 'Resources', keys: ['pools', 'slots', 'max_parallel', 'priority'], desc: 'What one instance takes while it runs.' },
   { title: 'Retries and timeout', keys: ['retries', 'timeout'] },
