@@ -16,7 +16,9 @@ with ListAlerts:
   deadline_start while it waits; the delay after each deadline is printed;
 - failover: the leader is killed with SIGKILL after those alerts; k2 takes
   over, reads the alert history, finds both deadlines passed and alerted
-  already (it logs so), and the alerts are still one each with count 1.
+  already (it logs so), and the alerts are still one each with count 1;
+- executor_lost: an executor killed with SIGKILL (its ZooKeeper node goes
+  with its session) raises one executor_lost alert naming it.
 
 Nothing waits a fixed time: the test waits for alerts, states and log lines,
 each with a generous deadline that fails naming what it waited for.
@@ -51,6 +53,7 @@ def run(k):
     # rules first: a keplerd reads them as it gains leadership
     r_fail = int(k.tool("alert-rule", "al-fail-rule", "task", "al-fail-x", "failed,retried"))
     r_dl = int(k.tool("alert-rule", "al-dl-rule", "team", "data", "deadline_start,deadline_finish"))
+    r_ex = int(k.tool("alert-rule", "al-ex-rule", "executor", "*", "executor_lost"))
     plain = {"plain": "yes"}  # never the holding executor
     k.start_executor("exec-a", 8, 100, labels=plain)
     k.start_executor("exec-hold", 4, -1, labels={"hold": "yes"})
@@ -58,7 +61,7 @@ def run(k):
     check(wait_until(lambda: k.leader()[0] == "k1", 60), "k1 leads")
     k.start_kepler("k2")
     check(k.wait_log("k2", r"joined kepler election"), "k2 stands by in the election")
-    check(k.wait_log("k1", r"alert rules read.* rules=2"), "k1 read both alert rules")
+    check(k.wait_log("k1", r"alert rules read.* rules=3"), "k1 read the three alert rules")
 
     # --- a task failing every attempt: one "failed" alert after the last
     fail = k.task("al-fail-x", retries={"max": 2, "delay": "100ms"}, labels=plain)
@@ -131,6 +134,14 @@ def run(k):
         got = dl_alert(kind, iid)
         check(len(got) == 1 and got[0]["count"] == 1,
               f"failover: {kind} still one alert with count 1 ({got})")
+
+    # --- an executor lost
+    k.start_executor("exec-gone", 2, 100, labels={"gone": "yes"})
+    k.wait_executor_seen("exec-gone")
+    k.kill_executor("exec-gone", signal.SIGKILL)
+    got = wait_until(lambda: [a for a in alerts(k, r_ex)
+                              if a["dedup_key"].startswith("executor_lost:exec-gone:")], 60)
+    check(len(got or []) == 1, f"executor_lost: one alert for the killed executor ({got})")
 
     # leave nothing running
     k.tool("finish", str(held_id), "1")
