@@ -22,6 +22,7 @@
 #include "hl_secret.h"
 #include "hl_sm.h"
 #include "orr_buf.h"
+#include "orr_cal.h"
 #include "orr_jschema.h"
 #include "orr_rpc.h"
 
@@ -140,6 +141,11 @@ HL_UNARY(hl_api_put_calendar_days);
  * names none or an existing one; ORR_EINVAL naming "spec.calendar"
  * otherwise. On c, inside the caller's transaction. */
 orr_status hl_calendar_check_spec(hl_conn *c, orr_arena *a, const json_t *spec, orr_err *err);
+/* The business calendar the current version of task_id names, with every
+ * day, and its policy: *out NULL when it names none. The calendar lives as
+ * long as arena a. ORR_OK, or the database's error. */
+orr_status hl_calendar_of_task(hl_conn *c, orr_arena *a, int64_t task_id, const orr_cal **out,
+                               orr_cal_policy *policy, orr_err *err);
 /* Why is it waiting, team quotas, task type limits (hl_api_resources.c). */
 HL_UNARY(hl_api_put_blockers);
 HL_UNARY(hl_api_get_blockers);

@@ -486,3 +486,47 @@ orr_status hl_calendar_check_spec(hl_conn *c, orr_arena *a, const json_t *spec, 
         return orr_err_set(err, ORR_EINVAL, "spec.calendar", "no calendar named \"%.128s\"", name);
     return ORR_OK;
 }
+
+static void hl_cal_free_cb(void *p)
+{
+    orr_cal_free(p);
+}
+
+orr_status hl_calendar_of_task(hl_conn *c, orr_arena *a, int64_t task_id, const orr_cal **out,
+                               orr_cal_policy *policy, orr_err *err)
+{
+    static hl_stmt q_task_cal = HL_STMT(
+        "SELECT cl.id, cl.timezone, array_to_string(cl.weekdays, ','),"
+        " coalesce(v.spec ->> 'calendar_policy', '')"
+        " FROM tasks t JOIN task_versions v ON v.task_id = t.id AND v.version = t.current_version"
+        " JOIN calendars cl ON cl.name = v.spec ->> 'calendar' WHERE t.id = $1::int8");
+    static hl_stmt q_cal_all_days =
+        HL_STMT("SELECT (day - date '1970-01-01')::int8, kind FROM calendar_days"
+                " WHERE calendar_id = $1::int8");
+    *out = NULL;
+    *policy = ORR_CAL_SKIP;
+    const char *p[1] = {hl_i64s(a, task_id)};
+    PGresult *r = NULL, *d = NULL;
+    orr_status s = hl_db_query(c, a, &q_task_cal, 1, p, &r, err);
+    if (s != ORR_OK || PQntuples(r) == 0)
+        return s;
+    unsigned mask = 0;
+    for (const char *w = hl_val(r, 0, 2); *w; w++)
+        if (*w >= '1' && *w <= '7')
+            mask |= 1u << (*w - '0');
+    orr_cal *cal;
+    if ((s = orr_cal_policy_parse(hl_val(r, 0, 3), policy, err)) != ORR_OK ||
+        (s = orr_cal_new(hl_val(r, 0, 1), mask, &cal, err)) != ORR_OK)
+        return s;
+    orr_arena_on_cleanup(a, hl_cal_free_cb, cal);
+    const char *id = hl_val(r, 0, 0);
+    if ((s = hl_db_query(c, a, &q_cal_all_days, 1, &id, &d, err)) != ORR_OK)
+        return s;
+    for (int i = 0; i < PQntuples(d) && s == ORR_OK; i++)
+        s = orr_cal_set_day(
+            cal, hl_val_i64(d, i, 0),
+            strcmp(hl_val(d, i, 1), "included") == 0 ? ORR_CAL_INCLUDED : ORR_CAL_EXCLUDED, err);
+    if (s == ORR_OK)
+        *out = cal;
+    return s;
+}

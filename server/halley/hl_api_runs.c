@@ -644,13 +644,18 @@ HL_UNARY(hl_api_backfill)
                         root_name);
         goto out;
     }
-    /* the fire times of the task, then what each reaches downstream */
+    /* the fire times of the task (adjusted to its business calendar, as
+     * keplerd materialises them), then what each reaches downstream */
+    const orr_cal *rcal = NULL;
+    orr_cal_policy rpol = ORR_CAL_SKIP;
+    if ((s = hl_calendar_of_task(c, a, rq->task_id, &rcal, &rpol, err)) != ORR_OK)
+        goto out;
     size_t n_fire = 0;
     int64_t t = rq->from_ms / 1000 - 1;
     orr_cron *rc = &root->cron;
     const orr_tz *rtz = root->tz;
     int64_t *outs = hl_alloc_n(a, sizeof *outs, ORR_CYCLE_MAX);
-    while (orr_cron_next(rc, rtz, t, &t) == ORR_OK && t * 1000 < rq->to_ms) {
+    while (orr_cal_next(rc, rtz, rcal, rpol, t, &t) == ORR_OK && t * 1000 < rq->to_ms) {
         if (t * 1000 < rq->from_ms)
             continue;
         n_fire++;

@@ -160,6 +160,15 @@ class Calendars(unittest.TestCase):
         r = P.http("POST", "/api/v1/tasks", spec, token=TOK["cal"])
         self.assertEqual(r.status, 201, r)
         task = r.json()["id"]
+        # a backfill makes the calendar's fire times: the 25th (excluded) and
+        # the weekend move onto Thursday the 24th's own run
+        r = P.http("POST", f"/api/v1/tasks/{task}/backfill",
+                   {"from": "2026-12-24T00:00:00Z", "to": "2026-12-29T00:00:00Z"},
+                   token=TOK["cal"])
+        self.assertEqual(r.status, 200, r)
+        times = sorted(P.http("GET", f"/api/v1/instances/{i}", token=TOK["cal"]).json()
+                       ["schedule_time"] for i in r.json()["created"])
+        self.assertEqual(times, ["2026-12-24T06:00:00Z", "2026-12-28T06:00:00Z"])
         # in use: no delete
         self.field(P.http("DELETE", "/api/v1/calendars/cal-task", token=TOK["cal"]), 409, "name")
         self.assertEqual(P.http("DELETE", f"/api/v1/tasks/{task}", token=TOK["cal"]).status, 200)

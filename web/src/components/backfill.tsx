@@ -59,7 +59,10 @@ export function BackfillDialog({ task, onClose, onDone }: { task: Task; onClose:
     const id = window.setTimeout(() => {
       // "from" of /schedule/next is exclusive: start one second earlier.
       const start = new Date(new Date(f).getTime() - 1000).toISOString();
-      api.scheduleNext(task.schedule, task.timezone || 'UTC', 100, ctl.signal, start).then(
+      // a task's business calendar moves or skips fire times, as halleyd's backfill does
+      const cal = (task.spec.calendar as string | undefined) || undefined;
+      const policy = (task.spec.calendar_policy as string | undefined) || undefined;
+      api.scheduleNext(task.schedule, task.timezone || 'UTC', 100, ctl.signal, start, cal, policy).then(
         (r) => {
           const inside = r.times.filter((x) => x < t);
           setPreview({ times: inside, capped: inside.length === r.times.length && r.times.length === 100 });
@@ -71,7 +74,7 @@ export function BackfillDialog({ task, onClose, onDone }: { task: Task; onClose:
       ctl.abort();
       window.clearTimeout(id);
     };
-  }, [from, to, task.schedule, task.timezone]);
+  }, [from, to, task.schedule, task.timezone, task.spec.calendar, task.spec.calendar_policy]);
 
   const rangeErr =
     err instanceof ApiError && (err.field === 'from' || err.field === 'to')
