@@ -337,7 +337,7 @@ export function ChannelsTab() {
                       {c.kind}
                       {c.kind === 'chat' && c.config.format ? <span class="muted small"> ({c.config.format})</span> : null}
                     </td>
-                    <td class="mono small break">{target(c)}</td>
+                    <td class="mono small break target">{target(c)}</td>
                     <td>{c.kind === 'chat' ? <span class="muted">—</span> : hasSecret(c) ? <span class="tag" data-testid="secret-set">set</span> : <span class="muted">none</span>}</td>
                     <td class="nowrap">
                       {mine ? (

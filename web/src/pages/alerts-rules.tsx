@@ -36,7 +36,11 @@ function RuleForm(props: { rule: AlertRule | null; channels: AlertChannel[]; tea
   });
   const [err, setErr] = useState<unknown>(null);
   const [busy, setBusy] = useState(false);
-  const set = <K extends keyof AlertRuleInput>(k: K, v: AlertRuleInput[K]) => setR((x) => ({ ...x, [k]: v }));
+  const set = <K extends keyof AlertRuleInput>(k: K, v: AlertRuleInput[K]) => {
+    setR((x) => ({ ...x, [k]: v }));
+    // a field's error goes once the field is changed
+    if (err instanceof ApiError && (err.field === k || err.field?.startsWith(`${k}[`) || err.field?.startsWith(`${k}.`))) setErr(null);
+  };
   const setParam = (k: 'dirty_rows' | 'pool_starved_minutes' | 'each_attempt', v: number | boolean | undefined) =>
     setR((x) => {
       const p = { ...x.params };
