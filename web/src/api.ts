@@ -97,15 +97,18 @@ export type CalendarDays = Answer<'calendarDays'>;
 export type CalendarImport = Answer<'importCalendar'>;
 
 // Alerts: channels, rules, silences and the history with its deliveries
-// (the REST shapes of the "Alerts" section of docs/api.md: a table's
-// columns by name, times RFC 3339, secrets never returned).
-export type AlertKind = 'webhook' | 'email' | 'chat';
-export type AlertScopeKind = 'task' | 'workflow' | 'team' | 'stream' | 'executor';
-export type AlertSeverity = 'info' | 'warning' | 'critical';
-export type DeliveryState = 'pending' | 'sending' | 'delivered' | 'failed';
+// (the "Alerts" section of docs/api.md). Where the document leaves a member
+// free (a channel's config by kind, a rule's params) or a plain string (an
+// alert's severity), the console says what it holds.
+type AlertRuleSchema = Sent<Schemas['AlertRule']>;
+export type AlertKind = Sent<Schemas['AlertChannel']>['kind'];
+export type AlertScopeKind = AlertRuleSchema['scope_kind'];
+export type AlertSeverity = AlertRuleSchema['severity'];
+export type AlertEvent = AlertRuleSchema['events'][number];
+export type DeliveryState = Sent<Schemas['AlertDelivery']>['state'];
 /** A channel's config as galaxyd answers it: write-only secrets are left
- * out and said to be set by secret_set / password_set. */
-export interface AlertChannelConfig {
+ * out (the channel's secret_set says one is stored). */
+export type AlertChannelConfig = {
   url?: string;
   secret?: string;
   secret_set?: boolean;
@@ -119,94 +122,20 @@ export interface AlertChannelConfig {
   from?: string;
   to?: string[];
   format?: 'slack' | 'teams';
-}
-export interface AlertChannel {
-  id: number;
-  name: string;
-  team: string;
-  kind: AlertKind;
-  config: AlertChannelConfig;
-  /** a write-only secret (the webhook's key, the SMTP password) is stored */
-  secret_set?: boolean;
-  created_by?: string;
-  created_at?: string;
-  updated_at?: string;
-}
-export interface AlertRuleParams {
+};
+export type AlertChannel = Maybe<Omit<Sent<Schemas['AlertChannel']>, 'config'> & { config: AlertChannelConfig }, 'created_by' | 'created_at' | 'updated_at' | 'secret_set'>;
+export type AlertRuleParams = {
   dirty_rows?: number;
   pool_starved_minutes?: number;
   each_attempt?: boolean;
-}
-export interface AlertRule {
-  id: number;
-  name: string;
-  team: string;
-  scope_kind: AlertScopeKind;
-  scope: string;
-  events: string[];
-  severity: AlertSeverity;
-  channels: number[];
-  quiet_period_s: number;
-  group_window_s: number;
-  params: AlertRuleParams;
-  enabled: boolean;
-  created_by?: string;
-  created_at?: string;
-  updated_at?: string;
-}
+};
+export type AlertRule = Maybe<Omit<AlertRuleSchema, 'params'> & { params: AlertRuleParams }, 'created_by' | 'created_at' | 'updated_at'>;
 export type AlertRuleInput = Omit<AlertRule, 'id' | 'created_by' | 'created_at' | 'updated_at'>;
-export interface AlertSilence {
-  id: number;
-  rule_id: number | null;
-  scope_kind: AlertScopeKind | null;
-  scope: string | null;
-  starts_at: string;
-  ends_at: string;
-  reason?: string | null;
-  team?: string;
-  active?: boolean;
-  created_by?: string;
-  created_at?: string;
-}
-export type AlertSilenceInput = { rule_id?: number; scope_kind?: AlertScopeKind; scope?: string; team?: string; duration?: string; ends_at?: string; reason?: string };
-export interface AlertDelivery {
-  id: number;
-  channel_id: number;
-  channel?: string;
-  seq: number;
-  state: DeliveryState;
-  attempts: number;
-  next_at?: string | null;
-  last_error?: string | null;
-  delivered_at?: string | null;
-  count_sent?: number | null;
-  created_at?: string;
-}
-export interface Alert {
-  id: number;
-  rule_id: number | null;
-  rule?: string | null;
-  team?: string;
-  event: string;
-  severity: AlertSeverity;
-  dedup_key: string;
-  scope_kind: AlertScopeKind | null;
-  scope: string | null;
-  task_id?: number | null;
-  instance_id?: number | null;
-  summary: string;
-  details?: Record<string, unknown> | null;
-  count: number;
-  first_at: string;
-  last_at: string;
-  state: 'open' | 'silenced';
-  created_at?: string;
-  deliveries: AlertDelivery[];
-}
-export interface AlertPage {
-  items: Alert[];
-  next_page_token?: string | null;
-}
+export type AlertSilence = Maybe<Omit<Sent<Schemas['AlertSilence']>, 'scope_kind'> & { scope_kind: AlertScopeKind | null }, 'team' | 'active' | 'created_by' | 'created_at'>;
+export type AlertSilenceInput = Body<'createAlertSilence'> & { scope_kind?: AlertScopeKind };
+export type AlertDelivery = Sent<Schemas['AlertDelivery']>;
+export type Alert = Omit<Sent<Schemas['Alert']>, 'severity' | 'scope_kind'> & { severity: AlertSeverity; scope_kind: AlertScopeKind | null };
+export type AlertPage = Omit<Answer<'listAlerts'>, 'items'> & { items: Alert[] };
 
 export class ApiError extends Error {
   readonly status: number;
@@ -446,13 +375,13 @@ export const api = {
 
   // Alerts.
   alertChannels: () => request<{ items: AlertChannel[] }>('GET', '/alert-channels', { query: { limit: 1000 } }),
-  createAlertChannel: (c: Omit<AlertChannel, 'id'>) => request<AlertChannel>('POST', '/alert-channels', { body: c }),
-  updateAlertChannel: (id: number, c: Omit<AlertChannel, 'id'>) => request<AlertChannel>('PUT', `/alert-channels/${id}`, { body: c }),
+  createAlertChannel: (c: Body<'createAlertChannel'>) => request<AlertChannel>('POST', '/alert-channels', { body: c }),
+  updateAlertChannel: (id: number, c: Body<'updateAlertChannel'>) => request<AlertChannel>('PUT', `/alert-channels/${id}`, { body: c }),
   deleteAlertChannel: (id: number) => request<null>('DELETE', `/alert-channels/${id}`),
-  testAlertChannel: (id: number) => request<{ delivery_id: number; alert_id: number }>('POST', `/alert-channels/${id}/test`),
+  testAlertChannel: (id: number) => request<Answer<'testAlertChannel'>>('POST', `/alert-channels/${id}/test`),
   alertRules: () => request<{ items: AlertRule[] }>('GET', '/alert-rules', { query: { limit: 1000 } }),
-  createAlertRule: (r: AlertRuleInput) => request<AlertRule>('POST', '/alert-rules', { body: r }),
-  updateAlertRule: (id: number, r: AlertRuleInput) => request<AlertRule>('PUT', `/alert-rules/${id}`, { body: r }),
+  createAlertRule: (r: AlertRuleInput) => request<AlertRule>('POST', '/alert-rules', { body: r satisfies Body<'createAlertRule'> }),
+  updateAlertRule: (id: number, r: AlertRuleInput) => request<AlertRule>('PUT', `/alert-rules/${id}`, { body: r satisfies Body<'updateAlertRule'> }),
   deleteAlertRule: (id: number) => request<null>('DELETE', `/alert-rules/${id}`),
   alertSilences: (active?: boolean) => request<{ items: AlertSilence[] }>('GET', '/alert-silences', { query: { active: active ? 1 : undefined, limit: 1000 } }),
   createAlertSilence: (s: AlertSilenceInput) => request<AlertSilence>('POST', '/alert-silences', { body: s }),

@@ -5,7 +5,7 @@
 // and executors from their lists, filtered here; "*" is every one of the
 // kind), and the dialog that silences a rule or a scope for a while.
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { api, ApiError, type AlertRule, type AlertScopeKind, type AlertSeverity, type DeliveryState } from '../api';
+import { api, ApiError, type AlertEvent, type AlertRule, type AlertScopeKind, type AlertSeverity, type DeliveryState } from '../api';
 import { ErrorBanner, Field, Modal, Spinner, toast, val } from '../components/ui';
 import { useMe } from '../session';
 import '../components/objects.css';
@@ -20,7 +20,7 @@ export const SCOPE_KINDS: { id: AlertScopeKind; label: string }[] = [
 ];
 
 export interface EventInfo {
-  id: string;
+  id: AlertEvent;
   label: string;
   help: string;
 }

@@ -5,7 +5,7 @@
 // grouping window), enable / disable in place, silence a rule for a while,
 // delete. A developer manages the rules of their teams; a viewer reads.
 import { useState } from 'preact/hooks';
-import { api, ApiError, type AlertChannel, type AlertRule, type AlertRuleInput, type AlertScopeKind, type AlertSeverity } from '../api';
+import { api, ApiError, type AlertChannel, type AlertEvent, type AlertRule, type AlertRuleInput, type AlertScopeKind, type AlertSeverity } from '../api';
 import { Confirm, Empty, ErrorBanner, Field, Link, Loading, Modal, Spinner, Unavailable, toast, useAsync, val } from '../components/ui';
 import { canEditTeam, useMe } from '../session';
 import { EVENT_GROUPS, SCOPE_KINDS, ScopePicker, SEVERITIES, SeverityBadge, SilenceDialog, eventLabel, fmtSeconds, scopeText } from './alerts-common';
@@ -49,8 +49,8 @@ function RuleForm(props: { rule: AlertRule | null; channels: AlertChannel[]; tea
       return { ...x, params: p };
     });
   const fe = (f: string) => (err instanceof ApiError && (err.field === f || err.field?.startsWith(`${f}[`) || err.field?.startsWith(`${f}.`)) ? err.message : null);
-  const has = (e: string) => r.events.includes(e);
-  const toggleEvent = (e: string, on: boolean) => set('events', on ? [...r.events, e] : r.events.filter((x) => x !== e));
+  const has = (e: AlertEvent) => r.events.includes(e);
+  const toggleEvent = (e: AlertEvent, on: boolean) => set('events', on ? [...r.events, e] : r.events.filter((x) => x !== e));
   const toggleChannel = (id: number, on: boolean) => set('channels', on ? [...r.channels, id] : r.channels.filter((x) => x !== id));
   const usable = props.channels.filter((c) => me.role === 'admin' || c.team === r.team || r.channels.includes(c.id));
 
