@@ -99,7 +99,7 @@ static size_t orr_notify__write_cb(char *p, size_t size, size_t n, void *ud)
 orr_status orr_notify_prepare(const char *kind, const char *config_json, const orr_notify_alert *a,
                               const orr_notify_opts *o, orr_notify_req **out, orr_err *err)
 {
-    static const orr_notify_opts none = {NULL, 0};
+    static const orr_notify_opts none = {NULL, 0, 0};
     const orr_notify_ops *ops;
     json_t *config = NULL;
     orr_notify_req *r = NULL;
@@ -117,6 +117,7 @@ orr_status orr_notify_prepare(const char *kind, const char *config_json, const o
     curl_easy_setopt(r->h, CURLOPT_WRITEFUNCTION, orr_notify__write_cb);
     curl_easy_setopt(r->h, CURLOPT_WRITEDATA, r);
     curl_easy_setopt(r->h, CURLOPT_PRIVATE, r);
+    r->backoff_base_ms = o && o->backoff_base_ms > 0 ? o->backoff_base_ms : 1000;
     if (o && o->ca_file && *o->ca_file)
         curl_easy_setopt(r->h, CURLOPT_CAINFO, o->ca_file);
     if ((rc = ops->build(r, config, a, o ? o : &none, err)) != ORR_OK)
@@ -195,14 +196,21 @@ orr_notify_outcome orr_notify_classify(int smtp, int curl_code, long code)
     return ORR_NOTIFY_RETRY;
 }
 
-int64_t orr_notify_backoff_ms(int attempts)
+int64_t orr_notify_backoff_from(int64_t base_ms, int attempts)
 {
+    if (base_ms < 1)
+        base_ms = 1;
     if (attempts < 1)
         attempts = 1;
-    if (attempts > 7) /* 1000 << 6 is already past the cap */
-        return ORR_NOTIFY_BACKOFF_CAP;
-    int64_t ms = (int64_t)1000 << (attempts - 1);
+    int64_t ms = base_ms;
+    for (int i = 1; i < attempts && ms < ORR_NOTIFY_BACKOFF_CAP; i++)
+        ms *= 2;
     return ms < ORR_NOTIFY_BACKOFF_CAP ? ms : ORR_NOTIFY_BACKOFF_CAP;
+}
+
+int64_t orr_notify_backoff_ms(int attempts)
+{
+    return orr_notify_backoff_from(1000, attempts);
 }
 
 /* The response body's first line, printable, at most n bytes. */
@@ -245,7 +253,7 @@ void orr_notify_req_outcome(orr_notify_req *r, int curl_code, int attempts, int6
             size_t l = strlen(res->error);
             snprintf(res->error + l, sizeof res->error - l, " (after %d attempts)", attempts);
         } else {
-            res->retry_at_ms = now_ms + orr_notify_backoff_ms(attempts);
+            res->retry_at_ms = now_ms + orr_notify_backoff_from(r->backoff_base_ms, attempts);
         }
     }
 }

@@ -31,9 +31,9 @@
  * Outcomes (orr_notify_classify): HTTP 2xx delivered; 4xx other than 408 and
  * 429 failed at once; anything else (5xx, 408, 429, 3xx, a transport error)
  * retried after orr_notify_backoff_ms(attempts): 1 s, 2 s, 4 s ... capped at
- * 60 s, until ORR_NOTIFY_MAX_ATTEMPTS attempts, then failed. SMTP: accepted
- * = delivered; a 5xx reply, refused authentication or STARTTLS that the
- * server does not offer = failed at once; the rest retried.
+ * 60 s (the first wait can be set: orr_notify_opts.backoff_base_ms), until ORR_NOTIFY_MAX_ATTEMPTS
+ * attempts, then failed. SMTP: accepted = delivered; a 5xx reply, refused authentication or
+ * STARTTLS that the server does not offer = failed at once; the rest retried.
  */
 #ifndef ORR_NOTIFY_H
 #define ORR_NOTIFY_H
@@ -67,6 +67,8 @@ typedef struct orr_notify_opts {
                             system's (NULL or "" = the system's) */
     int timeout_ms_max;  /* a request never runs longer than this (0 = the
                             channel's timeout_s alone) */
+    int backoff_base_ms; /* the first retry's wait (0 = 1000); doubled per
+                            attempt, capped at ORR_NOTIFY_BACKOFF_CAP */
 } orr_notify_opts;
 
 typedef enum orr_notify_outcome {
@@ -128,6 +130,8 @@ orr_notify_outcome orr_notify_classify(int smtp, int curl_code, long code);
 /* The wait before attempt attempts + 1: 1000 << (attempts - 1) ms, at most
  * ORR_NOTIFY_BACKOFF_CAP (attempts < 1 counts as 1). */
 int64_t orr_notify_backoff_ms(int attempts);
+/* The same from another first wait: base_ms << (attempts - 1), capped. */
+int64_t orr_notify_backoff_from(int64_t base_ms, int attempts);
 
 /* Lower-case hex HMAC-SHA256 of data with key into out (65 bytes). */
 void orr_notify_hmac_hex(const char *key, size_t key_len, const void *data, size_t n, char out[65]);

@@ -24,7 +24,8 @@ struct orr_notify_req {
     size_t n_hdr;
     orr_buf body;
     size_t read_off; /* SMTP upload position */
-    orr_buf resp;    /* the start of the response body */
+    int backoff_base_ms;
+    orr_buf resp; /* the start of the response body */
     char errbuf[CURL_ERROR_SIZE];
 };
 

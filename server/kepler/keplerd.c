@@ -22,7 +22,8 @@
  *       Run the scheduler: join the leader election in ZooKeeper ([kepler]
  *       zk), follow halleyd's events ([kepler] halley, halley_token) and,
  *       while leading, materialise, resolve, dispatch, retry and time out
- *       instances (kp_sched.h). Stops on SIGINT/SIGTERM; exit 0, or 2 on a
+ *       instances (kp_sched.h), and send alert messages from halleyd's
+ *       outbox (kp_notify.h). Stops on SIGINT/SIGTERM; exit 0, or 2 on a
  *       bad setting, 1 when a client cannot start.
  *
  * Common options go through orr_config_from_args(), so --config and
@@ -39,6 +40,7 @@
 #include "orr_cal.h"
 #include "orr_cal_ics.h"
 #include "orr_cron.h"
+#include "kp_notify.h"
 #include "kp_sched.h"
 #include "orr_tz.h"
 #include "orr_config.h"
@@ -73,6 +75,18 @@ static const orr_cfg_key keplerd_schema[] = {
      "HTTP address of /metrics and /healthz, host:port ('' = off)"},
     {"kepler", "pid_file", ORR_CFG_STRING, "", 0, 0, 0,
      "if set, keplerd run writes its pid here (removed when it stops)"},
+    {"kepler", "notify_inflight", ORR_CFG_INT, "16", 0, 1, 256,
+     "alert deliveries the leader sends at once"},
+    {"kepler", "notify_lease", ORR_CFG_DURATION, "60s", 0, 2000, 600000,
+     "lease of a claimed alert delivery: a sender that died is replaced after it"},
+    {"kepler", "notify_poll", ORR_CFG_DURATION, "250ms", 0, 10, 60000,
+     "how often an idle leader looks for due alert deliveries"},
+    {"kepler", "notify_backoff", ORR_CFG_DURATION, "1s", 0, 10, 60000,
+     "wait before an alert message's first retry, doubled per attempt up to 60s"},
+    {"kepler", "notify_ca_file", ORR_CFG_STRING, "", 0, 0, 0,
+     "PEM bundle of CAs trusted for alert channels' TLS ('' = the system's)"},
+    {"kepler", "console_url", ORR_CFG_STRING, "", 0, 0, 0,
+     "the console's base URL, for links in alert messages ('' = no link)"},
 };
 
 static void keplerd_usage(FILE *f)
@@ -288,6 +302,19 @@ static void keplerd_collect(void *ctx, orr_metrics_writer *w)
     orr_metrics_sample(w, NULL, (double)atomic_load(&st->dispatched_total));
 }
 
+static void keplerd_collect_notify(void *ctx, orr_metrics_writer *w)
+{
+    const kp_notify_stats *st = ctx;
+    static const char *const delivered[] = {"outcome", "delivered", NULL};
+    static const char *const retried[] = {"outcome", "retry", NULL};
+    static const char *const failed[] = {"outcome", "failed", NULL};
+    orr_metrics_family(w, "kepler_alert_deliveries_total", ORR_METRIC_COUNTER,
+                       "Alert message attempts sent by this keplerd, by outcome.");
+    orr_metrics_sample(w, delivered, (double)atomic_load(&st->delivered));
+    orr_metrics_sample(w, retried, (double)atomic_load(&st->retried));
+    orr_metrics_sample(w, failed, (double)atomic_load(&st->failed));
+}
+
 /* Healthy while the ZooKeeper session is connected: then this keplerd
  * either leads or stands by ready to take over. */
 static int keplerd_health(void *ctx, orr_buf *body)
@@ -363,11 +390,31 @@ static int cmd_run(orr_daemon *d, int argc, char **argv)
     /* The scheduler's loop looks at keplerd_stop; a thread of its own takes
      * the stop signals (blocked since orr_daemon_main) and sets it. */
     orr_daemon_stopper *stopper = NULL;
+    /* The alert sender: a thread of its own that sends while this keplerd
+     * leads (status.epoch), so a slow channel never slows the scheduler. */
+    char worker[300];
+    snprintf(worker, sizeof worker, "kepler:%s", id);
+    kp_notify_opts no = {
+        .halley = o.halley,
+        .token = o.token,
+        .worker = worker,
+        .inflight = (int)orr_config_int(cfg, "kepler", "notify_inflight"),
+        .lease_ms = orr_config_int(cfg, "kepler", "notify_lease"),
+        .poll_ms = orr_config_int(cfg, "kepler", "notify_poll"),
+        .backoff_ms = orr_config_int(cfg, "kepler", "notify_backoff"),
+        .ca_file = orr_config_str(cfg, "kepler", "notify_ca_file"),
+        .console_url = orr_config_str(cfg, "kepler", "console_url"),
+        .status = &status,
+    };
+    kp_notify *notify = NULL;
     orr_status rc = orr_daemon_stopper_start(&keplerd_stop, NULL, NULL, &stopper, &err);
-    if (rc == ORR_OK)
+    if (rc == ORR_OK && (rc = kp_notify_start(&no, &notify, &err)) == ORR_OK) {
+        orr_metrics_add_collector(reg, keplerd_collect_notify, (void *)kp_notify_stats_of(notify));
         rc = kp_sched_run(&o, &keplerd_stop, &err);
+    }
     orr_daemon_stopper_end(stopper);
     orr_metrics_server_stop(msrv);
+    kp_notify_stop(notify); /* after the last scrape of its counters */
     orr_metrics_destroy(reg);
     if (rc != ORR_OK) {
         char buf[600];

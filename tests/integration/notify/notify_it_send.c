@@ -63,7 +63,7 @@ int main(int argc, char **argv)
         .url = s_of(j, "url"),
         .now_ms = now,
     };
-    orr_notify_opts o = {argc > 4 ? argv[4] : NULL, 0};
+    orr_notify_opts o = {argc > 4 ? argv[4] : NULL, 0, 0};
     int attempts = argc > 5 ? atoi(argv[5]) : 1;
     orr_notify_req *r = NULL;
     orr_err err;

@@ -51,6 +51,9 @@ static void test_backoff(void **state)
     for (int i = 0; i < 10; i++)
         assert_int_equal(orr_notify_backoff_ms(i), want[i]);
     assert_int_equal(orr_notify_backoff_ms(1000), ORR_NOTIFY_BACKOFF_CAP);
+    assert_int_equal(orr_notify_backoff_from(50, 1), 50);
+    assert_int_equal(orr_notify_backoff_from(50, 4), 400);
+    assert_int_equal(orr_notify_backoff_from(50, 20), ORR_NOTIFY_BACKOFF_CAP);
 }
 
 static void test_classify(void **state)
