@@ -79,7 +79,7 @@ static const orr_cfg_key keplerd_schema[] = {
      "alert deliveries the leader sends at once"},
     {"kepler", "notify_lease", ORR_CFG_DURATION, "60s", 0, 2000, 600000,
      "lease of a claimed alert delivery: a sender that died is replaced after it"},
-    {"kepler", "notify_poll", ORR_CFG_DURATION, "250ms", 0, 10, 60000,
+    {"kepler", "notify_poll", ORR_CFG_DURATION, "100ms", 0, 10, 60000,
      "how often an idle leader looks for due alert deliveries"},
     {"kepler", "notify_backoff", ORR_CFG_DURATION, "1s", 0, 10, 60000,
      "wait before an alert message's first retry, doubled per attempt up to 60s"},

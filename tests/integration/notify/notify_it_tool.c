@@ -7,9 +7,10 @@
  *   notify_it_tool channel TEAM NAME KIND CONFIG_JSON       -> channel id
  *   notify_it_tool rule TEAM NAME CHANNEL_ID[,ID...] QUIET_S GROUP_S -> rule id
  *   notify_it_tool raise RULE_ID DEDUP_KEY SUMMARY          -> alert id
- *   notify_it_tool burst RULE_ID DEDUP_KEY N THREADS
- *       N raises of one key from THREADS threads at once; prints one line
- *       per raise: its wall-clock time (ms) before the call
+ *   notify_it_tool burst RULE_ID KEY_PREFIX N THREADS KEYS
+ *       N raises spread over KEYS dedup keys (KEY_PREFIX0, KEY_PREFIX1, ...,
+ *       raise i on key i % KEYS) from THREADS threads at once; prints one
+ *       line per raise: its key and its wall-clock time (ms) before the call
  *   notify_it_tool alerts
  *       every alert as a JSON line with its deliveries
  *
@@ -55,19 +56,23 @@ static int64_t now_ms(void)
 
 typedef struct burst {
     int64_t rule;
-    const char *key;
-    int n;
+    const char *prefix;
+    int first, step, n, keys;
     int64_t *at;
+    int *key;
 } burst;
 
 static void *burst_main(void *arg)
 {
     burst *b = arg;
+    char key[256];
     for (int i = 0; i < b->n; i++) {
         Orrery__Halley__V1__RaiseAlertRequest rq = ORRERY__HALLEY__V1__RAISE_ALERT_REQUEST__INIT;
+        b->key[i] = (b->first + i * b->step) % b->keys;
+        snprintf(key, sizeof key, "%s%d", b->prefix, b->key[i]);
         rq.rule_id = b->rule;
         rq.event = "failed";
-        rq.dedup_key = (char *)b->key;
+        rq.dedup_key = key;
         rq.scope_kind = "workflow";
         rq.scope = "bench";
         rq.summary = "failures in workflow bench";
@@ -163,24 +168,29 @@ int main(int argc, char **argv)
         Orrery__Halley__V1__RaiseAlertResponse *r = (void *)call("RaiseAlert", &rq.base, 0);
         printf("%" PRId64 "\n", r->alert_id);
         protobuf_c_message_free_unpacked(&r->base, NULL);
-    } else if (strcmp(cmd, "burst") == 0 && argc == 6) {
-        int n = atoi(argv[4]), threads = atoi(argv[5]);
-        if (n < 1 || threads < 1 || threads > 64)
+    } else if (strcmp(cmd, "burst") == 0 && argc == 7) {
+        int n = atoi(argv[4]), threads = atoi(argv[5]), keys = atoi(argv[6]);
+        if (n < 1 || threads < 1 || threads > 64 || keys < 1)
             return 2;
         burst b[64];
         pthread_t th[64];
         for (int t = 0; t < threads; t++) {
             b[t].rule = strtoll(argv[2], NULL, 10);
-            b[t].key = argv[3];
+            b[t].prefix = argv[3];
+            b[t].first = t;
+            b[t].step = threads;
+            b[t].keys = keys;
             b[t].n = n / threads + (t < n % threads);
             b[t].at = calloc((size_t)b[t].n + 1, sizeof(int64_t));
+            b[t].key = calloc((size_t)b[t].n + 1, sizeof(int));
             pthread_create(&th[t], NULL, burst_main, &b[t]);
         }
         for (int t = 0; t < threads; t++) {
             pthread_join(th[t], NULL);
             for (int i = 0; i < b[t].n; i++)
-                printf("%" PRId64 "\n", b[t].at[i]);
+                printf("%s%d %" PRId64 "\n", b[t].prefix, b[t].key[i], b[t].at[i]);
             free(b[t].at);
+            free(b[t].key);
         }
     } else if (strcmp(cmd, "alerts") == 0 && argc == 2) {
         char token_buf[512] = "";
