@@ -43,6 +43,7 @@
 #define NOTIFY_WAIT_MS        50   /* longest curl_multi_poll wait */
 #define NOTIFY_RPC_BACKOFF_MS 1000 /* after a failed claim */
 #define NOTIFY_CLAIM_MAX      100  /* ClaimDeliveries' max */
+#define NOTIFY_STOP_RPC_MS    2000 /* a hand-back at stop waits no longer */
 
 typedef struct notify_slot {
     orr_notify_req *req; /* NULL = free */
@@ -77,6 +78,7 @@ static int notify_leading(const kp_notify *n)
 /* FinishDelivery; 0 on success. */
 static int notify_finish(kp_notify *n, int64_t id, int ok, const char *error, int64_t retry_at_ms)
 {
+    int timeout = atomic_load(&n->stop) ? NOTIFY_STOP_RPC_MS : NOTIFY_RPC_TIMEOUT_MS;
     Orrery__Halley__V1__FinishDeliveryRequest rq =
         ORRERY__HALLEY__V1__FINISH_DELIVERY_REQUEST__INIT;
     rq.id = id;
@@ -86,8 +88,7 @@ static int notify_finish(kp_notify *n, int64_t id, int ok, const char *error, in
     rq.retry_at_ms = retry_at_ms;
     ProtobufCMessage *out = NULL;
     orr_err err;
-    orr_status rc =
-        orr_rpc_call_unary(n->cl, "FinishDelivery", &rq.base, &out, NOTIFY_RPC_TIMEOUT_MS, &err);
+    orr_status rc = orr_rpc_call_unary(n->cl, "FinishDelivery", &rq.base, &out, timeout, &err);
     if (out)
         protobuf_c_message_free_unpacked(out, NULL);
     if (rc != ORR_OK) {

@@ -2,7 +2,7 @@
 receivers on loopback (a webhook receiver that checks the HMAC, Debian's
 aiosmtpd with STARTTLS and AUTH).
 
-    test_sender.py BUILD_DIR delivery|kill
+    test_sender.py BUILD_DIR delivery|kill|stop
 
 delivery: alerts raised through halleyd (RaiseAlert) reach a signed webhook,
 a Slack-format chat hook and a mailbox over STARTTLS with AUTH; a receiver
@@ -17,6 +17,10 @@ the receiver holds as many requests as the sender sends at once
 mid-delivery by construction. A new keplerd takes over: after it every
 alert has arrived, the only duplicates are the 4 that were in flight, and
 each duplicate carries the same dedup key and delivery id as its first copy.
+
+stop: keplerd stopped with SIGTERM while 3 transfers are held hands them
+back to the outbox (pending, due now, the reason kept) before it exits; the
+next keplerd delivers them.
 
 Waits are for states (receiver counts, halleyd's delivery states) with
 generous deadlines; the back-off's first wait is set to 50 ms
@@ -235,10 +239,38 @@ def kill(s, tmp):
         check(attempts <= {1, 2}, f"attempts are 1, or 2 for the resent ones ({attempts})")
 
 
+def stop(s, tmp):
+    inflight = 3
+    with WebhookReceiver(secret="k") as hook:
+        hook.hold()
+        s.start_kepler("k1", inflight=inflight)
+        ch = s.channel("held", "webhook", {"url": hook.url(), "secret": "k", "timeout_s": 30})
+        r = s.rule("held", [ch])
+        for i in range(inflight):
+            s.raise_(r, f"failed:workflow:s{i}:1")
+        check(hook.wait_count(inflight, 30) == inflight, f"the receiver holds {inflight} requests")
+        proc = s.keplers["k1"]
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
+        ds = s.deliveries()
+        check(len(ds) == inflight and all(d["state"] == "pending" for d in ds)
+              and all("stopped during the transfer" in d["last_error"] for d in ds),
+              f"a clean stop hands its transfers back to the outbox at once ({ds})")
+        hook.release()
+        t0 = time.time()
+        s.start_kepler("k2", inflight=inflight)
+
+        def all_delivered():
+            ds = s.deliveries()
+            return len(ds) == inflight and all(d["state"] == "delivered" for d in ds)
+        check(wait_until(all_delivered, 60), "the next keplerd delivers them")
+        print(f"(resent {time.time() - t0:.2f} s after the restart; the lease is 3 s)")
+
+
 def main():
-    modes = {"delivery": delivery, "kill": kill}
+    modes = {"delivery": delivery, "kill": kill, "stop": stop}
     if len(sys.argv) != 3 or sys.argv[2] not in modes:
-        print("usage: test_sender.py BUILD_DIR delivery|kill", file=sys.stderr)
+        print("usage: test_sender.py BUILD_DIR delivery|kill|stop", file=sys.stderr)
         return 2
     orrery_it.require_env("ORRERY_ZK")
     with orrery_it.Platform(sys.argv[1], galaxies=0) as p, \
