@@ -390,7 +390,7 @@ static int cmd_run(orr_daemon *d, int argc, char **argv)
     /* The scheduler's loop looks at keplerd_stop; a thread of its own takes
      * the stop signals (blocked since orr_daemon_main) and sets it. */
     orr_daemon_stopper *stopper = NULL;
-    /* The alert sender: a thread of its own that sends while this keplerd
+    /* Alert delivery: a thread of its own that sends while this keplerd
      * leads (status.epoch), so a slow channel never slows the scheduler. */
     char worker[300];
     snprintf(worker, sizeof worker, "kepler:%s", id);
