@@ -204,7 +204,7 @@ export function HistoryTab() {
       </section>
       {alerts.loading && !alerts.data ? null : items.length === 0 ? (
         !alerts.error && (
-          <Empty title="No alert in this period" icon="🔕">
+          <Empty title="No alert in this period" icon="◌">
             {f.rule || f.event || f.state ? 'Nothing matches the filters.' : 'When a rule fires, its alerts and their deliveries show here.'}
           </Empty>
         )

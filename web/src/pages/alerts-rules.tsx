@@ -279,7 +279,7 @@ export function RulesTab() {
         <Loading what="rules" />
       ) : items.length === 0 ? (
         !rules.error && (
-          <Empty title="No alert rules yet" icon="🔔">
+          <Empty title="No alert rules yet" icon="⚑">
             A rule says what to watch (a task, a workflow, a team…), which events matter and where to send them.
           </Empty>
         )

@@ -38,7 +38,7 @@ export function SilencesTab() {
         <Loading what="silences" />
       ) : items.length === 0 ? (
         !list.error && (
-          <Empty title="Nothing is silenced" icon="🔔">
+          <Empty title="Nothing is silenced" icon="◌">
             Silence a rule from its row on the Rules page, an alert from the History page, or any scope here.
           </Empty>
         )
