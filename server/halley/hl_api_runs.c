@@ -170,12 +170,20 @@ HL_UNARY(hl_api_run_now)
         const orr_tz *tz;
         int has;
         hl__run_sched(hl_val(r, 0, 1), hl_val(r, 0, 2), &cr, &tz, &has);
-        int64_t t = rq->schedule_time_ms / 1000, prev = 0;
-        if (has && (rq->schedule_time_ms % 1000 != 0 ||
-                    orr_cycle_prev_fire(&cr, tz, t + 1, &prev) != ORR_OK || prev != t)) {
+        int64_t t = rq->schedule_time_ms / 1000, prev = 0, adj = 0;
+        /* a fire time of the cron, or one its business calendar moved */
+        const orr_cal *cal = NULL;
+        orr_cal_policy pol = ORR_CAL_SKIP;
+        if (has && (s = hl_calendar_of_task(c, a, rq->task_id, &cal, &pol, err)) != ORR_OK)
+            goto out;
+        if (has &&
+            (rq->schedule_time_ms % 1000 != 0 ||
+             orr_cycle_prev_fire(&cr, tz, t + 1, &prev) != ORR_OK || prev != t) &&
+            !(cal && rq->schedule_time_ms % 1000 == 0 &&
+              orr_cal_next(&cr, tz, cal, pol, t - 1, &adj) == ORR_OK && adj == t)) {
             int64_t next = 0;
             char when[32] = "";
-            if (orr_cron_next(&cr, tz, t, &next) == ORR_OK)
+            if (orr_cal_next(&cr, tz, cal, pol, t, &next) == ORR_OK)
                 orr_tz_format_utc(next, when, sizeof when);
             s = orr_err_set(err, ORR_EINVAL, "schedule_time_ms",
                             "not a fire time of the task's schedule (%s%s)",

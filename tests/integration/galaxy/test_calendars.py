@@ -169,6 +169,14 @@ class Calendars(unittest.TestCase):
         times = sorted(P.http("GET", f"/api/v1/instances/{i}", token=TOK["cal"]).json()
                        ["schedule_time"] for i in r.json()["created"])
         self.assertEqual(times, ["2026-12-24T06:00:00Z", "2026-12-28T06:00:00Z"])
+        # run now takes a fire time of the calendar; a moved-away one is
+        # refused naming the calendar's next
+        r = P.http("POST", f"/api/v1/tasks/{task}/run",
+                   {"schedule_time": "2026-12-28T06:00:00Z"}, token=TOK["cal"])
+        self.assertEqual(r.status, 200, r)
+        r = P.http("POST", f"/api/v1/tasks/{task}/run",
+                   {"schedule_time": "2026-12-31T07:00:00Z"}, token=TOK["cal"])
+        self.field(r, 400, "schedule_time")
         # in use: no delete
         self.field(P.http("DELETE", "/api/v1/calendars/cal-task", token=TOK["cal"]), 409, "name")
         self.assertEqual(P.http("DELETE", f"/api/v1/tasks/{task}", token=TOK["cal"]).status, 200)

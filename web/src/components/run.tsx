@@ -17,7 +17,7 @@ import { ErrorBanner, Field, Link, Modal, Spinner, StateBadge, errorText, toast,
 /** The states "rerun the failed ones" takes. */
 export const FAILED: string[] = ['failed', 'killed', 'timed_out'];
 
-type TaskRef = { id: number; name: string; schedule?: string | null; timezone?: string | null };
+type TaskRef = { id: number; name: string; schedule?: string | null; timezone?: string | null; spec?: Record<string, unknown> };
 type Param = { default?: string; description?: string };
 
 /**
@@ -46,7 +46,10 @@ export function RunNowDialog({ task, at, onClose, onDone }: { task: TaskRef; at?
       return;
     }
     const ctl = new AbortController();
-    api.scheduleNext(task.schedule, task.timezone || 'UTC', 1, ctl.signal, new Date().toISOString()).then(
+    // the next fire time as its business calendar makes it, if it names one
+    const cal = (task.spec?.calendar as string | undefined) || undefined;
+    const policy = (task.spec?.calendar_policy as string | undefined) || undefined;
+    api.scheduleNext(task.schedule, task.timezone || 'UTC', 1, ctl.signal, new Date().toISOString(), cal, policy).then(
       (r) => setWhen(toLocalInput(new Date(r.times[0] ?? now))),
       () => setWhen(toLocalInput(now)),
     );
