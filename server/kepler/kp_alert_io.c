@@ -19,6 +19,8 @@
  *     ready, dispatched or suspended on its first attempt) and
  *     deadline_finish when it has not succeeded. The alert goes out when the
  *     deadline passes, whatever the run does afterwards;
+ *   - an attempt's process statistics (the stream's instance.stats) with
+ *     more dirty_rows than a rule's params.dirty_rows;
  *   - executors whose ZooKeeper node went away (kp__alert_exec_gone);
  *   - pools that denied tokens to queued work for longer than a rule's
  *     pool_starved_minutes (kp__alert_pool, checked every round).
@@ -501,6 +503,45 @@ static size_t raise_for(kp_sched *s, int ev, const kp_alert_subject *sub,
 
 /* ------------------------------------------------------------ events */
 
+/* An attempt reported its dirty rows: every dirty_rows rule of its task
+ * whose threshold they exceed. */
+static void dirty_rows(kp_sched *s, const kp_ev *e)
+{
+    kp_alerter *a = s->al;
+    if (!e->has_dirty_rows || !(kp_alert_rules_events(a->rules) & KP_AE_BIT(KP_AE_DIRTY_ROWS)))
+        return;
+    kp_task *t = kp_index_get(s->ix, e->task_id);
+    if (!t)
+        return;
+    subject_buf sb;
+    task_subject(s, t, &sb);
+    const kp_alert_rule *m[MATCH_MAX];
+    size_t n = kp_alert_match(a->rules, KP_AE_DIRTY_ROWS, &sb.sub, m, MATCH_MAX);
+    if (n > MATCH_MAX)
+        n = MATCH_MAX;
+    kp_inst *r = kp_store_get(s->st, e->instance_id);
+    int64_t sched = r ? r->sched_ms : 0;
+    char when[40];
+    fmt_time(sched, when, sizeof when);
+    for (size_t i = 0; i < n; i++) {
+        if (!(e->dirty_rows > (double)m[i]->dirty_rows))
+            continue;
+        char key[256], summary[512];
+        const char *name = matched_name(m[i], &sb.sub);
+        kp_alert_key(key, sizeof key, KP_AE_DIRTY_ROWS, m[i]->scope_kind, name, t->id, sched,
+                     e->instance_id);
+        snprintf(summary, sizeof summary,
+                 "%s: %.0f dirty rows in attempt %d of the run of %s (threshold %" PRId64 ")",
+                 t->name, e->dirty_rows, e->attempt, when, m[i]->dirty_rows);
+        json_t *d = json_pack("{s:s, s:I, s:s, s:I, s:i, s:f, s:I}", "task", t->name, "task_id",
+                              (json_int_t)t->id, "schedule_time", when, "instance_id",
+                              (json_int_t)e->instance_id, "attempt", e->attempt, "dirty_rows",
+                              e->dirty_rows, "threshold", (json_int_t)m[i]->dirty_rows);
+        enqueue(s, m[i], KP_AE_DIRTY_ROWS, key, name, t->id, e->instance_id, summary, d, e->at_ms);
+        json_decref(d);
+    }
+}
+
 void kp__alert_event(kp_sched *s, const kp_ev *e)
 {
     kp_alerter *a = s->al;
@@ -513,6 +554,10 @@ void kp__alert_event(kp_sched *s, const kp_ev *e)
     }
     if (e->kind == EV_WORKFLOW) {
         a->wf_dirty = 1;
+        return;
+    }
+    if (e->kind == EV_INSTANCE_STATS) {
+        dirty_rows(s, e);
         return;
     }
     if (e->kind != EV_INSTANCE_TRANSITION || !e->to)

@@ -68,10 +68,11 @@ enum {
     EV_DATA_UNIT,
     EV_STREAM,
     EV_WORKFLOW,
-    EV_EXECUTOR,   /* an administrator changed an executor's settings */
-    EV_QUOTA,      /* ... or a team's quota */
-    EV_CALENDAR,   /* ... or a business calendar */
-    EV_ALERT_RULE, /* an alert rule changed: read the rules again */
+    EV_EXECUTOR,       /* an administrator changed an executor's settings */
+    EV_QUOTA,          /* ... or a team's quota */
+    EV_CALENDAR,       /* ... or a business calendar */
+    EV_ALERT_RULE,     /* an alert rule changed: read the rules again */
+    EV_INSTANCE_STATS, /* an attempt's process statistics were recorded */
     EV_OTHER
 };
 
@@ -90,6 +91,9 @@ typedef struct kp_ev {
     int64_t bf_id, bf_cycle_ms;
     /* EV_INSTANCE_TRANSITION: its reason, cut short (alert summaries) */
     char reason[96];
+    /* EV_INSTANCE_STATS: the attempt's dirty_rows, when it reported them */
+    int has_dirty_rows;
+    double dirty_rows;
 } kp_ev;
 
 /* A stream's bucket grid as read from Halley. */

@@ -90,10 +90,24 @@ static void ev_from_pb(const Orrery__Halley__V1__Event *m, kp_ev *e)
         e->kind = EV_CALENDAR;
     else if (strncmp(m->kind, "alert_rule.", 11) == 0)
         e->kind = EV_ALERT_RULE;
+    else if (strcmp(m->kind, "instance.stats") == 0)
+        e->kind = EV_INSTANCE_STATS;
     else
         e->kind = EV_OTHER;
     if (e->kind == EV_DATA_UNIT || e->kind == EV_STREAM) {
         ev_data_from_pb(m, e);
+        return;
+    }
+    if (e->kind == EV_INSTANCE_STATS) { /* {"attempt": N, "stats": {"dirty_rows": X, ...}} */
+        json_t *p = json_loads(m->payload_json ? m->payload_json : "{}", 0, NULL);
+        json_t *a = json_object_get(p, "attempt");
+        json_t *d = json_object_get(json_object_get(p, "stats"), "dirty_rows");
+        e->attempt = json_is_integer(a) ? (int)json_integer_value(a) : 0;
+        if (json_is_number(d)) {
+            e->has_dirty_rows = 1;
+            e->dirty_rows = json_number_value(d);
+        }
+        json_decref(p);
         return;
     }
     if (e->kind != EV_INSTANCE_CREATED && e->kind != EV_INSTANCE_TRANSITION &&

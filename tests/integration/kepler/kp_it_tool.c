@@ -39,10 +39,11 @@
  *                                 state, attempts, and the number of
  *                                 ready->dispatched transitions per attempt;
  *                                 prints one JSON summary line
- *   alert-rule NAME SCOPE_KIND SCOPE EVENTS_CSV
+ *   alert-rule NAME SCOPE_KIND SCOPE EVENTS_CSV [PARAMS_JSON]
  *                                 a webhook channel (to a closed port: no
  *                                 sender runs here) and a rule of team
  *                                 "data" on it; prints the rule id
+ *   stats ID ATTEMPT KEY VALUE    record one process statistic of an attempt
  *   alerts RULE_ID                one JSON line per alert of the rule
  *                                 {"id","event","dedup_key","count","state",
  *                                 "instance_id","first_at_ms","last_at_ms",
@@ -620,7 +621,18 @@ int main(int argc, char **argv)
         printf("{\"instances\":%d,\"success\":%d,\"other\":%d,\"attempts\":%d,"
                "\"double_dispatch\":%d,\"missing_dispatch\":%d}\n",
                a.instances, a.success, a.other, a.attempts, a.double_dispatch, a.missing_dispatch);
-    } else if (strcmp(cmd, "alert-rule") == 0 && argc == 6) {
+    } else if (strcmp(cmd, "stats") == 0 && argc == 6) {
+        Orrery__Halley__V1__ProcessStat st = ORRERY__HALLEY__V1__PROCESS_STAT__INIT, *sp = &st;
+        st.key = argv[4];
+        st.value = strtod(argv[5], NULL);
+        Orrery__Halley__V1__RecordProcessStatsRequest rq =
+            ORRERY__HALLEY__V1__RECORD_PROCESS_STATS_REQUEST__INIT;
+        rq.instance_id = strtoll(argv[2], NULL, 10);
+        rq.attempt = atoi(argv[3]);
+        rq.n_stats = 1;
+        rq.stats = &sp;
+        protobuf_c_message_free_unpacked(call("RecordProcessStats", &rq.base), NULL);
+    } else if (strcmp(cmd, "alert-rule") == 0 && (argc == 6 || argc == 7)) {
         char chname[200];
         snprintf(chname, sizeof chname, "%s-hook", argv[2]);
         Orrery__Halley__V1__AlertChannel ch = ORRERY__HALLEY__V1__ALERT_CHANNEL__INIT;
@@ -647,7 +659,7 @@ int main(int argc, char **argv)
         ru.n_channels = 1;
         ru.quiet_period_s = 300;
         ru.group_window_s = 1;
-        ru.params_json = "{}";
+        ru.params_json = argc == 7 ? argv[6] : "{}";
         ru.enabled = 1;
         ru.actor = "test";
         Orrery__Halley__V1__AlertRule *r = (void *)call("PutAlertRule", &ru.base);

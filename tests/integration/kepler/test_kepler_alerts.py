@@ -17,6 +17,9 @@ with ListAlerts:
 - failover: the leader is killed with SIGKILL after those alerts; k2 takes
   over, reads the alert history, finds both deadlines passed and alerted
   already (it logs so), and the alerts are still one each with count 1;
+- dirty_rows: process statistics of the failed instance's last attempt with
+  5 dirty rows raise nothing under a rule of threshold 10 (checked after a
+  barrier), 50 raise one dirty_rows alert;
 - executor_lost: an executor killed with SIGKILL (its ZooKeeper node goes
   with its session) raises one executor_lost alert naming it.
 
@@ -54,6 +57,8 @@ def run(k):
     r_fail = int(k.tool("alert-rule", "al-fail-rule", "task", "al-fail-x", "failed,retried"))
     r_dl = int(k.tool("alert-rule", "al-dl-rule", "team", "data", "deadline_start,deadline_finish"))
     r_ex = int(k.tool("alert-rule", "al-ex-rule", "executor", "*", "executor_lost"))
+    r_dirty = int(k.tool("alert-rule", "al-dirty-rule", "task", "*", "dirty_rows",
+                         '{"dirty_rows": 10}'))
     plain = {"plain": "yes"}  # never the holding executor
     k.start_executor("exec-a", 8, 100, labels=plain)
     k.start_executor("exec-hold", 4, -1, labels={"hold": "yes"})
@@ -61,7 +66,7 @@ def run(k):
     check(wait_until(lambda: k.leader()[0] == "k1", 60), "k1 leads")
     k.start_kepler("k2")
     check(k.wait_log("k2", r"joined kepler election"), "k2 stands by in the election")
-    check(k.wait_log("k1", r"alert rules read.* rules=3"), "k1 read the three alert rules")
+    check(k.wait_log("k1", r"alert rules read.* rules=4"), "k1 read the four alert rules")
 
     # --- a task failing every attempt: one "failed" alert after the last
     fail = k.task("al-fail-x", retries={"max": 2, "delay": "100ms"}, labels=plain)
@@ -86,6 +91,17 @@ def run(k):
               "failed: raised after the last attempt ended")
     check(len(retried) == 1 and retried[0]["count"] == 2,
           f"retried: one alert counting both retries ({retried})")
+
+    # --- dirty rows above a rule's threshold
+    k.tool("stats", str(inst["id"]), "3", "dirty_rows", "5")
+    k.barrier("al-dirty", labels=plain)
+    check(alerts(k, r_dirty) == [], "dirty_rows: 5 rows under a threshold of 10 raise nothing")
+    k.tool("stats", str(inst["id"]), "3", "dirty_rows", "50")
+    got = wait_until(lambda: alerts(k, r_dirty), 30)
+    # a raise for the 5 rows would have been sent first (one queue, in order)
+    # and counted on the same key: count 1 says there was none
+    check(len(got or []) == 1 and got[0]["dedup_key"] == f"dirty_rows:task:{fail}:{t0}"
+          and got[0]["count"] == 1, f"dirty_rows: 50 rows raise one alert, counted once ({got})")
 
     # --- deadlines fire while the run goes on
     now = int(time.time() * 1000)
