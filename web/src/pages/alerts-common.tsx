@@ -328,10 +328,14 @@ export function SilenceDialog(props: {
           <fieldset class="subgroup">
             <legend>What to silence</legend>
             <label class="check-line">
-              <input type="radio" name="silence-what" checked={what === 'rule'} onChange={() => setWhat('rule')} /> The rule <strong>{props.rule.name}</strong>
+              <input type="radio" name="silence-what" checked={what === 'rule'} onChange={() => setWhat('rule')} />
+              <span>
+                The rule <strong>{props.rule.name}</strong>
+              </span>
             </label>
             <label class="check-line">
-              <input type="radio" name="silence-what" checked={what === 'scope'} onChange={() => setWhat('scope')} /> A scope: every rule's alerts about it
+              <input type="radio" name="silence-what" checked={what === 'scope'} onChange={() => setWhat('scope')} />
+              <span>A scope: every rule's alerts about it</span>
             </label>
           </fieldset>
         )}
