@@ -304,10 +304,10 @@ export function RulesTab() {
                 return (
                   <tr key={r.id} data-rule={r.name}>
                     <td>
-                      <div class="strong nowrap">{r.name}</div>
+                      <div class="strong break">{r.name}</div>
                       <span class="tag">{r.team}</span>
                     </td>
-                    <td class="nowrap">{scopeText(r.scope_kind, r.scope)}</td>
+                    <td class="break">{scopeText(r.scope_kind, r.scope)}</td>
                     <td>
                       <span class="tags">
                         {r.events.map((e) => (
@@ -320,7 +320,7 @@ export function RulesTab() {
                     <td>
                       <SeverityBadge severity={r.severity} />
                     </td>
-                    <td>{r.channels.map((c) => chName.get(c) ?? `#${c}`).join(', ')}</td>
+                    <td class="break">{r.channels.map((c) => chName.get(c) ?? `#${c}`).join(', ')}</td>
                     <td class="nowrap">
                       {fmtSeconds(r.quiet_period_s)} / {fmtSeconds(r.group_window_s)}
                     </td>
