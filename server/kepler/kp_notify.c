@@ -14,9 +14,12 @@
  *   3. drive the transfers (curl_multi_perform / curl_multi_poll, at most
  *      50 ms per wait so claims and the stop flag are looked at often);
  *   4. each finished transfer is classified (orr_notify_req_outcome) and
- *      reported (FinishDelivery). A report that fails (halleyd away) is
- *      dropped: the lease runs out and the delivery is sent again, which is
- *      the at-least-once side of the design.
+ *      its slot freed at once; the outcome is queued for NOTIFY_REPORTERS
+ *      reporter threads that make the FinishDelivery calls, so the next
+ *      claim never waits for them (no claim while more than 2 x inflight
+ *      reports wait). A report that fails (halleyd away) is dropped: the
+ *      lease runs out and the delivery is sent again, which is the
+ *      at-least-once side of the design.
  *
  * Losing leadership stops the claims; transfers in flight finish and are
  * reported (their claims are this worker's until the lease runs out). A
@@ -44,12 +47,21 @@
 #define NOTIFY_RPC_BACKOFF_MS 1000 /* after a failed claim */
 #define NOTIFY_CLAIM_MAX      100  /* ClaimDeliveries' max */
 #define NOTIFY_STOP_RPC_MS    2000 /* a hand-back at stop waits no longer */
+#define NOTIFY_REPORTERS      4    /* FinishDelivery calls at once */
 
 typedef struct notify_slot {
     orr_notify_req *req; /* NULL = free */
     int64_t delivery_id;
     int attempts;
 } notify_slot;
+
+/* One outcome waiting to be reported (FinishDelivery). */
+typedef struct notify_fin {
+    struct notify_fin *next;
+    int64_t id, retry_at_ms;
+    int ok;
+    char error[400];
+} notify_fin;
 
 struct kp_notify {
     kp_notify_opts o;
@@ -60,6 +72,13 @@ struct kp_notify {
     int n_active;
     atomic_int stop;
     pthread_t thread;
+    /* reports: queued by the sender thread, made by NOTIFY_REPORTERS threads */
+    pthread_mutex_t fmu;
+    pthread_cond_t fcv;
+    notify_fin *fhead, *ftail;
+    int fqueued, fquit;
+    pthread_t reporters[NOTIFY_REPORTERS];
+    int n_reporters;
     kp_notify_stats stats;
 };
 
@@ -75,8 +94,9 @@ static int notify_leading(const kp_notify *n)
     return n->o.status && atomic_load(&n->o.status->epoch) != 0;
 }
 
-/* FinishDelivery; 0 on success. */
-static int notify_finish(kp_notify *n, int64_t id, int ok, const char *error, int64_t retry_at_ms)
+/* FinishDelivery now (on a reporter thread); 0 on success. */
+static int notify_report_now(kp_notify *n, int64_t id, int ok, const char *error,
+                             int64_t retry_at_ms)
 {
     int timeout = atomic_load(&n->stop) ? NOTIFY_STOP_RPC_MS : NOTIFY_RPC_TIMEOUT_MS;
     Orrery__Halley__V1__FinishDeliveryRequest rq =
@@ -99,6 +119,59 @@ static int notify_finish(kp_notify *n, int64_t id, int ok, const char *error, in
         return -1;
     }
     return 0;
+}
+
+/* Queue an outcome for the reporters: the sender thread never waits for
+ * halleyd's answer, so a slow report does not hold the next claim. */
+static void notify_finish(kp_notify *n, int64_t id, int ok, const char *error, int64_t retry_at_ms)
+{
+    notify_fin *f = orr_xcalloc(1, sizeof *f);
+    f->id = id;
+    f->ok = ok;
+    f->retry_at_ms = retry_at_ms;
+    snprintf(f->error, sizeof f->error, "%s", error ? error : "");
+    pthread_mutex_lock(&n->fmu);
+    if (n->ftail)
+        n->ftail->next = f;
+    else
+        n->fhead = f;
+    n->ftail = f;
+    n->fqueued++;
+    pthread_cond_signal(&n->fcv);
+    pthread_mutex_unlock(&n->fmu);
+}
+
+static int notify_queued(kp_notify *n)
+{
+    pthread_mutex_lock(&n->fmu);
+    int q = n->fqueued;
+    pthread_mutex_unlock(&n->fmu);
+    return q;
+}
+
+/* A reporter: FinishDelivery for each queued outcome, until told to quit
+ * and the queue is empty. */
+static void *notify_reporter(void *arg)
+{
+    kp_notify *n = arg;
+    pthread_mutex_lock(&n->fmu);
+    for (;;) {
+        while (!n->fhead && !n->fquit)
+            pthread_cond_wait(&n->fcv, &n->fmu);
+        notify_fin *f = n->fhead;
+        if (!f)
+            break; /* quit, and nothing left */
+        n->fhead = f->next;
+        if (!n->fhead)
+            n->ftail = NULL;
+        pthread_mutex_unlock(&n->fmu);
+        notify_report_now(n, f->id, f->ok, f->error, f->retry_at_ms);
+        free(f);
+        pthread_mutex_lock(&n->fmu);
+        n->fqueued--;
+    }
+    pthread_mutex_unlock(&n->fmu);
+    return NULL;
 }
 
 /* Build delivery d's request and put it in a free slot; a delivery that
@@ -268,7 +341,9 @@ static void *notify_main(void *arg)
             was_leading = leading;
         }
         int free_slots = n->o.inflight - n->n_active;
-        if (leading && free_slots > 0 && now >= next_claim) {
+        /* reports piling up (halleyd slow): send what is claimed, claim no more */
+        if (leading && free_slots > 0 && now >= next_claim &&
+            notify_queued(n) <= 2 * n->o.inflight) {
             int want = free_slots < NOTIFY_CLAIM_MAX ? free_slots : NOTIFY_CLAIM_MAX;
             int got = notify_claim(n, want);
             next_claim = got < 0      ? now + NOTIFY_RPC_BACKOFF_MS
@@ -299,6 +374,20 @@ static void *notify_main(void *arg)
     return NULL;
 }
 
+/* Let the reporters drain the queue, then end them. */
+static void notify_reporters_end(kp_notify *n)
+{
+    pthread_mutex_lock(&n->fmu);
+    n->fquit = 1;
+    pthread_cond_broadcast(&n->fcv);
+    pthread_mutex_unlock(&n->fmu);
+    for (int i = 0; i < n->n_reporters; i++)
+        pthread_join(n->reporters[i], NULL);
+    n->n_reporters = 0;
+    pthread_mutex_destroy(&n->fmu);
+    pthread_cond_destroy(&n->fcv);
+}
+
 orr_status kp_notify_start(const kp_notify_opts *o, kp_notify **out, orr_err *err)
 {
     *out = NULL;
@@ -323,8 +412,14 @@ orr_status kp_notify_start(const kp_notify_opts *o, kp_notify **out, orr_err *er
                                           o->token, &n->cl, err);
     if (rc != ORR_OK)
         goto fail;
-    if (pthread_create(&n->thread, NULL, notify_main, n) != 0) {
-        rc = orr_err_set(err, ORR_EIO, "notify", "cannot start the sender thread");
+    pthread_mutex_init(&n->fmu, NULL);
+    pthread_cond_init(&n->fcv, NULL);
+    for (; n->n_reporters < NOTIFY_REPORTERS; n->n_reporters++)
+        if (pthread_create(&n->reporters[n->n_reporters], NULL, notify_reporter, n) != 0)
+            break;
+    if (n->n_reporters == 0 || pthread_create(&n->thread, NULL, notify_main, n) != 0) {
+        rc = orr_err_set(err, ORR_EIO, "notify", "cannot start the sender threads");
+        notify_reporters_end(n);
         goto fail;
     }
     *out = n;
@@ -352,6 +447,7 @@ void kp_notify_stop(kp_notify *n)
     atomic_store(&n->stop, 1);
     curl_multi_wakeup(n->multi);
     pthread_join(n->thread, NULL);
+    notify_reporters_end(n); /* the hand-backs queued at the end go out first */
     orr_rpc_client_destroy(n->cl);
     curl_multi_cleanup(n->multi);
     free(n->slots);
