@@ -17,6 +17,7 @@ with ListAlerts:
 - failover: the leader is killed with SIGKILL after those alerts; k2 takes
   over, reads the alert history, finds both deadlines passed and alerted
   already (it logs so), and the alerts are still one each with count 1;
+- rules: a rule made while k1 leads is read on its alert_rule.changed event;
 - dirty_rows: process statistics of the failed instance's last attempt with
   5 dirty rows raise nothing under a rule of threshold 10 (checked after a
   barrier), 50 raise one dirty_rows alert;
@@ -57,8 +58,6 @@ def run(k):
     r_fail = int(k.tool("alert-rule", "al-fail-rule", "task", "al-fail-x", "failed,retried"))
     r_dl = int(k.tool("alert-rule", "al-dl-rule", "team", "data", "deadline_start,deadline_finish"))
     r_ex = int(k.tool("alert-rule", "al-ex-rule", "executor", "*", "executor_lost"))
-    r_dirty = int(k.tool("alert-rule", "al-dirty-rule", "task", "*", "dirty_rows",
-                         '{"dirty_rows": 10}'))
     plain = {"plain": "yes"}  # never the holding executor
     k.start_executor("exec-a", 8, 100, labels=plain)
     k.start_executor("exec-hold", 4, -1, labels={"hold": "yes"})
@@ -66,7 +65,11 @@ def run(k):
     check(wait_until(lambda: k.leader()[0] == "k1", 60), "k1 leads")
     k.start_kepler("k2")
     check(k.wait_log("k2", r"joined kepler election"), "k2 stands by in the election")
-    check(k.wait_log("k1", r"alert rules read.* rules=4"), "k1 read the four alert rules")
+    check(k.wait_log("k1", r"alert rules read.* rules=3"), "k1 read the three alert rules")
+    # a rule made while k1 leads: its alert_rule.changed event has k1 read them again
+    r_dirty = int(k.tool("alert-rule", "al-dirty-rule", "task", "*", "dirty_rows",
+                         '{"dirty_rows": 10}'))
+    check(k.wait_log("k1", r"alert rules read.* rules=4"), "k1 read the new rule on its event")
 
     # --- a task failing every attempt: one "failed" alert after the last
     fail = k.task("al-fail-x", retries={"max": 2, "delay": "100ms"}, labels=plain)
