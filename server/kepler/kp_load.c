@@ -184,9 +184,10 @@ static void relink(kp_sched *s)
 orr_status kp__load_tasks(kp_sched *s, int64_t watermark)
 {
     char token[64] = "";
-    orr_status crc = kp__load_calendars(s); /* before the tasks that name them */
-    if (crc != ORR_OK)
-        return crc;
+    /* before the tasks that name them; unreadable, they are read again
+     * next round and their tasks have no fire time until then */
+    if (kp__load_calendars(s) != ORR_OK)
+        s->cal_reload = 1;
     for (int pages = 0; pages < 100000; pages++) {
         Orrery__Halley__V1__ListTasksRequest rq = ORRERY__HALLEY__V1__LIST_TASKS_REQUEST__INIT;
         rq.active = ORRERY__HALLEY__V1__ACTIVE_FILTER__ACTIVE_FILTER_ACTIVE;
