@@ -31,7 +31,12 @@
  * over reads, before it pops any deadline, the deadline alerts of the last
  * horizon (ListAlerts) and never raises those (rule, key) pairs again: a
  * deadline the old leader alerted is not alerted twice. Instance events are
- * evaluated once, by whichever keplerd leads when they arrive.
+ * evaluated by whichever keplerd leads when they arrive; a standby keeps
+ * those that may raise an alert from the last REPLAY_MS (at most RING_MAX)
+ * and, once it leads, evaluates them again against the alerts of that
+ * time (ListAlerts): a (rule, key) whose alert was counted at or after the
+ * event's time is skipped, so the events the old leader had raised are not
+ * raised twice and those it had not (it died first) are.
  *
  * RaiseAlert never blocks the round: raises go to a bounded queue
  * (QUEUE_MAX; beyond it they are dropped and counted, with a warning) that
@@ -60,6 +65,8 @@
 #define MATCH_MAX      64    /* rules one event raises at most */
 #define POOL_IDLE_MS   5000  /* a pool not denied for this long has no starved work */
 #define SEEN_WINDOW_MS (8LL * 86400 * 1000) /* deadline alerts read back at a takeover */
+#define RING_MAX       4096                 /* events a standby keeps for a takeover */
+#define REPLAY_MS      60000                /* ... from this far back */
 #define ARM_START      1
 #define ARM_FINISH     2
 
@@ -92,6 +99,11 @@ struct kp_alerter {
     kp_map armed;  /* instance id -> ARM_* bits */
     kp_map failed; /* task id -> (void *)1: its last final outcome was a failure */
     kp_dl_heap heap;
+    /* a standby's recent events (ring) and, while they are replayed, the
+     * last_at of every alert of their time: key2(rule, hash(key)) -> ms */
+    kp_ev *ring;
+    size_t ring_head, ring_n;
+    kp_map *replay_last;
     pool_state *pools;
     size_t n_pools, cap_pools;
     /* the sender */
@@ -205,6 +217,14 @@ static void enqueue(kp_sched *s, const kp_alert_rule *r, int ev, const char *key
                     int64_t at_ms)
 {
     kp_alerter *a = s->al;
+    if (a->replay_last) { /* a takeover's replay: was it counted already? */
+        intptr_t last = (intptr_t)kp_map_get(a->replay_last, seen_key(r->id, key));
+        if (last && last >= at_ms) {
+            ORR_INFO("alert raised by the previous leader", "rule_id=%" PRId64 " key=%s", r->id,
+                     orr_log_q(key));
+            return;
+        }
+    }
     raise_item *it = orr_xcalloc(1, sizeof *it);
     Orrery__Halley__V1__RaiseAlertRequest init = ORRERY__HALLEY__V1__RAISE_ALERT_REQUEST__INIT;
     it->rq = init;
@@ -249,6 +269,7 @@ void kp__alert_start(kp_sched *s)
     kp_alerter *a = orr_xcalloc(1, sizeof *a);
     a->rules = kp_alert_rules_create();
     a->q = orr_xcalloc(QUEUE_MAX, sizeof *a->q);
+    a->ring = orr_xcalloc(RING_MAX, sizeof *a->ring);
     pthread_mutex_init(&a->mu, NULL);
     pthread_cond_init(&a->cv, NULL);
     s->al = a;
@@ -308,6 +329,7 @@ void kp__alert_stop(kp_sched *s)
     for (size_t i = 0; i < a->q_n; i++)
         item_free(a->q[(a->q_head + i) % QUEUE_MAX]);
     free(a->q);
+    free(a->ring);
     kp_alert_rules_destroy(a->rules);
     kp_dl_free(&a->heap);
     free(a->pools);
@@ -556,6 +578,10 @@ void kp__alert_event(kp_sched *s, const kp_ev *e)
         a->wf_dirty = 1;
         return;
     }
+    if (!a->loaded && !a->replay_last) { /* no rules yet: evaluated once read (replay) */
+        kp__alert_standby(s, e, 1);
+        return;
+    }
     if (e->kind == EV_INSTANCE_STATS) {
         dirty_rows(s, e);
         return;
@@ -571,9 +597,10 @@ void kp__alert_event(kp_sched *s, const kp_ev *e)
                      kp_retry_wanted(&t->retry, (kp_state)to, e->attempt);
     int prev_failed = kp_map_get(&a->failed, e->task_id) != NULL;
     /* the task's last final outcome, for "recovered" */
-    if (to == KP_ST_SUCCESS || to == KP_ST_MARKED_SUCCESS)
+    if (to == KP_ST_SUCCESS || to == KP_ST_MARKED_SUCCESS) {
         kp_map_del(&a->failed, e->task_id);
-    else if (to != KP_ST_KILLED && !retry_left)
+        kp_map_del(&a->armed, e->instance_id); /* its heap entries pop and find it done */
+    } else if (to != KP_ST_KILLED && !retry_left)
         kp_map_put(&a->failed, e->task_id, (void *)1);
     if (!t || to == KP_ST_MARKED_SUCCESS || kp_alert_rules_count(a->rules) == 0)
         return;
@@ -651,7 +678,7 @@ static void deadline_due(kp_sched *s, const kp_dl_entry *d, int64_t now)
     kp_inst *r = kp_store_get(s->st, d->instance_id);
     kp_task *t = r ? kp_index_get(s->ix, r->task_id) : NULL;
     if (!r || !t) {
-        disarm(a, d->instance_id, d->kind);
+        kp_map_del(&a->armed, d->instance_id); /* gone from the store */
         return;
     }
     const orr_deadline *dl = d->kind ? &t->finish_by : &t->start_by;
@@ -664,7 +691,7 @@ static void deadline_due(kp_sched *s, const kp_dl_entry *d, int64_t now)
         kp_dl_push(&a->heap, due, r->id, d->kind);
         return;
     }
-    disarm(a, d->instance_id, d->kind);
+    /* its bit stays set: a sweep that reads the instance again does not re-arm it */
     int missed;
     if (d->kind == 0)
         missed = r->attempt <= 1 && (r->state == KP_ST_WAITING || r->state == KP_ST_READY ||
@@ -781,6 +808,100 @@ static void pools_check(kp_sched *s, int64_t now)
     }
 }
 
+/* ------------------------------------------------------------ takeover */
+
+void kp__alert_standby(kp_sched *s, const kp_ev *evs, size_t n)
+{
+    kp_alerter *a = s->al;
+    if (!a)
+        return;
+    for (size_t i = 0; i < n; i++) {
+        const kp_ev *e = &evs[i];
+        int keep = (e->kind == EV_INSTANCE_TRANSITION &&
+                    (e->to == KP_ST_FAILED || e->to == KP_ST_TIMED_OUT || e->to == KP_ST_KILLED ||
+                     e->to == KP_ST_SUCCESS)) ||
+                   (e->kind == EV_INSTANCE_STATS && e->has_dirty_rows);
+        if (!keep)
+            continue;
+        if (a->ring_n == RING_MAX) { /* the oldest goes */
+            a->ring_head = (a->ring_head + 1) % RING_MAX;
+            a->ring_n--;
+        }
+        a->ring[(a->ring_head + a->ring_n) % RING_MAX] = *e;
+        a->ring_n++;
+    }
+}
+
+/* The alerts counted since from_ms: (rule, key) -> last_at_ms into m. */
+static orr_status load_last(kp_sched *s, int64_t from_ms, kp_map *m)
+{
+    char token[256] = "";
+    for (;;) {
+        Orrery__Halley__V1__ListAlertsRequest rq = ORRERY__HALLEY__V1__LIST_ALERTS_REQUEST__INIT;
+        rq.since_ms = from_ms;
+        rq.page_size = 500;
+        rq.page_token = token;
+        ProtobufCMessage *out = NULL;
+        orr_err err;
+        orr_status rc =
+            orr_rpc_call_unary(s->cl, "ListAlerts", &rq.base, &out, RPC_TIMEOUT_MS, &err);
+        if (rc != ORR_OK) {
+            char buf[600];
+            ORR_WARN("alert history not read", "error=%s",
+                     orr_log_q(orr_err_str(&err, buf, sizeof buf)));
+            return rc;
+        }
+        Orrery__Halley__V1__ListAlertsResponse *r = (void *)out;
+        for (size_t i = 0; i < r->n_alerts; i++) {
+            int64_t k = seen_key(r->alerts[i]->rule_id, r->alerts[i]->dedup_key);
+            intptr_t was = (intptr_t)kp_map_get(m, k);
+            if (r->alerts[i]->last_at_ms > was)
+                kp_map_put(m, k, (void *)(intptr_t)r->alerts[i]->last_at_ms);
+        }
+        int more = r->next_page_token && *r->next_page_token && r->n_alerts > 0;
+        if (more)
+            snprintf(token, sizeof token, "%s", r->next_page_token);
+        protobuf_c_message_free_unpacked(out, NULL);
+        if (!more)
+            return ORR_OK;
+    }
+}
+
+/* Leading now: evaluate what came while standing by (the last REPLAY_MS),
+ * skipping what the previous leader raised. ORR_OK, or the history read's
+ * failure (the ring is kept for the next try). */
+static orr_status replay(kp_sched *s, int64_t now)
+{
+    kp_alerter *a = s->al;
+    if (a->ring_n == 0)
+        return ORR_OK;
+    int64_t from = now - REPLAY_MS;
+    kp_map last = KP_MAP_INIT;
+    if (kp_alert_rules_count(a->rules) > 0) {
+        orr_status rc = load_last(s, from - 1000, &last);
+        if (rc != ORR_OK) {
+            kp_map_free(&last);
+            return rc;
+        }
+    }
+    a->replay_last = &last;
+    size_t n = 0;
+    for (size_t i = 0; i < a->ring_n; i++) {
+        kp_ev *e = &a->ring[(a->ring_head + i) % RING_MAX];
+        if (e->at_ms < from)
+            continue;
+        if (!kp_store_get(s->st, e->instance_id)) /* its schedule time makes the key */
+            (void)kp__fetch_instance_id(s, e->instance_id, e->id);
+        kp__alert_event(s, e);
+        n++;
+    }
+    a->replay_last = NULL;
+    kp_map_free(&last);
+    a->ring_n = a->ring_head = 0;
+    ORR_INFO("alert events of the takeover evaluated", "events=%zu", n);
+    return ORR_OK;
+}
+
 /* ------------------------------------------------------------ the round */
 
 void kp__alert_round(kp_sched *s, int64_t now)
@@ -798,6 +919,8 @@ void kp__alert_round(kp_sched *s, int64_t now)
             rc = load_workflows(s);
         if (rc == ORR_OK && !a->loaded)
             rc = load_seen(s, now);
+        if (rc == ORR_OK && !a->loaded)
+            rc = replay(s, now);
         if (rc != ORR_OK) {
             a->retry_at_ms = now + LOAD_RETRY_MS;
             return; /* no deadline is decided before the history is known */

@@ -1074,6 +1074,7 @@ orr_status kp_sched_run(const kp_sched_opts *o, volatile sig_atomic_t *stop, orr
                 ORR_WARN("standing by: not the leader", "id=%s", orr_log_q(o->id));
                 drop_state(&s);
             }
+            kp__alert_standby(&s, evs, n); /* for a takeover: what came meanwhile */
             continue;
         }
         if (ep != s.epoch || rebuild_req) {

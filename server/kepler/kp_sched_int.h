@@ -396,6 +396,10 @@ void kp__alert_drop(kp_sched *s);
 /* An event of the stream (after it was applied to the store): transitions
  * raise their alerts; rule and workflow events mark what to read again. */
 void kp__alert_event(kp_sched *s, const kp_ev *e);
+/* Standing by: keep the recent events that may raise alerts (bounded, the
+ * last REPLAY_MS), so a keplerd that takes over evaluates those the old
+ * leader did not raise before it died. */
+void kp__alert_standby(kp_sched *s, const kp_ev *evs, size_t n);
 /* The store took r in (created, adopted): arm its task's deadlines. */
 void kp__alert_track(kp_sched *s, const kp_inst *r);
 /* An executor's node went away (used: its slots in use then). */

@@ -26,6 +26,7 @@
  *                                 Backfill; prints the created instances' ids
  *   finish ID ATTEMPT             running -> success of that attempt (ends a
  *                                 run that a holding executor keeps)
+ *   fail ID ATTEMPT               running -> failed of that attempt
  *   blockers ID                   what keplerd last wrote as blocking the
  *                                 instance (GetBlockers): one JSON line
  *                                 {"found", "state", "evaluated_at_ms",
@@ -563,6 +564,11 @@ int main(int argc, char **argv)
     } else if (strcmp(cmd, "finish") == 0 && argc == 4) {
         if (!transition(strtoll(argv[2], NULL, 10), 4, 5, atoi(argv[3]), "test", "exit 0")) {
             fprintf(stderr, "kp_it_tool: finish %s: the transition was refused\n", argv[2]);
+            rc = 1;
+        }
+    } else if (strcmp(cmd, "fail") == 0 && argc == 4) {
+        if (!transition(strtoll(argv[2], NULL, 10), 4, 6, atoi(argv[3]), "test", "exit 1")) {
+            fprintf(stderr, "kp_it_tool: fail %s: the transition was refused\n", argv[2]);
             rc = 1;
         }
     } else if (strcmp(cmd, "blockers") == 0 && argc == 3) {
