@@ -123,14 +123,28 @@ void gx_h_task_validate(gx_req *req, gx_resp *resp)
         gx_resp_err(resp, &e);
         return;
     }
+    /* a named business calendar must exist (halleyd's check at save); the
+     * next fire times follow it */
+    const char *cal_name = json_string_value(json_object_get(spec, "calendar"));
+    orr_cal_policy policy = ORR_CAL_SKIP;
+    (void)orr_cal_policy_parse(json_string_value(json_object_get(spec, "calendar_policy")), &policy,
+                               &e);
+    orr_cal *cal = NULL;
+    if (cal_name && !gx_calendar_load(req, resp, cal_name, &cal)) {
+        if (resp->status == 404)
+            gx_resp_fail(resp, ORR_EINVAL, "spec.calendar", "no calendar named \"%.128s\"",
+                         cal_name);
+        return;
+    }
     json_t *next = json_array();
     orr_cron c;
     const orr_tz *tz = NULL;
     if (schedule && *schedule && orr_cron_parse_into(schedule, &c, &e) == ORR_OK &&
         orr_tz_load(zone ? zone : "UTC", &tz, &e) == ORR_OK) {
         int64_t t = now;
-        for (int i = 0; i < 5 && orr_cron_next(&c, tz, t, &t) == ORR_OK; i++)
+        for (int i = 0; i < 5 && orr_cal_next(&c, tz, cal, policy, t, &t) == ORR_OK; i++)
             json_array_append_new(next, gx_json_time(t * 1000));
     }
+    orr_cal_free(cal);
     gx_resp_json(resp, 200, json_pack("{s:b,s:o}", "valid", 1, "next", next));
 }

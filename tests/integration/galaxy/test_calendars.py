@@ -13,6 +13,7 @@ route (400 naming the field, 404, 409).
 
 usage: test_calendars.py BUILD_DIR
 """
+import datetime
 import os
 import sys
 import unittest
@@ -151,6 +152,15 @@ class Calendars(unittest.TestCase):
         spec = {"name": "cal.task", "team": "calt", "type": "shell", "schedule": "0 6 * * *",
                 "config": {"command": "/bin/true"}, "calendar": "cal-nope"}
         self.field(P.http("POST", "/api/v1/tasks", spec, token=TOK["cal"]), 400, "spec.calendar")
+        self.field(P.http("POST", "/api/v1/tasks/validate", spec, token=TOK["cal"]), 400,
+                   "spec.calendar")
+        r = P.http("POST", "/api/v1/tasks/validate", dict(spec, calendar="cal-task"),
+                   token=TOK["cal"])
+        self.assertEqual(r.status, 200, r)
+        # the next fire times are business days of the calendar (Monday to Friday)
+        days = [datetime.date.fromisoformat(x[:10]) for x in r.json()["next"]]
+        self.assertEqual(len(days), 5, r)
+        self.assertTrue(all(d.isoweekday() <= 5 for d in days), r)
         spec["calendar"] = "cal-task"
         spec["calendar_policy"] = "sideways"
         r = P.http("POST", "/api/v1/tasks", spec, token=TOK["cal"])
