@@ -342,8 +342,8 @@ static void *notify_main(void *arg)
         }
         int free_slots = n->o.inflight - n->n_active;
         /* reports piling up (halleyd slow): send what is claimed, claim no more */
-        if (leading && free_slots > 0 && now >= next_claim &&
-            notify_queued(n) <= 2 * n->o.inflight) {
+        int can_claim = leading && free_slots > 0 && notify_queued(n) <= 2 * n->o.inflight;
+        if (can_claim && now >= next_claim) {
             int want = free_slots < NOTIFY_CLAIM_MAX ? free_slots : NOTIFY_CLAIM_MAX;
             int got = notify_claim(n, want);
             next_claim = got < 0      ? now + NOTIFY_RPC_BACKOFF_MS
@@ -354,7 +354,7 @@ static void *notify_main(void *arg)
         curl_multi_perform(n->multi, &running);
         notify_reap(n);
         int wait = NOTIFY_WAIT_MS;
-        if (leading && n->n_active < n->o.inflight) {
+        if (can_claim && n->n_active < n->o.inflight) {
             int64_t until = next_claim - notify_now_ms();
             if (until < wait)
                 wait = until < 0 ? 0 : (int)until;
