@@ -126,10 +126,12 @@ class WebhookReceiver:
 
 class SmtpReceiver:
     """tls=(cert, key): STARTTLS required, and AUTH (user/password) required
-    after it. reject: recipients answered 550."""
+    after it. implicit_tls=(cert, key): TLS from the first byte (smtps://),
+    AUTH required. reject: recipients answered 550."""
 
-    def __init__(self, tls=None, user=None, password=None, reject=()):
+    def __init__(self, tls=None, user=None, password=None, reject=(), implicit_tls=None):
         self.tls, self.user, self.password = tls, user, password
+        self.implicit_tls = implicit_tls
         self.reject = set(reject)
         self.mails = []
         self.cv = threading.Condition()
@@ -137,7 +139,8 @@ class SmtpReceiver:
         self.controller = None
 
     def url(self):
-        return f"smtp://127.0.0.1:{self.port}"
+        scheme = "smtps" if self.implicit_tls else "smtp"
+        return f"{scheme}://127.0.0.1:{self.port}"
 
     def wait_count(self, n, timeout):
         end = time.time() + timeout
@@ -168,7 +171,8 @@ class SmtpReceiver:
                         "rcpt_tos": list(envelope.rcpt_tos),
                         "msg": msg,
                         "raw": envelope.original_content or envelope.content,
-                        "tls": session.ssl is not None,
+                        "tls": session.ssl is not None
+                        or server.transport.get_extra_info("ssl_object") is not None,
                         "auth": session.authenticated,
                         "at": time.time(),
                     })
@@ -188,6 +192,12 @@ class SmtpReceiver:
             ctx.load_cert_chain(*self.tls)
             kw = dict(tls_context=ctx, require_starttls=True, authenticator=authenticator,
                       auth_required=True, auth_require_tls=True)
+        if self.implicit_tls:
+            ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+            ctx.load_cert_chain(*self.implicit_tls)
+            # the whole session is TLS: AUTH needs no STARTTLS first
+            kw = dict(ssl_context=ctx, authenticator=authenticator, auth_required=True,
+                      auth_require_tls=False, server_hostname="127.0.0.1")
         self.controller = Controller(Handler(), hostname="127.0.0.1", port=self.port, **kw)
         self.controller.start()
         return self

@@ -1,6 +1,7 @@
 """test_notify.py - alert messages sent by orr_notify to real receivers on
 loopback: a webhook receiver that checks the HMAC, and Debian's aiosmtpd
-with STARTTLS and AUTH (a certificate made by openssl for the test).
+with STARTTLS and AUTH, or TLS from the first byte (smtps://), with a
+certificate made by openssl for the test.
 
     test_notify.py BUILD_DIR
 
@@ -129,6 +130,12 @@ def smtp_tests(tmp):
         # an untrusted certificate (no CA given): not delivered, retried
         out = send("email", cfg)
         check(out["outcome"] == "retry", f"an unverified certificate is not trusted ({out})")
+
+    with SmtpReceiver(implicit_tls=(cert, key), user="alerts", password="pw") as rx:
+        out = send("email", dict(cfg, smtp_url=rx.url(), starttls=False), ca=cert)
+        check(out["outcome"] == "delivered" and rx.wait_count(1, 10) == 1
+              and rx.mails[0]["tls"] and rx.mails[0]["auth"],
+              f"smtps:// (TLS from the first byte) with AUTH delivered: {out}")
 
     with SmtpReceiver(reject=["gone@ex.org"]) as rx:
         plain = {"smtp_url": rx.url(), "from": "orrery@ex.org", "to": ["ops@ex.org"]}
