@@ -253,7 +253,17 @@ void orr_notify_req_outcome(orr_notify_req *r, int curl_code, int attempts, int6
             size_t l = strlen(res->error);
             snprintf(res->error + l, sizeof res->error - l, " (after %d attempts)", attempts);
         } else {
-            res->retry_at_ms = now_ms + orr_notify_backoff_from(r->backoff_base_ms, attempts);
+            int64_t wait = orr_notify_backoff_from(r->backoff_base_ms, attempts);
+            /* a receiver's Retry-After (429, 503) is kept, up to the cap */
+            curl_off_t after = 0;
+            if (!r->smtp && curl_easy_getinfo(r->h, CURLINFO_RETRY_AFTER, &after) == CURLE_OK &&
+                after > 0) {
+                int64_t ms = after > ORR_NOTIFY_BACKOFF_CAP / 1000 ? ORR_NOTIFY_BACKOFF_CAP
+                                                                   : (int64_t)after * 1000;
+                if (ms > wait)
+                    wait = ms;
+            }
+            res->retry_at_ms = now_ms + wait;
         }
     }
 }

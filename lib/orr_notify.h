@@ -31,7 +31,8 @@
  * Outcomes (orr_notify_classify): HTTP 2xx delivered; 4xx other than 408 and
  * 429 failed at once; anything else (5xx, 408, 429, 3xx, a transport error)
  * retried after orr_notify_backoff_ms(attempts): 1 s, 2 s, 4 s ... capped at
- * 60 s (the first wait can be set: orr_notify_opts.backoff_base_ms), until ORR_NOTIFY_MAX_ATTEMPTS
+ * 60 s (the first wait can be set: orr_notify_opts.backoff_base_ms; a
+ * longer Retry-After of the receiver is kept, up to the same cap), until ORR_NOTIFY_MAX_ATTEMPTS
  * attempts, then failed. SMTP: accepted = delivered; a 5xx reply, refused authentication or
  * STARTTLS that the server does not offer = failed at once; the rest retried.
  */

@@ -43,7 +43,8 @@ def make_cert(folder):
 
 
 class WebhookReceiver:
-    """statuses: answers in order, then `then` for every later request.
+    """statuses: answers in order (a status, or (status, {header: value})),
+    then `then` for every later request.
     hold(): later answers wait until release() (the request is recorded
     first, so a test can count arrivals while the sender waits)."""
 
@@ -105,8 +106,13 @@ class WebhookReceiver:
                     status = outer.statuses.pop(0) if outer.statuses else outer.then
                     outer.cv.notify_all()
                 outer.gate.wait()
+                extra = {}
+                if isinstance(status, tuple):
+                    status, extra = status
                 payload = b'{"ok":true}' if status < 300 else b"receiver says no"
                 self.send_response(status)
+                for k, v in extra.items():
+                    self.send_header(k, v)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(payload)))
                 self.end_headers()

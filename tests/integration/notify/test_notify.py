@@ -77,6 +77,14 @@ def webhook_tests():
         check(out["outcome"] == "failed" and "after 8 attempts" in out["error"],
               f"408 on the last attempt: failed ({out})")
 
+    with WebhookReceiver(statuses=[(429, {"Retry-After": "7"}), (503, {"Retry-After": "900"})]) as rx:
+        out = send("webhook", {"url": rx.url()})
+        check(out["outcome"] == "retry" and out["retry_in_ms"] == 7000,
+              f"429 with Retry-After: 7 waits 7 s, not 1 s ({out})")
+        out = send("webhook", {"url": rx.url()})
+        check(out["outcome"] == "retry" and out["retry_in_ms"] == 60000,
+              f"a Retry-After past the cap waits 60 s ({out})")
+
     out = send("webhook", {"url": f"http://127.0.0.1:{free_port()}/"})
     check(out["outcome"] == "retry" and out["code"] == 0, f"nobody listening: retry ({out})")
 
