@@ -25,6 +25,9 @@ with ListAlerts:
 - dirty_rows: process statistics of the failed instance's last attempt with
   5 dirty rows raise nothing under a rule of threshold 10 (checked after a
   barrier), 50 raise one dirty_rows alert;
+- pool_starved: a pool of one token held by a run the holding executor
+  keeps, and a second instance asking for it: one pool_starved alert once
+  it was denied for the rule's pool_starved_minutes (1), not before;
 - executor_lost: an executor killed with SIGKILL (its ZooKeeper node goes
   with its session) raises one executor_lost alert naming it.
 
@@ -165,6 +168,35 @@ def run(k):
     check(len(got or []) == 1 and got[0]["count"] == 1
           and got[0]["dedup_key"] == f"failed:task:{held}:{sched}",
           f"failover: the failure in the gap raised one alert ({got})")
+
+    # --- a pool starved for a minute
+    r_pool = int(k.tool("alert-rule", "al-pool-rule", "task", "al-pool-x", "pool_starved",
+                        '{"pool_starved_minutes": 1}'))
+    check(k.wait_log("k2", r"alert rules read.* rules=6"), "k2 read the pool rule")
+    k.tool("pool", "al-pool", "1")
+    pool_task = k.task("al-pool-x", pools={"al-pool": 1}, labels={"hold": "yes"})
+    k.wait_indexed("al-pool-x")
+    pool_ids = k.create(pool_task, [t0, t0 + 60_000])
+
+    def pool_states():
+        return [i["state"] for i in k.instances("al-pool-")]
+    ok = wait_until(lambda: sorted(pool_states()) == ["ready", "running"], 30)
+    check(ok, f"pool: one runs, the other is ready and denied ({pool_states()})")
+    got = wait_until(lambda: alerts(k, r_pool), 150)
+    check(len(got or []) == 1 and got[0]["dedup_key"].startswith("pool_starved:al-pool:"),
+          f"pool_starved: one alert for the pool ({got})")
+    if got:
+        since = int(got[0]["dedup_key"].rsplit(":", 1)[1])
+        check(got[0]["first_at_ms"] - since >= 60_000,
+              f"pool_starved: raised {got[0]['first_at_ms'] - since} ms after the first denial "
+              f"(>= 1 minute)")
+    for _ in range(2):  # end both runs: the second gets the token when the first ends
+        ok = wait_until(lambda: [i for i in k.instances("al-pool-") if i["state"] == "running"], 30)
+        if ok:
+            k.tool("finish", str(ok[0]["id"]), "1")
+            wait_until(lambda: ok[0]["id"] in [i["id"] for i in k.instances("al-pool-")
+                                               if i["state"] == "success"], 30)
+    check(pool_states() == ["success", "success"], f"pool: both runs ended ({pool_states()})")
 
     # --- an executor lost
     k.start_executor("exec-gone", 2, 100, labels={"gone": "yes"})
