@@ -160,6 +160,13 @@ class Tasks(unittest.TestCase):
         r = P.http("POST", "/api/v1/tasks", bad, token=TOK["ann"])
         self.assertEqual(r.status, 400, r)
         self.assertIn("bogus", r.json()["error"]["field"])
+        # deadlines: a clock time out of range, start_by after finish_by
+        for dl, field in (({"finish_by": "24:00"}, "spec.deadlines.finish_by"),
+                          ({"start_by": "3h", "finish_by": "2h"}, "spec.deadlines.start_by")):
+            bad = shell_task("etl.bad", "etl", deadlines=dl)
+            r = P.http("POST", "/api/v1/tasks", bad, token=TOK["ann"])
+            self.assertEqual(r.status, 400, r)
+            self.assertEqual(r.json()["error"]["field"], field)
         r = P.http("GET", "/api/v1/tasks?q=etl.bad&active=any", token=TOK["ann"])
         self.assertEqual(r.json()["items"], [])
 
