@@ -28,6 +28,8 @@ with ListAlerts:
 - pool_starved: a pool of one token held by a run the holding executor
   keeps, and a second instance asking for it: one pool_starved alert once
   it was denied for the rule's pool_starved_minutes (1), not before;
+- recovered: a run whose first attempt fails (the test fails it) and whose
+  retry succeeds raises one recovered alert;
 - executor_lost: an executor killed with SIGKILL (its ZooKeeper node goes
   with its session) raises one executor_lost alert naming it.
 
@@ -197,6 +199,24 @@ def run(k):
             wait_until(lambda: ok[0]["id"] in [i["id"] for i in k.instances("al-pool-")
                                                if i["state"] == "success"], 30)
     check(pool_states() == ["success", "success"], f"pool: both runs ended ({pool_states()})")
+
+    # --- a recovery: attempt 1 fails, attempt 2 succeeds
+    r_rec = int(k.tool("alert-rule", "al-rec-rule", "task", "al-rec-x", "recovered"))
+    check(k.wait_log("k2", r"alert rules read.* rules=7"), "k2 read the recovery rule")
+    rec = k.task("al-rec-x", retries={"max": 1, "delay": "100ms"}, labels={"hold": "yes"})
+    k.wait_indexed("al-rec-x")
+    (rec_id,) = k.create(rec, [t0])
+
+    def rec_at(attempt):
+        i = instance(k, "al-rec-", "al-rec-x")
+        return i.get("state") == "running" and i.get("attempt") == attempt
+    check(wait_until(lambda: rec_at(1), 30), "recovered: attempt 1 runs")
+    k.tool("fail", str(rec_id), "1")
+    check(wait_until(lambda: rec_at(2), 30), "recovered: attempt 2 runs after the retry")
+    k.tool("finish", str(rec_id), "2")
+    got = wait_until(lambda: alerts(k, r_rec), 30)
+    check(len(got or []) == 1 and got[0]["dedup_key"] == f"recovered:task:{rec}:{t0}",
+          f"recovered: one alert ({got})")
 
     # --- an executor lost
     k.start_executor("exec-gone", 2, 100, labels={"gone": "yes"})
