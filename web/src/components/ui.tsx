@@ -109,7 +109,8 @@ export function StateBadge({ state }: { state: State | null | undefined }) {
 }
 
 export function Spinner() {
-  return <span class="spinner" aria-label="loading" />;
+  // an image named "loading": a bare span may not carry a name (ARIA)
+  return <span class="spinner" role="img" aria-label="loading" />;
 }
 
 export function Loading({ what }: { what?: string }) {
