@@ -256,6 +256,15 @@ test('silence the rule from its row: the next failure is recorded as silenced an
   assert.equal(await card.locator('[data-delivery]').count(), 0, 'a silenced alert has no delivery');
   assert.equal(messages('failed').length, before, 'nothing more was sent');
   await shot(page, 'alerts-history-silenced');
+  // From the history: the alert's own rule, or its scope, prefilled.
+  await card.getByTestId('alert-silence').click();
+  const fromHistory = page.getByRole('dialog', { name: 'Silence alerts' });
+  await fromHistory.getByRole('radio', { name: /A scope/ }).check();
+  assert.equal(await fromHistory.getByLabel('Scope kind').inputValue(), 'task');
+  assert.equal(await fromHistory.getByRole('combobox', { name: 'Scope', exact: true }).inputValue(), TASK);
+  await checkA11y(page, 'silence dialog from the history');
+  await fromHistory.getByRole('button', { name: 'Cancel' }).click();
+  await fromHistory.waitFor({ state: 'detached', timeout: T });
 
   // End the silence; disable the rule with its switch (nothing left on).
   await page.goto('/app/alerts/silences');
