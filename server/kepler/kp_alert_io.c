@@ -176,6 +176,11 @@ static void *sender_main(void *arg)
         a->q_n--;
         pthread_mutex_unlock(&a->mu);
         for (int tries = 0; tries < RAISE_TRIES; tries++) {
+            pthread_mutex_lock(&a->mu);
+            int stop = a->stop;
+            pthread_mutex_unlock(&a->mu);
+            if (stop)
+                break; /* a clean stop: a standby kept the events and decides them */
             if (kp_elect_leader_epoch(s->el) != it->epoch)
                 break; /* decided by a leadership that is over: the next leader decides */
             ProtobufCMessage *out = NULL;

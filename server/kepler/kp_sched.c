@@ -1095,10 +1095,10 @@ orr_status kp_sched_run(const kp_sched_opts *o, volatile sig_atomic_t *stop, orr
     ORR_INFO("keplerd stopping", "id=%s dispatched=%" PRIu64, orr_log_q(o->id), s.dispatched_total);
     if (o->status)
         atomic_store(&o->status->running, 0);
+    kp__alert_stop(&s); /* its thread asks the election for the epoch: before it goes */
     kp_elect_stop(s.el);
     orr_watch_stop(s.watch);
     kp__why_stop(&s);
-    kp__alert_stop(&s);
     orr_rpc_client_destroy(s.cl);
     drop_state(&s);
     kp_index_destroy(s.ix);
