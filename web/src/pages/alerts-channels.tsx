@@ -57,8 +57,13 @@ function ChannelForm(props: { channel: AlertChannel | null; teams: string[]; onC
   const [secret, setSecret] = useState('');
   const [err, setErr] = useState<unknown>(null);
   const [busy, setBusy] = useState(false);
-  const set = <K extends keyof AlertChannelConfig>(k: K, v: AlertChannelConfig[K]) => setCfg((x) => ({ ...x, [k]: v }));
   const fe = (f: string) => (err instanceof ApiError && (err.field === f || err.field === `config.${f}` || err.field?.startsWith(`config.${f}[`)) ? err.message : null);
+  // a field's error goes once the field is changed
+  const clear = (f: string) => fe(f) && setErr(null);
+  const set = <K extends keyof AlertChannelConfig>(k: K, v: AlertChannelConfig[K]) => {
+    setCfg((x) => ({ ...x, [k]: v }));
+    clear(k);
+  };
   const save = async (e?: Event) => {
     e?.preventDefault();
     setErr(null);
@@ -119,7 +124,7 @@ function ChannelForm(props: { channel: AlertChannel | null; teams: string[]; onC
       <form onSubmit={save} noValidate data-testid="channel-form" class="alert-form">
         <div class="grid2">
           <Field label="Name" field="name" error={fe('name')}>
-            <input value={name} maxLength={128} onInput={(e) => setName(val(e))} class="mono" placeholder="oncall-webhook" />
+            <input value={name} maxLength={128} onInput={(e) => (setName(val(e)), clear('name'))} class="mono" placeholder="oncall-webhook" />
           </Field>
           <Field label="Team" field="team" error={fe('team')} hint="Who owns and may use the channel">
             {props.teams.length ? (
@@ -156,13 +161,13 @@ function ChannelForm(props: { channel: AlertChannel | null; teams: string[]; onC
               error={fe('secret')}
               hint={secretSet ? 'A secret is set; leave empty to keep it.' : 'The HMAC-SHA256 key of X-Orrery-Signature; stored encrypted, never shown again.'}
             >
-              <input type="password" autocomplete="new-password" value={secret} onInput={(e) => setSecret(val(e))} placeholder={secretSet ? 'set' : ''} />
+              <input type="password" autocomplete="new-password" value={secret} onInput={(e) => (setSecret(val(e)), clear('secret'))} placeholder={secretSet ? 'set' : ''} />
             </Field>
             <Field label="Timeout (seconds)" field="timeout_s" error={fe('timeout_s')}>
               <input type="number" min={1} max={60} value={cfg.timeout_s ?? 10} onInput={(e) => set('timeout_s', Number(val(e)))} />
             </Field>
             <Field label="Extra headers (optional)" field="headers" error={fe('headers')} hint='One a line, as "Name: value"' class="span2">
-              <textarea rows={2} class="mono" value={headers} onInput={(e) => setHeaders(val(e))} />
+              <textarea rows={2} class="mono" value={headers} onInput={(e) => (setHeaders(val(e)), clear('headers'))} />
             </Field>
           </div>
         )}
@@ -184,7 +189,7 @@ function ChannelForm(props: { channel: AlertChannel | null; teams: string[]; onC
               <input type="email" value={cfg.from ?? ''} onInput={(e) => set('from', val(e))} placeholder="orrery@example.com" />
             </Field>
             <Field label="To" field="to" error={fe('to')} hint="Addresses, separated by commas">
-              <input value={to} onInput={(e) => setTo(val(e))} placeholder="oncall@example.com, data-team@example.com" />
+              <input value={to} onInput={(e) => (setTo(val(e)), clear('to'))} placeholder="oncall@example.com, data-team@example.com" />
             </Field>
           </div>
         )}
