@@ -733,12 +733,14 @@ HL_UNARY(hl_api_test_alert_channel)
 /* ------------------------------------------------------------ rules */
 
 /* Check a rule's params: {"dirty_rows": N, "pool_starved_minutes": N,
- * "each_attempt": bool}; dirty_rows is required by the event dirty_rows.
+ * "unit_deadline_minutes": N, "each_attempt": bool}; dirty_rows is required
+ * by the event dirty_rows.
  * *canon gets the compact text. */
 static orr_status hl__rule_params(orr_arena *a, const hl_pb_rule *rq, const char **canon,
                                   orr_err *err)
 {
-    static const char *const keys[] = {"dirty_rows", "pool_starved_minutes", "each_attempt", NULL};
+    static const char *const keys[] = {"dirty_rows", "pool_starved_minutes",
+                                       "unit_deadline_minutes", "each_attempt", NULL};
     json_t *doc = NULL;
     orr_status s = hl__json_object(rq->params_json, "params", &doc, err);
     if (s != ORR_OK)
@@ -752,6 +754,8 @@ static orr_status hl__rule_params(orr_arena *a, const hl_pb_rule *rq, const char
         (s = orr_json_get_int(doc, "params", "dirty_rows", wants_dirty, 0, INT64_MAX / 2, &v,
                               err)) == ORR_OK &&
         (s = orr_json_get_int(doc, "params", "pool_starved_minutes", 0, 1, 10080, &v, err)) ==
+            ORR_OK &&
+        (s = orr_json_get_int(doc, "params", "unit_deadline_minutes", 0, 0, 10080, &v, err)) ==
             ORR_OK &&
         (s = orr_json_get_bool(doc, "params", "each_attempt", 0, &b, err)) == ORR_OK)
         *canon = hl__dump(a, doc);

@@ -205,6 +205,10 @@ class Alerts(unittest.TestCase):
         self.field(post(group_window_s=3601), 400, "group_window_s")
         self.field(post(severity="loud"), 400, "severity")
         self.field(post(params={"each_attempt": "yes"}), 400, "params.each_attempt")
+        self.field(post(params={"unit_deadline_minutes": 10081}), 400,
+                   "params.unit_deadline_minutes")
+        self.field(post(params={"unit_deadline_minutes": "1h"}), 400,
+                   "params.unit_deadline_minutes")
         self.field(post(events=["dirty_rows"]), 400, "params.dirty_rows")
         self.field(post(enabled="yes"), 400, "enabled")
         self.field(post(name="alr-defaults"), 409, "name")

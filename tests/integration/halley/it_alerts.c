@@ -301,6 +301,10 @@ static void test_rules(void)
     b.name = "bad";
     b.params_json = "{\"each_attempt\":\"yes\"}";
     put_rule(&b, ORR_EINVAL, "params.each_attempt");
+    b.params_json = "{\"unit_deadline_minutes\":-1}";
+    put_rule(&b, ORR_EINVAL, "params.unit_deadline_minutes");
+    b.params_json = "{\"unit_deadline_minutes\":\"1h\"}";
+    put_rule(&b, ORR_EINVAL, "params.unit_deadline_minutes");
     b = r;
     b.name = "bad";
     char *ev_dirty[] = {"dirty_rows"};
