@@ -110,6 +110,7 @@ orr_status kp_alert_rules_add(kp_alert_rules *rs, int64_t id, const char *name, 
         return orr_err_set(err, ORR_EINVAL, "scope_kind", "\"%.40s\" is not a scope kind",
                            scope_kind ? scope_kind : "");
     r.pool_starved_ms = 10 * 60000;
+    r.unit_deadline_ms = 60 * 60000;
     if (params_json && *params_json) {
         json_t *p = json_loads(params_json, 0, NULL);
         if (!json_is_object(p)) {
@@ -122,6 +123,9 @@ orr_status kp_alert_rules_add(kp_alert_rules *rs, int64_t id, const char *name, 
             r.dirty_rows = json_integer_value(v);
         if (json_is_number(v = json_object_get(p, "pool_starved_minutes")))
             r.pool_starved_ms = (int64_t)(json_number_value(v) * 60000.0);
+        if (json_is_number(v = json_object_get(p, "unit_deadline_minutes")) &&
+            json_number_value(v) >= 0)
+            r.unit_deadline_ms = (int64_t)(json_number_value(v) * 60000.0);
         json_decref(p);
     }
     for (size_t i = 0; i < n_events; i++) {
@@ -224,6 +228,48 @@ char *kp_alert_key(char *buf, size_t n, int ev, int scope_kind, const char *name
     else
         snprintf(buf, n, "%s:%s:%s:%" PRId64, en, kp_alert_scope_name(scope_kind), name, at_ms);
     return buf;
+}
+
+/* ------------------------------------------------------------ data units */
+
+char *kp_alert_unit_key(char *buf, size_t n, int ev, const char *stream, const char *business,
+                        const char *interface, int64_t bucket_ms)
+{
+    snprintf(buf, n, "%s:%s:%s:%s:%" PRId64, kp_alert_event_name(ev), stream ? stream : "",
+             business ? business : "", interface ? interface : "", bucket_ms);
+    return buf;
+}
+
+int kp_alert_unit_verdict(int exists, int64_t records, int64_t files, int reconciled)
+{
+    if (!exists || (records <= 0 && files <= 0))
+        return KP_AE_UNIT_LATE;
+    return reconciled ? -1 : KP_AE_UNIT_UNRECONCILED;
+}
+
+/* Floor division: the grid reaches before 1970 too. */
+static int64_t floor_div(int64_t a, int64_t b)
+{
+    int64_t q = a / b;
+    return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q;
+}
+
+size_t kp_alert_unit_window(int64_t size_s, int32_t tz_s, int64_t deadline_ms, int64_t now_ms,
+                            int64_t window_ms, int64_t *first_ms, int64_t *last_ms,
+                            int64_t *next_ms)
+{
+    int64_t size = size_s * 1000, off = (int64_t)tz_s * 1000;
+    /* the last bucket whose end + deadline <= now: start <= now - deadline - size */
+    int64_t last = floor_div(now_ms - deadline_ms - size + off, size) * size - off;
+    *next_ms = last + 2 * size + deadline_ms;
+    /* the first whose end + deadline > now - window */
+    int64_t lo = now_ms - window_ms - deadline_ms - size; /* start > lo */
+    int64_t first = (floor_div(lo + off, size) + 1) * size - off;
+    if (first > last)
+        return 0;
+    *first_ms = first;
+    *last_ms = last;
+    return (size_t)((last - first) / size + 1);
 }
 
 /* ------------------------------------------------------------ deadline heap */

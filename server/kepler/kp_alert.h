@@ -19,6 +19,7 @@
  *   deadlines                     <event>:<instance id>
  *   executor_lost                 executor_lost:<executor>:<since ms>
  *   pool_starved                  pool_starved:<pool>:<since ms>
+ *   data units                    <event>:<stream>:<business>:<interface>:<bucket ms>
  *
  * The deadline heap is a binary min-heap of (due ms, instance id, kind),
  * one entry per armed deadline; entries are never removed early: a popped
@@ -74,9 +75,11 @@ typedef struct kp_alert_rule {
     int scope_kind;  /* kp_alert_scope */
     uint32_t events; /* KP_AE_BIT set */
     /* params */
-    int each_attempt;        /* failed: also each attempt that will be retried */
-    int64_t dirty_rows;      /* dirty_rows threshold (0 = any above 0) */
-    int64_t pool_starved_ms; /* pool_starved after this long (default 10 min) */
+    int each_attempt;         /* failed: also each attempt that will be retried */
+    int64_t dirty_rows;       /* dirty_rows threshold (0 = any above 0) */
+    int64_t pool_starved_ms;  /* pool_starved after this long (default 10 min) */
+    int64_t unit_deadline_ms; /* unit_late / unit_unreconciled: after the bucket's end
+                                 (default 60 min) */
 } kp_alert_rule;
 
 /* What an event is about. Unused names are NULL. */
@@ -124,6 +127,28 @@ uint32_t kp_alert_classify(int from, int to, int attempt, int retry_left, int pr
  * for executor_lost and pool_starved when the condition began. Returns buf. */
 char *kp_alert_key(char *buf, size_t n, int ev, int scope_kind, const char *name, int64_t task_id,
                    int64_t at_ms, int64_t instance_id);
+
+/* ------------------------------------------------------------ data units */
+
+/* The dedup key of unit_late / unit_unreconciled of one data unit into buf
+ * (NUL-terminated, truncated to n). Returns buf. */
+char *kp_alert_unit_key(char *buf, size_t n, int ev, const char *stream, const char *business,
+                        const char *interface, int64_t bucket_ms);
+
+/* What a data unit whose deadline passed raises: KP_AE_UNIT_LATE when
+ * nothing was reported for it (no unit, or one with neither records nor
+ * files), KP_AE_UNIT_UNRECONCILED when it was reported and is not
+ * reconciled, -1 when it is reconciled. */
+int kp_alert_unit_verdict(int exists, int64_t records, int64_t files, int reconciled);
+
+/* The buckets (starts in ms, a grid of size_s seconds aligned at offset
+ * tz_s) whose deadline (bucket end + deadline_ms) passed within
+ * (now_ms - window_ms, now_ms]: the first and last start into *first_ms and
+ * *last_ms; returns how many (0: none, the outputs untouched). *next_ms
+ * gets the next deadline after now_ms (of the bucket after the last). */
+size_t kp_alert_unit_window(int64_t size_s, int32_t tz_s, int64_t deadline_ms, int64_t now_ms,
+                            int64_t window_ms, int64_t *first_ms, int64_t *last_ms,
+                            int64_t *next_ms);
 
 /* ------------------------------------------------------------ deadline heap */
 

@@ -23,7 +23,18 @@
  *     more dirty_rows than a rule's params.dirty_rows;
  *   - executors whose ZooKeeper node went away (kp__alert_exec_gone);
  *   - pools that denied tokens to queued work for longer than a rule's
- *     pool_starved_minutes (kp__alert_pool, checked every round).
+ *     pool_starved_minutes (kp__alert_pool, checked every round);
+ *   - data units of the streams a unit_late / unit_unreconciled rule
+ *     matches (units_check): at each instant a bucket's deadline (its end +
+ *     the rule's unit_deadline_minutes) passes, and at least every
+ *     UNIT_RECHECK_MS, the active streams (ListSortStreams) and the units of
+ *     the buckets whose deadline passed within UNIT_WINDOW_MS
+ *     (ListDataUnits) are read; every expected unit (the stream's business
+ *     with each declared interface, and every (business, interface) listed
+ *     in that time) from the stream's first listed bucket on is judged:
+ *     nothing reported raises unit_late, reported and not reconciled
+ *     unit_unreconciled. Each (rule, key) is raised once (the seen keys,
+ *     read back at a takeover like the deadlines').
  *
  * Rules are read with ListAlertRules (enabled ones) when leadership begins
  * and again after an alert_rule.* event; workflow membership (ListWorkflows)
@@ -59,16 +70,19 @@
 #include "orr_alloc.h"
 #include "orr_log.h"
 
-#define QUEUE_MAX      10000 /* raises waiting for the sender at most */
-#define RAISE_TRIES    3     /* RaiseAlert attempts of one raise */
-#define LOAD_RETRY_MS  10000 /* a failed rule/workflow/history read is retried after this */
-#define MATCH_MAX      64    /* rules one event raises at most */
-#define POOL_IDLE_MS   5000  /* a pool not denied for this long has no starved work */
-#define SEEN_WINDOW_MS (8LL * 86400 * 1000) /* deadline alerts read back at a takeover */
-#define RING_MAX       4096                 /* events a standby keeps for a takeover */
-#define REPLAY_MS      60000                /* ... from this far back */
-#define ARM_START      1
-#define ARM_FINISH     2
+#define QUEUE_MAX       10000 /* raises waiting for the sender at most */
+#define RAISE_TRIES     3     /* RaiseAlert attempts of one raise */
+#define LOAD_RETRY_MS   10000 /* a failed rule/workflow/history read is retried after this */
+#define MATCH_MAX       64    /* rules one event raises at most */
+#define POOL_IDLE_MS    5000  /* a pool not denied for this long has no starved work */
+#define SEEN_WINDOW_MS  (8LL * 86400 * 1000) /* deadline alerts read back at a takeover */
+#define RING_MAX        4096                 /* events a standby keeps for a takeover */
+#define REPLAY_MS       60000                /* ... from this far back */
+#define UNIT_WINDOW_MS  (86400LL * 1000)     /* unit deadlines looked at: those of the last day */
+#define UNIT_RECHECK_MS (15LL * 60000)       /* new streams and units are seen within this */
+#define UNIT_PAIRS_MAX  256                  /* (business, interface) pairs of one stream */
+#define ARM_START       1
+#define ARM_FINISH      2
 
 typedef struct raise_item {
     uint64_t epoch;
@@ -106,6 +120,7 @@ struct kp_alerter {
     kp_map *replay_last;
     pool_state *pools;
     size_t n_pools, cap_pools;
+    int64_t units_next_ms; /* the next data-unit check (0: at once) */
     /* the sender */
     pthread_t th;
     int th_started;
@@ -314,6 +329,7 @@ void kp__alert_drop(kp_sched *s)
     memset(&a->failed, 0, sizeof a->failed);
     kp_dl_clear(&a->heap);
     a->n_pools = 0;
+    a->units_next_ms = 0;
     a->loaded = 0;
     a->retry_at_ms = 0;
     /* queued raises of the old epoch are skipped by the sender */
@@ -376,6 +392,7 @@ static orr_status load_rules(kp_sched *s)
     ORR_INFO("alert rules read", "rules=%zu", kp_alert_rules_count(s->al->rules));
     protobuf_c_message_free_unpacked(out, NULL);
     s->al->rules_dirty = 0;
+    s->al->units_next_ms = 0; /* the data units are judged under the new rules */
     return ORR_OK;
 }
 
@@ -417,8 +434,9 @@ static orr_status load_workflows(kp_sched *s)
 /* The deadline alerts raised within SEEN_WINDOW_MS: not raised again. */
 static orr_status load_seen(kp_sched *s, int64_t now)
 {
-    static const char *const events[] = {"deadline_start", "deadline_finish"};
-    for (size_t e = 0; e < 2; e++) {
+    static const char *const events[] = {"deadline_start", "deadline_finish", "unit_late",
+                                         "unit_unreconciled"};
+    for (size_t e = 0; e < 4; e++) {
         char token[256] = "";
         for (;;) {
             Orrery__Halley__V1__ListAlertsRequest rq =
@@ -581,6 +599,10 @@ void kp__alert_event(kp_sched *s, const kp_ev *e)
     }
     if (e->kind == EV_WORKFLOW) {
         a->wf_dirty = 1;
+        return;
+    }
+    if (e->kind == EV_STREAM) { /* a new or changed stream: its units are looked at */
+        a->units_next_ms = 0;
         return;
     }
     if (!a->loaded && !a->replay_last) { /* no rules yet: evaluated once read (replay) */
@@ -813,6 +835,248 @@ static void pools_check(kp_sched *s, int64_t now)
     }
 }
 
+/* ------------------------------------------------------------ data units */
+
+typedef struct unit_pair {
+    char *business, *interface;
+} unit_pair;
+
+typedef struct unit_set {
+    kp_map units; /* key2(hash(business \x1f interface), bucket ms) -> 1 + bits */
+    unit_pair pairs[UNIT_PAIRS_MAX];
+    size_t n_pairs;
+    int64_t first_ms; /* the earliest bucket listed (INT64_MAX: none) */
+} unit_set;
+
+#define UNIT_REPORTED   2 /* records or files */
+#define UNIT_RECONCILED 4
+
+static int64_t pair_hash(const char *business, const char *interface)
+{
+    char buf[2 * KP_NAME_MAX + 2];
+    snprintf(buf, sizeof buf, "%s\x1f%s", business, interface);
+    return hash_str(buf);
+}
+
+static void pair_add(unit_set *u, const char *business, const char *interface)
+{
+    if (!business || !*business || !interface || !*interface)
+        return;
+    for (size_t i = 0; i < u->n_pairs; i++)
+        if (strcmp(u->pairs[i].business, business) == 0 &&
+            strcmp(u->pairs[i].interface, interface) == 0)
+            return;
+    if (u->n_pairs == UNIT_PAIRS_MAX)
+        return;
+    u->pairs[u->n_pairs].business = orr_xstrdup(business);
+    u->pairs[u->n_pairs].interface = orr_xstrdup(interface);
+    u->n_pairs++;
+}
+
+static void unit_set_free(unit_set *u)
+{
+    for (size_t i = 0; i < u->n_pairs; i++) {
+        free(u->pairs[i].business);
+        free(u->pairs[i].interface);
+    }
+    kp_map_free(&u->units);
+}
+
+/* The units of stream in [from_ms, to_ms) into u. */
+static orr_status units_list(kp_sched *s, const char *stream, int64_t from_ms, int64_t to_ms,
+                             unit_set *u)
+{
+    char token[256] = "";
+    for (;;) {
+        Orrery__Halley__V1__ListDataUnitsRequest rq =
+            ORRERY__HALLEY__V1__LIST_DATA_UNITS_REQUEST__INIT;
+        rq.stream = (char *)stream;
+        rq.from_ms = from_ms;
+        rq.to_ms = to_ms;
+        rq.page_size = 5000;
+        rq.page_token = token;
+        ProtobufCMessage *out = NULL;
+        orr_err err;
+        orr_status rc =
+            orr_rpc_call_unary(s->cl, "ListDataUnits", &rq.base, &out, RPC_TIMEOUT_MS, &err);
+        if (rc != ORR_OK) {
+            char buf[600];
+            ORR_WARN("data units not read for alerts", "stream=%s error=%s", orr_log_q(stream),
+                     orr_log_q(orr_err_str(&err, buf, sizeof buf)));
+            return rc;
+        }
+        Orrery__Halley__V1__ListDataUnitsResponse *r = (void *)out;
+        for (size_t i = 0; i < r->n_units; i++) {
+            const Orrery__Halley__V1__DataUnit *x = r->units[i];
+            pair_add(u, x->business, x->interface);
+            intptr_t bits = 1;
+            if (kp_alert_unit_verdict(1, x->records, x->files, 1) != KP_AE_UNIT_LATE)
+                bits |= UNIT_REPORTED;
+            if (x->reconciled)
+                bits |= UNIT_RECONCILED;
+            kp_map_put(&u->units, kp_map_key2(pair_hash(x->business, x->interface), x->bucket_ms),
+                       (void *)bits);
+            if (x->bucket_ms < u->first_ms)
+                u->first_ms = x->bucket_ms;
+        }
+        int more = r->next_page_token && *r->next_page_token && r->n_units > 0;
+        if (more)
+            snprintf(token, sizeof token, "%s", r->next_page_token);
+        protobuf_c_message_free_unpacked(out, NULL);
+        if (!more)
+            return ORR_OK;
+    }
+}
+
+/* The declared pairs of a stream's spec: its business with "interfaces"
+ * and "interface"."const". */
+static void units_declared(const char *spec_json, unit_set *u)
+{
+    json_t *spec = json_loads(spec_json ? spec_json : "", 0, NULL);
+    const char *business = json_string_value(json_object_get(spec, "business"));
+    json_t *v;
+    size_t i;
+    json_array_foreach(json_object_get(spec, "interfaces"), i, v)
+        pair_add(u, business, json_string_value(v));
+    pair_add(u, business,
+             json_string_value(json_object_get(json_object_get(spec, "interface"), "const")));
+    json_decref(spec);
+}
+
+/* Judge the units of one stream for the rules m[0..n). Returns the raises
+ * queued; *next_ms is lowered to the rules' next bucket deadline. */
+static size_t units_stream(kp_sched *s, const Orrery__Halley__V1__SortStream *st,
+                           const kp_alert_rule *const *m, size_t n, int64_t now, int64_t *next_ms)
+{
+    kp_alerter *a = s->al;
+    kp_du_grid g;
+    orr_err err;
+    if (kp_du_grid_parse(st->spec_json, &g, &err) != ORR_OK) {
+        ORR_WARN("stream skipped for unit alerts", "stream=%s field=%s error=%s",
+                 orr_log_q(st->name), orr_log_q(err.field), orr_log_q(err.msg));
+        return 0;
+    }
+    int64_t size = g.size_s * 1000, from = INT64_MAX, to = INT64_MIN;
+    int64_t first[MATCH_MAX], last[MATCH_MAX];
+    size_t cnt[MATCH_MAX];
+    for (size_t i = 0; i < n; i++) {
+        int64_t nx;
+        cnt[i] = kp_alert_unit_window(g.size_s, g.tz_s, m[i]->unit_deadline_ms, now, UNIT_WINDOW_MS,
+                                      &first[i], &last[i], &nx);
+        if (nx < *next_ms)
+            *next_ms = nx;
+        if (!cnt[i])
+            continue;
+        if (first[i] < from)
+            from = first[i];
+        if (last[i] + size > to)
+            to = last[i] + size;
+    }
+    if (from == INT64_MAX)
+        return 0;
+    unit_set u;
+    memset(&u, 0, sizeof u);
+    u.first_ms = INT64_MAX;
+    size_t queued = 0;
+    if (units_list(s, st->name, from, to, &u) != ORR_OK) {
+        *next_ms = now + LOAD_RETRY_MS;
+        goto done;
+    }
+    units_declared(st->spec_json, &u);
+    for (size_t i = 0; i < n; i++) {
+        if (!cnt[i])
+            continue;
+        /* from the stream's first listed bucket on: nothing is late before it began */
+        int64_t b0 = first[i] > u.first_ms ? first[i] : u.first_ms;
+        for (int64_t b = b0; b <= last[i]; b += size) {
+            for (size_t p = 0; p < u.n_pairs; p++) {
+                const unit_pair *up = &u.pairs[p];
+                intptr_t bits = (intptr_t)kp_map_get(
+                    &u.units, kp_map_key2(pair_hash(up->business, up->interface), b));
+                int ev = kp_alert_unit_verdict(bits != 0, (bits & UNIT_REPORTED) ? 1 : 0, 0,
+                                               (bits & UNIT_RECONCILED) != 0);
+                if (ev < 0 || !(m[i]->events & KP_AE_BIT(ev)))
+                    continue;
+                char key[512];
+                kp_alert_unit_key(key, sizeof key, ev, st->name, up->business, up->interface, b);
+                int64_t k = seen_key(m[i]->id, key);
+                if (kp_map_get(&a->seen, k))
+                    continue;
+                kp_map_put(&a->seen, k, (void *)1);
+                char when[40], by[40], summary[512];
+                fmt_time(b, when, sizeof when);
+                fmt_time(b + size + m[i]->unit_deadline_ms, by, sizeof by);
+                snprintf(summary, sizeof summary, "stream %s: unit %s/%s of %s %s by %s", st->name,
+                         up->business, up->interface, when,
+                         ev == KP_AE_UNIT_LATE ? "not reported" : "not reconciled", by);
+                json_t *d = json_pack("{s:s, s:s, s:s, s:s, s:I, s:s, s:b, s:b}", "stream",
+                                      st->name, "business", up->business, "interface",
+                                      up->interface, "bucket", when, "bucket_ms", (json_int_t)b,
+                                      "deadline", by, "reported", (bits & UNIT_REPORTED) != 0,
+                                      "reconciled", (bits & UNIT_RECONCILED) != 0);
+                enqueue(s, m[i], ev, key, st->name, 0, 0, summary, d, now);
+                json_decref(d);
+                queued++;
+            }
+        }
+    }
+done:
+    unit_set_free(&u);
+    return queued;
+}
+
+/* Every active stream a unit rule matches, when a deadline came. */
+static void units_check(kp_sched *s, int64_t now)
+{
+    kp_alerter *a = s->al;
+    uint32_t want = KP_AE_BIT(KP_AE_UNIT_LATE) | KP_AE_BIT(KP_AE_UNIT_UNRECONCILED);
+    if (!(kp_alert_rules_events(a->rules) & want)) {
+        a->units_next_ms = INT64_MAX;
+        return;
+    }
+    if (now < a->units_next_ms)
+        return;
+    Orrery__Halley__V1__ListSortStreamsRequest rq =
+        ORRERY__HALLEY__V1__LIST_SORT_STREAMS_REQUEST__INIT;
+    rq.active_only = 1;
+    ProtobufCMessage *out = NULL;
+    orr_err err;
+    if (orr_rpc_call_unary(s->cl, "ListSortStreams", &rq.base, &out, RPC_TIMEOUT_MS, &err) !=
+        ORR_OK) {
+        char buf[600];
+        ORR_WARN("streams not read for unit alerts", "error=%s",
+                 orr_log_q(orr_err_str(&err, buf, sizeof buf)));
+        a->units_next_ms = now + LOAD_RETRY_MS;
+        return;
+    }
+    Orrery__Halley__V1__ListSortStreamsResponse *r = (void *)out;
+    int64_t next = now + UNIT_RECHECK_MS;
+    size_t streams = 0, queued = 0;
+    for (size_t i = 0; i < r->n_streams; i++) {
+        kp_alert_subject sub = {.stream = r->streams[i]->name};
+        const kp_alert_rule *m[MATCH_MAX], *x[MATCH_MAX];
+        size_t n = kp_alert_match(a->rules, KP_AE_UNIT_LATE, &sub, m, MATCH_MAX);
+        size_t nx = kp_alert_match(a->rules, KP_AE_UNIT_UNRECONCILED, &sub, x, MATCH_MAX);
+        n = n > MATCH_MAX ? MATCH_MAX : n;
+        nx = nx > MATCH_MAX ? MATCH_MAX : nx;
+        for (size_t j = 0; j < nx && n < MATCH_MAX; j++) { /* the union: each rule once */
+            size_t k = 0;
+            while (k < n && m[k] != x[j])
+                k++;
+            if (k == n)
+                m[n++] = x[j];
+        }
+        if (!n)
+            continue;
+        streams++;
+        queued += units_stream(s, r->streams[i], m, n, now, &next);
+    }
+    protobuf_c_message_free_unpacked(out, NULL);
+    a->units_next_ms = next > now ? next : now + 1000;
+    ORR_INFO("data units checked for alerts", "streams=%zu raised=%zu next_in_ms=%" PRId64, streams,
+             queued, a->units_next_ms - now);
+}
+
 /* ------------------------------------------------------------ takeover */
 
 void kp__alert_standby(kp_sched *s, const kp_ev *evs, size_t n)
@@ -936,9 +1200,16 @@ void kp__alert_round(kp_sched *s, int64_t now)
     while (kp_dl_pop_due(&a->heap, now, &d))
         deadline_due(s, &d, now);
     pools_check(s, now);
+    units_check(s, now);
 }
 
 int64_t kp__alert_next_ms(const kp_sched *s)
 {
-    return s->al ? kp_dl_next(&s->al->heap) : INT64_MAX;
+    if (!s->al)
+        return INT64_MAX;
+    int64_t next = kp_dl_next(&s->al->heap);
+    if (s->al->loaded && (kp_alert_rules_events(s->al->rules) &
+                          (KP_AE_BIT(KP_AE_UNIT_LATE) | KP_AE_BIT(KP_AE_UNIT_UNRECONCILED))))
+        next = s->al->units_next_ms < next ? s->al->units_next_ms : next;
+    return next;
 }

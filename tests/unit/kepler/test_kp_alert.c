@@ -2,7 +2,8 @@
  * test_kp_alert.c - keplerd's alert evaluation without I/O: rule matching
  * by scope (task, workflow, team, executor, "*") and event, params, what a
  * transition means (a final failure, a retry, a timeout, a kill, a
- * recovery), the dedup keys and the deadline heap's order.
+ * recovery), the dedup keys, the deadline heap's order, and the data-unit
+ * deadlines (which buckets are due, what a unit's state raises).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -91,6 +92,71 @@ static void test_rule_refusals(void **state)
     assert_int_equal(out[0]->dirty_rows, 50);
     assert_string_equal(out[0]->severity, "warning");
     kp_alert_rules_destroy(rs);
+}
+
+static void test_units(void **state)
+{
+    (void)state;
+    /* stream rules: by name or "*", their deadline param (60 min by default) */
+    kp_alert_rules *rs = kp_alert_rules_create();
+    add(rs, 1, "stream", "clicks", "unit_late", "unit_unreconciled",
+        "{\"unit_deadline_minutes\":0}");
+    add(rs, 2, "stream", "*", "unit_unreconciled", NULL, NULL);
+    add(rs, 3, "task", "*", "unit_late", NULL, NULL);
+    const kp_alert_rule *out[4];
+    kp_alert_subject clicks = {.stream = "clicks"}, views = {.stream = "views"};
+    assert_int_equal(kp_alert_match(rs, KP_AE_UNIT_LATE, &clicks, out, 4), 1);
+    assert_int_equal(out[0]->id, 1);
+    assert_int_equal(out[0]->unit_deadline_ms, 0);
+    assert_int_equal(kp_alert_match(rs, KP_AE_UNIT_UNRECONCILED, &clicks, out, 4), 2);
+    assert_int_equal(kp_alert_match(rs, KP_AE_UNIT_LATE, &views, out, 4), 0);
+    assert_int_equal(kp_alert_match(rs, KP_AE_UNIT_UNRECONCILED, &views, out, 4), 1);
+    assert_int_equal(out[0]->unit_deadline_ms, 3600000);
+    kp_alert_rules_destroy(rs);
+
+    /* what a unit raises once its deadline passed */
+    assert_int_equal(kp_alert_unit_verdict(0, 0, 0, 0), KP_AE_UNIT_LATE);
+    assert_int_equal(kp_alert_unit_verdict(1, 0, 0, 1), KP_AE_UNIT_LATE); /* empty */
+    assert_int_equal(kp_alert_unit_verdict(1, 10, 0, 0), KP_AE_UNIT_UNRECONCILED);
+    assert_int_equal(kp_alert_unit_verdict(1, 0, 1, 0), KP_AE_UNIT_UNRECONCILED);
+    assert_int_equal(kp_alert_unit_verdict(1, 10, 1, 1), -1);
+
+    char b[160];
+    assert_string_equal(
+        kp_alert_unit_key(b, sizeof b, KP_AE_UNIT_LATE, "clicks", "b1", "login", 900000),
+        "unit_late:clicks:b1:login:900000");
+    assert_string_equal(
+        kp_alert_unit_key(b, sizeof b, KP_AE_UNIT_UNRECONCILED, "clicks", "b1", "pay", 0),
+        "unit_unreconciled:clicks:b1:pay:0");
+
+    /* 15-minute buckets, deadline 10 min, now 10:32 (ms from midnight):
+     * the 10:00 bucket ends 10:15, due 10:25: the last due; 10:15's is 10:40 */
+    const int64_t M = 60000, day = 86400000, base = 100 * day;
+    int64_t first = -1, last = -1, next = -1;
+    size_t n = kp_alert_unit_window(900, 0, 10 * M, base + 632 * M, day, &first, &last, &next);
+    assert_int_equal(last, base + 600 * M);
+    assert_int_equal(next, base + 640 * M);
+    /* a day of deadlines: 96 buckets, the first due after now - 1 day */
+    assert_int_equal(n, 96);
+    assert_int_equal(first, last - 95 * 15 * M);
+    assert_true(first + 15 * M + 10 * M > base + 632 * M - day);
+    assert_true(first + 10 * M <= base + 632 * M - day);
+    /* exactly at a deadline: that bucket is due */
+    n = kp_alert_unit_window(900, 0, 10 * M, base + 640 * M, day, &first, &last, &next);
+    assert_int_equal(last, base + 615 * M);
+    assert_int_equal(next, base + 655 * M);
+    /* a zone 5:30 east: hour buckets start at hh:30 UTC */
+    n = kp_alert_unit_window(3600, 19800, 0, base + 632 * M, 2 * 3600000, &first, &last, &next);
+    assert_int_equal(last, base + 570 * M); /* 09:30-10:30, due 10:30 */
+    assert_int_equal(first, base + 510 * M);
+    assert_int_equal(n, 2);
+    assert_int_equal(next, base + 630 * M + 60 * M);
+    /* a window shorter than the time since the last deadline: none */
+    first = last = -1;
+    assert_int_equal(
+        kp_alert_unit_window(86400, 0, 0, base + 632 * M, 60 * M, &first, &last, &next), 0);
+    assert_int_equal(first, -1);
+    assert_int_equal(next, base + day);
 }
 
 static void test_classify(void **state)
@@ -198,6 +264,7 @@ int main(void)
         cmocka_unit_test(test_match_scopes), cmocka_unit_test(test_rule_refusals),
         cmocka_unit_test(test_classify),     cmocka_unit_test(test_keys),
         cmocka_unit_test(test_heap),         cmocka_unit_test(test_spec_deadlines),
+        cmocka_unit_test(test_units),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
