@@ -556,6 +556,18 @@ static orr_status hl__channel_config(orr_arena *a, const char *kind, json_t *con
     return ORR_OK;
 }
 
+/* The end of a change: its audit record and its event, then the commit. */
+static orr_status hl__record_commit(hl_conn *c, orr_arena *a, const char *actor, const char *action,
+                                    const char *object, const char *kind, const char *payload,
+                                    orr_err *err)
+{
+    orr_status s;
+    if ((s = hl_audit(c, a, actor, action, object, payload, err)) == ORR_OK &&
+        (s = hl_emit(c, a, kind, 0, 0, NULL, payload, NULL, err)) == ORR_OK)
+        s = hl_db_commit(c, err);
+    return s;
+}
+
 /* Run the change statement st with p on a pooled connection in one
  * transaction with its audit record and event; *r gets the result. */
 static orr_status hl__change(hl_ctx *hc, orr_arena *a, hl_stmt *st, int n, const char *const *p,
@@ -571,9 +583,8 @@ static orr_status hl__change(hl_ctx *hc, orr_arena *a, hl_stmt *st, int n, const
         (s = hl_db_query(c, a, st, n, p, r, err)) == ORR_OK) {
         if (PQntuples(*r) == 0)
             s = orr_err_set(err, ORR_ENOTFOUND, "id", "no such %s", object);
-        else if ((s = hl_audit(c, a, actor, action, object, payload, err)) == ORR_OK &&
-                 (s = hl_emit(c, a, kind, 0, 0, NULL, payload, NULL, err)) == ORR_OK)
-            s = hl_db_commit(c, err);
+        else
+            s = hl__record_commit(c, a, actor, action, object, kind, payload, err);
     }
     hl_db_put(hc->db, c);
     return s;
@@ -680,12 +691,9 @@ HL_UNARY(hl_api_delete_alert_channel)
             else {
                 const char *pl =
                     orr_arena_sprintf(a, "{\"id\":%lld,\"deleted\":true}", (long long)rq->id);
-                if ((s = hl_audit(c, a, rq->actor, "alert_channel.delete",
-                                  orr_arena_sprintf(a, "alert_channel:%s", hl_val(r, 0, 0)), pl,
-                                  err)) == ORR_OK &&
-                    (s = hl_emit(c, a, "alert_channel.changed", 0, 0, NULL, pl, NULL, err)) ==
-                        ORR_OK)
-                    s = hl_db_commit(c, err);
+                s = hl__record_commit(c, a, rq->actor, "alert_channel.delete",
+                                      orr_arena_sprintf(a, "alert_channel:%s", hl_val(r, 0, 0)),
+                                      "alert_channel.changed", pl, err);
             }
         }
     }
@@ -872,11 +880,9 @@ HL_UNARY(hl_api_put_alert_rule)
     if (s == ORR_OK) {
         payload =
             orr_arena_sprintf(a, "{\"id\":%s,\"name\":%s}", hl_val(r, 0, 0), hl_jstr(a, rq->name));
-        if ((s = hl_audit(c, a, rq->actor, rq->id ? "alert_rule.update" : "alert_rule.create",
-                          orr_arena_sprintf(a, "alert_rule:%s", rq->name), payload, err)) ==
-                ORR_OK &&
-            (s = hl_emit(c, a, "alert_rule.changed", 0, 0, NULL, payload, NULL, err)) == ORR_OK)
-            s = hl_db_commit(c, err);
+        s = hl__record_commit(c, a, rq->actor, rq->id ? "alert_rule.update" : "alert_rule.create",
+                              orr_arena_sprintf(a, "alert_rule:%s", rq->name), "alert_rule.changed",
+                              payload, err);
     }
     hl_db_put(hc->db, c);
     if (s != ORR_OK)
@@ -998,11 +1004,9 @@ HL_UNARY(hl_api_put_alert_silence)
     if (s == ORR_OK) {
         const char *pl = orr_arena_sprintf(a, "{\"id\":%s,\"rule_id\":%lld}", hl_val(r, 0, 0),
                                            (long long)rq->rule_id);
-        if ((s = hl_audit(c, a, rq->actor, "alert_silence.create",
-                          orr_arena_sprintf(a, "alert_silence:%s", hl_val(r, 0, 0)), pl, err)) ==
-                ORR_OK &&
-            (s = hl_emit(c, a, "alert_silence.changed", 0, 0, NULL, pl, NULL, err)) == ORR_OK)
-            s = hl_db_commit(c, err);
+        s = hl__record_commit(c, a, rq->actor, "alert_silence.create",
+                              orr_arena_sprintf(a, "alert_silence:%s", hl_val(r, 0, 0)),
+                              "alert_silence.changed", pl, err);
     }
     hl_db_put(hc->db, c);
     if (s != ORR_OK)
