@@ -11,7 +11,7 @@
 // Every page passes the accessibility check, at desktop width and at
 // 390 px, where it fits without scrolling sideways.
 //
-// The names are this file's own (alertsui_*, with the pid). A failure is
+// The names are this file's own (alerts_*, with the pid). A failure is
 // made by construction (the command `false`), and "nothing sent" is read
 // after the silenced alert is in the history: the sender would have sent it
 // before the history showed it as silenced otherwise.
@@ -25,10 +25,10 @@ import { ADMIN, RUN_T, SHOTS, T, VIEWER, api, checkA11y, login, open, shot, unti
 useBrowser();
 
 const SFX = `${process.pid}`;
-const TASK = `alertsui_fail_${SFX}`;
-const CHANNEL = `alertsui_hook_${SFX}`;
-const RULE = `alertsui_rule_${SFX}`;
-const SECRET = `alertsui-secret-${SFX}`;
+const TASK = `alerts_fail_${SFX}`;
+const CHANNEL = `alerts_hook_${SFX}`;
+const RULE = `alerts_rule_${SFX}`;
+const SECRET = `alerts-secret-${SFX}`;
 const made = {};
 
 // The webhook receiver: every request kept with its headers and body.
@@ -83,7 +83,7 @@ test("the designer's deadlines: their own section, a wrong value said at the fie
   const page = await open(t);
   await login(page, ADMIN);
   const r = await api(page, 'POST', '/tasks', {
-    name: `alertsui_deadline_${SFX}`,
+    name: `alerts_deadline_${SFX}`,
     team: 'analytics',
     type: 'shell',
     timezone: 'Europe/Paris',
