@@ -431,41 +431,55 @@ static orr_status load_workflows(kp_sched *s)
     return ORR_OK;
 }
 
+/* Every alert of halleyd's history since since_ms (of one event, or of all
+ * when event is NULL), page by page, handed to fn. */
+static orr_status list_alerts(kp_sched *s, const char *event, int64_t since_ms,
+                              void (*fn)(void *ctx, const Orrery__Halley__V1__Alert *al), void *ctx)
+{
+    char token[256] = "";
+    for (;;) {
+        Orrery__Halley__V1__ListAlertsRequest rq = ORRERY__HALLEY__V1__LIST_ALERTS_REQUEST__INIT;
+        if (event)
+            rq.event = (char *)event;
+        rq.since_ms = since_ms;
+        rq.page_size = 500;
+        rq.page_token = token;
+        ProtobufCMessage *out = NULL;
+        orr_err err;
+        orr_status rc =
+            orr_rpc_call_unary(s->cl, "ListAlerts", &rq.base, &out, RPC_TIMEOUT_MS, &err);
+        if (rc != ORR_OK) {
+            char buf[600];
+            ORR_WARN("alert history not read", "error=%s",
+                     orr_log_q(orr_err_str(&err, buf, sizeof buf)));
+            return rc;
+        }
+        Orrery__Halley__V1__ListAlertsResponse *r = (void *)out;
+        for (size_t i = 0; i < r->n_alerts; i++)
+            fn(ctx, r->alerts[i]);
+        int more = r->next_page_token && *r->next_page_token && r->n_alerts > 0;
+        if (more)
+            snprintf(token, sizeof token, "%s", r->next_page_token);
+        protobuf_c_message_free_unpacked(out, NULL);
+        if (!more)
+            return ORR_OK;
+    }
+}
+
+static void mark_seen(void *ctx, const Orrery__Halley__V1__Alert *al)
+{
+    kp_map_put(ctx, seen_key(al->rule_id, al->dedup_key), (void *)1);
+}
+
 /* The deadline alerts raised within SEEN_WINDOW_MS: not raised again. */
 static orr_status load_seen(kp_sched *s, int64_t now)
 {
     static const char *const events[] = {"deadline_start", "deadline_finish", "unit_late",
                                          "unit_unreconciled"};
     for (size_t e = 0; e < 4; e++) {
-        char token[256] = "";
-        for (;;) {
-            Orrery__Halley__V1__ListAlertsRequest rq =
-                ORRERY__HALLEY__V1__LIST_ALERTS_REQUEST__INIT;
-            rq.event = (char *)events[e];
-            rq.since_ms = now - SEEN_WINDOW_MS;
-            rq.page_size = 500;
-            rq.page_token = token;
-            ProtobufCMessage *out = NULL;
-            orr_err err;
-            orr_status rc =
-                orr_rpc_call_unary(s->cl, "ListAlerts", &rq.base, &out, RPC_TIMEOUT_MS, &err);
-            if (rc != ORR_OK) {
-                char buf[600];
-                ORR_WARN("alert history not read", "error=%s",
-                         orr_log_q(orr_err_str(&err, buf, sizeof buf)));
-                return rc;
-            }
-            Orrery__Halley__V1__ListAlertsResponse *r = (void *)out;
-            for (size_t i = 0; i < r->n_alerts; i++)
-                kp_map_put(&s->al->seen, seen_key(r->alerts[i]->rule_id, r->alerts[i]->dedup_key),
-                           (void *)1);
-            int more = r->next_page_token && *r->next_page_token && r->n_alerts > 0;
-            if (more)
-                snprintf(token, sizeof token, "%s", r->next_page_token);
-            protobuf_c_message_free_unpacked(out, NULL);
-            if (!more)
-                break;
-        }
+        orr_status rc = list_alerts(s, events[e], now - SEEN_WINDOW_MS, mark_seen, &s->al->seen);
+        if (rc != ORR_OK)
+            return rc;
     }
     ORR_INFO("alert history read", "deadline_alerts=%zu", s->al->seen.len);
     return ORR_OK;
@@ -1101,39 +1115,17 @@ void kp__alert_standby(kp_sched *s, const kp_ev *evs, size_t n)
     }
 }
 
+static void keep_last(void *ctx, const Orrery__Halley__V1__Alert *al)
+{
+    int64_t k = seen_key(al->rule_id, al->dedup_key);
+    if (al->last_at_ms > (intptr_t)kp_map_get(ctx, k))
+        kp_map_put(ctx, k, (void *)(intptr_t)al->last_at_ms);
+}
+
 /* The alerts counted since from_ms: (rule, key) -> last_at_ms into m. */
 static orr_status load_last(kp_sched *s, int64_t from_ms, kp_map *m)
 {
-    char token[256] = "";
-    for (;;) {
-        Orrery__Halley__V1__ListAlertsRequest rq = ORRERY__HALLEY__V1__LIST_ALERTS_REQUEST__INIT;
-        rq.since_ms = from_ms;
-        rq.page_size = 500;
-        rq.page_token = token;
-        ProtobufCMessage *out = NULL;
-        orr_err err;
-        orr_status rc =
-            orr_rpc_call_unary(s->cl, "ListAlerts", &rq.base, &out, RPC_TIMEOUT_MS, &err);
-        if (rc != ORR_OK) {
-            char buf[600];
-            ORR_WARN("alert history not read", "error=%s",
-                     orr_log_q(orr_err_str(&err, buf, sizeof buf)));
-            return rc;
-        }
-        Orrery__Halley__V1__ListAlertsResponse *r = (void *)out;
-        for (size_t i = 0; i < r->n_alerts; i++) {
-            int64_t k = seen_key(r->alerts[i]->rule_id, r->alerts[i]->dedup_key);
-            intptr_t was = (intptr_t)kp_map_get(m, k);
-            if (r->alerts[i]->last_at_ms > was)
-                kp_map_put(m, k, (void *)(intptr_t)r->alerts[i]->last_at_ms);
-        }
-        int more = r->next_page_token && *r->next_page_token && r->n_alerts > 0;
-        if (more)
-            snprintf(token, sizeof token, "%s", r->next_page_token);
-        protobuf_c_message_free_unpacked(out, NULL);
-        if (!more)
-            return ORR_OK;
-    }
+    return list_alerts(s, NULL, from_ms, keep_last, m);
 }
 
 /* Leading now: evaluate what came while standing by (the last REPLAY_MS),
