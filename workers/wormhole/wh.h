@@ -108,6 +108,7 @@ typedef struct wh_batch {
     size_t cur;         /* fields of the row being built */
     uint64_t src_bytes; /* bytes the reader consumed for these rows */
     atomic_int refs;    /* writers still holding the batch */
+    int shard_end;      /* resume bookkeeping: the last batch of its shard */
 } wh_batch;
 
 /* New empty batch. Never NULL (OOM aborts). */
@@ -280,6 +281,41 @@ typedef struct wh_periphery_ops {
     orr_status (*finish)(void *conf, wh_ctx *ctx, int success, orr_err *err);
 } wh_periphery_ops;
 
+/* Resume bookkeeping of a writer (wh_resume.h has the design): per-split
+ * commit records kept in the target store, in the same transaction as the
+ * split's rows. Every op names the job; the store keys records by the job
+ * and its own target table. */
+typedef struct wh_split_done {
+    size_t split;
+    uint64_t rows; /* rows the reader read for the split */
+} wh_split_done;
+
+typedef struct wh_resume_ops {
+    /* Whether this writer, with its mode, can resume (0: a run with resume
+     * asked for runs without bookkeeping, and says so). *why: static text. */
+    int (*supported)(void *conf, const char **why);
+    /* The records of the last run of job in the target: its run key and
+     * split plan (malloc'd; NULL when there are none, or when what they
+     * describe is gone, like a dropped staging table) and the splits it
+     * committed (*done malloc'd, *ndone). Creates the record tables when
+     * missing. ORR_EIO/ORR_EUNAVAIL naming the writer's path. */
+    orr_status (*load)(void *conf, const char *job, char **run_key, char **plan,
+                       wh_split_done **done, size_t *ndone, orr_err *err);
+    /* Start bookkeeping before the writer's periphery prepare. keep=1: the
+     * run resumes the records (a staging table is kept); keep=0: drop the
+     * job's records and store run_key and plan, in one transaction. */
+    orr_status (*begin)(void *conf, const char *job, const char *run_key, const char *plan,
+                        int keep, orr_err *err);
+    /* Writer channel state: end the load of the current split, record the
+     * split in the same transaction, commit, and begin the next split's
+     * load. *confirmed gets the rows the store took for the split. */
+    orr_status (*split_commit)(void *state, const char *job, const char *run_key, size_t split,
+                               uint64_t rows, uint64_t *confirmed, orr_err *err);
+    /* After a successful run: drop the job's records (a staging writer's
+     * periphery finish already did, with the swap). */
+    orr_status (*clear)(void *conf, const char *job, orr_err *err);
+} wh_resume_ops;
+
 /* A data store: its name in specs ("type") and its roles. A store that
  * cannot be read (or written) leaves reader (writer) NULL; a role without
  * periphery work leaves that periphery NULL. */
@@ -290,6 +326,7 @@ typedef struct wh_plugin {
     const wh_splitter_ops *splitter;
     const wh_periphery_ops *reader_periphery;
     const wh_periphery_ops *writer_periphery;
+    const wh_resume_ops *resume; /* NULL: the writer cannot resume */
 } wh_plugin;
 
 /* The registry (wh_registry.c). NULL when name is unknown. */

@@ -30,6 +30,7 @@
 #include "orr_log.h"
 #include "wh_dirty.h"
 #include "wh_queue.h"
+#include "wh_resume.h"
 #include "wh_state.h"
 
 static volatile sig_atomic_t wh_interrupted;
@@ -44,8 +45,10 @@ typedef struct wh_wrun {
     int channels;
     void **states;
     wh_queue q;
+    wh_queue *cq; /* resume bookkeeping: one queue per channel, paired with a reader */
     int prepared;
     atomic_uint_fast64_t rows_in, rows, bytes, confirmed;
+    atomic_uint_fast64_t skipped; /* rows of splits this writer committed in an earlier run */
 } wh_wrun;
 
 typedef struct wh_wthread {
@@ -73,7 +76,28 @@ typedef struct wh_run {
     pthread_mutex_t done_lock;
     pthread_cond_t done_cond;
     int done;
+    wh_resume res;
+    atomic_int next_reader;
 } wh_run_t;
+
+/* The queue a writer channel drains (resume: its own, fed by one reader). */
+static wh_queue *wh_wqueue(wh_wrun *w, int ch)
+{
+    return w->cq ? &w->cq[ch] : &w->q;
+}
+
+/* Every queue of a writer: cancel (how=0) or close (how=1). */
+static void wh_wqueues(wh_wrun *w, int how)
+{
+    int n = w->cq ? w->channels : 0;
+    for (int c = -1; c < n; c++) {
+        wh_queue *q = c < 0 ? &w->q : &w->cq[c];
+        if (how)
+            wh_queue_close(q);
+        else
+            wh_queue_cancel(q);
+    }
+}
 
 static void wh_run_fail(wh_run_t *r, const orr_err *e)
 {
@@ -88,7 +112,7 @@ static void wh_run_fail(wh_run_t *r, const orr_err *e)
     atomic_store(&r->ctx.cancel, 1);
     wh_pool_cancel(&r->pool);
     for (size_t i = 0; i < r->nw; i++)
-        wh_queue_cancel(&r->w[i].q);
+        wh_wqueues(&r->w[i], 0);
 }
 
 static int wh_run_failed(wh_run_t *r)
@@ -126,11 +150,11 @@ static void wh_rate_wait(wh_run_t *r, uint64_t rows, uint64_t bytes)
 }
 
 /* Hand a filled batch to every writer queue. */
-static orr_status wh_dispatch(wh_run_t *r, wh_batch *b)
+static orr_status wh_dispatch(wh_run_t *r, wh_batch *b, int reader)
 {
     atomic_store(&b->refs, (int)r->nw);
     for (size_t i = 0; i < r->nw; i++) {
-        if (wh_queue_push(&r->w[i].q, b) != ORR_OK) {
+        if (wh_queue_push(wh_wqueue(&r->w[i], reader), b) != ORR_OK) {
             for (size_t k = i; k < r->nw; k++)
                 wh_pool_release(&r->pool, b);
             return ORR_ECANCELLED;
@@ -147,6 +171,7 @@ static void *wh_reader_main(void *arg)
     orr_err e;
     orr_err_clear(&e);
     void *st = NULL;
+    int me = atomic_fetch_add(&r->next_reader, 1);
     if (ops->open(ep->conf, &r->ctx, &st, &e) != ORR_OK) {
         wh_run_fail(r, &e);
         return NULL;
@@ -154,6 +179,11 @@ static void *wh_reader_main(void *arg)
     for (;;) {
         size_t i = atomic_fetch_add(&r->next_shard, 1);
         if (i >= r->shards.n || wh_cancelled(&r->ctx))
+            break;
+        if (wh_resume_skip(&r->res, i))
+            continue;
+        wh_resume_hold(&r->res, &r->ctx);
+        if (wh_cancelled(&r->ctx))
             break;
         if (ops->start(st, &r->shards.v[i], &e) != ORR_OK) {
             wh_run_fail(r, &e);
@@ -167,6 +197,7 @@ static void *wh_reader_main(void *arg)
                 break;
             }
             b->shard = i;
+            b->shard_end = 0;
             rc = ops->read(st, b, &e);
             if (rc != ORR_OK && rc != ORR_EOF) {
                 wh_pool_release(&r->pool, b);
@@ -176,9 +207,12 @@ static void *wh_reader_main(void *arg)
             }
             uint64_t rows = atomic_fetch_add(&r->rows_read, b->nrows) + b->nrows;
             uint64_t bytes = atomic_fetch_add(&r->bytes_read, b->src_bytes) + b->src_bytes;
-            if (b->nrows == 0)
+            /* With bookkeeping, the shard's last batch (even empty) carries
+             * the split's commit to every writer channel. */
+            b->shard_end = r->res.on && rc == ORR_EOF;
+            if (b->nrows == 0 && !b->shard_end)
                 wh_pool_release(&r->pool, b);
-            else if (wh_dispatch(r, b) != ORR_OK)
+            else if (wh_dispatch(r, b, me) != ORR_OK)
                 rc = ORR_ECANCELLED;
             wh_rate_wait(r, rows, bytes);
         }
@@ -196,15 +230,32 @@ static void *wh_writer_main(void *arg)
     wh_wrun *w = t->w;
     const wh_writer_ops *ops = w->ep->plugin->writer;
     void *st = w->states[t->channel];
+    size_t wi = (size_t)(w - r->w);
+    uint64_t split_rows = 0, split_confirmed = 0;
     orr_err e;
     orr_err_clear(&e);
     wh_batch *b;
-    while ((b = wh_queue_pop(&w->q)) != NULL) {
+    while ((b = wh_queue_pop(wh_wqueue(w, t->channel))) != NULL) {
         wh_wstats ws = {0, 0};
-        orr_status rc = ops->write(st, b, &ws, &e);
+        orr_status rc = ORR_OK;
+        if (wh_resume_done(&r->res, wi, b->shard)) {
+            /* Committed by this writer in an earlier run; read again for
+             * another writer. */
+            atomic_fetch_add(&w->skipped, b->nrows);
+            wh_pool_release(&r->pool, b);
+            continue;
+        }
+        rc = ops->write(st, b, &ws, &e);
         atomic_fetch_add(&w->rows_in, b->nrows);
         atomic_fetch_add(&w->rows, ws.rows);
         atomic_fetch_add(&w->bytes, ws.bytes);
+        split_rows += b->nrows;
+        if (rc == ORR_OK && b->shard_end) {
+            rc = wh_resume_commit(&r->res, r->job, wi, st, b->shard, split_rows, &split_confirmed,
+                                  &e);
+            atomic_fetch_add(&w->confirmed, split_confirmed);
+            split_rows = 0;
+        }
         wh_pool_release(&r->pool, b);
         if (rc != ORR_OK) {
             if (!wh_cancelled(&r->ctx) || rc != ORR_ECANCELLED)
@@ -394,6 +445,7 @@ orr_status wh_run(const wh_job *job, const char *state_path, wh_result *res)
     r->ctx.batch_rows = (size_t)job->batch_rows;
     r->ctx.batch_bytes = (size_t)job->batch_bytes;
     r->nw = job->nwriters;
+    wh_resume_init(&r->res, job);
     r->t0 = r->started = wh_now_ns();
     pthread_mutex_init(&r->err_lock, NULL);
     pthread_mutex_init(&r->done_lock, NULL);
@@ -436,15 +488,33 @@ orr_status wh_run(const wh_job *job, const char *state_path, wh_result *res)
         orr_err_set(&e, ORR_EINVAL, "reader", "the source has no columns");
         goto fail;
     }
-    if (rp->splitter) {
+    int restored = 0;
+    if (wh_resume_setup(&r->res, job, &r->ctx.incr, &r->shards, &restored, &e) != ORR_OK)
+        goto fail;
+    if (restored) {
+        /* the stored plan of the run being resumed */
+    } else if (rp->splitter) {
         if (rp->splitter->split(rep->conf, &r->ctx, rep->channels, &r->shards, &e) != ORR_OK)
             goto fail;
     } else {
         wh_shards_add(&r->shards, NULL, NULL, NULL);
     }
+    if (wh_resume_start(&r->res, job, &r->shards, &r->ctx.incr, &e) != ORR_OK)
+        goto fail;
     r->rchannels = rep->channels;
-    if ((size_t)r->rchannels > r->shards.n)
-        r->rchannels = (int)(r->shards.n ? r->shards.n : 1);
+    size_t pending = r->res.on ? wh_resume_pending(&r->res, r->shards.n) : r->shards.n;
+    if ((size_t)r->rchannels > pending)
+        r->rchannels = (int)(pending ? pending : 1);
+    if (r->res.on) {
+        /* Paired channels: as many per writer as reader channels, fewer
+         * readers when a writer's mode allows fewer channels. */
+        for (size_t i = 0; i < r->nw; i++) {
+            int c =
+                job->writers[i].plugin->writer->max_channels(job->writers[i].conf, r->rchannels);
+            if (c >= 1 && c < r->rchannels)
+                r->rchannels = c;
+        }
+    }
     ORR_INFO("transfer starting", "job=%s shards=%zu reader_channels=%d writers=%zu",
              orr_log_q(job->name), r->shards.n, r->rchannels, r->nw);
 
@@ -455,9 +525,20 @@ orr_status wh_run(const wh_job *job, const char *state_path, wh_result *res)
         const wh_plugin *wp = w->ep->plugin;
         /* Channels first: a writer's mode may need a staging table when it
          * loads through several connections, which prepare creates. */
-        w->channels = wp->writer->max_channels(w->ep->conf, w->ep->channels);
+        w->channels =
+            wp->writer->max_channels(w->ep->conf, r->res.on ? r->rchannels : w->ep->channels);
         if (w->channels < 1)
             w->channels = 1;
+        if (r->res.on && w->channels != r->rchannels) {
+            orr_err_set(&e, ORR_EINTERNAL, w->ep->path, "resume: %d writer channels for %d readers",
+                        w->channels, r->rchannels);
+            goto fail;
+        }
+        if (r->res.on) {
+            w->cq = orr_xcalloc((size_t)w->channels, sizeof(*w->cq));
+            for (int c = 0; c < w->channels; c++)
+                wh_queue_init(&w->cq[c], 4);
+        }
         if (wp->writer_periphery && wp->writer_periphery->prepare) {
             if (wp->writer_periphery->prepare(w->ep->conf, &r->ctx, &r->src, &e) != ORR_OK)
                 goto fail;
@@ -510,7 +591,7 @@ orr_status wh_run(const wh_job *job, const char *state_path, wh_result *res)
     for (size_t i = 0; i < nrthreads; i++)
         pthread_join(rthreads[i], NULL);
     for (size_t i = 0; i < r->nw; i++)
-        wh_queue_close(&r->w[i].q);
+        wh_wqueues(&r->w[i], 1);
     for (size_t i = 0; i < nwthreads; i++)
         pthread_join(wthreads[i], NULL);
     pthread_mutex_lock(&r->done_lock);
@@ -550,7 +631,7 @@ orr_status wh_run(const wh_job *job, const char *state_path, wh_result *res)
         wh_wrun *w = &r->w[i];
         uint64_t in = atomic_load(&w->rows_in), sent = atomic_load(&w->rows);
         uint64_t conf = atomic_load(&w->confirmed);
-        uint64_t expected = rows_read - (in - sent);
+        uint64_t expected = rows_read - atomic_load(&w->skipped) - (in - sent);
         uint64_t diff = expected > conf ? expected - conf : conf - expected;
         if (diff > (uint64_t)job->max_row_diff) {
             orr_err_set(&e, ORR_EIO, "max_row_diff",
@@ -593,6 +674,8 @@ orr_status wh_run(const wh_job *job, const char *state_path, wh_result *res)
     }
     reader_prepared = 0;
     if (!ok)
+        goto fail;
+    if (wh_resume_clear(&r->res, job, &e) != ORR_OK)
         goto fail;
     if (r->ctx.incr.on) {
         res->incremental = 1;
@@ -664,6 +747,9 @@ out:
         wr->channels = w->channels;
         free(w->states);
         wh_queue_destroy(&w->q);
+        for (int c = 0; w->cq && c < w->channels; c++)
+            wh_queue_destroy(&w->cq[c]);
+        free(w->cq);
     }
     free(r->w);
     free(rthreads);
@@ -676,6 +762,9 @@ out:
         res->ok = 0;
         res->err = de;
     }
+    res->resume = json_object();
+    wh_resume_json(&r->res, res->resume);
+    wh_resume_free(&r->res);
     wh_shards_free(&r->shards);
     wh_schema_free(&r->src);
     pthread_mutex_destroy(&r->err_lock);
@@ -689,6 +778,8 @@ void wh_result_free(wh_result *res)
 {
     free(res->writers);
     res->writers = NULL;
+    json_decref(res->resume);
+    res->resume = NULL;
 }
 
 json_t *wh_result_json(const wh_job *job, const wh_result *res)
@@ -725,6 +816,8 @@ json_t *wh_result_json(const wh_job *job, const wh_result *res)
         json_array_append_new(ws, x);
     }
     json_object_set_new(o, "writers", ws);
+    if (res->resume)
+        json_object_update(o, res->resume);
     if (res->incremental) {
         json_t *wm = json_object();
         json_object_set_new(wm, "column", json_string(job->incr_column));

@@ -36,6 +36,7 @@ typedef struct wh_result {
     int incremental;
     char watermark_from[64], watermark_to[64];
     uint64_t peak_batches; /* batches in the pool: the memory bound */
+    json_t *resume;        /* summary keys of the resume bookkeeping (wh_resume_json) */
 } wh_result;
 
 /* Run the job. state_path is where the incremental watermark lives (NULL:

@@ -104,6 +104,7 @@ orr_status wh_job_parse(const char *text, size_t len, wh_job **out, orr_err *err
                                        "max_row_diff",
                                        "state_file",
                                        "progress_interval_ms",
+                                       "resume",
                                        NULL};
     orr_status rc;
     char p[96];
@@ -147,6 +148,12 @@ orr_status wh_job_parse(const char *text, size_t len, wh_job **out, orr_err *err
         (rc = orr_json_get_obj(j->root, "", "reader", 1, &reader, err)) ||
         (rc = orr_json_get_array(j->root, "", "writers", 1, &writers, err)))
         goto fail;
+    json_t *resume = json_object_get(j->root, "resume");
+    if (resume && !json_is_boolean(resume)) {
+        rc = orr_err_set(err, ORR_EINVAL, "resume", "must be true or false");
+        goto fail;
+    }
+    j->resume = json_is_true(resume) ? WH_RESUME_ON : WH_RESUME_OFF;
     if (json_object_get(j->root, "max_dirty_ratio") &&
         (j->max_dirty_ratio < 0 || j->max_dirty_ratio > 1)) {
         rc = orr_err_set(err, ORR_EINVAL, "max_dirty_ratio", "must be between 0 and 1");

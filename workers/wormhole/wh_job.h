@@ -22,6 +22,10 @@ typedef struct wh_endpoint {
     int channels;
 } wh_endpoint;
 
+/* Resume bookkeeping (wh_resume.h): off; on, resuming the records of a
+ * failed run of the same job; on, dropping earlier records first. */
+enum { WH_RESUME_OFF = 0, WH_RESUME_ON = 1, WH_RESUME_SCRATCH = 2 };
+
 struct wh_job {
     json_t *root;
     const char *name;
@@ -40,6 +44,7 @@ struct wh_job {
     int64_t incr_overlap;
     const char *state_file; /* NULL = "<job file>.state" when incremental */
     int64_t progress_ms;    /* 0 = no progress lines */
+    int resume;             /* WH_RESUME_*: the job's "resume", then --resume / --from-scratch */
 };
 
 /* Parse a job from JSON text. On failure ORR_EINVAL with err->field the JSON

@@ -1,12 +1,17 @@
 /*
  * wh_main.c - the `wormhole` command.
  *
- *   wormhole run JOB.json [--state FILE] [--log-level LEVEL]
+ *   wormhole run JOB.json [--state FILE] [--log-level LEVEL] [--resume | --from-scratch]
  *   wormhole check JOB.json        parse the spec only
  *
  * JOB.json "-" reads the job from standard input (how executord hands over
  * a job holding passwords); an incremental job then needs --state or
  * state_file.
+ *
+ * --resume keeps per-split commit records in the targets and resumes a
+ * failed run of the same job from the splits it committed (also the job's
+ * "resume": true); --from-scratch keeps records too but drops earlier ones
+ * first (docs/wormhole.md, Resume).
  *
  * Progress lines and logs go to stderr, the final JSON summary to stdout.
  * Exit status: 0 the run succeeded, 1 it failed, 2 bad job spec or usage
@@ -30,6 +35,7 @@ static void wh_on_signal(int sig)
 static int wh_usage(void)
 {
     fprintf(stderr, "usage: wormhole run JOB.json [--state FILE] [--log-level LEVEL]\n"
+                    "                             [--resume | --from-scratch]\n"
                     "       wormhole check JOB.json\n");
     return 2;
 }
@@ -40,8 +46,13 @@ int main(int argc, char **argv)
         return wh_usage();
     const char *cmd = argv[1], *job_path = argv[2], *state = NULL;
     orr_log_level level = ORR_LOG_INFO;
+    int resume = -1;
     for (int i = 3; i < argc; i++) {
-        if (strcmp(argv[i], "--state") == 0 && i + 1 < argc) {
+        if (strcmp(argv[i], "--resume") == 0 && resume != 2) {
+            resume = 1;
+        } else if (strcmp(argv[i], "--from-scratch") == 0 && resume != 1) {
+            resume = 2;
+        } else if (strcmp(argv[i], "--state") == 0 && i + 1 < argc) {
             state = argv[++i];
         } else if (strcmp(argv[i], "--log-level") == 0 && i + 1 < argc) {
             if (orr_log_level_parse(argv[++i], &level) != ORR_OK)
@@ -69,6 +80,10 @@ int main(int argc, char **argv)
         json_decref(body);
         return 2;
     }
+    if (resume == 1)
+        job->resume = WH_RESUME_ON;
+    else if (resume == 2)
+        job->resume = WH_RESUME_SCRATCH;
     if (strcmp(cmd, "check") == 0) {
         printf("{\"status\":\"ok\",\"job\":\"%s\"}\n", job->name);
         wh_job_free(job);

@@ -224,4 +224,5 @@ const wh_plugin wh_pg_plugin = {
     .splitter = &wh_pg_splitter,
     .reader_periphery = &wh_pg_reader_periphery,
     .writer_periphery = &wh_pg_writer_periphery,
+    .resume = &wh_pg_resume,
 };

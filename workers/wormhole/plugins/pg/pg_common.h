@@ -29,6 +29,10 @@ typedef struct wh_pg_conf {
     wh_schema target;     /* target columns in load order */
     unsigned char *check; /* per column: validate values before loading */
     PGconn *per_conn;     /* writer periphery connection */
+    /* resume bookkeeping (pg_resume.c) */
+    int resume_on;          /* split records kept: a staging table for every mode but append */
+    int resume_keep;        /* resuming: the staging table of the failed run is kept */
+    const char *resume_job; /* the job's name (borrowed) */
 } wh_pg_conf;
 
 /* Connect and set the session (UTF8, ISO, UTC, hex bytea, floats exact).
@@ -57,5 +61,16 @@ extern const wh_writer_ops wh_pg_writer;
 extern const wh_splitter_ops wh_pg_splitter;
 extern const wh_periphery_ops wh_pg_reader_periphery;
 extern const wh_periphery_ops wh_pg_writer_periphery;
+extern const wh_resume_ops wh_pg_resume;
+
+/* Resume (pg_resume.c, pg_writer.c): the statements that record a split and
+ * that drop a job's records (each ends with "; "), and the writer channel's
+ * split commit (wh_resume_ops.split_commit). */
+void wh_pg_resume_record_sql(const wh_pg_conf *c, const char *job, const char *run_key,
+                             size_t split, uint64_t rows, orr_buf *q);
+void wh_pg_resume_clear_sql(const wh_pg_conf *c, const char *job, orr_buf *q);
+orr_status wh_pg_writer_split_commit(void *state, const char *job, const char *run_key,
+                                     size_t split, uint64_t rows, uint64_t *confirmed,
+                                     orr_err *err);
 
 #endif

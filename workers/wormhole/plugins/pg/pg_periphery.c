@@ -139,7 +139,8 @@ static orr_status pg_writer_prepare(void *conf, wh_ctx *ctx, const wh_schema *sr
     orr_buf_append_byte(&c->collist, ')');
     c->use_stage =
         c->o.mode == WH_MODE_UPSERT || c->o.mode == WH_MODE_STAGING ||
-        ((c->o.mode == WH_MODE_TRUNCATE || c->o.mode == WH_MODE_REPLACE) && c->channels > 1);
+        ((c->o.mode == WH_MODE_TRUNCATE || c->o.mode == WH_MODE_REPLACE) && c->channels > 1) ||
+        (c->resume_on && c->o.mode != WH_MODE_APPEND);
     if (!c->use_stage)
         return ORR_OK;
     char stage[200];
@@ -147,10 +148,14 @@ static orr_status pg_writer_prepare(void *conf, wh_ctx *ctx, const wh_schema *sr
     orr_buf_reset(&c->qstage);
     wh_pg_quote_qualified(&c->qstage, stage);
     orr_buf q = ORR_BUF_INIT;
-    /* A stage left by a killed run is dropped first. */
-    orr_buf_appendf(&q, "DROP TABLE IF EXISTS %s; CREATE %sTABLE %s (LIKE %s INCLUDING %s)",
-                    c->qstage.data, c->o.mode == WH_MODE_STAGING ? "" : "UNLOGGED ", c->qstage.data,
-                    c->qtable.data, c->o.mode == WH_MODE_STAGING ? "ALL" : "DEFAULTS");
+    /* A stage left by a killed run is dropped first, unless the run resumes
+     * it (pg_resume.c: then it is logged, and kept). */
+    if (!c->resume_keep)
+        orr_buf_appendf(&q, "DROP TABLE IF EXISTS %s; ", c->qstage.data);
+    orr_buf_appendf(&q, "CREATE %sTABLE %s%s (LIKE %s INCLUDING %s)",
+                    c->o.mode == WH_MODE_STAGING || c->resume_on ? "" : "UNLOGGED ",
+                    c->resume_keep ? "IF NOT EXISTS " : "", c->qstage.data, c->qtable.data,
+                    c->o.mode == WH_MODE_STAGING ? "ALL" : "DEFAULTS");
     rc = wh_pg_exec(c->per_conn, q.data, c->o.path, err);
     orr_buf_free(&q);
     return rc;
@@ -233,10 +238,19 @@ static orr_status pg_writer_finish(void *conf, wh_ctx *ctx, int success, orr_err
         orr_buf q = ORR_BUF_INIT;
         if (success) {
             pg_apply_sql(c, &q);
+            /* The split records go with the swap or merge. */
+            if (c->resume_on && q.len > 6 && strcmp(q.data + q.len - 6, "COMMIT") == 0) {
+                q.len -= 6;
+                q.data[q.len] = 0;
+                wh_pg_resume_clear_sql(c, c->resume_job, &q);
+                orr_buf_append_str(&q, "COMMIT");
+            }
+        } else if (c->resume_on) {
+            /* kept for a resumed run (dropped by one from scratch) */
         } else {
             orr_buf_appendf(&q, "DROP TABLE IF EXISTS %s", c->qstage.data);
         }
-        rc = wh_pg_exec(c->per_conn, q.data, c->o.path, err);
+        rc = q.len ? wh_pg_exec(c->per_conn, q.data, c->o.path, err) : ORR_OK;
         if (rc != ORR_OK) {
             PQclear(PQexec(c->per_conn, "ROLLBACK"));
             if (success) {

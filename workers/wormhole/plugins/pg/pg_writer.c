@@ -195,6 +195,34 @@ static orr_status pg_writer_close(void *state, int commit, orr_err *err)
     return rc;
 }
 
+/* Resume bookkeeping: end the split's COPY, record the split in the same
+ * transaction, commit, and begin the next split's transaction and COPY. */
+orr_status wh_pg_writer_split_commit(void *state, const char *job, const char *run_key,
+                                     size_t split, uint64_t rows, uint64_t *confirmed, orr_err *err)
+{
+    pg_writer *w = state;
+    const wh_pg_conf *c = w->c;
+    *confirmed = 0;
+    orr_status rc = pg_writer_flush(state, confirmed, err);
+    if (rc)
+        return rc;
+    orr_buf q = ORR_BUF_INIT;
+    wh_pg_resume_record_sql(c, job, run_key, split, rows, &q);
+    orr_buf_append_str(&q, "COMMIT; BEGIN");
+    rc = wh_pg_exec(w->conn, q.data, c->o.path, err);
+    orr_buf_reset(&q);
+    orr_buf_appendf(&q, "COPY %s %s FROM STDIN", c->use_stage ? c->qstage.data : c->qtable.data,
+                    c->collist.data);
+    PGresult *r = rc ? NULL : PQexec(w->conn, q.data);
+    if (!rc && PQresultStatus(r) != PGRES_COPY_IN)
+        rc = orr_err_set(err, ORR_EIO, c->o.path, "PostgreSQL: %s", PQerrorMessage(w->conn));
+    else if (!rc)
+        w->in_copy = 1;
+    PQclear(r);
+    orr_buf_free(&q);
+    return rc;
+}
+
 const wh_writer_ops wh_pg_writer = {
     .configure = pg_writer_configure,
     .conf_free = wh_pg_conf_free,
