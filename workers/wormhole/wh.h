@@ -315,6 +315,29 @@ typedef struct wh_resume_ops {
      * periphery finish already did, with the swap). */
     orr_status (*clear)(void *conf, const char *job, orr_err *err);
 } wh_resume_ops;
+/* Quality checks on a store's target (wh_quality.h). The engine builds the
+ * SQL of each check kind in the store's dialect and runs it through these. */
+enum { WH_Q_PG = 0, WH_Q_MYSQL = 1 };
+struct wh_sqlopt;
+typedef struct wh_quality_ops {
+    int dialect; /* WH_Q_PG or WH_Q_MYSQL */
+    /* A connection of its own (checks after the commit, `wormhole quality`). */
+    orr_status (*connect)(const char *dsn, const char *path, void **conn, orr_err *err);
+    void (*disconnect)(void *conn);
+    /* The connection of a writer channel inside its load transaction when
+     * the writer loads straight into its table (checks see the load before
+     * the commit); NULL when it loads elsewhere first (a staging table). */
+    void *(*load_conn)(void *writer_conf, void *writer_state);
+    /* The writer's shared SQL options (dsn, table). */
+    const struct wh_sqlopt *(*opts)(void *writer_conf);
+    void (*quote_table)(orr_buf *out, const char *name);
+    void (*quote_ident)(orr_buf *out, const char *name);
+    /* Run a query: *nrows every row it returned, *rows (new reference) the
+     * first keep rows as arrays of strings and nulls. ORR_EIO naming path
+     * with the server's message when it fails. */
+    orr_status (*query)(void *conn, const char *sql, size_t keep, uint64_t *nrows, json_t **rows,
+                        const char *path, orr_err *err);
+} wh_quality_ops;
 
 /* A data store: its name in specs ("type") and its roles. A store that
  * cannot be read (or written) leaves reader (writer) NULL; a role without
@@ -326,7 +349,8 @@ typedef struct wh_plugin {
     const wh_splitter_ops *splitter;
     const wh_periphery_ops *reader_periphery;
     const wh_periphery_ops *writer_periphery;
-    const wh_resume_ops *resume; /* NULL: the writer cannot resume */
+    const wh_resume_ops *resume;   /* NULL: the writer cannot resume */
+    const wh_quality_ops *quality; /* NULL: row_count checks only */
 } wh_plugin;
 
 /* The registry (wh_registry.c). NULL when name is unknown. */

@@ -29,6 +29,7 @@
 #include "orr_alloc.h"
 #include "orr_log.h"
 #include "wh_dirty.h"
+#include "wh_quality.h"
 #include "wh_queue.h"
 #include "wh_resume.h"
 #include "wh_state.h"
@@ -430,6 +431,38 @@ static orr_status wh_incr_setup(wh_run_t *r, const char *state_path, orr_err *er
     return ORR_OK;
 }
 
+/* ---- quality checks (wh_quality.h) ---------------------------------------- */
+
+/* Before the commit: row_count from the run's figures, and the store-side
+ * checks in the load's own transaction where a writer has one. A failed
+ * check fails the run here, so the load is rolled back. */
+static orr_status wh_quality_pre(wh_run_t *r, uint64_t rows_read, orr_err *e)
+{
+    for (size_t i = 0; i < r->nw; i++) {
+        wh_wrun *w = &r->w[i];
+        uint64_t in = atomic_load(&w->rows_in), sent = atomic_load(&w->rows);
+        /* With resume bookkeeping every split commits on its own: no one
+         * transaction holds the load, so the checks wait for the end. */
+        void *st = w->channels == 1 && !r->res.on ? w->states[0] : NULL;
+        orr_status rc = wh_quality_before(r->job, i, st, rows_read - (in - sent),
+                                          atomic_load(&w->confirmed), e);
+        if (rc)
+            return rc;
+    }
+    return wh_quality_failed(r->job) ? wh_quality_verdict(r->job, e) : ORR_OK;
+}
+
+/* After the commit: the checks that could not run in a load transaction. */
+static orr_status wh_quality_post(wh_run_t *r, orr_err *e)
+{
+    for (size_t i = 0; i < r->nw; i++) {
+        orr_status rc = wh_quality_after(r->job, i, e);
+        if (rc)
+            return rc;
+    }
+    return wh_quality_verdict(r->job, e);
+}
+
 /* ---- the run ------------------------------------------------------------ */
 
 orr_status wh_run(const wh_job *job, const char *state_path, wh_result *res)
@@ -642,6 +675,9 @@ orr_status wh_run(const wh_job *job, const char *state_path, wh_result *res)
         }
     }
 
+    if (job->quality && wh_quality_pre(r, rows_read, &e) != ORR_OK)
+        goto fail;
+
     /* Commit every channel, then finish the peripheries with success. */
     int ok = 1;
     for (size_t i = 0; i < r->nw; i++) {
@@ -676,6 +712,8 @@ orr_status wh_run(const wh_job *job, const char *state_path, wh_result *res)
     if (!ok)
         goto fail;
     if (wh_resume_clear(&r->res, job, &e) != ORR_OK)
+        goto fail;
+    if (job->quality && wh_quality_post(r, &e) != ORR_OK)
         goto fail;
     if (r->ctx.incr.on) {
         res->incremental = 1;
@@ -818,6 +856,8 @@ json_t *wh_result_json(const wh_job *job, const wh_result *res)
     json_object_set_new(o, "writers", ws);
     if (res->resume)
         json_object_update(o, res->resume);
+    if (job->quality)
+        json_object_set_new(o, "quality", wh_quality_json(job->quality));
     if (res->incremental) {
         json_t *wm = json_object();
         json_object_set_new(wm, "column", json_string(job->incr_column));

@@ -9,6 +9,7 @@
 #include "orr_buf.h"
 #include "orr_json.h"
 #include "orr_schemas.h"
+#include "wh_quality.h"
 
 static const char *const wh_reader_keys[] = {"type", "channels", "incremental", NULL};
 static const char *const wh_writer_keys[] = {"type", "name", "channels", NULL};
@@ -105,6 +106,7 @@ orr_status wh_job_parse(const char *text, size_t len, wh_job **out, orr_err *err
                                        "state_file",
                                        "progress_interval_ms",
                                        "resume",
+                                       "quality",
                                        NULL};
     orr_status rc;
     char p[96];
@@ -196,6 +198,8 @@ orr_status wh_job_parse(const char *text, size_t len, wh_job **out, orr_err *err
                 goto fail;
             }
     }
+    if ((rc = wh_quality_job_parse(j, err)))
+        goto fail;
     *out = j;
     return ORR_OK;
 fail:
@@ -250,6 +254,7 @@ void wh_job_free(wh_job *j)
     wh_endpoint_free(&j->reader, 1);
     for (size_t i = 0; i < j->nwriters && j->writers; i++)
         wh_endpoint_free(&j->writers[i], 0);
+    wh_quality_job_free(j);
     free(j->writers);
     json_decref(j->root);
     free(j);

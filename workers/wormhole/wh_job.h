@@ -42,9 +42,10 @@ struct wh_job {
     const char *incr_column;
     int incr_is_time;
     int64_t incr_overlap;
-    const char *state_file; /* NULL = "<job file>.state" when incremental */
-    int64_t progress_ms;    /* 0 = no progress lines */
-    int resume;             /* WH_RESUME_*: the job's "resume", then --resume / --from-scratch */
+    const char *state_file;  /* NULL = "<job file>.state" when incremental */
+    int64_t progress_ms;     /* 0 = no progress lines */
+    int resume;              /* WH_RESUME_*: the job's "resume", then --resume / --from-scratch */
+    struct wh_qset *quality; /* the "quality" checks (wh_quality.h), NULL: none */
 };
 
 /* Parse a job from JSON text. On failure ORR_EINVAL with err->field the JSON

@@ -3,6 +3,8 @@
  *
  *   wormhole run JOB.json [--state FILE] [--log-level LEVEL] [--resume | --from-scratch]
  *   wormhole check JOB.json        parse the spec only
+ *   wormhole quality JOB.json      run quality checks on a data store
+ *                                  (wh_quality.h; exit 3: a check failed)
  *
  * JOB.json "-" reads the job from standard input (how executord hands over
  * a job holding passwords); an incremental job then needs --state or
@@ -15,7 +17,8 @@
  *
  * Progress lines and logs go to stderr, the final JSON summary to stdout.
  * Exit status: 0 the run succeeded, 1 it failed, 2 bad job spec or usage
- * (the message names the JSON path of the bad field).
+ * (the message names the JSON path of the bad field), 3 it failed because a
+ * quality check did not pass.
  */
 #include <signal.h>
 #include <stdio.h>
@@ -25,6 +28,7 @@
 #include "orr_log.h"
 #include "wh_engine.h"
 #include "wh_job.h"
+#include "wh_quality.h"
 
 static void wh_on_signal(int sig)
 {
@@ -36,7 +40,8 @@ static int wh_usage(void)
 {
     fprintf(stderr, "usage: wormhole run JOB.json [--state FILE] [--log-level LEVEL]\n"
                     "                             [--resume | --from-scratch]\n"
-                    "       wormhole check JOB.json\n");
+                    "       wormhole check JOB.json\n"
+                    "       wormhole quality JOB.json [--log-level LEVEL]\n");
     return 2;
 }
 
@@ -61,11 +66,13 @@ int main(int argc, char **argv)
             return wh_usage();
         }
     }
-    if (strcmp(cmd, "run") != 0 && strcmp(cmd, "check") != 0)
+    if (strcmp(cmd, "run") != 0 && strcmp(cmd, "check") != 0 && strcmp(cmd, "quality") != 0)
         return wh_usage();
     orr_err err;
     orr_err_clear(&err);
     orr_log_open(level, NULL, &err);
+    if (strcmp(cmd, "quality") == 0)
+        return state ? wh_usage() : wh_quality_main(job_path);
 
     wh_job *job = NULL;
     orr_status rc = wh_job_load_file(job_path, &job, &err);
@@ -112,8 +119,9 @@ int main(int argc, char **argv)
     orr_buf_free(&out);
     json_decref(summary);
     int ok = res.ok;
+    int quality_failed = !ok && wh_quality_failed(job);
     wh_result_free(&res);
     wh_job_free(job);
     (void)rc;
-    return ok ? 0 : 1;
+    return ok ? 0 : quality_failed ? 3 : 1;
 }

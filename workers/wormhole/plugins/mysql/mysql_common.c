@@ -267,4 +267,5 @@ const wh_plugin wh_mysql_plugin = {
     .splitter = &wh_mysql_splitter,
     .reader_periphery = &wh_mysql_reader_periphery,
     .writer_periphery = &wh_mysql_writer_periphery,
+    .quality = &wh_mysql_quality,
 };

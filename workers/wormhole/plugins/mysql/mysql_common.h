@@ -49,5 +49,8 @@ extern const wh_writer_ops wh_mysql_writer;
 extern const wh_splitter_ops wh_mysql_splitter;
 extern const wh_periphery_ops wh_mysql_reader_periphery;
 extern const wh_periphery_ops wh_mysql_writer_periphery;
+extern const wh_quality_ops wh_mysql_quality;
+/* A writer channel state's connection (mysql_writer.c), for mysql_quality.c. */
+MYSQL *wh_mysql_writer_conn(void *state);
 
 #endif

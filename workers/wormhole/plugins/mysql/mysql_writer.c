@@ -235,6 +235,11 @@ static orr_status my_writer_flush(void *state, uint64_t *confirmed, orr_err *err
     return rc;
 }
 
+MYSQL *wh_mysql_writer_conn(void *state)
+{
+    return state ? ((my_writer *)state)->m : NULL;
+}
+
 static orr_status my_writer_close(void *state, int commit, orr_err *err)
 {
     my_writer *w = state;

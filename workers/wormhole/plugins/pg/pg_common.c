@@ -225,4 +225,5 @@ const wh_plugin wh_pg_plugin = {
     .reader_periphery = &wh_pg_reader_periphery,
     .writer_periphery = &wh_pg_writer_periphery,
     .resume = &wh_pg_resume,
+    .quality = &wh_pg_quality,
 };

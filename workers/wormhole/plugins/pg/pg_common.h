@@ -72,5 +72,8 @@ void wh_pg_resume_clear_sql(const wh_pg_conf *c, const char *job, orr_buf *q);
 orr_status wh_pg_writer_split_commit(void *state, const char *job, const char *run_key,
                                      size_t split, uint64_t rows, uint64_t *confirmed,
                                      orr_err *err);
+extern const wh_quality_ops wh_pg_quality;
+/* A writer channel state's connection (pg_writer.c), for pg_quality.c. */
+PGconn *wh_pg_writer_conn(void *state);
 
 #endif

@@ -223,6 +223,11 @@ orr_status wh_pg_writer_split_commit(void *state, const char *job, const char *r
     return rc;
 }
 
+PGconn *wh_pg_writer_conn(void *state)
+{
+    return state ? ((pg_writer *)state)->conn : NULL;
+}
+
 const wh_writer_ops wh_pg_writer = {
     .configure = pg_writer_configure,
     .conf_free = wh_pg_conf_free,
