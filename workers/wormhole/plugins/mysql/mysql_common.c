@@ -268,4 +268,5 @@ const wh_plugin wh_mysql_plugin = {
     .reader_periphery = &wh_mysql_reader_periphery,
     .writer_periphery = &wh_mysql_writer_periphery,
     .quality = &wh_mysql_quality,
+    .resume = &wh_mysql_resume,
 };

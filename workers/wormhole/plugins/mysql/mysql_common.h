@@ -25,6 +25,10 @@ typedef struct wh_mysql_conf {
     orr_buf qtable, qstage, collist, update;
     wh_schema target;
     unsigned char *check;
+    /* resume bookkeeping (mysql_resume.c) */
+    int resume_on;          /* split records kept */
+    int resume_keep;        /* resuming: the staging table of the failed run is kept */
+    const char *resume_job; /* the job's name (borrowed) */
 } wh_mysql_conf;
 
 /* Connect with the session settings. NULL with ORR_EUNAVAIL (or ORR_EINVAL
@@ -52,5 +56,16 @@ extern const wh_periphery_ops wh_mysql_writer_periphery;
 extern const wh_quality_ops wh_mysql_quality;
 /* A writer channel state's connection (mysql_writer.c), for mysql_quality.c. */
 MYSQL *wh_mysql_writer_conn(void *state);
+extern const wh_resume_ops wh_mysql_resume;
+
+/* Resume (mysql_resume.c, mysql_writer.c): the INSERT that records a split,
+ * the deletion of the job's records in a transaction of its own, and the
+ * writer channel's split commit (wh_resume_ops.split_commit). */
+void wh_mysql_resume_record_sql(MYSQL *m, const wh_mysql_conf *c, const char *job,
+                                const char *run_key, size_t split, uint64_t rows, orr_buf *q);
+orr_status wh_mysql_resume_drop(MYSQL *m, wh_mysql_conf *c, orr_err *err);
+orr_status wh_mysql_writer_split_commit(void *state, const char *job, const char *run_key,
+                                        size_t split, uint64_t rows, uint64_t *confirmed,
+                                        orr_err *err);
 
 #endif

@@ -125,10 +125,14 @@ static orr_status my_writer_prepare(void *conf, wh_ctx *ctx, const wh_schema *sr
         orr_buf_reset(&c->qstage);
         wh_mysql_quote_qualified(&c->qstage, stage);
         orr_buf q = ORR_BUF_INIT;
-        orr_buf_appendf(&q, "DROP TABLE IF EXISTS %s", c->qstage.data);
-        rc = wh_mysql_exec(m, q.data, c->o.path, err);
-        orr_buf_reset(&q);
-        orr_buf_appendf(&q, "CREATE TABLE %s LIKE %s", c->qstage.data, c->qtable.data);
+        /* kept when the run resumes it (mysql_resume.c) */
+        if (!c->resume_keep) {
+            orr_buf_appendf(&q, "DROP TABLE IF EXISTS %s", c->qstage.data);
+            rc = wh_mysql_exec(m, q.data, c->o.path, err);
+            orr_buf_reset(&q);
+        }
+        orr_buf_appendf(&q, "CREATE TABLE %s%s LIKE %s", c->resume_keep ? "IF NOT EXISTS " : "",
+                        c->qstage.data, c->qtable.data);
         if (!rc)
             rc = wh_mysql_exec(m, q.data, c->o.path, err);
         orr_buf_free(&q);
@@ -149,7 +153,11 @@ static orr_status my_writer_finish(void *conf, wh_ctx *ctx, int success, orr_err
         return err->code;
     orr_buf q = ORR_BUF_INIT, old = ORR_BUF_INIT;
     orr_status rc = ORR_OK;
-    if (success) {
+    if (success && c->resume_on)
+        rc = wh_mysql_resume_drop(m, c, err);
+    if (rc) {
+        /* the records stay, and so does the staging table they speak of */
+    } else if (success) {
         char o[200];
         snprintf(o, sizeof(o), "%s__wh_old", c->o.table);
         wh_mysql_quote_qualified(&old, o);
@@ -164,7 +172,7 @@ static orr_status my_writer_finish(void *conf, wh_ctx *ctx, int success, orr_err
         orr_buf_appendf(&q, "DROP TABLE IF EXISTS %s", rc ? c->qstage.data : old.data);
         orr_err e2;
         wh_mysql_exec(m, q.data, c->o.path, &e2);
-    } else {
+    } else if (!c->resume_on) {
         orr_buf_appendf(&q, "DROP TABLE IF EXISTS %s", c->qstage.data);
         rc = wh_mysql_exec(m, q.data, c->o.path, err);
     }

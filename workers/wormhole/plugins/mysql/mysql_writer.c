@@ -252,6 +252,32 @@ static orr_status my_writer_close(void *state, int commit, orr_err *err)
     return rc;
 }
 
+/* Resume bookkeeping: send the split's last INSERT, record the split in the
+ * same transaction, commit, and start the next split's transaction. */
+orr_status wh_mysql_writer_split_commit(void *state, const char *job, const char *run_key,
+                                        size_t split, uint64_t rows, uint64_t *confirmed,
+                                        orr_err *err)
+{
+    my_writer *w = state;
+    *confirmed = 0;
+    orr_status rc = my_send(w, err);
+    if (rc)
+        return rc;
+    orr_buf q = ORR_BUF_INIT;
+    wh_mysql_resume_record_sql(w->m, w->c, job, run_key, split, rows, &q);
+    rc = wh_mysql_exec(w->m, q.data, w->c->o.path, err);
+    orr_buf_free(&q);
+    if (!rc)
+        rc = wh_mysql_exec(w->m, "COMMIT", w->c->o.path, err);
+    if (!rc)
+        rc = wh_mysql_exec(w->m, "START TRANSACTION", w->c->o.path, err);
+    if (!rc) {
+        *confirmed = w->confirmed;
+        w->confirmed = 0;
+    }
+    return rc;
+}
+
 const wh_writer_ops wh_mysql_writer = {
     .configure = my_writer_configure,
     .conf_free = wh_mysql_conf_free,
