@@ -444,7 +444,8 @@ static orr_status wh_quality_pre(wh_run_t *r, uint64_t rows_read, orr_err *e)
         /* With resume bookkeeping every split commits on its own: no one
          * transaction holds the load, so the checks wait for the end. */
         void *st = w->channels == 1 && !r->res.on ? w->states[0] : NULL;
-        orr_status rc = wh_quality_before(r->job, i, st, rows_read - (in - sent),
+        uint64_t skipped = atomic_load(&w->skipped);
+        orr_status rc = wh_quality_before(r->job, i, st, rows_read - skipped - (in - sent),
                                           atomic_load(&w->confirmed), e);
         if (rc)
             return rc;
