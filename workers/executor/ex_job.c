@@ -17,9 +17,10 @@
  *   6. running -> success | failed | timed_out (+ exit code, reason), through
  *      the outbox. A kill by a person needs no report (the instance is
  *      already killed); the process tree is ended all the same.
- *   6a. transfer: process statistics from wormhole's summary and, after a
- *      success, the new watermark (ex_xfer.c); a watermark that cannot be
- *      saved turns the outcome into failed.
+ *   6a. transfer and quality: process statistics from wormhole's summary
+ *      (quality.<check>.* too; a failed check is the reason "quality") and,
+ *      for a transfer after a success, the new watermark (ex_xfer.c); a
+ *      watermark that cannot be saved turns the outcome into failed.
  *   7. Log landed in the blob store (lib/orr_blob) as
  *      logs/<task>/<instance>-<attempt>.log (its index .idx first), run dir
  *      removed (on every path: it may hold a resolved job with passwords),
@@ -370,6 +371,8 @@ static void run_job(ex_daemon *d, ex_job *j, orr_arena *a)
                  orr_arena_sprintf(a, "%d", lim.pids), "");
     } else if (res.exited && res.exit_code == 0) {
         to = HL_STATE(SUCCESS);
+    } else if (ex_quality_failed_exit(js.type, res.exited, res.exit_code)) {
+        snprintf(reason, sizeof reason, "quality"); /* the log names the check */
     } else if (res.exited) {
         snprintf(reason, sizeof reason, "exit code %d", res.exit_code);
     } else {
@@ -389,7 +392,8 @@ static void run_job(ex_daemon *d, ex_job *j, orr_arena *a)
             snprintf(reason, sizeof reason, "leftover_processes: %d killed", res.leftover);
         record_leftover(d, inst, j->attempt, res.leftover);
     }
-    if (strcmp(js.type, "transfer") == 0 && res.how != EX_END_CANCELLED) {
+    if ((strcmp(js.type, "transfer") == 0 || strcmp(js.type, "quality") == 0) &&
+        res.how != EX_END_CANCELLED) {
         /* Statistics, and the watermark of a successful run, before the
          * final state: whoever sees success finds them. */
         if (ex_xfer_after(&xfer, a, &plan, log_path, to == HL_STATE(SUCCESS), &err) != ORR_OK) {

@@ -16,6 +16,7 @@
 static const ex_runner_ops *const ex_runner_table[] = {
     &ex_runner_shell,
     &ex_runner_transfer,
+    &ex_runner_quality,
 };
 
 const ex_runner_ops *ex_runner_find(const char *type)

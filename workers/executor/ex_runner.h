@@ -30,6 +30,12 @@
  *               state file before the run; after a successful run the new
  *               one is read back from it (ex_transfer_state_read).
  *
+ *   quality   config {datasource, checks[]}: the data source resolved as a
+ *             transfer's, the job {name, target{type, dsn}, checks} given
+ *             as stdin to `<bin dir>/wormhole quality -` (ex_runner_quality.c).
+ *             A failed check (exit 3) fails the attempt with reason
+ *             "quality", for transfer tasks too.
+ *
  * Environment of every type: PATH, HOME (the private run dir), LANG, then the
  * task's env, then ORRERY_INSTANCE_ID, ORRERY_TASK_ID, ORRERY_ATTEMPT and
  * ORRERY_SCHEDULE_TIME (ISO-8601 UTC), which the task cannot override.
@@ -101,6 +107,7 @@ typedef struct ex_runner_ops {
 
 extern const ex_runner_ops ex_runner_shell;
 extern const ex_runner_ops ex_runner_transfer;
+extern const ex_runner_ops ex_runner_quality;
 
 /* One process statistic of a finished transfer. */
 typedef struct ex_stat {
@@ -121,6 +128,19 @@ orr_status ex_transfer_summary(orr_arena *a, const char *log_path, ex_stat *stat
  * incremental run). ORR_ENOTFOUND when it saved none. Arena memory. */
 orr_status ex_transfer_state_read(orr_arena *a, const ex_run_plan *plan, const char **value,
                                   orr_err *err);
+
+/* Replace the "datasource" of a transfer endpoint object (a "type" beside
+ * it) by a "dsn" (ex_runner_transfer.c); path names it in errors
+ * ("config.reader"). *resolved counts the references replaced. */
+orr_status ex_transfer_resolve(const ex_run_ctx *ctx, json_t *ep, const char *path, int *resolved,
+                               orr_err *err);
+
+/* Quality checks (ex_runner_quality.c): 1 when the attempt of a transfer or
+ * quality task failed because a check did not pass (wormhole exit 3: the
+ * reason is then "quality"); the summary's "quality" figures appended to
+ * stats as quality.<name>.value, .threshold and .ok (1/0). */
+int ex_quality_failed_exit(const char *type, int exited, int exit_code);
+void ex_quality_stats(orr_arena *a, const json_t *summary, ex_stat *stats, size_t cap, size_t *n);
 
 /* The runner of a task type; NULL if none. */
 const ex_runner_ops *ex_runner_find(const char *type);

@@ -356,6 +356,7 @@ orr_status ex_transfer_summary(orr_arena *a, const char *log_path, ex_stat *stat
             snprintf(key, sizeof key, "writers.%zu.%s", i, per[k]);
             stat_add(a, stats, cap, n, key, num(json_array_get(ws, i), per[k]));
         }
+    ex_quality_stats(a, sum, stats, cap, n);
     json_decref(sum);
     return ORR_OK;
 }
@@ -406,6 +407,12 @@ out:
     orr_buf_free(&text);
     json_decref(job); /* jansson frees without wiping: the dsn text is short-lived */
     return s;
+}
+
+orr_status ex_transfer_resolve(const ex_run_ctx *ctx, json_t *ep, const char *path, int *resolved,
+                               orr_err *err)
+{
+    return resolve_endpoint(ctx, ep, path, resolved, err);
 }
 
 const ex_runner_ops ex_runner_transfer = {

@@ -100,11 +100,11 @@ void ex_xfer_init(ex_xfer *x, ex_daemon *d, int64_t task_id, int64_t instance_id
 /* RecordProcessStats from the summary in the log. */
 static void record_stats(ex_xfer *x, orr_arena *a, const char *log_path)
 {
-    ex_stat stats[64];
+    ex_stat stats[256]; /* the transfer's figures and up to 64 quality checks */
     size_t n = 0;
     int ok = 0;
     orr_err e;
-    if (ex_transfer_summary(a, log_path, stats, 64, &n, &ok, &e) != ORR_OK) {
+    if (ex_transfer_summary(a, log_path, stats, 256, &n, &ok, &e) != ORR_OK) {
         ORR_WARN("no transfer summary: no process statistics", "instance=%lld err=%s",
                  (long long)x->instance_id, orr_log_q(e.msg));
         return;

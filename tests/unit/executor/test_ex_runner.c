@@ -61,8 +61,45 @@ static void test_table_finds_types(void **state)
     (void)state;
     assert_ptr_equal(ex_runner_find("shell"), &ex_runner_shell);
     assert_ptr_equal(ex_runner_find("transfer"), &ex_runner_transfer);
+    assert_ptr_equal(ex_runner_find("quality"), &ex_runner_quality);
     assert_null(ex_runner_find("python"));
     assert_null(ex_runner_find(NULL));
+}
+
+/* Quality: exit 3 of a checking type is the reason "quality"; the summary's
+ * figures become statistics, a check that did not run none. */
+static void test_quality_reason_and_stats(void **state)
+{
+    (void)state;
+    assert_true(ex_quality_failed_exit("quality", 1, 3));
+    assert_true(ex_quality_failed_exit("transfer", 1, 3));
+    assert_false(ex_quality_failed_exit("transfer", 1, 1));
+    assert_false(ex_quality_failed_exit("shell", 1, 3));
+    assert_false(ex_quality_failed_exit("quality", 0, 3));
+    const char *text = "{\"status\":\"failed\",\"quality\":["
+                       "{\"name\":\"a\",\"value\":0.5,\"threshold\":0.25,\"outcome\":\"failed\"},"
+                       "{\"name\":\"b\",\"value\":null,\"threshold\":1,\"outcome\":\"not_run\"},"
+                       "{\"name\":\"c\",\"value\":3,\"threshold\":4,\"outcome\":\"ok\"}]}";
+    json_t *sum = json_loads(text, 0, NULL);
+    assert_non_null(sum);
+    orr_arena *a = orr_arena_create(0);
+    ex_stat st[8];
+    size_t n = 0;
+    ex_quality_stats(a, sum, st, 8, &n);
+    assert_int_equal(n, 6);
+    assert_string_equal(st[0].key, "quality.a.value");
+    assert_true(st[0].value == 0.5);
+    assert_string_equal(st[1].key, "quality.a.threshold");
+    assert_true(st[1].value == 0.25);
+    assert_string_equal(st[2].key, "quality.a.ok");
+    assert_true(st[2].value == 0);
+    assert_string_equal(st[5].key, "quality.c.ok");
+    assert_true(st[5].value == 1);
+    n = 0;
+    ex_quality_stats(a, sum, st, 4, &n); /* room for one check only */
+    assert_int_equal(n, 3);
+    orr_arena_destroy(a);
+    json_decref(sum);
 }
 
 static void test_shell_without_args_is_a_script(void **state)
@@ -235,6 +272,7 @@ int main(void)
         cmocka_unit_test(test_bad_configs_name_the_field),
         cmocka_unit_test(test_package_folder_is_the_cwd),
         cmocka_unit_test(test_transfer_writes_the_job),
+        cmocka_unit_test(test_quality_reason_and_stats),
     };
     return cmocka_run_group_tests(tests, setup_all, teardown_all);
 }
