@@ -29,6 +29,7 @@
 #include "orr_alloc.h"
 #include "orr_log.h"
 #include "wh_dirty.h"
+#include "wh_map.h"
 #include "wh_quality.h"
 #include "wh_queue.h"
 #include "wh_resume.h"
@@ -236,6 +237,8 @@ static void *wh_writer_main(void *arg)
     orr_err e;
     orr_err_clear(&e);
     wh_batch *b;
+    /* A mapped writer gets each batch rebuilt in its own batch (wh_map.h). */
+    wh_batch *mb = w->ep->map ? wh_batch_new(r->ctx.batch_rows, r->ctx.batch_bytes) : NULL;
     while ((b = wh_queue_pop(wh_wqueue(w, t->channel))) != NULL) {
         wh_wstats ws = {0, 0};
         orr_status rc = ORR_OK;
@@ -246,7 +249,10 @@ static void *wh_writer_main(void *arg)
             wh_pool_release(&r->pool, b);
             continue;
         }
-        rc = ops->write(st, b, &ws, &e);
+        if (mb)
+            rc = wh_map_apply(w->ep->map, &r->ctx, w->ep->name, b, mb, &e);
+        if (rc == ORR_OK)
+            rc = ops->write(st, mb ? mb : b, &ws, &e);
         atomic_fetch_add(&w->rows_in, b->nrows);
         atomic_fetch_add(&w->rows, ws.rows);
         atomic_fetch_add(&w->bytes, ws.bytes);
@@ -261,9 +267,11 @@ static void *wh_writer_main(void *arg)
         if (rc != ORR_OK) {
             if (!wh_cancelled(&r->ctx) || rc != ORR_ECANCELLED)
                 wh_run_fail(r, &e);
+            wh_batch_free(mb);
             return NULL;
         }
     }
+    wh_batch_free(mb);
     if (wh_cancelled(&r->ctx))
         return NULL;
     uint64_t confirmed = 0;
@@ -557,6 +565,12 @@ orr_status wh_run(const wh_job *job, const char *state_path, wh_result *res)
     for (size_t i = 0; i < r->nw; i++) {
         wh_wrun *w = &r->w[i];
         const wh_plugin *wp = w->ep->plugin;
+        const wh_schema *wsrc = &r->src;
+        if (w->ep->map) {
+            if (wh_map_bind(w->ep->map, &r->src, &e) != ORR_OK)
+                goto fail;
+            wsrc = wh_map_schema(w->ep->map);
+        }
         /* Channels first: a writer's mode may need a staging table when it
          * loads through several connections, which prepare creates. */
         w->channels =
@@ -574,13 +588,13 @@ orr_status wh_run(const wh_job *job, const char *state_path, wh_result *res)
                 wh_queue_init(&w->cq[c], 4);
         }
         if (wp->writer_periphery && wp->writer_periphery->prepare) {
-            if (wp->writer_periphery->prepare(w->ep->conf, &r->ctx, &r->src, &e) != ORR_OK)
+            if (wp->writer_periphery->prepare(w->ep->conf, &r->ctx, wsrc, &e) != ORR_OK)
                 goto fail;
         }
         w->prepared = 1;
         w->states = orr_xcalloc((size_t)w->channels, sizeof(void *));
         for (int c = 0; c < w->channels; c++) {
-            if (wp->writer->open(w->ep->conf, &r->ctx, &r->src, w->ep->name, &w->states[c], &e) !=
+            if (wp->writer->open(w->ep->conf, &r->ctx, wsrc, w->ep->name, &w->states[c], &e) !=
                 ORR_OK)
                 goto fail;
         }

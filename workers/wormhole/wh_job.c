@@ -9,10 +9,11 @@
 #include "orr_buf.h"
 #include "orr_json.h"
 #include "orr_schemas.h"
+#include "wh_map.h"
 #include "wh_quality.h"
 
 static const char *const wh_reader_keys[] = {"type", "channels", "incremental", NULL};
-static const char *const wh_writer_keys[] = {"type", "name", "channels", NULL};
+static const char *const wh_writer_keys[] = {"type", "name", "channels", "mapping", NULL};
 
 orr_status wh_allow_keys(const json_t *spec, const char *path, const char *const *plugin_keys,
                          int is_reader, orr_err *err)
@@ -174,6 +175,9 @@ orr_status wh_job_parse(const char *text, size_t len, wh_job **out, orr_err *err
         rc = orr_err_set(err, ORR_EINVAL, "reader", "must be an object");
         goto fail;
     }
+    /* Writers' mappings name the columns the reader reads (wh_map.h). */
+    if ((j->reader.spec = wh_map_reader_spec(reader, writers)))
+        reader = j->reader.spec;
     if ((rc = wh_parse_endpoint(reader, "reader", 1, channels, &j->reader, err)))
         goto fail;
     if ((rc = wh_parse_incremental(j, err)))
@@ -187,7 +191,10 @@ orr_status wh_job_parse(const char *text, size_t len, wh_job **out, orr_err *err
     for (size_t i = 0; i < j->nwriters; i++) {
         wh_endpoint *w = &j->writers[i];
         orr_json_index_path(p, sizeof(p), "writers", i);
-        if ((rc = wh_parse_endpoint(json_array_get(writers, i), p, 0, channels, w, err)))
+        json_t *ws = json_array_get(writers, i);
+        if (json_is_object(ws) && (rc = wh_map_parse(ws, p, &w->map, &w->spec, err)))
+            goto fail;
+        if ((rc = wh_parse_endpoint(w->spec ? w->spec : ws, p, 0, channels, w, err)))
             goto fail;
         if (!w->name[0])
             snprintf(w->name, sizeof(w->name), "%s#%zu", w->type, i);
@@ -247,13 +254,24 @@ static void wh_endpoint_free(wh_endpoint *ep, int is_reader)
     ep->conf = NULL;
 }
 
+static void wh_endpoint_release(wh_endpoint *ep)
+{
+    wh_map_free(ep->map);
+    ep->map = NULL;
+    json_decref(ep->spec);
+    ep->spec = NULL;
+}
+
 void wh_job_free(wh_job *j)
 {
     if (!j)
         return;
     wh_endpoint_free(&j->reader, 1);
-    for (size_t i = 0; i < j->nwriters && j->writers; i++)
+    wh_endpoint_release(&j->reader);
+    for (size_t i = 0; i < j->nwriters && j->writers; i++) {
         wh_endpoint_free(&j->writers[i], 0);
+        wh_endpoint_release(&j->writers[i]);
+    }
     wh_quality_job_free(j);
     free(j->writers);
     json_decref(j->root);

@@ -20,6 +20,8 @@ typedef struct wh_endpoint {
     const wh_plugin *plugin;
     void *conf; /* the plugin's parsed options */
     int channels;
+    struct wh_map *map; /* writers: the column mapping, or NULL (wh_map.h) */
+    json_t *spec;       /* the spec the plugin took when the job rewrote it */
 } wh_endpoint;
 
 /* Resume bookkeeping (wh_resume.h): off; on, resuming the records of a
