@@ -49,12 +49,12 @@ static const struct {
     wh_kind kind;
     int bytes;
 } wh_casts[] = {
-    {"text", WH_K_TEXT, 0},   {"int", WH_K_INT, 4},
-    {"bigint", WH_K_INT, 8},  {"numeric", WH_K_NUMERIC, 0},
-    {"float", WH_K_FLOAT, 0}, {"bool", WH_K_BOOL, 0},
-    {"date", WH_K_DATE, 0},   {"time", WH_K_TIME, 0},
+    {"text", WH_K_TEXT, 0},           {"int", WH_K_INT, 4},
+    {"bigint", WH_K_INT, 8},          {"numeric", WH_K_NUMERIC, 0},
+    {"float", WH_K_FLOAT, 0},         {"bool", WH_K_BOOL, 0},
+    {"date", WH_K_DATE, 0},           {"time", WH_K_TIME, 0},
     {"timestamp", WH_K_TIMESTAMP, 0}, {"timestamptz", WH_K_TIMESTAMPTZ, 0},
-    {"bytes", WH_K_BYTES, 0}, {"json", WH_K_JSON, 0},
+    {"bytes", WH_K_BYTES, 0},         {"json", WH_K_JSON, 0},
 };
 
 int wh_cast_parse(const char *name, wh_cast_to *out)
@@ -196,9 +196,9 @@ static int wh_cast_numeric(const wh_cast_to *to, wh_kind from, const char *s, or
         !strcasecmp(s, "inf") || !strcasecmp(s, "-inf")) {
         if (to->kind == WH_K_NUMERIC && strcasecmp(s, "nan") != 0)
             return *reason = "is infinite (numeric cannot hold it)", 0;
-        orr_buf_append_str(out, !strcasecmp(s, "nan")  ? "NaN"
-                                : s[0] == '-'          ? "-Infinity"
-                                                       : "Infinity");
+        orr_buf_append_str(out, !strcasecmp(s, "nan") ? "NaN"
+                                : s[0] == '-'         ? "-Infinity"
+                                                      : "Infinity");
         return 1;
     }
     if (!wh_is_decimal(s, &frac, &exp))
@@ -367,8 +367,8 @@ static int wh_cast_time_kinds(const wh_cast_to *to, wh_kind from, const char *s,
                         t.frac, bc);
         return 1;
     default:
-        orr_buf_appendf(out, "%04d-%02d-%02d %02d:%02d:%02d%s+00%s", t.y, t.mo, t.d, t.h, t.mi,
-                        t.s, t.frac, bc);
+        orr_buf_appendf(out, "%04d-%02d-%02d %02d:%02d:%02d%s+00%s", t.y, t.mo, t.d, t.h, t.mi, t.s,
+                        t.frac, bc);
         return 1;
     }
 }
@@ -383,8 +383,7 @@ static int wh_is_hex_bytes(const char *p, size_t len)
     return 1;
 }
 
-static int wh_cast_json(wh_kind from, const char *p, size_t len, orr_buf *out,
-                        const char **reason)
+static int wh_cast_json(wh_kind from, const char *p, size_t len, orr_buf *out, const char **reason)
 {
     char buf[64];
     const char *s;
@@ -579,10 +578,12 @@ json_t *wh_map_reader_spec(const json_t *reader, const json_t *writers)
     json_t *cols = json_array();
     size_t i;
     json_t *w;
-    json_array_foreach(writers, i, w) {
+    json_array_foreach(writers, i, w)
+    {
         json_t *a = json_object_get(w, "mapping"), *e;
         size_t k;
-        json_array_foreach(a, k, e) {
+        json_array_foreach(a, k, e)
+        {
             const char *s = json_string_value(json_object_get(e, "source"));
             if (!s || !s[0])
                 continue;
@@ -631,8 +632,8 @@ orr_status wh_map_bind(wh_map *m, const wh_schema *src, orr_err *err)
         wh_col *c = wh_schema_add(&m->schema, e->target, NULL, WH_K_TEXT);
         *c = src->cols[k];
         snprintf(c->name, sizeof(c->name), "%s", e->target);
-        if (e->has_cast && !(e->cast.kind == c->kind &&
-                             (e->cast.kind != WH_K_INT || e->cast.bytes >= c->size))) {
+        if (e->has_cast &&
+            !(e->cast.kind == c->kind && (e->cast.kind != WH_K_INT || e->cast.bytes >= c->size))) {
             /* A type text no store uses: writers check every cast value. */
             snprintf(c->type, sizeof(c->type), "cast %s", wh_cast_name(&e->cast));
             c->kind = e->cast.kind;

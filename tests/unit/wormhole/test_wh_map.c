@@ -158,10 +158,10 @@ static const char *refused(const char *text)
 static void test_spec_errors(void **state)
 {
     (void)state;
-    assert_string_equal(
-        refused("{" PG_R ",\"writers\":[{" PG_W ",\"columns\":[\"a\"],\"mapping\":[{\"target\":"
-                "\"a\",\"source\":\"a\"}]}]}"),
-        "writers[0].columns");
+    assert_string_equal(refused("{" PG_R ",\"writers\":[{" PG_W
+                                ",\"columns\":[\"a\"],\"mapping\":[{\"target\":"
+                                "\"a\",\"source\":\"a\"}]}]}"),
+                        "writers[0].columns");
     assert_string_equal(refused("{" PG_R ",\"writers\":[{" PG_W ",\"mapping\":[{\"target\":\"a\","
                                 "\"source\":\"a\"},{\"target\":\"a\",\"source\":\"b\"}]}]}"),
                         "writers[0].mapping[1].target");
