@@ -21,6 +21,7 @@
 #include <sodium.h>
 
 #include "gx_app.h"
+#include "gx_meta.h"
 #include "orr_json.h"
 #include "orr_log.h"
 
@@ -309,6 +310,7 @@ void gx_h_metrics(gx_req *req, gx_resp *resp)
     resp->status = 200;
     resp->content_type = "text/plain; version=0.0.4";
     gx_server_metrics(app->server, &resp->body);
+    gx_meta_metrics(&resp->body);
 }
 
 void gx_h_openapi(gx_req *req, gx_resp *resp)

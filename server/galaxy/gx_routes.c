@@ -3,6 +3,7 @@
  * (static/openapi.json) must describe each of them; a test checks it
  * (`galaxyd routes` prints this table). */
 #include "gx_app.h"
+#include "gx_meta.h"
 
 const gx_route gx_routes[] = {
     /* operations, no login */
@@ -100,6 +101,11 @@ const gx_route gx_routes[] = {
     {"PATCH", "/api/v1/users/{name}", gx_h_user_update, GX_ROLE_ADMIN,
      "Change a user's role, teams, password or whether it is active; its sessions end"},
     {"POST", "/api/v1/teams", gx_h_teams_create, GX_ROLE_ADMIN, "Create a team"},
+    /* data metadata (gx_meta.c) */
+    {"GET", "/api/v1/datasources/{name}/tables", gx_h_meta_tables, GX_ROLE_VIEWER,
+     "A data source's tables and views with row estimates (cached; q filters)"},
+    {"GET", "/api/v1/datasources/{name}/tables/{table}", gx_h_meta_table, GX_ROLE_VIEWER,
+     "One table's columns, types, nullability and primary key (cached)"},
     {"GET", "/api/v1/datasources/{name}", gx_h_datasource_get, GX_ROLE_VIEWER,
      "A data source (never its password)"},
     {"PUT", "/api/v1/datasources/{name}", gx_h_datasource_put, GX_ROLE_ADMIN,

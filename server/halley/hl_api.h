@@ -122,6 +122,8 @@ HL_UNARY(hl_api_put_data_source);
 HL_UNARY(hl_api_get_data_source);
 HL_UNARY(hl_api_list_data_sources);
 HL_UNARY(hl_api_get_data_source_secret);
+HL_UNARY(hl_api_get_data_source_meta); /* hl_api_dsmeta.c */
+HL_UNARY(hl_api_put_data_source_meta);
 /* API tokens (hl_api_tokens.c). */
 HL_UNARY(hl_api_create_api_token);
 HL_UNARY(hl_api_list_api_tokens);

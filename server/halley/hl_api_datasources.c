@@ -23,6 +23,9 @@ static hl_stmt q_put_ds =
             " decode(nullif($4, ''), 'hex'))"
             " ON CONFLICT (name) DO UPDATE SET kind = excluded.kind, params = excluded.params,"
             " secret = coalesce(excluded.secret, data_sources.secret), updated_at = now()");
+/* A changed data source may point at another database: its cached metadata
+ * (hl_api_dsmeta.c) goes with the change. */
+static hl_stmt q_drop_ds_meta = HL_STMT("DELETE FROM datasource_meta WHERE datasource = $1");
 static hl_stmt q_get_ds = HL_STMT("SELECT name, kind, params::text, secret IS NOT NULL, " HL_MS(
     "updated_at") " FROM data_sources WHERE name = $1");
 
@@ -97,6 +100,7 @@ HL_UNARY(hl_api_put_data_source)
     PGresult *r = NULL;
     if ((s = hl_db_begin(c, err)) == ORR_OK &&
         (s = hl_db_query(c, a, &q_put_ds, 4, p, NULL, err)) == ORR_OK &&
+        (s = hl_db_query(c, a, &q_drop_ds_meta, 1, pg, NULL, err)) == ORR_OK &&
         (s = hl_audit(c, a, rq->actor, "datasource.put",
                       orr_arena_sprintf(a, "datasource:%s", rq->name),
                       orr_arena_sprintf(a, "{\"secret_changed\":%s}", hex[0] ? "true" : "false"),

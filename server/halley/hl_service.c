@@ -66,6 +66,8 @@ const orr_rpc_method hl_methods[] = {
     {"InstanceStats", hl_api_instance_stats, NULL},
     {"GetDataSourceSecret", hl__worker_gate, NULL},
     {"ListDataSources", hl_api_list_data_sources, NULL},
+    {"GetDataSourceMeta", hl_api_get_data_source_meta, NULL},
+    {"PutDataSourceMeta", hl_api_put_data_source_meta, NULL},
     {"CreateApiToken", hl_api_create_api_token, NULL},
     {"ListApiTokens", hl_api_list_api_tokens, NULL},
     {"RevokeApiToken", hl_api_revoke_api_token, NULL},

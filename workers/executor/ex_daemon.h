@@ -158,6 +158,12 @@ void ex_xfer_init(ex_xfer *x, ex_daemon *d, int64_t task_id, int64_t instance_id
 orr_status ex_xfer_after(ex_xfer *x, orr_arena *a, const ex_run_plan *plan, const char *log_path,
                          int succeeded, orr_err *err);
 
+/* ----------------------------------------------------------- ex_datasrv.c */
+
+/* Mount POST /v1/meta and /v1/preview on the log server (design in
+ * ex_datasrv.c). d->logsrv must be started. */
+void ex_datasrv_mount(ex_daemon *d);
+
 /* ------------------------------------------------------------ ex_deploy.c */
 
 /* Code packages: install the newest package of every name at start-up, and

@@ -44,7 +44,36 @@ struct ex_logsrv {
     pthread_mutex_t mu;
     ex_active active[EX_LOG_MAX_ACTIVE];
     int n_active;
+    ex_logsrv_post_fn post;
+    void *post_arg;
 };
+
+/* The body of a POST being received (con_cls of its connection). */
+typedef struct ex_post {
+    orr_buf body;
+    int too_big;
+} ex_post;
+
+void ex_logsrv_mount(ex_logsrv *s, ex_logsrv_post_fn fn, void *arg)
+{
+    s->post = fn;
+    s->post_arg = arg;
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+    (void)conn;
+    (void)toe;
+    if (*con_cls && *con_cls != cls) {
+        ex_post *p = *con_cls;
+        if (p->body.data)
+            explicit_bzero(p->body.data, p->body.cap);
+        orr_buf_free(&p->body);
+        free(p);
+    }
+    *con_cls = NULL;
+}
 
 /* One follow response. */
 typedef struct ex_follow {
@@ -226,17 +255,50 @@ static int token_ok(const ex_logsrv *s, const char *auth)
     return diff == 0;
 }
 
+/* POST /v1/<op>: collect the body, then hand it to the mounted handler. */
+static enum MHD_Result on_post(ex_logsrv *s, struct MHD_Connection *conn, const char *url,
+                               const char *upload, size_t *upload_size, ex_post *p)
+{
+    if (*upload_size != 0) {
+        if (p->body.len + *upload_size > EX_POST_MAX)
+            p->too_big = 1;
+        else
+            orr_buf_append(&p->body, upload, *upload_size);
+        *upload_size = 0;
+        return MHD_YES;
+    }
+    const char *auth = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Authorization");
+    if (!token_ok(s, auth))
+        return reply(conn, 401, "missing or wrong bearer token\n");
+    if (!s->post)
+        return reply(conn, 404, "not found\n");
+    if (p->too_big)
+        return reply(conn, 413, "body larger than 1 MiB\n");
+    orr_buf out = ORR_BUF_INIT;
+    unsigned status = s->post(s->post_arg, url + 4, orr_buf_cstr(&p->body), p->body.len, &out);
+    enum MHD_Result ret =
+        orr_http_reply(conn, status, "application/json", orr_buf_cstr(&out), out.len);
+    if (out.data)
+        explicit_bzero(out.data, out.cap);
+    orr_buf_free(&out);
+    return ret;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
                                   const char *method, const char *version, const char *upload,
                                   size_t *upload_size, void **con_cls)
 {
     (void)version;
-    (void)upload;
     ex_logsrv *s = cls;
     if (*con_cls == NULL) { /* first call: headers only */
-        *con_cls = s;
+        if (strcmp(method, "POST") == 0 && strncmp(url, "/v1/", 4) == 0)
+            *con_cls = orr_xcalloc(1, sizeof(ex_post));
+        else
+            *con_cls = s;
         return MHD_YES;
     }
+    if (*con_cls != s)
+        return on_post(s, conn, url, upload, upload_size, *con_cls);
     if (*upload_size != 0) {
         *upload_size = 0; /* drain and ignore a body */
         return MHD_YES;
@@ -337,6 +399,8 @@ orr_status ex_logsrv_start(const char *listen, const char *token, const char *lo
         .thread_per_connection = 1,
         .connection_limit = 64,
         .timeout_s = 60,
+        .completed = on_completed,
+        .completed_cls = s,
     };
     orr_status rc = orr_http_start(&ho, &s->http, err);
     if (rc != ORR_OK) {

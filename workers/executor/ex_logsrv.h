@@ -18,6 +18,11 @@
  * a path or parameter that is not a plain integer, 404 for an unknown log,
  * 405 for another method.
  *
+ * POST /v1/<op> (same token) goes to the handler mounted with
+ * ex_logsrv_mount (ex_datasrv.c: /v1/meta, /v1/preview): the body (at most
+ * EX_POST_MAX bytes, else 413) is handed over whole; 404 when nothing is
+ * mounted.
+ *
  * Threading: libmicrohttpd with a thread per connection (at most 64), so a
  * follower may wait in the content callback, polling the file every 150 ms.
  * ex_logsrv_stop() wakes every follower and returns after they are gone.
@@ -46,6 +51,17 @@ int ex_logsrv_port(const ex_logsrv *s);
  * finish once they have read everything). Thread-safe. */
 void ex_logsrv_begin(ex_logsrv *s, int64_t instance, int attempt);
 void ex_logsrv_end(ex_logsrv *s, int64_t instance, int attempt);
+#define EX_POST_MAX (1024 * 1024)
+
+/* A handler of POST /v1/<op>: op is what follows "/v1/", body the request
+ * (NUL-terminated, len bytes). Appends the JSON answer to out and returns
+ * the HTTP status. Runs on the connection's thread and may block. */
+struct orr_buf;
+typedef unsigned (*ex_logsrv_post_fn)(void *arg, const char *op, const char *body, size_t len,
+                                      struct orr_buf *out);
+/* Mount fn (before requests arrive; one handler). */
+void ex_logsrv_mount(ex_logsrv *s, ex_logsrv_post_fn fn, void *arg);
+
 /* Stop serving and free. NULL is a no-op. */
 void ex_logsrv_stop(ex_logsrv *s);
 

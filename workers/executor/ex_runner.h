@@ -142,6 +142,13 @@ orr_status ex_transfer_resolve(const ex_run_ctx *ctx, json_t *ep, const char *pa
 int ex_quality_failed_exit(const char *type, int exited, int exit_code);
 void ex_quality_stats(orr_arena *a, const json_t *summary, ex_stat *stats, size_t cap, size_t *n);
 
+/* ex_transfer_resolve with a choice: with infer_type, an endpoint without
+ * "type" gets the one of the data source's kind (postgres, else mysql).
+ * ORR_ENOTFOUND (field path.datasource) for an unknown data source,
+ * ORR_EINVAL for a kind the type cannot use. Blocks on hooks. */
+orr_status ex_transfer_resolve_typed(const ex_run_ctx *ctx, json_t *ep, const char *path,
+                                     int infer_type, int *resolved, orr_err *err);
+
 /* The runner of a task type; NULL if none. */
 const ex_runner_ops *ex_runner_find(const char *type);
 

@@ -140,6 +140,12 @@ static orr_status my_dsn(orr_arena *a, const json_t *params, const char *secret,
 static orr_status resolve_endpoint(const ex_run_ctx *ctx, json_t *ep, const char *path,
                                    int *resolved, orr_err *err)
 {
+    return ex_transfer_resolve_typed(ctx, ep, path, 0, resolved, err);
+}
+
+orr_status ex_transfer_resolve_typed(const ex_run_ctx *ctx, json_t *ep, const char *path,
+                                     int infer_type, int *resolved, orr_err *err)
+{
     char field[96];
     orr_json_path(field, sizeof field, path, "datasource");
     json_t *ref = json_object_get(ep, "datasource");
@@ -170,6 +176,12 @@ static orr_status resolve_endpoint(const ex_run_ctx *ctx, json_t *ep, const char
                            "data source \"%.128s\" has parameters that are not a JSON object",
                            name);
     }
+    if (infer_type && !json_object_get(ep, "type"))
+        json_object_set_new(
+            ep, "type",
+            json_string(strcmp(ds.kind, "postgresql") == 0 || strcmp(ds.kind, "postgres") == 0
+                            ? "postgres"
+                            : "mysql"));
     const char *type = json_string_value(json_object_get(ep, "type"));
     orr_buf dsn = ORR_BUF_INIT;
     if (type && strcmp(type, "postgres") == 0 &&

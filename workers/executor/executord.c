@@ -560,6 +560,7 @@ static int serve(orr_daemon *od, int argc, char **argv)
                         orr_config_str(cfg, "executor", "log_token"), d.log_dir, &d.logsrv,
                         &err) != ORR_OK)
         goto fail;
+    ex_datasrv_mount(&d); /* before the card is published: no request can come yet */
     char node[300];
     snprintf(node, sizeof node, "/orrery/executors/%s", d.id);
     if (ex_zk_start(orr_config_str(cfg, "executor", "zk"), node,

@@ -338,6 +338,20 @@ typedef struct wh_quality_ops {
     orr_status (*query)(void *conn, const char *sql, size_t keep, uint64_t *nrows, json_t **rows,
                         const char *path, orr_err *err);
 } wh_quality_ops;
+/* Catalog reads for `wormhole meta` (wh_meta.h has the answer shapes).
+ * spec is the "source" object of the meta job (type, dsn or dsn_env, and
+ * the store's own options), path its JSON path. Each call connects, reads
+ * and disconnects. */
+typedef struct wh_meta_ops {
+    /* Every table and view outside the system schemas:
+     * {"tables": [{"schema", "name", "kind", "row_estimate"}]}. */
+    orr_status (*tables)(const json_t *spec, const char *path, json_t **out, orr_err *err);
+    /* One table ("schema.name", or "name" in the default schema): its
+     * columns, primary key and row estimate. ORR_ENOTFOUND (field "table")
+     * when there is no such table. */
+    orr_status (*table)(const json_t *spec, const char *path, const char *table, json_t **out,
+                        orr_err *err);
+} wh_meta_ops;
 
 /* A data store: its name in specs ("type") and its roles. A store that
  * cannot be read (or written) leaves reader (writer) NULL; a role without
@@ -351,6 +365,7 @@ typedef struct wh_plugin {
     const wh_periphery_ops *writer_periphery;
     const wh_resume_ops *resume;   /* NULL: the writer cannot resume */
     const wh_quality_ops *quality; /* NULL: row_count checks only */
+    const wh_meta_ops *meta; /* NULL: the store has no catalog to read */
 } wh_plugin;
 
 /* The registry (wh_registry.c). NULL when name is unknown. */

@@ -5,6 +5,7 @@
  *   wormhole check JOB.json        parse the spec only
  *   wormhole quality JOB.json      run quality checks on a data store
  *                                  (wh_quality.h; exit 3: a check failed)
+ *   wormhole meta META.json        a data source's catalog (wh_meta.h)
  *
  * JOB.json "-" reads the job from standard input (how executord hands over
  * a job holding passwords); an incremental job then needs --state or
@@ -29,6 +30,7 @@
 #include "wh_engine.h"
 #include "wh_job.h"
 #include "wh_quality.h"
+#include "wh_meta.h"
 
 static void wh_on_signal(int sig)
 {
@@ -41,8 +43,57 @@ static int wh_usage(void)
     fprintf(stderr, "usage: wormhole run JOB.json [--state FILE] [--log-level LEVEL]\n"
                     "                             [--resume | --from-scratch]\n"
                     "       wormhole check JOB.json\n"
-                    "       wormhole quality JOB.json [--log-level LEVEL]\n");
+                    "       wormhole quality JOB.json [--log-level LEVEL]\n"
+                    "       wormhole meta META.json\n");
     return 2;
+}
+
+/* Print {"error": ...} for err on stdout. */
+static void wh_print_error(const orr_err *err)
+{
+    json_t *body = orr_json_error_body(err);
+    orr_buf out = ORR_BUF_INIT;
+    orr_json_dump_buf(body, &out);
+    printf("%s\n", orr_buf_cstr(&out));
+    orr_buf_free(&out);
+    json_decref(body);
+}
+
+/* `wormhole meta FILE|-`: the whole job is read, answered, and the buffer
+ * that held it (a dsn with a password) wiped. */
+static int wh_meta_main(const char *path)
+{
+    orr_err err;
+    orr_err_clear(&err);
+    FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "r");
+    if (!f) {
+        orr_err_set(&err, ORR_EIO, "job", "cannot open %s", path);
+        wh_print_error(&err);
+        return 2;
+    }
+    orr_buf text = ORR_BUF_INIT;
+    char chunk[4096];
+    size_t n;
+    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0 && text.len < (1u << 20))
+        orr_buf_append(&text, chunk, n);
+    explicit_bzero(chunk, sizeof chunk);
+    fclose(f);
+    json_t *ans = NULL;
+    orr_status rc = wh_meta_run(text.data ? text.data : "", text.len, &ans, &err);
+    if (text.data)
+        explicit_bzero(text.data, text.cap);
+    orr_buf_free(&text);
+    if (rc != ORR_OK) {
+        wh_print_error(&err);
+        return rc == ORR_EINVAL ? 2 : rc == ORR_ENOTFOUND ? 3 : 1;
+    }
+    orr_buf out = ORR_BUF_INIT;
+    orr_json_dump_buf(ans, &out);
+    printf("%s\n", orr_buf_cstr(&out));
+    fflush(stdout);
+    orr_buf_free(&out);
+    json_decref(ans);
+    return 0;
 }
 
 int main(int argc, char **argv)
@@ -50,6 +101,8 @@ int main(int argc, char **argv)
     if (argc < 3)
         return wh_usage();
     const char *cmd = argv[1], *job_path = argv[2], *state = NULL;
+    if (strcmp(cmd, "meta") == 0)
+        return argc == 3 ? wh_meta_main(job_path) : wh_usage();
     orr_log_level level = ORR_LOG_INFO;
     int resume = -1;
     for (int i = 3; i < argc; i++) {

@@ -36,6 +36,8 @@ DEVELOPER = dict(anon=401, vic=403, ann="ok", bob="ok", root="ok")
 # Admin routes that also need configuration this galaxyd lacks: an admin
 # passes authorisation and gets 503 ([galaxy] zk / datasource_test_token).
 ADMIN_UNCONFIGURED = dict(anon=401, vic=403, ann=403, bob=403, root=503)
+# Any developer may ask, but no executor can answer here (no ZooKeeper).
+DEVELOPER_UNCONFIGURED = dict(anon=401, vic=403, ann=503, bob=503, root=503)
 GZIP_BODY = gzip.compress(b"")
 ICS_BODY = (b"BEGIN:VCALENDAR\r\nBEGIN:VEVENT\r\nDTSTART;VALUE=DATE:20261225\r\n"
             b"END:VEVENT\r\nEND:VCALENDAR\r\n")
@@ -281,6 +283,12 @@ class Matrix(unittest.TestCase):
             ("PUT", "/api/v1/datasources/{name}", lambda w: f"/api/v1/datasources/ds-{w}",
              lambda w: {"kind": "postgresql", "params": {"host": "h"}}, ADMIN),
             ("GET", "/api/v1/datasources", lambda w: "/api/v1/datasources", None, READ),
+            # Data metadata: anyone logged in reads table names and columns;
+            # nothing is cached and no executor can answer here.
+            ("GET", "/api/v1/datasources/{name}/tables",
+             lambda w: "/api/v1/datasources/dw/tables", None, EXECUTORS),
+            ("GET", "/api/v1/datasources/{name}/tables/{table}",
+             lambda w: "/api/v1/datasources/dw/tables/public.t", None, EXECUTORS),
             ("POST", "/api/v1/datasources/{name}/test", lambda w: "/api/v1/datasources/dw/test",
              lambda w: {}, ADMIN_UNCONFIGURED),
             ("GET", "/api/v1/audit", lambda w: "/api/v1/audit", None, ADMIN),

@@ -269,4 +269,5 @@ const wh_plugin wh_mysql_plugin = {
     .writer_periphery = &wh_mysql_writer_periphery,
     .quality = &wh_mysql_quality,
     .resume = &wh_mysql_resume,
+    .meta = &wh_mysql_meta,
 };

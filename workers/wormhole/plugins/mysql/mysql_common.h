@@ -67,5 +67,6 @@ orr_status wh_mysql_resume_drop(MYSQL *m, wh_mysql_conf *c, orr_err *err);
 orr_status wh_mysql_writer_split_commit(void *state, const char *job, const char *run_key,
                                         size_t split, uint64_t rows, uint64_t *confirmed,
                                         orr_err *err);
+extern const wh_meta_ops wh_mysql_meta; /* mysql_meta.c */
 
 #endif

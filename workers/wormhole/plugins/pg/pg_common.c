@@ -226,4 +226,5 @@ const wh_plugin wh_pg_plugin = {
     .writer_periphery = &wh_pg_writer_periphery,
     .resume = &wh_pg_resume,
     .quality = &wh_pg_quality,
+    .meta = &wh_pg_meta,
 };

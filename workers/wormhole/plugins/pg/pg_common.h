@@ -75,5 +75,6 @@ orr_status wh_pg_writer_split_commit(void *state, const char *job, const char *r
 extern const wh_quality_ops wh_pg_quality;
 /* A writer channel state's connection (pg_writer.c), for pg_quality.c. */
 PGconn *wh_pg_writer_conn(void *state);
+extern const wh_meta_ops wh_pg_meta; /* pg_meta.c */
 
 #endif
