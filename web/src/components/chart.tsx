@@ -51,6 +51,7 @@ export function TimeChart(props: {
   yLabel?: string;
   step?: boolean;
   points?: boolean;
+  fractional?: boolean; // values are not whole counts (ratios, seconds): y ticks need not be whole
   testid?: string;
 }) {
   const el = useRef<HTMLDivElement>(null);
@@ -82,7 +83,7 @@ export function TimeChart(props: {
           scales: { x: { time: true }, y: { range: (_u: unknown, _min: number, max: number) => [0, max > 0 ? max * 1.08 : 1] } },
           axes: [
             { stroke: '#6b7485', grid: { stroke: '#eef0f4' } },
-            { stroke: '#6b7485', grid: { stroke: '#eef0f4' }, label: props.yLabel, size: 56, incrs: COUNT_STEPS, values: (_u: unknown, vals: number[]) => vals.map(compact) },
+            { stroke: '#6b7485', grid: { stroke: '#eef0f4' }, label: props.yLabel, size: 56, incrs: props.fractional ? undefined : COUNT_STEPS, values: (_u: unknown, vals: number[]) => vals.map(compact) },
           ],
           series: [
             {},

@@ -14,6 +14,7 @@ import { Graph, type GNode, type GEdge } from '../components/graph';
 import { InstanceVersion } from '../components/instance-version';
 import { LogView } from '../components/logview';
 import { InstanceStats, TaskRowsChart } from '../components/procstats';
+import { QualityPanel } from '../components/quality';
 import { PausedNote } from '../components/workflow-header';
 import { Confirm, ErrorBanner, Link, Loading, PageHead, StateBadge, toast, useAsync, useInterval } from '../components/ui';
 import { RunActions } from '../components/run';
@@ -322,6 +323,7 @@ export function InstancePage({ id }: { id: number }) {
           <TaskRowsChart taskId={d.task_id} />
         </section>
       </div>
+      <QualityPanel id={d.id} attempt={d.attempt} taskId={d.task_id} live={live} />
       <section class="card pad">
         <h2>Log</h2>
         <LogView id={d.id} attempt={d.attempt} finished={isFinished(d.state)} />

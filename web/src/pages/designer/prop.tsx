@@ -10,6 +10,7 @@ import { Cron } from './cron';
 import { JsonObject, KeyValue, StringList } from './inputs';
 import { Parameters } from './parameters';
 import { Pools } from './pools';
+import { QualityChecks } from './quality';
 import { getIn, type Ctx } from './state';
 import { Upstreams } from './upstreams';
 
@@ -29,6 +30,7 @@ export function Prop({ ctx, path, schema: s0, required }: { ctx: Ctx; path: stri
   if (p === 'upstreams') return <Upstreams ctx={ctx} schema={s} />;
   if (p === 'pools') return <Pools ctx={ctx} />;
   if (p === 'parameters') return <Parameters ctx={ctx} />;
+  if (p === 'config.checks' && getIn(ctx.spec, ['type']) === 'quality') return <QualityChecks ctx={ctx} path={path} />;
   if (p === 'team' && ctx.teams.length > 0 && !ctx.readOnly)
     return (
       <Field label="Team" field={p} error={ctx.err(p)}>
