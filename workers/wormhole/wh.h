@@ -89,6 +89,20 @@ void wh_schema_free(wh_schema *s);
  * for NOT NULL columns. */
 int wh_value_check(const wh_col *c, const char *p, int64_t len, const char **reason);
 
+/* Bit strings (the canonical form of PostgreSQL bit/bit varying and MariaDB
+ * BIT(n): '0'/'1' digits, most significant first), wh_types.c. */
+int wh_bits_valid(const char *p, size_t n);
+/* Digits after the leading zeros. */
+size_t wh_bits_significant(const char *p, size_t n);
+/* The low nbits bits of a big-endian value of nbytes into out[0..nbits). */
+void wh_bits_from_bytes(const unsigned char *v, size_t nbytes, size_t nbits, char *out);
+/* "\x" and hex of the bits left-padded with zeros to whole bytes; out needs
+ * 2 + 2 * ((n + 7) / 8) bytes. Returns the length. */
+size_t wh_bits_to_hex(const char *p, size_t n, char *out);
+/* Decimal digits of the bits' value into out (24 bytes); 0 when it does not
+ * fit a signed integer of bytes bytes. */
+int wh_bits_to_int(const char *p, size_t n, int bytes, char *out, size_t *outlen);
+
 /* ---- record batches --------------------------------------------------- */
 
 typedef struct wh_field {

@@ -1,4 +1,11 @@
-/* wh_dirty.c - dirty-row counting and the reject file (see wh_dirty.h). */
+/*
+ * wh_dirty.c - dirty-row counting and the reject file (see wh_dirty.h).
+ *
+ * A reject line is always one whole, valid JSON object: a value that is not
+ * valid UTF-8 is written as text with each invalid byte replaced by U+FFFD,
+ * and its exact bytes in hex beside it ("fields_hex" / "raw_hex"), so the
+ * line stays readable and the row can still be rebuilt byte for byte.
+ */
 #include "wh_dirty.h"
 
 #include <jansson.h>
@@ -6,6 +13,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "orr_alloc.h"
 #include "orr_buf.h"
@@ -93,18 +101,151 @@ static orr_status wh_dirty_emit(wh_ctx *ctx, json_t *line)
     return ORR_OK;
 }
 
+/* Length of the valid UTF-8 sequence at s[0..n) (1..4), or 0 when the byte
+ * at s starts none. NUL is valid (JSON writes it \u0000). */
+static size_t wh_utf8_seq(const unsigned char *s, size_t n)
+{
+    unsigned char c = s[0];
+    if (c < 0x80)
+        return 1;
+    size_t k;
+    uint32_t cp;
+    if (c >= 0xC2 && c <= 0xDF) {
+        k = 1;
+        cp = c & 0x1F;
+    } else if ((c & 0xF0) == 0xE0) {
+        k = 2;
+        cp = c & 0x0F;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+        k = 3;
+        cp = c & 0x07;
+    } else {
+        return 0;
+    }
+    if (k >= n)
+        return 0;
+    for (size_t j = 1; j <= k; j++) {
+        if ((s[j] & 0xC0) != 0x80)
+            return 0;
+        cp = (cp << 6) | (s[j] & 0x3F);
+    }
+    if ((k == 2 && cp < 0x800) || (k == 3 && cp < 0x10000) || cp > 0x10FFFF ||
+        (cp >= 0xD800 && cp <= 0xDFFF))
+        return 0;
+    return k + 1;
+}
+
+int wh_utf8_valid(const char *p, size_t n)
+{
+    const unsigned char *s = (const unsigned char *)p;
+    size_t i = 0;
+    while (i < n) {
+        if (s[i] < 0x80) {
+            i++;
+            continue;
+        }
+        size_t k = wh_utf8_seq(s + i, n - i);
+        if (!k)
+            return 0;
+        i += k;
+    }
+    return 1;
+}
+
+/* A JSON string of p[0..n): as is when valid UTF-8; else each invalid byte
+ * replaced by U+FFFD and *exact cleared. */
+static json_t *wh_dirty_text(const char *p, size_t n, int *exact)
+{
+    *exact = wh_utf8_valid(p, n);
+    if (*exact)
+        return json_stringn(p, n);
+    orr_buf b = ORR_BUF_INIT;
+    const unsigned char *s = (const unsigned char *)p;
+    size_t i = 0;
+    while (i < n) {
+        size_t k = s[i] < 0x80 ? 1 : wh_utf8_seq(s + i, n - i);
+        if (k) {
+            orr_buf_append(&b, p + i, k);
+            i += k;
+        } else {
+            orr_buf_append(&b, "\xEF\xBF\xBD", 3);
+            i++;
+        }
+    }
+    json_t *v = json_stringn(b.data ? b.data : "", b.len);
+    orr_buf_free(&b);
+    return v;
+}
+
+static json_t *wh_dirty_hex(const char *p, size_t n)
+{
+    static const char hx[] = "0123456789abcdef";
+    orr_buf b = ORR_BUF_INIT;
+    orr_buf_reserve(&b, 2 * n + 1);
+    for (size_t i = 0; i < n; i++) {
+        b.data[b.len++] = hx[(unsigned char)p[i] >> 4];
+        b.data[b.len++] = hx[(unsigned char)p[i] & 15];
+    }
+    json_t *v = json_stringn(b.data ? b.data : "", b.len);
+    orr_buf_free(&b);
+    return v;
+}
+
+json_t *wh_dirty_line(const char *side, size_t shard, uint64_t rownum, const char *reason,
+                      const char *const *vals, const int64_t *lens, size_t n, const char *raw,
+                      size_t rawlen)
+{
+    int exact;
+    json_t *line = json_object();
+    json_object_set_new(line, "side", wh_dirty_text(side, strlen(side), &exact));
+    json_object_set_new(line, "shard", json_integer((json_int_t)shard));
+    json_object_set_new(line, "row", json_integer((json_int_t)rownum));
+    json_object_set_new(line, "reason", wh_dirty_text(reason, strlen(reason), &exact));
+    if (raw) {
+        json_object_set_new(line, "raw", wh_dirty_text(raw, rawlen, &exact));
+        if (!exact)
+            json_object_set_new(line, "raw_hex", wh_dirty_hex(raw, rawlen));
+        return line;
+    }
+    json_t *fields = json_array(), *hex = NULL;
+    for (size_t c = 0; c < n; c++) {
+        if (lens[c] < 0) {
+            json_array_append_new(fields, json_null());
+            continue;
+        }
+        json_array_append_new(fields, wh_dirty_text(vals[c], (size_t)lens[c], &exact));
+        if (exact)
+            continue;
+        if (!hex)
+            hex = json_object();
+        char key[24];
+        snprintf(key, sizeof(key), "%zu", c);
+        json_object_set_new(hex, key, wh_dirty_hex(vals[c], (size_t)lens[c]));
+    }
+    json_object_set_new(line, "fields", fields);
+    if (hex)
+        json_object_set_new(line, "fields_hex", hex);
+    return line;
+}
+
 orr_status wh_ctx_dirty(wh_ctx *ctx, const char *side, const wh_batch *b, size_t row,
                         const char *reason)
 {
-    json_t *fields = json_array();
-    for (size_t c = 0; c < b->ncols; c++) {
-        int64_t len;
-        const char *v = wh_batch_val(b, row, c, &len);
-        json_array_append_new(fields, v ? json_stringn_nocheck(v, (size_t)len) : json_null());
+    const char *vals[64] = {0};
+    int64_t lens[64] = {0};
+    const char **pv = vals;
+    int64_t *pl = lens;
+    if (b->ncols > 64) {
+        pv = orr_xcalloc(b->ncols, sizeof(*pv));
+        pl = orr_xcalloc(b->ncols, sizeof(*pl));
     }
-    json_t *line =
-        json_pack("{s:s, s:I, s:I, s:s, s:o}", "side", side, "shard", (json_int_t)b->shard, "row",
-                  (json_int_t)b->rownum[row], "reason", reason, "fields", fields);
+    for (size_t c = 0; c < b->ncols; c++)
+        pv[c] = wh_batch_val(b, row, c, &pl[c]);
+    json_t *line = wh_dirty_line(side, b->shard, b->rownum[row], reason, pv, pl, b->ncols, NULL, 0);
+    if (pv != vals) {
+        free(pv);
+        free(pl);
+    }
     return wh_dirty_emit(ctx, line);
 }
 
@@ -112,8 +253,14 @@ orr_status wh_ctx_dirty_raw(wh_ctx *ctx, size_t shard, uint64_t rownum, const ch
                             const char *reason)
 {
     atomic_fetch_add(&ctx->dirty->raw_count, 1);
-    json_t *line =
-        json_pack("{s:s, s:I, s:I, s:s, s:o}", "side", "reader", "shard", (json_int_t)shard, "row",
-                  (json_int_t)rownum, "reason", reason, "raw", json_stringn_nocheck(raw, n));
-    return wh_dirty_emit(ctx, line);
+    return wh_dirty_emit(ctx, wh_dirty_line("reader", shard, rownum, reason, NULL, NULL, 0,
+                                            raw ? raw : "", raw ? n : 0));
+}
+
+orr_status wh_ctx_dirty_values(wh_ctx *ctx, size_t shard, uint64_t rownum, const char *const *vals,
+                               const int64_t *lens, size_t n, const char *reason)
+{
+    atomic_fetch_add(&ctx->dirty->raw_count, 1);
+    return wh_dirty_emit(ctx,
+                         wh_dirty_line("reader", shard, rownum, reason, vals, lens, n, NULL, 0));
 }

@@ -170,7 +170,12 @@ static int check_int(const wh_col *c, const char *p, size_t n)
 
 static int check_numeric(const wh_col *c, const char *p, size_t n)
 {
+    /* PostgreSQL: NaN fits any numeric, infinities only one without a
+     * precision. */
     if ((n == 3 && strncasecmp(p, "NaN", 3) == 0))
+        return 1;
+    if ((n == 8 && strncasecmp(p, "Infinity", 8) == 0) ||
+        (n == 9 && (strncasecmp(p, "-Infinity", 9) == 0 || strncasecmp(p, "+Infinity", 9) == 0)))
         return c->size == 0;
     size_t i = 0;
     if (i < n && (p[i] == '-' || p[i] == '+'))
@@ -240,8 +245,9 @@ static int num2(const char *p)
     return is_digit(p[0]) && is_digit(p[1]) ? (p[0] - '0') * 10 + (p[1] - '0') : -1;
 }
 
-/* YYYY-MM-DD at p; returns bytes used or 0. */
-static size_t scan_date(const char *p, size_t n)
+/* YYYY-MM-DD at p (the year 4 to 7 digits); returns bytes used or 0, the
+ * year, month and day in *y, *m, *d. */
+static size_t scan_ymd(const char *p, size_t n, int *y, int *m, int *d)
 {
     size_t i = 0;
     while (i < n && is_digit(p[i]) && i < 7)
@@ -251,14 +257,67 @@ static size_t scan_date(const char *p, size_t n)
     char ybuf[8];
     memcpy(ybuf, p, i);
     ybuf[i] = 0;
-    int y = atoi(ybuf);
-    int m = num2(p + i + 1), d = num2(p + i + 4);
+    *y = atoi(ybuf);
+    *m = num2(p + i + 1);
+    *d = num2(p + i + 4);
+    return i + 6;
+}
+
+/* The date at p is a real day: month and day in range, February 29 only in
+ * a leap year (proleptic Gregorian; year y BC is year 1 - y). */
+static int valid_day(int y, int m, int d, int bc)
+{
     static const int mdays[] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
     if (m < 1 || m > 12 || d < 1 || d > mdays[m - 1])
         return 0;
-    if (m == 2 && d == 29 && !((y % 4 == 0 && y % 100 != 0) || y % 400 == 0))
+    if (bc && y == 0)
+        return 0; /* there is no year 0 BC */
+    int ay = bc ? 1 - y : y;
+    if (m == 2 && d == 29 && !((ay % 4 == 0 && ay % 100 != 0) || ay % 400 == 0))
         return 0;
-    return i + 6;
+    return 1;
+}
+
+/* PostgreSQL's range of dates and timestamps: from 4714-11-24 BC to year
+ * 5874897 (date) or 294276 (timestamp). Year 0 is refused like PostgreSQL
+ * refuses it. */
+static int in_pg_range(int y, int m, int d, int bc, int is_date)
+{
+    if (bc)
+        return y < 4714 || (y == 4714 && (m > 11 || (m == 11 && d >= 24)));
+    if (y == 0)
+        return 0;
+    return y <= (is_date ? 5874897 : 294276);
+}
+
+static int is_infinity(const char *p, size_t n)
+{
+    return (n == 8 && strncasecmp(p, "infinity", 8) == 0) ||
+           (n == 9 && (strncasecmp(p, "-infinity", 9) == 0 || strncasecmp(p, "+infinity", 9) == 0));
+}
+
+/* A trailing " BC" (the era PostgreSQL prints for dates before year 1):
+ * returns 1 and shortens *n when present. */
+static int strip_bc(const char *p, size_t *n)
+{
+    if (*n >= 3 && strncasecmp(p + *n - 3, " BC", 3) == 0) {
+        *n -= 3;
+        return 1;
+    }
+    if (*n >= 3 && strncasecmp(p + *n - 3, " AD", 3) == 0)
+        *n -= 3;
+    return 0;
+}
+
+static int check_date(const char *p, size_t n)
+{
+    if (is_infinity(p, n))
+        return 1;
+    int bc = strip_bc(p, &n);
+    int y, m, d;
+    if (scan_ymd(p, n, &y, &m, &d) != n)
+        return 0;
+    return valid_day(y, m, d, bc) && in_pg_range(y, m, d, bc, 1);
 }
 
 /* HH:MM[:SS[.f...]] at p; returns bytes used or 0. */
@@ -310,11 +369,12 @@ static int scan_zone(const char *p, size_t n)
 
 static int check_timestamp(const char *p, size_t n, int tz)
 {
-    if ((n == 8 && strncasecmp(p, "infinity", 8) == 0) ||
-        (n == 9 && strncasecmp(p, "-infinity", 9) == 0))
+    if (is_infinity(p, n))
         return 1;
-    size_t d = scan_date(p, n);
-    if (!d)
+    int bc = strip_bc(p, &n);
+    int y, m, dd;
+    size_t d = scan_ymd(p, n, &y, &m, &dd);
+    if (!d || !valid_day(y, m, dd, bc) || !in_pg_range(y, m, dd, bc, 0))
         return 0;
     if (d == n)
         return 1;
@@ -328,6 +388,14 @@ static int check_timestamp(const char *p, size_t n, int tz)
     return scan_zone(p + rest, n - rest);
 }
 
+/* time or timetz: HH:MM[:SS[.f]] and an optional zone (PostgreSQL ignores
+ * a zone given for a time without one). */
+static int check_time(const char *p, size_t n)
+{
+    size_t t = scan_time(p, n);
+    return t && scan_zone(p + t, n - t);
+}
+
 static int check_bytes(const char *p, size_t n)
 {
     if (n >= 2 && p[0] == '\\' && p[1] == 'x') {
@@ -338,8 +406,25 @@ static int check_bytes(const char *p, size_t n)
             if (!(is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')))
                 return 0;
         }
+        return 1;
     }
-    return 1;
+    /* The escape form: text where a backslash is doubled or starts three
+     * octal digits. */
+    for (size_t i = 0; i < n; i++) {
+        if (p[i] != '\\')
+            continue;
+        if (i + 1 < n && p[i + 1] == '\\') {
+            i++;
+            continue;
+        }
+        if (i + 3 < n && p[i + 1] >= '0' && p[i + 1] <= '3' && p[i + 2] >= '0' && p[i + 2] <= '7' &&
+            p[i + 3] >= '0' && p[i + 3] <= '7') {
+            i += 3;
+            continue;
+        }
+        return 0;
+    }
+    return utf8_chars((const unsigned char *)p, n) >= 0;
 }
 
 int wh_value_check(const wh_col *c, const char *p, int64_t len, const char **reason)
@@ -378,21 +463,21 @@ int wh_value_check(const wh_col *c, const char *p, int64_t len, const char **rea
         }
         return 1;
     case WH_K_DATE:
-        if (!(scan_date(p, n) == n || (n == 8 && strncasecmp(p, "infinity", 8) == 0))) {
-            *reason = "not a date (YYYY-MM-DD)";
+        if (!check_date(p, n)) {
+            *reason = "not a date (YYYY-MM-DD[ BC], infinity, -infinity)";
             return 0;
         }
         return 1;
     case WH_K_TIME:
-        if (scan_time(p, n) != n) {
-            *reason = "not a time (HH:MM:SS)";
+        if (!check_time(p, n)) {
+            *reason = "not a time (HH:MM:SS[.ffffff][+zone])";
             return 0;
         }
         return 1;
     case WH_K_TIMESTAMP:
     case WH_K_TIMESTAMPTZ:
         if (!check_timestamp(p, n, c->kind == WH_K_TIMESTAMPTZ)) {
-            *reason = "not a timestamp (YYYY-MM-DD HH:MM:SS[.ffffff][+zone])";
+            *reason = "not a timestamp (YYYY-MM-DD HH:MM:SS[.ffffff][+zone][ BC])";
             return 0;
         }
         return 1;
@@ -414,5 +499,62 @@ int wh_value_check(const wh_col *c, const char *p, int64_t len, const char **rea
         *reason = "text longer than the column allows";
         return 0;
     }
+    return 1;
+}
+
+/* ---- bit strings ------------------------------------------------------ */
+
+int wh_bits_valid(const char *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (p[i] != '0' && p[i] != '1')
+            return 0;
+    return 1;
+}
+
+size_t wh_bits_significant(const char *p, size_t n)
+{
+    size_t i = 0;
+    while (i < n && p[i] == '0')
+        i++;
+    return n - i;
+}
+
+void wh_bits_from_bytes(const unsigned char *v, size_t nbytes, size_t nbits, char *out)
+{
+    /* The value is big-endian in nbytes; its low nbits bits are the string. */
+    for (size_t i = 0; i < nbits; i++) {
+        size_t bit = nbits - 1 - i; /* bit number from the least significant */
+        size_t byte = bit / 8;
+        out[i] = byte < nbytes && (v[nbytes - 1 - byte] >> (bit % 8)) & 1 ? '1' : '0';
+    }
+}
+
+size_t wh_bits_to_hex(const char *p, size_t n, char *out)
+{
+    static const char hx[] = "0123456789abcdef";
+    size_t nbytes = (n + 7) / 8, pad = nbytes * 8 - n, o = 0;
+    out[o++] = '\\';
+    out[o++] = 'x';
+    for (size_t b = 0; b < nbytes; b++) {
+        unsigned v = 0;
+        for (size_t k = 0; k < 8; k++) {
+            size_t pos = b * 8 + k; /* in the padded string */
+            v = (v << 1) | (pos >= pad && p[pos - pad] == '1');
+        }
+        out[o++] = hx[v >> 4];
+        out[o++] = hx[v & 15];
+    }
+    return o;
+}
+
+int wh_bits_to_int(const char *p, size_t n, int bytes, char *out, size_t *outlen)
+{
+    if (wh_bits_significant(p, n) > (size_t)(bytes * 8 - 1))
+        return 0;
+    uint64_t v = 0;
+    for (size_t i = 0; i < n; i++)
+        v = (v << 1) | (uint64_t)(p[i] == '1');
+    *outlen = (size_t)snprintf(out, 24, "%llu", (unsigned long long)v);
     return 1;
 }

@@ -71,6 +71,67 @@ static void test_times_bools_bytes_text(void **state)
     assert_true(fits(WH_K_TEXT, 0, 0, "日本語 😀"));
 }
 
+/* Every date form PostgreSQL prints (DateStyle ISO) loads back; what
+ * PostgreSQL refuses is refused here (it would fail the whole COPY). */
+static void test_pg_date_forms(void **state)
+{
+    (void)state;
+    assert_true(fits(WH_K_DATE, 0, 0, "infinity"));
+    assert_true(fits(WH_K_DATE, 0, 0, "-infinity"));
+    assert_true(fits(WH_K_DATE, 0, 0, "0044-03-15 BC"));
+    assert_true(fits(WH_K_DATE, 0, 0, "4714-11-24 BC"));
+    assert_false(fits(WH_K_DATE, 0, 0, "4714-11-23 BC"));
+    assert_true(fits(WH_K_DATE, 0, 0, "0001-02-29 BC")); /* 1 BC is a leap year */
+    assert_false(fits(WH_K_DATE, 0, 0, "0002-02-29 BC"));
+    assert_false(fits(WH_K_DATE, 0, 0, "0000-01-01"));
+    assert_true(fits(WH_K_DATE, 0, 0, "5874897-12-31"));
+    assert_true(fits(WH_K_TIMESTAMP, 0, 0, "-infinity"));
+    assert_true(fits(WH_K_TIMESTAMP, 0, 0, "0044-03-15 12:00:00.5 BC"));
+    assert_true(fits(WH_K_TIMESTAMP, 0, 0, "294276-12-31 23:59:59.999999"));
+    assert_false(fits(WH_K_TIMESTAMP, 0, 0, "294277-01-01 00:00:00"));
+    assert_true(fits(WH_K_TIMESTAMPTZ, 0, 0, "0044-03-15 12:00:00+00 BC"));
+    assert_true(fits(WH_K_TIMESTAMPTZ, 0, 0, "1850-01-01 00:00:00+00:17:30"));
+    assert_true(fits(WH_K_TIMESTAMPTZ, 0, 0, "infinity"));
+    assert_true(fits(WH_K_TIME, 0, 0, "24:00:00"));
+    assert_true(fits(WH_K_TIME, 0, 0, "12:00:00.123456+05:30"));
+    assert_true(fits(WH_K_TIME, 0, 0, "12:00:00-03"));
+    assert_false(fits(WH_K_TIME, 0, 0, "12:00:00 BC"));
+    assert_true(fits(WH_K_NUMERIC, 10, 2, "NaN"));
+    assert_true(fits(WH_K_NUMERIC, 0, 0, "-Infinity"));
+    assert_false(fits(WH_K_NUMERIC, 10, 2, "Infinity"));
+    assert_true(fits(WH_K_BYTES, 0, 0, "ab\\\\c\\001")); /* ab\\c\001 */
+    assert_false(fits(WH_K_BYTES, 0, 0, "ab\\9"));
+    assert_false(fits(WH_K_BYTES, 0, 0, "a\xff")); /* escape form must be UTF-8 */
+}
+
+static void test_bits(void **state)
+{
+    (void)state;
+    assert_true(wh_bits_valid("0101", 4));
+    assert_false(wh_bits_valid("012", 3));
+    assert_int_equal(wh_bits_significant("000101", 6), 3);
+    char out[80];
+    unsigned char v[2] = {0x01, 0x05};
+    wh_bits_from_bytes(v, 2, 10, out);
+    assert_memory_equal(out, "0100000101", 10);
+    wh_bits_from_bytes(v + 1, 1, 3, out);
+    assert_memory_equal(out, "101", 3);
+    size_t n = wh_bits_to_hex("100000101", 9, out);
+    assert_int_equal(n, 6);
+    assert_memory_equal(out, "\\x0105", 6);
+    n = wh_bits_to_hex("", 0, out);
+    assert_int_equal(n, 2);
+    assert_true(wh_bits_to_int("00000101", 8, 8, out, &n));
+    assert_int_equal(n, 1);
+    assert_memory_equal(out, "5", 1);
+    const char *max63 = "0111111111111111111111111111111111111111111111111111111111111111";
+    assert_true(wh_bits_to_int(max63, 64, 8, out, &n));
+    assert_memory_equal(out, "9223372036854775807", 19);
+    assert_false(wh_bits_to_int(max63 + 0, 64, 4, out, &n));
+    assert_false(wh_bits_to_int("1111111111111111111111111111111111111111111111111111111111111111",
+                                64, 8, out, &n));
+}
+
 static void test_nulls(void **state)
 {
     (void)state;
@@ -90,6 +151,8 @@ int main(void)
         cmocka_unit_test(test_ints),
         cmocka_unit_test(test_numeric_and_float),
         cmocka_unit_test(test_times_bools_bytes_text),
+        cmocka_unit_test(test_pg_date_forms),
+        cmocka_unit_test(test_bits),
         cmocka_unit_test(test_nulls),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

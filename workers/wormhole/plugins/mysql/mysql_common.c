@@ -130,6 +130,11 @@ static wh_kind my_kind(const char *dtype, const char *ctype, wh_col *c)
         return c->size = 4, WH_K_INT;
     if (!strcmp(dtype, "bigint"))
         return c->size = 8, WH_K_INT;
+    if (!strcmp(dtype, "bit")) {
+        /* BIT(n) travels as a bit string of n digits, like PostgreSQL's bit(n). */
+        c->size = atoi(ctype + 4);
+        return WH_K_OTHER;
+    }
     if (!strcmp(dtype, "decimal"))
         return WH_K_NUMERIC;
     if (!strcmp(dtype, "float") || !strcmp(dtype, "double"))

@@ -2,8 +2,9 @@
  * mysql_reader.c - MariaDB/MySQL reader: SELECT with mysql_use_result, so
  * rows stream from the server one at a time and the result is never held in
  * memory. Values are converted to the canonical form (wh.h): tinyint(1) to
- * t/f, TIMESTAMP (read in UTC) gets "+00", binary strings become \x hex;
- * zero dates, which PostgreSQL cannot hold, make the row dirty.
+ * t/f, TIMESTAMP (read in UTC) gets "+00", binary strings become \x hex,
+ * BIT(n) a string of n '0'/'1' digits; zero dates, which PostgreSQL cannot
+ * hold, make the row dirty (the reject carries the row's values).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +12,7 @@
 
 #include "orr_alloc.h"
 #include "mysql_common.h"
+#include "wh_dirty.h"
 
 static orr_status my_reader_configure(const json_t *spec, const char *path, void **conf,
                                       orr_err *err)
@@ -164,6 +166,16 @@ static int my_put(wh_batch *b, const wh_col *col, const char *v, unsigned long n
         wh_batch_commit(b, 2 + 2 * (size_t)n);
         return 1;
     }
+    case WH_K_OTHER:
+        if (strncmp(col->type, "bit(", 4) == 0 && col->size > 0) {
+            /* BIT(n): MariaDB sends the value as big-endian bytes. */
+            char *o = wh_batch_reserve(b, (size_t)col->size);
+            wh_bits_from_bytes((const unsigned char *)v, n, (size_t)col->size, o);
+            wh_batch_commit(b, (size_t)col->size);
+            return 1;
+        }
+        wh_batch_put(b, v, n);
+        return 1;
     default:
         wh_batch_put(b, v, n);
         return 1;
@@ -197,10 +209,14 @@ static orr_status my_reader_read(void *state, wh_batch *b, orr_err *err)
         if (!why && wh_batch_row_end(b) == ORR_OK)
             continue;
         wh_batch_row_abort(b);
-        char raw[64];
-        snprintf(raw, sizeof(raw), "row %llu", (unsigned long long)r->rownum);
-        if (wh_ctx_dirty_raw(r->ctx, r->shard, r->rownum, raw, strlen(raw),
-                             why ? why : "wrong number of fields") != ORR_OK)
+        /* The reject carries the row's values as MariaDB sent them. */
+        int64_t *vl = orr_xcalloc(ncols ? ncols : 1, sizeof(*vl));
+        for (size_t i = 0; i < ncols; i++)
+            vl[i] = row[i] ? (int64_t)lens[i] : -1;
+        orr_status dr = wh_ctx_dirty_values(r->ctx, r->shard, r->rownum, (const char *const *)row,
+                                            vl, ncols, why ? why : "wrong number of fields");
+        free(vl);
+        if (dr != ORR_OK)
             return orr_err_set(err, ORR_ETOOBIG, "max_dirty_rows", "too many dirty rows");
     }
     return ORR_OK;

@@ -7,7 +7,8 @@
  *
  * Canonical values (wh.h) become MySQL literals: booleans 1/0, timestamps
  * without their UTC zone (a zone other than UTC is a dirty row), bytes as
- * X'hex' literals, everything else a quoted, escaped string.
+ * X'hex' literals, bit strings into BIT(n) as b'...' literals, everything
+ * else a quoted, escaped string.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -165,6 +166,20 @@ static int my_literal(my_writer *w, const wh_col *t, const char *v, int64_t len,
         }
         wh_mysql_quote_literal(w->m, s, v, n);
         return 1;
+    case WH_K_OTHER:
+        if (strncmp(t->type, "bit(", 4) == 0) {
+            /* BIT(n) takes b'...' of at most n significant bits. */
+            if (!wh_bits_valid(v, n) || wh_bits_significant(v, n) > (size_t)t->size) {
+                *why = "not a bit string that fits the column";
+                return 0;
+            }
+            orr_buf_append(s, "b'", 2);
+            orr_buf_append(s, n ? v : "0", n ? n : 1);
+            orr_buf_append_byte(s, '\'');
+            return 1;
+        }
+        wh_mysql_quote_literal(w->m, s, v, n);
+        return 1;
     default:
         wh_mysql_quote_literal(w->m, s, v, n);
         return 1;
@@ -182,7 +197,8 @@ static orr_status my_writer_write(void *state, const wh_batch *b, wh_wstats *st,
         orr_buf_append_byte(&w->sql, '(');
         const char *why = NULL;
         char reason[300];
-        for (size_t col = 0; col < b->ncols && !why; col++) {
+        size_t col = 0;
+        for (; col < b->ncols && !why; col++) {
             int64_t len;
             const char *v = wh_batch_val(b, r, col, &len);
             const wh_col *t = &c->target.cols[col];
@@ -197,19 +213,8 @@ static orr_status my_writer_write(void *state, const wh_batch *b, wh_wstats *st,
         if (why) {
             w->sql.len = row_start;
             w->sql.data[row_start] = 0;
-            size_t col = 0;
-            for (; col < b->ncols; col++) {
-                int64_t len;
-                const char *v = wh_batch_val(b, r, col, &len);
-                const char *tmp;
-                if (c->check[col] && !wh_value_check(&c->target.cols[col], v, len, &tmp))
-                    break;
-            }
-            snprintf(reason, sizeof(reason), "%s%s%s", col < b->ncols ? "column " : "",
-                     col < b->ncols ? c->target.cols[col].name : "", why);
-            if (col < b->ncols)
-                snprintf(reason, sizeof(reason), "column %s (%s): %s", c->target.cols[col].name,
-                         c->target.cols[col].type, why);
+            snprintf(reason, sizeof(reason), "column %s (%s): %s", c->target.cols[col].name,
+                     c->target.cols[col].type, why);
             if (wh_ctx_dirty(w->ctx, w->name, b, r, reason) != ORR_OK)
                 return orr_err_set(err, ORR_ETOOBIG, "max_dirty_rows", "too many dirty rows");
             continue;

@@ -110,6 +110,10 @@ static wh_kind pg_kind(const char *typname, char category, int32_t typmod, wh_co
         return WH_K_TIMESTAMP;
     if (!strcmp(typname, "timestamptz"))
         return WH_K_TIMESTAMPTZ;
+    if (!strcmp(typname, "bit") || !strcmp(typname, "varbit")) {
+        c->size = typmod > 0 ? typmod : 0; /* bits; 0: any length */
+        return WH_K_OTHER;
+    }
     if (!strcmp(typname, "json") || !strcmp(typname, "jsonb"))
         return WH_K_JSON;
     return WH_K_OTHER;
@@ -208,6 +212,7 @@ void wh_pg_conf_free(void *conf)
         PQfinish(c->per_conn);
     wh_sqlopt_free(&c->o);
     free(c->check);
+    free(c->conv);
     wh_schema_free(&c->src);
     wh_schema_free(&c->target);
     orr_buf_free(&c->qtable);

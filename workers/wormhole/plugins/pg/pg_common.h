@@ -28,12 +28,23 @@ typedef struct wh_pg_conf {
     orr_buf collist;      /* quoted target column list "(a, b)" */
     wh_schema target;     /* target columns in load order */
     unsigned char *check; /* per column: validate values before loading */
+    unsigned char *conv;  /* per column: a wh_pg_conv (bit strings) */
     PGconn *per_conn;     /* writer periphery connection */
     /* resume bookkeeping (pg_resume.c) */
     int resume_on;          /* split records kept: a staging table for every mode but append */
     int resume_keep;        /* resuming: the staging table of the failed run is kept */
     const char *resume_job; /* the job's name (borrowed) */
 } wh_pg_conf;
+
+/* Per target column, what the writer does besides the generic value check
+ * (pg_periphery.c decides, pg_writer.c applies). */
+enum wh_pg_conv {
+    WH_PG_CONV_NONE = 0,
+    WH_PG_CONV_BIT,        /* target bit(n): exactly n '0'/'1' digits */
+    WH_PG_CONV_VARBIT,     /* target bit varying(n): at most n digits */
+    WH_PG_CONV_BITS_BYTES, /* bit string source into bytea: "\x" hex */
+    WH_PG_CONV_BITS_INT,   /* bit string source into an integer: its value */
+};
 
 /* Connect and set the session (UTF8, ISO, UTC, hex bytea, floats exact).
  * NULL with ORR_EUNAVAIL in err (field = path) on failure. */

@@ -93,6 +93,36 @@ const wh_periphery_ops wh_pg_reader_periphery = {
     .finish = pg_reader_finish,
 };
 
+static int pg_is_bits_type(const char *type)
+{
+    return strcmp(type, "bit") == 0 || strncmp(type, "bit(", 4) == 0 ||
+           strncmp(type, "bit varying", 11) == 0;
+}
+
+/* Bit strings: a bit(n)/bit varying(n) target is checked (PostgreSQL would
+ * fail the whole COPY on a wrong length), and a bit string source (MariaDB
+ * BIT(n), PostgreSQL bit) loads into bytea as its bytes and into an integer
+ * as its value. */
+static void pg_bits_plan(wh_pg_conf *c, const wh_schema *src)
+{
+    free(c->conv);
+    c->conv = orr_xcalloc(src->ncols ? src->ncols : 1, 1);
+    for (size_t i = 0; i < src->ncols; i++) {
+        const wh_col *s = &src->cols[i], *t = &c->target.cols[i];
+        int src_bits = s->kind == WH_K_OTHER && pg_is_bits_type(s->type);
+        if (strncmp(t->type, "bit varying", 11) == 0)
+            c->conv[i] = WH_PG_CONV_VARBIT;
+        else if (pg_is_bits_type(t->type))
+            c->conv[i] = WH_PG_CONV_BIT;
+        else if (src_bits && t->kind == WH_K_BYTES)
+            c->conv[i] = WH_PG_CONV_BITS_BYTES;
+        else if (src_bits && t->kind == WH_K_INT)
+            c->conv[i] = WH_PG_CONV_BITS_INT;
+        if (c->conv[i] == WH_PG_CONV_BITS_BYTES || c->conv[i] == WH_PG_CONV_BITS_INT)
+            c->check[i] = 0; /* the conversion checks the value itself */
+    }
+}
+
 static orr_status pg_writer_prepare(void *conf, wh_ctx *ctx, const wh_schema *src, orr_err *err)
 {
     (void)ctx;
@@ -119,6 +149,7 @@ static orr_status pg_writer_prepare(void *conf, wh_ctx *ctx, const wh_schema *sr
         const wh_col *s = &src->cols[i], *t = &c->target.cols[i];
         c->check[i] = strcmp(s->type, t->type) != 0 || (t->not_null && !s->not_null);
     }
+    pg_bits_plan(c, src);
     for (size_t k = 0; k < c->o.nkey; k++) {
         int found = 0;
         for (size_t i = 0; i < c->target.ncols; i++)

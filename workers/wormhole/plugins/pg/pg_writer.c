@@ -8,7 +8,9 @@
  *
  * Values are checked (wh_value_check) only for columns whose source type
  * differs from the target's; a row that does not fit is dirty and skipped,
- * so one bad value never aborts the COPY.
+ * so one bad value never aborts the COPY. Bit strings are checked against a
+ * bit(n)/bit varying(n) target, and a bit string source loads into bytea as
+ * its bytes and into an integer as its value (pg_periphery.c plans which).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +43,7 @@ typedef struct pg_writer {
     const char *name;
     PGconn *conn;
     orr_buf buf;
+    orr_buf tmp; /* a converted value */
     int in_copy;
 } pg_writer;
 
@@ -100,6 +103,57 @@ static orr_status pg_send(pg_writer *w, orr_err *err)
     return ORR_OK;
 }
 
+/* A bit-string column's value (conv != NONE, v not NULL): 1 when it fits,
+ * with a converted value in tmp for bytea and integer targets (*out, *outlen);
+ * 0 with *why. */
+static int pg_conv_value(const wh_col *t, int conv, const char *v, int64_t len, orr_buf *tmp,
+                         const char **out, int64_t *outlen, const char **why)
+{
+    size_t n = (size_t)len;
+    *out = v;
+    *outlen = len;
+    if (!wh_bits_valid(v, n)) {
+        *why = "not a bit string (only 0 and 1 digits)";
+        return 0;
+    }
+    switch (conv) {
+    case WH_PG_CONV_BIT:
+        if (t->size > 0 && n != (size_t)t->size) {
+            *why = "bit string of another length than the column's";
+            return 0;
+        }
+        return 1;
+    case WH_PG_CONV_VARBIT:
+        if (t->size > 0 && n > (size_t)t->size) {
+            *why = "bit string longer than the column allows";
+            return 0;
+        }
+        return 1;
+    case WH_PG_CONV_BITS_BYTES:
+        orr_buf_reset(tmp);
+        orr_buf_reserve(tmp, n + 8);
+        tmp->len = wh_bits_to_hex(v, n, tmp->data);
+        *out = tmp->data;
+        *outlen = (int64_t)tmp->len;
+        return 1;
+    case WH_PG_CONV_BITS_INT: {
+        orr_buf_reset(tmp);
+        orr_buf_reserve(tmp, 32);
+        size_t k = 0;
+        if (!wh_bits_to_int(v, n, t->size ? t->size : 8, tmp->data, &k)) {
+            *why = "bit string value too large for the integer column";
+            return 0;
+        }
+        tmp->len = k;
+        *out = tmp->data;
+        *outlen = (int64_t)k;
+        return 1;
+    }
+    default:
+        return 1;
+    }
+}
+
 static orr_status pg_writer_write(void *state, const wh_batch *b, wh_wstats *st, orr_err *err)
 {
     pg_writer *w = state;
@@ -107,27 +161,21 @@ static orr_status pg_writer_write(void *state, const wh_batch *b, wh_wstats *st,
     size_t ncols = b->ncols;
     for (size_t r = 0; r < b->nrows; r++) {
         const char *why = NULL;
-        for (size_t col = 0; col < ncols; col++) {
-            if (!c->check[col])
-                continue;
-            int64_t len;
-            const char *v = wh_batch_val(b, r, col, &len);
-            if (!wh_value_check(&c->target.cols[col], v, len, &why))
+        size_t bad = 0;
+        for (size_t col = 0; col < ncols && !why; col++) {
+            int64_t len, ol;
+            const char *v = wh_batch_val(b, r, col, &len), *o;
+            bad = col;
+            if (c->check[col] && !wh_value_check(&c->target.cols[col], v, len, &why))
                 break;
-            why = NULL;
+            if (c->conv[col] && v &&
+                !pg_conv_value(&c->target.cols[col], c->conv[col], v, len, &w->tmp, &o, &ol, &why))
+                break;
         }
         if (why) {
             char reason[300];
-            for (size_t col = 0; col < ncols; col++) {
-                int64_t len;
-                const char *v = wh_batch_val(b, r, col, &len);
-                const char *tmp;
-                if (!wh_value_check(&c->target.cols[col], v, len, &tmp)) {
-                    snprintf(reason, sizeof(reason), "column %s (%s): %s", c->target.cols[col].name,
-                             c->target.cols[col].type, tmp);
-                    break;
-                }
-            }
+            snprintf(reason, sizeof(reason), "column %s (%s): %s", c->target.cols[bad].name,
+                     c->target.cols[bad].type, why);
             if (wh_ctx_dirty(w->ctx, w->name, b, r, reason) != ORR_OK)
                 return orr_err_set(err, ORR_ETOOBIG, "max_dirty_rows", "too many dirty rows");
             continue;
@@ -138,6 +186,8 @@ static orr_status pg_writer_write(void *state, const wh_batch *b, wh_wstats *st,
             const char *v = wh_batch_val(b, r, col, &len);
             if (col)
                 orr_buf_append_byte(&w->buf, '\t');
+            if (c->conv[col] >= WH_PG_CONV_BITS_BYTES && v)
+                pg_conv_value(&c->target.cols[col], c->conv[col], v, len, &w->tmp, &v, &len, &why);
             wh_copy_encode(&w->buf, v, len);
         }
         orr_buf_append_byte(&w->buf, '\n');
@@ -191,6 +241,7 @@ static orr_status pg_writer_close(void *state, int commit, orr_err *err)
     rc = wh_pg_exec(w->conn, commit ? "COMMIT" : "ROLLBACK", w->c->o.path, err);
     PQfinish(w->conn);
     orr_buf_free(&w->buf);
+    orr_buf_free(&w->tmp);
     free(w);
     return rc;
 }
