@@ -3,7 +3,7 @@
  *
  *   GET  /api/v1/datasources/{name}/tables?q=&limit=&refresh=
  *   GET  /api/v1/datasources/{name}/tables/{table}?refresh=
- *   POST /api/v1/transfers/preview
+ *   POST /api/v1/transfers/preview {"config": job, "rows": 1..20}
  *
  * A read asks halleyd's cache (GetDataSourceMeta) first; on a miss or a
  * refresh it asks an executor (POST /v1/meta on the log server of a live
@@ -355,6 +355,37 @@ void gx_h_meta_table(gx_req *req, gx_resp *resp)
     orr_err_clear(&err);
     if (gx_meta_table_ex(app, name, table, refresh, &ans, &err) != ORR_OK) {
         gx__meta_fail(resp, &err);
+        return;
+    }
+    gx_resp_json(resp, 200, ans);
+}
+
+void gx_h_transfer_preview(gx_req *req, gx_resp *resp)
+{
+    gx_app *app = req->app;
+    json_t *body = gx_req_json(req, resp);
+    if (!body)
+        return;
+    json_t *cfg = json_object_get(body, "config");
+    json_t *rows = json_object_get(body, "rows");
+    if (!json_is_object(cfg)) {
+        gx_resp_fail(resp, ORR_EINVAL, "config", "must be the transfer job (an object)");
+        return;
+    }
+    if (rows &&
+        (!json_is_integer(rows) || json_integer_value(rows) < 1 || json_integer_value(rows) > 20)) {
+        gx_resp_fail(resp, ORR_EINVAL, "rows", "must be an integer from 1 to 20");
+        return;
+    }
+    json_t *rq = json_pack("{s:O, s:I}", "config", cfg, "rows",
+                           (json_int_t)(rows ? json_integer_value(rows) : 20));
+    json_t *ans = NULL;
+    orr_err err;
+    orr_err_clear(&err);
+    orr_status rc = gx__exec_json(app, "preview", rq, &ans, &err);
+    json_decref(rq);
+    if (rc != ORR_OK) {
+        gx_resp_err(resp, &err);
         return;
     }
     gx_resp_json(resp, 200, ans);

@@ -48,6 +48,7 @@ orr_status gx_meta_tables(gx_app *app, const char *datasource, int refresh, json
 /* REST handlers (routes in gx_routes.c). */
 void gx_h_meta_tables(gx_req *, gx_resp *);
 void gx_h_meta_table(gx_req *, gx_resp *);
+void gx_h_transfer_preview(gx_req *, gx_resp *);
 
 /* Append the metadata counters (Prometheus text) to out. */
 void gx_meta_metrics(orr_buf *out);

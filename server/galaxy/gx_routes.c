@@ -106,6 +106,8 @@ const gx_route gx_routes[] = {
      "A data source's tables and views with row estimates (cached; q filters)"},
     {"GET", "/api/v1/datasources/{name}/tables/{table}", gx_h_meta_table, GX_ROLE_VIEWER,
      "One table's columns, types, nullability and primary key (cached)"},
+    {"POST", "/api/v1/transfers/preview", gx_h_transfer_preview, GX_ROLE_DEVELOPER,
+     "Dry run of a transfer job: the first rows as its first writer would get them"},
     {"GET", "/api/v1/datasources/{name}", gx_h_datasource_get, GX_ROLE_VIEWER,
      "A data source (never its password)"},
     {"PUT", "/api/v1/datasources/{name}", gx_h_datasource_put, GX_ROLE_ADMIN,

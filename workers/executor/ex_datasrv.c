@@ -253,6 +253,41 @@ static unsigned do_meta(ex_daemon *d, orr_arena *a, json_t *req, orr_buf *out)
     return status;
 }
 
+static unsigned do_preview(ex_daemon *d, orr_arena *a, json_t *req, orr_buf *out)
+{
+    orr_err err;
+    orr_err_clear(&err);
+    json_t *cfg = json_object_get(req, "config");
+    json_t *rows = json_object_get(req, "rows");
+    if (!json_is_object(cfg)) {
+        orr_err_set(&err, ORR_EINVAL, "config", "must be the transfer job (an object)");
+        return fail(out, &err);
+    }
+    if (rows &&
+        (!json_is_integer(rows) || json_integer_value(rows) < 1 || json_integer_value(rows) > 20)) {
+        orr_err_set(&err, ORR_EINVAL, "rows", "must be an integer from 1 to 20");
+        return fail(out, &err);
+    }
+    json_t *job = json_deep_copy(cfg);
+    json_t *w = json_object_get(job, "writers");
+    /* Only the first writer is previewed: the others' data sources are
+     * not even resolved. */
+    while (json_is_array(w) && json_array_size(w) > 1)
+        json_array_remove(w, json_array_size(w) - 1);
+    json_t *wrapped = json_pack("{s:o, s:I}", "config", job, "rows",
+                                (json_int_t)(rows ? json_integer_value(rows) : 20));
+    orr_status s = ORR_OK;
+    json_t *reader = json_object_get(job, "reader");
+    if (json_is_object(reader))
+        s = resolve(d, a, reader, "config.reader", 0, &err);
+    json_t *w0 = json_is_array(w) ? json_array_get(w, 0) : NULL;
+    if (s == ORR_OK && json_is_object(w0))
+        s = resolve(d, a, w0, "config.writers[0]", 0, &err);
+    unsigned status = s == ORR_OK ? run_wormhole(d, "preview", wrapped, out) : fail(out, &err);
+    json_decref(wrapped); /* jansson frees without wiping: the dsn text is short-lived */
+    return status;
+}
+
 static unsigned datasrv_post(void *arg, const char *op, const char *body, size_t len, orr_buf *out)
 {
     ex_daemon *d = arg;
@@ -268,6 +303,8 @@ static unsigned datasrv_post(void *arg, const char *op, const char *body, size_t
     unsigned status;
     if (strcmp(op, "meta") == 0) {
         status = do_meta(d, a, req, out);
+    } else if (strcmp(op, "preview") == 0) {
+        status = do_preview(d, a, req, out);
     } else {
         orr_err_set(&err, ORR_ENOTFOUND, "path", "no such operation /v1/%.40s", op);
         status = fail(out, &err);

@@ -6,6 +6,8 @@
  *   wormhole quality JOB.json      run quality checks on a data store
  *                                  (wh_quality.h; exit 3: a check failed)
  *   wormhole meta META.json        a data source's catalog (wh_meta.h)
+ *   wormhole preview JOB.json      the first rows as writers[0] would get
+ *                                  them, writing nothing (wh_preview.h)
  *
  * JOB.json "-" reads the job from standard input (how executord hands over
  * a job holding passwords); an incremental job then needs --state or
@@ -31,6 +33,7 @@
 #include "wh_job.h"
 #include "wh_quality.h"
 #include "wh_meta.h"
+#include "wh_preview.h"
 
 static void wh_on_signal(int sig)
 {
@@ -44,7 +47,8 @@ static int wh_usage(void)
                     "                             [--resume | --from-scratch]\n"
                     "       wormhole check JOB.json\n"
                     "       wormhole quality JOB.json [--log-level LEVEL]\n"
-                    "       wormhole meta META.json\n");
+                    "       wormhole meta META.json\n"
+                    "       wormhole preview JOB.json\n");
     return 2;
 }
 
@@ -59,9 +63,9 @@ static void wh_print_error(const orr_err *err)
     json_decref(body);
 }
 
-/* `wormhole meta FILE|-`: the whole job is read, answered, and the buffer
- * that held it (a dsn with a password) wiped. */
-static int wh_meta_main(const char *path)
+/* `wormhole meta|preview FILE|-`: the whole job is read, answered, and the
+ * buffer that held it (a dsn with a password) wiped. */
+static int wh_meta_main(const char *path, int preview)
 {
     orr_err err;
     orr_err_clear(&err);
@@ -79,7 +83,8 @@ static int wh_meta_main(const char *path)
     explicit_bzero(chunk, sizeof chunk);
     fclose(f);
     json_t *ans = NULL;
-    orr_status rc = wh_meta_run(text.data ? text.data : "", text.len, &ans, &err);
+    orr_status rc = preview ? wh_preview_run(text.data ? text.data : "", text.len, &ans, &err)
+                            : wh_meta_run(text.data ? text.data : "", text.len, &ans, &err);
     if (text.data)
         explicit_bzero(text.data, text.cap);
     orr_buf_free(&text);
@@ -101,8 +106,13 @@ int main(int argc, char **argv)
     if (argc < 3)
         return wh_usage();
     const char *cmd = argv[1], *job_path = argv[2], *state = NULL;
-    if (strcmp(cmd, "meta") == 0)
-        return argc == 3 ? wh_meta_main(job_path) : wh_usage();
+    if (strcmp(cmd, "meta") == 0 || strcmp(cmd, "preview") == 0) {
+        if (argc != 3)
+            return wh_usage();
+        orr_err le;
+        orr_log_open(ORR_LOG_WARN, NULL, &le);
+        return wh_meta_main(job_path, cmd[0] == 'p');
+    }
     orr_log_level level = ORR_LOG_INFO;
     int resume = -1;
     for (int i = 3; i < argc; i++) {

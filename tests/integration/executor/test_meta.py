@@ -14,6 +14,10 @@ Checks:
   refresh=1 goes to the executor again; PutDataSource drops the cache;
 - an unknown data source and an unknown table are 404 naming the field;
   bad input is 400 naming the parameter;
+- the transfer preview shows the first rows as writers[0]'s mapping makes
+  them (rename, cast, constant; at most `rows`), dirty rows with the
+  mapping entry that refused them, and writes nothing; a bad job is 400
+  naming its field, an unknown data source 404;
 - with no executor alive a read that needs one is 503.
 
 usage: test_meta.py BUILD_DIR HALLEY_PROTO
@@ -216,6 +220,69 @@ class Meta(unittest.TestCase):
         ann = tx.P.login("ann", "ann-password-1")
         self.assertEqual(get("/api/v1/datasources/xfer_pg/tables", token=ann).status, 200)
 
+    def preview(self, config, rows=None, token=None):
+        body = {"config": config}
+        if rows is not None:
+            body["rows"] = rows
+        return tx.P.http("POST", "/api/v1/transfers/preview", body, token=token or tx.TOKEN)
+
+    def test_f_preview_maps_and_writes_nothing(self):
+        pg("CREATE TABLE shop.preview_target (order_id int8, amt text, src text)")
+        job = {"reader": {"type": "postgres", "datasource": "xfer_pg", "table": "shop.orders",
+                          "split": {"key": "id"}},
+               "writers": [{"type": "postgres", "datasource": "xfer_pg",
+                            "table": "shop.preview_target", "mode": "truncate",
+                            "mapping": [{"target": "order_id", "source": "id"},
+                                        {"target": "amt", "source": "amount", "cast": "text"},
+                                        {"target": "src", "constant": "shop"}]}]}
+        r = self.preview(job, rows=7)
+        self.assertEqual(r.status, 200, r)
+        doc = r.json()
+        self.assertEqual([c["name"] for c in doc["columns"]], ["order_id", "amt", "src"])
+        self.assertEqual(len(doc["rows"]), 7)
+        ids = sorted(int(row[0]) for row in doc["rows"])
+        self.assertEqual(len(set(ids)), 7)
+        for row in doc["rows"]:
+            self.assertEqual(row[1], f"{int(row[0])}.00")
+            self.assertEqual(row[2], "shop")
+        self.assertEqual(doc["dirty"], [])
+        # Nothing was written, truncated or staged.
+        self.assertEqual(pg("SELECT count(*) FROM shop.preview_target"), "0")
+        pg("INSERT INTO shop.preview_target VALUES (1, 'kept', 'x')")
+        self.assertEqual(self.preview(job).status, 200)
+        self.assertEqual(pg("SELECT count(*) FROM shop.preview_target"), "1")
+        # Default: 20 rows. A value a cast refuses is a dirty row naming the entry.
+        self.assertEqual(len(self.preview(job).json()["rows"]), 20)
+        bad = json.loads(json.dumps(job))
+        bad["writers"][0]["mapping"][1] = {"target": "amt", "source": "code", "cast": "int"}
+        doc = self.preview(bad, rows=3).json()
+        self.assertEqual(doc["rows"], [])
+        self.assertEqual(len(doc["dirty"]), 3)
+        self.assertEqual(doc["dirty"][0]["field"], "writers[0].mapping[1]")
+        self.assertIn("not an integer", doc["dirty"][0]["reason"])
+
+    def test_g_preview_bad_input(self):
+        job = {"reader": {"type": "postgres", "datasource": "xfer_pg", "table": "shop.orders"},
+               "writers": [{"type": "postgres", "datasource": "xfer_pg", "table": "shop.x",
+                            "mapping": [{"target": "a", "source": "no_such_column"}]}]}
+        r = self.preview(job)
+        self.assertEqual(r.status, 400, r)
+        self.assertEqual(r.json()["error"]["field"], "config.writers[0].mapping[0].source")
+        for body, field in (({}, "config"), ({"config": []}, "config"),
+                            ({"config": job, "rows": 21}, "rows"),
+                            ({"config": job, "rows": "5"}, "rows")):
+            r = tx.P.http("POST", "/api/v1/transfers/preview", body, token=tx.TOKEN)
+            self.assertEqual(r.status, 400, (body, r))
+            self.assertEqual(r.json()["error"]["field"], field)
+        unknown = json.loads(json.dumps(job))
+        unknown["reader"]["datasource"] = "no_such_ds"
+        r = self.preview(unknown)
+        self.assertEqual(r.status, 404, r)
+        self.assertEqual(r.json()["error"]["field"], "config.reader.datasource")
+        r = self.preview({"reader": {"type": "postgres"}, "writers": []})
+        self.assertEqual(r.status, 400, r)
+        self.assertTrue(r.json()["error"]["field"].startswith("config."), r)
+
     def test_z_no_executor_is_503(self):
         # Cached answers still come; one that needs an executor is 503.
         self.assertEqual(get("/api/v1/datasources/xfer_pg/tables/shop.orders").status, 200)
@@ -230,6 +297,11 @@ class Meta(unittest.TestCase):
         self.assertEqual(r.status, 503, r)
         self.assertEqual(r.json()["error"]["field"], "executor")
         self.assertEqual(get("/api/v1/datasources/xfer_pg/tables/shop.orders").status, 200)
+        r = self.preview({"reader": {"type": "postgres", "datasource": "xfer_pg",
+                                     "table": "shop.orders"},
+                          "writers": [{"type": "postgres", "datasource": "xfer_pg",
+                                       "table": "shop.orders"}]})
+        self.assertEqual(r.status, 503, r)
 
 
 if __name__ == "__main__":

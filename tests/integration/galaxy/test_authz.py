@@ -289,6 +289,12 @@ class Matrix(unittest.TestCase):
              lambda w: "/api/v1/datasources/dw/tables", None, EXECUTORS),
             ("GET", "/api/v1/datasources/{name}/tables/{table}",
              lambda w: "/api/v1/datasources/dw/tables/public.t", None, EXECUTORS),
+            # The preview shows rows: developers and up.
+            ("POST", "/api/v1/transfers/preview", lambda w: "/api/v1/transfers/preview",
+             lambda w: {"config": {"reader": {"type": "postgres", "datasource": "dw",
+                                              "table": "t"},
+                                   "writers": [{"type": "postgres", "datasource": "dw",
+                                                "table": "u"}]}}, DEVELOPER_UNCONFIGURED),
             ("POST", "/api/v1/datasources/{name}/test", lambda w: "/api/v1/datasources/dw/test",
              lambda w: {}, ADMIN_UNCONFIGURED),
             ("GET", "/api/v1/audit", lambda w: "/api/v1/audit", None, ADMIN),
