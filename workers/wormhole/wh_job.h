@@ -47,6 +47,7 @@ struct wh_job {
     const char *state_file;  /* NULL = "<job file>.state" when incremental */
     int64_t progress_ms;     /* 0 = no progress lines */
     int resume;              /* WH_RESUME_*: the job's "resume", then --resume / --from-scratch */
+    const char *run_id;      /* --run-id: part of the resume run key (NULL = none) */
     struct wh_qset *quality; /* the "quality" checks (wh_quality.h), NULL: none */
 };
 

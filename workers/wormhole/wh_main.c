@@ -2,6 +2,7 @@
  * wh_main.c - the `wormhole` command.
  *
  *   wormhole run JOB.json [--state FILE] [--log-level LEVEL] [--resume | --from-scratch]
+ *                         [--run-id ID]
  *   wormhole check JOB.json        parse the spec only
  *   wormhole quality JOB.json      run quality checks on a data store
  *                                  (wh_quality.h; exit 3: a check failed)
@@ -16,7 +17,8 @@
  * --resume keeps per-split commit records in the targets and resumes a
  * failed run of the same job from the splits it committed (also the job's
  * "resume": true); --from-scratch keeps records too but drops earlier ones
- * first (docs/wormhole.md, Resume).
+ * first (docs/wormhole.md, Resume). --run-id ID is part of the run key: a
+ * run resumes only records of the same ID (executord passes the instance).
  *
  * Progress lines and logs go to stderr, the final JSON summary to stdout.
  * Exit status: 0 the run succeeded, 1 it failed, 2 bad job spec or usage
@@ -44,7 +46,7 @@ static void wh_on_signal(int sig)
 static int wh_usage(void)
 {
     fprintf(stderr, "usage: wormhole run JOB.json [--state FILE] [--log-level LEVEL]\n"
-                    "                             [--resume | --from-scratch]\n"
+                    "                             [--resume | --from-scratch] [--run-id ID]\n"
                     "       wormhole check JOB.json\n"
                     "       wormhole quality JOB.json [--log-level LEVEL]\n"
                     "       wormhole meta META.json\n"
@@ -115,11 +117,14 @@ int main(int argc, char **argv)
     }
     orr_log_level level = ORR_LOG_INFO;
     int resume = -1;
+    const char *run_id = NULL;
     for (int i = 3; i < argc; i++) {
         if (strcmp(argv[i], "--resume") == 0 && resume != 2) {
             resume = 1;
         } else if (strcmp(argv[i], "--from-scratch") == 0 && resume != 1) {
             resume = 2;
+        } else if (strcmp(argv[i], "--run-id") == 0 && i + 1 < argc && argv[i + 1][0]) {
+            run_id = argv[++i];
         } else if (strcmp(argv[i], "--state") == 0 && i + 1 < argc) {
             state = argv[++i];
         } else if (strcmp(argv[i], "--log-level") == 0 && i + 1 < argc) {
@@ -150,6 +155,7 @@ int main(int argc, char **argv)
         json_decref(body);
         return 2;
     }
+    job->run_id = run_id;
     if (resume == 1)
         job->resume = WH_RESUME_ON;
     else if (resume == 2)

@@ -43,6 +43,10 @@ void wh_resume_key(const wh_job *job, const char *low, char out[65])
     EVP_DigestUpdate(h, text, strlen(text));
     EVP_DigestUpdate(h, "\n", 1);
     EVP_DigestUpdate(h, low ? low : "", low ? strlen(low) : 0);
+    if (job->run_id) {
+        EVP_DigestUpdate(h, "\n", 1);
+        EVP_DigestUpdate(h, job->run_id, strlen(job->run_id));
+    }
     EVP_DigestFinal_ex(h, md, &mdlen);
     EVP_MD_CTX_free(h);
     free(text);

@@ -10,7 +10,8 @@
  *   1. computes the run key: a SHA-256 of the job (its canonical JSON
  *      without what does not change the data moved: connection strings,
  *      channel counts, progress and resume settings) and of the source range
- *      (an incremental run's low watermark);
+ *      (an incremental run's low watermark) and of --run-id (executord
+ *      passes the instance: a retry resumes, another instance never does);
  *   2. reads every writer's records; when a writer's run key matches, the
  *      stored plan replaces the splitter (shards are sampled, so a new plan
  *      would cut the keys elsewhere) and its high watermark is kept; a

@@ -280,6 +280,11 @@ J
 	must_run "$TMP/k3.json"
 	check_resumed 40001 4 2
 	pg_same "$src" "$dst"
+	# another run id (executord passes the instance) never resumes
+	killed_run "$TMP/k.json" 2 pg_records "$name"
+	must_run "$TMP/k.json" --resume --run-id "instance-$S"
+	expect_eq "another run id: resume state" "$(summary "['resume']['state']")" changed
+	pg_same "$src" "$dst"
 	# without bookkeeping the summary says so
 	must_run "$TMP/k2.json"
 	expect_eq "no bookkeeping: resume state" "$(summary "['resume']['state']")" off
