@@ -147,6 +147,8 @@ int oc_run_rerun(oc_ctx *ctx, const oc_args *a)
         json_t *body = json_pack("{s:s,s:b}", "scope", scope, "dry_run", oc_flag(a, "dry-run"));
         if (oc_arg(a, "reason"))
             json_object_set_new(body, "reason", json_string(oc_arg(a, "reason")));
+        if (oc_flag(a, "from-scratch"))
+            json_object_set_new(body, "from_scratch", json_true());
         orr_buf p = ORR_BUF_INIT;
         orr_buf_appendf(&p, "/api/v1/instances/%lld/rerun", (long long)id);
         json_t *out = NULL;

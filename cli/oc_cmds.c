@@ -55,6 +55,8 @@ static const oc_opt oc_rerun_opts[] = {
     {"upstream", 0, NULL, "also rerun the instances it depends on in the same cycle", 0},
     {"dry-run", 'n', NULL, "list the instances it would rerun, change nothing", 0},
     {"reason", 'r', "TEXT", "why (kept in the instance's history)", 0},
+    {"from-scratch", 0, NULL, "transfer tasks: do not resume the splits earlier attempts committed",
+     0},
     {NULL, 0, NULL, NULL, 0},
 };
 
@@ -133,11 +135,13 @@ const oc_cmd oc_commands[] = {
      "without waiting for its schedule time (and with --ignore-upstreams without checking "
      "its dependencies). A slot whose instance is ready or running is a conflict (exit 4).",
      oc_run_opts, NULL, 1, oc_run_run},
-    {"rerun", "ID... [--downstream|--upstream] [--dry-run]", "Rerun finished instances",
+    {"rerun", "ID... [--downstream|--upstream] [--dry-run] [--from-scratch]",
+     "Rerun finished instances",
      "A new attempt of each instance; with --downstream also of the instances that depend on "
      "it in the same cycle (directly or not), with --upstream of those it depends on. The set "
      "is one change: a member that is running refuses it all (exit 4). Waiting and suspended "
-     "members are left as they are.",
+     "members are left as they are. A transfer task's new attempt resumes the splits earlier "
+     "attempts committed, unless --from-scratch.",
      oc_rerun_opts, NULL, 1, oc_run_rerun},
     {"rerun-failed", "WORKFLOW --at TIME [--dry-run]",
      "Rerun the failed instances of a workflow's run",

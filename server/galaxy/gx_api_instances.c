@@ -185,6 +185,7 @@ void gx_h_instance_get(gx_req *req, gx_resp *resp)
                            "at", gx_json_time(t->at_ms)));
     }
     json_object_set_new(out, "transitions", trs);
+    json_object_set_new(out, "from_scratch", json_boolean(in->from_scratch));
     /* Attempts with exit codes (older halleyd without ListAttempts: left out). */
     gx_app *app = req->app;
     HL(ListAttemptsRequest) aq = HL_INIT(LIST_ATTEMPTS_REQUEST);

@@ -5,7 +5,7 @@
  *
  *   POST /api/v1/tasks/{id}/run              {"schedule_time", "ignore_upstreams", "reason",
  *                                             "params"}
- *   POST /api/v1/instances/{id}/rerun        {"scope", "dry_run", "reason"}
+ *   POST /api/v1/instances/{id}/rerun        {"scope", "dry_run", "reason", "from_scratch"}
  *   POST /api/v1/workflows/{name}/rerun-failed {"schedule_time", "dry_run", "reason"}
  *   POST /api/v1/tasks/{id}/backfill         {"from", "to", "priority", "include_downstream",
  *                                             "mode", "max_cycles", "dry_run"}
@@ -164,12 +164,12 @@ static void gx_rerun_answer(gx_resp *resp, const HL(RerunInstancesResponse) * rs
 
 void gx_h_instance_rerun(gx_req *req, gx_resp *resp)
 {
-    static const char *const keys[] = {"scope", "dry_run", "reason", NULL};
+    static const char *const keys[] = {"scope", "dry_run", "reason", "from_scratch", NULL};
     int64_t id = gx_param_id(req, resp, 0, "id");
     if (!id)
         return;
     const char *scope = NULL, *reason = NULL;
-    int dry = 0;
+    int dry = 0, scratch = 0;
     if (req->body_len) {
         orr_err e;
         json_t *body = gx_req_json(req, resp);
@@ -178,7 +178,8 @@ void gx_h_instance_rerun(gx_req *req, gx_resp *resp)
         if (orr_json_allow_keys(body, "", keys, &e) != ORR_OK ||
             orr_json_get_str(body, "", "scope", 0, &scope, &e) != ORR_OK ||
             orr_json_get_bool(body, "", "dry_run", 0, &dry, &e) != ORR_OK ||
-            orr_json_get_str(body, "", "reason", 0, &reason, &e) != ORR_OK) {
+            orr_json_get_str(body, "", "reason", 0, &reason, &e) != ORR_OK ||
+            orr_json_get_bool(body, "", "from_scratch", 0, &scratch, &e) != ORR_OK) {
             gx_resp_err(resp, &e);
             return;
         }
@@ -202,6 +203,7 @@ void gx_h_instance_rerun(gx_req *req, gx_resp *resp)
     rq.n_instance_ids = 1;
     rq.instance_ids = ids;
     rq.dry_run = dry;
+    rq.from_scratch = scratch;
     rq.actor = (char *)gx_actor(req);
     rq.reason = (char *)(reason ? reason : "");
     gx_run_teams(req, &rq.restrict_teams, &rq.n_teams, &rq.teams);

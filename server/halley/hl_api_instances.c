@@ -57,7 +57,8 @@ static hl_stmt q_existing_instance = HL_STMT(
 static hl_stmt q_task_active = HL_STMT("SELECT active FROM tasks WHERE id = $1::int8");
 
 static hl_stmt q_get_instance =
-    HL_STMT("SELECT " HL_INSTANCE_COLS ", " HL_EXIT_COL ", i.params::text"
+    HL_STMT("SELECT " HL_INSTANCE_COLS ", " HL_EXIT_COL ", i.params::text,"
+            " i.scratch_attempt = i.attempt"
             " FROM instances i JOIN tasks t ON t.id = i.task_id"
             " WHERE i.id = $1::int8");
 
@@ -488,6 +489,7 @@ HL_UNARY(hl_api_get_instance)
     if (s == ORR_OK) {
         hl_fill_instance(a, r, 0, in);
         in->params_json = (char *)hl_val(r, 0, HL_INSTANCE_NCOLS + 1);
+        in->from_scratch = hl_val_bool(r, 0, HL_INSTANCE_NCOLS + 2);
         s = hl__fill_deps(c, a, in, err);
     }
     hl_db_put(hc->db, c);

@@ -270,6 +270,11 @@ static hl_stmt q_workflow_failed = HL_STMT(
     "  AND i.state IN ('failed', 'killed', 'timed_out')"
     " WHERE w.id = $1::int8 ORDER BY i.id");
 
+/* A rerun from scratch marks the attempt it made (a transfer then does not
+ * resume; later retries of the instance resume again). */
+static hl_stmt q_rerun_scratch =
+    HL_STMT("UPDATE instances SET scratch_attempt = $2::int WHERE id = $1::int8");
+
 static int64_t hl__find(const int64_t *v, size_t n, int64_t x)
 {
     for (size_t i = 0; i < n; i++)
@@ -472,6 +477,14 @@ HL_UNARY(hl_api_rerun_instances)
         if (tr.event_id > max_event)
             max_event = tr.event_id;
         m->instance = tr.instance;
+        if (rq->from_scratch) {
+            const char *sp[2] = {hl_i64s(a, tq.instance_id), hl_i64s(a, tr.instance->attempt)};
+            PGresult *sr;
+            if ((s = hl_db_query(c, a, &q_rerun_scratch, 2, sp, &sr, err)) != ORR_OK) {
+                orr_buf_free(&det);
+                goto out;
+            }
+        }
         orr_buf_appendf(&det, "%s%" PRId64, first ? "" : ",", tq.instance_id);
         first = 0;
     }

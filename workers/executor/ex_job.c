@@ -257,6 +257,7 @@ static void run_job(ex_daemon *d, ex_job *j, orr_arena *a)
                           .instance_id = inst,
                           .task_id = in->task_id,
                           .attempt = j->attempt,
+                          .from_scratch = in->from_scratch,
                           .schedule_time_ms = in->schedule_time_ms,
                           .run_dir = run_dir,
                           .code_dir = d->code_dir,

@@ -76,6 +76,7 @@ typedef struct ex_run_ctx {
     int64_t instance_id;
     int64_t task_id;
     int attempt;
+    int from_scratch; /* a rerun asked this attempt not to resume (transfer) */
     int64_t schedule_time_ms;
     const char *run_dir;  /* private per-attempt directory (exists) */
     const char *code_dir; /* where code packages are unpacked */

@@ -11,7 +11,11 @@
  *   2. for reader.incremental the saved watermark is fetched and written to
  *      <run dir>/job.json.state in wormhole's state-file format, passed with
  *      --state (a state_file in the job is dropped: the task owns it);
- *   3. the job is written 0600: owned by the run_as user when it holds no
+ *   3. resume bookkeeping: --resume (a retry or rerun resumes the splits an
+ *      earlier attempt committed) or, on a rerun asked from scratch,
+ *      --from-scratch, with --run-id naming the instance; none when the job
+ *      says "resume": false;
+ *   4. the job is written 0600: owned by the run_as user when it holds no
  *      resolved password (`wormhole run job.json`), else owned by
  *      executord's user and given as stdin (`wormhole run -`), so other
  *      tasks of the same user cannot open it; buffers that held the
@@ -375,6 +379,21 @@ orr_status ex_transfer_summary(orr_arena *a, const char *log_path, ex_stat *stat
 
 /* ------------------------------------------------------------ prepare */
 
+/* Resume bookkeeping (docs/wormhole.md, Resume): every attempt keeps split
+ * records under a run id naming the instance, so a retry or a rerun resumes
+ * the splits an earlier attempt of the same instance committed, and another
+ * instance never does; a rerun asked "from scratch" drops them. A job with
+ * "resume": false goes without. Sets at most 3 arguments, returns how many. */
+static int transfer_resume_args(const ex_run_ctx *ctx, char **argv)
+{
+    if (json_is_false(json_object_get(ctx->config, "resume")))
+        return 0;
+    argv[0] = ctx->from_scratch ? "--from-scratch" : "--resume";
+    argv[1] = "--run-id";
+    argv[2] = orr_arena_sprintf(ctx->arena, "instance-%lld", (long long)ctx->instance_id);
+    return 3;
+}
+
 static orr_status transfer_prepare(const ex_run_ctx *ctx, ex_run_plan *plan, orr_err *err)
 {
     if (!json_is_object(ctx->config))
@@ -404,15 +423,18 @@ static orr_status transfer_prepare(const ex_run_ctx *ctx, ex_run_plan *plan, orr
         goto out;
 
     plan->cwd = ctx->run_dir;
-    plan->argv = orr_arena_calloc(ctx->arena, 6, sizeof *plan->argv);
+    plan->argv = orr_arena_calloc(ctx->arena, 10, sizeof *plan->argv);
     plan->argv[0] = bin;
     plan->argv[1] = "run";
     plan->argv[2] = secrets ? "-" : job_path;
     plan->stdin_path = secrets ? job_path : NULL;
+    int k = 3;
     if (plan->state_path) {
-        plan->argv[3] = "--state";
-        plan->argv[4] = (char *)plan->state_path;
+        plan->argv[k++] = "--state";
+        plan->argv[k++] = (char *)plan->state_path;
     }
+    k += transfer_resume_args(ctx, plan->argv + k);
+    plan->argv[k] = NULL;
 out:
     if (text.data)
         explicit_bzero(text.data, text.len);

@@ -443,6 +443,12 @@ spec:
         self.assertIn(f"instance {iid}", r.stdout)
         self.assertTrue(wait_until(lambda: api("GET", f"/api/v1/instances/{iid}").json()[
             "state"] in ("success", "failed"), 60))
+        # --from-scratch marks the new attempt (a transfer would not resume).
+        self.assertFalse(api("GET", f"/api/v1/instances/{iid}").json()["from_scratch"])
+        self.ok(cli("rerun", iid, "--from-scratch"))
+        self.assertTrue(api("GET", f"/api/v1/instances/{iid}").json()["from_scratch"])
+        self.assertTrue(wait_until(lambda: api("GET", f"/api/v1/instances/{iid}").json()[
+            "state"] in ("success", "failed"), 60))
 
     def test_run_now_and_rerun_with_downstream(self):
         f = os.path.join(HOME, "updown.yaml")

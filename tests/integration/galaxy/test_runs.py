@@ -242,9 +242,24 @@ class Rerun(unittest.TestCase):
         self.assertEqual(r.status, 403, r)
         self.assertEqual(self.states(), before)
 
+    def test_rerun_from_scratch_marks_the_new_attempt_only(self):
+        a0 = self.c.instance("a", "2026-04-02T00:00:00Z")
+        self.assertFalse(get(f"/api/v1/instances/{a0['id']}")["from_scratch"])
+        r = post(f"/api/v1/instances/{a0['id']}/rerun", {"from_scratch": True})
+        self.assertEqual(r.status, 200, r)
+        d = get(f"/api/v1/instances/{a0['id']}")
+        self.assertEqual((d["attempt"], d["from_scratch"]), (2, True))
+        # the next attempt (a retry, or a rerun without it) resumes again
+        sql(f"UPDATE instances SET state = 'failed' WHERE id = {a0['id']}")
+        r = post(f"/api/v1/instances/{a0['id']}/rerun", {})
+        self.assertEqual(r.status, 200, r)
+        d = get(f"/api/v1/instances/{a0['id']}")
+        self.assertEqual((d["attempt"], d["from_scratch"]), (3, False))
+
     def test_rerun_bad_input(self):
         a0 = self.c.instance("a", "2026-04-02T00:00:00Z")
         for body, field in (({"scope": "sideways"}, "scope"), ({"dry_run": "yes"}, "dry_run"),
+                            ({"from_scratch": 1}, "from_scratch"),
                             ({"scope": "downstream", "extra": 1}, "extra")):
             r = post(f"/api/v1/instances/{a0['id']}/rerun", body)
             self.assertEqual(r.status, 400, (body, r))

@@ -244,6 +244,45 @@ static void test_transfer_writes_the_job(void **state)
     done(&f);
 }
 
+/* Every attempt keeps split records under the instance's run id and resumes
+ * them; a rerun asked from scratch drops them; "resume": false goes
+ * without. */
+static void test_transfer_resume_args(void **state)
+{
+    (void)state;
+    fx f;
+    assert_int_equal(prepare(&f, &ex_runner_transfer, "{\"reader\":{\"kind\":\"pg\"}}"), ORR_OK);
+    assert_string_equal(f.plan.argv[3], "--resume");
+    assert_string_equal(f.plan.argv[4], "--run-id");
+    assert_string_equal(f.plan.argv[5], "instance-42");
+    assert_null(f.plan.argv[6]);
+    done(&f);
+
+    memset(&f, 0, sizeof f);
+    f.a = orr_arena_create(0);
+    orr_err e;
+    const char *cfg = "{\"reader\":{\"kind\":\"pg\"}}";
+    assert_int_equal(orr_json_parse(cfg, strlen(cfg), &f.cfg, &e), ORR_OK);
+    f.ctx = (ex_run_ctx){.arena = f.a,
+                         .config = f.cfg,
+                         .instance_id = 43,
+                         .attempt = 3,
+                         .from_scratch = 1,
+                         .run_dir = g_dir,
+                         .code_dir = g_code,
+                         .bin_dir = g_dir};
+    assert_int_equal(ex_runner_transfer.prepare(&f.ctx, &f.plan, &f.err), ORR_OK);
+    assert_string_equal(f.plan.argv[3], "--from-scratch");
+    assert_string_equal(f.plan.argv[5], "instance-43");
+    done(&f);
+
+    assert_int_equal(
+        prepare(&f, &ex_runner_transfer, "{\"resume\":false,\"reader\":{\"kind\":\"pg\"}}"),
+        ORR_OK);
+    assert_null(f.plan.argv[3]);
+    done(&f);
+}
+
 static int setup_all(void **state)
 {
     (void)state;
@@ -272,6 +311,7 @@ int main(void)
         cmocka_unit_test(test_bad_configs_name_the_field),
         cmocka_unit_test(test_package_folder_is_the_cwd),
         cmocka_unit_test(test_transfer_writes_the_job),
+        cmocka_unit_test(test_transfer_resume_args),
         cmocka_unit_test(test_quality_reason_and_stats),
     };
     return cmocka_run_group_tests(tests, setup_all, teardown_all);
