@@ -1,4 +1,4 @@
--- 0013_instance_from_scratch.sql - a rerun that starts from scratch.
+-- 0014_instance_from_scratch.sql - a rerun that starts from scratch.
 --
 -- instances.scratch_attempt: the attempt a rerun asked to start from
 -- scratch (0 = none). A transfer task's attempt resumes the splits an
