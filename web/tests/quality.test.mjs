@@ -146,3 +146,44 @@ test('a quality task: the check editor, a run that passes, one that fails with r
   const off = await api(page, 'DELETE', `/tasks/${tid}`);
   assert.ok(off.status === 200 || off.status === 204, `deactivated (${off.status})`);
 });
+
+test("a transfer's quality key in the designer: the same editor, with row_count, kept in the job", async (t) => {
+  const page = await open(t);
+  await login(page, DEV);
+  const made = await api(page, 'POST', '/tasks', {
+    name: `quality_copy_${SFX}`,
+    team: 'analytics',
+    type: 'transfer',
+    schedule: CRON,
+    retries: { max: 0 },
+    config: {
+      reader: { type: 'postgres', datasource: DS, table: TABLE },
+      writers: [{ type: 'postgres', datasource: DS, table: `${TABLE}_copy` }],
+      quality: [
+        { name: 'rows', kind: 'row_count' },
+        { name: 'amount_nulls', kind: 'null_ratio', column: 'amount', max_ratio: 0.1 },
+      ],
+    },
+  });
+  assert.equal(made.status, 201, JSON.stringify(made.body));
+  const id = made.body.id;
+  await page.setViewportSize({ width: 1440, height: 900 });
+  await page.goto(`/app/tasks/${id}`);
+  const editor = page.getByTestId('quality-checks');
+  await editor.waitFor({ timeout: T });
+  assert.equal(await editor.locator('.quality-check').count(), 2);
+  const kinds = await editor.locator('[data-check="rows"] select').locator('option').allTextContents();
+  assert.ok(kinds.includes('Row count'), kinds.join(','));
+  // A threshold changed in the editor shows in the job's JSON and is saved.
+  await editor.locator('[data-check="amount_nulls"] input[type="number"]').fill('0.3');
+  await until(async () => /"max_ratio": 0.3/.test(await page.locator('textarea.mono').first().inputValue()), 'the job text follows the editor');
+  await checkA11y(page, 'designer transfer quality checks');
+  await shot(page, 'quality-designer-transfer');
+  await page.getByTestId('save-task').click();
+  await until(async () => {
+    const got = (await api(page, 'GET', `/tasks/${id}`)).body;
+    return got.spec?.config?.quality?.[1]?.max_ratio === 0.3;
+  }, 'the new threshold saved');
+  const off = await api(page, 'DELETE', `/tasks/${id}`);
+  assert.ok(off.status === 200 || off.status === 204, `deactivated (${off.status})`);
+});

@@ -19,6 +19,7 @@ import { JsonObject } from './inputs';
 import { Prop, Section } from './prop';
 import { SpecPanel } from './spec-panel';
 import { Versions } from './versions';
+import { QualityChecks } from './quality';
 import { setIn, type Ctx, type Obj } from './state';
 
 /** Sections of the form; properties the schema gains later land in "More". */
@@ -232,6 +233,7 @@ export function DesignerForm({ root, task, pools }: { root: JSONSchema; task: Ta
             ) : (
               <JsonObject key={type} ctx={ctx} path={['config']} label="Config (JSON)" hint="Checked in full by the engine that runs this type." />
             )}
+            {type === 'transfer' && <QualityChecks ctx={ctx} path={['config', 'quality']} transfer />}
             {ctx.err('config') && <div class="field-error span2">{ctx.err('config')}</div>}
           </Section>
           {extra.length > 0 && <Section title="More">{extra.map(render)}</Section>}

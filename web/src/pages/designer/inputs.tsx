@@ -72,6 +72,17 @@ export function JsonObject({ ctx, path, label, hint }: { ctx: Ctx; path: string[
   const [text, setText] = useState(() => JSON.stringify(cur ?? {}, null, 2));
   const [parseErr, setParseErr] = useState<string | null>(null);
   const p = path.join('.');
+  // A change made by another widget of the same value (the quality checks of
+  // a transfer) shows here too, unless the text is being typed and invalid.
+  const curText = JSON.stringify(cur ?? {});
+  useEffect(() => {
+    try {
+      if (JSON.stringify(JSON.parse(text || '{}')) === curText) return;
+    } catch {
+      return;
+    }
+    setText(JSON.stringify(cur ?? {}, null, 2));
+  }, [curText]);
   return (
     <Field label={label} field={p} error={parseErr ?? ctx.err(p)} hint={hint} class="span2">
       <textarea
