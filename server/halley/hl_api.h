@@ -143,6 +143,13 @@ HL_UNARY(hl_api_put_calendar_days);
  * names none or an existing one; ORR_EINVAL naming "spec.calendar"
  * otherwise. On c, inside the caller's transaction. */
 orr_status hl_calendar_check_spec(hl_conn *c, orr_arena *a, const json_t *spec, orr_err *err);
+/* The save-time check of the data sources a transfer or quality task's
+ * config names (hl_xfer_check.c): ORR_EINVAL naming
+ * "spec.config.reader.datasource", "spec.config.writers[N].datasource" or
+ * "spec.config.datasource" for one that does not exist or whose kind the
+ * endpoint cannot use. On c, inside the caller's transaction. */
+orr_status hl_xfer_check_spec(hl_conn *c, orr_arena *a, const char *type, const json_t *spec,
+                              orr_err *err);
 /* The business calendar the current version of task_id names, with every
  * day, and its policy: *out NULL when it names none. The calendar lives as
  * long as arena a. ORR_OK, or the database's error. */

@@ -351,7 +351,8 @@ HL_UNARY(hl_api_create_task)
     if ((s = hl_db_begin(c, err)) != ORR_OK || (s = hl__deps_lock(c, a, &sp, err)) != ORR_OK ||
         (s = hl__team_id(c, a, sp.team, &team_id, err)) ||
         (s = hl_limits_apply_db(c, a, sp.type, sp.root, err)) != ORR_OK ||
-        (s = hl_calendar_check_spec(c, a, sp.root, err)) != ORR_OK)
+        (s = hl_calendar_check_spec(c, a, sp.root, err)) != ORR_OK ||
+        (s = hl_xfer_check_spec(c, a, sp.type, sp.root, err)) != ORR_OK)
         goto out;
     const char *p[3] = {sp.name, hl_i64s(a, team_id), sp.type};
     s = hl_db_query(c, a, &q_insert_task, 3, p, &r, err);
@@ -566,7 +567,8 @@ static orr_status hl__save_version(hl_ctx *hc, orr_arena *a, int64_t id, const c
     }
     if ((s = hl__team_id(c, a, sp->team, &team_id, err)) != ORR_OK ||
         (s = hl_limits_apply_db(c, a, sp->type, sp->root, err)) != ORR_OK ||
-        (s = hl_calendar_check_spec(c, a, sp->root, err)) != ORR_OK)
+        (s = hl_calendar_check_spec(c, a, sp->root, err)) != ORR_OK ||
+        (s = hl_xfer_check_spec(c, a, sp->type, sp->root, err)) != ORR_OK)
         goto out;
     const char *ts = hl_i64s(a, tid);
     const char *nv = orr_arena_sprintf(a, "%d", cur + 1);
