@@ -12,8 +12,7 @@ Checks:
 - a task of type quality on a data source passes, then fails with reason
   "quality" once the data breaks a check, the offending rows in its log;
 - a quality task's config is checked when it is saved (400 naming the
-  field), and a data source of a kind checks cannot run on fails the
-  attempt naming config.datasource.
+  field), an unknown data source included.
 
 usage: test_executor_quality.py BUILD_DIR HALLEY_PROTO
 """
@@ -129,11 +128,14 @@ class Quality(unittest.TestCase):
             self.assertEqual(r.json()["error"]["field"], field, (config, r.json()))
 
     def test_unknown_datasource_fails_naming_the_field(self):
-        tid = tt.new_task({"datasource": "no_such_source",
-                           "checks": [{"name": "a", "kind": "sql", "query": "SELECT 1"}]},
-                          task_type="quality")
-        _, inst = tt.run(tid, 4, want="failed")
-        self.assertTrue(inst.reason.startswith("bad_spec: config.datasource"), inst.reason)
+        # Refused at save (halleyd checks the name), so it never runs.
+        spec = {"name": "q_unknown_ds", "team": "etl", "type": "quality",
+                "schedule": "0 * * * *", "timezone": "UTC",
+                "config": {"datasource": "no_such_source",
+                           "checks": [{"name": "a", "kind": "sql", "query": "SELECT 1"}]}}
+        r = tx.P.http("POST", "/api/v1/tasks", spec, token=tx.TOKEN)
+        self.assertEqual(r.status, 400, r)
+        self.assertEqual(r.json()["error"]["field"], "spec.config.datasource")
 
 
 if __name__ == "__main__":

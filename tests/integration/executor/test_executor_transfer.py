@@ -241,13 +241,16 @@ class Transfer(unittest.TestCase):
         self.assertIn("password authentication failed", tx.EX.get_log(iid)[1])
 
     def test_unknown_datasource_fails_naming_the_field(self):
-        tid = new_task({"reader": {"type": "postgres", "datasource": "no_such_source",
-                                   "table": "x"},
-                        "writers": [pg_endpoint("y")]})
-        _, inst = run(tid, 0, want="failed")
-        self.assertTrue(inst.reason.startswith("bad_spec: config.reader.datasource"),
-                        inst.reason)
-        self.assertIn("no_such_source", inst.reason)
+        # Refused at save (halleyd checks the names), so it never runs.
+        spec = {"name": "ex_xfer_unknown_ds", "team": "etl", "type": "transfer",
+                "schedule": "0 * * * *", "timezone": "UTC",
+                "config": {"reader": {"type": "postgres", "datasource": "no_such_source",
+                                      "table": "x"},
+                           "writers": [pg_endpoint("y")]}}
+        r = tx.P.http("POST", "/api/v1/tasks", spec, token=tx.TOKEN)
+        self.assertEqual(r.status, 400, r)
+        self.assertEqual(r.json()["error"]["field"], "spec.config.reader.datasource")
+        self.assertIn("no_such_source", r.json()["error"]["message"])
         # a reference beside a dsn is ambiguous: refused, naming the writer
         tid = new_task({"reader": pg_endpoint("x"),
                         "writers": [pg_endpoint("y", dsn="host=127.0.0.1")]})
