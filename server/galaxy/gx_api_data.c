@@ -211,43 +211,101 @@ void gx_h_stream_units(gx_req *req, gx_resp *resp)
 
 /* -------------------------------------------------------------- lineage */
 
+static const char *const gx__lineage_kinds[] = {"table",  "file",   "data_unit", "task",
+                                                "column", "stream", NULL};
+#define GX_LINEAGE_KINDS "table, file, data_unit, task, column or stream"
+
+static int gx__lineage_kind(const char *kind)
+{
+    for (const char *const *k = gx__lineage_kinds; kind && *k; k++)
+        if (strcmp(*k, kind) == 0)
+            return 1;
+    return 0;
+}
+
+/* GET /lineage?kind=&name=&depth=&columns=: the edges around a node (with
+ * columns, around a table's columns). */
 void gx_h_lineage(gx_req *req, gx_resp *resp)
 {
-    static const char *const kinds[] = {"table", "file", "data_unit", "task", NULL};
     const char *kind = gx_req_query(req, "kind");
     const char *name = gx_req_query(req, "name");
-    int known = 0;
-    for (const char *const *k = kinds; kind && *k; k++)
-        known |= strcmp(*k, kind) == 0;
-    if (!known) {
-        gx_resp_fail(resp, ORR_EINVAL, "kind", "must be table, file, data_unit or task");
+    if (!gx__lineage_kind(kind)) {
+        gx_resp_fail(resp, ORR_EINVAL, "kind", "must be " GX_LINEAGE_KINDS);
         return;
     }
-    if (!name || !*name || strlen(name) > 1024) {
-        gx_resp_fail(resp, ORR_EINVAL, "name", "required, at most 1024 characters");
+    if (!name || !*name || strlen(name) > 512) {
+        gx_resp_fail(resp, ORR_EINVAL, "name", "required, at most 512 bytes");
         return;
     }
     int64_t depth;
     if (gx_req_query_int(req, resp, "depth", 1, 1, 10, &depth))
         return;
+    int columns = gx_req_query_bool(req, resp, "columns", 0);
+    if (columns < 0)
+        return;
+    if (columns && strcmp(kind, "table") != 0 && strcmp(kind, "file") != 0) {
+        gx_resp_fail(resp, ORR_EINVAL, "columns", "only with kind table or file");
+        return;
+    }
     HL(ListLineageRequest) rq = HL_INIT(LIST_LINEAGE_REQUEST);
     rq.kind = (char *)kind;
     rq.name = (char *)name;
     rq.depth = (int32_t)depth;
+    rq.columns = columns;
     HL(ListLineageResponse) * rs;
     if (gx_halley(req, resp, "ListLineage", &rq.base, (ProtobufCMessage **)&rs) != ORR_OK)
         return;
     json_t *edges = json_array();
     for (size_t i = 0; i < rs->n_edges; i++) {
         const HL(LineageEdge) *l = rs->edges[i];
-        json_array_append_new(edges,
-                              json_pack("{s:s,s:s,s:s,s:s,s:o,s:o}", "source_kind", l->source_kind,
-                                        "source_name", l->source_name, "target_kind",
-                                        l->target_kind, "target_name", l->target_name, "task_id",
-                                        l->task_id ? json_integer(l->task_id) : json_null(),
-                                        "created_at", gx_json_time(l->created_at_ms)));
+        json_t *detail = NULL;
+        if (l->detail_json && l->detail_json[0])
+            detail = json_loads(l->detail_json, 0, NULL);
+        json_t *origins = json_array();
+        for (size_t k = 0; k < l->n_origins; k++)
+            json_array_append_new(origins, json_string(l->origins[k]));
+        json_array_append_new(
+            edges,
+            json_pack("{s:s,s:s,s:s,s:s,s:o,s:o,s:o,s:o,s:o}", "source_kind", l->source_kind,
+                      "source_name", l->source_name, "target_kind", l->target_kind, "target_name",
+                      l->target_name, "task_id",
+                      l->task_id ? json_integer(l->task_id) : json_null(), "task",
+                      l->task_name && l->task_name[0] ? json_string(l->task_name) : json_null(),
+                      "origins", origins, "detail", detail ? detail : json_object(), "created_at",
+                      gx_json_time(l->created_at_ms)));
     }
     gx_resp_json(resp, 200, json_pack("{s:o}", "edges", edges));
+}
+
+/* GET /lineage/names?q=&kind=&limit=: node names holding q (the search
+ * box's completion). */
+void gx_h_lineage_names(gx_req *req, gx_resp *resp)
+{
+    const char *q = gx_req_query(req, "q");
+    const char *kind = gx_req_query(req, "kind");
+    if (!q || !*q || strlen(q) > 512) {
+        gx_resp_fail(resp, ORR_EINVAL, "q", "required, at most 512 bytes");
+        return;
+    }
+    if (kind && *kind && !gx__lineage_kind(kind)) {
+        gx_resp_fail(resp, ORR_EINVAL, "kind", "must be " GX_LINEAGE_KINDS " (or absent)");
+        return;
+    }
+    int64_t limit;
+    if (gx_req_query_int(req, resp, "limit", 20, 1, 100, &limit))
+        return;
+    HL(SuggestLineageNodesRequest) rq = HL_INIT(SUGGEST_LINEAGE_NODES_REQUEST);
+    rq.q = (char *)q;
+    rq.kind = (char *)(kind ? kind : "");
+    rq.limit = (int32_t)limit;
+    HL(SuggestLineageNodesResponse) * rs;
+    if (gx_halley(req, resp, "SuggestLineageNodes", &rq.base, (ProtobufCMessage **)&rs) != ORR_OK)
+        return;
+    json_t *items = json_array();
+    for (size_t i = 0; i < rs->n_nodes; i++)
+        json_array_append_new(
+            items, json_pack("{s:s,s:s}", "kind", rs->nodes[i]->kind, "name", rs->nodes[i]->name));
+    gx_resp_json(resp, 200, json_pack("{s:o}", "items", items));
 }
 
 /* ---------------------------------------------------- process statistics */

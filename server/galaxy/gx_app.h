@@ -233,6 +233,7 @@ void gx_h_stream_get(gx_req *, gx_resp *);
 void gx_h_stream_put(gx_req *, gx_resp *);
 void gx_h_stream_units(gx_req *, gx_resp *);
 void gx_h_lineage(gx_req *, gx_resp *);
+void gx_h_lineage_names(gx_req *, gx_resp *);
 void gx_h_audit(gx_req *, gx_resp *);
 void gx_h_metrics(gx_req *, gx_resp *);
 void gx_h_openapi(gx_req *, gx_resp *);

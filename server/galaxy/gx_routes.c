@@ -150,7 +150,9 @@ const gx_route gx_routes[] = {
     {"GET", "/api/v1/streams/{name}/units", gx_h_stream_units, GX_ROLE_VIEWER,
      "A stream's data units: counts, check status, late records"},
     {"GET", "/api/v1/lineage", gx_h_lineage, GX_ROLE_VIEWER,
-     "Lineage edges around a table, file, data unit or task"},
+     "Lineage edges around a table, column, file, data unit, stream or task"},
+    {"GET", "/api/v1/lineage/names", gx_h_lineage_names, GX_ROLE_VIEWER,
+     "Lineage node names that contain a text (the search box's completion)"},
     /* operators' runs */
     {"POST", "/api/v1/tasks/{id}/run", gx_h_task_run, GX_ROLE_DEVELOPER,
      "Run the task's instance of one schedule time now (created if missing, released if waiting)"},

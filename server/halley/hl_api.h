@@ -190,6 +190,18 @@ HL_UNARY(hl_api_list_data_units);
 /* Lineage (hl_api_lineage.c). */
 HL_UNARY(hl_api_add_lineage);
 HL_UNARY(hl_api_list_lineage);
+HL_UNARY(hl_api_suggest_lineage_nodes);
+HL_UNARY(hl_api_report_run_lineage);
+struct hl_spec;
+/* Replace task_id's save-time lineage edges by those its spec implies
+ * (dependencies; a transfer's tables and columns), on c inside the caller's
+ * transaction. Errors are the database's. */
+orr_status hl_lineage_save_task(hl_conn *c, orr_arena *a, int64_t task_id, const struct hl_spec *sp,
+                                orr_err *err);
+/* Replace sort stream name's edges by those of its spec (JSON text; none
+ * when active is 0), inside the caller's transaction. */
+orr_status hl_lineage_save_stream(hl_conn *c, orr_arena *a, const char *name, const char *spec,
+                                  int active, orr_err *err);
 /* Process statistics (hl_api_process_stats.c). */
 HL_UNARY(hl_api_record_process_stats);
 HL_UNARY(hl_api_list_process_stats);

@@ -4,7 +4,8 @@
  *
  * PutSortStream validates the spec against the embedded
  * schema/sort-stream.schema.json (compiled once, on first use) and writes the
- * row, an audit record and a "stream.changed" event in one transaction. The
+ * row, its lineage edges (hl_api_lineage.c), an audit record and a
+ * "stream.changed" event in one transaction. The
  * version grows by one with every change; a put identical to the stored
  * stream (same spec as jsonb, same active flag) changes nothing, so it bumps
  * no version and emits no event.
@@ -99,7 +100,8 @@ HL_UNARY(hl_api_put_sort_stream)
     }
     int64_t version = hl_val_i64(r, 0, 4);
     const char *jname = hl_jstr(a, rq->name);
-    if ((s = hl_audit(c, a, rq->actor, "stream.put", orr_arena_sprintf(a, "stream:%s", rq->name),
+    if ((s = hl_lineage_save_stream(c, a, rq->name, rq->spec_json, rq->active, err)) != ORR_OK ||
+        (s = hl_audit(c, a, rq->actor, "stream.put", orr_arena_sprintf(a, "stream:%s", rq->name),
                       orr_arena_sprintf(a, "{\"version\":%s,\"active\":%s}", hl_i64s(a, version),
                                         rq->active ? "true" : "false"),
                       err)) != ORR_OK ||

@@ -4,7 +4,8 @@
  *
  * A task is a row in tasks plus immutable rows in task_versions; every update
  * writes version current+1 and moves tasks.current_version, in one
- * transaction with the dependency rows, an audit record and an event.
+ * transaction with the dependency rows, the lineage edges its spec implies
+ * (hl_api_lineage.c), an audit record and an event.
  * Instances keep the version they were created with. GetTask of the current
  * version by id is served from hl_cache when possible. A version may carry
  * its author's comment; a rollback writes an old version's spec as a new
@@ -368,6 +369,7 @@ HL_UNARY(hl_api_create_task)
                          "",  "0"};
     if ((s = hl_db_query(c, a, &q_insert_version, 8, pv, NULL, err)) != ORR_OK ||
         (s = hl__write_deps(c, a, task_id, sp.name, &sp, err)) != ORR_OK ||
+        (s = hl_lineage_save_task(c, a, task_id, &sp, err)) != ORR_OK ||
         (s = hl_audit(c, a, rq->actor, "task.create", orr_arena_sprintf(a, "task:%s", sp.name),
                       NULL, err)) != ORR_OK ||
         (s = hl_emit(c, a, "task.created", task_id, 0, NULL,
@@ -597,6 +599,7 @@ static orr_status hl__save_version(hl_ctx *hc, orr_arena *a, int64_t id, const c
     if ((s = hl_db_query(c, a, &q_insert_version, 8, pv, NULL, err)) != ORR_OK ||
         (s = hl_db_query(c, a, &q_bump_task, 4, pb, NULL, err)) != ORR_OK ||
         (s = hl__write_deps(c, a, tid, tname, sp, err)) != ORR_OK ||
+        (s = hl_lineage_save_task(c, a, tid, sp, err)) != ORR_OK ||
         (s = hl_audit(c, a, actor, action, orr_arena_sprintf(a, "task:%s", tname), detail, err)) !=
             ORR_OK ||
         (s = hl_emit(

@@ -111,6 +111,8 @@ const orr_rpc_method hl_methods[] = {
     {"ListDataUnits", hl_api_list_data_units, NULL},
     {"AddLineage", hl_api_add_lineage, NULL},
     {"ListLineage", hl_api_list_lineage, NULL},
+    {"SuggestLineageNodes", hl_api_suggest_lineage_nodes, NULL},
+    {"ReportRunLineage", hl_api_report_run_lineage, NULL},
     {"RecordProcessStats", hl_api_record_process_stats, NULL},
     {"ListProcessStats", hl_api_list_process_stats, NULL},
     {"GetWatermark", hl_api_get_watermark, NULL},

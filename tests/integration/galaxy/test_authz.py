@@ -333,6 +333,8 @@ class Matrix(unittest.TestCase):
              READ),
             ("GET", "/api/v1/lineage", lambda w: "/api/v1/lineage?kind=table&name=dw.t", None,
              READ),
+            ("GET", "/api/v1/lineage/names", lambda w: "/api/v1/lineage/names?q=dw", None,
+             READ),
             ("POST", "/api/v1/tasks/{id}/run", lambda w: f"/api/v1/tasks/{t}/run",
              lambda w: {"schedule_time": f"2026-03-01T{WHO.index(w):02d}:00:00Z"}, TEAM),
             ("POST", "/api/v1/instances/{id}/rerun",

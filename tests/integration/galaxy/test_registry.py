@@ -398,6 +398,60 @@ class Registry(unittest.TestCase):
         self.assertTrue(all(x["schedule_time"] for x in rows))
         self.assertFieldError(self.call("GET", "/api/v1/tasks/0/stats"), 400, "id")
 
+    def test_lineage_recorded_at_save(self):
+        r = self.call("PUT", "/api/v1/datasources/lin-pg",
+                      {"kind": "postgresql", "params": {"host": "h", "database": "wh"}})
+        self.assertEqual(r.status, 200, r)
+
+        def transfer(name, src, dst, extra=None, **writer):
+            s = {"name": name, "team": "etl", "type": "transfer",
+                 "config": {"reader": {"type": "postgres", "datasource": "lin-pg", "table": src},
+                            "writers": [{"type": "postgres", "datasource": "lin-pg",
+                                         "table": dst, **writer}]}}
+            s.update(extra or {})
+            return s
+
+        a = self.call("POST", "/api/v1/tasks", transfer(
+            "etl.lin.a", "t1", "t2",
+            mapping=[{"target": "id", "source": "id"},
+                     {"target": "total", "source": "amount", "cast": "numeric"}]), who="ann")
+        self.assertEqual(a.status, 201, a)
+        b = self.call("POST", "/api/v1/tasks", transfer(
+            "etl.lin.b", "t2", "t3", {"upstreams": [{"kind": "strong", "task": "etl.lin.a"}]}),
+            who="ann")
+        self.assertEqual(b.status, 201, b)
+        r = self.call("GET", "/api/v1/lineage?kind=table&name=lin-pg.public.t2", who="vic")
+        self.assertEqual(r.status, 200, r)
+        got = {(e["source_name"], e["target_name"], e["task"]) for e in r.json()["edges"]}
+        self.assertEqual(got, {("lin-pg.public.t1", "lin-pg.public.t2", "etl.lin.a"),
+                               ("lin-pg.public.t2", "lin-pg.public.t3", "etl.lin.b"),
+                               ("etl.lin.a", "etl.lin.b", "etl.lin.b")})
+        self.assertTrue(all(e["origins"] == ["save"] for e in r.json()["edges"]))
+        r = self.call("GET", "/api/v1/lineage?kind=table&name=lin-pg.public.t2&columns=true")
+        self.assertEqual(r.status, 200, r)
+        cols = {(e["source_name"], e["target_name"]): e["detail"] for e in r.json()["edges"]}
+        self.assertEqual(cols, {("lin-pg.public.t1.id", "lin-pg.public.t2.id"): {},
+                                ("lin-pg.public.t1.amount", "lin-pg.public.t2.total"):
+                                    {"cast": "numeric"}})
+        r = self.call("GET", "/api/v1/lineage/names?q=PUBLIC.T&kind=table", who="vic")
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual([x["name"] for x in r.json()["items"]],
+                         ["lin-pg.public.t1", "lin-pg.public.t2", "lin-pg.public.t3"])
+        r = self.call("GET", "/api/v1/lineage/names?q=total")
+        self.assertEqual(r.json()["items"], [{"kind": "column", "name": "lin-pg.public.t2.total"}])
+        self.assertFieldError(self.call("GET", "/api/v1/lineage/names?q="), 400, "q")
+        self.assertFieldError(self.call("GET", "/api/v1/lineage/names?q=t&kind=db"), 400, "kind")
+        self.assertFieldError(self.call("GET", "/api/v1/lineage/names?q=t&limit=0"), 400, "limit")
+        self.assertFieldError(
+            self.call("GET", "/api/v1/lineage?kind=task&name=etl.lin.a&columns=true"), 400,
+            "columns")
+        # A resave replaces the task's edges.
+        r = self.call("PUT", f"/api/v1/tasks/{a.json()['id']}",
+                      transfer("etl.lin.a", "t1", "t9"), who="ann")
+        self.assertEqual(r.status, 200, r)
+        r = self.call("GET", "/api/v1/lineage?kind=table&name=lin-pg.public.t1")
+        self.assertEqual({e["target_name"] for e in r.json()["edges"]}, {"lin-pg.public.t9"})
+
     def test_lineage_and_audit(self):
         rpc("add-lineage", "table", "ods.orders", "table", "dw.orders", 0)
         rpc("add-lineage", "table", "dw.orders", "file", "/exports/orders.csv", 0)

@@ -2,7 +2,10 @@
  * it_data.c - halleyd's data RPCs end to end: sort streams (schema validation
  * naming the path, version per change, events, audit), data units
  * (check_version guard, reconciled event through WatchEvents, listing
- * filters), lineage (idempotent batches, depth of the walk over a cycle),
+ * filters), lineage (idempotent batches, depth of the walk over a cycle;
+ * the edges a task's save records: a transfer's tables and its mapping's or
+ * positional columns, dependencies, replaced at every save, hidden while the
+ * task is inactive; a run's reported edges; a stream's; name completion),
  * process statistics (key and value checks, by instance and by task) and
  * transfer watermarks (compare-and-set, a race of writers).
  */
@@ -438,7 +441,8 @@ static void test_lineage(void)
               "self edge (%s)", err.field);
     HLT_CHECK(add_edges(loop, NULL, 0, &added) == ORR_EINVAL && strcmp(err.field, "edges") == 0,
               "no edges (%s)", err.field);
-    HLT_CHECK(sql_count("SELECT count(*) FROM lineage_edges") == 5, "5 edges stored");
+    HLT_CHECK(sql_count("SELECT count(*) FROM lineage_edges WHERE origin = 'api'") == 5,
+              "5 edges stored");
 }
 
 /* ------------------------------------------------------------------ setup */
@@ -492,6 +496,252 @@ static void setup_tasks(void)
     for (int i = 0; i < 3; i++)
         inst[i] = make_instance(task_id, T0 + i * HOUR_MS);
     other_inst = make_instance(other_task, T0);
+}
+
+/* ------------------------------------------------- lineage from specs */
+
+static int64_t save_spec(int64_t id, const char *spec)
+{
+    Orrery__Halley__V1__Task *t = NULL;
+    orr_status st;
+    if (id) {
+        Orrery__Halley__V1__UpdateTaskRequest rq = ORRERY__HALLEY__V1__UPDATE_TASK_REQUEST__INIT;
+        rq.id = id;
+        rq.spec_json = (char *)spec;
+        rq.actor = "user:ann";
+        st = hlt_call(cl, "UpdateTask", &rq, &t, &err);
+    } else {
+        Orrery__Halley__V1__CreateTaskRequest rq = ORRERY__HALLEY__V1__CREATE_TASK_REQUEST__INIT;
+        rq.spec_json = (char *)spec;
+        rq.actor = "user:ann";
+        st = hlt_call(cl, "CreateTask", &rq, &t, &err);
+    }
+    HLT_CHECK(st == ORR_OK, "save %s: %s", spec, err.msg);
+    int64_t out = t ? t->id : 0;
+    if (t)
+        FREE(t);
+    return out;
+}
+
+static void put_ds(const char *name, const char *kind, const char *params)
+{
+    Orrery__Halley__V1__PutDataSourceRequest rq = ORRERY__HALLEY__V1__PUT_DATA_SOURCE_REQUEST__INIT;
+    rq.name = (char *)name;
+    rq.kind = (char *)kind;
+    rq.params_json = (char *)params;
+    rq.actor = "user:ann";
+    ProtobufCMessage *r = NULL;
+    HLT_CHECK(hlt_call(cl, "PutDataSource", &rq, &r, &err) == ORR_OK, "data source %s: %s", name,
+              err.msg);
+    if (r)
+        FREE(r);
+}
+
+static int cmp_str(const void *x, const void *y)
+{
+    return strcmp(*(char *const *)x, *(char *const *)y);
+}
+
+/* Like lineage() (with columns: around a table's columns), each edge as
+ * "src>dst", with "[origins]detail" when verbose; sorted. */
+static orr_status lineage2(const char *kind, const char *name, int depth, int columns, int verbose,
+                           char *out, size_t n)
+{
+    Orrery__Halley__V1__ListLineageRequest rq = ORRERY__HALLEY__V1__LIST_LINEAGE_REQUEST__INIT;
+    rq.kind = (char *)kind;
+    rq.name = (char *)name;
+    rq.depth = depth;
+    rq.columns = columns;
+    Orrery__Halley__V1__ListLineageResponse *r = NULL;
+    out[0] = 0;
+    orr_status s = hlt_call(cl, "ListLineage", &rq, &r, &err);
+    size_t ne = r ? r->n_edges : 0;
+    char **lines = calloc(ne ? ne : 1, sizeof *lines);
+    for (size_t i = 0; i < ne; i++) {
+        const Edge *e = r->edges[i];
+        lines[i] = malloc(1024);
+        if (verbose)
+            snprintf(lines[i], 1024, "%s>%s[%s%s%s]%s", e->source_name, e->target_name,
+                     e->n_origins ? e->origins[0] : "", e->n_origins > 1 ? "," : "",
+                     e->n_origins > 1 ? e->origins[1] : "", e->detail_json);
+        else
+            snprintf(lines[i], 1024, "%s>%s", e->source_name, e->target_name);
+    }
+    qsort(lines, ne, sizeof *lines, cmp_str);
+    for (size_t i = 0; i < ne; i++) {
+        size_t len = strlen(out);
+        snprintf(out + len, n - len, "%s%s", i ? " " : "", lines[i]);
+        free(lines[i]);
+    }
+    free(lines);
+    if (r)
+        FREE(r);
+    return s;
+}
+
+static void set_active(int64_t id, int active)
+{
+    ProtobufCMessage *r = NULL;
+    orr_status s;
+    if (active) {
+        Orrery__Halley__V1__ReactivateTaskRequest rq =
+            ORRERY__HALLEY__V1__REACTIVATE_TASK_REQUEST__INIT;
+        rq.id = id;
+        rq.actor = "user:ann";
+        s = hlt_call(cl, "ReactivateTask", &rq, &r, &err);
+    } else {
+        Orrery__Halley__V1__DeactivateTaskRequest rq =
+            ORRERY__HALLEY__V1__DEACTIVATE_TASK_REQUEST__INIT;
+        rq.id = id;
+        rq.actor = "user:ann";
+        s = hlt_call(cl, "DeactivateTask", &rq, &r, &err);
+    }
+    HLT_CHECK(s == ORR_OK, "task %lld active=%d: %s", (long long)id, active, err.msg);
+    if (r)
+        FREE(r);
+}
+
+#define LIN_A_CONFIG(table)                                                                        \
+    "{\"reader\":{\"type\":\"postgres\",\"datasource\":\"pg1\",\"table\":\"t1\"},"                 \
+    "\"writers\":[{\"type\":\"postgres\",\"datasource\":\"pg1\",\"table\":\"" table "\","          \
+    "\"mapping\":[{\"target\":\"id\",\"source\":\"id\"},"                                          \
+    "{\"target\":\"amt\",\"source\":\"amount\",\"cast\":\"numeric\"},"                             \
+    "{\"target\":\"src\",\"constant\":\"shop\"}]}]}"
+
+static void test_spec_lineage(void)
+{
+    put_ds("pg1", "postgresql", "{\"host\":\"h\",\"dbname\":\"wh\"}");
+    put_ds("my1", "mysql", "{\"host\":\"h\",\"user\":\"u\",\"database\":\"shop\"}");
+    int64_t a = save_spec(0, "{\"name\":\"lin_a\",\"team\":\"ops\",\"type\":\"transfer\","
+                             "\"config\":" LIN_A_CONFIG("dw.t2") "}");
+    int64_t b = save_spec(
+        0, "{\"name\":\"lin_b\",\"team\":\"ops\",\"type\":\"transfer\","
+           "\"upstreams\":[{\"kind\":\"strong\",\"task\":\"lin_a\"}],"
+           "\"config\":{\"reader\":{\"type\":\"postgres\",\"datasource\":\"pg1\",\"table\":"
+           "\"dw.t2\",\"columns\":[\"id\",\"amt\"]},\"writers\":[{\"type\":\"mysql\","
+           "\"datasource\":\"my1\",\"table\":\"t3\",\"columns\":[\"k\",\"v\"]}]}}");
+    char got[4096];
+    HLT_CHECK(lineage2("table", "pg1.dw.t2", 1, 0, 0, got, sizeof got) == ORR_OK &&
+                  strcmp(got, "lin_a>lin_b pg1.dw.t2>my1.shop.t3 pg1.public.t1>pg1.dw.t2") == 0,
+              "saved: table edges of both tasks and their dependency: %s", got);
+    HLT_CHECK(lineage2("table", "pg1.dw.t2", 1, 1, 1, got, sizeof got) == ORR_OK &&
+                  strcmp(got, "pg1.dw.t2.amt>my1.shop.t3.v[save] "
+                              "pg1.dw.t2.id>my1.shop.t3.k[save] "
+                              "pg1.public.t1.amount>pg1.dw.t2.amt[save]{\"cast\": \"numeric\"} "
+                              "pg1.public.t1.id>pg1.dw.t2.id[save]") == 0,
+              "column edges from the mapping (with its cast) and by position: %s", got);
+    HLT_CHECK(lineage2("column", "my1.shop.t3.v", 2, 0, 0, got, sizeof got) == ORR_OK &&
+                  strcmp(got, "pg1.dw.t2.amt>my1.shop.t3.v pg1.public.t1.amount>pg1.dw.t2.amt") ==
+                      0,
+              "a column's path over two hops: %s", got);
+    HLT_CHECK(lineage2("table", "pg1.public.t1", 1, 0, 1, got, sizeof got) == ORR_OK &&
+                  strstr(got, "\"constants\": [{\"target\": \"src\", \"constant\": \"shop\"}]"),
+              "the constant noted on the table edge: %s", got);
+    HLT_CHECK(lineage2("task", "lin_b", 1, 0, 0, got, sizeof got) == ORR_OK &&
+                  strcmp(got, "lin_a>lin_b pg1.dw.t2>my1.shop.t3 pg1.public.t1>pg1.dw.t2") == 0,
+              "from a task: its dependency and what the tasks reached move: %s", got);
+
+    /* A resave replaces the task's save-time edges. */
+    save_spec(a, "{\"name\":\"lin_a\",\"team\":\"ops\",\"type\":\"transfer\","
+                 "\"config\":" LIN_A_CONFIG("dw.t9") "}");
+    HLT_CHECK(lineage2("table", "pg1.public.t1", 1, 0, 0, got, sizeof got) == ORR_OK &&
+                  strcmp(got, "pg1.public.t1>pg1.dw.t9") == 0,
+              "resaved: t1 now goes to t9 only: %s", got);
+    HLT_CHECK(sql_count("SELECT count(*) FROM lineage_edges l JOIN tasks t ON t.id = l.task_id"
+                        " WHERE t.name = 'lin_a' AND l.origin = 'save'") == 3,
+              "lin_a keeps 3 save edges (a table, two columns)");
+
+    /* A run of the old version reports what it moved. */
+    int64_t in = make_instance(a, T0);
+    Orrery__Halley__V1__ReportRunLineageRequest rr =
+        ORRERY__HALLEY__V1__REPORT_RUN_LINEAGE_REQUEST__INIT;
+    rr.instance_id = in;
+    rr.config_json = LIN_A_CONFIG("dw.t2");
+    Orrery__Halley__V1__ReportRunLineageResponse *rs = NULL;
+    HLT_CHECK(hlt_call(cl, "ReportRunLineage", &rr, &rs, &err) == ORR_OK && rs->edges == 3,
+              "run lineage reported: %s (%d)", err.msg, rs ? rs->edges : -1);
+    if (rs)
+        FREE(rs);
+    HLT_CHECK(lineage2("table", "pg1.public.t1", 1, 0, 1, got, sizeof got) == ORR_OK &&
+                  strstr(got, "pg1.public.t1>pg1.dw.t9[save]") &&
+                  strstr(got, "pg1.public.t1>pg1.dw.t2[run]"),
+              "the run's edge shows beside the saved one: %s", got);
+    save_spec(a, "{\"name\":\"lin_a\",\"team\":\"ops\",\"type\":\"transfer\","
+                 "\"config\":" LIN_A_CONFIG("dw.t2") "}");
+    HLT_CHECK(lineage2("table", "pg1.public.t1", 1, 0, 1, got, sizeof got) == ORR_OK &&
+                  strstr(got, "pg1.public.t1>pg1.dw.t2[run,save]") && !strstr(got, "t9"),
+              "one edge saved and run: origins folded: %s", got);
+    rr.instance_id = 987654321;
+    rs = NULL;
+    HLT_CHECK(hlt_call(cl, "ReportRunLineage", &rr, &rs, &err) == ORR_ENOTFOUND &&
+                  strcmp(err.field, "instance_id") == 0,
+              "run lineage of an unknown instance: %s", err.field);
+    rr.instance_id = in;
+    rr.config_json = "[1]";
+    HLT_CHECK(hlt_call(cl, "ReportRunLineage", &rr, &rs, &err) == ORR_EINVAL &&
+                  strcmp(err.field, "config_json") == 0,
+              "run lineage of a config that is no object: %s", err.field);
+
+    /* An inactive task's edges are hidden, and come back. */
+    set_active(b, 0);
+    HLT_CHECK(lineage2("table", "pg1.dw.t2", 1, 0, 0, got, sizeof got) == ORR_OK &&
+                  strcmp(got, "pg1.public.t1>pg1.dw.t2") == 0,
+              "lin_b inactive: its edges hidden: %s", got);
+    set_active(b, 1);
+    HLT_CHECK(lineage2("table", "pg1.dw.t2", 1, 0, 0, got, sizeof got) == ORR_OK &&
+                  strcmp(got, "lin_a>lin_b pg1.dw.t2>my1.shop.t3 pg1.public.t1>pg1.dw.t2") == 0,
+              "lin_b reactivated: back: %s", got);
+    HLT_CHECK(lineage2("task", "lin_b", 1, 1, 0, got, sizeof got) == ORR_EINVAL &&
+                  strcmp(err.field, "columns") == 0,
+              "columns of a task refused (%s)", err.field);
+
+    /* A stream's edges: its folder, data units, sink table. */
+    Stream *st = NULL;
+    HLT_CHECK(put_stream("clicks",
+                         "{\"name\":\"clicks\",\"business\":\"web\",\"source\":{\"type\":\"file\","
+                         "\"path\":\"/in/clicks\"},\"format\":{\"type\":\"jsonl\"},"
+                         "\"interface\":{\"const\":\"click\"},\"time\":{\"field\":\"ts\","
+                         "\"format\":\"epoch_ms\"},\"bucket\":\"hour\",\"sinks\":{\"postgres\":"
+                         "{\"dsn\":\"postgresql://u@h/ev\",\"table\":\"clicks\",\"columns\":"
+                         "[\"ts\"]}}}",
+                         1, &st) == ORR_OK,
+              "stream clicks: %s", err.msg);
+    if (st)
+        FREE(st);
+    HLT_CHECK(lineage2("stream", "clicks", 1, 0, 0, got, sizeof got) == ORR_OK &&
+                  strcmp(got, "/in/clicks>clicks clicks>clicks/web/click "
+                              "clicks>ev.public.clicks") == 0,
+              "stream edges: %s", got);
+
+    /* Completion. */
+    Orrery__Halley__V1__SuggestLineageNodesRequest sq =
+        ORRERY__HALLEY__V1__SUGGEST_LINEAGE_NODES_REQUEST__INIT;
+    sq.q = "T3";
+    sq.kind = "";
+    Orrery__Halley__V1__SuggestLineageNodesResponse *sr = NULL;
+    HLT_CHECK(hlt_call(cl, "SuggestLineageNodes", &sq, &sr, &err) == ORR_OK && sr->n_nodes == 3 &&
+                  strcmp(sr->nodes[0]->kind, "table") == 0 &&
+                  strcmp(sr->nodes[0]->name, "my1.shop.t3") == 0,
+              "completion of t3: the table first, then its columns (%zu)", sr ? sr->n_nodes : 0);
+    if (sr)
+        FREE(sr);
+    sq.q = "lin_";
+    sq.kind = "task";
+    sr = NULL;
+    HLT_CHECK(hlt_call(cl, "SuggestLineageNodes", &sq, &sr, &err) == ORR_OK && sr->n_nodes == 2 &&
+                  strcmp(sr->nodes[0]->name, "lin_a") == 0,
+              "completion of tasks (%zu)", sr ? sr->n_nodes : 0);
+    if (sr)
+        FREE(sr);
+    sq.kind = "view";
+    HLT_CHECK(hlt_call(cl, "SuggestLineageNodes", &sq, &sr, &err) == ORR_EINVAL &&
+                  strcmp(err.field, "kind") == 0,
+              "completion of a bad kind (%s)", err.field);
+    sq.kind = "";
+    sq.q = "";
+    HLT_CHECK(hlt_call(cl, "SuggestLineageNodes", &sq, &sr, &err) == ORR_EINVAL &&
+                  strcmp(err.field, "q") == 0,
+              "completion without text (%s)", err.field);
 }
 
 /* ---------------------------------------------------------- process stats */
@@ -751,6 +1001,7 @@ int main(void)
     test_units();
     setup_tasks();
     test_lineage();
+    test_spec_lineage();
     test_stats();
     test_watermarks();
     orr_rpc_client_destroy(cl);

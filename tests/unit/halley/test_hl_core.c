@@ -2,12 +2,13 @@
  * test_hl_core.c - unit tests of halleyd's pure parts: the state machine
  * table, migration names, notification payloads, the task cache, secrets,
  * task spec validation against the embedded schema, and paging (sizes,
- * the deprecated limit, page tokens).
+ * the deprecated limit, page tokens), lineage edges derived from specs.
  */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -15,6 +16,7 @@
 #include "hl_cache.h"
 #include "hl_embed.h"
 #include "hl_events.h"
+#include "hl_lineage.h"
 #include "hl_migrate.h"
 #include "hl_page.h"
 #include "hl_secret.h"
@@ -354,6 +356,115 @@ static void test_page(void **state)
     orr_arena_destroy(a);
 }
 
+static const char *lin_db(void *arg, const char *ds)
+{
+    (void)arg;
+    return strcmp(ds, "my") == 0 ? "shop" : NULL;
+}
+
+/* The set's edges as "sk:sn>tk:tn" joined by spaces. */
+static const char *lin_text(const hl_lin_set *set, char *buf, size_t n)
+{
+    buf[0] = 0;
+    for (size_t i = 0; i < set->n; i++) {
+        size_t len = strlen(buf);
+        snprintf(buf + len, n - len, "%s%s:%s>%s:%s", i ? " " : "", set->e[i].sk, set->e[i].sn,
+                 set->e[i].tk, set->e[i].tn);
+    }
+    return buf;
+}
+
+static void test_lineage_derive(void **state)
+{
+    (void)state;
+    orr_arena *a = orr_arena_create(0);
+    char buf[2048];
+    hl_lin_set set;
+    /* Table names: data source, dsn (URI and keywords), mysql database. */
+    json_t *job = json_loads(
+        "{\"reader\":{\"type\":\"mysql\",\"datasource\":\"my\",\"tables\":[\"a\",\"x.b\"],"
+        "\"columns\":[\"c1\",\"c2\"]},\"writers\":["
+        "{\"type\":\"postgres\",\"dsn\":\"host=h dbname='wh' user=u\",\"table\":\"t\","
+        "\"columns\":[\"d1\",\"d2\",\"d3\"]},"
+        "{\"type\":\"postgres\",\"dsn\":\"postgresql://u:p@h:5/"
+        "db2?sslmode=off\",\"table\":\"s.t\"},"
+        "{\"type\":\"file\",\"path\":\"/out.csv\",\"columns\":[{\"name\":\"only\"}]},"
+        "{\"type\":\"mysql\",\"datasource\":\"unknown\",\"table\":\"u\"}, 7]}",
+        0, NULL);
+    assert_non_null(job);
+    hl_lin_set_init(&set, a);
+    hl_lineage_transfer(&set, job, lin_db, NULL);
+    assert_string_equal(
+        lin_text(&set, buf, sizeof buf),
+        "table:my.shop.a>table:wh.public.t table:my.x.b>table:wh.public.t "
+        "column:my.shop.a.c1>column:wh.public.t.d1 column:my.shop.a.c2>column:wh.public.t.d2 "
+        "column:my.x.b.c1>column:wh.public.t.d1 column:my.x.b.c2>column:wh.public.t.d2 "
+        "table:my.shop.a>table:db2.s.t table:my.x.b>table:db2.s.t "
+        "column:my.shop.a.c1>column:db2.s.t.c1 column:my.shop.a.c2>column:db2.s.t.c2 "
+        "column:my.x.b.c1>column:db2.s.t.c1 column:my.x.b.c2>column:db2.s.t.c2 "
+        "table:my.shop.a>file:/out.csv table:my.x.b>file:/out.csv "
+        "column:my.shop.a.c1>column:/out.csv.only column:my.x.b.c1>column:/out.csv.only "
+        "table:my.shop.a>table:unknown.u table:my.x.b>table:unknown.u "
+        "column:my.shop.a.c1>column:unknown.u.c1 column:my.shop.a.c2>column:unknown.u.c2 "
+        "column:my.x.b.c1>column:unknown.u.c1 column:my.x.b.c2>column:unknown.u.c2");
+    assert_string_equal(set.e[0].detail, "{\"writer\":0}");
+    assert_string_equal(set.e[6].detail, "{\"writer\":1}");
+    assert_string_equal(set.e[8].detail, "{\"match\":\"name\"}");
+    json_decref(job);
+
+    /* A mapping: casts on column edges, constants on the table edge, a
+     * file reader, and nothing from what cannot be read. */
+    job = json_loads("{\"reader\":{\"type\":\"file\",\"path\":\"/in.csv\"},\"writers\":[{"
+                     "\"type\":\"postgres\",\"datasource\":\"pg\",\"table\":\"t\",\"mapping\":["
+                     "{\"target\":\"a\",\"source\":\"x\",\"cast\":\"int\"},"
+                     "{\"target\":\"b\",\"constant\":null},{\"source\":\"y\"},{\"target\":\"c\","
+                     "\"source\":\"z\"}]}]}",
+                     0, NULL);
+    hl_lin_set_init(&set, a);
+    hl_lineage_transfer(&set, job, lin_db, NULL);
+    assert_string_equal(lin_text(&set, buf, sizeof buf),
+                        "file:/in.csv>table:pg.public.t column:/in.csv.x>column:pg.public.t.a "
+                        "column:/in.csv.z>column:pg.public.t.c");
+    assert_string_equal(set.e[0].detail,
+                        "{\"constants\":[{\"constant\":null,\"target\":\"b\"}],\"writer\":0}");
+    assert_string_equal(set.e[1].detail, "{\"cast\":\"int\"}");
+    assert_null(set.e[2].detail);
+    json_decref(job);
+    hl_lin_set_init(&set, a);
+    hl_lineage_transfer(&set, NULL, lin_db, NULL);
+    job = json_loads("{\"reader\":{\"type\":\"postgres\"},\"writers\":{}}", 0, NULL);
+    hl_lineage_transfer(&set, job, lin_db, NULL);
+    assert_int_equal(set.n, 0);
+    json_decref(job);
+
+    /* A stream's edges. */
+    job = json_loads("{\"business\":\"b\",\"source\":{\"type\":\"file\",\"path\":\"/in\"},"
+                     "\"interface\":{\"field\":\"f\"},\"interfaces\":[\"i1\",\"i2\"],"
+                     "\"sinks\":{\"postgres\":{\"table\":\"ev.t\",\"columns\":[\"c\"]}}}",
+                     0, NULL);
+    hl_lin_set_init(&set, a);
+    hl_lineage_stream(&set, "st", job);
+    assert_string_equal(
+        lin_text(&set, buf, sizeof buf),
+        "file:/in>stream:st stream:st>data_unit:st/b/i1 stream:st>data_unit:st/b/i2 "
+        "stream:st>table:dsn.ev.t");
+    json_decref(job);
+
+    /* Limits: a self edge and an over-long name are skipped; the cap. */
+    hl_lin_set_init(&set, a);
+    hl_lin_add(&set, "table", "x", "table", "x", NULL);
+    char long_name[HL_LIN_NAME_MAX + 2];
+    memset(long_name, 'n', sizeof long_name - 1);
+    long_name[sizeof long_name - 1] = 0;
+    hl_lin_add(&set, "table", long_name, "table", "x", NULL);
+    assert_int_equal(set.n, 0);
+    for (int i = 0; i < HL_LIN_MAX_EDGES + 3; i++)
+        hl_lin_add(&set, "table", "a", "table", "b", NULL);
+    assert_int_equal(set.n, HL_LIN_MAX_EDGES);
+    assert_int_equal(set.dropped, 3);
+    orr_arena_destroy(a);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -364,6 +475,7 @@ int main(void)
         cmocka_unit_test(test_cache),
         cmocka_unit_test(test_secrets),
         cmocka_unit_test(test_page),
+        cmocka_unit_test(test_lineage_derive),
         cmocka_unit_test_setup_teardown(test_spec, setup_schema, teardown_schema),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
