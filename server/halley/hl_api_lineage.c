@@ -3,7 +3,7 @@
  * ReportRunLineage, and the edges recorded when a task or a sort stream is
  * saved (hl_lineage_save_task, hl_lineage_save_stream).
  *
- * Every edge has an origin (migrations/0014): AddLineage's are 'api';
+ * Every edge has an origin (migrations/0015): AddLineage's are 'api';
  * a task's save writes 'save' edges (its spec's, hl_lineage.h), replacing
  * that task's previous ones in the save's transaction; a successful
  * transfer run reports 'run' edges (the job it ran), replacing the task's

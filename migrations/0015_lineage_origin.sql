@@ -1,4 +1,4 @@
--- 0014_lineage_origin.sql - where a lineage edge comes from and what it
+-- 0015_lineage_origin.sql - where a lineage edge comes from and what it
 -- carries.
 --
 -- origin: 'api' (AddLineage), 'save' (derived from a task's spec when it is
