@@ -251,9 +251,9 @@ export const api = {
     request<RunNowResult>('POST', `/tasks/${id}/run`, {
       body: { schedule_time, ignore_upstreams, ...(reason ? { reason } : {}), ...(params ? { params } : {}) } satisfies Body<'runTaskNow'>,
     }),
-  rerunSet: (id: number, scope: RerunScope, dry_run: boolean, reason?: string) =>
+  rerunSet: (id: number, scope: RerunScope, dry_run: boolean, reason?: string, from_scratch?: boolean) =>
     request<RerunResult>('POST', `/instances/${id}/rerun`, {
-      body: { scope, dry_run, ...(reason ? { reason } : {}) } satisfies Body<'rerunInstanceSet'>,
+      body: { scope, dry_run, ...(reason ? { reason } : {}), ...(from_scratch ? { from_scratch } : {}) } satisfies Body<'rerunInstanceSet'>,
     }),
   rerunWorkflowFailed: (name: string, schedule_time: string, dry_run: boolean) =>
     request<RerunResult>('POST', `/workflows/${encodeURIComponent(name)}/rerun-failed`, {

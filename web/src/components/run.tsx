@@ -4,7 +4,8 @@
 // upstream instances of the same cycle. The rerun dialog asks halleyd for a
 // dry run first and lists what will rerun before the confirmation; the rerun
 // itself is one transaction (a member that started meanwhile refuses the
-// whole set, and the dialog says which). Also the "rerun the failed ones"
+// whole set, and the dialog says which). A transfer task's rerun resumes the
+// splits its earlier attempts committed; the dialog offers "From scratch". Also the "rerun the failed ones"
 // button of a workflow's run.
 import { useEffect, useState } from 'preact/hooks';
 import { api, ApiError, type Instance, type RerunResult, type RerunScope } from '../api';
@@ -181,8 +182,18 @@ function RerunTable({ set }: { set: RerunResult }) {
  * instances of the same cycle: a dry run lists the set for the chosen scope,
  * then "Rerun N instances" sends them back to waiting in one transaction.
  */
-export function RerunDialog({ inst, onClose, onDone }: { inst: Pick<Instance, 'id' | 'task_name' | 'schedule_time'>; onClose: () => void; onDone?: () => void }) {
+export function RerunDialog({
+  inst,
+  onClose,
+  onDone,
+}: {
+  inst: Pick<Instance, 'id' | 'task_name' | 'schedule_time'> & { task_id?: number };
+  onClose: () => void;
+  onDone?: () => void;
+}) {
   const [scope, setScope] = useState<RerunScope>('downstream');
+  const transfer = useIsTransfer(inst.task_id);
+  const [scratch, setScratch] = useState(false);
   const [plan, setPlan] = useState<RerunResult | null>(null);
   const [planErr, setPlanErr] = useState<unknown>(null);
   const [reason, setReason] = useState('');
@@ -206,7 +217,7 @@ export function RerunDialog({ inst, onClose, onDone }: { inst: Pick<Instance, 'i
     setErr(null);
     setBusy(true);
     try {
-      const r = await api.rerunSet(inst.id, scope, false, reason || undefined);
+      const r = await api.rerunSet(inst.id, scope, false, reason || undefined, !!transfer && scratch);
       toast(`${r.rerun} instance${r.rerun === 1 ? '' : 's'} back to waiting`);
       onDone?.();
       onClose();
@@ -241,7 +252,13 @@ export function RerunDialog({ inst, onClose, onDone }: { inst: Pick<Instance, 'i
           ))}
         </select>
       </Field>
-      <div data-testid="rerun-plan" data-ready={plan ? 'true' : 'false'} data-scope={scope} aria-live="polite">
+      <div
+        data-testid="rerun-plan"
+        data-ready={plan ? 'true' : 'false'}
+        data-scope={scope}
+        data-transfer={transfer === null ? 'unknown' : String(transfer)}
+        aria-live="polite"
+      >
         {planErr ? (
           <ErrorBanner error={planErr} />
         ) : !plan ? (
@@ -270,6 +287,18 @@ export function RerunDialog({ inst, onClose, onDone }: { inst: Pick<Instance, 'i
           </>
         )}
       </div>
+      {transfer && (
+        <div class="field" data-field="from_scratch" data-testid="rerun-from-scratch">
+          <label class="check-line">
+            <input type="checkbox" name="from_scratch" checked={scratch} onChange={(e) => setScratch(e.currentTarget.checked)} /> From scratch
+          </label>
+          <div class="field-hint">
+            {scratch
+              ? 'The transfer reads everything again; the splits its earlier attempt committed are forgotten.'
+              : 'The transfer resumes: it reads only the splits its earlier attempt did not commit.'}
+          </div>
+        </div>
+      )}
       <Field label="Reason (optional)" field="reason">
         <input type="text" name="reason" value={reason} maxLength={4096} onInput={(e) => setReason(val(e))} />
       </Field>
@@ -280,6 +309,23 @@ export function RerunDialog({ inst, onClose, onDone }: { inst: Pick<Instance, 'i
       ) : null}
     </Modal>
   );
+}
+
+/** Whether the task is a transfer (its rerun can resume); null until known. */
+function useIsTransfer(taskId?: number): boolean | null {
+  const [yes, setYes] = useState<boolean | null>(taskId ? null : false);
+  useEffect(() => {
+    if (!taskId) return;
+    let live = true;
+    api.task(taskId).then(
+      (t) => live && setYes(t.spec?.type === 'transfer'),
+      () => live && setYes(false),
+    );
+    return () => {
+      live = false;
+    };
+  }, [taskId]);
+  return yes;
 }
 
 /** The run actions of the instance page's action bar: run now (waiting or
