@@ -67,6 +67,11 @@ export type RerunScope = NonNullable<Body<'rerunInstanceSet'>['scope']>;
 export type InstanceStats = Answer<'instanceStatsOverTime'>;
 export type ApiToken = Sent<Schemas['ApiToken']>;
 export type DataSource = Sent<Schemas['DataSource']>;
+export type DsTables = Answer<'listDataSourceTables'>;
+export type DsTableRef = DsTables['tables'][number];
+export type DsTable = Answer<'getDataSourceTable'>;
+export type DsColumn = DsTable['columns'][number];
+export type TransferPreview = Answer<'previewTransfer'>;
 export type CodePackage = Sent<Schemas['CodePackage']>;
 export type Deployment = CodePackage['deployments'][number];
 export type SortStream = Sent<Schemas['SortStream']>;
@@ -318,6 +323,14 @@ export const api = {
     request<DataSource>('PUT', `/datasources/${encodeURIComponent(name)}`, { body }),
   testDatasource: (name: string) =>
     request<Answer<'testDataSource'>>('POST', `/datasources/${encodeURIComponent(name)}/test`),
+  // Data metadata (cached in halleyd, read by an executor on a miss).
+  dsTables: (name: string, q: { q?: string; limit?: number; refresh?: 1 } = {}) =>
+    request<DsTables>('GET', `/datasources/${encodeURIComponent(name)}/tables`, { query: q }),
+  dsTable: (name: string, table: string, refresh = false) =>
+    request<DsTable>('GET', `/datasources/${encodeURIComponent(name)}/tables/${encodeURIComponent(table)}`, {
+      query: refresh ? { refresh: 1 } : undefined,
+    }),
+  previewTransfer: (body: Body<'previewTransfer'>) => request<TransferPreview>('POST', '/transfers/preview', { body }),
 
   packages: () => request<{ items: CodePackage[] }>('GET', '/packages'),
 

@@ -3,10 +3,13 @@
 // never returned), an editor (kind, parameters as key/value rows, a new
 // password or "keep the stored one") and a connection test per source whose
 // result (ok or the error, with the time it took) stays next to the row.
+// "Browse" opens the source's catalog below the list (MetaBrowser): any
+// logged-in user may read table and column names.
 import { useState } from 'preact/hooks';
 import { api, ApiError, type DataSource } from '../api';
 import { Empty, ErrorBanner, Field, Loading, Modal, Spinner, Unavailable, toast, useAsync, val } from '../components/ui';
 import { fmtRelative } from '../format';
+import { MetaBrowser } from '../components/metabrowser';
 
 const KINDS = ['postgresql', 'mysql', 'hdfs', 'redis', 'kafka', 'http'];
 const NAME_RE = /^[A-Za-z0-9_.-]{1,128}$/;
@@ -133,6 +136,7 @@ export function DataSourcesTab({ admin }: { admin: boolean }) {
   const list = useAsync(() => api.datasources(), []);
   const [edit, setEdit] = useState<DataSource | null | 'new'>(null);
   const [tests, setTests] = useState<Record<string, TestResult>>({});
+  const [browse, setBrowse] = useState<string | null>(null);
   const test = async (name: string) => {
     setTests((t) => ({ ...t, [name]: 'running' }));
     try {
@@ -202,6 +206,16 @@ export function DataSourcesTab({ admin }: { admin: boolean }) {
                     <TestCell r={tests[d.name]} />
                   </td>
                   <td class="right nowrap">
+                    {(d.kind === 'postgresql' || d.kind === 'mysql' || d.kind === 'mariadb') && (
+                      <button
+                        class="btn btn-small"
+                        aria-pressed={browse === d.name}
+                        onClick={() => setBrowse(browse === d.name ? null : d.name)}
+                        data-testid="ds-browse"
+                      >
+                        Browse
+                      </button>
+                    )}
                     {admin && (
                       <>
                         <button class="btn btn-small" onClick={() => test(d.name)} disabled={tests[d.name] === 'running'}>
@@ -219,6 +233,7 @@ export function DataSourcesTab({ admin }: { admin: boolean }) {
           </table>
         </div>
       )}
+      {browse && <MetaBrowser key={browse} ds={browse} onClose={() => setBrowse(null)} />}
       {edit && <Editor ds={edit === 'new' ? null : edit} onClose={() => setEdit(null)} onSaved={list.reload} />}
     </div>
   );
