@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "gx_app.h"
+#include "gx_xfer_check.h"
 #include "orr_json.h"
 
 /* Parse a positive id path parameter; answers 400 and returns 0 on failure. */
@@ -94,13 +95,16 @@ void gx_h_task_create(gx_req *req, gx_resp *resp)
     const char *team = gx_spec_team(spec, resp);
     if (!team || !gx_require_team(req, resp, team))
         return;
+    json_t *warnings = gx_xfer_warnings(req);
+    if (gx_xfer_check(req, resp, spec, warnings) != 0)
+        return;
     HL(CreateTaskRequest) rq = HL_INIT(CREATE_TASK_REQUEST);
     rq.spec_json = gx_dump(req, spec);
     rq.actor = (char *)gx_actor(req);
     HL(Task) * t;
     if (gx_halley(req, resp, "CreateTask", &rq.base, (ProtobufCMessage **)&t) != ORR_OK)
         return;
-    gx_resp_json(resp, 201, gx_task_json(t));
+    gx_resp_json(resp, 201, gx_xfer_with_warnings(gx_task_json(t), warnings));
     gx_resp_header(resp, "Location",
                    orr_arena_sprintf(req->arena, "/api/v1/tasks/%lld", (long long)t->id));
 }
@@ -175,6 +179,9 @@ void gx_h_task_update(gx_req *req, gx_resp *resp)
     const char *team = gx_spec_team(spec, resp);
     if (!team || !gx_require_team(req, resp, team))
         return;
+    json_t *warnings = gx_xfer_warnings(req);
+    if (gx_xfer_check(req, resp, spec, warnings) != 0)
+        return;
     HL(UpdateTaskRequest) rq = HL_INIT(UPDATE_TASK_REQUEST);
     rq.id = id;
     rq.spec_json = gx_dump(req, spec);
@@ -188,7 +195,7 @@ void gx_h_task_update(gx_req *req, gx_resp *resp)
     /* changed false: the spec was the current version's, none was made */
     json_t *o = gx_task_json(t);
     json_object_set_new(o, "changed", json_boolean(!t->unchanged));
-    gx_resp_json(resp, 200, o);
+    gx_resp_json(resp, 200, gx_xfer_with_warnings(o, warnings));
 }
 
 void gx_h_task_delete(gx_req *req, gx_resp *resp)

@@ -6,7 +6,9 @@ and PostgreSQL.
 An unknown data source, or one of a kind the endpoint cannot use, is a 400
 naming spec.config.reader.datasource, spec.config.writers[N].datasource or
 spec.config.datasource, on create and on update, and nothing is saved (the
-task does not exist; an update leaves the version as it was).
+task does not exist; an update leaves the version as it was). A column
+mapping cannot be checked here (no executor reads the catalogs): the save
+succeeds with a "warnings" entry per table it could not read.
 
 usage: test_xfer_check.py BUILD_DIR
 """
@@ -102,6 +104,19 @@ class DataSourceCheck(unittest.TestCase):
         self.assertEqual(r.status, 200, r)
         self.assertEqual(r.json()["version"], version)
         self.assertEqual(r.json()["spec"]["config"]["writers"][0]["datasource"], "xc_pg")
+
+    def test_mapping_unchecked_without_executor_saves_with_warnings(self):
+        spec = transfer("xct.map", pg("xc_pg", "public.a"), pg("xc_pg", "public.b"))
+        spec["config"]["writers"][0]["mapping"] = [{"target": "x", "source": "y"}]
+        r = P.http("POST", "/api/v1/tasks", spec, token=TOK["xc"])
+        self.assertEqual(r.status, 201, r)
+        warnings = r.json()["warnings"]
+        self.assertEqual([w["field"] for w in warnings],
+                         ["spec.config.reader", "spec.config.writers[0]"], warnings)
+        self.assertIn("not checked", warnings[0]["message"])
+        r = P.http("PUT", f"/api/v1/tasks/{r.json()['id']}", spec, token=TOK["xc"])
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual(len(r.json()["warnings"]), 2, r.json())
 
 
 if __name__ == "__main__":
