@@ -33,7 +33,14 @@ export function InstanceStats({ id, attempt, live }: { id: number; attempt: numb
   const shown = items.some((s) => s.attempt === attempt) ? attempt : Math.max(0, ...items.map((s) => s.attempt));
   const mine = new Map(items.filter((s) => s.attempt === shown).map((s) => [s.key, s.value]));
   if (mine.size === 0) return <div class="muted" data-testid="proc-stats">No statistics reported{live ? ' yet' : ''} for this run.</div>;
-  const other = [...mine.keys()].filter((k) => !KNOWN.some((x) => x.key === k)).sort();
+  // quality.<check>.* have their own panel (components/quality.tsx)
+  const other = [...mine.keys()].filter((k) => !KNOWN.some((x) => x.key === k) && !k.startsWith('quality.')).sort();
+  if (other.length === 0 && !KNOWN.some((k) => mine.has(k.key)))
+    return (
+      <div class="muted" data-testid="proc-stats">
+        Only quality checks reported: see below.
+      </div>
+    );
   return (
     <div data-testid="proc-stats">
       {shown !== attempt && <div class="muted small">from attempt {shown}</div>}

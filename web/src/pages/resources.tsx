@@ -10,7 +10,7 @@ import { Empty, ErrorBanner, Field, Loading, PageHead, Spinner, toast, useAsync,
 import { fmtRelative } from '../format';
 import { useMe } from '../session';
 
-const TYPES = ['shell', 'transfer'];
+const TYPES = ['shell', 'transfer', 'quality'];
 const PARTS: { key: keyof Limits; label: string; hint: string }[] = [
   { key: 'memory', label: 'Memory', hint: 'a size: 512m, 4g' },
   { key: 'cpu', label: 'CPU (cores)', hint: 'a number of cores: 0.5, 2' },

@@ -96,6 +96,7 @@ export function TasksPage() {
           <option value="">All types</option>
           <option value="shell">shell</option>
           <option value="transfer">transfer</option>
+          <option value="quality">quality</option>
         </select>
         <select aria-label="Active" value={active} onChange={(e) => set('active', val(e))}>
           <option value="true">Active</option>
