@@ -9,8 +9,11 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "orr_alloc.h"
 #include "orr_log.h"
@@ -27,12 +30,25 @@ struct cfg_entry {
     const orr_cfg_key *key;
     char *value; /* malloc'd text, NULL if unset */
     int64_t num; /* parsed number for int/bool/duration/size */
+    int layer;   /* where the value came from: CFG_LAYER_* */
     char origin[160];
+};
+
+enum { CFG_LAYER_DEFAULT, CFG_LAYER_FILE, CFG_LAYER_ENV };
+
+/* The <key>_file companion of a secret key: the key's value is read from
+ * the file it names (see orr_config.h). */
+struct cfg_file_key {
+    orr_cfg_key key; /* key.key is "<secret>_file" (malloc'd) */
+    char help[160];
+    size_t secret; /* index of the secret's entry */
 };
 
 struct orr_config {
     struct cfg_entry *e;
     size_t n;
+    struct cfg_file_key *fk;
+    size_t nfk;
 };
 
 orr_status orr_config_parse_bool(const char *s, int *out)
@@ -131,7 +147,8 @@ static const char *cfg_type_hint(orr_cfg_type t)
 }
 
 /* Validate and store text into entry e. */
-static orr_status cfg_set(struct cfg_entry *e, const char *text, const char *origin, orr_err *err)
+static orr_status cfg_set(struct cfg_entry *e, const char *text, const char *origin, int layer,
+                          orr_err *err)
 {
     char field[128];
     const orr_cfg_key *k = e->key;
@@ -176,6 +193,7 @@ static orr_status cfg_set(struct cfg_entry *e, const char *text, const char *ori
     free(e->value);
     e->value = copy;
     e->num = num;
+    e->layer = layer;
     snprintf(e->origin, sizeof(e->origin), "%s", origin);
     return ORR_OK;
 }
@@ -289,7 +307,7 @@ static orr_status cfg_read_file(orr_config *cfg, const char *path, orr_err *err)
                              key);
             goto out;
         }
-        rc = cfg_set(e, val, origin, err);
+        rc = cfg_set(e, val, origin, CFG_LAYER_FILE, err);
         if (rc != ORR_OK)
             goto out;
     }
@@ -314,12 +332,183 @@ static const char *cfg_env_get(char *const *envp, const char *name)
     return NULL;
 }
 
+/* ---------------------------------------------------------- secrets in files */
+
+/* Add a "<key>_file" string key for every secret key of the schema (unless
+ * the schema has one of that name already). cfg->e has room for them. */
+static void cfg_add_file_keys(orr_config *cfg)
+{
+    size_t n = cfg->n;
+    for (size_t i = 0; i < n; i++) {
+        const orr_cfg_key *k = cfg->e[i].key;
+        if (k->type != ORR_CFG_SECRET)
+            continue;
+        size_t len = strlen(k->key) + sizeof("_file");
+        char *name = orr_xmalloc(len);
+        snprintf(name, len, "%s_file", k->key);
+        if (cfg_find(cfg, k->section, name)) {
+            free(name);
+            continue;
+        }
+        struct cfg_file_key *fk = &cfg->fk[cfg->nfk++];
+        snprintf(fk->help, sizeof(fk->help),
+                 "file holding %s instead (a regular file of this daemon's user, mode 0600 or "
+                 "0400)",
+                 k->key);
+        fk->key = (orr_cfg_key){k->section, name, ORR_CFG_STRING, NULL, 0, 0, 0, fk->help};
+        fk->secret = i;
+        cfg->e[cfg->n++].key = &fk->key;
+    }
+}
+
+/* The file key of secret key k, or NULL. */
+static const struct cfg_file_key *cfg_find_file_key(const orr_config *cfg, const orr_cfg_key *k)
+{
+    for (size_t i = 0; i < cfg->nfk; i++)
+        if (cfg->e[cfg->fk[i].secret].key == k)
+            return &cfg->fk[i];
+    return NULL;
+}
+
+#define CFG_SECRET_MAX 65536
+
+/* Read the secret file path named by [section] key (set at origin) into
+ * *out (malloc'd): a regular file owned by the effective user, no access for
+ * group or others, not empty; one trailing newline (LF or CRLF) is dropped. */
+static orr_status cfg_read_secret(const char *path, const orr_cfg_key *fkey, const char *origin,
+                                  char **out, orr_err *err)
+{
+    char field[128];
+    snprintf(field, sizeof(field), "%s.%s", fkey->section, fkey->key);
+    *out = NULL;
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    if (fd < 0)
+        return orr_err_set(err, ORR_EINVAL, field, "%s: [%s] %s: %s: cannot open: %s", origin,
+                           fkey->section, fkey->key, path, strerror(errno));
+    orr_status rc = ORR_OK;
+    char *buf = NULL;
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        rc = orr_err_set(err, ORR_EINVAL, field, "%s: [%s] %s: %s: cannot stat: %s", origin,
+                         fkey->section, fkey->key, path, strerror(errno));
+        goto out;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        rc = orr_err_set(err, ORR_EINVAL, field, "%s: [%s] %s: %s: not a regular file", origin,
+                         fkey->section, fkey->key, path);
+        goto out;
+    }
+    if (st.st_mode & (S_IRWXG | S_IRWXO)) {
+        rc = orr_err_set(err, ORR_EINVAL, field,
+                         "%s: [%s] %s: %s: open to group or others (mode %04o; must be 0600 or "
+                         "0400)",
+                         origin, fkey->section, fkey->key, path, (unsigned)(st.st_mode & 07777));
+        goto out;
+    }
+    if (st.st_uid != geteuid()) {
+        rc = orr_err_set(err, ORR_EINVAL, field,
+                         "%s: [%s] %s: %s: owned by uid %u, not by this daemon's user (uid %u)",
+                         origin, fkey->section, fkey->key, path, (unsigned)st.st_uid,
+                         (unsigned)geteuid());
+        goto out;
+    }
+    if (st.st_size > CFG_SECRET_MAX) {
+        rc = orr_err_set(err, ORR_EINVAL, field, "%s: [%s] %s: %s: larger than %d bytes", origin,
+                         fkey->section, fkey->key, path, CFG_SECRET_MAX);
+        goto out;
+    }
+    buf = orr_xmalloc(CFG_SECRET_MAX + 2);
+    size_t len = 0;
+    for (;;) {
+        ssize_t r = read(fd, buf + len, CFG_SECRET_MAX + 1 - len);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            rc = orr_err_set(err, ORR_EINVAL, field, "%s: [%s] %s: %s: cannot read: %s", origin,
+                             fkey->section, fkey->key, path, strerror(errno));
+            goto out;
+        }
+        if (r == 0)
+            break;
+        len += (size_t)r;
+        if (len > CFG_SECRET_MAX) {
+            rc = orr_err_set(err, ORR_EINVAL, field, "%s: [%s] %s: %s: larger than %d bytes",
+                             origin, fkey->section, fkey->key, path, CFG_SECRET_MAX);
+            goto out;
+        }
+    }
+    if (len && buf[len - 1] == '\n')
+        len--;
+    if (len && buf[len - 1] == '\r')
+        len--;
+    buf[len] = '\0';
+    if (strlen(buf) != len) {
+        rc = orr_err_set(err, ORR_EINVAL, field, "%s: [%s] %s: %s: holds a NUL byte", origin,
+                         fkey->section, fkey->key, path);
+        goto out;
+    }
+    if (len == 0) {
+        rc = orr_err_set(err, ORR_EINVAL, field, "%s: [%s] %s: %s: is empty", origin, fkey->section,
+                         fkey->key, path);
+        goto out;
+    }
+    *out = buf;
+    buf = NULL;
+out:
+    if (buf) {
+        memset(buf, 0, CFG_SECRET_MAX + 2);
+        free(buf);
+    }
+    close(fd);
+    return rc;
+}
+
+/* Give every secret whose <key>_file is set the file's content. The key and
+ * its file key set at the same level (both in the file, or both in the
+ * environment) is an error; an environment setting wins over the file's. */
+static orr_status cfg_resolve_file_keys(orr_config *cfg, orr_err *err)
+{
+    for (size_t i = 0; i < cfg->nfk; i++) {
+        const struct cfg_file_key *fk = &cfg->fk[i];
+        struct cfg_entry *fe = cfg_find(cfg, fk->key.section, fk->key.key);
+        struct cfg_entry *se = &cfg->e[fk->secret];
+        if (!fe->value || !*fe->value)
+            continue;
+        if (se->layer == fe->layer) {
+            char field[128];
+            snprintf(field, sizeof(field), "%s.%s", fk->key.section, fk->key.key);
+            return orr_err_set(err, ORR_EINVAL, field,
+                               "%s: [%s] %s: set %s or %s, not both (%s is set at %s)", fe->origin,
+                               fk->key.section, fk->key.key, se->key->key, fk->key.key,
+                               se->key->key, se->origin);
+        }
+        if (se->layer > fe->layer)
+            continue; /* the environment's inline value wins over the file's *_file */
+        char *text = NULL;
+        orr_status rc = cfg_read_secret(fe->value, &fk->key, fe->origin, &text, err);
+        if (rc != ORR_OK)
+            return rc;
+        char origin[160];
+        snprintf(origin, sizeof(origin), "%.60s (%s at %.80s)", fe->value, fk->key.key, fe->origin);
+        rc = cfg_set(se, text, origin, fe->layer, err);
+        memset(text, 0, strlen(text));
+        free(text);
+        if (rc != ORR_OK)
+            return rc;
+    }
+    return ORR_OK;
+}
+
 orr_status orr_config_load(const orr_cfg_key *schema, size_t n, const char *path, char *const *envp,
                            orr_config **out, orr_err *err)
 {
     *out = NULL;
     orr_config *cfg = orr_xcalloc(1, sizeof(*cfg));
-    cfg->e = orr_xcalloc(n + CFG_NBUILTIN, sizeof(*cfg->e));
+    size_t nsecret = 0;
+    for (size_t i = 0; i < n; i++)
+        nsecret += schema[i].type == ORR_CFG_SECRET;
+    cfg->e = orr_xcalloc(n + CFG_NBUILTIN + nsecret, sizeof(*cfg->e));
+    cfg->fk = orr_xcalloc(nsecret ? nsecret : 1, sizeof(*cfg->fk));
     orr_status rc = ORR_OK;
     for (size_t i = 0; i < CFG_NBUILTIN; i++)
         cfg->e[cfg->n++].key = &cfg_builtin[i];
@@ -328,9 +517,10 @@ orr_status orr_config_load(const orr_cfg_key *schema, size_t n, const char *path
             continue; /* a daemon may restate a built-in key */
         cfg->e[cfg->n++].key = &schema[i];
     }
+    cfg_add_file_keys(cfg);
     for (size_t i = 0; i < cfg->n; i++) {
         if (cfg->e[i].key->def) {
-            rc = cfg_set(&cfg->e[i], cfg->e[i].key->def, "default", err);
+            rc = cfg_set(&cfg->e[i], cfg->e[i].key->def, "default", CFG_LAYER_DEFAULT, err);
             if (rc != ORR_OK)
                 goto fail;
         }
@@ -349,19 +539,30 @@ orr_status orr_config_load(const orr_cfg_key *schema, size_t n, const char *path
         if (!v)
             continue;
         snprintf(origin, sizeof(origin), "environment %s", name);
-        rc = cfg_set(&cfg->e[i], v, origin, err);
+        rc = cfg_set(&cfg->e[i], v, origin, CFG_LAYER_ENV, err);
         if (rc != ORR_OK)
             goto fail;
     }
+    rc = cfg_resolve_file_keys(cfg, err);
+    if (rc != ORR_OK)
+        goto fail;
     for (size_t i = 0; i < cfg->n; i++) {
         const orr_cfg_key *k = cfg->e[i].key;
         if (k->required && !cfg->e[i].value) {
             char name[160], field[128];
             cfg_env_name(k, name, sizeof(name));
             snprintf(field, sizeof(field), "%s.%s", k->section, k->key);
-            rc = orr_err_set(err, ORR_EINVAL, field,
-                             "%s: [%s] %s: required key is missing (set it in the file or in %s)",
-                             path ? path : "(no config file)", k->section, k->key, name);
+            if (k->type == ORR_CFG_SECRET && cfg_find_file_key(cfg, k))
+                rc =
+                    orr_err_set(err, ORR_EINVAL, field,
+                                "%s: [%s] %s: required key is missing (set it in the file or in "
+                                "%s, or name a file holding it in %s_file)",
+                                path ? path : "(no config file)", k->section, k->key, name, k->key);
+            else
+                rc = orr_err_set(err, ORR_EINVAL, field,
+                                 "%s: [%s] %s: required key is missing (set it in the file or in "
+                                 "%s)",
+                                 path ? path : "(no config file)", k->section, k->key, name);
             goto fail;
         }
     }
@@ -378,6 +579,9 @@ void orr_config_free(orr_config *cfg)
         return;
     for (size_t i = 0; i < cfg->n; i++)
         free(cfg->e[i].value);
+    for (size_t i = 0; i < cfg->nfk; i++)
+        free((char *)cfg->fk[i].key.key);
+    free(cfg->fk);
     free(cfg->e);
     free(cfg);
 }

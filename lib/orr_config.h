@@ -22,6 +22,16 @@
  * the environment variable) — e.g.
  *   "orrery.conf:12: [halley] pool_size: must be an integer between 1 and 256"
  *
+ * Secrets in files: every secret key K also has a key K_file (e.g. [halley]
+ * token_file, [galaxy] jwt_secret_file, [halley] secret_key_file) naming a
+ * file that holds the value, read once at load: the file must be a regular
+ * file owned by the process's effective user with no access for group or
+ * others (mode 0600 or 0400), not empty, at most 64 KiB; one trailing
+ * newline is dropped. Otherwise, or when it cannot be opened, loading fails
+ * naming the file and the key. K and K_file set at the same level (both in
+ * the file, or both in the environment) is an error; an environment value
+ * wins over the file's, whichever of the two it sets.
+ *
  * Types: string, secret (a string never printed), int, bool (true/false/yes/
  * no/on/off/1/0), duration (number + ms|s|m|h|d, read as milliseconds) and
  * size (number + optional k|m|g, KiB units, read as bytes).

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -165,6 +166,100 @@ static void test_print_masks_secrets(void **state)
     orr_config_free(cfg);
 }
 
+/* A secret file at secret_path with the given content and mode. */
+static char secret_path[256];
+
+static void write_secret(const char *text, mode_t mode)
+{
+    snprintf(secret_path, sizeof(secret_path), "/tmp/orr-test-secret-%d", (int)getpid());
+    unlink(secret_path);
+    FILE *f = fopen(secret_path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+    assert_int_equal(chmod(secret_path, mode), 0);
+}
+
+static void test_secret_file(void **state)
+{
+    (void)state;
+    orr_config *cfg;
+    orr_err e;
+    char text[512];
+    /* Read from the file, one trailing newline dropped; printed masked with its origin. */
+    write_secret("from-file\n", 0600);
+    snprintf(text, sizeof(text), "[halley]\ntoken_file = %s\n", secret_path);
+    assert_int_equal(load(text, no_env, &cfg, &e), ORR_OK);
+    assert_string_equal(orr_config_str(cfg, "halley", "token"), "from-file");
+    assert_non_null(strstr(orr_config_origin(cfg, "halley", "token"), secret_path));
+    assert_string_equal(orr_config_str(cfg, "halley", "token_file"), secret_path);
+    char out[4096] = "";
+    FILE *f = fmemopen(out, sizeof(out) - 1, "w");
+    orr_config_print(cfg, f);
+    fclose(f);
+    assert_null(strstr(out, "from-file"));
+    assert_non_null(strstr(out, "token = <set>"));
+    orr_config_free(cfg);
+    /* 0400 is fine too; CRLF dropped, inner spaces kept. */
+    write_secret("a b\r\n", 0400);
+    assert_int_equal(load(text, no_env, &cfg, &e), ORR_OK);
+    assert_string_equal(orr_config_str(cfg, "halley", "token"), "a b");
+    orr_config_free(cfg);
+    /* The environment names the file: it wins over the file's inline token. */
+    char envvar[300];
+    snprintf(envvar, sizeof(envvar), "ORRERY_HALLEY_TOKEN_FILE=%s", secret_path);
+    char *const env[] = {envvar, NULL};
+    assert_int_equal(load("[halley]\ntoken = inline\n", env, &cfg, &e), ORR_OK);
+    assert_string_equal(orr_config_str(cfg, "halley", "token"), "a b");
+    orr_config_free(cfg);
+    /* An inline token in the environment wins over the file's token_file. */
+    char *const env2[] = {"ORRERY_HALLEY_TOKEN=envtok", NULL};
+    assert_int_equal(load(text, env2, &cfg, &e), ORR_OK);
+    assert_string_equal(orr_config_str(cfg, "halley", "token"), "envtok");
+    orr_config_free(cfg);
+    unlink(secret_path);
+}
+
+static void test_secret_file_refused(void **state)
+{
+    (void)state;
+    char text[512];
+    snprintf(secret_path, sizeof(secret_path), "/tmp/orr-test-secret-%d", (int)getpid());
+    snprintf(text, sizeof(text), "[halley]\npool_size = 2\ntoken_file = %s\n", secret_path);
+    /* Missing file. */
+    unlink(secret_path);
+    expect_error(text, no_env, "halley.token_file", 3, "cannot open");
+    expect_error(text, no_env, "halley.token_file", 3, secret_path);
+    /* Readable by group or others, writable by others. */
+    write_secret("tok\n", 0640);
+    expect_error(text, no_env, "halley.token_file", 3, "mode 0640; must be 0600 or 0400");
+    write_secret("tok\n", 0604);
+    expect_error(text, no_env, "halley.token_file", 3, "open to group or others");
+    write_secret("tok\n", 0602);
+    expect_error(text, no_env, "halley.token_file", 3, "open to group or others");
+    /* Empty, or only a newline. */
+    write_secret("\n", 0600);
+    expect_error(text, no_env, "halley.token_file", 3, "is empty");
+    /* Not the daemon's user (root can give it away to make the case). */
+    write_secret("tok\n", 0600);
+    if (geteuid() == 0) {
+        assert_int_equal(chown(secret_path, 65534, 65534), 0);
+        expect_error(text, no_env, "halley.token_file", 3, "not by this daemon's user");
+    }
+    unlink(secret_path);
+    /* A directory is not a regular file. */
+    char dirtext[512];
+    snprintf(dirtext, sizeof(dirtext), "[halley]\ntoken_file = /tmp\n");
+    expect_error(dirtext, no_env, "halley.token_file", 2, "not a regular file");
+    /* Both the key and its file in the same place. */
+    write_secret("tok\n", 0600);
+    snprintf(text, sizeof(text), "[halley]\ntoken = x\ntoken_file = %s\n", secret_path);
+    expect_error(text, no_env, "halley.token_file", 3, "set token or token_file, not both");
+    unlink(secret_path);
+    /* The required key with neither form: the message names both. */
+    expect_error("[halley]\npool_size = 2\n", no_env, "halley.token", 0, "token_file");
+}
+
 static void test_parse_helpers(void **state)
 {
     (void)state;
@@ -197,6 +292,8 @@ int main(void)
         cmocka_unit_test(test_missing_file),
         cmocka_unit_test(test_print_masks_secrets),
         cmocka_unit_test(test_parse_helpers),
+        cmocka_unit_test(test_secret_file),
+        cmocka_unit_test(test_secret_file_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
