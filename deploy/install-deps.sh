@@ -18,11 +18,11 @@ readonly BUILD_TOOLS=(build-essential cmake pkg-config clang clang-format git)
 readonly DEV_LIBS=(libpq-dev libzookeeper-mt-dev libhiredis-dev libmariadb-dev liblzo2-dev
 	libgrpc-dev protobuf-c-compiler libprotobuf-c-dev libjansson-dev libjwt-dev libsodium-dev
 	libsnappy-dev libcurl4-openssl-dev librdkafka-dev libmicrohttpd-dev libcmocka-dev zlib1g-dev
-	libarchive-dev libpcre2-dev libyaml-dev)
+	libarchive-dev libpcre2-dev libyaml-dev libsystemd-dev)
 readonly SERVERS_AND_TOOLS=(postgresql zookeeper default-jre-headless redis-server
 	mariadb-server mariadb-client postgresql-client nginx chromium lzop gzip time wrk pgloader
 	procps iproute2 curl util-linux tzdata python3 python3-grpcio python3-protobuf
-	protobuf-compiler prometheus nodejs npm python3-aiosmtpd)
+	protobuf-compiler prometheus nodejs npm python3-aiosmtpd systemd dpkg-dev)
 
 say() { printf 'install-deps: %s\n' "$*" >&2; }
 die() {

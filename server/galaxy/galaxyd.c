@@ -17,8 +17,10 @@
 #include "gx_jwt.h"
 #include "orr_blob.h"
 #include "orr_daemon.h"
+#include "orr_install.h"
 #include "orr_jschema.h"
 #include "orr_log.h"
+#include "orr_sdnotify.h"
 
 static const orr_cfg_key gx_schema[] = {
     {"galaxy", "listen", ORR_CFG_STRING, "127.0.0.1:8080", 0, 0, 0, "HTTP listen address"},
@@ -117,14 +119,23 @@ static int gx_cmd_serve(orr_daemon *d, int argc, char **argv)
      * session's length. */
     lp.forget_after_ms = app.session_ttl_s * 1000;
     app.login_known = gx_ratelimit_create(&lp, 16384);
-    const char *static_dir = orr_config_str(cfg, "galaxy", "static_dir");
+    /* The UI and the schemas: the configured folders, else the tree's
+     * (relative to the working folder), else the install's share/orrery. */
+    char static_buf[4096], schema_buf[4096];
+    const char *static_dir =
+        orr_install_find_dir(orr_config_str(cfg, "galaxy", "static_dir"),
+                             strcmp(orr_config_origin(cfg, "galaxy", "static_dir"), "default") == 0,
+                             "static", static_buf, sizeof(static_buf));
+    const char *schema_dir =
+        orr_install_find_dir(orr_config_str(cfg, "galaxy", "schema_dir"),
+                             strcmp(orr_config_origin(cfg, "galaxy", "schema_dir"), "default") == 0,
+                             "schema", schema_buf, sizeof(schema_buf));
     char openapi[4096];
     snprintf(openapi, sizeof(openapi), "%s/openapi.json", static_dir);
     app.openapi_path = openapi;
     int rc = 1;
     char schema_path[4096];
-    snprintf(schema_path, sizeof(schema_path), "%s/task.schema.json",
-             orr_config_str(cfg, "galaxy", "schema_dir"));
+    snprintf(schema_path, sizeof(schema_path), "%s/task.schema.json", schema_dir);
     if (orr_jschema_load_file(schema_path, &app.task_schema, &e) != ORR_OK) {
         fprintf(stderr, "galaxyd: %s: %s: %s\n", schema_path, e.field, e.msg);
         goto out;
@@ -183,8 +194,10 @@ static int gx_cmd_serve(orr_daemon *d, int argc, char **argv)
     }
     ORR_INFO("galaxyd serving", "listen=%s port=%d halley=%s static=%s", o.listen,
              gx_server_port(app.server), orr_config_str(cfg, "galaxy", "halley"), static_dir);
+    orr_sdnotify_ready("galaxyd serving");
     int sig = orr_daemon_wait_stop(-1);
     ORR_INFO("galaxyd stopping", "signal=%d", sig);
+    orr_sdnotify_stopping();
     gx_server_stop(app.server);
     rc = 0;
 out:

@@ -23,6 +23,7 @@
 #include "orr_daemon.h"
 #include "orr_log.h"
 #include "orr_rpc_halley_descriptors.h"
+#include "orr_sdnotify.h"
 
 static const orr_cfg_key hl_cfg_schema[] = {
     {"halley", "listen", ORR_CFG_STRING, "127.0.0.1:7070", 0, 0, 0,
@@ -175,8 +176,10 @@ static int hl_cmd_serve(orr_daemon *d, int argc, char **argv)
         goto fail;
     ORR_INFO("halleyd serving", "grpc_port=%d metrics_port=%d schema_version=%d pool_size=%d", port,
              mport, hc.known_schema_version, dbo.size);
+    orr_sdnotify_ready("halleyd serving");
     int sig = orr_daemon_wait_stop(-1);
     ORR_INFO("halleyd stopping", "signal=%d", sig);
+    orr_sdnotify_stopping();
     rc = 0;
     goto out;
 fail:

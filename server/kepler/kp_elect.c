@@ -16,6 +16,7 @@
 #include "kp_elect.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +26,7 @@
 #include "orr_arena.h"
 #include "orr_buf.h"
 #include "orr_log.h"
+#include "orr_sdnotify.h"
 #include "orr_zk.h"
 #include "orr_zk_elect.h"
 
@@ -32,6 +34,7 @@
 #define KP_ZK_WAIT_MS 1000
 
 struct kp_elect {
+    atomic_int notified_ready; /* READY=1 sent to systemd */
     char *id;
     orr_zk *zk;
     orr_zk_elect *el;
@@ -70,9 +73,13 @@ static void kp_elect_changed(void *ctx, orr_zk_elect_change c, const char *node,
                              const char *why)
 {
     kp_elect *e = ctx;
-    if (c == ORR_ZK_ELECT_JOINED)
+    if (c == ORR_ZK_ELECT_JOINED) {
         ORR_INFO("joined kepler election", "id=%s node=%s", orr_log_q(e->id), node);
-    else if (c == ORR_ZK_ELECT_GAINED)
+        /* Ready for systemd once in the election (leading or standing by);
+         * a rejoin after an expired session says nothing new. */
+        if (!atomic_exchange(&e->notified_ready, 1))
+            orr_sdnotify_ready("keplerd in the election");
+    } else if (c == ORR_ZK_ELECT_GAINED)
         ORR_INFO("kepler leadership gained", "id=%s node=%s epoch=%llu", orr_log_q(e->id), node,
                  (unsigned long long)epoch);
     else

@@ -49,6 +49,7 @@
 #include "orr_daemon.h"
 #include "orr_json.h"
 #include "orr_log.h"
+#include "orr_sdnotify.h"
 #include "orr_metrics.h"
 #include "orr_watch.h"
 
@@ -578,6 +579,7 @@ static int serve(orr_daemon *od, int argc, char **argv)
         goto fail;
     ORR_INFO("executord ready", "id=%s log_port=%d metrics_port=%d cgroup=%s", d.id,
              ex_logsrv_port(d.logsrv), orr_metrics_server_port(msrv), d.cg->name);
+    orr_sdnotify_ready("executord registered");
 
     int64_t sweep_every = orr_config_int(cfg, "executor", "sweep_interval");
     int64_t next_sweep = ex_now_ms() + sweep_every;
@@ -587,6 +589,7 @@ static int serve(orr_daemon *od, int argc, char **argv)
         int sig = orr_daemon_wait_stop(200);
         if (sig > 0) {
             ORR_INFO("executord stopping", "signal=%d", sig);
+            orr_sdnotify_stopping();
             break;
         }
         if (ex_zk_tick(d.zk) == EX_ZK_EXPIRED) {

@@ -50,6 +50,7 @@
 #include "orr_config.h"
 #include "orr_daemon.h"
 #include "orr_log.h"
+#include "orr_sdnotify.h"
 #include "sort_metrics.h"
 #include "sort_pipe.h"
 #include "sort_report.h"
@@ -175,6 +176,7 @@ static int sortd_run_pipe(orr_config *cfg, const sort_spec *spec, int64_t versio
     };
     sort_pipe_stats st;
     memset(&st, 0, sizeof st);
+    orr_sdnotify_ready("sortd running"); /* once the pipeline is set up; again is harmless */
     orr_status s = sort_pipe_run(&pc, &st, &err);
     char *js = sort_pipe_stats_json(&st);
     if (version >= 0 && js && js[0] == '{')
@@ -410,6 +412,7 @@ static int sortd_run_named(orr_config *cfg, const char *name)
     if (pthread_create(&th, NULL, sortd_watch_main, &w) != 0)
         abort();
     ORR_INFO("waiting for the stream spec", "where=%s", sort_specsrc_where(w.src));
+    orr_sdnotify_ready("sortd waiting for the stream spec");
     sort_spec_doc doc;
     while (rc == 0 && sortd_watch_take(&w, &doc)) {
         if (doc.active && doc.spec) {
