@@ -154,9 +154,10 @@ static int check_int(const wh_col *c, const char *p, size_t n)
     for (; i < n; i++) {
         if (!is_digit(p[i]))
             return 0;
-        if (v > (UINT64_MAX - 9) / 10)
+        uint64_t dig = (uint64_t)(p[i] - '0');
+        if (v > (UINT64_MAX - dig) / 10)
             return 0;
-        v = v * 10 + (uint64_t)(p[i] - '0');
+        v = v * 10 + dig;
     }
     int bytes = c->size ? c->size : 8;
     if (c->is_unsigned) {
@@ -389,9 +390,38 @@ static int check_timestamp(const char *p, size_t n, int tz)
 }
 
 /* time or timetz: HH:MM[:SS[.f]] and an optional zone (PostgreSQL ignores
- * a zone given for a time without one). */
-static int check_time(const char *p, size_t n)
+ * a zone given for a time without one). A MariaDB TIME (its type does not
+ * say "time zone" as PostgreSQL's do) is a duration from -838:59:59 to
+ * 838:59:59[.ffffff]; a zone after it is the writer's to judge. */
+static int check_time(const wh_col *c, const char *p, size_t n)
 {
+    if (strncmp(c->type, "time", 4) == 0 && !strstr(c->type, "time zone")) {
+        size_t i = 0;
+        if (i < n && p[i] == '-')
+            i++;
+        size_t h0 = i;
+        while (i < n && is_digit(p[i]) && i - h0 < 3)
+            i++;
+        if (i - h0 < 2 || i - h0 > 3 || i + 6 > n || p[i] != ':' || p[i + 3] != ':')
+            return 0;
+        char hb[4] = {0};
+        memcpy(hb, p + h0, i - h0);
+        int h = atoi(hb), m = num2(p + i + 1), sec = num2(p + i + 4);
+        if (h > 838 || m < 0 || m > 59 || sec < 0 || sec > 59)
+            return 0;
+        size_t j = i + 6;
+        if (j < n && p[j] == '.') {
+            size_t f = ++j;
+            while (j < n && is_digit(p[j]))
+                j++;
+            if (j == f || j - f > 6)
+                return 0;
+        }
+        /* 838:59:59 is the end: no fraction past it. */
+        if (h == 838 && m == 59 && sec == 59 && j > i + 7 && strspn(p + i + 7, "0") != j - i - 7)
+            return 0;
+        return scan_zone(p + j, n - j); /* a zone: the writer keeps only UTC */
+    }
     size_t t = scan_time(p, n);
     return t && scan_zone(p + t, n - t);
 }
@@ -469,7 +499,7 @@ int wh_value_check(const wh_col *c, const char *p, int64_t len, const char **rea
         }
         return 1;
     case WH_K_TIME:
-        if (!check_time(p, n)) {
+        if (!check_time(c, p, n)) {
             *reason = "not a time (HH:MM:SS[.ffffff][+zone])";
             return 0;
         }

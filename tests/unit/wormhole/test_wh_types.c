@@ -3,6 +3,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -104,6 +105,24 @@ static void test_pg_date_forms(void **state)
     assert_false(fits(WH_K_BYTES, 0, 0, "a\xff")); /* escape form must be UTF-8 */
 }
 
+/* A MariaDB TIME is a duration of up to 838 hours. */
+static void test_mariadb_time(void **state)
+{
+    (void)state;
+    wh_col c;
+    memset(&c, 0, sizeof(c));
+    c.kind = WH_K_TIME;
+    snprintf(c.type, sizeof(c.type), "time(6)");
+    const char *why = NULL;
+    assert_true(wh_value_check(&c, "-838:59:59.000000", 17, &why));
+    assert_true(wh_value_check(&c, "838:59:59", 9, &why));
+    assert_false(wh_value_check(&c, "839:00:00", 9, &why));
+    assert_false(wh_value_check(&c, "838:59:59.5", 11, &why));
+    assert_true(wh_value_check(&c, "12:00:00+00", 11, &why));
+    snprintf(c.type, sizeof(c.type), "time without time zone");
+    assert_false(wh_value_check(&c, "838:59:59", 9, &why));
+}
+
 static void test_bits(void **state)
 {
     (void)state;
@@ -152,6 +171,7 @@ int main(void)
         cmocka_unit_test(test_numeric_and_float),
         cmocka_unit_test(test_times_bools_bytes_text),
         cmocka_unit_test(test_pg_date_forms),
+        cmocka_unit_test(test_mariadb_time),
         cmocka_unit_test(test_bits),
         cmocka_unit_test(test_nulls),
     };

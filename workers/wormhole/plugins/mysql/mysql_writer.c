@@ -119,6 +119,29 @@ static int my_ts_strip_zone(const char *v, size_t n, size_t *out)
     return 1;
 }
 
+/* A date or date-time MariaDB can store: four-digit year from 0001, no
+ * era, no infinity (a value it refuses would fail the whole INSERT). A
+ * MariaDB TIMESTAMP column holds 1970-01-01 00:00:01 to 2038-01-19
+ * 03:14:07.999999 only. v[0..n) has its zone stripped. */
+static int my_date_ok(const wh_col *t, const char *v, size_t n, const char **why)
+{
+    if (n < 10 || v[4] != '-' || (n > 10 && v[10] != ' ' && v[10] != 'T') ||
+        memcmp(v, "0000", 4) == 0 || memchr(v, 'B', n) || memchr(v, 'i', n)) {
+        *why = "a date MariaDB cannot store (infinity, before year 1, BC or after 9999)";
+        return 0;
+    }
+    if (strncmp(t->type, "timestamp", 9) == 0) {
+        char lo[] = "1970-01-01 00:00:01", hi[] = "2038-01-19 03:14:07.999999";
+        size_t k = n < sizeof(hi) - 1 ? n : sizeof(hi) - 1;
+        if (memcmp(v, lo, n < sizeof(lo) - 1 ? n : sizeof(lo) - 1) < 0 || memcmp(v, hi, k) > 0) {
+            *why = "outside the range of a MariaDB TIMESTAMP (1970-01-01 00:00:01 to 2038-01-19 "
+                   "03:14:07 UTC)";
+            return 0;
+        }
+    }
+    return 1;
+}
+
 /* Append one value as a MySQL literal; 0 with *why when it cannot be one. */
 static int my_literal(my_writer *w, const wh_col *t, const char *v, int64_t len, const char **why)
 {
@@ -136,8 +159,17 @@ static int my_literal(my_writer *w, const wh_col *t, const char *v, int64_t len,
         orr_buf_append_byte(s, yes ? '1' : '0');
         return 1;
     }
+    case WH_K_NUMERIC: {
+        size_t i0 = n > 1 && (v[0] == '-' || v[0] == '+') ? 1 : 0;
+        char c0 = n > i0 ? v[i0] : '0';
+        if (c0 == 'N' || c0 == 'n' || c0 == 'I' || c0 == 'i') {
+            *why = "NaN or Infinity, which MariaDB cannot store";
+            return 0;
+        }
+        orr_buf_append(s, v, n);
+        return 1;
+    }
     case WH_K_INT:
-    case WH_K_NUMERIC:
         orr_buf_append(s, v, n); /* checked digits, or digits from a typed source */
         return 1;
     case WH_K_FLOAT:
@@ -154,7 +186,31 @@ static int my_literal(my_writer *w, const wh_col *t, const char *v, int64_t len,
             *why = "timestamp with a zone other than UTC";
             return 0;
         }
+        if (!my_date_ok(t, v, k, why))
+            return 0;
         wh_mysql_quote_literal(w->m, s, v, k);
+        return 1;
+    }
+    case WH_K_DATE:
+        if (!my_date_ok(t, v, n, why))
+            return 0;
+        wh_mysql_quote_literal(w->m, s, v, n);
+        return 1;
+    case WH_K_TIME: {
+        /* A PostgreSQL timetz: only a UTC zone can be dropped. */
+        size_t k = n;
+        while (k > 0 && ((v[k - 1] >= '0' && v[k - 1] <= '9') || v[k - 1] == ':'))
+            k--;
+        if (k > 0 && (v[k - 1] == '+' || v[k - 1] == '-') && k > 1 && v[k - 2] != ' ' &&
+            memchr(v, ':', k)) {
+            size_t z = k - 1;
+            if (strspn(v + z + 1, "0:") != n - z - 1) {
+                *why = "time with a zone other than UTC";
+                return 0;
+            }
+            n = z;
+        }
+        wh_mysql_quote_literal(w->m, s, v, n);
         return 1;
     }
     case WH_K_BYTES:
