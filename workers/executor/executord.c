@@ -457,6 +457,18 @@ static int ex_health(void *ctx, orr_buf *body)
 
 /* ------------------------------------------------------------ fencing */
 
+/* Ready for systemd when both are true: the start is done (card in
+ * ZooKeeper, log server and event watch up) and ZooKeeper contact is proven
+ * (the fence lifted: /healthz says registered). Whichever comes second
+ * sends READY=1. */
+static atomic_int ex_ready_parts;
+
+static void ex_ready_part(void)
+{
+    if (atomic_fetch_add(&ex_ready_parts, 1) == 1)
+        orr_sdnotify_ready("executord registered");
+}
+
 /* Watches ZooKeeper contact (ex_zk.h, "Fencing") every 50 ms, apart from the
  * main loop, which may wait on Halley for seconds. Past the moment the
  * session is no longer certainly alive, every job is cancelled at once
@@ -489,6 +501,8 @@ static void *fence_thread(void *arg)
             else
                 ORR_INFO("zookeeper contact established", "id=%s session_timeout_ms=%d", d->id, t);
             atomic_store(&d->sweep_now, 1);
+            if (!fenced_at)
+                ex_ready_part();
         }
         ex_sleep_ms(50);
     }
@@ -579,7 +593,7 @@ static int serve(orr_daemon *od, int argc, char **argv)
         goto fail;
     ORR_INFO("executord ready", "id=%s log_port=%d metrics_port=%d cgroup=%s", d.id,
              ex_logsrv_port(d.logsrv), orr_metrics_server_port(msrv), d.cg->name);
-    orr_sdnotify_ready("executord registered");
+    ex_ready_part();
 
     int64_t sweep_every = orr_config_int(cfg, "executor", "sweep_interval");
     int64_t next_sweep = ex_now_ms() + sweep_every;

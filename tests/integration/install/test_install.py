@@ -16,7 +16,9 @@ secrets in files, and the daemons run from the install.
            outside the source tree, secrets in 0600 files) against the
            test stack; each reports READY=1 on a NOTIFY_SOCKET the test
            made, only once its port accepts; keplerd reports it once it has
-           joined the election; GET /healthz and the console's pages answer.
+           joined the election, executord (as root) once /healthz says it is
+           registered, sortd while it waits for its stream's spec; GET
+           /healthz and the console's pages answer.
   package  `cpack -G DEB`: the package's file list and control fields
            (dependencies on the runtime libraries, postinst, conffiles).
 
@@ -348,7 +350,10 @@ def test_run(tmp):
     write_secret(os.path.join(sdir, "key"), "cd" * 32)
     write_secret(os.path.join(sdir, "jwt"), secrets.token_hex(32))
     write_secret(os.path.join(sdir, "dsn"), dsn)
-    hport, mport, gport, kport = (orrery_it.free_port() for _ in range(4))
+    write_secret(os.path.join(sdir, "log"), secrets.token_hex(16))
+    hport, mport, gport, kport, eport, emport = (orrery_it.free_port() for _ in range(6))
+    exwork = os.path.join(tmp, "executor")
+    os.makedirs(exwork)
     conf = os.path.join(tmp, "orrery.conf")
     with open(conf, "w") as f:
         f.write(f"""[halley]
@@ -373,6 +378,25 @@ halley_token_file = {sdir}/token
 zk = {zk}
 id = install-test-{os.getpid()}
 metrics_listen = 127.0.0.1:{kport}
+
+[executor]
+id = install-test-{os.getpid()}
+halley = 127.0.0.1:{hport}
+halley_token_file = {sdir}/token
+zk = {zk}
+zk_session = 4s
+listen = 127.0.0.1:{eport}
+metrics_listen = 127.0.0.1:{emport}
+log_token_file = {sdir}/log
+work_dir = {exwork}
+blob_root = file://{tmp}/blob
+cgroup_parent = orrery-install-it
+
+[sort]
+zookeeper = {zk}
+work_dir = {tmp}/sort/work
+state_dir = {tmp}/sort/state
+blob_root = file://{tmp}/blob
 """)
     procs = []
     notifies = []
@@ -434,6 +458,20 @@ metrics_listen = 127.0.0.1:{kport}
         p.wait(timeout=30)
         check(p.returncode == 0, f"keplerd stops cleanly (exit {p.returncode})")
         del stopping  # keplerd may exit before its STOPPING is read: not asserted
+        # executord (root: its sandboxes) is ready once its card is in
+        # ZooKeeper: its /healthz says registered from that moment on.
+        if os.geteuid() == 0:
+            os.chmod(tmp, 0o711)  # the task user walks into run folders
+            p, n = start("executord", ["serve"])
+            ready = n.wait("READY", p)
+            st, body = get(f"http://127.0.0.1:{emport}/healthz") if ready else (0, b"")
+            check(ready is not None and st == 200 and b'"registered":true' in body,
+                  f"installed executord sends READY=1 once registered: {st} {body[:100]!r}")
+        # sortd of a stream published in ZooKeeper: ready while it waits for the spec.
+        p, n = start("sortd", ["run", "--stream-name", f"install_it_{os.getpid()}"])
+        ready = n.wait("READY", p)
+        check(ready is not None and "waiting" in ready.get("STATUS", ""),
+              f"installed sortd sends READY=1 ({ready})")
     finally:
         for p in procs:
             if p.poll() is None:
