@@ -383,10 +383,13 @@ orr_status ex_transfer_summary(orr_arena *a, const char *log_path, ex_stat *stat
  * records under a run id naming the instance, so a retry or a rerun resumes
  * the splits an earlier attempt of the same instance committed, and another
  * instance never does; a rerun asked "from scratch" drops them. A job with
- * "resume": false goes without. Sets at most 3 arguments, returns how many. */
+ * "resume": false goes without, and so does one with quality checks: its
+ * load stays one transaction, which a failed check rolls back. Sets at
+ * most 3 arguments, returns how many. */
 static int transfer_resume_args(const ex_run_ctx *ctx, char **argv)
 {
-    if (json_is_false(json_object_get(ctx->config, "resume")))
+    if (json_is_false(json_object_get(ctx->config, "resume")) ||
+        json_array_size(json_object_get(ctx->config, "quality")) > 0)
         return 0;
     argv[0] = ctx->from_scratch ? "--from-scratch" : "--resume";
     argv[1] = "--run-id";

@@ -281,6 +281,13 @@ static void test_transfer_resume_args(void **state)
         ORR_OK);
     assert_null(f.plan.argv[3]);
     done(&f);
+    /* quality checks keep the load in one transaction */
+    assert_int_equal(prepare(&f, &ex_runner_transfer,
+                             "{\"quality\":[{\"name\":\"n\",\"kind\":\"row_count\"}],"
+                             "\"reader\":{\"kind\":\"pg\"}}"),
+                     ORR_OK);
+    assert_null(f.plan.argv[3]);
+    done(&f);
 }
 
 static int setup_all(void **state)
