@@ -6,7 +6,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -55,7 +57,6 @@ static void test_meta_bad_requests(void **state)
         {"{" SRC ",\"what\":\"table\",\"table\":\"\"}", "table"},
         {"{" SRC ",\"what\":\"tables\",\"table\":\"a.b\"}", "table"},
         {"{\"source\":{\"type\":\"nosuch\"},\"what\":\"tables\"}", "source.type"},
-        {"{\"source\":{\"type\":\"file\",\"path\":\"/x\"},\"what\":\"tables\"}", "source.type"},
         {"{\"source\":{\"type\":\"postgres\"},\"what\":\"tables\"}", "source.dsn"},
         {"{\"source\":{\"type\":\"postgres\",\"datasource\":\"dw\"},\"what\":\"tables\"}",
          "source.datasource"},
@@ -111,6 +112,58 @@ static void test_meta_split_and_column(void **state)
     json_decref(o);
 }
 
+/* Files: the files a pattern names; a file's columns from its header. */
+static void test_meta_files(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/wh-meta-test-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char a[64], b[64], req[512];
+    snprintf(a, sizeof a, "%s/a.csv", dir);
+    snprintf(b, sizeof b, "%s/b.csv", dir);
+    FILE *f = fopen(a, "w");
+    assert_non_null(f);
+    fputs("id,name,amount\n1,x,2.5\n", f);
+    fclose(f);
+    f = fopen(b, "w");
+    assert_non_null(f);
+    fputs("id,name,amount\n", f);
+    fclose(f);
+    snprintf(req, sizeof req,
+             "{\"source\":{\"type\":\"file\",\"path\":\"%s/*.csv\",\"format\":\"csv\","
+             "\"header\":true},\"what\":\"tables\"}",
+             dir);
+    json_t *out = NULL;
+    orr_err_clear(&E);
+    assert_int_equal(wh_meta_run(req, strlen(req), &out, &E), ORR_OK);
+    json_t *t = json_object_get(out, "tables");
+    assert_int_equal(json_array_size(t), 2);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(t, 0), "name")), a);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(t, 0), "kind")), "file");
+    json_decref(out);
+    snprintf(req, sizeof req,
+             "{\"source\":{\"type\":\"file\",\"path\":\"%s/*.csv\",\"format\":\"csv\","
+             "\"header\":true},\"what\":\"table\",\"table\":\"%s\"}",
+             dir, a);
+    assert_int_equal(wh_meta_run(req, strlen(req), &out, &E), ORR_OK);
+    json_t *cols = json_object_get(out, "columns");
+    assert_int_equal(json_array_size(cols), 3);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(cols, 1), "name")),
+                        "name");
+    assert_int_equal(json_integer_value(json_object_get(json_array_get(cols, 2), "ordinal")), 3);
+    json_decref(out);
+    snprintf(req, sizeof req,
+             "{\"source\":{\"type\":\"file\",\"path\":\"%s/*.csv\",\"format\":\"csv\","
+             "\"header\":true},\"what\":\"table\",\"table\":\"%s/none.csv\"}",
+             dir, dir);
+    orr_status rc = wh_meta_run(req, strlen(req), &out, &E);
+    assert_int_not_equal(rc, ORR_OK);
+    assert_string_equal(E.field, "table");
+    unlink(a);
+    unlink(b);
+    rmdir(dir);
+}
+
 #define PGR "{\"type\":\"postgres\",\"dsn\":\"host=127.0.0.1 port=1 dbname=x\",\"table\":\"s\"}"
 
 static void test_preview_bad_requests(void **state)
@@ -157,6 +210,7 @@ int main(void)
         cmocka_unit_test(test_meta_bad_requests),
         cmocka_unit_test(test_meta_unreachable_database),
         cmocka_unit_test(test_meta_split_and_column),
+        cmocka_unit_test(test_meta_files),
         cmocka_unit_test(test_preview_bad_requests),
         cmocka_unit_test(test_preview_unreachable_source),
     };

@@ -434,4 +434,5 @@ const wh_plugin wh_file_plugin = {
     .writer = &wh_file_writer,
     .splitter = &wh_file_splitter,
     .writer_periphery = &wh_file_writer_periphery,
+    .meta = &wh_file_meta,
 };

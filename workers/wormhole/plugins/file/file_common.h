@@ -81,5 +81,6 @@ extern const wh_reader_ops wh_file_reader;
 extern const wh_writer_ops wh_file_writer;
 extern const wh_splitter_ops wh_file_splitter;
 extern const wh_periphery_ops wh_file_writer_periphery;
+extern const wh_meta_ops wh_file_meta; /* file_meta.c */
 
 #endif
