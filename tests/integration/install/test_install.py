@@ -436,10 +436,13 @@ blob_root = file://{tmp}/blob
         check(st == 200, f"GET /healthz from the installed galaxyd: {st} {body[:120]!r}")
         st, body = get(base + "/")
         want = open(os.path.join(ROOT, "static", "index.html"), "rb").read()
-        if os.path.isfile(os.path.join(ROOT, "static", "app", "index.html")):
-            want = open(os.path.join(ROOT, "static", "app", "index.html"), "rb").read()
         check(st == 200 and body == want,
               f"GET / serves the console's page from share/orrery/static: {st}")
+        app = os.path.join(ROOT, "static", "app", "index.html")
+        if os.path.isfile(app):  # the UI is built: it is installed and served too
+            st, body = get(base + "/app/tasks")
+            check(st == 200 and body == open(app, "rb").read(),
+                  f"GET /app/tasks serves the built console from share/orrery/static/app: {st}")
         st, body = get(base + "/openapi.json")
         ok = st == 200
         try:
