@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "gx_app.h"
+#include "gx_quality_check.h"
 #include "gx_xfer_check.h"
 #include "orr_json.h"
 
@@ -96,7 +97,8 @@ void gx_h_task_create(gx_req *req, gx_resp *resp)
     if (!team || !gx_require_team(req, resp, team))
         return;
     json_t *warnings = gx_xfer_warnings(req);
-    if (gx_xfer_check(req, resp, spec, warnings) != 0)
+    if (gx_xfer_check(req, resp, spec, warnings) != 0 ||
+        gx_quality_check(req, resp, spec, warnings) != 0)
         return;
     HL(CreateTaskRequest) rq = HL_INIT(CREATE_TASK_REQUEST);
     rq.spec_json = gx_dump(req, spec);
@@ -180,7 +182,8 @@ void gx_h_task_update(gx_req *req, gx_resp *resp)
     if (!team || !gx_require_team(req, resp, team))
         return;
     json_t *warnings = gx_xfer_warnings(req);
-    if (gx_xfer_check(req, resp, spec, warnings) != 0)
+    if (gx_xfer_check(req, resp, spec, warnings) != 0 ||
+        gx_quality_check(req, resp, spec, warnings) != 0)
         return;
     HL(UpdateTaskRequest) rq = HL_INIT(UPDATE_TASK_REQUEST);
     rq.id = id;

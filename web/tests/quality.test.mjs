@@ -50,10 +50,11 @@ test('a quality task: the check editor, a run that passes, one that fails with r
   assert.ok(PG, 'ORRERY_PG_DSN is set by the test stack');
   const u = new URL(PG);
   psql(
-    `DROP TABLE IF EXISTS ${TABLE}; CREATE TABLE ${TABLE} (id bigint, amount numeric, at timestamptz);` +
+    `DROP TABLE IF EXISTS ${TABLE}, ${TABLE}_copy; CREATE TABLE ${TABLE} (id bigint, amount numeric, at timestamptz);` +
+      `CREATE TABLE ${TABLE}_copy (LIKE ${TABLE});` +
       `INSERT INTO ${TABLE} SELECT g, g, now() FROM generate_series(1, 40) g`,
   );
-  t.after(() => psql(`DROP TABLE IF EXISTS ${TABLE}`));
+  t.after(() => psql(`DROP TABLE IF EXISTS ${TABLE}, ${TABLE}_copy`));
 
   const page = await open(t);
   await login(page, ADMIN);
@@ -148,8 +149,24 @@ test('a quality task: the check editor, a run that passes, one that fails with r
 });
 
 test("a transfer's quality key in the designer: the same editor, with row_count, kept in the job", async (t) => {
+  psql(`CREATE TABLE IF NOT EXISTS ${TABLE} (id bigint, amount numeric, at timestamptz); CREATE TABLE IF NOT EXISTS ${TABLE}_copy (LIKE ${TABLE})`);
+  t.after(() => psql(`DROP TABLE IF EXISTS ${TABLE}, ${TABLE}_copy`));
   const page = await open(t);
   await login(page, DEV);
+  // A check's column is looked up in the writer's table when saved.
+  const wrong = await api(page, 'POST', '/tasks', {
+    name: `quality_copy_${SFX}`,
+    team: 'analytics',
+    type: 'transfer',
+    schedule: CRON,
+    config: {
+      reader: { type: 'postgres', datasource: DS, table: TABLE },
+      writers: [{ type: 'postgres', datasource: DS, table: `${TABLE}_copy` }],
+      quality: [{ name: 'nulls', kind: 'null_ratio', column: 'no_such_column' }],
+    },
+  });
+  assert.equal(wrong.status, 400, JSON.stringify(wrong.body));
+  assert.equal(wrong.body.error.field, 'spec.config.quality[0].column');
   const made = await api(page, 'POST', '/tasks', {
     name: `quality_copy_${SFX}`,
     team: 'analytics',

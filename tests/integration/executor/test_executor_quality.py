@@ -127,6 +127,46 @@ class Quality(unittest.TestCase):
             self.assertEqual(r.status, 400, (config, r))
             self.assertEqual(r.json()["error"]["field"], field, (config, r.json()))
 
+    def test_checks_tables_and_columns_at_save(self):
+        # galaxyd reads the tables through the executor and names the field.
+        tt.sql("CREATE TABLE qs_t (id bigint, v text, at timestamptz)")
+
+        def save(type_, config):
+            tt_spec = {"name": "qs_bad", "team": "etl", "type": type_,
+                       "schedule": "0 * * * *", "timezone": "UTC", "config": config}
+            return tx.P.http("POST", "/api/v1/tasks", tt_spec, token=tx.TOKEN)
+
+        def q(*checks):
+            return {"datasource": "xfer_pg", "checks": list(checks)}
+        cases = [
+            (q({"name": "a", "kind": "null_ratio", "table": "qs_none", "column": "v"}),
+             "spec.config.checks[0].table"),
+            (q({"name": "a", "kind": "sql", "query": "SELECT 1"},
+               {"name": "b", "kind": "null_ratio", "table": "qs_t", "column": "nope"}),
+             "spec.config.checks[1].column"),
+            (q({"name": "a", "kind": "unique", "table": "public.qs_t", "columns": ["id", "nope"]}),
+             "spec.config.checks[0].columns[1]"),
+            (q({"name": "a", "kind": "freshness", "table": "qs_t", "column": "v",
+                "max_age_s": 60}),
+             "spec.config.checks[0].column"),
+        ]
+        for config, field in cases:
+            r = save("quality", config)
+            self.assertEqual(r.status, 400, (config, r))
+            self.assertEqual(r.json()["error"]["field"], field, (config, r.json()))
+        # a transfer's check defaults to its writer's table
+        r = save("transfer", {"reader": tt.pg_endpoint("qs_t"),
+                              "writers": [tt.pg_endpoint("qs_t", name="copy")],
+                              "quality": [{"name": "n", "kind": "null_ratio", "column": "nope",
+                                           "writer": "copy"}]})
+        self.assertEqual(r.status, 400, r)
+        self.assertEqual(r.json()["error"]["field"], "spec.config.quality[0].column")
+        # good checks save
+        r = save("quality", q({"name": "f", "kind": "freshness", "table": "qs_t", "column": "at",
+                               "max_age_s": 60},
+                              {"name": "u", "kind": "unique", "table": "qs_t", "columns": ["id"]}))
+        self.assertEqual(r.status, 201, r)
+
     def test_unknown_datasource_fails_naming_the_field(self):
         # Refused at save (halleyd checks the name), so it never runs.
         spec = {"name": "q_unknown_ds", "team": "etl", "type": "quality",
