@@ -163,6 +163,23 @@ static unsigned fail(orr_buf *out, const orr_err *err)
     }
 }
 
+static void wipe_str(void *p)
+{
+    explicit_bzero(p, strlen(p));
+}
+
+/* The worker-token hook, with the clear password it copies into the
+ * request's arena wiped when the arena goes. */
+static orr_status hook_datasource_wiped(void *arg, orr_arena *a, const char *name,
+                                        ex_datasource *out, orr_err *err)
+{
+    ex_xfer *x = arg;
+    orr_status s = x->hooks.datasource(x->hooks.arg, a, name, out, err);
+    if (s == ORR_OK && out->secret && out->secret[0])
+        orr_arena_on_cleanup(a, wipe_str, (void *)out->secret);
+    return s;
+}
+
 /* Resolve the data source of endpoint ep (at path) through the worker
  * token: ep gains its dsn. */
 static orr_status resolve(ex_daemon *d, orr_arena *a, json_t *ep, const char *path, int infer,
@@ -170,9 +187,19 @@ static orr_status resolve(ex_daemon *d, orr_arena *a, json_t *ep, const char *pa
 {
     ex_xfer x;
     ex_xfer_init(&x, d, 0, 0, 0);
-    ex_run_ctx ctx = {.arena = a, .hooks = &x.hooks, .bin_dir = d->bin_dir};
+    ex_run_hooks hooks = {.arg = &x, .datasource = hook_datasource_wiped};
+    ex_run_ctx ctx = {.arena = a, .hooks = &hooks, .bin_dir = d->bin_dir};
     int n = 0;
     return ex_transfer_resolve_typed(&ctx, ep, path, infer, &n, err);
+}
+
+/* Wipe the dsn (with its password) an endpoint was given, before the JSON
+ * holding it is freed. */
+static void wipe_dsn(json_t *ep)
+{
+    json_t *v = json_object_get(ep, "dsn");
+    if (json_is_string(v))
+        explicit_bzero((char *)json_string_value(v), json_string_length(v));
 }
 
 /* Run `wormhole <cmd> -` with job on stdin; the job text is wiped. */
@@ -249,6 +276,7 @@ static unsigned do_meta(ex_daemon *d, orr_arena *a, json_t *req, orr_buf *out)
     } else {
         status = run_wormhole(d, "meta", job, out);
     }
+    wipe_dsn(src);
     json_decref(job);
     return status;
 }
@@ -284,7 +312,10 @@ static unsigned do_preview(ex_daemon *d, orr_arena *a, json_t *req, orr_buf *out
     if (s == ORR_OK && json_is_object(w0))
         s = resolve(d, a, w0, "config.writers[0]", 0, &err);
     unsigned status = s == ORR_OK ? run_wormhole(d, "preview", wrapped, out) : fail(out, &err);
-    json_decref(wrapped); /* jansson frees without wiping: the dsn text is short-lived */
+    wipe_dsn(reader);
+    if (json_is_object(w0))
+        wipe_dsn(w0);
+    json_decref(wrapped);
     return status;
 }
 
