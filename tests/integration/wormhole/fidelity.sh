@@ -148,6 +148,21 @@ assert [l['fields'] for l in lines] == [['2', '0000-00-00', 'zero "q"'], ['3', '
 assert all(l['side'] == 'reader' and l['reason'] == 'zero date' and 'raw' not in l for l in lines), lines
 PY
 	echo "ok: a MariaDB zero-date reject carries the row's values"
+
+	# What PostgreSQL refuses in the middle of a COPY (a NUL byte in text, the
+	# escape \u0000 in jsonb) from columns of the same type name is a dirty
+	# row, not a failed load.
+	local mn=wh_fid_nul_$S pn=wh_fid_nul_pg_$S
+	myt "$mn"
+	pgt "$pn"
+	my -e "CREATE TABLE $mn (id int PRIMARY KEY, t text, j json) DEFAULT CHARSET=utf8mb4;
+	       INSERT INTO $mn VALUES (1, CONCAT('a', CHAR(0), 'b'), '{}'), (2, 'ok', '{\"a\":\"x\\\\u0000y\"}'),
+	       (3, 'ok', '{\"a\":\"x\\\\\\\\u0000y\"}'), (4, 'fine', '[]')"
+	pg -c "CREATE TABLE $pn (id int, t text, j jsonb)"
+	job nul "$MY,\"table\":\"$mn\"" "$PG,\"table\":\"$pn\""
+	must_run "$TMP/nul.json"
+	expect_eq "rows loaded past NUL and \\u0000" "$(pg -c "SELECT string_agg(id::text, ',' ORDER BY id) FROM $pn")" "3,4"
+	expect_eq "reject lines, each whole JSON" "$(rejects_valid "$TMP/nul.rej")" 2
 }
 
 case_dates() {

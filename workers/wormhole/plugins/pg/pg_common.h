@@ -37,13 +37,16 @@ typedef struct wh_pg_conf {
 } wh_pg_conf;
 
 /* Per target column, what the writer does besides the generic value check
- * (pg_periphery.c decides, pg_writer.c applies). */
+ * (pg_periphery.c decides, pg_writer.c applies): what PostgreSQL would
+ * refuse in the middle of a COPY, failing the whole load, is a dirty row. */
 enum wh_pg_conv {
     WH_PG_CONV_NONE = 0,
     WH_PG_CONV_BIT,        /* target bit(n): exactly n '0'/'1' digits */
     WH_PG_CONV_VARBIT,     /* target bit varying(n): at most n digits */
     WH_PG_CONV_BITS_BYTES, /* bit string source into bytea: "\x" hex */
     WH_PG_CONV_BITS_INT,   /* bit string source into an integer: its value */
+    WH_PG_CONV_NUL,        /* unchecked text-like column: refuse a NUL byte */
+    WH_PG_CONV_JSONB,      /* jsonb: refuse a NUL byte and the escape \u0000 */
 };
 
 /* Connect and set the session (UTF8, ISO, UTC, hex bytea, floats exact).

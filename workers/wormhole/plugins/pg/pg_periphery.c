@@ -102,7 +102,8 @@ static int pg_is_bits_type(const char *type)
 /* Bit strings: a bit(n)/bit varying(n) target is checked (PostgreSQL would
  * fail the whole COPY on a wrong length), and a bit string source (MariaDB
  * BIT(n), PostgreSQL bit) loads into bytea as its bytes and into an integer
- * as its value. */
+ * as its value. Text-like columns without a value check are scanned for
+ * what PostgreSQL refuses in any text (NUL), jsonb ones also for \u0000. */
 static void pg_bits_plan(wh_pg_conf *c, const wh_schema *src)
 {
     free(c->conv);
@@ -120,6 +121,14 @@ static void pg_bits_plan(wh_pg_conf *c, const wh_schema *src)
             c->conv[i] = WH_PG_CONV_BITS_INT;
         if (c->conv[i] == WH_PG_CONV_BITS_BYTES || c->conv[i] == WH_PG_CONV_BITS_INT)
             c->check[i] = 0; /* the conversion checks the value itself */
+        /* Text PostgreSQL cannot hold (a NUL byte; \u0000 in jsonb) may come
+         * from a source whose type has the same name (MariaDB text). */
+        if (c->conv[i] == WH_PG_CONV_NONE && strcmp(t->type, "jsonb") == 0)
+            c->conv[i] = WH_PG_CONV_JSONB;
+        else if (c->conv[i] == WH_PG_CONV_NONE && !c->check[i] &&
+                 (t->kind == WH_K_TEXT || t->kind == WH_K_JSON || t->kind == WH_K_OTHER ||
+                  t->kind == WH_K_ARRAY))
+            c->conv[i] = WH_PG_CONV_NUL;
     }
 }
 

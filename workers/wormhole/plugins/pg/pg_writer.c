@@ -103,6 +103,26 @@ static orr_status pg_send(pg_writer *w, orr_err *err)
     return ORR_OK;
 }
 
+/* The JSON escape \u0000 (its backslash not itself escaped) in v[0..n). */
+static int pg_has_u0000(const char *v, size_t n)
+{
+    for (size_t i = 0; i + 6 <= n; i++) {
+        const char *q = memchr(v + i, '\\', n - i);
+        if (!q || (size_t)(q - v) + 6 > n)
+            return 0;
+        i = (size_t)(q - v);
+        size_t run = 0;
+        while (i + run < n && v[i + run] == '\\')
+            run++;
+        /* In a run of backslashes, pairs are escaped backslashes; an odd
+         * run ends with one that escapes what follows. */
+        if (run % 2 == 1 && i + run + 5 <= n && memcmp(v + i + run, "u0000", 5) == 0)
+            return 1;
+        i += run - 1;
+    }
+    return 0;
+}
+
 /* A bit-string column's value (conv != NONE, v not NULL): 1 when it fits,
  * with a converted value in tmp for bytea and integer targets (*out, *outlen);
  * 0 with *why. */
@@ -112,6 +132,17 @@ static int pg_conv_value(const wh_col *t, int conv, const char *v, int64_t len, 
     size_t n = (size_t)len;
     *out = v;
     *outlen = len;
+    if (conv == WH_PG_CONV_NUL || conv == WH_PG_CONV_JSONB) {
+        if (memchr(v, 0, n)) {
+            *why = "a NUL byte, which PostgreSQL text cannot hold";
+            return 0;
+        }
+        if (conv == WH_PG_CONV_JSONB && pg_has_u0000(v, n)) {
+            *why = "\\u0000 in JSON, which jsonb cannot hold";
+            return 0;
+        }
+        return 1;
+    }
     if (!wh_bits_valid(v, n)) {
         *why = "not a bit string (only 0 and 1 digits)";
         return 0;
