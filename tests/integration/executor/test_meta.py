@@ -78,6 +78,7 @@ def setUpModule():
        "CREATE TABLE shop.orders (id int8, line int4, code varchar(12) NOT NULL,"
        " amount numeric(12,2), at timestamptz, PRIMARY KEY (id, line));"
        "CREATE TABLE shop.customers (id int4 PRIMARY KEY, name text);"
+       "CREATE TABLE shop.\"Order Lines\" (\"Line No\" int4);"
        "CREATE VIEW shop.big_orders AS SELECT id, amount FROM shop.orders WHERE amount > 10;"
        "INSERT INTO shop.orders SELECT g, 1, 'c' || g, g, now() FROM generate_series(1, 250) g;"
        "ANALYZE shop.orders; ANALYZE shop.customers;")
@@ -118,7 +119,7 @@ class Meta(unittest.TestCase):
                              for t in doc["tables"]))
         self.assertFalse(doc["truncated"])
         self.assertRegex(doc["fetched_at"], r"^\d{4}-\d\d-\d\dT")
-        r = get("/api/v1/datasources/xfer_pg/tables?q=SHOP.ORD")
+        r = get("/api/v1/datasources/xfer_pg/tables?q=SHOP.ORDERS")
         self.assertEqual([t["name"] for t in r.json()["tables"]], ["orders"])
         r = get("/api/v1/datasources/xfer_pg/tables?q=shop.&limit=2")
         self.assertEqual(len(r.json()["tables"]), 2)
@@ -147,6 +148,11 @@ class Meta(unittest.TestCase):
         self.assertTrue(cols["amount"]["nullable"])
         self.assertEqual(cols["at"]["kind"], "timestamptz")
         self.assertEqual(cols["at"]["ordinal"], 5)
+        # A name that needs quoting, URL-encoded in the path.
+        r = get("/api/v1/datasources/xfer_pg/tables/shop.Order%20Lines?refresh=1")
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual((r.json()["name"], [c["name"] for c in r.json()["columns"]]),
+                         ("Order Lines", ["Line No"]))
         v = get("/api/v1/datasources/xfer_pg/tables/shop.big_orders").json()
         self.assertEqual((v["kind"], v["primary_key"]), ("view", []))
 
