@@ -164,6 +164,13 @@ orr_status ex_xfer_after(ex_xfer *x, orr_arena *a, const ex_run_plan *plan, cons
  * ex_datasrv.c). d->logsrv must be started. */
 void ex_datasrv_mount(ex_daemon *d);
 
+/* ----------------------------------------------------------- ex_lineage.c */
+
+/* After a successful transfer run: report the tables and columns the job
+ * config (parameters applied, data sources by name) moved to Halley
+ * (ReportRunLineage). Failures are logged only. Blocks. */
+void ex_lineage_report(ex_daemon *d, int64_t instance_id, const json_t *config);
+
 /* ------------------------------------------------------------ ex_deploy.c */
 
 /* Code packages: install the newest package of every name at start-up, and

@@ -405,6 +405,8 @@ static void run_job(ex_daemon *d, ex_job *j, orr_arena *a)
             log_note(log_path, "the run succeeded but %s%s", msg, "");
         }
     }
+    if (strcmp(js.type, "transfer") == 0 && to == HL_STATE(SUCCESS))
+        ex_lineage_report(d, inst, js.config); /* what the run moved (ex_lineage.c) */
     ex_logsrv_end(d->logsrv, inst, j->attempt);
     ORR_INFO("instance ended", "instance=%lld attempt=%d state=%s reason=%s exit_code=%d ms=%lld",
              (long long)inst, j->attempt, ex_state_name(to), orr_log_q(reason), code,
