@@ -79,6 +79,7 @@ export type DataUnit = Sent<Schemas['DataUnit']>;
 export type ProcessStat = ItemOf<'instanceStats'>;
 export type TaskRunStats = ItemOf<'taskStats'>;
 export type LineageEdge = Sent<Schemas['LineageEdge']>;
+export type LineageNode = Sent<Schemas['LineageNode']>;
 export type WorkflowRuns = Answer<'listWorkflowRuns'>;
 export type WorkflowRun = Answer<'getWorkflowRun'>;
 /** A grid cell: [task index, cycle index, instance id, state, attempt]. */
@@ -343,7 +344,9 @@ export const api = {
 
   instanceStats: (id: number) => request<Answer<'instanceStats'>>('GET', `/instances/${id}/stats`),
   taskStats: (id: number) => request<Answer<'taskStats'>>('GET', `/tasks/${id}/stats`),
-  lineage: (q: { kind: string; name: string; depth?: number }) => request<{ edges: LineageEdge[] }>('GET', '/lineage', { query: q }),
+  lineage: (q: { kind: string; name: string; depth?: number; columns?: boolean }) => request<{ edges: LineageEdge[] }>('GET', '/lineage', { query: q }),
+  lineageNames: (q: string, limit = 12, signal?: AbortSignal) =>
+    request<Answer<'suggestLineageNames'>>('GET', '/lineage/names', { query: { q, limit }, signal }),
 
   workflowRuns: (name: string, q: { limit?: number; before?: string }) =>
     request<WorkflowRuns>('GET', `/workflows/${encodeURIComponent(name)}/runs`, { query: q }),
