@@ -1,7 +1,9 @@
 /*
  * test_ex_logsrv.c - the live log server over real HTTP (libcurl): token,
  * path validation, offsets, following a growing log until its attempt ends;
- * and the capture (ex_logcap.h) whose line index /lines serves.
+ * POST /v1/<op> handed whole to the mounted handler (token, 404 unmounted,
+ * 413 past the limit); and the capture (ex_logcap.h) whose line index
+ * /lines serves.
  * (The copy of a finished log to the blob store is lib/orr_blob's put_file:
  * tests/unit/lib/test_lib_blob.c.)
  */
@@ -151,6 +153,67 @@ static void test_follow_streams_until_attempt_ends(void **state)
     orr_buf_free(&b);
 }
 
+/* POST body (len bytes) to path with tok; returns the status. */
+static long post(const char *path, const char *tok, const char *body, size_t len, orr_buf *out)
+{
+    CURL *c = curl_easy_init();
+    char url[256], auth[128];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d%s", ex_logsrv_port(g_srv), path);
+    struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/json");
+    if (tok) {
+        snprintf(auth, sizeof auth, "Authorization: Bearer %s", tok);
+        h = curl_slist_append(h, auth);
+    }
+    orr_buf_reset(out);
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+    curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+    curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)len);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, out);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT, 20L);
+    long code = 0;
+    if (curl_easy_perform(c) == CURLE_OK)
+        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
+    curl_slist_free_all(h);
+    curl_easy_cleanup(c);
+    return code;
+}
+
+static unsigned echo_post(void *arg, const char *op, const char *body, size_t len, orr_buf *out)
+{
+    (*(int *)arg)++;
+    orr_buf_appendf(out, "{\"op\":\"%s\",\"len\":%zu,\"nul\":%d}", op, len, body[len] == 0);
+    return 201;
+}
+
+static void test_post_goes_to_the_mounted_handler(void **state)
+{
+    (void)state;
+    orr_buf b = ORR_BUF_INIT;
+    int calls = 0;
+    assert_int_equal(post("/v1/meta", TOKEN, "{}", 2, &b), 404); /* nothing mounted */
+    ex_logsrv_mount(g_srv, echo_post, &calls);
+    assert_int_equal(post("/v1/meta", NULL, "{}", 2, &b), 401);
+    assert_int_equal(post("/v1/meta", "wrong", "{}", 2, &b), 401);
+    assert_int_equal(calls, 0);
+    assert_int_equal(post("/v1/meta", TOKEN, "{\"a\":1}", 7, &b), 201);
+    assert_string_equal(orr_buf_cstr(&b), "{\"op\":\"meta\",\"len\":7,\"nul\":1}");
+    assert_int_equal(calls, 1);
+    /* Larger than the limit: refused, the handler never sees it. */
+    size_t big = EX_POST_MAX + 1;
+    char *huge = malloc(big);
+    assert_non_null(huge);
+    memset(huge, 'x', big);
+    assert_int_equal(post("/v1/preview", TOKEN, huge, big, &b), 413);
+    free(huge);
+    assert_int_equal(calls, 1);
+    /* GET of /v1 is no log path. */
+    assert_int_equal(get("/v1/meta", TOKEN, &b), 404);
+    ex_logsrv_mount(g_srv, NULL, NULL);
+    orr_buf_free(&b);
+}
+
 static void test_start_refuses_bad_options(void **state)
 {
     (void)state;
@@ -261,6 +324,7 @@ int main(void)
         cmocka_unit_test(test_follow_streams_until_attempt_ends),
         cmocka_unit_test(test_capture_stamps_each_line),
         cmocka_unit_test(test_start_refuses_bad_options),
+        cmocka_unit_test(test_post_goes_to_the_mounted_handler),
     };
     return cmocka_run_group_tests(tests, setup_all, teardown_all);
 }
