@@ -3,6 +3,7 @@
  * (static/openapi.json) must describe each of them; a test checks it
  * (`galaxyd routes` prints this table). */
 #include "gx_app.h"
+#include "gx_xfer_check.h"
 #include "gx_meta.h"
 
 const gx_route gx_routes[] = {
@@ -33,6 +34,8 @@ const gx_route gx_routes[] = {
      "One version of a task"},
     {"POST", "/api/v1/tasks/{id}/backfill", gx_h_task_backfill, GX_ROLE_DEVELOPER,
      "Create the task's instances for every fire time in a date range"},
+    {"GET", "/api/v1/tasks/{id}/watermark", gx_h_task_watermark, GX_ROLE_VIEWER,
+     "A transfer task's incremental watermark (name = <table>.<column>)"},
     {"GET", "/api/v1/tasks/{id}/versions", gx_h_task_versions, GX_ROLE_VIEWER,
      "A task's versions, newest first: who saved each, when, and its comment"},
     {"GET", "/api/v1/tasks/{id}/diff", gx_h_task_diff, GX_ROLE_VIEWER,

@@ -231,3 +231,32 @@ json_t *gx_xfer_with_warnings(json_t *answer, json_t *warnings)
         json_object_set(answer, "warnings", warnings);
     return answer;
 }
+
+/* GET /api/v1/tasks/{id}/watermark?name=<table>.<column>: the incremental
+ * watermark a transfer task's runs keep (value "" when none is saved yet). */
+void gx_h_task_watermark(gx_req *req, gx_resp *resp)
+{
+    int64_t id = gx_param_id(req, resp, 0, "id");
+    if (!id)
+        return;
+    const char *name = gx_req_query(req, "name");
+    if (!name || !*name) {
+        gx_resp_fail(resp, ORR_EINVAL, "name", "is required (<table>.<column>)");
+        return;
+    }
+    HL(GetWatermarkRequest) rq = HL_INIT(GET_WATERMARK_REQUEST);
+    rq.task_id = id;
+    rq.name = (char *)name;
+    HL(Watermark) * w;
+    if (gx_halley(req, resp, "GetWatermark", &rq.base, (ProtobufCMessage **)&w) != ORR_OK)
+        return;
+    json_t *o = json_object();
+    json_object_set_new(o, "task_id", json_integer(w->task_id));
+    json_object_set_new(o, "name", json_string(w->name));
+    json_object_set_new(o, "value", json_string(w->value));
+    json_object_set_new(o, "instance_id",
+                        w->instance_id ? json_integer(w->instance_id) : json_null());
+    json_object_set_new(o, "updated_at",
+                        w->updated_at_ms ? gx_json_time(w->updated_at_ms) : json_null());
+    gx_resp_json(resp, 200, o);
+}

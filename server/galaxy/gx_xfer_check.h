@@ -21,4 +21,7 @@ json_t *gx_xfer_warnings(gx_req *req);
 /* answer with "warnings" set when there are any; returns answer. */
 json_t *gx_xfer_with_warnings(json_t *answer, json_t *warnings);
 
+/* GET /api/v1/tasks/{id}/watermark (route in gx_routes.c). */
+void gx_h_task_watermark(gx_req *req, gx_resp *resp);
+
 #endif

@@ -332,6 +332,8 @@ export const api = {
       query: refresh ? { refresh: 1 } : undefined,
     }),
   previewTransfer: (body: Body<'previewTransfer'>) => request<TransferPreview>('POST', '/transfers/preview', { body }),
+  // A transfer task's incremental watermark (name = <table>.<column>; value '' = none yet).
+  taskWatermark: (id: number, name: string) => request<Answer<'getTaskWatermark'>>('GET', `/tasks/${id}/watermark`, { query: { name } }),
 
   packages: () => request<{ items: CodePackage[] }>('GET', '/packages'),
 

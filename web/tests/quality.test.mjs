@@ -201,7 +201,7 @@ test("a transfer's quality key in the designer: the same editor, with row_count,
   assert.ok(kinds.includes('Row count'), kinds.join(','));
   // A threshold changed in the editor shows in the job's JSON and is saved.
   await editor.locator('[data-check="amount_nulls"] input[type="number"]').fill('0.3');
-  await until(async () => /"max_ratio": 0.3/.test(await page.locator('textarea.mono').first().inputValue()), 'the job text follows the editor');
+  await until(async () => /"max_ratio": 0.3/.test(await page.getByTestId('spec-panel').locator('pre').textContent()), 'the job follows the editor');
   await checkA11y(page, 'designer transfer quality checks');
   await shot(page, 'quality-designer-transfer');
   await page.getByTestId('save-task').click();

@@ -212,6 +212,8 @@ class Matrix(unittest.TestCase):
              lambda w: {"from": "2026-02-01T00:00:00Z", "to": "2026-02-01T02:00:00Z"}, TEAM),
             ("GET", "/api/v1/tasks/{id}/versions", lambda w: f"/api/v1/tasks/{t}/versions",
              None, READ),
+            ("GET", "/api/v1/tasks/{id}/watermark",
+             lambda w: f"/api/v1/tasks/{t}/watermark?name=src.id", None, READ),
             ("GET", "/api/v1/tasks/{id}/diff", lambda w: f"/api/v1/tasks/{t}/diff?from=1&to=1",
              None, READ),
             ("POST", "/api/v1/tasks/{id}/rollback",

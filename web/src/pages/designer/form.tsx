@@ -20,6 +20,7 @@ import { Prop, Section } from './prop';
 import { SpecPanel } from './spec-panel';
 import { Versions } from './versions';
 import { QualityChecks } from './quality';
+import { TransferConfig } from './transfer';
 import { setIn, type Ctx, type Obj } from './state';
 
 /** Sections of the form; properties the schema gains later land in "More". */
@@ -118,10 +119,12 @@ export function DesignerForm({ root, task, pools }: { root: JSONSchema; task: Ta
         setCur(t);
         if (t.changed) setComment('');
         toast(t.changed ? `Saved ${t.name}, version ${t.version}` : `No change: ${t.name} stays at version ${t.version}`);
+        if (t.warnings?.length) toast(t.warnings.map((w) => w.message).join(' · '), 'error');
         navigate(`/tasks/${t.id}`, true);
       } else {
         const t = await api.createTask(body);
         toast(`Created ${t.name}`);
+        if (t.warnings?.length) toast(t.warnings.map((w) => w.message).join(' · '), 'error');
         navigate(`/tasks/${t.id}`);
       }
     } catch (x) {
@@ -226,7 +229,9 @@ export function DesignerForm({ root, task, pools }: { root: JSONSchema; task: Ta
             </Section>
           ))}
           <Section title={`${type || 'Type'} configuration`} desc={configSchema.description} id="config">
-            {configSchema.properties ? (
+            {type === 'transfer' ? (
+              <TransferConfig ctx={ctx} />
+            ) : configSchema.properties ? (
               Object.entries(configSchema.properties).map(([k, ps]) => (
                 <Prop key={`${type}.${k}`} ctx={ctx} path={['config', k]} schema={ps} required={(configSchema.required ?? []).includes(k)} />
               ))
