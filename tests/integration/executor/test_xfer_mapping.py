@@ -14,7 +14,9 @@ Checks:
   .cast, .constant, spec.config.writers[0].table), on create and on update,
   and nothing is saved;
 - a good mapping saves with no warnings, runs, and the target holds the
-  renamed, cast and constant columns; the unmapped column never arrives.
+  renamed, cast and constant columns; the unmapped column never arrives;
+- the run reports the tables and columns it moved (lineage origin run), which
+  stay when the task is then saved with another target.
 
 usage: test_xfer_mapping.py BUILD_DIR HALLEY_PROTO
 Needs ORRERY_PG_DSN and ORRERY_ZK (deploy/test.sh exports them).
@@ -116,6 +118,27 @@ class Mapping(unittest.TestCase):
                                 f" WHERE ident = 7"), "7|n7|70|2024-01-08|crm")
         st = tt.stats(iid)
         self.assertEqual(st["rows_written"], 50)
+
+    def test_run_reports_what_it_moved(self):
+        r = tx.P.http("POST", "/api/v1/tasks", spec("xm_lineage", GOOD), token=tx.TOKEN)
+        self.assertEqual(r.status, 201, r)
+        tid = r.json()["id"]
+        tt.run(tid, 6)
+        # The task now writes elsewhere: its saved edges follow, the run's stay.
+        tt.sql(f"CREATE TABLE {PFX}_other (ident bigint)")
+        r = tx.P.http("PUT", f"/api/v1/tasks/{tid}",
+                      spec("xm_lineage", GOOD[:1], table=f"{PFX}_other"), token=tx.TOKEN)
+        self.assertEqual(r.status, 200, r)
+        src, dst, other = (f"xfer_pg.public.{PFX}_{t}" for t in ("src", "dst", "other"))
+        r = tx.P.http("GET", f"/api/v1/lineage?kind=table&name={src}", token=tx.TOKEN)
+        self.assertEqual(r.status, 200, r)
+        got = {(e["target_name"], tuple(e["origins"])) for e in r.json()["edges"]
+               if e["task"] == "xm_lineage"}
+        self.assertEqual(got, {(dst, ("run",)), (other, ("save",))})
+        r = tx.P.http("GET", f"/api/v1/lineage?kind=column&name={dst}.num", token=tx.TOKEN)
+        self.assertEqual([(e["source_name"], e["detail"], e["origins"]) for e in r.json()["edges"]
+                          if e["task"] == "xm_lineage"],
+                         [(f"{src}.code", {"cast": "int"}, ["run"])])
 
 
 if __name__ == "__main__":
