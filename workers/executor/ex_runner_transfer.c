@@ -350,8 +350,8 @@ orr_status ex_transfer_summary(orr_arena *a, const char *log_path, ex_stat *stat
     if (!sum)
         return orr_err_set(err, ORR_ENOTFOUND, log_path, "no transfer summary in the log");
     *ok = strcmp(json_string_value(json_object_get(sum, "status")), "ok") == 0;
-    static const char *const top[] = {"rows_read", "bytes_read", "dirty_rows", "seconds",
-                                      "rows_per_sec"};
+    static const char *const top[] = {"rows_read",    "bytes_read",     "dirty_rows",  "seconds",
+                                      "rows_per_sec", "resumed_splits", "rows_skipped"};
     for (size_t i = 0; i < sizeof top / sizeof top[0]; i++)
         if (json_is_number(json_object_get(sum, top[i])))
             stat_add(a, stats, cap, n, top[i], num(sum, top[i]));

@@ -219,6 +219,7 @@ class Transfer(unittest.TestCase):
         st = stats(iid)
         self.assertEqual(st["rows_read"], 1234)
         self.assertEqual(st["rows_written"], 1234)
+        self.assertEqual((st["resumed_splits"], st["rows_skipped"]), (0, 0))  # a first attempt
         self.assertEqual(st["dirty_rows"], 0)
         self.assertGreater(st["bytes_read"], 1234 * 5)
         self.assertIn("seconds", st)
@@ -230,6 +231,62 @@ class Transfer(unittest.TestCase):
             self.assertNotIn("password=", text)
         self.assertFalse(os.path.exists(os.path.join(tx.EX.work, "runs", f"{iid}-1")))
         self.assertIn("data source resolved", tx.EX.daemon_log())
+
+    def test_a_rerun_resumes_the_committed_splits_unless_from_scratch(self):
+        # The first attempt fails by construction at its last split: the
+        # target refuses the source's highest id (a CHECK). 800 rows in 4
+        # splits are sampled whole (deterministic boundaries at ids 201, 401,
+        # 601), and on one channel the splits commit in key order: the three
+        # before the bad row are committed and recorded, 600 rows.
+        sql("CREATE TABLE rs_src (id bigint PRIMARY KEY, v text);"
+            "CREATE TABLE rs_dst (id bigint PRIMARY KEY, v text, CONSTRAINT rs_max CHECK (id < 800));"
+            "INSERT INTO rs_src SELECT g, md5(g::text) FROM generate_series(1, 800) g;"
+            "ANALYZE rs_src")
+        tid = new_task({"name": "rs_copy", "channels": 1,
+                        "reader": pg_endpoint("rs_src", split={"key": "id", "shards": 4}),
+                        "writers": [pg_endpoint("rs_dst")]})
+        iid, inst = run(tid, 0, want="failed")
+        self.assertEqual(sql("SELECT count(*) FROM rs_dst"), "600")
+        self.assertEqual(sql("SELECT count(*) FROM orr_wh_splits WHERE job = 'rs_copy'"), "3")
+
+        def attempt_stats(n):
+            r = tx.rpc("ListProcessStats", tx.PB.ListProcessStatsRequest(instance_id=iid),
+                       tx.PB.ListProcessStatsResponse)
+            return {x.key: x.value for x in r.stats if x.attempt == n}
+
+        def rerun(attempt, want, **body):
+            r = tx.P.http("POST", f"/api/v1/instances/{iid}/rerun", body, token=tx.TOKEN)
+            self.assertEqual(r.status, 200, r)
+            S = tx.PB.InstanceState
+            for a, b, ex in (("WAITING", "READY", ""), ("READY", "DISPATCHED", tx.EX.id)):
+                tx.rpc("TransitionInstance", tx.PB.TransitionRequest(
+                    instance_id=iid, expected_state=S.Value(f"INSTANCE_STATE_{a}"),
+                    new_state=S.Value(f"INSTANCE_STATE_{b}"), actor="kepler", executor=ex),
+                    tx.PB.TransitionResult)
+            got = tx.wait_state(iid, ("success", "failed", "timed_out"), timeout=45)
+            self.assertEqual((got.attempt, tx.state_name(got.state)), (attempt, want),
+                             tx.EX.get_log(iid)[1][-3000:])
+            return attempt_stats(attempt)
+
+        # The rerun resumes: it reads only the last split.
+        sql("ALTER TABLE rs_dst DROP CONSTRAINT rs_max")
+        st = rerun(2, "success")
+        self.assertEqual((st["resumed_splits"], st["rows_skipped"], st["rows_read"]),
+                         (3, 600, 200))
+        self.assertEqual(sql("SELECT count(*) FROM (SELECT * FROM rs_src EXCEPT ALL "
+                             "SELECT * FROM rs_dst) x"), "0")
+        self.assertEqual(sql("SELECT count(*) FROM rs_dst"), "800")
+        self.assertEqual(sql("SELECT count(*) FROM orr_wh_splits WHERE job = 'rs_copy'"), "0")
+
+        # Failed again midway, then rerun from scratch (on an emptied
+        # target): every split is read, none skipped.
+        sql("TRUNCATE rs_dst; ALTER TABLE rs_dst ADD CONSTRAINT rs_max CHECK (id < 800)")
+        rerun(3, "failed")
+        self.assertEqual(sql("SELECT count(*) FROM orr_wh_splits WHERE job = 'rs_copy'"), "3")
+        sql("TRUNCATE rs_dst; ALTER TABLE rs_dst DROP CONSTRAINT rs_max")
+        st = rerun(4, "success", from_scratch=True)
+        self.assertEqual((st["resumed_splits"], st["rows_skipped"], st["rows_read"]), (0, 0, 800))
+        self.assertEqual(sql("SELECT count(*) FROM rs_dst"), "800")
 
     def test_datasource_password_is_the_one_used(self):
         # The same source with a wrong stored secret: PostgreSQL refuses it.
