@@ -17,6 +17,9 @@ Checks:
   renamed, cast and constant columns; the unmapped column never arrives;
 - the run reports the tables and columns it moved (lineage origin run), which
   stay when the task is then saved with another target.
+- GET /api/v1/tasks/{id}/watermark answers "" before an incremental mapped
+  task's first run and the high mark after it (400 without a name, 404 for
+  an unknown task).
 
 usage: test_xfer_mapping.py BUILD_DIR HALLEY_PROTO
 Needs ORRERY_PG_DSN and ORRERY_ZK (deploy/test.sh exports them).
@@ -139,6 +142,27 @@ class Mapping(unittest.TestCase):
         self.assertEqual([(e["source_name"], e["detail"], e["origins"]) for e in r.json()["edges"]
                           if e["task"] == "xm_lineage"],
                          [(f"{src}.code", {"cast": "int"}, ["run"])])
+
+    def test_watermark_route(self):
+        s = spec("xm_incr", GOOD, reader_extra={"incremental": {"column": "id", "kind": "integer"}})
+        s["config"]["writers"][0]["mode"] = "append"
+        tt.sql(f"TRUNCATE {PFX}_dst")
+        r = tx.P.http("POST", "/api/v1/tasks", s, token=tx.TOKEN)
+        self.assertEqual(r.status, 201, r)
+        tid = r.json()["id"]
+        path = f"/api/v1/tasks/{tid}/watermark?name={PFX}_src.id"
+        r = tx.P.http("GET", path, token=tx.TOKEN)
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual((r.json()["value"], r.json()["instance_id"]), ("", None))
+        iid, _ = tt.run(tid, 7)
+        r = tx.P.http("GET", path, token=tx.TOKEN)
+        self.assertEqual((r.json()["value"], r.json()["instance_id"]), ("50", iid), r.json())
+        self.assertIsNotNone(r.json()["updated_at"])
+        r = tx.P.http("GET", f"/api/v1/tasks/{tid}/watermark", token=tx.TOKEN)
+        self.assertEqual(r.status, 400, r)
+        self.assertEqual(r.json()["error"]["field"], "name")
+        r = tx.P.http("GET", f"/api/v1/tasks/999999/watermark?name=x.id", token=tx.TOKEN)
+        self.assertEqual(r.status, 404, r)
 
 
 if __name__ == "__main__":
