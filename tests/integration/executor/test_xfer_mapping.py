@@ -16,7 +16,7 @@ Checks:
 - a good mapping saves with no warnings, runs, and the target holds the
   renamed, cast and constant columns; the unmapped column never arrives;
 - the run reports the tables and columns it moved (lineage origin run), which
-  stay when the task is then saved with another target.
+  stay when the task is then saved with another target;
 - GET /api/v1/tasks/{id}/watermark answers "" before an incremental mapped
   task's first run and the high mark after it (400 without a name, 404 for
   an unknown task).
