@@ -202,6 +202,9 @@ typedef struct wh_ctx {
     wh_incr incr;
     wh_dirty *dirty;
     size_t batch_rows, batch_bytes;
+    /* Rows the run should read, as the splitter estimated them (the
+     * planner's figure; 0 unknown): progress and its end estimate. */
+    uint64_t rows_estimate;
 } wh_ctx;
 
 /* Report a dirty row (thread-safe): counted, written to the reject file, and

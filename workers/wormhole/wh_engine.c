@@ -30,6 +30,7 @@
 #include "orr_log.h"
 #include "wh_dirty.h"
 #include "wh_map.h"
+#include "wh_progress.h"
 #include "wh_quality.h"
 #include "wh_queue.h"
 #include "wh_resume.h"
@@ -65,6 +66,8 @@ typedef struct wh_run {
     wh_schema src;
     wh_shards shards;
     atomic_size_t next_shard;
+    atomic_size_t shards_done; /* shards read to their end */
+    size_t shards_todo;        /* shards this run reads (resume leaves some out) */
     wh_pool pool;
     wh_wrun *w;
     size_t nw;
@@ -220,6 +223,7 @@ static void *wh_reader_main(void *arg)
         }
         if (rc != ORR_EOF)
             break;
+        atomic_fetch_add(&r->shards_done, 1);
     }
     ops->close(st);
     return NULL;
@@ -343,11 +347,17 @@ static void *wh_monitor_main(void *arg)
             waiting = "reader";
         else if (dww > drw)
             waiting = "writer";
-        fprintf(stderr,
-                "wormhole progress: rows_read=%" PRIu64 " rows_written=%" PRIu64
-                " mb=%.1f rows_per_sec=%.0f dirty=%" PRIu64 " waiting=%s\n",
-                rows, written, (double)bytes / 1048576.0, rps, wh_dirty_count(r->ctx.dirty),
-                waiting);
+        wh_progress p = {.rows_read = rows,
+                         .rows_written = written,
+                         .bytes_read = bytes,
+                         .dirty = wh_dirty_count(r->ctx.dirty),
+                         .rows_per_sec = rps,
+                         .waiting = waiting,
+                         .shards_done = atomic_load(&r->shards_done),
+                         .shards_total = r->shards_todo,
+                         .rows_estimate = r->ctx.rows_estimate,
+                         .elapsed_s = (double)(now - r->t0) / 1e9};
+        wh_progress_print(stderr, &p);
         last_t = last_print = now;
         last_rows = rows;
         last_rw = rw;
@@ -545,6 +555,7 @@ orr_status wh_run(const wh_job *job, const char *state_path, wh_result *res)
         goto fail;
     r->rchannels = rep->channels;
     size_t pending = r->res.on ? wh_resume_pending(&r->res, r->shards.n) : r->shards.n;
+    r->shards_todo = pending;
     if ((size_t)r->rchannels > pending)
         r->rchannels = (int)(pending ? pending : 1);
     if (r->res.on) {
@@ -783,6 +794,9 @@ out:
     res->bytes_read = atomic_load(&r->bytes_read);
     res->dirty_rows = wh_dirty_count(r->ctx.dirty);
     res->shards = r->shards.n;
+    res->shards_done = atomic_load(&r->shards_done);
+    res->shards_todo = r->shards_todo;
+    res->rows_estimate = r->ctx.rows_estimate;
     res->reader_channels = r->rchannels;
     res->seconds = (double)(wh_now_ns() - r->started) / 1e9;
     res->nwriters = r->nw;
@@ -851,6 +865,9 @@ json_t *wh_result_json(const wh_job *job, const wh_result *res)
     json_object_set_new(o, "bytes_read", json_integer((json_int_t)res->bytes_read));
     json_object_set_new(o, "dirty_rows", json_integer((json_int_t)res->dirty_rows));
     json_object_set_new(o, "shards", json_integer((json_int_t)res->shards));
+    json_object_set_new(o, "shards_total", json_integer((json_int_t)res->shards_todo));
+    json_object_set_new(o, "shards_done", json_integer((json_int_t)res->shards_done));
+    json_object_set_new(o, "rows_estimate", json_integer((json_int_t)res->rows_estimate));
     json_object_set_new(o, "reader_channels", json_integer(res->reader_channels));
     json_object_set_new(o, "seconds", json_real(res->seconds));
     json_object_set_new(o, "rows_per_sec",

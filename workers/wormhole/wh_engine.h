@@ -29,6 +29,9 @@ typedef struct wh_result {
     uint64_t bytes_read; /* source bytes consumed */
     uint64_t dirty_rows; /* every side */
     uint64_t shards;
+    uint64_t shards_done;   /* shards read to their end */
+    uint64_t shards_todo;   /* shards this run had to read (resume: fewer than shards) */
+    uint64_t rows_estimate; /* the source's estimate before the run; 0 unknown */
     int reader_channels;
     double seconds;
     size_t nwriters;

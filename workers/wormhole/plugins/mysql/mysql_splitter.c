@@ -13,7 +13,6 @@
 
 static orr_status my_split(void *conf, wh_ctx *ctx, int channels, wh_shards *out, orr_err *err)
 {
-    (void)ctx;
     wh_mysql_conf *c = conf;
     if (c->o.tables) {
         for (size_t i = 0; i < c->o.ntables; i++)
@@ -43,6 +42,7 @@ static orr_status my_split(void *conf, wh_ctx *ctx, int channels, wh_shards *out
         mysql_free_result(res);
         res = NULL;
     }
+    ctx->rows_estimate = rows > 0 ? (uint64_t)rows : 0; /* progress: the whole table */
     double frac = rows > 0 ? (double)want * 200.0 / rows : 1;
     if (frac > 1)
         frac = 1;

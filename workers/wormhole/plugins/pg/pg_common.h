@@ -64,6 +64,10 @@ void wh_pg_quote_literal(orr_buf *out, const char *s);
 orr_status wh_pg_describe(PGconn *c, const char *table, const char **names, size_t nnames,
                           wh_schema *out, const char *path, orr_err *err);
 
+/* The planner's estimate of the rows the reader will read (pg_estimate.c);
+ * 0 when unknown. Never fails. */
+uint64_t wh_pg_estimate_rows(PGconn *conn, const wh_pg_conf *c, const wh_ctx *ctx);
+
 /* Options shared by the reader and writer configure. */
 orr_status wh_pg_conf_parse(const json_t *spec, const char *path, int is_reader, wh_pg_conf **out,
                             orr_err *err);

@@ -17,6 +17,7 @@
 static orr_status pg_split(void *conf, wh_ctx *ctx, int channels, wh_shards *out, orr_err *err)
 {
     wh_pg_conf *c = conf;
+    ctx->rows_estimate = wh_pg_estimate_rows(c->snap_conn, c, ctx);
     if (c->o.tables) {
         for (size_t i = 0; i < c->o.ntables; i++)
             wh_shards_add(out, NULL, c->o.tables[i], NULL);
