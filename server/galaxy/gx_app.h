@@ -205,6 +205,7 @@ void gx_h_quota_put(gx_req *, gx_resp *);
 void gx_h_type_limits_list(gx_req *, gx_resp *);
 void gx_h_type_limits_put(gx_req *, gx_resp *);
 void gx_h_instance_stats(gx_req *, gx_resp *);
+void gx_h_instance_progress(gx_req *, gx_resp *);
 void gx_h_task_stats(gx_req *, gx_resp *);
 void gx_h_workflows_list(gx_req *, gx_resp *);
 void gx_h_workflow_get(gx_req *, gx_resp *);

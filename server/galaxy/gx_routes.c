@@ -89,6 +89,8 @@ const gx_route gx_routes[] = {
      "Set a task type's sandbox limits"},
     {"GET", "/api/v1/instances/{id}/stats", gx_h_instance_stats, GX_ROLE_VIEWER,
      "Process statistics of an instance's attempts"},
+    {"GET", "/api/v1/instances/{id}/progress", gx_h_instance_progress, GX_ROLE_VIEWER,
+     "Live progress of a transfer attempt: current figures, rate series, final figures"},
     {"GET", "/api/v1/tasks/{id}/stats", gx_h_task_stats, GX_ROLE_VIEWER,
      "Process statistics of the task's newest instances"},
     /* administration */

@@ -205,6 +205,8 @@ orr_status hl_lineage_save_stream(hl_conn *c, orr_arena *a, const char *name, co
 /* Process statistics (hl_api_process_stats.c). */
 HL_UNARY(hl_api_record_process_stats);
 HL_UNARY(hl_api_list_process_stats);
+HL_UNARY(hl_api_record_transfer_progress);
+HL_UNARY(hl_api_get_transfer_progress);
 /* Transfer watermarks (hl_api_watermarks.c). */
 HL_UNARY(hl_api_get_watermark);
 HL_UNARY(hl_api_put_watermark);

@@ -115,6 +115,8 @@ const orr_rpc_method hl_methods[] = {
     {"ReportRunLineage", hl_api_report_run_lineage, NULL},
     {"RecordProcessStats", hl_api_record_process_stats, NULL},
     {"ListProcessStats", hl_api_list_process_stats, NULL},
+    {"RecordTransferProgress", hl_api_record_transfer_progress, NULL},
+    {"GetTransferProgress", hl_api_get_transfer_progress, NULL},
     {"GetWatermark", hl_api_get_watermark, NULL},
     {"PutWatermark", hl_api_put_watermark, NULL},
     {"ListWorkflowRuns", hl_api_list_workflow_runs, NULL},

@@ -17,6 +17,8 @@
  *   6. running -> success | failed | timed_out (+ exit code, reason), through
  *      the outbox. A kill by a person needs no report (the instance is
  *      already killed); the process tree is ended all the same.
+ *   5a. transfer: its progress lines followed while it runs and recorded
+ *       in Halley at most once a second (ex_progress.h).
  *   6a. transfer and quality: process statistics from wormhole's summary
  *      (quality.<check>.* too; a failed check is the reason "quality") and,
  *      for a transfer after a success, the new watermark (ex_xfer.c); a
@@ -38,6 +40,7 @@
 #include "ex_daemon.h"
 #include "ex_logcap.h"
 #include "ex_params.h"
+#include "ex_progress.h"
 #include "ex_runner.h"
 #include "orr_alloc.h"
 #include "orr_arena.h"
@@ -193,6 +196,7 @@ static void run_job(ex_daemon *d, ex_job *j, orr_arena *a)
     orr_err_clear(&err);
     ex_sandbox *sb = NULL;
     ex_logcap *cap = NULL;
+    ex_progress *prog = NULL;
     char log_path[EX_PATH + 64] = "";
     int64_t inst = j->instance_id;
     char run_dir[EX_PATH + 64] = ""; /* set: removed at the end */
@@ -332,12 +336,16 @@ static void run_job(ex_daemon *d, ex_job *j, orr_arena *a)
     set_sb(d, j, sb);
     if (atomic_load(&j->cancel) != EX_CANCEL_NONE) /* a kill that came before the sandbox */
         ex_sandbox_cancel(sb);
+    if (strcmp(js.type, "transfer") == 0)
+        prog = ex_progress_start(d, log_path, inst, j->attempt);
     ORR_INFO("instance running", "instance=%lld attempt=%d pid=%d slots=%d timeout_ms=%lld",
              (long long)inst, j->attempt, (int)ex_sandbox_pid(sb), js.slots,
              (long long)js.timeout_ms);
 
     ex_result res;
     ex_sandbox_wait(sb, ex_now_ms() + js.timeout_ms, &res);
+    ex_progress_stop(prog);
+    prog = NULL;
     ex_logcap_finish(cap); /* the group is dead: the log is complete */
     cap = NULL;
     set_sb(d, j, NULL);
@@ -432,6 +440,7 @@ static void run_job(ex_daemon *d, ex_job *j, orr_arena *a)
         finish_report(d, j, HL_STATE(RUNNING), to, reason, 1, code);
 
 done:
+    ex_progress_stop(prog);
     ex_logcap_finish(cap);
     if (run_dir[0])
         ex_remove_tree(run_dir);

@@ -307,6 +307,8 @@ class Matrix(unittest.TestCase):
              None, READ),
             ("GET", "/api/v1/instances/{id}/stats",
              lambda w: f"/api/v1/instances/{Matrix.instances[0]}/stats", None, READ),
+            ("GET", "/api/v1/instances/{id}/progress",
+             lambda w: f"/api/v1/instances/{Matrix.instances[0]}/progress", None, READ),
             ("GET", "/api/v1/tasks/{id}/stats", lambda w: f"/api/v1/tasks/{t}/stats", None, READ),
             ("GET", "/api/v1/workflows", lambda w: "/api/v1/workflows", None, READ),
             ("GET", "/api/v1/workflows/{name}", lambda w: "/api/v1/workflows/wf-etl", None, READ),
