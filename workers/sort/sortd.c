@@ -176,7 +176,9 @@ static int sortd_run_pipe(orr_config *cfg, const sort_spec *spec, int64_t versio
     };
     sort_pipe_stats st;
     memset(&st, 0, sizeof st);
-    orr_sdnotify_ready("sortd running"); /* once the pipeline is set up; again is harmless */
+    /* Ready for systemd: the spec is checked and the pipeline starts (a
+     * second READY, for a new spec version, is harmless). */
+    orr_sdnotify_ready("sortd running");
     orr_status s = sort_pipe_run(&pc, &st, &err);
     char *js = sort_pipe_stats_json(&st);
     if (version >= 0 && js && js[0] == '{')
