@@ -271,11 +271,10 @@ orr_status gx_meta_tables(gx_app *app, const char *datasource, int refresh, json
 
 /* ------------------------------------------------------------ REST */
 
-/* Answer err; a data source or table that is not there names the path
- * parameter. */
+/* Answer err; an error about the data source names the path parameter. */
 static void gx__meta_fail(gx_resp *resp, orr_err *err)
 {
-    if (err->code == ORR_ENOTFOUND && strcmp(err->field, "datasource") == 0)
+    if (strcmp(err->field, "datasource") == 0)
         snprintf(err->field, sizeof err->field, "name");
     gx_resp_err(resp, err);
 }

@@ -144,7 +144,8 @@ int ex_quality_failed_exit(const char *type, int exited, int exit_code);
 void ex_quality_stats(orr_arena *a, const json_t *summary, ex_stat *stats, size_t cap, size_t *n);
 
 /* ex_transfer_resolve with a choice: with infer_type, an endpoint without
- * "type" gets the one of the data source's kind (postgres, else mysql).
+ * "type" gets the one of the data source's kind (postgresql: postgres;
+ * mysql, mariadb: mysql; any other kind is ORR_EINVAL).
  * ORR_ENOTFOUND (field path.datasource) for an unknown data source,
  * ORR_EINVAL for a kind the type cannot use. Blocks on hooks. */
 orr_status ex_transfer_resolve_typed(const ex_run_ctx *ctx, json_t *ep, const char *path,

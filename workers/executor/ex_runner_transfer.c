@@ -180,12 +180,18 @@ orr_status ex_transfer_resolve_typed(const ex_run_ctx *ctx, json_t *ep, const ch
                            "data source \"%.128s\" has parameters that are not a JSON object",
                            name);
     }
-    if (infer_type && !json_object_get(ep, "type"))
-        json_object_set_new(
-            ep, "type",
-            json_string(strcmp(ds.kind, "postgresql") == 0 || strcmp(ds.kind, "postgres") == 0
-                            ? "postgres"
-                            : "mysql"));
+    if (infer_type && !json_object_get(ep, "type")) {
+        int pg = strcmp(ds.kind, "postgresql") == 0 || strcmp(ds.kind, "postgres") == 0;
+        int my = strcmp(ds.kind, "mysql") == 0 || strcmp(ds.kind, "mariadb") == 0;
+        if (!pg && !my) {
+            json_decref(params);
+            return orr_err_set(err, ORR_EINVAL, field,
+                               "data source \"%.128s\" is of kind %.64s: only postgresql and "
+                               "mysql sources can be read here",
+                               name, ds.kind);
+        }
+        json_object_set_new(ep, "type", json_string(pg ? "postgres" : "mysql"));
+    }
     const char *type = json_string_value(json_object_get(ep, "type"));
     orr_buf dsn = ORR_BUF_INIT;
     if (type && strcmp(type, "postgres") == 0 &&

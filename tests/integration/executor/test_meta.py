@@ -221,6 +221,14 @@ class Meta(unittest.TestCase):
         r = get("/api/v1/datasources/bad%20name/tables")
         self.assertEqual(r.status, 400, r)
         self.assertEqual(r.json()["error"]["field"], "name")
+        # A kind without a catalog wormhole can read.
+        tx.rpc("PutDataSource", tx.PB.PutDataSourceRequest(
+            name="meta_hdfs", kind="hdfs", actor="it", params_json='{"host": "h"}'),
+            tx.PB.DataSource)
+        r = get("/api/v1/datasources/meta_hdfs/tables")
+        self.assertEqual(r.status, 400, r)
+        self.assertEqual(r.json()["error"]["field"], "name")
+        self.assertIn("kind hdfs", r.json()["error"]["message"])
         # Anyone logged in may read; nobody else.
         self.assertEqual(tx.P.http("GET", "/api/v1/datasources/xfer_pg/tables").status, 401)
         ann = tx.P.login("ann", "ann-password-1")
