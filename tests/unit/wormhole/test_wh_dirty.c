@@ -42,7 +42,7 @@ static void test_invalid_utf8_line_is_whole(void **state)
 {
     (void)state;
     const char *vals[4] = {"ok \"q\"\n", "bad \xff\xfe byte", NULL, "nul\0in"};
-    int64_t lens[4] = {7, 14, -1, 6};
+    int64_t lens[4] = {7, 11, -1, 6};
     json_t *line = wh_dirty_line("pg#0", 2, 17, "column x: bad \xc3", vals, lens, 4, NULL, 0);
     orr_buf b = ORR_BUF_INIT;
     orr_json_dump_buf(line, &b);
