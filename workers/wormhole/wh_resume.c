@@ -143,13 +143,8 @@ orr_status wh_resume_setup(wh_resume *rs, const wh_job *job, wh_incr *incr, wh_s
             return ORR_OK;
         }
     }
-    rs->on = 1;
     wh_resume_key(job, incr->on && incr->has_low ? incr->low : "", rs->run_key);
     rs->state = "fresh";
-    if (job->resume == WH_RESUME_SCRATCH) {
-        snprintf(rs->note, sizeof(rs->note), "from scratch: earlier split records dropped");
-        return ORR_OK;
-    }
     wh_wrec *rec = orr_xcalloc(job->nwriters, sizeof(*rec));
     orr_status rc = ORR_OK;
     size_t matched = 0, stale = 0, first = job->nwriters;
@@ -157,8 +152,20 @@ orr_status wh_resume_setup(wh_resume *rs, const wh_job *job, wh_incr *incr, wh_s
         const wh_endpoint *ep = &job->writers[i];
         rc = ep->plugin->resume->load(ep->conf, job->name, &rec[i].key, &rec[i].plan, &rec[i].done,
                                       &rec[i].ndone, err);
+        if (rc == ORR_EPERM) {
+            /* No record tables, and no right to make them: nothing to
+             * resume from, and nowhere to keep records. */
+            rs->state = "unsupported";
+            snprintf(rs->note, sizeof(rs->note), "writer %s cannot keep split records: %.200s",
+                     ep->name, err->msg);
+            orr_err_clear(err);
+            rc = ORR_OK;
+            goto out;
+        }
         if (rc)
             goto out;
+        if (job->resume == WH_RESUME_SCRATCH)
+            continue;
         if (!rec[i].key)
             continue;
         if (strcmp(rec[i].key, rs->run_key) != 0 || !rec[i].plan) {
@@ -168,6 +175,11 @@ orr_status wh_resume_setup(wh_resume *rs, const wh_job *job, wh_incr *incr, wh_s
         matched++;
         if (first == job->nwriters)
             first = i;
+    }
+    rs->on = 1;
+    if (job->resume == WH_RESUME_SCRATCH) {
+        snprintf(rs->note, sizeof(rs->note), "from scratch: earlier split records dropped");
+        goto out;
     }
     if (!matched) {
         if (stale)
@@ -217,8 +229,8 @@ out:
     }
     free(rec);
     if (!rc && rs->note[0])
-        ORR_INFO("transfer resume", "job=%s state=%s note=%s", orr_log_q(job->name), rs->state,
-                 orr_log_q(rs->note));
+        orr_log(rs->on ? ORR_LOG_INFO : ORR_LOG_WARN, "transfer resume", "job=%s state=%s note=%s",
+                orr_log_q(job->name), rs->state, orr_log_q(rs->note));
     return rc;
 }
 

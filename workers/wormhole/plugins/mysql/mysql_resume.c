@@ -66,6 +66,9 @@ static void my_resume_stage(const wh_mysql_conf *c, orr_buf *out)
     wh_mysql_quote_qualified(out, stage);
 }
 
+/* Connect, with the record tables there or created now. NULL with err set:
+ * ORR_EPERM when they are missing and cannot be created (the run goes
+ * without bookkeeping then: there can be no records to resume). */
 static MYSQL *my_resume_connect(wh_mysql_conf *c, orr_err *err)
 {
     MYSQL *m = wh_mysql_connect(c->o.dsn, c->o.path, err);
@@ -73,6 +76,22 @@ static MYSQL *my_resume_connect(wh_mysql_conf *c, orr_err *err)
         return NULL;
     for (const char *const *d = my_resume_ddl; *d; d++)
         if (wh_mysql_exec(m, *d, c->o.path, err) != ORR_OK) {
+            /* without the right to create them, tables made by someone
+             * else do */
+            const char *q = "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = "
+                            "DATABASE() AND TABLE_NAME IN ('orr_wh_runs', 'orr_wh_splits')";
+            MYSQL_RES *r = NULL;
+            int have = mysql_real_query(m, q, strlen(q)) == 0 && (r = mysql_store_result(m)) &&
+                       mysql_num_rows(r) == 1;
+            if (have) {
+                MYSQL_ROW row = mysql_fetch_row(r);
+                have = row && row[0] && strcmp(row[0], "2") == 0;
+            }
+            if (r)
+                mysql_free_result(r);
+            if (have)
+                break;
+            err->code = ORR_EPERM;
             mysql_close(m);
             return NULL;
         }

@@ -30,6 +30,30 @@
     "run_key text NOT NULL, split integer NOT NULL, rows bigint NOT NULL, "                        \
     "committed_at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (job, target, split))"
 
+/* The record tables exist, or are created now: serialized by an advisory
+ * lock, since concurrent CREATE TABLE IF NOT EXISTS of one name can fail.
+ * ORR_EPERM when they are missing and cannot be created (the run goes
+ * without bookkeeping then: there can be no records to resume). */
+static orr_status pg_resume_tables(PGconn *conn, const wh_pg_conf *c, orr_err *err)
+{
+    PGresult *r = PQexec(conn, "SELECT to_regclass('orr_wh_runs') IS NOT NULL AND "
+                               "to_regclass('orr_wh_splits') IS NOT NULL");
+    int have = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1 &&
+               strcmp(PQgetvalue(r, 0, 0), "t") == 0;
+    PQclear(r);
+    if (have)
+        return ORR_OK;
+    if (wh_pg_exec(conn,
+                   "BEGIN; SELECT pg_advisory_xact_lock(7306357351468396833); " PG_RESUME_DDL
+                   "; COMMIT",
+                   c->o.path, err) != ORR_OK) {
+        PQclear(PQexec(conn, "ROLLBACK"));
+        err->code = ORR_EPERM;
+        return ORR_EPERM;
+    }
+    return ORR_OK;
+}
+
 static int pg_resume_supported(void *conf, const char **why)
 {
     (void)conf;
@@ -87,15 +111,17 @@ static orr_status pg_resume_load(void *conf, const char *job, char **run_key, ch
         return ORR_EUNAVAIL;
     orr_buf q = ORR_BUF_INIT;
     PGresult *r = NULL;
-    orr_status rc = wh_pg_exec(conn, PG_RESUME_DDL, c->o.path, err);
+    orr_status rc = pg_resume_tables(conn, c, err);
     if (rc)
         goto out;
     orr_buf_append_str(&q, "SELECT run_key, plan FROM orr_wh_runs");
     pg_resume_where(c, job, &q);
     r = PQexec(conn, q.data);
     if (PQresultStatus(r) != PGRES_TUPLES_OK) {
-        rc = orr_err_set(err, ORR_EIO, c->o.path, "PostgreSQL (split records): %s",
-                         PQerrorMessage(conn));
+        /* tables of another user, not readable: no records of ours there */
+        const char *state = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+        rc = orr_err_set(err, state && strcmp(state, "42501") == 0 ? ORR_EPERM : ORR_EIO, c->o.path,
+                         "PostgreSQL (split records): %s", PQerrorMessage(conn));
         goto out;
     }
     if (PQntuples(r) != 1)
@@ -165,7 +191,7 @@ static orr_status pg_resume_begin(void *conf, const char *job, const char *run_k
     if (!conn)
         return ORR_EUNAVAIL;
     orr_buf q = ORR_BUF_INIT;
-    orr_buf_append_str(&q, PG_RESUME_DDL "; BEGIN; ");
+    orr_buf_append_str(&q, "BEGIN; ");
     if (c->o.mode != WH_MODE_APPEND) {
         orr_buf_append_str(&q, "DROP TABLE IF EXISTS ");
         pg_resume_stage(c, &q);
