@@ -260,7 +260,7 @@ int wh_text_record(const wh_textfmt *f, const char *p, size_t n, int eof, wh_bat
     *why = "";
     if (f->csv)
         return wh_csv_record(f, p, n, eof, b, used, why);
-    const char *nl = memchr(p, '\n', n);
+    const char *nl = n ? memchr(p, '\n', n) : NULL; /* p may be NULL when n is 0 */
     if (!nl && !eof)
         return WH_REC_MORE;
     size_t len = nl ? (size_t)(nl - p) : n;
