@@ -143,7 +143,7 @@ static json_t *dirty_read(int fd, size_t max)
         nl = strchr(line, '\n');
         if (nl)
             *nl++ = 0;
-        json_t *j = json_loads(line, 0, NULL);
+        json_t *j = json_loads(line, JSON_ALLOW_NUL, NULL); /* a NUL in a field is \u0000 */
         if (!json_is_object(j)) {
             json_decref(j);
             continue;

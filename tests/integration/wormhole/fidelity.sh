@@ -136,7 +136,8 @@ PY
 	myt "$src"
 	pgt "$dz"
 	my -e "CREATE TABLE $src (id int PRIMARY KEY, d date, note varchar(20)) DEFAULT CHARSET=utf8mb4;
-	       SET SESSION sql_mode = ''; INSERT INTO $src VALUES (1, '2024-01-02', 'a'), (2, '0000-00-00', 'zero \"q\"'), (3, '2024-00-10', NULL)"
+	       SET SESSION sql_mode = ''; INSERT INTO $src VALUES (1, '2024-01-02', 'a'), (2, '0000-00-00', 'zero \"q\"'), (3, '2024-00-10', NULL),
+	       (4, '0000-00-00', CONCAT('nul', CHAR(0)))"
 	pg -c "CREATE TABLE $dz (id int, d date, note text)"
 	job zero "$MY,\"table\":\"$src\"" "$PG,\"table\":\"$dz\""
 	must_run "$TMP/zero.json"
@@ -144,10 +145,14 @@ PY
 	/usr/bin/python3 - "$TMP/zero.rej" <<'PY' || fail "zero-date rejects do not carry the row"
 import json, sys
 lines = sorted((json.loads(l) for l in open(sys.argv[1])), key=lambda l: l['row'])
-assert [l['fields'] for l in lines] == [['2', '0000-00-00', 'zero "q"'], ['3', '2024-00-10', None]], lines
+assert [l['fields'] for l in lines] == [['2', '0000-00-00', 'zero "q"'], ['3', '2024-00-10', None],
+                                        ['4', '0000-00-00', 'nul\x00']], lines
 assert all(l['side'] == 'reader' and l['reason'] == 'zero date' and 'raw' not in l for l in lines), lines
 PY
 	echo "ok: a MariaDB zero-date reject carries the row's values"
+	# The preview lists them all, the one holding a NUL too.
+	"$WH" preview "$TMP/zero.json" >"$TMP/preview.json" 2>"$TMP/err.txt" || fail "wormhole preview exited $?"
+	expect_eq "preview dirty rows" "$(/usr/bin/python3 -c "import json,sys; print([d['row'] for d in json.load(open(sys.argv[1]))['dirty']])" "$TMP/preview.json")" "[2, 3, 4]"
 
 	# What PostgreSQL refuses in the middle of a COPY (a NUL byte in text, the
 	# escape \u0000 in jsonb) from columns of the same type name is a dirty
