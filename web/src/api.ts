@@ -78,6 +78,9 @@ export type SortStream = Sent<Schemas['SortStream']>;
 export type DataUnit = Sent<Schemas['DataUnit']>;
 export type ProcessStat = ItemOf<'instanceStats'>;
 export type TaskRunStats = ItemOf<'taskStats'>;
+/** GET /instances/{id}/progress: a transfer attempt's live figures and rate series. */
+export type TransferProgress = Answer<'instanceProgress'>;
+export type TransferPoint = TransferProgress['series'][number];
 export type LineageEdge = Sent<Schemas['LineageEdge']>;
 export type LineageNode = Sent<Schemas['LineageNode']>;
 export type WorkflowRuns = Answer<'listWorkflowRuns'>;
@@ -346,6 +349,8 @@ export const api = {
 
   instanceStats: (id: number) => request<Answer<'instanceStats'>>('GET', `/instances/${id}/stats`),
   taskStats: (id: number) => request<Answer<'taskStats'>>('GET', `/tasks/${id}/stats`),
+  instanceProgress: (id: number, attempt?: number) =>
+    request<TransferProgress>('GET', `/instances/${id}/progress`, { query: attempt ? { attempt } : {} }),
   lineage: (q: { kind: string; name: string; depth?: number; columns?: boolean }) => request<{ edges: LineageEdge[] }>('GET', '/lineage', { query: q }),
   lineageNames: (q: string, limit = 12, signal?: AbortSignal) =>
     request<Answer<'suggestLineageNames'>>('GET', '/lineage/names', { query: { q, limit }, signal }),

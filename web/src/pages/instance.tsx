@@ -3,7 +3,8 @@
 // state timeline built from the transitions, the upstream/downstream graph
 // with each neighbour's state, the process statistics of the run and rows
 // over the task's recent runs (components/procstats.tsx), and the logs of
-// its attempts (components/logview.tsx).
+// its attempts (components/logview.tsx); for a transfer, its live progress
+// (transfer-progress.tsx).
 //
 // The page polls the instance (every 2 s while it is not finished) so state
 // changes made by the scheduler or by other people show up by themselves.
@@ -19,6 +20,7 @@ import { PausedNote } from '../components/workflow-header';
 import { Confirm, ErrorBanner, Link, Loading, PageHead, StateBadge, toast, useAsync, useInterval } from '../components/ui';
 import { RunActions } from '../components/run';
 import { fmtDuration, fmtRelative, fmtShort, fmtTime } from '../format';
+import { TransferProgressPanel } from './transfer-progress';
 import { useRoute } from '../router';
 import { canAct, useMe } from '../session';
 import { ACTION_LABEL, actionAllowed, CONFIRM_ACTIONS, isFinished, stateColor, STATE_LABEL } from '../states';
@@ -313,6 +315,7 @@ export function InstancePage({ id }: { id: number }) {
           </table>
         </section>
       </div>
+      <TransferProgressPanel id={d.id} attempt={d.attempt} live={live} />
       <div class="split">
         <section class="card pad">
           <h2>Process statistics</h2>
