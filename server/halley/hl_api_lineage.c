@@ -85,9 +85,11 @@ static hl_stmt q_missing_task =
  * inactive task are not walked. Added: the edges moved by a task node the
  * walk reaches, and the dependencies between tasks that move shown edges.
  * One row per edge (its origins folded; the save-time detail first). */
-#define HL_LIVE_EDGE(e)                                                                            \
-    "(" e ".task_id IS NULL OR EXISTS (SELECT 1 FROM tasks lt WHERE lt.id = " e ".task_id"         \
-    " AND lt.active))"
+/* Edge e (joined to its task as lt) is shown: no task, or an active one.
+ * Joins rather than per-row EXISTS keep the plans cheap enough that
+ * PostgreSQL does not JIT-compile them. */
+#define HL_LIVE_EDGE "(e.task_id IS NULL OR lt.active)"
+/* clang-format off */
 static hl_stmt q_list_lineage = HL_STMT(
     "WITH RECURSIVE seed(k, n) AS (SELECT $1::text, $2::text WHERE NOT $5::bool"
     "  UNION SELECT 'column', c.n FROM (SELECT source_name n FROM lineage_edges"
@@ -96,72 +98,53 @@ static hl_stmt q_list_lineage = HL_STMT(
     "   AND starts_with(target_name, $2 || '.')) c),"
     " up(k, n, d) AS (SELECT k, n, 0 FROM seed"
     "  UNION SELECT e.source_kind, e.source_name, up.d + 1 FROM up JOIN lineage_edges e"
-    "  ON e.target_kind = up.k AND e.target_name = up.n WHERE up.d < $3::int"
-    "  AND " HL_LIVE_EDGE(
-        "e") "),"
-             " down(k, n, d) AS (SELECT k, n, 0 FROM seed"
-             "  UNION SELECT e.target_kind, e.target_name, down.d + 1 FROM down JOIN lineage_edges "
-             "e"
-             "  ON e.source_kind = down.k AND e.source_name = down.n WHERE down.d < $3::int"
-             "  AND " HL_LIVE_EDGE(
-                 "e") "),"
-                      " walked AS (SELECT e.id, e.task_id, e.source_kind FROM lineage_edges e "
-                      "WHERE " HL_LIVE_EDGE(
-                          "e") " AND (EXISTS (SELECT 1 FROM up WHERE up.d < $3::int AND "
-                               "e.target_kind = up.k"
-                               "  AND e.target_name = up.n)"
-                               "  OR EXISTS (SELECT 1 FROM down WHERE down.d < $3::int AND "
-                               "e.source_kind = down.k"
-                               "  AND e.source_name = down.n))),"
-                               " moved AS (SELECT e.id FROM lineage_edges e JOIN tasks t ON t.id = "
-                               "e.task_id"
-                               "  WHERE NOT $5::bool AND t.active AND e.source_kind NOT IN "
-                               "('column', 'task')"
-                               "  AND (t.name IN (SELECT n FROM up WHERE k = 'task')"
-                               "   OR t.name IN (SELECT n FROM down WHERE k = 'task'))),"
-                               " seen AS (SELECT t.name FROM tasks t WHERE t.id IN (SELECT task_id "
-                               "FROM walked"
-                               "  WHERE source_kind NOT IN ('column', 'task') UNION SELECT "
-                               "e.task_id FROM"
-                               "  lineage_edges e JOIN moved m ON m.id = e.id)),"
-                               " deps AS (SELECT e.id FROM lineage_edges e WHERE NOT $5::bool"
-                               "  AND e.source_kind = 'task' AND e.target_kind = 'task' "
-                               "AND " HL_LIVE_EDGE(
-                                   "e") " AND e.source_name IN (SELECT name FROM seen)"
-                                        "  AND e.target_name IN (SELECT name FROM seen)),"
-                                        " ids AS (SELECT id FROM walked UNION SELECT id FROM moved "
-                                        "UNION"
-                                        "  SELECT id FROM deps)"
-                                        " SELECT e.source_kind, e.source_name, e.target_kind, "
-                                        "e.target_name,"
-                                        " coalesce(e.task_id, 0), min(" HL_MS(
-                                            "e.created_at") "), coalesce(t.name, ''),"
-                                                            " string_agg(DISTINCT e.origin, ','),"
-                                                            " coalesce((array_agg(e.detail::text "
-                                                            "ORDER BY e.origin "
-                                                            "= 'save' DESC, e.id)"
-                                                            "  FILTER (WHERE e.detail IS NOT "
-                                                            "NULL))[1], '')"
-                                                            " FROM lineage_edges e JOIN ids USING "
-                                                            "(id) LEFT JOIN "
-                                                            "tasks t ON t.id = e.task_id"
-                                                            " GROUP BY e.source_kind, "
-                                                            "e.source_name, e.target_kind, "
-                                                            "e.target_name, e.task_id,"
-                                                            " t.name ORDER BY min(e.id) LIMIT "
-                                                            "$4::int");
+    "  ON e.target_kind = up.k AND e.target_name = up.n LEFT JOIN tasks lt ON lt.id = e.task_id"
+    "  WHERE up.d < $3::int AND " HL_LIVE_EDGE "),"
+    " down(k, n, d) AS (SELECT k, n, 0 FROM seed"
+    "  UNION SELECT e.target_kind, e.target_name, down.d + 1 FROM down JOIN lineage_edges e"
+    "  ON e.source_kind = down.k AND e.source_name = down.n"
+    "  LEFT JOIN tasks lt ON lt.id = e.task_id WHERE down.d < $3::int AND " HL_LIVE_EDGE "),"
+    " walked AS (SELECT e.id, e.task_id, e.source_kind FROM up JOIN lineage_edges e"
+    "  ON e.target_kind = up.k AND e.target_name = up.n LEFT JOIN tasks lt ON lt.id = e.task_id"
+    "  WHERE up.d < $3::int AND " HL_LIVE_EDGE
+    "  UNION SELECT e.id, e.task_id, e.source_kind FROM down JOIN lineage_edges e"
+    "  ON e.source_kind = down.k AND e.source_name = down.n"
+    "  LEFT JOIN tasks lt ON lt.id = e.task_id WHERE down.d < $3::int AND " HL_LIVE_EDGE "),"
+    " moved AS (SELECT e.id FROM tasks t JOIN lineage_edges e ON e.task_id = t.id"
+    "  WHERE NOT $5::bool AND t.active AND e.source_kind NOT IN ('column', 'task')"
+    "  AND (t.name IN (SELECT n FROM up WHERE k = 'task')"
+    "   OR t.name IN (SELECT n FROM down WHERE k = 'task'))),"
+    " seen AS (SELECT t.name FROM tasks t WHERE t.id IN (SELECT task_id FROM walked"
+    "  WHERE source_kind NOT IN ('column', 'task') UNION SELECT e.task_id FROM"
+    "  lineage_edges e JOIN moved m ON m.id = e.id)),"
+    " deps AS (SELECT e.id FROM seen s JOIN lineage_edges e ON e.source_kind = 'task'"
+    "  AND e.source_name = s.name LEFT JOIN tasks lt ON lt.id = e.task_id"
+    "  WHERE NOT $5::bool AND e.target_kind = 'task' AND " HL_LIVE_EDGE
+    "  AND e.target_name IN (SELECT name FROM seen)),"
+    " ids AS (SELECT id FROM walked UNION SELECT id FROM moved UNION SELECT id FROM deps)"
+    " SELECT e.source_kind, e.source_name, e.target_kind, e.target_name,"
+    " coalesce(e.task_id, 0), min(" HL_MS("e.created_at") "), coalesce(t.name, ''),"
+    " string_agg(DISTINCT e.origin, ','),"
+    " coalesce((array_agg(e.detail::text ORDER BY e.origin = 'save' DESC, e.id)"
+    "  FILTER (WHERE e.detail IS NOT NULL))[1], '')"
+    " FROM lineage_edges e JOIN ids USING (id) LEFT JOIN tasks t ON t.id = e.task_id"
+    " GROUP BY e.source_kind, e.source_name, e.target_kind, e.target_name, e.task_id, t.name"
+    " ORDER BY min(e.id) LIMIT $4::int");
+/* clang-format on */
 
 /* Node names holding $1 (case-insensitive), of kind $2 ('' = any); prefix
- * matches first, then shorter names. */
-static hl_stmt q_suggest_nodes =
-    HL_STMT("SELECT k, n FROM (SELECT e.source_kind k, e.source_name n FROM lineage_edges e"
-            "  WHERE " HL_LIVE_EDGE(
-                "e") " UNION SELECT e.target_kind, e.target_name FROM lineage_edges e"
-                     "  WHERE " HL_LIVE_EDGE("e") ") x"
-                                                  " WHERE ($2 = '' OR k = $2) AND strpos(lower(n), "
-                                                  "lower($1)) > 0"
-                                                  " ORDER BY NOT starts_with(lower(n), lower($1)), "
-                                                  "length(n), n, k LIMIT $3::int");
+ * matches first, then shorter names. Matched before the union and joined to
+ * tasks (not a per-row EXISTS), so the plan stays cheap enough that
+ * PostgreSQL does not JIT-compile it. */
+static hl_stmt q_suggest_nodes = HL_STMT(
+    "SELECT x.k, x.n FROM (SELECT e.source_kind k, e.source_name n, e.task_id t"
+    "  FROM lineage_edges e WHERE ($2 = '' OR e.source_kind = $2)"
+    "  AND strpos(lower(e.source_name), lower($1)) > 0"
+    " UNION ALL SELECT e.target_kind, e.target_name, e.task_id FROM lineage_edges e"
+    "  WHERE ($2 = '' OR e.target_kind = $2) AND strpos(lower(e.target_name), lower($1)) > 0) x"
+    " LEFT JOIN tasks lt ON lt.id = x.t WHERE x.t IS NULL OR lt.active"
+    " GROUP BY x.k, x.n ORDER BY NOT starts_with(lower(x.n), lower($1)), length(x.n), x.n, x.k"
+    " LIMIT $3::int");
 
 /* Replace the edges of one origin of task $1 (0 = none) and owner $2. */
 static hl_stmt q_delete_origin =
