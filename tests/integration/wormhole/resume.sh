@@ -7,7 +7,7 @@
 # CASE: pg (append, then truncate through the kept staging table), mysql
 # (append and staging), multi (one source, a PostgreSQL and a MariaDB
 # target), key (a changed job starts from scratch; --from-scratch drops the
-# records).
+# records), incremental (the resumed run keeps the failed run's range).
 #
 # The kill happens by construction: the run holds before its reader takes a
 # split past the first K (WORMHOLE_TEST_HOLD_AFTER, a test-only knob: the
@@ -290,8 +290,31 @@ J
 	expect_eq "no bookkeeping: resume state" "$(summary "['resume']['state']")" off
 }
 
+case_incremental() {
+	# A resumed incremental run reads the failed run's range: its stored
+	# high mark, not max(id) now; the rows that arrived meanwhile wait for
+	# the next run.
+	local src=wh_rsrc_$S dst=wh_rdst_$S name=rs_inc_$S
+	JOBS+=("$name")
+	make_source "$src" 40000
+	PG_TABLES+=("$dst")
+	pg -c "CREATE TABLE $dst (LIKE $src)"
+	cat >"$TMP/i.json" <<J
+{"name":"$name","channels":2,"batch_rows":1000,"progress_interval_ms":0,"state_file":"$TMP/i.state","reader":{$PGW,"table":"$src","split":{"key":"id","shards":4},"incremental":{"column":"id","kind":"integer"}},"writers":[{$PGW,"table":"$dst"}]}
+J
+	killed_run "$TMP/i.json" 2 pg_records "$name"
+	pg -c "INSERT INTO $src SELECT g, 1, 'late', NULL FROM generate_series(40001, 40100) g"
+	must_run "$TMP/i.json" --resume
+	check_resumed 40001 4 2
+	expect_eq "incremental: the resumed run keeps the failed run's high mark" "$(summary "['watermark']['to']")" 40000
+	expect_eq "incremental: rows past it wait for the next run" "$(pg -c "SELECT count(*) FROM $dst WHERE id > 40000")" 0
+	must_run "$TMP/i.json" --resume
+	expect_eq "incremental: the next run reads the late rows only" "$(summary "['rows_read']")" 100
+	pg_same "$src" "$dst"
+}
+
 case "$CASE" in
-pg | mysql | multi | key) "case_$CASE" ;;
+pg | mysql | multi | key | incremental) "case_$CASE" ;;
 *) fail "unknown case $CASE" ;;
 esac
 echo "PASS [$CASE]"
