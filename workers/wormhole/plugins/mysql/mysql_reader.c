@@ -3,7 +3,8 @@
  * rows stream from the server one at a time and the result is never held in
  * memory. Values are converted to the canonical form (wh.h): tinyint(1) to
  * t/f, TIMESTAMP (read in UTC) gets "+00", binary strings become \x hex,
- * BIT(n) a string of n '0'/'1' digits; zero dates, which PostgreSQL cannot
+ * BIT(n) a string of n '0'/'1' digits, FLOAT (read as a double) the
+ * shortest text of its exact single-precision value; zero dates, which PostgreSQL cannot
  * hold, make the row dirty (the reject carries the row's values).
  */
 #include <stdio.h>
@@ -75,6 +76,34 @@ static orr_status my_reader_open(void *conf, wh_ctx *ctx, void **state, orr_err 
     return ORR_OK;
 }
 
+/* A single-precision FLOAT column (not DOUBLE). */
+static int my_is_float(const wh_col *col)
+{
+    return col->kind == WH_K_FLOAT && strncmp(col->type, "float", 5) == 0;
+}
+
+/* The shortest text that reads back as the same single-precision value as
+ * the double in v[0..n) (a FLOAT read as a double is exact). 0 when v is
+ * not a number. */
+static size_t my_float_text(const char *v, size_t n, char *out, size_t cap)
+{
+    char tmp[64];
+    if (n == 0 || n >= sizeof(tmp))
+        return 0;
+    memcpy(tmp, v, n);
+    tmp[n] = 0;
+    char *end;
+    float f = (float)strtod(tmp, &end);
+    if (*end)
+        return 0;
+    for (int prec = 6; prec <= 9; prec++) {
+        int k = snprintf(out, cap, "%.*g", prec, (double)f);
+        if (k > 0 && (size_t)k < cap && strtof(out, NULL) == f)
+            return (size_t)k;
+    }
+    return 0;
+}
+
 static void my_and(orr_buf *w)
 {
     orr_buf_append_str(w, w->len ? " AND " : " WHERE ");
@@ -89,6 +118,14 @@ static orr_status my_reader_start(void *state, const wh_shard *shard, orr_err *e
     for (size_t i = 0; i < c->src.ncols; i++) {
         if (i)
             orr_buf_append_str(&q, ", ");
+        if (my_is_float(&c->src.cols[i])) {
+            /* MariaDB prints a FLOAT with 6 digits (16777215 as 16777200):
+             * read its exact value as a double (see my_put). */
+            orr_buf_append_str(&q, "CAST(");
+            wh_mysql_quote_ident(&q, c->src.cols[i].name);
+            orr_buf_append_str(&q, " AS DOUBLE)");
+            continue;
+        }
         wh_mysql_quote_ident(&q, c->src.cols[i].name);
     }
     orr_buf_append_str(&q, " FROM ");
@@ -166,6 +203,17 @@ static int my_put(wh_batch *b, const wh_col *col, const char *v, unsigned long n
         wh_batch_commit(b, 2 + 2 * (size_t)n);
         return 1;
     }
+    case WH_K_FLOAT:
+        if (my_is_float(col)) {
+            char buf[48];
+            size_t k = my_float_text(v, n, buf, sizeof(buf));
+            if (k) {
+                wh_batch_put(b, buf, k);
+                return 1;
+            }
+        }
+        wh_batch_put(b, v, n);
+        return 1;
     case WH_K_OTHER:
         if (strncmp(col->type, "bit(", 4) == 0 && col->size > 0) {
             /* BIT(n): MariaDB sends the value as big-endian bytes. */

@@ -10,6 +10,8 @@
  * X'hex' literals, bit strings into BIT(n) as b'...' literals, everything
  * else a quoted, escaped string.
  */
+#include <float.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -176,6 +178,27 @@ static int my_literal(my_writer *w, const wh_col *t, const char *v, int64_t len,
         if ((n >= 3 && strncasecmp(v, "NaN", 3) == 0) || memchr(v, 'I', n) || memchr(v, 'i', n)) {
             *why = "NaN or Infinity, which MariaDB cannot store";
             return 0;
+        }
+        if (strncmp(t->type, "float", 5) == 0) {
+            /* The shortest text of a float may lie just past FLT_MAX as a
+             * double ("3.4028235e+38"), which MariaDB refuses: write the
+             * float's exact value instead. */
+            char tmp[64], out[40];
+            if (n >= sizeof(tmp)) {
+                *why = "not a floating-point number";
+                return 0;
+            }
+            memcpy(tmp, v, n);
+            tmp[n] = 0;
+            char *end;
+            float f = strtof(tmp, &end);
+            if (*end || f > FLT_MAX || f < -FLT_MAX) {
+                *why = "outside the range of a MariaDB FLOAT";
+                return 0;
+            }
+            int k = snprintf(out, sizeof(out), "%.17g", (double)f);
+            orr_buf_append(s, out, (size_t)k);
+            return 1;
         }
         orr_buf_append(s, v, n);
         return 1;
