@@ -84,6 +84,16 @@ typedef struct orr_rpc_method {
     orr_rpc_stream_fn stream;
 } orr_rpc_method;
 
+/* TLS material, PEM text (not file names). A server uses cert_pem, key_pem
+ * and optionally ca_pem (the CA client certificates must be signed by); a
+ * client uses ca_pem (the CA it trusts; NULL = the system's roots) and
+ * optionally cert_pem + key_pem (its own certificate, for mutual TLS). */
+typedef struct orr_rpc_tls {
+    const char *ca_pem;
+    const char *cert_pem;
+    const char *key_pem;
+} orr_rpc_tls;
+
 typedef struct orr_rpc_server_opts {
     const char *listen;   /* "127.0.0.1:7070"; port 0 picks a free one */
     int threads;          /* worker threads (default 8) */
@@ -98,6 +108,10 @@ typedef struct orr_rpc_server_opts {
        service token (may be NULL): their handler checks the caller itself,
        with orr_rpc_call_bearer. A name that is no method is ORR_EINVAL. */
     const char *const *handler_auth;
+    /* TLS (may be NULL = plaintext): cert_pem and key_pem are the server's
+       certificate chain and private key; ca_pem, if set, turns on mutual TLS
+       (every client must present a certificate signed by it). */
+    const struct orr_rpc_tls *tls;
 } orr_rpc_server_opts;
 
 /* Create a server for svc. Methods of svc not in the table answer
@@ -227,6 +241,14 @@ typedef struct orr_rpc_stream orr_rpc_stream;
 orr_status orr_rpc_client_create(const ProtobufCServiceDescriptor *svc, const char *target,
                                  const char *token, orr_rpc_client **out, orr_err *err);
 void orr_rpc_client_destroy(orr_rpc_client *c);
+
+/* The TLS every client created afterwards in this process uses (copied;
+ * NULL = plaintext again, the default). A daemon calls it once at start,
+ * before it makes its clients: all of them talk to halleyd. A TLS failure
+ * (an untrusted or unnamed server, a refused client certificate) makes the
+ * call fail with ORR_EUNAVAIL or ORR_ETIMEOUT, the reason logged by the
+ * gRPC core. */
+void orr_rpc_client_set_tls(const orr_rpc_tls *tls);
 
 /* Unary call of method (by name) with a deadline (timeout_ms <= 0: none).
  * The call waits for the channel to (re)connect within its deadline. A method

@@ -1,7 +1,7 @@
 /*
  * orr_rpc_client.c - the gRPC client half of orr_rpc (see orr_rpc.h).
  *
- * One channel per client, insecure credentials, short reconnect backoff
+ * One channel per client, plaintext or TLS (orr_rpc_client_set_tls), short reconnect backoff
  * (100 ms .. 1 s) so a restarted server is reached again quickly, keepalive
  * pings while calls are open. Every method path is registered on the channel
  * once (grpc_channel_register_call), so a call allocates no path slice.
@@ -183,6 +183,51 @@ static orr_status cli_status(orr_rpc_client *c, grpc_status_code code, grpc_slic
 
 /* ------------------------------------------------------------ client */
 
+/* The process's client TLS (orr_rpc_client_set_tls), copied. */
+static pthread_mutex_t cli_tls_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+    int on;
+    char *ca, *cert, *key;
+} cli_tls;
+
+static char *cli_dup(const char *s)
+{
+    return s && s[0] ? orr_xstrdup(s) : NULL;
+}
+
+void orr_rpc_client_set_tls(const orr_rpc_tls *tls)
+{
+    pthread_mutex_lock(&cli_tls_mu);
+    free(cli_tls.ca);
+    free(cli_tls.cert);
+    if (cli_tls.key) {
+        memset(cli_tls.key, 0, strlen(cli_tls.key));
+        free(cli_tls.key);
+    }
+    cli_tls.on = tls != NULL;
+    cli_tls.ca = tls ? cli_dup(tls->ca_pem) : NULL;
+    cli_tls.cert = tls ? cli_dup(tls->cert_pem) : NULL;
+    cli_tls.key = tls ? cli_dup(tls->key_pem) : NULL;
+    pthread_mutex_unlock(&cli_tls_mu);
+}
+
+/* Plaintext, or TLS trusting the set CA (with the client's own key pair
+ * when one is set). */
+static grpc_channel_credentials *cli_credentials(void)
+{
+    pthread_mutex_lock(&cli_tls_mu);
+    grpc_channel_credentials *creds;
+    if (!cli_tls.on) {
+        creds = grpc_insecure_credentials_create();
+    } else {
+        grpc_ssl_pem_key_cert_pair pair = {.private_key = cli_tls.key, .cert_chain = cli_tls.cert};
+        creds = grpc_ssl_credentials_create_ex(
+            cli_tls.ca, cli_tls.cert && cli_tls.key ? &pair : NULL, NULL, NULL);
+    }
+    pthread_mutex_unlock(&cli_tls_mu);
+    return creds;
+}
+
 orr_status orr_rpc_client_create(const ProtobufCServiceDescriptor *svc, const char *target,
                                  const char *token, orr_rpc_client **out, orr_err *err)
 {
@@ -216,7 +261,7 @@ orr_status orr_rpc_client_create(const ProtobufCServiceDescriptor *svc, const ch
         args[i] = (grpc_arg){
             .type = GRPC_ARG_INTEGER, .key = (char *)ints[i].key, .value.integer = ints[i].value};
     grpc_channel_args ca = {.num_args = 8, .args = args};
-    grpc_channel_credentials *creds = grpc_insecure_credentials_create();
+    grpc_channel_credentials *creds = cli_credentials();
     c->ch = grpc_channel_create(target, creds, &ca);
     grpc_channel_credentials_release(creds);
 

@@ -867,6 +867,21 @@ static void srv_free(orr_rpc_server *s)
     free(s);
 }
 
+/* Plaintext without tls; else the server's key pair, and with a CA the
+ * clients' certificates required and checked against it. */
+static grpc_server_credentials *srv_credentials(const orr_rpc_tls *tls)
+{
+    if (!tls || !tls->cert_pem || !tls->key_pem)
+        return grpc_insecure_server_credentials_create();
+    grpc_ssl_pem_key_cert_pair pair = {.private_key = tls->key_pem, .cert_chain = tls->cert_pem};
+    int mutual = tls->ca_pem && tls->ca_pem[0];
+    return grpc_ssl_server_credentials_create_ex(
+        mutual ? tls->ca_pem : NULL, &pair, 1,
+        mutual ? GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY
+               : GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE,
+        NULL);
+}
+
 orr_status orr_rpc_server_create(const ProtobufCServiceDescriptor *svc,
                                  const orr_rpc_method *methods, size_t n_methods, void *ctx,
                                  const orr_rpc_server_opts *opts, orr_rpc_server **out,
@@ -938,7 +953,7 @@ orr_status orr_rpc_server_create(const ProtobufCServiceDescriptor *svc,
         s->cqs[i] = grpc_completion_queue_create_for_next(NULL);
         grpc_server_register_completion_queue(s->server, s->cqs[i], NULL);
     }
-    grpc_server_credentials *creds = grpc_insecure_server_credentials_create();
+    grpc_server_credentials *creds = srv_credentials(opts->tls);
     s->port = grpc_server_add_http2_port(s->server, opts->listen, creds);
     grpc_server_credentials_release(creds);
     if (s->port <= 0) {

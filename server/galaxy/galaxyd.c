@@ -20,6 +20,7 @@
 #include "orr_install.h"
 #include "orr_jschema.h"
 #include "orr_log.h"
+#include "orr_rpc_tls.h"
 #include "orr_sdnotify.h"
 
 static const orr_cfg_key gx_schema[] = {
@@ -30,6 +31,7 @@ static const orr_cfg_key gx_schema[] = {
      "staleness bound of the response cache of instance and task reads; 0s turns it off"},
     {"galaxy", "halley", ORR_CFG_STRING, NULL, 1, 0, 0, "halleyd gRPC address, host:port"},
     {"galaxy", "halley_token", ORR_CFG_SECRET, NULL, 1, 0, 0, "service token for halleyd"},
+    ORR_RPC_TLS_CLIENT_KEYS("galaxy"),
     {"galaxy", "jwt_secret", ORR_CFG_SECRET, NULL, 1, 0, 0,
      "session signing secret, at least 32 bytes, the same on every galaxyd"},
     {"galaxy", "session_ttl", ORR_CFG_DURATION, "12h", 0, 60000, 30LL * 86400000,
@@ -151,6 +153,10 @@ static int gx_cmd_serve(orr_daemon *d, int argc, char **argv)
     app.zk_hosts = zk;
     if (zk && *zk && orr_zk_open(zk, 3000, &app.zk, &e) != ORR_OK)
         ORR_WARN("ZooKeeper not reachable yet; executors and live logs will retry", "zk=%s", zk);
+    if (orr_rpc_tls_client_setup(cfg, "galaxy", &e) != ORR_OK) {
+        fprintf(stderr, "galaxyd: %s\n", e.msg);
+        goto out;
+    }
     if (orr_rpc_client_create(
             &orrery__halley__v1__halley__descriptor, orr_config_str(cfg, "galaxy", "halley"),
             orr_config_str(cfg, "galaxy", "halley_token"), &app.halley, &e) != ORR_OK) {

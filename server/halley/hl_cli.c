@@ -7,6 +7,7 @@
 
 #include "halley.pb-c.h"
 #include "orr_rpc.h"
+#include "orr_rpc_tls.h"
 
 #define HL_CLI_TIMEOUT_MS 10000
 
@@ -59,6 +60,11 @@ int hl_cmd_user_add(orr_config *cfg, int argc, char **argv)
     orr_err_clear(&err);
     orr_rpc_client *c = NULL;
     int rc = 1;
+    if (orr_rpc_tls_client_setup(cfg, "halley", &err) != ORR_OK) {
+        fprintf(stderr, "halleyd: user-add: %s\n", err.msg);
+        rc = 2;
+        goto out;
+    }
     if (orr_rpc_client_create(&orrery__halley__v1__halley__descriptor,
                               orr_config_str(cfg, "halley", "listen"),
                               orr_config_str(cfg, "halley", "token"), &c, &err) != ORR_OK) {

@@ -23,6 +23,7 @@
 #include "orr_daemon.h"
 #include "orr_log.h"
 #include "orr_rpc_halley_descriptors.h"
+#include "orr_rpc_tls.h"
 #include "orr_sdnotify.h"
 
 static const orr_cfg_key hl_cfg_schema[] = {
@@ -51,6 +52,8 @@ static const orr_cfg_key hl_cfg_schema[] = {
      "if set, write 'grpc=<port> metrics=<port>' here once serving"},
     {"halley", "pid_file", ORR_CFG_STRING, "", 0, 0, 0,
      "if set, halleyd serve writes its pid here (removed when it stops)"},
+    ORR_RPC_TLS_SERVER_KEYS("halley"),
+    ORR_RPC_TLS_CLIENT_KEYS("halley"),
 };
 #define HL_CFG_N (sizeof hl_cfg_schema / sizeof hl_cfg_schema[0])
 
@@ -126,6 +129,7 @@ static int hl_cmd_serve(orr_daemon *d, int argc, char **argv)
     orr_jschema *schema = NULL;
     hl_metrics *metrics = NULL;
     orr_rpc_server *srv = NULL;
+    orr_rpc_tls_conf tls = {0};
 
     /* The stop signals are blocked since orr_daemon_main: every thread
      * created here inherits the mask and the wait below takes them. */
@@ -142,6 +146,12 @@ static int hl_cmd_serve(orr_daemon *d, int argc, char **argv)
         return 2;
     }
     hc.task_schema = schema;
+    if (orr_rpc_tls_server_load(cfg, "halley", &tls, &err) != ORR_OK) {
+        fprintf(stderr, "halleyd: %s\n", orr_err_str(&err, ebuf, sizeof ebuf));
+        ORR_ERROR("halleyd cannot start", "err=%s", orr_log_q(ebuf));
+        rc = 2;
+        goto out;
+    }
     if ((rc = hl_check_schema(dsn, hc.known_schema_version)) != 0)
         goto out;
     rc = 1;
@@ -161,6 +171,7 @@ static int hl_cmd_serve(orr_daemon *d, int argc, char **argv)
         .max_streams = (int)orr_config_int(cfg, "halley", "max_streams"),
         .token = orr_config_str(cfg, "halley", "token"),
         .handler_auth = hl_worker_methods,
+        .tls = tls.on ? &tls.tls : NULL,
     };
     if (orr_rpc_server_create(&orrery__halley__v1__halley__descriptor, hl_methods, hl_methods_count,
                               &hc, &so, &srv, &err) != ORR_OK ||
@@ -174,8 +185,12 @@ static int hl_cmd_serve(orr_daemon *d, int argc, char **argv)
     int port = orr_rpc_server_port(srv), mport = metrics ? hl_metrics_port(metrics) : 0;
     if (orr_daemon_port_file(d, &err, "grpc=%d metrics=%d\n", port, mport) != ORR_OK)
         goto fail;
-    ORR_INFO("halleyd serving", "grpc_port=%d metrics_port=%d schema_version=%d pool_size=%d", port,
-             mport, hc.known_schema_version, dbo.size);
+    ORR_INFO("halleyd serving",
+             "grpc_port=%d metrics_port=%d schema_version=%d pool_size=%d tls=%s", port, mport,
+             hc.known_schema_version, dbo.size,
+             !tls.on  ? "off"
+             : tls.ca ? "mutual"
+                      : "on");
     orr_sdnotify_ready("halleyd serving");
     int sig = orr_daemon_wait_stop(-1);
     ORR_INFO("halleyd stopping", "signal=%d", sig);
@@ -196,6 +211,7 @@ out:
     if (hc.cache)
         hl_cache_destroy(hc.cache);
     orr_jschema_free(schema);
+    orr_rpc_tls_conf_free(&tls);
     return rc;
 }
 

@@ -47,6 +47,7 @@
 #include "orr_daemon.h"
 #include "orr_log.h"
 #include "orr_metrics.h"
+#include "orr_rpc_tls.h"
 
 #define KEPLERD             "keplerd"
 #define CRON_NEXT_MAX_COUNT 10000
@@ -56,6 +57,7 @@ static const orr_cfg_key keplerd_schema[] = {
      "IANA time zone of schedules that name none (e.g. Europe/Berlin)"},
     {"kepler", "halley", ORR_CFG_STRING, "127.0.0.1:7070", 0, 0, 0, "halleyd gRPC target"},
     {"kepler", "halley_token", ORR_CFG_SECRET, "", 0, 0, 0, "service token for halleyd"},
+    ORR_RPC_TLS_CLIENT_KEYS("kepler"),
     {"kepler", "zk", ORR_CFG_STRING, "127.0.0.1:2181", 0, 0, 0, "ZooKeeper hosts (host:port,...)"},
     {"kepler", "id", ORR_CFG_STRING, "", 0, 0, 0,
      "this keplerd's id in the election (default hostname:pid)"},
@@ -337,6 +339,12 @@ static int cmd_run(orr_daemon *d, int argc, char **argv)
     const orr_config *cfg = orr_daemon_config(d);
     if (argc > 1) {
         fprintf(stderr, "%s: run: unexpected argument \"%.60s\"\n", KEPLERD, argv[1]);
+        return 2;
+    }
+    orr_err terr;
+    orr_err_clear(&terr);
+    if (orr_rpc_tls_client_setup(cfg, "kepler", &terr) != ORR_OK) {
+        fprintf(stderr, "%s: %s\n", KEPLERD, terr.msg);
         return 2;
     }
     char id[256];

@@ -49,6 +49,7 @@
 #include "orr_daemon.h"
 #include "orr_json.h"
 #include "orr_log.h"
+#include "orr_rpc_tls.h"
 #include "orr_sdnotify.h"
 #include "orr_metrics.h"
 #include "orr_watch.h"
@@ -60,6 +61,7 @@ static const orr_cfg_key ex_schema[] = {
      "host name others use to reach the log server; default: the host name"},
     {"executor", "halley", ORR_CFG_STRING, "127.0.0.1:7070", 0, 0, 0, "halleyd gRPC address"},
     {"executor", "halley_token", ORR_CFG_SECRET, NULL, 0, 0, 0, "service token for halleyd"},
+    ORR_RPC_TLS_CLIENT_KEYS("executor"),
     {"executor", "halley_worker_token", ORR_CFG_SECRET, NULL, 0, 0, 0,
      "halleyd's worker token, to read data-source secrets for transfer tasks (unset: "
      "data-source references fail)"},
@@ -546,6 +548,8 @@ static int serve(orr_daemon *od, int argc, char **argv)
     const char *ml = orr_config_str(cfg, "executor", "metrics_listen");
     if (ml && *ml &&
         orr_metrics_serve(reg, ml, "executor.metrics_listen", ex_health, &d, &msrv, &err) != ORR_OK)
+        goto fail;
+    if (orr_rpc_tls_client_setup(cfg, "executor", &err) != ORR_OK)
         goto fail;
     if (orr_rpc_client_create(
             &orrery__halley__v1__halley__descriptor, orr_config_str(cfg, "executor", "halley"),

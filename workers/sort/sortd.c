@@ -53,6 +53,7 @@
 #include "orr_sdnotify.h"
 #include "sort_metrics.h"
 #include "sort_pipe.h"
+#include "orr_rpc_tls.h"
 #include "sort_report.h"
 #include "sort_spec.h"
 #include "sort_specsrc.h"
@@ -83,6 +84,7 @@ static const orr_cfg_key sortd_schema[] = {
     {"sort", "halley", ORR_CFG_STRING, "", 0, 0, 0,
      "halleyd host:port: unit statistics (ReportDataUnit); specs when no zookeeper"},
     {"sort", "halley_token", ORR_CFG_SECRET, NULL, 0, 0, 0, "service token for halleyd"},
+    ORR_RPC_TLS_CLIENT_KEYS("sort"),
     {"sort", "spec_poll_ms", ORR_CFG_INT, "500", 0, 50, 3600000,
      "how often run --stream-name looks for a new spec version"},
     {"sort", "pid_file", ORR_CFG_STRING, "", 0, 0, 0,
@@ -558,6 +560,11 @@ static int sortd_cmd_run(orr_daemon *d, int argc, char **argv)
      * signals (blocked since orr_daemon_main) and sets them. */
     orr_daemon_stopper *stopper = NULL;
     orr_err err;
+    orr_err_clear(&err);
+    if (orr_rpc_tls_client_setup(cfg, "sort", &err) != ORR_OK) {
+        fprintf(stderr, "%s: %s\n", SORTD, err.msg);
+        return 2;
+    }
     if (orr_daemon_stopper_start(NULL, sortd_on_stop, NULL, &stopper, &err) != ORR_OK) {
         fprintf(stderr, "%s: %s\n", SORTD, err.msg);
         return 1;

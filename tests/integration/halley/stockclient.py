@@ -136,7 +136,7 @@ def dsn_with(dsn, host=None, port=None, db=None):
 class Halley:
     """A fresh database, a proxy to PostgreSQL and one halleyd serving it."""
 
-    def __init__(self, build_dir, source_dir, extra_env=None):
+    def __init__(self, build_dir, source_dir, extra_env=None, creds=None):
         self.build_dir, self.source_dir = build_dir, source_dir
         self.tmp = tempfile.mkdtemp(prefix="orr-stock-")
         self.proc = None
@@ -176,7 +176,9 @@ class Halley:
             raise SystemExit("FAIL: halleyd exited with %d" % self.proc.returncode)
         kv = dict(x.split("=") for x in open(pf).read().split())
         self.port = int(kv["grpc"])
-        self.channel = grpc.insecure_channel("127.0.0.1:%d" % self.port)
+        target = "127.0.0.1:%d" % self.port
+        self.channel = (grpc.secure_channel(target, creds) if creds
+                        else grpc.insecure_channel(target))
         grpc.channel_ready_future(self.channel).result(timeout=20)
 
     def sql(self, sql):

@@ -1,0 +1,227 @@
+#!/usr/bin/python3
+"""halleyd's gRPC with TLS and mutual TLS, checked against a private CA made
+with openssl at test time (a CA, a server certificate for 127.0.0.1 and
+localhost, a client certificate, and a second unrelated CA with a client
+certificate of its own).
+
+modes:
+  server   halleyd with TLS: a stock client trusting the CA is served; one
+           trusting the other CA is refused; halleyd's own admin command
+           (the Orrery client) works with the CA and fails, saying why, with
+           the wrong one.
+  mutual   halleyd with tls_client_ca_file: a client with the CA's client
+           certificate is served; one without a certificate, or with the
+           other CA's, is refused and halleyd logs the refusal.
+  badconf  a missing certificate file, a key file readable by others, a
+           certificate without its key: halleyd refuses to start (exit 2)
+           naming the file and the key.
+
+usage: test_tls.py <build dir> <source dir> <mode>
+"""
+import os
+import subprocess
+import sys
+import tempfile
+
+import grpc
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "halley"))
+from stockclient import Halley, TOKEN, check, finish, rpc_error  # noqa: E402
+
+
+def openssl(*args):
+    subprocess.run(["openssl"] + list(args), check=True, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL)
+
+
+class PKI:
+    """ca, ca2 (unrelated), server (ca; SAN 127.0.0.1, localhost), client
+    (ca), rogue (ca2). Keys mode 0600."""
+
+    def __init__(self, d):
+        self.d = d
+        for ca in ("ca", "ca2"):
+            openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", self.key(ca),
+                    "-out", self.crt(ca), "-days", "2", "-subj", "/CN=Orrery test %s" % ca)
+        for name, ca, san in (("server", "ca", "IP:127.0.0.1,DNS:localhost"),
+                              ("client", "ca", "DNS:orrery-client"),
+                              ("rogue", "ca2", "DNS:orrery-rogue")):
+            csr = os.path.join(d, name + ".csr")
+            ext = os.path.join(d, name + ".ext")
+            with open(ext, "w") as f:
+                f.write("subjectAltName=%s\n" % san)
+            openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", self.key(name), "-out",
+                    csr, "-subj", "/CN=%s" % name)
+            openssl("x509", "-req", "-in", csr, "-CA", self.crt(ca), "-CAkey", self.key(ca),
+                    "-CAcreateserial", "-out", self.crt(name), "-days", "2", "-extfile", ext)
+        for f in os.listdir(d):
+            if f.endswith(".key"):
+                os.chmod(os.path.join(d, f), 0o600)
+
+    def crt(self, n):
+        return os.path.join(self.d, n + ".crt")
+
+    def key(self, n):
+        return os.path.join(self.d, n + ".key")
+
+    def read(self, p):
+        with open(p, "rb") as f:
+            return f.read()
+
+    def creds(self, ca, client=None):
+        if client:
+            return grpc.ssl_channel_credentials(self.read(self.crt(ca)), self.read(self.key(client)),
+                                                self.read(self.crt(client)))
+        return grpc.ssl_channel_credentials(self.read(self.crt(ca)))
+
+
+def server_env(pki, mutual=False):
+    env = {"ORRERY_HALLEY_TLS_CERT_FILE": pki.crt("server"),
+           "ORRERY_HALLEY_TLS_KEY_FILE": pki.key("server")}
+    if mutual:
+        env["ORRERY_HALLEY_TLS_CLIENT_CA_FILE"] = pki.crt("ca")
+    return env
+
+
+def health(h, creds):
+    """Call Halley/Health over a new channel with creds: None or the error."""
+    ch = grpc.secure_channel("127.0.0.1:%d" % h.port, creds)
+    try:
+        svc = h.pb.DESCRIPTOR.services_by_name["Halley"]
+        m = svc.methods_by_name["Health"]
+        req = h.pb.__dict__[m.input_type.name]
+        resp = h.pb.__dict__[m.output_type.name]
+        fn = ch.unary_unary("/%s/Health" % svc.full_name, request_serializer=req.SerializeToString,
+                            response_deserializer=resp.FromString)
+        fn(req(), metadata=(("authorization", "Bearer " + TOKEN),), timeout=5)
+        return None
+    except grpc.RpcError as e:
+        return e
+    finally:
+        ch.close()
+
+
+def user_add(h, env_extra, name):
+    """halleyd user-add (the Orrery C client) against h: (exit code, stderr)."""
+    env = dict(os.environ)
+    env.update({"ORRERY_HALLEY_LISTEN": "127.0.0.1:%d" % h.port,
+                "ORRERY_HALLEY_TOKEN": TOKEN,
+                "ORRERY_HALLEY_PG_DSN": h.dsn,
+                "ORRERY_HALLEY_SECRET_KEY": "07" * 32})
+    env.update(env_extra)
+    p = subprocess.run([os.path.join(h.build_dir, "bin", "halleyd"), "user-add", name,
+                        "--role", "viewer"], input="pw-%s-secret\n" % name, env=env,
+                       capture_output=True, text=True, timeout=60)
+    return p.returncode, p.stderr
+
+
+def halley_log(h):
+    h.log.flush()
+    with open(os.path.join(h.tmp, "halleyd.log")) as f:
+        return f.read()
+
+
+def mode_server(build, src, pki):
+    h = Halley(build, src, extra_env=server_env(pki), creds=pki.creds("ca"))
+    try:
+        check(health(h, pki.creds("ca")) is None, "a client trusting the CA is served over TLS")
+        e = health(h, pki.creds("ca2"))
+        check(e is not None and e.code() == grpc.StatusCode.UNAVAILABLE,
+              "a client trusting another CA is refused (%s)" % (e and e.code()))
+        ch = grpc.insecure_channel("127.0.0.1:%d" % h.port)
+        try:
+            grpc.channel_ready_future(ch).result(timeout=3)
+            plain = True
+        except grpc.FutureTimeoutError:
+            plain = False
+        ch.close()
+        check(not plain, "a plaintext client is not served")
+        rc, err = user_add(h, {"ORRERY_HALLEY_HALLEY_TLS_CA_FILE": pki.crt("ca")}, "tls_ok")
+        check(rc == 0, "halleyd user-add over TLS trusting the CA works (%d %s)" % (rc, err))
+        rc, err = user_add(h, {"ORRERY_HALLEY_HALLEY_TLS_CA_FILE": pki.crt("ca2")}, "tls_bad")
+        print(err)
+        check(rc != 0, "halleyd user-add trusting another CA fails")
+        check("127.0.0.1:%d" % h.port in err, "its message names the peer")
+        check("CERTIFICATE_VERIFY_FAILED" in err or "certificate verify failed" in err.lower(),
+              "its message says the certificate did not verify")
+    finally:
+        h.close()
+
+
+def mode_mutual(build, src, pki):
+    h = Halley(build, src, extra_env=server_env(pki, mutual=True),
+               creds=pki.creds("ca", "client"))
+    try:
+        check(health(h, pki.creds("ca", "client")) is None,
+              "a client with a certificate of the CA is served")
+        e = health(h, pki.creds("ca"))
+        check(e is not None and e.code() == grpc.StatusCode.UNAVAILABLE,
+              "a client without a certificate is refused (%s)" % (e and e.code()))
+        e = health(h, pki.creds("ca", "rogue"))
+        check(e is not None and e.code() == grpc.StatusCode.UNAVAILABLE,
+              "a client with a certificate of another CA is refused (%s)" % (e and e.code()))
+        log = halley_log(h)
+        print(log[-3000:])
+        check("peer did not return a certificate" in log,
+              "halleyd logs the handshake refused for want of a client certificate")
+        check("certificate verify failed" in log,
+              "halleyd logs the handshake refused for a certificate of another CA")
+        rc, err = user_add(h, {"ORRERY_HALLEY_HALLEY_TLS_CA_FILE": pki.crt("ca"),
+                               "ORRERY_HALLEY_HALLEY_TLS_CERT_FILE": pki.crt("client"),
+                               "ORRERY_HALLEY_HALLEY_TLS_KEY_FILE": pki.key("client")}, "mtls_ok")
+        check(rc == 0, "halleyd user-add with the client certificate works (%d %s)" % (rc, err))
+    finally:
+        h.close()
+
+
+def start_fails(build, env_extra):
+    env = dict(os.environ)
+    env.update({"ORRERY_HALLEY_TOKEN": TOKEN, "ORRERY_HALLEY_SECRET_KEY": "07" * 32,
+                "ORRERY_HALLEY_PG_DSN": "postgresql://127.0.0.1:1/none",
+                "ORRERY_HALLEY_LISTEN": "127.0.0.1:0", "ORRERY_HALLEY_METRICS_LISTEN": ""})
+    env.update(env_extra)
+    p = subprocess.run([os.path.join(build, "bin", "halleyd"), "serve"], env=env,
+                       capture_output=True, text=True, timeout=30)
+    return p.returncode, p.stderr
+
+
+def mode_badconf(build, src, pki):
+    d = pki.d
+    missing = os.path.join(d, "nosuch.crt")
+    rc, err = start_fails(build, {"ORRERY_HALLEY_TLS_CERT_FILE": missing,
+                                  "ORRERY_HALLEY_TLS_KEY_FILE": pki.key("server")})
+    check(rc == 2, "a missing certificate file: exit 2 (%d)" % rc)
+    check(missing in err and "tls_cert_file" in err, "... naming the file and the key: " + err)
+    open_key = os.path.join(d, "open.key")
+    with open(pki.key("server"), "rb") as f, open(open_key, "wb") as g:
+        g.write(f.read())
+    os.chmod(open_key, 0o644)
+    rc, err = start_fails(build, {"ORRERY_HALLEY_TLS_CERT_FILE": pki.crt("server"),
+                                  "ORRERY_HALLEY_TLS_KEY_FILE": open_key})
+    check(rc == 2, "a key file readable by others: exit 2 (%d)" % rc)
+    check(open_key in err and "tls_key_file" in err, "... naming the file and the key: " + err)
+    missing_key = os.path.join(d, "nosuch.key")
+    rc, err = start_fails(build, {"ORRERY_HALLEY_TLS_CERT_FILE": pki.crt("server"),
+                                  "ORRERY_HALLEY_TLS_KEY_FILE": missing_key})
+    check(rc == 2 and missing_key in err and "tls_key_file" in err,
+          "a missing key file: exit 2 naming it: " + err)
+    rc, err = start_fails(build, {"ORRERY_HALLEY_TLS_CERT_FILE": pki.crt("server")})
+    check(rc == 2 and "tls_key_file" in err, "a certificate without its key: exit 2: " + err)
+    rc, err = start_fails(build, {"ORRERY_HALLEY_TLS_CERT_FILE": pki.crt("server"),
+                                  "ORRERY_HALLEY_TLS_KEY_FILE": pki.key("server"),
+                                  "ORRERY_HALLEY_TLS_CLIENT_CA_FILE": missing})
+    check(rc == 2 and missing in err and "tls_client_ca_file" in err,
+          "a missing client CA file: exit 2 naming it: " + err)
+
+
+def main():
+    build, src, mode = sys.argv[1], sys.argv[2], sys.argv[3]
+    with tempfile.TemporaryDirectory(prefix="orr-tls-") as d:
+        pki = PKI(d)
+        {"server": mode_server, "mutual": mode_mutual, "badconf": mode_badconf}[mode](build, src,
+                                                                                      pki)
+    return finish("test_tls " + mode)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
