@@ -12,12 +12,16 @@ modes:
   mutual   halleyd with tls_client_ca_file: a client with the CA's client
            certificate is served; one without a certificate, or with the
            other CA's, is refused and halleyd logs the refusal.
+  platform galaxyd calling halleyd over mutual TLS: log in and create a task
+           through REST; a galaxyd without a client certificate is refused
+           by halleyd (its REST calls fail) and halleyd logs why.
   badconf  a missing certificate file, a key file readable by others, a
            certificate without its key: halleyd refuses to start (exit 2)
            naming the file and the key.
 
 usage: test_tls.py <build dir> <source dir> <mode>
 """
+import json
 import os
 import subprocess
 import sys
@@ -214,11 +218,51 @@ def mode_badconf(build, src, pki):
           "a missing client CA file: exit 2 naming it: " + err)
 
 
+def mode_platform(build, src, pki):
+    sys.path.insert(0, os.path.join(src, "tests", "integration", "lib"))
+    import orrery_it
+
+    tls_env = dict(server_env(pki, mutual=True))
+    tls_env.update({"ORRERY_HALLEY_HALLEY_TLS_CA_FILE": pki.crt("ca"),
+                    "ORRERY_HALLEY_HALLEY_TLS_CERT_FILE": pki.crt("client"),
+                    "ORRERY_HALLEY_HALLEY_TLS_KEY_FILE": pki.key("client")})
+
+    class TlsPlatform(orrery_it.Platform):
+        def halley_env(self):
+            env = super().halley_env()
+            env.update(tls_env)
+            return env
+
+    with TlsPlatform(build, galaxies=0) as p:
+        p.start_galaxy({"ORRERY_GALAXY_HALLEY_TLS_CA_FILE": pki.crt("ca"),
+                        "ORRERY_GALAXY_HALLEY_TLS_CERT_FILE": pki.crt("client"),
+                        "ORRERY_GALAXY_HALLEY_TLS_KEY_FILE": pki.key("client")})
+        p.add_user("tls_ann", "tls-ann-password-1", "developer", teams=["tls_etl"])
+        tok = p.login("tls_ann", "tls-ann-password-1")
+        check(bool(tok), "a login through galaxyd over mutual TLS to halleyd")
+        spec = {"name": "tls_etl.orders", "team": "tls_etl", "type": "shell",
+                "schedule": "0 * * * *", "timezone": "UTC", "config": {"command": "/bin/true"}}
+        r = p.http("POST", "/api/v1/tasks", spec, token=tok)
+        check(r.status == 201, "a task created through REST over mutual TLS (%s)" % r)
+        r = p.http("GET", "/api/v1/tasks", token=tok)
+        check(r.status == 200 and "tls_etl.orders" in json.dumps(r.json()),
+              "the task is listed (%s)" % r.status)
+        # A second galaxyd trusting the CA but with no client certificate.
+        port = p.start_galaxy({"ORRERY_GALAXY_HALLEY_TLS_CA_FILE": pki.crt("ca"),
+                               "ORRERY_GALAXY_RPC_TIMEOUT": "2s"})
+        r = orrery_it.http("http://127.0.0.1:%d" % port, "GET", "/api/v1/tasks", token=tok)
+        check(r.status >= 500, "a galaxyd without a client certificate cannot read (%s)" % r.status)
+        log = p.log("halleyd.log")
+        check("peer did not return a certificate" in log,
+              "halleyd logs the client that presented no certificate")
+
+
 def main():
     build, src, mode = sys.argv[1], sys.argv[2], sys.argv[3]
     with tempfile.TemporaryDirectory(prefix="orr-tls-") as d:
         pki = PKI(d)
-        {"server": mode_server, "mutual": mode_mutual, "badconf": mode_badconf}[mode](build, src,
+        {"server": mode_server, "mutual": mode_mutual, "badconf": mode_badconf,
+         "platform": mode_platform}[mode](build, src,
                                                                                       pki)
     return finish("test_tls " + mode)
 
