@@ -2,13 +2,29 @@
 # deploy/nginx/render.sh - write a complete nginx.conf for a private nginx
 # (no root needed) in front of several galaxyd, from deploy/nginx/orrery.conf.
 #
-#   render.sh PREFIX_DIR LISTEN GALAXY_ADDR...
+#   render.sh [--tls CERT KEY] PREFIX_DIR LISTEN GALAXY_ADDR...
+#
+# With --tls, the server block is orrery-tls.conf (HTTPS with CERT and KEY,
+# absolute paths) instead of orrery.conf.
 #
 # PREFIX_DIR gets nginx.conf, logs/, tmp/ and the pid file. Run nginx with:
 #   nginx -p PREFIX_DIR -c PREFIX_DIR/nginx.conf
 set -euo pipefail
+conf=orrery.conf
+cert=""
+key=""
+if [ "${1:-}" = "--tls" ]; then
+    if [ $# -lt 3 ]; then
+        echo "usage: $0 [--tls CERT KEY] PREFIX_DIR LISTEN GALAXY_ADDR..." >&2
+        exit 2
+    fi
+    conf=orrery-tls.conf
+    cert=$2
+    key=$3
+    shift 3
+fi
 if [ $# -lt 3 ]; then
-    echo "usage: $0 PREFIX_DIR LISTEN GALAXY_ADDR..." >&2
+    echo "usage: $0 [--tls CERT KEY] PREFIX_DIR LISTEN GALAXY_ADDR..." >&2
     exit 2
 fi
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -22,7 +38,8 @@ ups=""
 for g in "$@"; do
     ups="${ups}server $g max_fails=1 fail_timeout=5s; "
 done
-server_block=$(sed -e "s|@LISTEN@|$listen|" -e "s|@UPSTREAMS@|$ups|" "$here/orrery.conf")
+server_block=$(sed -e "s|@LISTEN@|$listen|" -e "s|@UPSTREAMS@|$ups|" -e "s|@CERT@|$cert|" \
+    -e "s|@KEY@|$key|" "$here/$conf")
 cat >"$prefix/nginx.conf" <<CONF
 # Rendered by deploy/nginx/render.sh; do not edit.
 # One worker per core: a single worker is one runnable task among many on a

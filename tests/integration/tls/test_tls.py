@@ -15,6 +15,10 @@ modes:
   platform galaxyd calling halleyd over mutual TLS: log in and create a task
            through REST; a galaxyd without a client certificate is refused
            by halleyd (its REST calls fail) and halleyd logs why.
+  nginx    the real nginx with deploy/nginx/orrery-tls.conf in front of two
+           galaxyd: log in and read a page over https trusting the CA; a
+           client not trusting it is refused; the event stream path is not
+           buffered.
   badconf  a missing certificate file, a key file readable by others, a
            certificate without its key: halleyd refuses to start (exit 2)
            naming the file and the key.
@@ -257,12 +261,87 @@ def mode_platform(build, src, pki):
               "halleyd logs the client that presented no certificate")
 
 
+def https(port, method, path, body=None, token=None, cafile=None):
+    """One request over https to 127.0.0.1:port: (status, json or None).
+    cafile None: the system's roots only."""
+    import http.client
+    import ssl
+    ctx = ssl.create_default_context(cafile=cafile)
+    c = http.client.HTTPSConnection("127.0.0.1", port, context=ctx, timeout=15)
+    hdrs = {"Content-Type": "application/json"}
+    if token:
+        hdrs["Authorization"] = "Bearer " + token
+    c.request(method, path, body=json.dumps(body) if body is not None else None, headers=hdrs)
+    r = c.getresponse()
+    data = r.read()
+    c.close()
+    try:
+        return r.status, dict(r.getheaders()), json.loads(data) if data else None
+    except ValueError:
+        return r.status, dict(r.getheaders()), None
+
+
+def mode_nginx(build, src, pki):
+    import shutil
+    import signal
+    import ssl
+    sys.path.insert(0, os.path.join(src, "tests", "integration", "lib"))
+    import orrery_it
+
+    with orrery_it.Platform(build, galaxies=0) as p:
+        for _ in range(2):
+            p.start_galaxy({"ORRERY_GALAXY_TRUSTED_PROXIES": "127.0.0.1",
+                            "ORRERY_GALAXY_COOKIE_SECURE": "true"})
+        p.add_user("tls_nina", "tls-nina-password-1", "developer", teams=["tls_web"])
+        prefix = os.path.join(pki.d, "nginx")
+        port = orrery_it.free_port()
+        subprocess.run([os.path.join(src, "deploy", "nginx", "render.sh"), "--tls",
+                        pki.crt("server"), pki.key("server"), prefix, "127.0.0.1:%d" % port]
+                       + ["127.0.0.1:%d" % g for g in p.galaxy_ports], check=True,
+                       stdout=subprocess.DEVNULL)
+        nginx = shutil.which("nginx") or "/usr/sbin/nginx"
+        proc = subprocess.Popen([nginx, "-p", prefix, "-c", os.path.join(prefix, "nginx.conf")],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            orrery_it.wait_port(port, proc, "nginx")
+            st, hdr, doc = https(port, "POST", "/api/v1/auth/login",
+                                 {"name": "tls_nina", "password": "tls-nina-password-1"},
+                                 cafile=pki.crt("ca"))
+            check(st == 200 and doc and doc.get("token"),
+                  "a login through nginx over https trusting the CA (%s)" % st)
+            tok = doc.get("token") if doc else None
+            check("Strict-Transport-Security" in hdr, "nginx sends HSTS")
+            cookie = hdr.get("Set-Cookie", "")
+            check("; secure" in cookie.lower(),
+                  "the session cookie is Secure (%s)" % cookie[:80])
+            st, _, doc = https(port, "GET", "/api/v1/tasks", token=tok, cafile=pki.crt("ca"))
+            check(st == 200 and doc is not None, "a page read over https (%s)" % st)
+            try:
+                https(port, "GET", "/api/v1/tasks", token=tok)
+                refused = False
+            except ssl.SSLCertVerificationError as e:
+                refused = "certificate verify failed" in str(e)
+            check(refused, "a client not trusting the CA is refused")
+            try:
+                https(port, "GET", "/api/v1/tasks", token=tok, cafile=pki.crt("ca2"))
+                refused = False
+            except ssl.SSLCertVerificationError:
+                refused = True
+            check(refused, "a client trusting another CA is refused")
+            conf = open(os.path.join(prefix, "nginx.conf")).read()
+            check("proxy_buffering off" in conf and "X-Forwarded-Proto https" in conf,
+                  "the rendered config streams live logs unbuffered and forwards the scheme")
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(timeout=10)
+
+
 def main():
     build, src, mode = sys.argv[1], sys.argv[2], sys.argv[3]
     with tempfile.TemporaryDirectory(prefix="orr-tls-") as d:
         pki = PKI(d)
         {"server": mode_server, "mutual": mode_mutual, "badconf": mode_badconf,
-         "platform": mode_platform}[mode](build, src,
+         "platform": mode_platform, "nginx": mode_nginx}[mode](build, src,
                                                                                       pki)
     return finish("test_tls " + mode)
 
