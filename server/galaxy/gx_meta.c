@@ -25,6 +25,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "gx_input.h"
 #include "orr_json.h"
 #include "orr_log.h"
 #include "orr_name.h"
@@ -183,14 +184,31 @@ out:
 
 /* ------------------------------------------------------------ the cache */
 
+#define GX__TABLE_RULE                                                                             \
+    "must be \"schema.name\": 3-512 bytes of UTF-8 without control characters, a schema and a "    \
+    "name around the first dot, no space at either end"
+
+/* 1 if table names a table as "schema.name": both parts present, valid
+ * UTF-8 without control characters, no blank at either end. */
+static int gx__table_ok(const char *table)
+{
+    size_t n = table ? strlen(table) : 0;
+    if (n < 3 || n > 512 || gx_text_problem(table, n))
+        return 0;
+    if (table[0] == ' ' || table[n - 1] == ' ')
+        return 0;
+    const char *dot = strchr(table, '.');
+    return dot && dot > table && dot[1] != '\0';
+}
+
 static orr_status gx__meta(gx_app *app, const char *ds, const char *what, const char *table,
                            int refresh, json_t **out, orr_err *err)
 {
     *out = NULL;
     if (!orr_name_ok(ds, 128))
         return orr_err_set(err, ORR_EINVAL, "datasource", "must be " ORR_NAME_RULE);
-    if (table && (!table[0] || strlen(table) > 512))
-        return orr_err_set(err, ORR_EINVAL, "table", "must be \"schema.name\", 1-512 bytes");
+    if (table && !gx__table_ok(table))
+        return orr_err_set(err, ORR_EINVAL, "table", GX__TABLE_RULE);
     orr_status rc;
     if (!refresh) {
         HL(GetDataSourceMetaRequest) rq = HL_INIT(GET_DATA_SOURCE_META_REQUEST);
@@ -342,13 +360,13 @@ void gx_h_meta_table(gx_req *req, gx_resp *resp)
     const char *table = gx_req_param(req, 1);
     if (!gx_check_name(resp, name, "name"))
         return;
-    if (!table || !table[0] || strlen(table) > 512) {
-        gx_resp_fail(resp, ORR_EINVAL, "table", "must be \"schema.name\", 1-512 bytes");
-        return;
-    }
     int refresh = gx_req_query_bool(req, resp, "refresh", 0);
     if (refresh < 0)
         return;
+    if (!gx__table_ok(table)) {
+        gx_resp_fail(resp, ORR_EINVAL, "table", GX__TABLE_RULE);
+        return;
+    }
     json_t *ans = NULL;
     orr_err err;
     orr_err_clear(&err);

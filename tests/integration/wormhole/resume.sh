@@ -238,7 +238,13 @@ J
 		pred=$(pg -c "SELECT plan::json->'shards'->$lag->>'pred' FROM orr_wh_runs WHERE job = '$name'")
 		# the split's predicate is PostgreSQL text over "id": delete through the ids it selects
 		pg -c "COPY (SELECT id FROM $src WHERE $pred) TO STDOUT" >"$TMP/ids.txt"
-		my -e "DELETE FROM $mdst WHERE id IN ($(paste -sd, "$TMP/ids.txt")); DELETE FROM orr_wh_splits WHERE job = '$name' AND split = $lag"
+		# (the statement goes on stdin: a split's ids can be longer than
+		# one command line may be)
+		{
+			printf 'DELETE FROM %s WHERE id IN (' "$mdst"
+			paste -sd, "$TMP/ids.txt" | tr -d '\n'
+			printf "); DELETE FROM orr_wh_splits WHERE job = '%s' AND split = %s;\n" "$name" "$lag"
+		} | my
 	fi
 	must_run "$TMP/x.json" --resume
 	expect_eq "multi: resume state" "$(summary "['resume']['state']")" resumed
