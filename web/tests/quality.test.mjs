@@ -95,7 +95,7 @@ test('a quality task: the check editor, a run that passes, one that fails with r
   await page.goto(`/app/tasks/${tid}`);
   const editor = page.getByTestId('quality-checks');
   await editor.waitFor({ timeout: T });
-  assert.equal(await editor.locator('.quality-check').count(), 3);
+  await until(async () => (await editor.locator('.quality-check').count()) === 3, 'three check cards');
   assert.equal(await editor.locator('[data-check="amount_nulls"] input[type="number"]').inputValue(), '0.2');
   assert.equal(await editor.locator('[data-check="no_negative"] textarea').inputValue(), spec.config.checks[2].query);
   // The kind offers no row_count outside a transfer.
@@ -136,11 +136,10 @@ test('a quality task: the check editor, a run that passes, one that fails with r
   // One chart per check, a point for each run, drawn.
   for (const n of ['id_unique', 'amount_nulls', 'no_negative']) {
     const chart = page.getByTestId(`chart-quality-${n}`);
-    await until(async () => (await chart.getAttribute('data-ready')) === 'true', `chart of ${n} drawn`);
-    assert.equal(await chart.getAttribute('data-points'), '2');
+    await until(async () => (await chart.getAttribute('data-ready')) === 'true' && (await chart.getAttribute('data-points')) === '2', `chart of ${n} drawn with both runs`);
   }
   // value 0 then 2, threshold 0 twice
-  assert.equal(await page.getByTestId('chart-quality-no_negative').getAttribute('data-total'), '2');
+  await until(async () => (await page.getByTestId('chart-quality-no_negative').getAttribute('data-total')) === '2', 'the no_negative chart totals 2');
   await checkA11y(page, 'instance quality checks');
   await shot(page, 'quality-instance');
   await page.setViewportSize({ width: 390, height: 844 });
@@ -196,7 +195,7 @@ test("a transfer's quality key in the designer: the same editor, with row_count,
   await page.goto(`/app/tasks/${id}`);
   const editor = page.getByTestId('quality-checks');
   await editor.waitFor({ timeout: T });
-  assert.equal(await editor.locator('.quality-check').count(), 2);
+  await until(async () => (await editor.locator('.quality-check').count()) === 2, 'two check cards');
   const kinds = await editor.locator('[data-check="rows"] select').locator('option').allTextContents();
   assert.ok(kinds.includes('Row count'), kinds.join(','));
   // A threshold changed in the editor shows in the job's JSON and is saved.

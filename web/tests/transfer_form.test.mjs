@@ -74,15 +74,17 @@ test('a pg -> pg transfer built in the form: mapping, preview, a server field er
   await page.getByTestId('xf-row-origin').waitFor({ timeout: T });
   await until(async () => (await page.getByTestId('xf-src-label').locator('option[value="s:name"]').count()) === 1, 'the source columns are loaded');
   await page.getByTestId('xf-automap').click();
-  assert.equal(await page.getByTestId('xf-src-id').inputValue(), 's:id');
-  assert.equal(await page.getByTestId('xf-src-code').inputValue(), 's:code');
+  await until(
+    async () => (await page.getByTestId('xf-src-id').inputValue()) === 's:id' && (await page.getByTestId('xf-src-code').inputValue()) === 's:code',
+    'auto-map by name took id and code',
+  );
   await page.getByTestId('xf-src-label').selectOption('s:name');
   await page.getByTestId('xf-src-day').selectOption('s:born');
   await page.getByTestId('xf-cast-code').selectOption('int');
   await page.getByTestId('xf-src-origin').selectOption('const');
   await page.getByTestId('xf-const-origin').fill('crm');
-  assert.match(await page.getByTestId('xf-warn-label').textContent(), /text → (varchar|character varying)\(10\)/);
-  assert.match(await page.getByTestId('xf-skipped').textContent(), /name, secret|secret/);
+  await until(async () => /text → (varchar|character varying)\(10\)/.test(await page.getByTestId('xf-warn-label').textContent()), 'the warning of a value that may not fit');
+  await until(async () => /name, secret|secret/.test(await page.getByTestId('xf-skipped').textContent()), 'the skipped columns listed');
   await page.getByTestId('xf-dirty').fill('5');
 
   // The job shows live in the spec panel.
@@ -147,8 +149,7 @@ test('a pg -> pg transfer built in the form: mapping, preview, a server field er
 
   // The saved task opens in the form; at 390 px too.
   await page.goto(`/app/tasks/${tid}`);
-  await page.getByTestId('xf-row-origin').waitFor({ timeout: T });
-  assert.equal(await page.getByTestId('xf-const-origin').inputValue(), 'crm');
+  await until(async () => (await page.getByTestId('xf-const-origin').inputValue()) === 'crm', 'the saved constant in the form');
   await page.setViewportSize({ width: 390, height: 844 });
   await shot(page, 'transfer-form-390');
   await checkA11y(page, 'designer transfer form 390');

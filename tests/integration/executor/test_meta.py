@@ -301,7 +301,9 @@ class Meta(unittest.TestCase):
         # Cached answers still come; one that needs an executor is 503.
         self.assertEqual(get("/api/v1/datasources/xfer_pg/tables/shop.orders").status, 200)
         tx.EX.stop()
-        deadline = time.time() + 15
+        # galaxyd notices the stopped executor on its own time: a bounded
+        # wait-until, long enough for a sanitizer build on a loaded machine.
+        deadline = time.time() + 120
         r = None
         while time.time() < deadline:
             r = get("/api/v1/datasources/xfer_pg/tables/shop.orders?refresh=1")

@@ -48,7 +48,7 @@ def progress(iid, query=""):
     return tx.P.http("GET", f"/api/v1/instances/{iid}/progress{query}", token=tx.TOKEN)
 
 
-def until(fn, what, timeout=30.0):
+def until(fn, what, timeout=120.0):
     """fn() until it returns something true (the condition is made by the
     test; the deadline only bounds a failure)."""
     end = time.monotonic() + timeout
@@ -114,7 +114,7 @@ class TransferProgress(unittest.TestCase):
             self.assertGreater(p["series"][-1]["eta_s"], 0)
         finally:
             gate.open()
-        inst = tx.wait_state(iid, ("success", "failed", "timed_out"), timeout=45)
+        inst = tx.wait_state(iid, ("success", "failed", "timed_out"), timeout=120)
         self.assertEqual(tx.state_name(inst.state), "success", inst.reason)
         self.assertEqual(xt.sql("SELECT count(*) FROM tp_dst"), "5000")
         r = progress(iid)
@@ -132,7 +132,7 @@ class TransferProgress(unittest.TestCase):
         tid = xt.new_task({"name": "tp_bad", "reader": xt.pg_endpoint("tp_none"),
                            "writers": [xt.pg_endpoint("tp_none2")]})
         iid = xt.dispatch(tid, 4)
-        tx.wait_state(iid, ("success", "failed", "timed_out"), timeout=45)
+        tx.wait_state(iid, ("success", "failed", "timed_out"), timeout=120)
         for q in ("?attempt=x", "?attempt=-1", "?attempt=9"):
             r = progress(iid, q)
             self.assertEqual(r.status, 400, (q, r.body))
