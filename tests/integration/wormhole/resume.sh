@@ -157,7 +157,7 @@ check_resumed() {
 case_pg() {
 	local src=wh_rsrc_$S dst=wh_rdst_$S name=rs_pg_$S
 	JOBS+=("$name")
-	make_source "$src" 200000
+	make_source "$src" 40000
 	PG_TABLES+=("$dst")
 	pg -c "CREATE TABLE $dst (LIKE $src)"
 	cat >"$TMP/a.json" <<J
@@ -169,7 +169,7 @@ J
 	recorded=$(pg -c "SELECT sum(rows) FROM orr_wh_splits WHERE job = '$name'")
 	expect_eq "append: the target holds exactly the recorded splits" "$(pg -c "SELECT count(*) FROM $dst")" "$recorded"
 	must_run "$TMP/a.json" --resume
-	check_resumed 200001 "$shards" 3
+	check_resumed 40001 "$shards" 3
 	expect_eq "rows_skipped is what the records said" "$(summary "['rows_skipped']")" "$recorded"
 	pg_same "$src" "$dst"
 	expect_eq "records dropped after success" "$(pg_records "$name")" 0
@@ -182,7 +182,7 @@ J
 	expect_eq "truncate: the target is untouched by the killed run" "$(pg -c "SELECT count(*) FROM $dst")" 1
 	expect_eq "truncate: the staging table is logged" "$(pg -c "SELECT relpersistence FROM pg_class WHERE oid = to_regclass('${dst}__wh_stage')")" p
 	must_run "$TMP/t.json" --resume
-	check_resumed 200001 "$shards" 4
+	check_resumed 40001 "$shards" 4
 	pg_same "$src" "$dst"
 	expect_eq "staging table gone" "$(pg -c "SELECT to_regclass('${dst}__wh_stage') IS NULL")" t
 	expect_eq "records dropped after success" "$(pg_records "$name")" 0
@@ -191,7 +191,7 @@ J
 case_mysql() {
 	local src=wh_rsrc_$S dst=wh_rmy_$S name=rs_my_$S mode
 	JOBS+=("$name")
-	make_source "$src" 50000
+	make_source "$src" 20000
 	MY_TABLES+=("$dst")
 	for mode in append staging; do
 		my -e "DROP TABLE IF EXISTS $dst; CREATE TABLE $dst (id bigint PRIMARY KEY, n int, v varchar(64), ts datetime(6)) DEFAULT CHARSET=utf8mb4"
@@ -206,7 +206,7 @@ J
 			expect_eq "mysql staging: the target is untouched by the killed run" "$(my -e "SELECT COUNT(*) FROM $dst")" 0
 		fi
 		must_run "$TMP/m.json" --resume
-		check_resumed 50001 6 2
+		check_resumed 20001 6 2
 		my_same "$src" "$dst"
 		expect_eq "mysql $mode: records dropped after success" "$(my_records "$name")" 0
 	done
