@@ -30,6 +30,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 
 import grpc
 
@@ -101,7 +102,7 @@ def health(h, creds):
         resp = h.pb.__dict__[m.output_type.name]
         fn = ch.unary_unary("/%s/Health" % svc.full_name, request_serializer=req.SerializeToString,
                             response_deserializer=resp.FromString)
-        fn(req(), metadata=(("authorization", "Bearer " + TOKEN),), timeout=5)
+        fn(req(), metadata=(("authorization", "Bearer " + TOKEN),), timeout=60)
         return None
     except grpc.RpcError as e:
         return e
@@ -127,6 +128,18 @@ def halley_log(h):
     h.log.flush()
     with open(os.path.join(h.tmp, "halleyd.log")) as f:
         return f.read()
+
+
+def halley_log_with(h, *texts, timeout=60.0):
+    """halleyd's log once it holds every text (or at the deadline): gRPC
+    logs a refused handshake on a thread of its own, possibly after the
+    client has seen the refusal."""
+    deadline = time.monotonic() + timeout
+    while True:
+        log = halley_log(h)
+        if all(t in log for t in texts) or time.monotonic() > deadline:
+            return log
+        time.sleep(0.1)
 
 
 def mode_server(build, src, pki):
@@ -168,7 +181,7 @@ def mode_mutual(build, src, pki):
         e = health(h, pki.creds("ca", "rogue"))
         check(e is not None and e.code() == grpc.StatusCode.UNAVAILABLE,
               "a client with a certificate of another CA is refused (%s)" % (e and e.code()))
-        log = halley_log(h)
+        log = halley_log_with(h, "peer did not return a certificate", "certificate verify failed")
         print(log[-3000:])
         check("peer did not return a certificate" in log,
               "halleyd logs the handshake refused for want of a client certificate")
