@@ -51,6 +51,7 @@ struct orr_rpc_client {
     grpc_channel *ch;
     char *target;
     char *auth; /* "Bearer <token>" or NULL */
+    int tls;    /* the channel uses TLS */
     struct cli_method *methods;
     size_t n_methods;
     pthread_mutex_t mu;
@@ -173,8 +174,9 @@ static orr_status cli_status(orr_rpc_client *c, grpc_status_code code, grpc_slic
     }
     if (st == ORR_ETIMEOUT &&
         grpc_channel_check_connectivity_state(c->ch, 0) != GRPC_CHANNEL_READY) {
-        return orr_err_set(err, ORR_EUNAVAIL, NULL, "server %s not reachable before the deadline",
-                           c->target);
+        return orr_err_set(
+            err, ORR_EUNAVAIL, NULL, "server %s not reachable before the deadline%s", c->target,
+            c->tls ? " (over TLS: a failed handshake is logged with its reason)" : "");
     }
     if (ml == 0)
         return orr_err_set(err, st, field, "%s", orr_status_msg(st));
@@ -213,9 +215,10 @@ void orr_rpc_client_set_tls(const orr_rpc_tls *tls)
 
 /* Plaintext, or TLS trusting the set CA (with the client's own key pair
  * when one is set). */
-static grpc_channel_credentials *cli_credentials(void)
+static grpc_channel_credentials *cli_credentials(int *tls)
 {
     pthread_mutex_lock(&cli_tls_mu);
+    *tls = cli_tls.on;
     grpc_channel_credentials *creds;
     if (!cli_tls.on) {
         creds = grpc_insecure_credentials_create();
@@ -261,7 +264,7 @@ orr_status orr_rpc_client_create(const ProtobufCServiceDescriptor *svc, const ch
         args[i] = (grpc_arg){
             .type = GRPC_ARG_INTEGER, .key = (char *)ints[i].key, .value.integer = ints[i].value};
     grpc_channel_args ca = {.num_args = 8, .args = args};
-    grpc_channel_credentials *creds = cli_credentials();
+    grpc_channel_credentials *creds = cli_credentials(&c->tls);
     c->ch = grpc_channel_create(target, creds, &ca);
     grpc_channel_credentials_release(creds);
 

@@ -163,6 +163,7 @@ def mode_server(build, src, pki):
         print(err)
         check(rc != 0, "halleyd user-add trusting another CA fails")
         check("127.0.0.1:%d" % h.port in err, "its message names the peer")
+        check("over TLS" in err, "its message says the call was over TLS")
         check("CERTIFICATE_VERIFY_FAILED" in err or "certificate verify failed" in err.lower(),
               "its message says the certificate did not verify")
     finally:
