@@ -9,6 +9,8 @@
 #include <time.h>
 
 #include "gx_app.h"
+#include "gx_quality_check.h"
+#include "gx_xfer_check.h"
 #include "orr_cal.h"
 #include "orr_cron.h"
 #include "orr_tz.h"
@@ -94,7 +96,10 @@ void gx_h_schedule_next(gx_req *req, gx_resp *resp)
 
 /* Validate a task spec without saving it: the JSON Schema of schema/ (the
  * same file halleyd checks against), then the schedule and time zone with
- * orr_cron_check, as halleyd does at save. 200 {"valid":true,"next":[...]} or 400 naming the field.
+ * orr_cron_check, as halleyd does at save, and a transfer's tables, column
+ * mapping and quality checks as galaxyd does at save. 200
+ * {"valid":true,"next":[...]} (with "warnings" when the tables could not be
+ * read) or 400 naming the field.
  */
 void gx_h_task_validate(gx_req *req, gx_resp *resp)
 {
@@ -123,6 +128,11 @@ void gx_h_task_validate(gx_req *req, gx_resp *resp)
         gx_resp_err(resp, &e);
         return;
     }
+    /* a transfer's tables, mapping and quality checks, as at save */
+    json_t *warnings = gx_xfer_warnings(req);
+    if (gx_xfer_check(req, resp, spec, warnings) != 0 ||
+        gx_quality_check(req, resp, spec, warnings) != 0)
+        return;
     /* a named business calendar must exist (halleyd's check at save); the
      * next fire times follow it */
     const char *cal_name = json_string_value(json_object_get(spec, "calendar"));
@@ -146,5 +156,6 @@ void gx_h_task_validate(gx_req *req, gx_resp *resp)
             json_array_append_new(next, gx_json_time(t * 1000));
     }
     orr_cal_free(cal);
-    gx_resp_json(resp, 200, json_pack("{s:b,s:o}", "valid", 1, "next", next));
+    gx_resp_json(resp, 200,
+                 gx_xfer_with_warnings(json_pack("{s:b,s:o}", "valid", 1, "next", next), warnings));
 }

@@ -185,20 +185,24 @@ out:
 /* ------------------------------------------------------------ the cache */
 
 #define GX__TABLE_RULE                                                                             \
-    "must be \"schema.name\": 3-512 bytes of UTF-8 without control characters, a schema and a "    \
-    "name around the first dot, no space at either end"
+    "must be \"schema.name\" or \"name\": valid UTF-8 without control characters, no blank at "    \
+    "either end, both parts present around the first dot, a name alone at most 128 bytes, the "    \
+    "whole at most 512"
 
-/* 1 if table names a table as "schema.name": both parts present, valid
- * UTF-8 without control characters, no blank at either end. */
+/* 1 if table names a table as "schema.name" or "name" (the data source's
+ * default schema): valid UTF-8 without control characters, no blank at
+ * either end. */
 static int gx__table_ok(const char *table)
 {
     size_t n = table ? strlen(table) : 0;
-    if (n < 3 || n > 512 || gx_text_problem(table, n))
+    if (n < 1 || n > 512 || gx_text_problem(table, n))
         return 0;
     if (table[0] == ' ' || table[n - 1] == ' ')
         return 0;
     const char *dot = strchr(table, '.');
-    return dot && dot > table && dot[1] != '\0';
+    if (!dot)
+        return n <= 128;
+    return dot > table && dot[1] != '\0';
 }
 
 static orr_status gx__meta(gx_app *app, const char *ds, const char *what, const char *table,

@@ -63,6 +63,22 @@ class WorkerExecutor(tx.Executor):
         env["ORRERY_EXECUTOR_HALLEY_WORKER_TOKEN"] = WORKER_TOKEN
         return env
 
+    def start(self):
+        """Start, then wait until executord's card is in ZooKeeper: its port
+        opens first, and galaxyd finds an executor for metadata, previews
+        and checks at save only through that card."""
+        super().start()
+        deadline = time.monotonic() + 60
+        out = None
+        while time.monotonic() < deadline and self.proc.poll() is None:
+            out = subprocess.run([os.path.join(tx.BUILD, "bin", "ex_zk_get"), self.zk,
+                                  f"/orrery/executors/{self.id}"], capture_output=True, text=True)
+            if out.returncode == 0 and '"http_port"' in out.stdout:
+                return
+            time.sleep(0.05)
+        raise AssertionError("executord's card never came into ZooKeeper: "
+                             f"{out.stderr if out else 'executord exited'}")
+
 
 def sql(q):
     out = subprocess.run(["psql", XFER["dsn"], "-v", "ON_ERROR_STOP=1", "-qAtc", q],

@@ -98,6 +98,9 @@ class Mapping(unittest.TestCase):
              f"{w}.table", "no table"),
         ]
         for s, field, words in cases:
+            # the designer's check without saving answers as the save does
+            self.refused(tx.P.http("POST", "/api/v1/tasks/validate", s, token=tx.TOKEN),
+                         field, words)
             self.refused(tx.P.http("POST", "/api/v1/tasks", s, token=tx.TOKEN), field, words)
             r = tx.P.http("GET", f"/api/v1/tasks?q={s['name']}&active=any", token=tx.TOKEN)
             self.assertEqual(r.json()["items"], [], s["name"])

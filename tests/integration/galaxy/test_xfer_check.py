@@ -108,6 +108,10 @@ class DataSourceCheck(unittest.TestCase):
     def test_mapping_unchecked_without_executor_saves_with_warnings(self):
         spec = transfer("xct.map", pg("xc_pg", "public.a"), pg("xc_pg", "public.b"))
         spec["config"]["writers"][0]["mapping"] = [{"target": "x", "source": "y"}]
+        r = P.http("POST", "/api/v1/tasks/validate", spec, token=TOK["xc"])
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual([w["field"] for w in r.json()["warnings"]],
+                         ["spec.config.reader", "spec.config.writers[0]"], r.json())
         r = P.http("POST", "/api/v1/tasks", spec, token=TOK["xc"])
         self.assertEqual(r.status, 201, r)
         warnings = r.json()["warnings"]
