@@ -12,44 +12,14 @@
 set -euo pipefail
 
 WH=${1:?usage: mapping.sh WORMHOLE_BINARY}
-: "${ORRERY_PG_DSN:?ORRERY_PG_DSN is not set: start the stack and eval its env}"
-: "${ORRERY_MYSQL_DSN:?ORRERY_MYSQL_DSN is not set: start the stack and eval its env}"
+CASE=mapping
+# shellcheck source=common.sh
+. "$(dirname "$0")/common.sh"
+wh_it_setup map
 
-S=$$
-TMP=$(mktemp -d /tmp/wh-map-XXXXXX)
-if [[ ! $ORRERY_MYSQL_DSN =~ ^mysql://([^:]+):([^@]*)@([^:/]+):([0-9]+)/([^?]+) ]]; then
-	echo "cannot parse ORRERY_MYSQL_DSN" >&2
-	exit 1
-fi
-MY_USER=${BASH_REMATCH[1]} MY_PASS=${BASH_REMATCH[2]} MY_HOST=${BASH_REMATCH[3]}
-MY_PORT=${BASH_REMATCH[4]} MY_DB=${BASH_REMATCH[5]}
-
-pg() { psql "$ORRERY_PG_DSN" -X -q -v ON_ERROR_STOP=1 -At "$@"; }
-my() { MYSQL_PWD=$MY_PASS mariadb --no-defaults -h "$MY_HOST" -P "$MY_PORT" -u "$MY_USER" -N -B "$MY_DB" "$@"; }
-
-cleanup() {
-	pg -c "DROP TABLE IF EXISTS whm_src_$S, whm_dst_$S" 2>/dev/null || true
-	my -e "DROP TABLE IF EXISTS whm_dst_$S" 2>/dev/null || true
-	rm -rf "$TMP"
-}
-trap cleanup EXIT
-
-fail() {
-	echo "FAIL [mapping]: $*" >&2
-	exit 1
-}
-expect_eq() { # what got want
-	[[ "$2" == "$3" ]] || fail "$1: got '$2', want '$3'"
-	echo "ok: $1 = $3"
-}
-must_run() {
-	set +e
-	"$WH" run "$1" >"$TMP/out.json" 2>"$TMP/err.txt"
-	local rc=$?
-	set -e
-	[[ $rc -eq 0 ]] || { cat "$TMP/err.txt" "$TMP/out.json" >&2; fail "wormhole run $1 exited $rc"; }
-}
-summary() { /usr/bin/python3 -c "import json,sys; d=json.load(open('$TMP/out.json')); print(eval('d' + sys.argv[1]))" "$1"; }
+pgt whm_src_$S
+pgt whm_dst_$S
+myt whm_dst_$S
 
 # The source: code is text holding numbers but one row holds "n/a"; secret is
 # never mapped; created is a timestamptz loaded as a date.

@@ -13,28 +13,18 @@ set -euo pipefail
 
 WH=${1:?usage: quality.sh WORMHOLE_BINARY pg|mysql}
 DB=${2:?usage: quality.sh WORMHOLE_BINARY pg|mysql}
-: "${ORRERY_PG_DSN:?ORRERY_PG_DSN is not set: start the stack and source its env}"
-: "${ORRERY_MYSQL_DSN:?ORRERY_MYSQL_DSN is not set: start the stack and source its env}"
-
-S=$$
-TMP=$(mktemp -d /tmp/whq-it-XXXXXX)
-if [[ ! $ORRERY_MYSQL_DSN =~ ^mysql://([^:]+):([^@]*)@([^:/]+):([0-9]+)/([^?]+) ]]; then
-	echo "cannot parse ORRERY_MYSQL_DSN" >&2
-	exit 1
-fi
-MY_USER=${BASH_REMATCH[1]} MY_PASS=${BASH_REMATCH[2]} MY_HOST=${BASH_REMATCH[3]}
-MY_PORT=${BASH_REMATCH[4]} MY_DB=${BASH_REMATCH[5]}
-pg() { psql "$ORRERY_PG_DSN" -X -q -v ON_ERROR_STOP=1 -At "$@"; }
-my() { MYSQL_PWD=$MY_PASS mariadb --no-defaults -h "$MY_HOST" -P "$MY_PORT" -u "$MY_USER" -N -B "$MY_DB" "$@"; }
+CASE="quality $DB"
+# shellcheck source=common.sh
+. "$(dirname "$0")/common.sh"
+wh_it_setup q
 
 SRC=whq_src_$S
 TGT=whq_tgt_$S
-cleanup() {
-	pg -c "DROP TABLE IF EXISTS $SRC, $TGT, ${TGT}__wh_stage CASCADE; DROP FUNCTION IF EXISTS whq_skip_$S() CASCADE" 2>/dev/null || true
-	my -e "DROP TABLE IF EXISTS $SRC, $TGT, ${TGT}__wh_stage" 2>/dev/null || true
-	rm -rf "$TMP"
-}
-trap cleanup EXIT
+pgt "$SRC"
+pgt "$TGT"
+myt "$SRC"
+myt "$TGT"
+wh_it_cleanup_extra() { pg -c "DROP FUNCTION IF EXISTS whq_skip_$S() CASCADE" 2>/dev/null; }
 
 fail() {
 	echo "FAIL [quality $DB]: $*" >&2
@@ -42,11 +32,6 @@ fail() {
 	[[ -f $TMP/out.json ]] && cat "$TMP/out.json" >&2
 	exit 1
 }
-expect_eq() {
-	[[ "$2" == "$3" ]] || fail "$1: got '$2', want '$3'"
-	echo "ok: $1 = $3"
-}
-summary() { /usr/bin/python3 -c "import json,sys; d=json.load(open('$TMP/out.json')); print(eval('d' + sys.argv[1]))" "$1"; }
 run() { # CMD JOB-TEXT
 	printf '%s' "$2" >"$TMP/job.json"
 	set +e

@@ -21,67 +21,10 @@ set -euo pipefail
 
 WH=${1:?usage: resume.sh WORMHOLE_BINARY CASE}
 CASE=${2:?usage: resume.sh WORMHOLE_BINARY CASE}
-: "${ORRERY_PG_DSN:?ORRERY_PG_DSN is not set: start the stack and eval its env}"
-: "${ORRERY_MYSQL_DSN:?ORRERY_MYSQL_DSN is not set: start the stack and eval its env}"
+# shellcheck source=common.sh
+. "$(dirname "$0")/common.sh"
+wh_it_setup resume
 
-S=$$
-TMP=$(mktemp -d /tmp/wh-resume-XXXXXX)
-PG_TABLES=()
-MY_TABLES=()
-PIDS=()
-JOBS=() # job names whose split records are dropped at exit
-
-if [[ ! $ORRERY_MYSQL_DSN =~ ^mysql://([^:]+):([^@]*)@([^:/]+):([0-9]+)/([^?]+) ]]; then
-	echo "cannot parse ORRERY_MYSQL_DSN" >&2
-	exit 1
-fi
-MY_USER=${BASH_REMATCH[1]} MY_PASS=${BASH_REMATCH[2]} MY_HOST=${BASH_REMATCH[3]}
-MY_PORT=${BASH_REMATCH[4]} MY_DB=${BASH_REMATCH[5]}
-
-pg() { PGOPTIONS=--client-min-messages=warning psql "$ORRERY_PG_DSN" -X -q -v ON_ERROR_STOP=1 -At "$@"; }
-my() { MYSQL_PWD=$MY_PASS mariadb --no-defaults -h "$MY_HOST" -P "$MY_PORT" -u "$MY_USER" -N -B "$MY_DB" "$@"; }
-
-cleanup() {
-	local t p j
-	for p in "${PIDS[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
-	for t in "${PG_TABLES[@]}"; do pg -c "DROP TABLE IF EXISTS $t, ${t}__wh_stage CASCADE" 2>/dev/null || true; done
-	for t in "${MY_TABLES[@]}"; do my -e "DROP TABLE IF EXISTS $t, ${t}__wh_stage" 2>/dev/null || true; done
-	for j in "${JOBS[@]}"; do
-		pg -c "DELETE FROM orr_wh_splits WHERE job = '$j'; DELETE FROM orr_wh_runs WHERE job = '$j'" 2>/dev/null || true
-		my -e "DELETE FROM orr_wh_splits WHERE job = '$j'; DELETE FROM orr_wh_runs WHERE job = '$j'" 2>/dev/null || true
-	done
-	rm -rf "$TMP"
-}
-trap cleanup EXIT
-
-fail() {
-	echo "FAIL [$CASE]: $*" >&2
-	exit 1
-}
-expect_eq() {
-	[[ "$2" == "$3" ]] || fail "$1: got '$2', want '$3'"
-	echo "ok: $1 = $3"
-}
-run() {
-	local job=$1
-	shift
-	set +e
-	"$WH" run "$job" "$@" >"$TMP/out.json" 2>"$TMP/err.txt"
-	RC=$?
-	set -e
-}
-must_run() {
-	run "$@"
-	[[ $RC -eq 0 ]] || { cat "$TMP/err.txt" "$TMP/out.json" >&2; fail "wormhole run $1 exited $RC"; }
-}
-summary() { /usr/bin/python3 -c "import json,sys; d=json.load(open('$TMP/out.json')); print(eval('d' + sys.argv[1]))" "$1"; }
-
-# PostgreSQL: rows of A not in B plus rows of B not in A must be 0
-pg_same() {
-	local d
-	d=$(pg -c "SELECT (SELECT count(*) FROM (SELECT * FROM $1 EXCEPT ALL SELECT * FROM $2) x) + (SELECT count(*) FROM (SELECT * FROM $2 EXCEPT ALL SELECT * FROM $1) y)")
-	expect_eq "rows differing between $1 and $2" "$d" 0
-}
 # MariaDB target against the PostgreSQL source: the target is copied back
 # into PostgreSQL by a plain run, then compared with EXCEPT both ways
 my_same() {

@@ -11,70 +11,10 @@ set -euo pipefail
 
 WH=${1:?usage: run.sh WORMHOLE_BINARY CASE}
 CASE=${2:?usage: run.sh WORMHOLE_BINARY CASE}
-: "${ORRERY_PG_DSN:?ORRERY_PG_DSN is not set: start the stack (deploy/stack.sh start pg mysql) and eval its env}"
-: "${ORRERY_MYSQL_DSN:?ORRERY_MYSQL_DSN is not set: start the stack (deploy/stack.sh start pg mysql) and eval its env}"
 
-S=$$
-TMP=$(mktemp -d /tmp/wh-it-XXXXXX)
-PG_TABLES=()
-MY_TABLES=()
-PIDS=() # processes a case started in the background, ended by cleanup
-
-# mysql://user:password@host:port/db
-if [[ ! $ORRERY_MYSQL_DSN =~ ^mysql://([^:]+):([^@]*)@([^:/]+):([0-9]+)/([^?]+) ]]; then
-	echo "cannot parse ORRERY_MYSQL_DSN" >&2
-	exit 1
-fi
-MY_USER=${BASH_REMATCH[1]} MY_PASS=${BASH_REMATCH[2]} MY_HOST=${BASH_REMATCH[3]}
-MY_PORT=${BASH_REMATCH[4]} MY_DB=${BASH_REMATCH[5]}
-
-pg() { psql "$ORRERY_PG_DSN" -X -q -v ON_ERROR_STOP=1 -At "$@"; }
-my() { MYSQL_PWD=$MY_PASS mariadb --no-defaults -h "$MY_HOST" -P "$MY_PORT" -u "$MY_USER" -N -B "$MY_DB" "$@"; }
-
-cleanup() {
-	local t p
-	for p in "${PIDS[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
-	for t in "${PG_TABLES[@]}"; do pg -c "DROP TABLE IF EXISTS $t CASCADE" 2>/dev/null || true; done
-	for t in "${MY_TABLES[@]}"; do my -e "DROP TABLE IF EXISTS $t" 2>/dev/null || true; done
-	rm -rf "$TMP"
-}
-trap cleanup EXIT
-
-fail() {
-	echo "FAIL [$CASE]: $*" >&2
-	exit 1
-}
-expect_eq() { # what got want
-	[[ "$2" == "$3" ]] || fail "$1: got '$2', want '$3'"
-	echo "ok: $1 = $3"
-}
-pgt() { PG_TABLES+=("$1"); }
-myt() { MY_TABLES+=("$1"); }
-
-# run JOB.json [wormhole args...]: runs wormhole, keeps stdout in $TMP/out.json,
-# stderr in $TMP/err.txt, the exit status in $RC.
-run() {
-	local job=$1
-	shift
-	set +e
-	"$WH" run "$job" "$@" >"$TMP/out.json" 2>"$TMP/err.txt"
-	RC=$?
-	set -e
-}
-must_run() {
-	run "$@"
-	[[ $RC -eq 0 ]] || { cat "$TMP/err.txt" "$TMP/out.json" >&2; fail "wormhole run $1 exited $RC"; }
-}
-# summary FIELD (jq-less: python from Debian)
-summary() { /usr/bin/python3 -c "import json,sys; d=json.load(open('$TMP/out.json')); print(eval('d' + sys.argv[1]))" "$1"; }
-
-# rows of A not in B plus rows of B not in A (PostgreSQL), must be 0
-pg_same() {
-	local a=$1 b=$2
-	local d
-	d=$(pg -c "SELECT (SELECT count(*) FROM (SELECT * FROM $a EXCEPT ALL SELECT * FROM $b) x) + (SELECT count(*) FROM (SELECT * FROM $b EXCEPT ALL SELECT * FROM $a) y)")
-	expect_eq "rows differing between $a and $b" "$d" 0
-}
+# shellcheck source=common.sh
+. "$(dirname "$0")/common.sh"
+wh_it_setup it
 
 PGSRC="\"type\":\"postgres\",\"dsn_env\":\"ORRERY_PG_DSN\""
 MYSRC="\"type\":\"mysql\",\"dsn_env\":\"ORRERY_MYSQL_DSN\""
