@@ -382,7 +382,7 @@ typedef struct wh_plugin {
     const wh_periphery_ops *writer_periphery;
     const wh_resume_ops *resume;   /* NULL: the writer cannot resume */
     const wh_quality_ops *quality; /* NULL: row_count checks only */
-    const wh_meta_ops *meta; /* NULL: the store has no catalog to read */
+    const wh_meta_ops *meta;       /* NULL: the store has no catalog to read */
 } wh_plugin;
 
 /* The registry (wh_registry.c). NULL when name is unknown. */
