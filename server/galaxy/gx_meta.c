@@ -279,6 +279,19 @@ orr_status gx_meta_table_ex(gx_app *app, const char *datasource, const char *tab
     return gx__meta(app, datasource, "table", table, refresh, out, err);
 }
 
+json_t *gx_meta_column(json_t *table, const char *name)
+{
+    size_t i;
+    json_t *c;
+    json_array_foreach(json_object_get(table, "columns"), i, c)
+    {
+        const char *n = json_string_value(json_object_get(c, "name"));
+        if (n && strcmp(n, name) == 0)
+            return c;
+    }
+    return NULL;
+}
+
 orr_status gx_meta_table(gx_app *app, const char *datasource, const char *table, json_t **out,
                          orr_err *err)
 {

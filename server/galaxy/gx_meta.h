@@ -34,6 +34,9 @@
 orr_status gx_meta_table(gx_app *app, const char *datasource, const char *table, json_t **out,
                          orr_err *err);
 
+/* The column called name in a gx_meta_table answer (borrowed), or NULL. */
+json_t *gx_meta_column(json_t *table, const char *name);
+
 /* The same with a choice: refresh = 1 skips the cache (and stores the new
  * answer in it). */
 orr_status gx_meta_table_ex(gx_app *app, const char *datasource, const char *table, int refresh,

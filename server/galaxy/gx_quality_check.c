@@ -52,19 +52,6 @@ static int gx__q_table(gx_req *req, gx_resp *resp, const char *ds, const char *t
     return 0;
 }
 
-static json_t *gx__q_column(json_t *tab, const char *name)
-{
-    size_t i;
-    json_t *c;
-    json_array_foreach(json_object_get(tab, "columns"), i, c)
-    {
-        const char *n = json_string_value(json_object_get(c, "name"));
-        if (n && strcmp(n, name) == 0)
-            return c;
-    }
-    return NULL;
-}
-
 /* One check against its table. 0 or -1 (answered). */
 static int gx__q_columns(gx_req *req, gx_resp *resp, json_t *chk, const char *path, json_t *tab)
 {
@@ -72,7 +59,7 @@ static int gx__q_columns(gx_req *req, gx_resp *resp, json_t *chk, const char *pa
     const char *tname = json_string_value(json_object_get(tab, "name"));
     const char *col = json_string_value(json_object_get(chk, "column"));
     if (col && kind && (strcmp(kind, "null_ratio") == 0 || strcmp(kind, "freshness") == 0)) {
-        json_t *c = gx__q_column(tab, col);
+        json_t *c = gx_meta_column(tab, col);
         const char *f = orr_arena_sprintf(req->arena, "%s.column", path);
         if (!c) {
             gx_resp_fail(resp, ORR_EINVAL, f, "column %.128s is not in table %.256s", col,
@@ -96,7 +83,7 @@ static int gx__q_columns(gx_req *req, gx_resp *resp, json_t *chk, const char *pa
         json_array_foreach(cols, j, c)
         {
             const char *n = json_string_value(c);
-            if (n && !gx__q_column(tab, n)) {
+            if (n && !gx_meta_column(tab, n)) {
                 gx_resp_fail(resp, ORR_EINVAL,
                              orr_arena_sprintf(req->arena, "%s.columns[%zu]", path, j),
                              "column %.128s is not in table %.256s", n, tname ? tname : "?");

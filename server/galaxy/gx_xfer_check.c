@@ -55,20 +55,6 @@ static int gx__kind_reaches(const char *from, const char *to)
     return 1;
 }
 
-/* The column named name in a gx_meta_table answer, or NULL. */
-static json_t *gx__column(json_t *table, const char *name)
-{
-    size_t i;
-    json_t *c;
-    json_array_foreach(json_object_get(table, "columns"), i, c)
-    {
-        const char *n = json_string_value(json_object_get(c, "name"));
-        if (n && strcmp(n, name) == 0)
-            return c;
-    }
-    return NULL;
-}
-
 static const char *gx__kind(json_t *col)
 {
     return json_string_value(json_object_get(col, "kind"));
@@ -123,7 +109,7 @@ static int gx__check_entry(gx_req *req, gx_resp *resp, json_t *m, const char *en
     const char *source = json_string_value(json_object_get(m, "source"));
     const char *cast = json_string_value(json_object_get(m, "cast"));
     json_t *tcol = NULL, *scol = NULL;
-    if (dst_tab && target && !(tcol = gx__column(dst_tab, target)))
+    if (dst_tab && target && !(tcol = gx_meta_column(dst_tab, target)))
         return gx__fail(req, resp, entry, "target",
                         orr_arena_sprintf(a, "column %s is not in table %s", target,
                                           json_string_value(json_object_get(dst_tab, "name"))));
@@ -138,7 +124,7 @@ static int gx__check_entry(gx_req *req, gx_resp *resp, json_t *m, const char *en
                 req, resp, entry, "source",
                 orr_arena_sprintf(a, "column %s is not among the reader's columns", source));
     }
-    if (src_tab && source && !(scol = gx__column(src_tab, source)))
+    if (src_tab && source && !(scol = gx_meta_column(src_tab, source)))
         return gx__fail(req, resp, entry, "source",
                         orr_arena_sprintf(a, "column %s is not in table %s", source,
                                           json_string_value(json_object_get(src_tab, "name"))));
