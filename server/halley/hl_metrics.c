@@ -2,7 +2,10 @@
  * hl_metrics.c - halleyd's Prometheus families and health, served by the
  * shared endpoint (orr_metrics): the RPC table (calls, errors, latency by
  * method), the PostgreSQL pool, the event listener and the task cache are
- * read at scrape time by one collector.
+ * read at scrape time by one collector, and the instances by state (live
+ * ones with the age of the oldest, finished ones of the last 15 minutes)
+ * by two small queries at scrape time, so alert rules can see instances
+ * that are stuck or failing whichever halleyd they scrape.
  */
 #include "hl_metrics.h"
 
@@ -12,6 +15,7 @@
 #include <string.h>
 
 #include "orr_alloc.h"
+#include "orr_arena.h"
 #include "orr_metrics.h"
 
 struct hl_metrics {
@@ -54,6 +58,50 @@ static void hl__rpc_families(orr_metrics_writer *w, orr_rpc_server *srv)
     }
 }
 
+/* Every live state in one row each (zero when none), so a rule on a state
+ * never sees it vanish; the age is that of the least recently changed. */
+static hl_stmt hl__q_live =
+    HL_STMT("SELECT s.state, count(i.id), "
+            "coalesce(extract(epoch FROM now() - min(i.updated_at)), 0)::float8 "
+            "FROM unnest(ARRAY['waiting','ready','dispatched','running']) AS s(state) "
+            "LEFT JOIN instances i ON i.state = s.state GROUP BY s.state ORDER BY s.state");
+static hl_stmt hl__q_finished =
+    HL_STMT("SELECT s.state, count(i.id) "
+            "FROM unnest(ARRAY['success','failed','timed_out','killed']) AS s(state) "
+            "LEFT JOIN instances i ON i.state = s.state "
+            "AND i.finished_at > now() - interval '15 minutes' "
+            "GROUP BY s.state ORDER BY s.state");
+
+/* The instance families; left out of the scrape when PostgreSQL does not
+ * answer (halley_db_connected says so). */
+static void hl__instance_families(hl_ctx *hc, orr_metrics_writer *w)
+{
+    orr_arena *a = orr_arena_create(0);
+    orr_err e;
+    PGresult *live = NULL, *fin = NULL;
+    if (hl_db_query_once(hc->db, a, &hl__q_live, 0, NULL, &live, &e) != ORR_OK ||
+        hl_db_query_once(hc->db, a, &hl__q_finished, 0, NULL, &fin, &e) != ORR_OK)
+        goto out;
+    orr_metrics_family(w, "halley_instances", ORR_METRIC_GAUGE,
+                       "Instances in each live state (waiting, ready, dispatched, running).");
+    for (int r = 0; r < PQntuples(live); r++)
+        orr_metrics_sample(w, (const char *const[]){"state", PQgetvalue(live, r, 0), NULL},
+                           (double)hl_val_i64(live, r, 1));
+    orr_metrics_family(w, "halley_instance_oldest_seconds", ORR_METRIC_GAUGE,
+                       "Seconds since the least recently changed instance of each live state "
+                       "changed (0 when there is none).");
+    for (int r = 0; r < PQntuples(live); r++)
+        orr_metrics_sample(w, (const char *const[]){"state", PQgetvalue(live, r, 0), NULL},
+                           strtod(PQgetvalue(live, r, 2), NULL));
+    orr_metrics_family(w, "halley_instances_finished_15m", ORR_METRIC_GAUGE,
+                       "Instances that finished in the last 15 minutes, by final state.");
+    for (int r = 0; r < PQntuples(fin); r++)
+        orr_metrics_sample(w, (const char *const[]){"state", PQgetvalue(fin, r, 0), NULL},
+                           (double)hl_val_i64(fin, r, 1));
+out:
+    orr_arena_destroy(a);
+}
+
 static void hl__write(hl_ctx *hc, orr_rpc_server *srv, orr_metrics_writer *w)
 {
     if (srv)
@@ -86,6 +134,8 @@ static void hl__write(hl_ctx *hc, orr_rpc_server *srv, orr_metrics_writer *w)
     orr_metrics_family(w, "halley_task_cache_entries", ORR_METRIC_GAUGE,
                        "Task versions held in the cache.");
     orr_metrics_sample(w, NULL, (double)cs.entries);
+    if (hc->db)
+        hl__instance_families(hc, w);
 }
 
 void hl_metrics_render(hl_ctx *hc, orr_rpc_server *srv, orr_buf *out)
