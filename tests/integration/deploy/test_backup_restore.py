@@ -4,26 +4,62 @@ The backup procedure of the deployment guide, end to end on the test stack:
 
   1. a Platform (halleyd + galaxyd on a fresh database) gets users, tasks
      and instances (a backfill of each task), a deactivated task, and a
-     login;
+     data source whose password (encrypted by halleyd) lets a connection
+     test reach the stack's PostgreSQL;
   2. `pg_dump --format=custom` of its database, as the guide says;
   3. `pg_restore` into a database made fresh for it (nothing else in it);
   4. `halleyd migrate` on the restored database finds nothing to do (the
      schema version came with the dump), a second halleyd serves it and a
      galaxyd in front of it reads back every task and instance, equal field
-     for field to what the first answered, and the users log in again.
+     for field to what the first answered, the users log in again, and the
+     data source's connection test still succeeds (halleyd has the same
+     secret key, which the dump does not hold).
 
 Usage: test_backup_restore.py BUILD_DIR (the stack of deploy/test.sh:
 ORRERY_PG_DSN).
 """
 import os
+import secrets
+import signal
 import subprocess
 import sys
+import time
+import urllib.parse
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 import orrery_it  # noqa: E402
 
 BUILD = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build")
 FAILURES = []
+WORKER_TOKEN = secrets.token_hex(16)
+
+
+class Platform(orrery_it.Platform):
+    """The shared fixture with halleyd's worker token set, so a galaxyd
+    given it can run data-source connection tests."""
+
+    def halley_env(self):
+        env = super().halley_env()
+        env["ORRERY_HALLEY_WORKER_TOKEN"] = WORKER_TOKEN
+        return env
+
+    def start_tester(self):
+        """A galaxyd that may read data-source passwords; its base URL."""
+        port = self.start_galaxy({"ORRERY_GALAXY_DATASOURCE_TEST_TOKEN": WORKER_TOKEN})
+        return f"http://127.0.0.1:{port}"
+
+
+def pg_source():
+    u = urllib.parse.urlsplit(orrery_it.require_env("ORRERY_PG_DSN"))
+    return ({"kind": "postgresql",
+             "params": {"host": u.hostname, "port": u.port, "database": u.path.lstrip("/"),
+                        "user": urllib.parse.unquote(u.username)},
+             "password": urllib.parse.unquote(u.password or "")})
+
+
+def source_test(base, token):
+    r = orrery_it.http(base, "POST", "/api/v1/datasources/bk-pg/test", {}, token=token)
+    return r.status == 200 and r.json().get("ok") is True, r
 
 
 def check(ok, what):
@@ -50,7 +86,7 @@ def snapshot(p, token):
 
 def main():
     dump = None
-    with orrery_it.Platform(BUILD) as p:
+    with Platform(BUILD) as p:
         p.add_user("bk-admin", "bk-admin-password-1", "admin")
         p.add_user("bk-dev", "bk-dev-password-1", "developer", teams=["bk"])
         dev = p.login("bk-dev", "bk-dev-password-1")
@@ -65,6 +101,11 @@ def main():
             check(r.status == 200, f"backfill of {n} ({r.status})")
         r = p.http("DELETE", f"/api/v1/tasks/{ids[2]}?reason=retired", token=dev)
         check(r.status == 200, f"bk.report deactivated ({r.status})")
+        admin = p.login("bk-admin", "bk-admin-password-1")
+        r = p.http("PUT", "/api/v1/datasources/bk-pg", pg_source(), token=admin)
+        check(r.status == 200, f"data source bk-pg stored with its password ({r.status})")
+        ok, r = source_test(p.start_tester(), admin)
+        check(ok, f"bk-pg's connection test succeeds before the dump ({r})")
         tasks_before, inst_before = snapshot(p, dev)
         check(set(ids) <= set(tasks_before), "the three tasks are listed before the dump")
         check(len(inst_before) >= 9, f"at least 9 instances before the dump ({len(inst_before)})")
@@ -78,7 +119,7 @@ def main():
             return 1
 
         # 3. a fresh database, restored from the dump
-        restored = orrery_it.Platform(BUILD)
+        restored = Platform(BUILD)
         restored.procs = []
         orrery_it.psql(restored.admin_dsn, f'CREATE DATABASE "{restored.db}"')
         try:
@@ -100,10 +141,13 @@ def main():
                   f"halleyd migrate on the restored database has nothing to apply ({out})")
             h = restored._spawn([restored.bin("halleyd"), "serve"], env, "halleyd.log")
             orrery_it.wait_port(restored.halley_port, h, "halleyd on the restored database")
-            restored.start_galaxy()
+            base = restored.start_tester()
             dev2 = restored.login("bk-dev", "bk-dev-password-1")
             check(bool(dev2), "a user of the dump logs in to the restored Platform")
-            restored.login("bk-admin", "bk-admin-password-1")
+            admin2 = restored.login("bk-admin", "bk-admin-password-1")
+            ok, r = source_test(base, admin2)
+            check(ok, "bk-pg's password decrypts on the restored Platform: its connection "
+                  f"test succeeds ({r})")
             tasks_after, inst_after = snapshot(restored, dev2)
             check(tasks_after == tasks_before,
                   f"every task reads back equal ({len(tasks_after)} of {len(tasks_before)})")
@@ -116,6 +160,24 @@ def main():
             r = restored.http("POST", "/api/v1/tasks", spec("bk.after"), token=dev2)
             check(r.status == 201 and r.json()["id"] not in tasks_before,
                   f"a new task gets a fresh id after the restore ({r.status})")
+
+            # The same dump under another secret key: the metadata reads
+            # back, the data source's password does not.
+            h.send_signal(signal.SIGTERM)
+            h.wait(timeout=30)
+            env["ORRERY_HALLEY_SECRET_KEY"] = "cd" * 32
+            h = restored._spawn([restored.bin("halleyd"), "serve"], env, "halleyd-other-key.log")
+            orrery_it.wait_port(restored.halley_port, h, "halleyd with another secret key")
+            r = None
+            for _ in range(100):
+                r = restored.http("GET", f"/api/v1/tasks/{ids[0]}", token=dev2)
+                if r.status == 200:
+                    break
+                time.sleep(0.1)
+            check(r.status == 200, f"halleyd with another secret key serves the tasks ({r})")
+            ok, r = source_test(base, admin2)
+            print(f"     answer: {r.status} {r.body[:300]!r}", flush=True)
+            check(not ok, f"without the same secret key bk-pg's password is lost ({r})")
         finally:
             restored.__exit__(None, None, None)
 
