@@ -44,7 +44,7 @@ static const orr_cfg_key hl_cfg_schema[] = {
      "events older than this are deleted; resuming from before them is refused"},
     {"halley", "event_grace", ORR_CFG_DURATION, "5s", 0, 100, 600000,
      "how long a watcher waits on a missing event id before treating it as rolled back"},
-    {"halley", "threads", ORR_CFG_INT, "8", 0, 1, 256, "RPC worker threads"},
+    {"halley", "threads", ORR_CFG_INT, "32", 0, 1, 256, "RPC worker threads"},
     {"halley", "max_streams", ORR_CFG_INT, "256", 0, 1, 100000, "concurrent WatchEvents streams"},
     {"halley", "task_cache", ORR_CFG_INT, "100000", 0, 0, 10000000,
      "tasks kept in the read cache (0 = no cache)"},

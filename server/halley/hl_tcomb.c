@@ -23,7 +23,11 @@
  * Invariants: the queue and the leader count are guarded by one mutex; an
  * item's result is written by a leader before `done` is set under the mutex,
  * and every string in it is copied into the item's own arena (the owner is
- * blocked meanwhile), so nothing points into a leader's results.
+ * blocked meanwhile), so nothing points into a leader's results. Each waiter
+ * sleeps on its own condition variable: a leader that finishes wakes exactly
+ * the items of its batch, and the queue's head (which may now lead), instead
+ * of every waiting thread; so whenever fewer than HL_TCOMB_LEADERS lead and
+ * the queue is not empty, its head has been woken or is about to check.
  */
 #include "hl_tcomb.h"
 
@@ -32,7 +36,11 @@
 
 #include "orr_buf.h"
 
-#define HL_TCOMB_LEADERS 2
+/* Three batches at once: with a durable PostgreSQL a batch spends much of
+ * its time waiting for its commit's WAL flush, and a third leader keeps the
+ * CPU busy meanwhile (docs/benchmarks.md, "halleyd with durable
+ * PostgreSQL"). */
+#define HL_TCOMB_LEADERS 3
 #define HL_TCOMB_MAX     64
 
 typedef struct hl_titem {
@@ -42,12 +50,12 @@ typedef struct hl_titem {
     orr_status status;
     orr_err err;
     int done;
+    pthread_cond_t cv; /* signalled when done, or when it may lead */
     struct hl_titem *next;
 } hl_titem;
 
 /* One combiner per process (halleyd serves one hl_ctx). */
 static pthread_mutex_t hl_tc_mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t hl_tc_cv = PTHREAD_COND_INITIALIZER;
 static hl_titem *hl_tc_head, **hl_tc_tail = &hl_tc_head;
 static int hl_tc_leaders;
 
@@ -241,6 +249,7 @@ orr_status hl_tcomb_transition(hl_ctx *hc, orr_arena *a, const hl_pb_transition_
 {
     hl_titem self = {.rq = rq, .arena = a, .res = res, .status = ORR_EINTERNAL};
     orr_err_clear(&self.err);
+    pthread_cond_init(&self.cv, NULL);
     pthread_mutex_lock(&hl_tc_mu);
     *hl_tc_tail = &self;
     hl_tc_tail = &self.next;
@@ -253,14 +262,21 @@ orr_status hl_tcomb_transition(hl_ctx *hc, orr_arena *a, const hl_pb_transition_
             hl__run_batch(hc, batch, n);
             pthread_mutex_lock(&hl_tc_mu);
             hl_tc_leaders--;
-            for (size_t i = 0; i < n; i++)
+            for (size_t i = 0; i < n; i++) {
                 batch[i]->done = 1;
-            pthread_cond_broadcast(&hl_tc_cv);
+                if (batch[i] != &self)
+                    pthread_cond_signal(&batch[i]->cv);
+            }
+            /* A leader's place is free: the oldest waiter takes it (it is
+             * the first item hl__take takes, so it leads its own batch). */
+            if (hl_tc_head && hl_tc_head != &self)
+                pthread_cond_signal(&hl_tc_head->cv);
         } else {
-            pthread_cond_wait(&hl_tc_cv, &hl_tc_mu);
+            pthread_cond_wait(&self.cv, &hl_tc_mu);
         }
     }
     pthread_mutex_unlock(&hl_tc_mu);
+    pthread_cond_destroy(&self.cv);
     if (self.status != ORR_OK)
         *err = self.err;
     return self.status;

@@ -9,13 +9,20 @@
  * each: GetTask by id over the 100 tasks, and TransitionInstance flipping
  * each client's own instance waiting -> ready -> waiting (every call a real
  * compare-and-set with its transition record and event). Prints calls/s,
- * p50 and p99 per phase. Every loop is bounded by time and by a call cap.
+ * p50 and p99 per phase, and the CPU time each call cost (whatever the load
+ * of the machine): halleyd's, this client process's and, when
+ * ORRERY_VAR_DIR names the stack whose PostgreSQL is used (its
+ * pg/postmaster.pid), PostgreSQL's (the postmaster and its children). Every
+ * loop is bounded by time and by a call cap.
  */
+#include <dirent.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "hlt.h"
 
@@ -82,6 +89,59 @@ static void *run(void *arg)
     return NULL;
 }
 
+/* utime + stime of process pid in clock ticks, and its parent (-1 if gone). */
+static long long proc_ticks(long pid, long *ppid)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    char *p = strrchr(buf, ')'); /* the command may hold blanks */
+    long long ut = 0, st = 0;
+    long pp = 0;
+    if (!p ||
+        sscanf(p + 2, "%*c %ld %*d %*d %*d %*d %*u %*u %*u %*u %*u %lld %lld", &pp, &ut, &st) != 3)
+        return -1;
+    if (ppid)
+        *ppid = pp;
+    return ut + st;
+}
+
+static long pg_postmaster = -1; /* from $ORRERY_VAR_DIR/pg/postmaster.pid */
+
+/* CPU ticks of the postmaster and its children (-1 when unknown). */
+static long long pg_ticks(void)
+{
+    if (pg_postmaster <= 0)
+        return -1;
+    long long sum = proc_ticks(pg_postmaster, NULL);
+    DIR *d = opendir("/proc");
+    struct dirent *e;
+    while (d && (e = readdir(d)) != NULL) {
+        long pid = strtol(e->d_name, NULL, 10), pp = 0;
+        if (pid <= 0 || pid == pg_postmaster)
+            continue;
+        long long t = proc_ticks(pid, &pp);
+        if (t >= 0 && pp == pg_postmaster)
+            sum += t;
+    }
+    if (d)
+        closedir(d);
+    return sum;
+}
+
+static double self_cpu(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + (double)ru.ru_stime.tv_sec +
+           ru.ru_stime.tv_usec / 1e6;
+}
+
 static int cmp_u32(const void *a, const void *b)
 {
     uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
@@ -92,6 +152,8 @@ static void phase(const char *name, int ph, int clients, const int64_t *instance
 {
     worker *w = calloc((size_t)clients, sizeof *w);
     pthread_t *th = calloc((size_t)clients, sizeof *th);
+    long long srv0 = proc_ticks(srv.pid, NULL), pg0 = pg_ticks();
+    double cli0 = self_cpu();
     double t0 = mono();
     for (int i = 0; i < clients; i++) {
         w[i] = (worker){.idx = i, .phase = ph, .instance = instances ? instances[i] : 0};
@@ -104,6 +166,8 @@ static void phase(const char *name, int ph, int clients, const int64_t *instance
         errors += w[i].errors;
     }
     double dt = mono() - t0;
+    double cli = self_cpu() - cli0, tick = (double)sysconf(_SC_CLK_TCK);
+    long long srv1 = proc_ticks(srv.pid, NULL), pg1 = pg_ticks();
     uint32_t *all = malloc((total ? total : 1) * sizeof *all);
     size_t k = 0;
     for (int i = 0; i < clients; i++) {
@@ -115,6 +179,14 @@ static void phase(const char *name, int ph, int clients, const int64_t *instance
     printf("%-20s clients=%d calls=%zu errors=%zu rate=%.0f/s p50=%.2fms p99=%.2fms\n", name,
            clients, total, errors, total / dt, total ? all[total / 2] / 1000.0 : 0.0,
            total ? all[total * 99 / 100] / 1000.0 : 0.0);
+    if (total) {
+        printf("%-20s cpu per call: halleyd=%.1fus client=%.1fus", name,
+               srv0 >= 0 && srv1 >= srv0 ? (srv1 - srv0) / tick / total * 1e6 : -1.0,
+               cli / total * 1e6);
+        if (pg0 >= 0 && pg1 >= pg0)
+            printf(" postgres=%.1fus", (pg1 - pg0) / tick / total * 1e6);
+        printf("\n");
+    }
     free(all);
     free(w);
     free(th);
@@ -127,6 +199,17 @@ int main(int argc, char **argv)
     if (clients < 1 || clients > 256 || seconds < 1 || seconds > 120) {
         fprintf(stderr, "usage: bench_halley [clients 1..256] [seconds 1..120]\n");
         return 2;
+    }
+    const char *var = getenv("ORRERY_VAR_DIR");
+    if (var && *var) {
+        char path[512];
+        snprintf(path, sizeof path, "%s/pg/postmaster.pid", var);
+        FILE *f = fopen(path, "r");
+        if (f) {
+            if (fscanf(f, "%ld", &pg_postmaster) != 1)
+                pg_postmaster = -1;
+            fclose(f);
+        }
     }
     hlt_db db;
     hlt_db_create(&db);

@@ -3,7 +3,9 @@
 # halleyd: bench_halley against the same private PostgreSQL started with the
 # quickstart's durable settings (fsync, full_page_writes, synchronous_commit
 # on) and with the test stack's fast ones (all off), alternating ROUNDS times
-# in one run, then the median of each and their ratio.
+# in one run, then the median of each and their ratio, for TransitionInstance
+# and GetTask, with the CPU time per transition of halleyd, PostgreSQL and
+# the client (bench_halley's "cpu per call" line: independent of the load).
 #
 # Starts a PostgreSQL of its own through deploy/stack.sh (a temporary var dir
 # and port base 16900, or ORRERY_BENCH_PORT_BASE) and stops it at the end.
@@ -24,7 +26,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-declare -A RATE=() P99=()
+declare -A RATE=() P99=() GET=() CPU=()
 run_mode() { # durable|fast
 	local mode=$1 flag=1 out
 	[[ $mode == fast ]] && flag=0
@@ -45,6 +47,13 @@ run_mode() { # durable|fast
 		exit 1
 	}
 	echo "$mode: $line"
+	local get cpu
+	get=$(grep '^GetTask ' <<<"$out" | grep rate= | head -n 1)
+	cpu=$(grep -i 'transition.*cpu per call' <<<"$out" | tail -n 1)
+	echo "$mode: $get"
+	echo "$mode: $cpu"
+	GET[$mode]+="$(grep -oE 'rate=[0-9.]+' <<<"$get" | cut -d= -f2) "
+	CPU[$mode]+="$(grep -oE 'postgres=[0-9.]+' <<<"$cpu" | cut -d= -f2) "
 	RATE[$mode]+="$(grep -oE 'rate=[0-9.]+' <<<"$line" | cut -d= -f2) "
 	P99[$mode]+="$(grep -oE 'p99=[0-9.]+' <<<"$line" | cut -d= -f2) "
 }
@@ -61,3 +70,7 @@ printf '\nTransitionInstance, %d clients, %d rounds (median):\n' "$CLIENTS" "$RO
 printf '  durable (fsync on):  %s transitions/s, p99 %s ms\n' "$d" "$(median <<<"${P99[durable]}")"
 printf '  fast (fsync off):    %s transitions/s, p99 %s ms\n' "$f" "$(median <<<"${P99[fast]}")"
 awk -v d="$d" -v f="$f" 'BEGIN { printf "  durable / fast:      %.2f\n", d / f }'
+printf '  PostgreSQL CPU per transition: durable %s us, fast %s us\n' \
+	"$(median <<<"${CPU[durable]}")" "$(median <<<"${CPU[fast]}")"
+printf 'GetTask (median): durable %s/s, fast %s/s\n' "$(median <<<"${GET[durable]}")" \
+	"$(median <<<"${GET[fast]}")"
