@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "gx_app.h"
+#include "gx_cache_watch.h"
 #include "gx_jwt.h"
 #include "orr_blob.h"
 #include "orr_daemon.h"
@@ -27,8 +28,9 @@ static const orr_cfg_key gx_schema[] = {
     {"galaxy", "listen", ORR_CFG_STRING, "127.0.0.1:8080", 0, 0, 0, "HTTP listen address"},
     {"galaxy", "threads", ORR_CFG_INT, "8", 0, 1, 256,
      "HTTP worker threads (handlers block on halleyd calls)"},
-    {"galaxy", "cache_ttl", ORR_CFG_DURATION, "250ms", 0, 0, 5000,
-     "staleness bound of the response cache of instance and task reads; 0s turns it off"},
+    {"galaxy", "cache_ttl", ORR_CFG_DURATION, "250ms", 0, 0, 3600000,
+     "life of a cached instance or task read while halleyd's events keep the cache in step (at "
+     "most 250ms while they do not); 0s turns the cache off"},
     {"galaxy", "halley", ORR_CFG_STRING, NULL, 1, 0, 0, "halleyd gRPC address, host:port"},
     {"galaxy", "halley_token", ORR_CFG_SECRET, NULL, 1, 0, 0, "service token for halleyd"},
     ORR_RPC_TLS_CLIENT_KEYS("galaxy"),
@@ -136,6 +138,7 @@ static int gx_cmd_serve(orr_daemon *d, int argc, char **argv)
     snprintf(openapi, sizeof(openapi), "%s/openapi.json", static_dir);
     app.openapi_path = openapi;
     int rc = 1;
+    gx_cache_watch *cache_watch = NULL;
     char schema_path[4096];
     snprintf(schema_path, sizeof(schema_path), "%s/task.schema.json", schema_dir);
     if (orr_jschema_load_file(schema_path, &app.task_schema, &e) != ORR_OK) {
@@ -198,15 +201,25 @@ static int gx_cmd_serve(orr_daemon *d, int argc, char **argv)
         fprintf(stderr, "galaxyd: %s\n", e.msg);
         goto out;
     }
+    /* Cached answers made stale by every event halleyd streams. */
+    if (o.cache_ttl_ms > 0 &&
+        gx_cache_watch_start(app.halley, app.server, &cache_watch, &e) != ORR_OK) {
+        fprintf(stderr, "galaxyd: %s\n", e.msg);
+        gx_server_stop(app.server);
+        goto out;
+    }
     ORR_INFO("galaxyd serving", "listen=%s port=%d halley=%s static=%s", o.listen,
              gx_server_port(app.server), orr_config_str(cfg, "galaxy", "halley"), static_dir);
     orr_sdnotify_ready("galaxyd serving");
     int sig = orr_daemon_wait_stop(-1);
     ORR_INFO("galaxyd stopping", "signal=%d", sig);
     orr_sdnotify_stopping();
+    gx_cache_watch_stop(cache_watch);
+    cache_watch = NULL;
     gx_server_stop(app.server);
     rc = 0;
 out:
+    gx_cache_watch_stop(cache_watch);
     gx_sessions_stop(app.sessions);
     orr_rpc_client_destroy(app.halley);
     orr_rpc_client_destroy(app.halley_worker);

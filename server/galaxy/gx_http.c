@@ -869,4 +869,7 @@ void gx_server_metrics(gx_server *s, orr_buf *out)
     const uint64_t values[] = {cs.hits, cs.misses, cs.stores, cs.invalidations, cs.refreshes};
     for (int i = 0; i < 5; i++)
         orr_metrics_sample(&w, (const char *const[]){"event", events[i], NULL}, (double)values[i]);
+    orr_metrics_family(&w, "galaxy_http_cache_synced", ORR_METRIC_GAUGE,
+                       "1 while halleyd's event stream keeps the response cache in step.");
+    orr_metrics_sample(&w, NULL, atomic_load(&s->cache_synced));
 }

@@ -25,7 +25,10 @@
  * most cache_ttl_ms after the moment its fetch began, and never after a
  * request with another method than GET/HEAD finished on this server (a write
  * through this galaxyd is seen by the next read at once; writes made
- * elsewhere within the TTL). Past half the TTL one request per entry queues
+ * elsewhere as soon as halleyd's event of them arrives, see gx_cache_watch.h,
+ * and within the TTL). While no event stream is in step
+ * (gx_cache_set_synced(s, 0), the state at start) an entry lives at most
+ * GX_CACHE_FALLBACK_MS, whatever the TTL. Past half the TTL one request per entry queues
  * a background refresh (the handler is replayed on the server's refresher
  * thread with the same method, path, query and caller) and is itself served
  * from the entry, so readers of a hot key never wait on halleyd.
@@ -154,8 +157,9 @@ typedef struct gx_server_opts {
 #ifndef GX_CACHE_TTL_MS /* a build may set it; -1 turns the cache off by default */
 #define GX_CACHE_TTL_MS 250
 #endif
-#define GX_CACHE_MAX_ENTRY (256u << 10)
-#define GX_CACHE_SLOTS     64 /* bodies held at most: slots x max entry (16 MiB) */
+#define GX_CACHE_FALLBACK_MS 250 /* an entry's life while events are not in step */
+#define GX_CACHE_MAX_ENTRY   (256u << 10)
+#define GX_CACHE_SLOTS       64 /* bodies held at most: slots x max entry (16 MiB) */
 
 /* Start serving in MHD's threads. ORR_EIO if the address cannot be bound. */
 orr_status gx_server_start(const gx_server_opts *o, gx_server **out, orr_err *err);
@@ -183,6 +187,9 @@ int gx_cache_get(gx_req *req, gx_resp *resp);
 void gx_cache_put(gx_req *req, const gx_resp *resp);
 /* Make every cached answer stale (runs after each non-GET request). */
 void gx_cache_invalidate(gx_server *s);
+/* 1: an event stream keeps the cache in step (entries live cache_ttl_ms);
+ * 0: they live at most GX_CACHE_FALLBACK_MS. Safe from any thread. */
+void gx_cache_set_synced(gx_server *s, int synced);
 /* Counters for metrics and tests. */
 typedef struct gx_cache_stats {
     uint64_t hits, misses, stores, invalidations, refreshes;

@@ -12,7 +12,8 @@
  * like every other reader, so no pool thread waits on halleyd for a hot key;
  * when the bounded queue is full that request fetches itself instead. A slot
  * collision simply replaces the older entry; memory is at most slots x max
- * entry.
+ * entry. While no event stream keeps the cache in step (gx_cache_set_synced)
+ * the TTL is capped at GX_CACHE_FALLBACK_MS.
  */
 #include <microhttpd.h>
 #include <stdlib.h>
@@ -239,6 +240,8 @@ int gx_cache_get(gx_req *req, gx_resp *resp)
     struct gx_cache_slot *sl = &s->cache[h % GX_CACHE_SLOTS];
     int hit = 0, refresh = 0;
     int64_t now = req->cache_t0_ms, ttl = s->o.cache_ttl_ms;
+    if (!atomic_load(&s->cache_synced) && ttl > GX_CACHE_FALLBACK_MS)
+        ttl = GX_CACHE_FALLBACK_MS;
     pthread_rwlock_rdlock(&sl->lock);
     if (sl->key && sl->hash == h && sl->gen == req->cache_gen && now - sl->t0_ms < ttl &&
         strcmp(sl->key, req->cache_key) == 0) {
@@ -320,6 +323,11 @@ void gx_cache_invalidate(gx_server *s)
 {
     atomic_fetch_add(&s->cache_gen, 1);
     atomic_fetch_add(&s->cache_invalidations, 1);
+}
+
+void gx_cache_set_synced(gx_server *s, int synced)
+{
+    atomic_store(&s->cache_synced, synced ? 1 : 0);
 }
 
 void gx_cache_get_stats(gx_server *s, gx_cache_stats *out)

@@ -40,6 +40,7 @@ struct gx_server {
     struct gx_route_stats *stats;
     atomic_int in_flight;
     atomic_uint_fast64_t cache_gen;
+    atomic_int cache_synced; /* an event stream keeps the cache in step */
     atomic_uint_fast64_t cache_hits, cache_misses, cache_stores, cache_invalidations;
     atomic_uint_fast64_t cache_refreshes;
     struct gx_cache_slot cache[GX_CACHE_SLOTS];

@@ -6,6 +6,8 @@
  *     handler computed it, and past half the TTL the refresh runs in the
  *     background while readers are still answered from the entry;
  *   - errors are never cached, and a negative TTL turns the cache off;
+ *   - while no event stream keeps the cache in step, an entry lives at most
+ *     the fallback bound whatever the TTL;
  *   - a remembered token is still refused once expired or under another
  *     secret. */
 #include <setjmp.h>
@@ -146,6 +148,7 @@ static gx_server *start(int ttl_ms)
     gx_server *s = NULL;
     orr_err e;
     assert_int_equal(gx_server_start(&o, &s, &e), ORR_OK);
+    gx_cache_set_synced(s, 1); /* as when halleyd's events keep it in step */
     atomic_store(&calls, 0);
     return s;
 }
@@ -246,6 +249,24 @@ static void test_staleness_bound(void **state)
     assert_true(cs.refreshes >= 1);
 }
 
+/* Not in step with events: a 60 s TTL is capped at GX_CACHE_FALLBACK_MS. The
+ * second read is sent after a pause longer than that bound, so it must not
+ * be the cached answer; back in step, the entry is served again. */
+static void test_fallback_when_not_synced(void **state)
+{
+    (void)state;
+    gx_server *s = start(60000);
+    gx_cache_set_synced(s, 0);
+    int a = n_of(s, "/api/v1/count", "viewer");
+    usleep((GX_CACHE_FALLBACK_MS + 50) * 1000);
+    int b = n_of(s, "/api/v1/count", "viewer");
+    assert_int_not_equal(b, a);
+    gx_cache_set_synced(s, 1);
+    usleep((GX_CACHE_FALLBACK_MS + 50) * 1000);
+    assert_int_equal(n_of(s, "/api/v1/count", "viewer"), b); /* the TTL again */
+    gx_server_stop(s);
+}
+
 static void test_token_cache(void **state)
 {
     (void)state;
@@ -291,6 +312,7 @@ int main(void)
         cmocka_unit_test(test_write_invalidates),
         cmocka_unit_test(test_errors_not_cached_and_off),
         cmocka_unit_test(test_staleness_bound),
+        cmocka_unit_test(test_fallback_when_not_synced),
         cmocka_unit_test(test_token_cache),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
