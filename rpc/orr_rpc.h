@@ -235,7 +235,10 @@ size_t orr_rpc_server_stats(orr_rpc_server *s, orr_rpc_method_stats *out, size_t
 typedef struct orr_rpc_client orr_rpc_client;
 typedef struct orr_rpc_stream orr_rpc_stream;
 
-/* target: "127.0.0.1:7070". token: sent as bearer (NULL = none). Never blocks;
+/* target: "127.0.0.1:7070", or a list of IP addresses of several servers
+ * ("10.0.0.2:7070,10.0.0.3:7070": calls go to the first that answers and move
+ * to the next when its connection fails; a list holding a host name is
+ * ORR_EINVAL). token: sent as bearer (NULL = none). Never blocks;
  * connection happens on the first call. Thread-safe: calls may run from many
  * threads at once. */
 orr_status orr_rpc_client_create(const ProtobufCServiceDescriptor *svc, const char *target,

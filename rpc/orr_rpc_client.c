@@ -185,6 +185,79 @@ static orr_status cli_status(orr_rpc_client *c, grpc_status_code code, grpc_slic
 
 /* ------------------------------------------------------------ client */
 
+/* One element of an address list: "a.b.c.d:port" (4) or "[v6]:port" (6);
+ * 0 for anything else (a host name, no port). */
+static int cli_addr_family(const char *s, size_t n)
+{
+    if (n == 0)
+        return 0;
+    const char *colon = NULL;
+    if (s[0] == '[') {
+        const char *close = memchr(s, ']', n);
+        if (!close || close + 1 >= s + n || close[1] != ':')
+            return 0;
+        colon = close + 1;
+    } else {
+        for (size_t i = 0; i < n; i++)
+            if (s[i] == ':')
+                colon = s + i;
+        if (!colon)
+            return 0;
+        int dots = 0;
+        for (const char *p = s; p < colon; p++) {
+            if (*p == '.')
+                dots++;
+            else if (*p < '0' || *p > '9')
+                return 0;
+        }
+        if (dots != 3)
+            return 0;
+    }
+    size_t plen = (size_t)(s + n - colon - 1);
+    if (plen == 0 || plen > 5)
+        return 0;
+    for (const char *p = colon + 1; p < s + n; p++)
+        if (*p < '0' || *p > '9')
+            return 0;
+    return s[0] == '[' ? 6 : 4;
+}
+
+/* The gRPC target for a configured address. "host:port" or a URI with a
+ * scheme ("dns:", "ipv4:", "unix:" ...) pass unchanged. A comma-separated
+ * list of IP addresses ("10.0.0.2:7070,10.0.0.3:7070") becomes
+ * "ipv4:10.0.0.2:7070,10.0.0.3:7070" (or "ipv6:..."): one channel over all
+ * of them with pick_first, gRPC's default policy: calls go to the first
+ * address that answers, and when its connection fails the channel connects
+ * to the next one, calls waiting meanwhile (WAIT_FOR_READY). A list must
+ * hold IP addresses of one family: NULL and err set otherwise. */
+static char *cli_target(const char *in, orr_err *err)
+{
+    if (!strchr(in, ',') || strncmp(in, "ipv4:", 5) == 0 || strncmp(in, "ipv6:", 5) == 0)
+        return orr_xstrdup(in);
+    int fam = 0;
+    for (const char *p = in;;) {
+        const char *end = strchr(p, ',');
+        size_t n = end ? (size_t)(end - p) : strlen(p);
+        int f = cli_addr_family(p, n);
+        if (f == 0 || (fam && f != fam)) {
+            orr_err_set(err, ORR_EINVAL, "target",
+                        "an address list takes IP addresses of one family, each with its port "
+                        "(10.0.0.2:7070,10.0.0.3:7070 or [fd00::2]:7070,[fd00::3]:7070); got "
+                        "'%.*s'",
+                        (int)(n > 200 ? 200 : n), p);
+            return NULL;
+        }
+        fam = f;
+        if (!end)
+            break;
+        p = end + 1;
+    }
+    char *out = NULL;
+    if (asprintf(&out, "ipv%d:%s", fam, in) < 0)
+        orr_oom(strlen(in) + 6);
+    return out;
+}
+
 /* The process's client TLS (orr_rpc_client_set_tls), copied. */
 static pthread_mutex_t cli_tls_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct {
@@ -237,6 +310,9 @@ orr_status orr_rpc_client_create(const ProtobufCServiceDescriptor *svc, const ch
     *out = NULL;
     if (!svc || !target || !target[0])
         return orr_err_set(err, ORR_EINVAL, "target", "service and target are required");
+    char *grpc_target = cli_target(target, err);
+    if (!grpc_target)
+        return ORR_EINVAL;
     orr_rpc_client *c = orr_xcalloc(1, sizeof(*c));
     pthread_mutex_init(&c->mu, NULL);
     c->svc = svc;
@@ -265,8 +341,9 @@ orr_status orr_rpc_client_create(const ProtobufCServiceDescriptor *svc, const ch
             .type = GRPC_ARG_INTEGER, .key = (char *)ints[i].key, .value.integer = ints[i].value};
     grpc_channel_args ca = {.num_args = 8, .args = args};
     grpc_channel_credentials *creds = cli_credentials(&c->tls);
-    c->ch = grpc_channel_create(target, creds, &ca);
+    c->ch = grpc_channel_create(grpc_target, creds, &ca);
     grpc_channel_credentials_release(creds);
+    free(grpc_target);
 
     for (unsigned i = 0; i < svc->n_methods; i++) {
         struct cli_method *m = &c->methods[i];

@@ -679,6 +679,52 @@ static void test_reconnect(void **state)
     orr_rpc_server_destroy(ra.srv);
 }
 
+/* A list of two servers: calls go to the first; when it goes away they
+ * move to the second without failing; a list whose first address has no
+ * server works from the start; a list with a host name is refused. */
+static void test_address_list_failover(void **state)
+{
+    (void)state;
+    echo_state ea, eb;
+    memset(&ea, 0, sizeof(ea));
+    memset(&eb, 0, sizeof(eb));
+    orr_rpc_server *a = start_server("127.0.0.1:0", &ea, 0, 0, 0);
+    orr_rpc_server *b = start_server("127.0.0.1:0", &eb, 0, 0, 0);
+    char target[96];
+    snprintf(target, sizeof(target), "127.0.0.1:%d,127.0.0.1:%d", orr_rpc_server_port(a),
+             orr_rpc_server_port(b));
+    orr_rpc_client *c = NULL;
+    orr_err err;
+    assert_int_equal(orr_rpc_client_create(SVC, target, TOKEN, &c, &err), ORR_OK);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(say(c, "to a", 0, 0, 5000, NULL, &err), ORR_OK);
+    assert_int_equal(atomic_load(&ea.say_calls), 3);
+    assert_int_equal(atomic_load(&eb.say_calls), 0);
+    int port_a = orr_rpc_server_port(a);
+    orr_rpc_server_destroy(a);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(say(c, "to b", 0, 0, 5000, NULL, &err), ORR_OK);
+    assert_int_equal(atomic_load(&eb.say_calls), 3);
+    orr_rpc_client_destroy(c);
+
+    /* the first address has nobody listening (a's old port) */
+    snprintf(target, sizeof(target), "127.0.0.1:%d,127.0.0.1:%d", port_a, orr_rpc_server_port(b));
+    assert_int_equal(orr_rpc_client_create(SVC, target, TOKEN, &c, &err), ORR_OK);
+    assert_int_equal(say(c, "first is gone", 0, 0, 5000, NULL, &err), ORR_OK);
+    assert_int_equal(atomic_load(&eb.say_calls), 4);
+    orr_rpc_client_destroy(c);
+    orr_rpc_server_destroy(b);
+
+    const char *bad[] = {"halley-a:7070,halley-b:7070", "127.0.0.1:7070,", "127.0.0.1,127.0.0.2:1",
+                         "127.0.0.1:7070,[::1]:7070", "127.0.0.1:123456,127.0.0.1:1"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        c = NULL;
+        assert_int_equal(orr_rpc_client_create(SVC, bad[i], TOKEN, &c, &err), ORR_EINVAL);
+        assert_null(c);
+        assert_string_equal(err.field, "target");
+    }
+}
+
 #define CONC_THREADS 8
 #define CONC_CALLS   500
 
@@ -1356,6 +1402,7 @@ int main(void)
         cmocka_unit_test(test_concurrent),
         cmocka_unit_test(test_destroy_in_flight),
         cmocka_unit_test(test_create_errors),
+        cmocka_unit_test(test_address_list_failover),
         cmocka_unit_test(test_bidi_chat),
         cmocka_unit_test(test_bidi_server_ends_first),
         cmocka_unit_test(test_bidi_cancel_and_bad_bytes),
