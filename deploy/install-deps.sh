@@ -21,7 +21,7 @@ readonly DEV_LIBS=(libpq-dev libzookeeper-mt-dev libhiredis-dev libmariadb-dev l
 	libarchive-dev libpcre2-dev libyaml-dev libsystemd-dev)
 readonly SERVERS_AND_TOOLS=(postgresql zookeeper default-jre-headless redis-server
 	mariadb-server mariadb-client postgresql-client nginx chromium lzop gzip time wrk pgloader
-	procps iproute2 curl util-linux tzdata python3 python3-grpcio python3-protobuf
+	procps iproute2 iptables curl util-linux tzdata python3 python3-grpcio python3-protobuf
 	protobuf-compiler prometheus nodejs npm python3-aiosmtpd systemd dpkg-dev python3-yaml)
 
 say() { printf 'install-deps: %s\n' "$*" >&2; }

@@ -19,6 +19,12 @@
 #                         mysql = base+3 (default 15400)
 #   ORRERY_STACK          servers to act on (default "pg zk redis mysql")
 #   ORRERY_STACK_TIMEOUT  seconds to wait for each server to answer (default 60)
+#   ORRERY_STACK_ADDR     the IPv4 address PostgreSQL, ZooKeeper and Redis
+#                         listen on and clients dial (default 127.0.0.1); any
+#                         other address also lets PostgreSQL take password
+#                         logins from its subnet (pg_hba "samenet"). MariaDB
+#                         stays on 127.0.0.1. For a private network of its
+#                         own, such as the cluster test's namespaces.
 #   ORRERY_STACK_DURABLE  1 (default): every server keeps what it acknowledged
 #                         across a crash of the machine (PostgreSQL fsync,
 #                         full_page_writes and synchronous_commit on; Redis
@@ -77,6 +83,10 @@ VAR_DIR=$(realpath -m -- "${ORRERY_VAR_DIR:-$ROOT_DIR/var}")
 PORT_BASE=${ORRERY_PORT_BASE:-15400}
 TIMEOUT=${ORRERY_STACK_TIMEOUT:-60}
 DURABLE=${ORRERY_STACK_DURABLE:-1}
+ADDR=${ORRERY_STACK_ADDR:-127.0.0.1}
+if ! [[ $ADDR =~ ^[0-9]{1,3}(\.[0-9]{1,3}){3}$ ]]; then
+	die "ORRERY_STACK_ADDR must be an IPv4 address (got '$ADDR')"
+fi
 if ! [[ $PORT_BASE =~ ^[1-9][0-9]{3,4}$ ]] || ((PORT_BASE < 1024 || PORT_BASE > 65532)); then
 	die "ORRERY_PORT_BASE must be a number from 1024 to 65532 (got '$PORT_BASE')"
 fi
@@ -86,9 +96,9 @@ fi
 if [[ $DURABLE != 0 && $DURABLE != 1 ]]; then
 	die "ORRERY_STACK_DURABLE must be 1 (durable, the default) or 0 (fast, for tests) (got '$DURABLE')"
 fi
-readonly VAR_DIR PORT_BASE TIMEOUT DURABLE
+readonly VAR_DIR PORT_BASE TIMEOUT DURABLE ADDR
 readonly SOCK_DIR=$VAR_DIR/run/sock
-readonly PG_DSN="postgresql://$DB_USER:$DB_PASSWORD@127.0.0.1:$PORT_BASE/$DB_NAME"
+readonly PG_DSN="postgresql://$DB_USER:$DB_PASSWORD@$ADDR:$PORT_BASE/$DB_NAME"
 readonly MYSQL_DSN="mysql://$DB_USER:$DB_PASSWORD@127.0.0.1:$((PORT_BASE + 3))/$DB_NAME"
 
 # Ports, pid files and logs by server name. The helpers below avoid
@@ -178,7 +188,7 @@ port_owner() {
 		[[ -z $out ]] && return 0
 		out=$(ss -Hltnp "sport = :$1" 2>/dev/null || true)
 		printf '%s' "${out%%$'\n'*}" | tr -s ' '
-	elif (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; then
+	elif (exec 3<>"/dev/tcp/$ADDR/$1") 2>/dev/null; then
 		printf 'something'
 	fi
 	return 0
@@ -325,6 +335,10 @@ pg_prepare() {
 				die "pg: initdb failed; see $log"
 			}
 	fi
+	# Another listen address: password logins from its subnet as well.
+	if [[ $ADDR != 127.0.0.1 ]] && ! grep -q '^host all all samenet' "$data/pg_hba.conf"; then
+		printf 'host all all samenet scram-sha-256\n' >>"$data/pg_hba.conf"
+	fi
 	own_tree "$data"
 }
 
@@ -335,7 +349,7 @@ pg_launch() {
 	local sync_opts=()
 	((DURABLE)) || sync_opts=(-c fsync=off -c full_page_writes=off -c synchronous_commit=off)
 	launch pg "$PG_BIN/postgres" -D "$VAR_DIR/pg" \
-		-c listen_addresses=127.0.0.1 -c port="$PORT_BASE" \
+		-c listen_addresses="$ADDR" -c port="$PORT_BASE" \
 		-c unix_socket_directories="$SOCK_DIR" \
 		"${sync_opts[@]}" \
 		-c max_connections=200 -c logging_collector=off \
@@ -379,7 +393,7 @@ zk_prepare() {
 tickTime=2000
 dataDir=$dir/data
 clientPort=${PORT[zk]}
-clientPortAddress=127.0.0.1
+clientPortAddress=$ADDR
 maxClientCnxns=0
 minSessionTimeout=4000
 maxSessionTimeout=60000
@@ -405,8 +419,8 @@ zk_launch() {
 # zk_cmd WORD: sends a four-letter word to our ZooKeeper, prints the answer.
 zk_cmd() {
 	# shellcheck disable=SC2016 # $1 and $2 belong to the inner bash
-	timeout 3 bash -c 'exec 3<>"/dev/tcp/127.0.0.1/$1" && printf %s "$2" >&3 && cat <&3' \
-		_ "${PORT[zk]}" "$1" 2>/dev/null
+	timeout 3 bash -c 'exec 3<>"/dev/tcp/$1/$2" && printf %s "$3" >&3 && cat <&3' \
+		_ "$ADDR" "${PORT[zk]}" "$1" 2>/dev/null
 }
 
 zk_ready() {
@@ -423,7 +437,7 @@ redis_prepare() {
 	own_tree "$dir"
 	cat >"$dir/redis.conf" <<EOF
 # Written by deploy/stack.sh on every start: change the script, not this file.
-bind 127.0.0.1
+bind $ADDR
 port ${PORT[redis]}
 protected-mode yes
 daemonize no
@@ -442,7 +456,7 @@ EOF
 redis_launch() { launch redis redis-server "$VAR_DIR/redis/redis.conf"; }
 
 redis_ready() {
-	[[ $(timeout 3 redis-cli -h 127.0.0.1 -p "${PORT[redis]}" ping 2>/dev/null) == PONG ]]
+	[[ $(timeout 3 redis-cli -h "$ADDR" -p "${PORT[redis]}" ping 2>/dev/null) == PONG ]]
 }
 
 # ---------------------------------------------------------------- MariaDB
@@ -694,8 +708,8 @@ cmd_env() {
 	printf 'export ORRERY_VAR_DIR=%q\n' "$VAR_DIR"
 	printf 'export ORRERY_PORT_BASE=%q\n' "$PORT_BASE"
 	printf 'export ORRERY_PG_DSN=%q\n' "$PG_DSN"
-	printf 'export ORRERY_ZK=%q\n' "127.0.0.1:${PORT[zk]}"
-	printf 'export ORRERY_REDIS=%q\n' "127.0.0.1:${PORT[redis]}"
+	printf 'export ORRERY_ZK=%q\n' "$ADDR:${PORT[zk]}"
+	printf 'export ORRERY_REDIS=%q\n' "$ADDR:${PORT[redis]}"
 	printf 'export ORRERY_MYSQL_DSN=%q\n' "$MYSQL_DSN"
 }
 
