@@ -151,6 +151,12 @@ void wh_batch_field_close(wh_batch *b);
  * ORR_ETOOBIG (row dropped) when the batch would pass 4 GiB. */
 orr_status wh_batch_row_end(wh_batch *b);
 void wh_batch_row_abort(wh_batch *b);
+/* Pass-through rows (wh_ctx.raw): append n bytes of a store's own row
+ * framing to data without making a field, returning where they start; then
+ * wh_batch_put_ref makes the next field of bytes already in data (len < 0:
+ * NULL). A pass-through batch's data is its rows' framing, back to back. */
+size_t wh_batch_raw(wh_batch *b, const void *p, size_t n);
+void wh_batch_put_ref(wh_batch *b, size_t off, int64_t len);
 
 static inline const char *wh_batch_val(const wh_batch *b, size_t row, size_t col, int64_t *len)
 {
@@ -205,6 +211,10 @@ typedef struct wh_ctx {
     /* Rows the run should read, as the splitter estimated them (the
      * planner's figure; 0 unknown): progress and its end estimate. */
     uint64_t rows_estimate;
+    /* Pass-through (set before threads start, wh_engine.c): the one writer
+     * takes the reader's rows in the reader's own binary form, so batch
+     * fields are not canonical text; 0 everywhere else. */
+    int raw;
 } wh_ctx;
 
 /* Report a dirty row (thread-safe): counted, written to the reject file, and
@@ -283,6 +293,11 @@ typedef struct wh_writer_ops {
     orr_status (*flush)(void *state, uint64_t *confirmed, orr_err *err);
     /* Commit (commit=1) or roll back, disconnect, free. NULL state is ok. */
     orr_status (*close)(void *state, int commit, orr_err *err);
+    /* Optional, after prepare: 1 when this writer, as the job's only
+     * writer, can load rows as the reader sends them in its own binary form
+     * (pass-through: no decoding, no checks, so only where every column's
+     * type is the same on both sides); 0 for canonical text. */
+    int (*raw_from)(void *conf, const struct wh_reader_ops *reader, void *reader_conf);
 } wh_writer_ops;
 
 typedef struct wh_splitter_ops {

@@ -157,3 +157,17 @@ orr_status wh_batch_row_end(wh_batch *b)
     b->cur = 0;
     return ORR_OK;
 }
+
+size_t wh_batch_raw(wh_batch *b, const void *p, size_t n)
+{
+    size_t off = b->data.len;
+    orr_buf_append(&b->data, p, n);
+    return off;
+}
+
+void wh_batch_put_ref(wh_batch *b, size_t off, int64_t len)
+{
+    wh_field *f = wh_batch_next_field(b);
+    f->off = (uint32_t)off;
+    f->len = len < 0 ? -1 : (int32_t)(len > INT32_MAX ? INT32_MAX : len);
+}

@@ -168,6 +168,19 @@ static orr_status wh_dispatch(wh_run_t *r, wh_batch *b, int reader)
     return ORR_OK;
 }
 
+/* Pass-through: the job's only writer takes the reader's rows in the
+ * reader's binary form when it says it can (wh_writer_ops.raw_from) and no
+ * mapping rebuilds the rows. ORRERY_WH_PASSTHROUGH=0 turns it off. */
+static int wh_raw_plan(const wh_run_t *r, const wh_wrun *w)
+{
+    const char *env = getenv("ORRERY_WH_PASSTHROUGH");
+    if (r->nw != 1 || w->ep->map || (env && strcmp(env, "0") == 0))
+        return 0;
+    const wh_writer_ops *ops = w->ep->plugin->writer;
+    return ops->raw_from &&
+           ops->raw_from(w->ep->conf, r->job->reader.plugin->reader, r->job->reader.conf);
+}
+
 static void *wh_reader_main(void *arg)
 {
     wh_run_t *r = arg;
@@ -603,6 +616,7 @@ orr_status wh_run(const wh_job *job, const char *state_path, wh_result *res)
                 goto fail;
         }
         w->prepared = 1;
+        r->ctx.raw = wh_raw_plan(r, w);
         w->states = orr_xcalloc((size_t)w->channels, sizeof(void *));
         for (int c = 0; c < w->channels; c++) {
             if (wp->writer->open(w->ep->conf, &r->ctx, wsrc, w->ep->name, &w->states[c], &e) !=
@@ -798,6 +812,7 @@ out:
     res->shards_todo = r->shards_todo;
     res->rows_estimate = r->ctx.rows_estimate;
     res->reader_channels = r->rchannels;
+    res->passthrough = r->ctx.raw;
     res->seconds = (double)(wh_now_ns() - r->started) / 1e9;
     res->nwriters = r->nw;
     res->writers = orr_xcalloc(r->nw ? r->nw : 1, sizeof(*res->writers));
@@ -869,6 +884,7 @@ json_t *wh_result_json(const wh_job *job, const wh_result *res)
     json_object_set_new(o, "shards_done", json_integer((json_int_t)res->shards_done));
     json_object_set_new(o, "rows_estimate", json_integer((json_int_t)res->rows_estimate));
     json_object_set_new(o, "reader_channels", json_integer(res->reader_channels));
+    json_object_set_new(o, "passthrough", json_boolean(res->passthrough));
     json_object_set_new(o, "seconds", json_real(res->seconds));
     json_object_set_new(o, "rows_per_sec",
                         json_real(res->seconds > 0 ? (double)res->rows_read / res->seconds : 0));

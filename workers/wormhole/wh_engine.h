@@ -33,6 +33,7 @@ typedef struct wh_result {
     uint64_t shards_todo;   /* shards this run had to read (resume: fewer than shards) */
     uint64_t rows_estimate; /* the source's estimate before the run; 0 unknown */
     int reader_channels;
+    int passthrough; /* rows went from reader to writer in the stores' binary form */
     double seconds;
     size_t nwriters;
     wh_writer_result *writers; /* malloc'd; wh_result_free */

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Fidelity of `wormhole run` against real PostgreSQL and MariaDB: reject
-# lines, the date forms PostgreSQL prints, MariaDB BIT, and one type-torture
-# table per database moved both ways and compared with EXCEPT.
+# lines, the date forms PostgreSQL prints, MariaDB BIT, one type-torture
+# table per database moved both ways and compared with EXCEPT, and the
+# PostgreSQL -> PostgreSQL pass-through on the torture table.
 #
 #   fidelity.sh WORMHOLE_BINARY CASE
 #
-# CASE: rejects dates bits torture_pg torture_my.
+# CASE: rejects dates bits torture_pg torture_my passthrough.
 # Needs ORRERY_PG_DSN and ORRERY_MYSQL_DSN (deploy/stack.sh env); fails when
 # they are unset. Every table name ends with this shell's pid and is dropped
 # at exit, with the temporary folder.
@@ -210,11 +211,11 @@ case_bits() {
 	expect_eq "too wide for BIT(8)" "$(summary "['dirty_rows']")" 1
 }
 
-case_torture_pg() {
-	local src=wh_fid_tpg_$S pp=wh_fid_tpg_pp_$S pc=wh_fid_tpg_pc_$S ty=wh_fid_mood_$S
+# torture_pg_table TABLE ENUM: the PostgreSQL type-torture table (every
+# built-in type family at its limits, and one column of the enum type ENUM).
+torture_pg_table() {
+	local src=$1 ty=$2
 	pgt "$src"
-	pgt "$pp"
-	pgt "$pc"
 	PG_TYPES+=("$ty")
 	pg <<SQL
 CREATE TYPE $ty AS ENUM ('sad', 'ok', 'happy ☺');
@@ -250,13 +251,21 @@ INSERT INTO $src VALUES
   '-1 days +00:00:00.000001', '{"k":"\\ud83d\\ude00"}', '{"k":"\\ud83d\\ude00","n":-0.0}', '{}', '{""}',
   'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11', '2001:db8::1/64', '2001:db8::/32', '01:23:45:67:89:ab', '00000001', '0',
   '-0.01', '[1,2)', '["0044-03-15 12:00:00+00 BC","2024-01-01 00:00:00+00"]', 'sad', '(-0,0)', 'ab:1,2,3', 'text only');
-CREATE TABLE $pp (LIKE $src);
-CREATE TABLE $pc (LIKE $src);
 SQL
-	# pg -> pg: the copy is exact.
+}
+
+case_torture_pg() {
+	local src=wh_fid_tpg_$S pp=wh_fid_tpg_pp_$S pc=wh_fid_tpg_pc_$S ty=wh_fid_mood_$S
+	torture_pg_table "$src" "$ty"
+	pgt "$pp"
+	pgt "$pc"
+	pg -c "CREATE TABLE $pp (LIKE $src); CREATE TABLE $pc (LIKE $src)"
+	# pg -> pg: the copy is exact (in canonical text: an enum is no
+	# built-in type, so no pass-through).
 	job tpp "$PG,\"table\":\"$src\"" "$PG,\"table\":\"$pp\""
 	must_run "$TMP/tpp.json"
 	expect_eq "pg -> pg dirty" "$(summary "['dirty_rows']")" 0
+	expect_eq "pg -> pg with an enum: no pass-through" "$(summary "['passthrough']")" False
 	pg_same "$src" "$pp"
 	# pg -> CSV -> pg: every value PostgreSQL printed loads back.
 	job tpc "$PG,\"table\":\"$src\"" "\"type\":\"file\",\"path\":\"$TMP/t.csv\",\"header\":true"
@@ -286,6 +295,68 @@ SQL
 	job ttp "\"type\":\"file\",\"path\":\"$TMP/t.tsv\",\"format\":\"tsv\",\"header\":true" "$PG,\"table\":\"$pc\""
 	must_run "$TMP/ttp.json"
 	pg_same "$src" "$pc"
+}
+
+# PostgreSQL -> PostgreSQL pass-through (binary COPY both ways) on the
+# torture table without its enum column: the target equals the source
+# (EXCEPT both ways), with one channel, with two on a split key, and with
+# resume bookkeeping; and what turns it off.
+case_passthrough() {
+	local tor=wh_fid_raw_tor_$S src=wh_fid_raw_$S dst=wh_fid_raw_d_$S oth=wh_fid_raw_o_$S
+	torture_pg_table "$tor" "wh_fid_rmood_$S"
+	pgt "$src"
+	pgt "$dst"
+	pgt "$oth"
+	# More rows than one batch holds (batch_rows 64), NULLs in every column.
+	pg <<SQL
+CREATE TABLE $src AS SELECT * FROM $tor;
+ALTER TABLE $src DROP COLUMN e;
+INSERT INTO $src SELECT g, i2, i4, i8, n, np, f4, f8, b, t || g, vc, ch, by, d, tm, ttz, ts, tz, iv, j, jb,
+  ai, at, u, ip, net, mac, bt, vb, m, r, tr, pt, tv, x FROM $src, generate_series(10, 99) g;
+CREATE TABLE $dst (LIKE $src);
+CREATE TABLE $oth (LIKE $src);
+ALTER TABLE $oth ALTER COLUMN i4 TYPE bigint;
+SQL
+	local rows
+	rows=$(pg -c "SELECT count(*) FROM $src")
+	job raw1 "$PG,\"table\":\"$src\"" "$PG,\"table\":\"$dst\"" '"batch_rows":64'
+	must_run "$TMP/raw1.json"
+	expect_eq "pass-through used" "$(summary "['passthrough']")" True
+	expect_eq "pass-through rows confirmed" "$(summary "['writers'][0]['rows_confirmed']")" "$rows"
+	expect_eq "pass-through dirty" "$(summary "['dirty_rows']")" 0
+	pg_same "$src" "$dst"
+	# Two channels on a split key, into a truncated target.
+	job raw2 "$PG,\"table\":\"$src\",\"split\":{\"key\":\"id\",\"shards\":4}" \
+		"$PG,\"table\":\"$dst\",\"mode\":\"truncate\"" '"batch_rows":64,"channels":2'
+	must_run "$TMP/raw2.json"
+	expect_eq "pass-through, 2 channels" "$(summary "['passthrough']")" True
+	expect_eq "2 channels, reader channels" "$(summary "['reader_channels']")" 2
+	pg_same "$src" "$dst"
+	# Resume bookkeeping: every split its own COPY (header and trailer each).
+	pg -c "TRUNCATE $dst"
+	job raw3 "$PG,\"table\":\"$src\",\"split\":{\"key\":\"id\",\"shards\":3}" \
+		"$PG,\"table\":\"$dst\"" '"batch_rows":64,"channels":2,"resume":true'
+	must_run "$TMP/raw3.json"
+	expect_eq "pass-through with resume" "$(summary "['passthrough']")" True
+	pg_same "$src" "$dst"
+	# Turned off: the same copy in canonical text.
+	pg -c "TRUNCATE $dst"
+	ORRERY_WH_PASSTHROUGH=0 must_run "$TMP/raw1.json"
+	expect_eq "pass-through turned off" "$(summary "['passthrough']")" False
+	pg_same "$src" "$dst"
+	# A column of another type: canonical text and value checks.
+	job raw4 "$PG,\"table\":\"$src\"" "$PG,\"table\":\"$oth\""
+	must_run "$TMP/raw4.json"
+	expect_eq "another column type: no pass-through" "$(summary "['passthrough']")" False
+	expect_eq "another column type: rows" "$(pg -c "SELECT count(*) FROM $oth")" "$rows"
+	# A column subset of the same types: pass-through, the rest NULL.
+	pg -c "TRUNCATE $dst"
+	job raw5 "$PG,\"table\":\"$src\",\"columns\":[\"id\",\"t\"]" \
+		"$PG,\"table\":\"$dst\",\"columns\":[\"id\",\"t\"]"
+	must_run "$TMP/raw5.json"
+	expect_eq "a column subset of the same types: pass-through" "$(summary "['passthrough']")" True
+	expect_eq "column subset: rows" "$(pg -c "SELECT count(*) FROM $dst WHERE i2 IS NULL")" "$rows"
+	expect_eq "column subset: texts" "$(pg -c "SELECT count(*) FROM (SELECT id, t FROM $src EXCEPT SELECT id, t FROM $dst) x")" 0
 }
 
 case_torture_my() {

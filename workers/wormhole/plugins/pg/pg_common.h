@@ -95,4 +95,19 @@ extern const wh_quality_ops wh_pg_quality;
 PGconn *wh_pg_writer_conn(void *state);
 extern const wh_meta_ops wh_pg_meta; /* pg_meta.c */
 
+/* Pass-through in COPY's binary format (pg_raw.c). A reader's parse state
+ * over the CopyData messages of one COPY TO. */
+typedef struct wh_pg_raw {
+    int header_done;
+    int ended; /* the trailer was seen */
+    uint64_t rownum;
+} wh_pg_raw;
+/* Add the tuples of one CopyData message to b (the header first, the
+ * trailer ends); the rows added, or -1 with *why when malformed. */
+int wh_pg_raw_parse(wh_pg_raw *st, const char *p, size_t n, wh_batch *b, const char **why);
+/* The binary COPY header (19 bytes into out); its length. */
+size_t wh_pg_raw_header(char *out);
+/* wh_writer_ops.raw_from of the PostgreSQL writer. */
+int wh_pg_raw_from(void *conf, const struct wh_reader_ops *reader, void *reader_conf);
+
 #endif

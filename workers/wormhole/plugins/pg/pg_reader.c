@@ -2,6 +2,8 @@
  * pg_reader.c - PostgreSQL reader: COPY (SELECT ...) TO STDOUT in text
  * format, one shard at a time, every channel in the snapshot exported by the
  * reader periphery. Rows are parsed straight into the batch (wh_copy_parse).
+ * In a pass-through run (wh_ctx.raw) the COPY is binary and its tuples go
+ * into the batch as they are (pg_raw.c).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -51,6 +53,7 @@ typedef struct pg_reader {
     uint64_t rownum;
     int in_copy;
     size_t shard;
+    wh_pg_raw raw; /* pass-through: the binary COPY's parse state */
 } pg_reader;
 
 static orr_status pg_reader_open(void *conf, wh_ctx *ctx, void **state, orr_err *err)
@@ -122,11 +125,11 @@ static orr_status pg_reader_start(void *state, const wh_shard *shard, orr_err *e
     if (where.len) {
         orr_buf_appendf(&q, "COPY (SELECT %s FROM ", cols.data);
         wh_pg_quote_qualified(&q, table);
-        orr_buf_appendf(&q, "%s) TO STDOUT", where.data);
+        orr_buf_appendf(&q, "%s) TO STDOUT%s", where.data, r->ctx->raw ? " (FORMAT binary)" : "");
     } else {
         orr_buf_append_str(&q, "COPY ");
         wh_pg_quote_qualified(&q, table);
-        orr_buf_appendf(&q, " (%s) TO STDOUT", cols.data);
+        orr_buf_appendf(&q, " (%s) TO STDOUT%s", cols.data, r->ctx->raw ? " (FORMAT binary)" : "");
     }
     PGresult *res = PQexec(r->conn, q.data);
     orr_status rc = ORR_OK;
@@ -136,6 +139,7 @@ static orr_status pg_reader_start(void *state, const wh_shard *shard, orr_err *e
         r->in_copy = 1;
     PQclear(res);
     r->rownum = 0;
+    memset(&r->raw, 0, sizeof(r->raw));
     r->shard = shard->id;
     orr_buf_free(&q);
     orr_buf_free(&cols);
@@ -149,6 +153,15 @@ static orr_status pg_reader_read(void *state, wh_batch *b, orr_err *err)
     while (!wh_batch_full(b)) {
         char *buf = NULL;
         int n = PQgetCopyData(r->conn, &buf, 0);
+        if (n > 0 && r->ctx->raw) {
+            const char *why = NULL;
+            int rows = wh_pg_raw_parse(&r->raw, buf, (size_t)n, b, &why);
+            PQfreemem(buf);
+            if (rows < 0)
+                return orr_err_set(err, ORR_EIO, r->c->o.path, "PostgreSQL COPY: %s", why);
+            b->src_bytes += (uint64_t)n;
+            continue;
+        }
         if (n > 0) {
             r->rownum++;
             wh_batch_row_begin(b, r->rownum);

@@ -11,6 +11,9 @@
  * so one bad value never aborts the COPY. Bit strings are checked against a
  * bit(n)/bit varying(n) target, and a bit string source loads into bytea as
  * its bytes and into an integer as its value (pg_periphery.c plans which).
+ *
+ * Pass-through (wh_ctx.raw, pg_raw.c): the COPY is binary and each batch's
+ * bytes, the reader's tuples back to back, are sent as they are.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -45,7 +48,32 @@ typedef struct pg_writer {
     orr_buf buf;
     orr_buf tmp; /* a converted value */
     int in_copy;
+    int raw; /* pass-through: binary COPY */
 } pg_writer;
+
+/* Begin the COPY of the current transaction (binary in a pass-through run:
+ * the header goes out with the first rows). */
+static orr_status pg_copy_begin(pg_writer *w, orr_err *err)
+{
+    const wh_pg_conf *c = w->c;
+    orr_buf q = ORR_BUF_INIT;
+    orr_buf_appendf(&q, "COPY %s %s FROM STDIN%s", c->use_stage ? c->qstage.data : c->qtable.data,
+                    c->collist.data, w->raw ? " (FORMAT binary)" : "");
+    PGresult *r = PQexec(w->conn, q.data);
+    orr_buf_free(&q);
+    orr_status rc = ORR_OK;
+    if (PQresultStatus(r) != PGRES_COPY_IN) {
+        rc = orr_err_set(err, ORR_EIO, c->o.path, "PostgreSQL: %s", PQerrorMessage(w->conn));
+    } else {
+        w->in_copy = 1;
+        if (w->raw) {
+            orr_buf_reserve(&w->buf, 32);
+            w->buf.len += wh_pg_raw_header(w->buf.data + w->buf.len);
+        }
+    }
+    PQclear(r);
+    return rc;
+}
 
 static orr_status pg_writer_open(void *conf, wh_ctx *ctx, const wh_schema *src, const char *name,
                                  void **state, orr_err *err)
@@ -57,6 +85,7 @@ static orr_status pg_writer_open(void *conf, wh_ctx *ctx, const wh_schema *src, 
     w->c = c;
     w->ctx = ctx;
     w->name = name;
+    w->raw = ctx->raw;
     w->conn = wh_pg_connect(c->o.dsn, c->o.path, err);
     if (!w->conn) {
         free(w);
@@ -70,24 +99,16 @@ static orr_status pg_writer_open(void *conf, wh_ctx *ctx, const wh_schema *src, 
         orr_buf_appendf(&q, "DELETE FROM %s WHERE (%s); ", c->qtable.data, c->o.filter);
     if ((rc = wh_pg_exec(w->conn, q.data, c->o.path, err)))
         goto fail;
-    orr_buf_reset(&q);
-    orr_buf_appendf(&q, "COPY %s %s FROM STDIN", c->use_stage ? c->qstage.data : c->qtable.data,
-                    c->collist.data);
-    PGresult *r = PQexec(w->conn, q.data);
-    if (PQresultStatus(r) != PGRES_COPY_IN) {
-        rc = orr_err_set(err, ORR_EIO, c->o.path, "PostgreSQL: %s", PQerrorMessage(w->conn));
-        PQclear(r);
-        goto fail;
-    }
-    PQclear(r);
-    w->in_copy = 1;
-    orr_buf_free(&q);
     orr_buf_reserve(&w->buf, PG_CHUNK + 65536);
+    if ((rc = pg_copy_begin(w, err)))
+        goto fail;
+    orr_buf_free(&q);
     *state = w;
     return ORR_OK;
 fail:
     orr_buf_free(&q);
     PQfinish(w->conn);
+    orr_buf_free(&w->buf);
     free(w);
     return rc;
 }
@@ -185,9 +206,25 @@ static int pg_conv_value(const wh_col *t, int conv, const char *v, int64_t len, 
     }
 }
 
+/* Pass-through: the batch's bytes are the tuples in COPY's binary format. */
+static orr_status pg_writer_write_raw(pg_writer *w, const wh_batch *b, wh_wstats *st, orr_err *err)
+{
+    orr_status rc = pg_send(w, err); /* the header, before the first rows */
+    if (rc || b->data.len == 0)
+        return rc;
+    if (PQputCopyData(w->conn, b->data.data, (int)b->data.len) != 1)
+        return orr_err_set(err, ORR_EIO, w->c->o.path, "PostgreSQL COPY: %s",
+                           PQerrorMessage(w->conn));
+    st->rows += b->nrows;
+    st->bytes += b->data.len;
+    return ORR_OK;
+}
+
 static orr_status pg_writer_write(void *state, const wh_batch *b, wh_wstats *st, orr_err *err)
 {
     pg_writer *w = state;
+    if (w->raw)
+        return pg_writer_write_raw(w, b, st, err);
     const wh_pg_conf *c = w->c;
     size_t ncols = b->ncols;
     for (size_t r = 0; r < b->nrows; r++) {
@@ -236,6 +273,8 @@ static orr_status pg_writer_write(void *state, const wh_batch *b, wh_wstats *st,
 static orr_status pg_writer_flush(void *state, uint64_t *confirmed, orr_err *err)
 {
     pg_writer *w = state;
+    if (w->raw) /* the binary trailer */
+        orr_buf_append(&w->buf, "\377\377", 2);
     orr_status rc = pg_send(w, err);
     if (rc)
         return rc;
@@ -292,17 +331,8 @@ orr_status wh_pg_writer_split_commit(void *state, const char *job, const char *r
     wh_pg_resume_record_sql(c, job, run_key, split, rows, &q);
     orr_buf_append_str(&q, "COMMIT; BEGIN");
     rc = wh_pg_exec(w->conn, q.data, c->o.path, err);
-    orr_buf_reset(&q);
-    orr_buf_appendf(&q, "COPY %s %s FROM STDIN", c->use_stage ? c->qstage.data : c->qtable.data,
-                    c->collist.data);
-    PGresult *r = rc ? NULL : PQexec(w->conn, q.data);
-    if (!rc && PQresultStatus(r) != PGRES_COPY_IN)
-        rc = orr_err_set(err, ORR_EIO, c->o.path, "PostgreSQL: %s", PQerrorMessage(w->conn));
-    else if (!rc)
-        w->in_copy = 1;
-    PQclear(r);
     orr_buf_free(&q);
-    return rc;
+    return rc ? rc : pg_copy_begin(w, err);
 }
 
 PGconn *wh_pg_writer_conn(void *state)
@@ -318,4 +348,5 @@ const wh_writer_ops wh_pg_writer = {
     .write = pg_writer_write,
     .flush = pg_writer_flush,
     .close = pg_writer_close,
+    .raw_from = wh_pg_raw_from,
 };
