@@ -41,7 +41,7 @@ run_mode() { # durable|fast
 	out=$("$BUILD/bin/bench_halley" "$CLIENTS" "$SECS")
 	# The TransitionInstance line: "TransitionInstance clients=16 ... rate=4650/s p50=..ms p99=7.00ms"
 	local line
-	line=$(grep -i 'transition' <<<"$out" | tail -n 1)
+	line=$(grep -i 'transition' <<<"$out" | grep 'rate=' | tail -n 1)
 	[[ -n $line ]] || {
 		echo "durable.sh: no TransitionInstance line in: $out" >&2
 		exit 1
