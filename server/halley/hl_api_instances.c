@@ -137,6 +137,26 @@ static hl_stmt q_list_instances_desc = HL_STMT(
     "$1::int8))" HL_LIST_FILTERS HL_LIST_SEARCH("$10") " ORDER BY i.schedule_time DESC, i.id DESC"
                                                        " LIMIT $7::int");
 
+/* The same lists with no filter at all (the console's first page and the
+ * pages after it): prepared, their generic plan walks the order's index.
+ * With a filter the statements above run unprepared (hl_db_query_custom):
+ * planned for the values given, PostgreSQL drops the filters left empty and
+ * picks the index of those set, where one generic plan for every filter
+ * read, joined and sorted every instance (14 ms for 2,000). */
+static hl_stmt q_list_instances_all = HL_STMT("SELECT " HL_INSTANCE_COLS ", " HL_EXIT_COL
+                                              " FROM instances i JOIN tasks t ON t.id = i.task_id"
+                                              " WHERE i.id > $1::int8 ORDER BY i.id LIMIT $2::int");
+/* Descending, unfiltered: the first page ($1 the limit), then the pages
+ * after the row ($3 ms, $1 id), each a walk of instances_schedule_idx
+ * backwards. */
+static hl_stmt q_list_instances_desc_first = HL_STMT(
+    "SELECT " HL_INSTANCE_COLS ", " HL_EXIT_COL " FROM instances i JOIN tasks t ON t.id = i.task_id"
+    " ORDER BY i.schedule_time DESC, i.id DESC LIMIT $1::int");
+static hl_stmt q_list_instances_desc_after = HL_STMT(
+    "SELECT " HL_INSTANCE_COLS ", " HL_EXIT_COL " FROM instances i JOIN tasks t ON t.id = i.task_id"
+    " WHERE (i.schedule_time, i.id) < (to_timestamp($3::int8 / 1000.0), $1::int8)"
+    " ORDER BY i.schedule_time DESC, i.id DESC LIMIT $2::int");
+
 static hl_stmt q_list_ready = HL_STMT(
     "SELECT " HL_INSTANCE_COLS ", " HL_EXIT_COL " FROM instances i JOIN tasks t ON t.id = i.task_id"
     " WHERE i.state = 'ready' ORDER BY i.priority DESC, i.schedule_time, i.id LIMIT $1::int");
@@ -631,11 +651,21 @@ HL_UNARY(hl_api_list_instances)
     if (s != ORR_OK)
         return s;
     PGresult *r;
-    if (rq->descending)
-        s = hl_db_query(c, a, &q_list_instances_desc, 10, p, &r, err);
-    else {
+    int filtered = rq->task_id || rq->n_states || rq->executor[0] || rq->from_schedule_ms ||
+                   rq->to_schedule_ms || rq->team[0] || search[0];
+    if (!filtered) {
+        const char *pa[3] = {p[0], p[6], p[8]};
+        if (!rq->descending)
+            s = hl_db_query(c, a, &q_list_instances_all, 2, pa, &r, err);
+        else if (strcmp(p[0], "0") == 0)
+            s = hl_db_query(c, a, &q_list_instances_desc_first, 1, pa + 1, &r, err);
+        else
+            s = hl_db_query(c, a, &q_list_instances_desc_after, 3, pa, &r, err);
+    } else if (rq->descending) {
+        s = hl_db_query_custom(c, a, &q_list_instances_desc, 10, p, &r, err);
+    } else {
         const char *pa[9] = {p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7], search};
-        s = hl_db_query(c, a, &q_list_instances, 9, pa, &r, err);
+        s = hl_db_query_custom(c, a, &q_list_instances, 9, pa, &r, err);
     }
     if (s == ORR_OK)
         s = hl__instances_response(c, a, r, size, &pg, rq->with_deps, rq->descending, resp, err);

@@ -304,6 +304,24 @@ orr_status hl_db_query(hl_conn *c, orr_arena *a, hl_stmt *st, int n, const char 
     return ORR_OK;
 }
 
+orr_status hl_db_query_custom(hl_conn *c, orr_arena *a, const hl_stmt *st, int n,
+                              const char *const *params, PGresult **res, orr_err *err)
+{
+    if (c->broken || !c->pg)
+        return orr_err_set(err, ORR_EUNAVAIL, NULL, "PostgreSQL unavailable");
+    PGresult *r = PQexecParams(c->pg, st->sql, n, NULL, params, NULL, NULL, 0);
+    ExecStatusType t = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
+    if (t != PGRES_TUPLES_OK && t != PGRES_COMMAND_OK)
+        return hl__fail(c, r, err);
+    if (res) {
+        orr_arena_on_cleanup(a, hl__pqclear, r);
+        *res = r;
+    } else {
+        PQclear(r);
+    }
+    return ORR_OK;
+}
+
 orr_status hl_db_cmd(hl_conn *c, const char *sql, orr_err *err)
 {
     if (c->broken || !c->pg)

@@ -76,6 +76,12 @@ orr_status hl_db_query(hl_conn *c, orr_arena *a, hl_stmt *st, int n, const char 
  * for the many calls that need no transaction. Same errors as both. */
 orr_status hl_db_query_once(hl_db *db, orr_arena *a, hl_stmt *st, int n, const char *const *params,
                             PGresult **res, orr_err *err);
+/* Run st's text unprepared (one round trip, planned for these very
+ * parameters): for a statement whose best plan depends on which optional
+ * filters are set, where a cached generic plan would read every row. Uses
+ * no prepared-statement slot. Same results and errors as hl_db_query. */
+orr_status hl_db_query_custom(hl_conn *c, orr_arena *a, const hl_stmt *st, int n,
+                              const char *const *params, PGresult **res, orr_err *err);
 /* Run a fixed command without parameters ("BEGIN", "COMMIT"). Same errors. */
 orr_status hl_db_cmd(hl_conn *c, const char *sql, orr_err *err);
 orr_status hl_db_begin(hl_conn *c, orr_err *err);

@@ -1,0 +1,149 @@
+#!/usr/bin/env python3
+"""cpu.py - CPU cost of one uncached instance-list request, per process.
+
+Starts halleyd + one galaxyd with the response cache off on a fresh database
+of the stack (ORRERY_PG_DSN from `eval "$(deploy/stack.sh env)"`), makes a
+task with 2,000 hourly instances (backfill), then for each list a console
+can ask for (the default page, a task's newest, a state filter, a text
+search, the second page by token, a time range) runs wrk for SECONDS and
+reports requests/s and the CPU each process spent per request: galaxyd,
+halleyd and PostgreSQL's backends (utime + stime from /proc, so the figure
+holds whatever else the machine runs; wrk's own CPU is left out). With
+BIG > 0 it then adds BIG more instances straight in SQL (a second task) and
+times each list (median of 5 requests) at that size.
+
+usage: cpu.py BUILD_DIR [SECONDS] [CONNECTIONS] [BIG]   (defaults 5, 4, 0)
+Traffic stays on loopback; every run is bounded.
+"""
+import os
+import re
+import subprocess
+import sys
+import time
+import urllib.parse
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "integration", "lib"))
+import orrery_it  # noqa: E402
+
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_s(pids):
+    t = 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                parts = f.read().rsplit(")", 1)[1].split()
+            t += int(parts[11]) + int(parts[12])
+        except OSError:
+            pass
+    return t / TICK
+
+
+def pg_backends(port):
+    """PostgreSQL processes of the stack's server on port (postmaster + children)."""
+    out = subprocess.run(["pgrep", "-f", f"postgres.*-p {port}|postgres.*port={port}"],
+                         capture_output=True, text=True).stdout.split()
+    pids = set(int(x) for x in out)
+    kids = set()
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/task/{pid}/children") as f:
+                kids.update(int(x) for x in f.read().split())
+        except OSError:
+            pass
+    return sorted(pids | kids)
+
+
+def wrk(url, token, seconds, conns):
+    out = subprocess.run(["wrk", "-t1", f"-c{conns}", f"-d{seconds}s", "--latency", "--timeout",
+                          "5s", "-H", f"Authorization: Bearer {token}", url],
+                         capture_output=True, text=True, timeout=seconds + 60).stdout
+    n = int(re.search(r"(\d+) requests in", out).group(1))
+    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
+    m = re.search(r"\s99%\s+([\d.]+)(us|ms|s)\b", out)
+    p99 = float(m.group(1)) * {"us": 0.001, "ms": 1, "s": 1000}[m.group(2)] if m else 0
+    bad = re.search(r"Non-2xx or 3xx responses:\s+(\d+)", out)
+    return n, rps, p99, int(bad.group(1)) if bad else 0
+
+
+def main():
+    build = sys.argv[1]
+    seconds = int(sys.argv[2]) if len(sys.argv) > 2 else 5
+    conns = int(sys.argv[3]) if len(sys.argv) > 3 else 4
+    big = int(sys.argv[4]) if len(sys.argv) > 4 else 0
+    if not (1 <= seconds <= 60 and 1 <= conns <= 64 and 0 <= big <= 1000000):
+        sys.exit("cpu.py: SECONDS 1..60, CONNECTIONS 1..64, BIG 0..1000000")
+    os.environ["ORRERY_GALAXY_CACHE_TTL"] = "0s"
+    pg_port = urllib.parse.urlsplit(os.environ["ORRERY_PG_DSN"]).port
+    with orrery_it.Platform(build, galaxies=1) as p:
+        p.add_user("owner", "owner-password-1", "admin", teams=["bench"])
+        tok = p.login("owner", "owner-password-1")
+        r = p.http("POST", "/api/v1/tasks", {"name": "bench.hourly", "team": "bench",
+                                             "type": "shell", "schedule": "0 * * * *",
+                                             "config": {"command": "true"}}, token=tok)
+        tid = r.json()["id"]
+        start = 1767225600
+        for k in range(8):
+            frm, to = (time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(start + h * 3600))
+                       for h in (k * 250, (k + 1) * 250))
+            for _ in range(5):
+                r = p.http("POST", f"/api/v1/tasks/{tid}/backfill", {"from": frm, "to": to},
+                           token=tok, timeout=60)
+                if r.status != 503:
+                    break
+                time.sleep(1)
+            assert r.status == 200, r
+        p1 = p.http("GET", "/api/v1/instances?limit=50", token=tok).json()
+        paths = {
+            "default": "/api/v1/instances?limit=50",
+            "task desc": f"/api/v1/instances?task_id={tid}&order=desc&limit=50",
+            "state": "/api/v1/instances?state=waiting,failed&limit=50",
+            "search": "/api/v1/instances?q=hourly&limit=50",
+            "page 2": "/api/v1/instances?limit=50&page_token="
+                      + urllib.parse.quote(p1["next_page_token"]),
+            "range desc": "/api/v1/instances?from=2026-01-20T00:00:00Z&to=2026-02-01T00:00:00Z"
+                          "&order=desc&limit=50",
+        }
+        gx = [p.galaxy_procs[0].pid]
+        hl = [p.procs[0].pid]
+        pg = pg_backends(pg_port)
+        base = f"http://127.0.0.1:{p.galaxy_ports[0]}"
+        print(f"wrk -t1 -c{conns} -d{seconds}s; cache off; 2,000 instances; "
+              f"load {os.getloadavg()[0]:.1f}")
+        print(f"  {'list':11s} {'req/s':>8s} {'p99 ms':>7s}  CPU us/request: "
+              f"{'galaxyd':>8s} {'halleyd':>8s} {'postgres':>8s} {'total':>8s}")
+        for name, path in paths.items():
+            assert p.http("GET", path, token=tok).status == 200, path
+            wrk(base + path, tok, 1, conns)  # warm-up
+            c0 = [cpu_s(gx), cpu_s(hl), cpu_s(pg_backends(pg_port))]
+            n, rps, p99, bad = wrk(base + path, tok, seconds, conns)
+            c1 = [cpu_s(gx), cpu_s(hl), cpu_s(pg_backends(pg_port))]
+            us = [(b - a) * 1e6 / max(n, 1) for a, b in zip(c0, c1)]
+            print(f"  {name:11s} {rps:8.0f} {p99:7.1f}  {'':15s} {us[0]:8.0f} {us[1]:8.0f} "
+                  f"{us[2]:8.0f} {sum(us):8.0f}  non-2xx {bad}  load {os.getloadavg()[0]:.1f}",
+                  flush=True)
+        del pg
+        if big:
+            orrery_it.psql(p.dsn, f"""
+                INSERT INTO instances (task_id, task_version, schedule_time, state, reason)
+                SELECT {tid}, i.task_version, to_timestamp(1767225600 - g * 60.0),
+                       (ARRAY['success','success','success','failed','waiting'])[1 + g % 5],
+                       CASE WHEN g % 97 = 0 THEN 'exit 1' ELSE '' END
+                FROM generate_series(1, {big}) g,
+                     (SELECT task_version FROM instances WHERE task_id = {tid} LIMIT 1) i;
+                ANALYZE instances;""")
+            print(f"\nwith {big:,} more instances:")
+            for name, path in paths.items():
+                took = []
+                for _ in range(5):
+                    t0 = time.time()
+                    r = p.http("GET", path, token=tok)
+                    took.append((time.time() - t0) * 1000)
+                took.sort()
+                print(f"  {name:11s} median {took[2]:8.1f} ms  max {took[-1]:8.1f} ms  "
+                      f"status {r.status}  load {os.getloadavg()[0]:.1f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
