@@ -105,6 +105,15 @@ def main():
                    lambda n, t: pb.ListInstancesRequest(task_id=tid, page_size=n, page_token=t,
                                                         descending=True),
                    lambda r: [x.id for x in r.instances], desc, 3, other_token=asc_token)
+        # No filter at all runs statements of its own (prepared, no optional
+        # filters): the same rows (only tid has instances), in both orders.
+        check_list(h, "ListInstances ascending, no filter", li,
+                   lambda n, t: pb.ListInstancesRequest(page_size=n, page_token=t),
+                   lambda r: [x.id for x in r.instances], asc, 3)
+        check_list(h, "ListInstances descending, no filter", li,
+                   lambda n, t: pb.ListInstancesRequest(page_size=n, page_token=t,
+                                                        descending=True),
+                   lambda r: [x.id for x in r.instances], desc, 3, other_token=asc_token)
         e = rpc_error(h.method("ListReadyInstances"), pb.ListReadyInstancesRequest(limit=-1))
         check(e.code() == grpc.StatusCode.INVALID_ARGUMENT and
               trailer(e, "orr-field") == "limit", "ListReadyInstances: negative limit refused")
