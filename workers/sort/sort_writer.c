@@ -9,10 +9,14 @@
  * is written once, compressed.
  *
  * Rolled files wait in a landing batch (their lzop trailer and index are
- * written, nothing is synced). The batch lands as one store put_many --
- * index before data file, in roll order, one sync per step -- after each
- * pack, before the writer publishes positions, so a published position
- * never covers a record that has not landed durably.
+ * written, nothing is synced). After each pack, if the landing thread
+ * (sort_lander.h) is free, the batch becomes its flight: one store put_many
+ * -- index before data file, in roll order, one sync per step -- that runs
+ * while this thread goes on appending and compressing. The first offsets
+ * of the batch's and the flight's files count in the published safe
+ * position like those of open files, so a published position never covers
+ * a record that has not landed durably; landings are reported, and control
+ * packs acknowledged, only once their flight is done (or nothing waits).
  */
 #include "sort_writer.h"
 
@@ -29,8 +33,9 @@
 #include "orr_log.h"
 #include "orr_lzop.h"
 
-#define WR_TICK_MS   100
-#define WR_BATCH_MAX 1024 /* rolled files waiting to land, at most */
+#define WR_TICK_MS        100
+#define WR_BATCH_MAX      1024 /* rolled files waiting to land, at most */
+#define WR_FLIGHT_POLL_MS 2    /* queue wait while the lander runs */
 
 struct sort_ufile {
     sort_unit *unit;
@@ -129,6 +134,8 @@ static void lru_push_head(sort_writer *w, sort_ufile *f)
 /* The landing batch: files rolled since the last sort_writer flush. */
 struct sort_wland {
     sort_landing l;
+    uint32_t partition;
+    sort_off first;
     char lzo[512];
     char idx[520];
     char rel[768];
@@ -136,32 +143,90 @@ struct sort_wland {
     uint64_t bytes_out;
 };
 
-/* Land every rolled file of the batch, then report the landings. */
-static orr_status wr_land_batch(sort_writer *w, orr_err *err)
+/* Control packs up to seq have nothing left to land: acknowledged at the
+ * next publish (after the positions, as barriers expect). */
+static void wr_ack(sort_writer *w, uint64_t seq)
 {
-    if (w->nbatch == 0)
-        return ORR_OK;
-    orr_blob_item *items = orr_xcalloc(w->nbatch * 2, sizeof *items);
-    for (size_t i = 0; i < w->nbatch; i++) {
-        const sort_wland *b = &w->batch[i];
-        items[2 * i] = (orr_blob_item){.rel = b->rel_idx, .local = b->idx};
-        items[2 * i + 1] = (orr_blob_item){.rel = b->rel, .local = b->lzo};
-    }
-    size_t landed = 0;
-    orr_status rc = w->blob->ops->put_many(w->blob, items, w->nbatch * 2,
-                                           w->spec->output.fsync ? 1 : 0, &landed, err);
-    free(items);
-    /* Report what is under its final name even on failure: a restart finds
-     * those files too (the landing list must agree with the store). */
-    for (size_t i = 0; i < landed / 2; i++) {
-        const sort_wland *b = &w->batch[i];
+    if (seq > w->lacked)
+        w->lacked = seq;
+}
+
+/* The flight ran: report its landed prefix (on failure too: a restart finds
+ * those files, so the landing list must agree with the store), then
+ * acknowledge what it covered. */
+static orr_status wr_flight_done(sort_writer *w, size_t landed, orr_status rc, const orr_err *lerr,
+                                 orr_err *err)
+{
+    for (size_t i = 0; i < landed / 2 && i < w->nflight; i++) {
+        const sort_wland *b = &w->flight[i];
         w->lstats.bytes_lzo += b->bytes_out;
         w->lstats.files++;
         landings_add(w->landings, &b->l);
         ORR_DEBUG("unit file landed", "unit=%s file=%s records=%" PRIu64 " lzo=%" PRIu64,
                   orr_log_q(b->l.unit->dir), b->l.name, b->l.count, b->bytes_out);
     }
+    w->nflight = 0;
+    if (rc != ORR_OK) {
+        if (err)
+            *err = *lerr;
+        return rc;
+    }
+    wr_ack(w, w->flight_ack);
+    return ORR_OK;
+}
+
+/* One landing step: take the flight's result when it is done (wait: wait
+ * for it), then hand the batch over as the next flight; with nothing rolled
+ * left anywhere, the control packs taken so far are acknowledged. */
+static orr_status wr_land_step(sort_writer *w, int wait, orr_err *err)
+{
+    if (w->nflight > 0) {
+        size_t landed = 0;
+        orr_status rc = ORR_OK;
+        orr_err le;
+        orr_err_clear(&le);
+        int got = wait ? sort_lander_wait(&w->lander, &landed, &rc, &le)
+                       : sort_lander_poll(&w->lander, &landed, &rc, &le);
+        if (!got)
+            return ORR_OK; /* still landing: the batch keeps growing */
+        rc = wr_flight_done(w, landed, rc, &le, err);
+        if (rc != ORR_OK)
+            return rc;
+    }
+    if (w->nbatch == 0) {
+        wr_ack(w, w->ctl_seen);
+        return ORR_OK;
+    }
+    sort_wland *t = w->flight;
+    size_t tcap = w->flight_cap;
+    w->flight = w->batch;
+    w->flight_cap = w->batch_cap;
+    w->nflight = w->nbatch;
+    w->batch = t;
+    w->batch_cap = tcap;
     w->nbatch = 0;
+    if (w->items_cap < w->nflight * 2) {
+        w->items_cap = w->nflight * 2;
+        orr_blob_item *ni = orr_xrealloc(w->items, w->items_cap * sizeof *ni);
+        w->items = ni;
+    }
+    for (size_t i = 0; i < w->nflight; i++) {
+        const sort_wland *b = &w->flight[i];
+        w->items[2 * i] = (orr_blob_item){.rel = b->rel_idx, .local = b->idx};
+        w->items[2 * i + 1] = (orr_blob_item){.rel = b->rel, .local = b->lzo};
+    }
+    w->flight_ack = w->ctl_seen;
+    sort_lander_submit(&w->lander, w->items, w->nflight * 2);
+    return ORR_OK;
+}
+
+/* Land everything rolled so far and wait for it (stop). */
+static orr_status wr_land_all(sort_writer *w, orr_err *err)
+{
+    orr_status rc;
+    do
+        rc = wr_land_step(w, 1, err);
+    while (rc == ORR_OK && (w->nflight > 0 || w->nbatch > 0));
     return rc;
 }
 
@@ -169,7 +234,7 @@ static orr_status wr_land_batch(sort_writer *w, orr_err *err)
 static orr_status wr_land(sort_writer *w, sort_ufile *f, orr_err *err)
 {
     if (w->nbatch == WR_BATCH_MAX) {
-        orr_status rc = wr_land_batch(w, err);
+        orr_status rc = wr_land_step(w, 1, err); /* waits for the flight, then hands over */
         if (rc != ORR_OK)
             return rc;
     }
@@ -188,6 +253,8 @@ static orr_status wr_land(sort_writer *w, sort_ufile *f, orr_err *err)
         .count = f->count,
     };
     b->l = (sort_landing){.unit = f->unit, .count = f->count};
+    b->partition = f->partition;
+    b->first = f->first;
     sort_part_name(b->l.name, &pi);
     snprintf(b->lzo, sizeof b->lzo, "%s", f->path);
     snprintf(b->idx, sizeof b->idx, "%s.index", f->path);
@@ -325,9 +392,22 @@ static void wr_publish(sort_writer *w)
             has_lo[p] = 1;
         }
     }
+    /* Rolled files not landed yet hold the position down as open ones do. */
+    for (int k = 0; k < 2; k++) {
+        const sort_wland *v = k ? w->flight : w->batch;
+        size_t n = k ? w->nflight : w->nbatch;
+        for (size_t i = 0; i < n; i++) {
+            uint32_t p = v[i].partition;
+            if (!has_lo[p] || sort_off_cmp(v[i].first, lo[p]) < 0) {
+                lo[p] = v[i].first;
+                has_lo[p] = 1;
+            }
+        }
+    }
     w->lstats.open_units = w->nopen;
     pthread_mutex_lock(&w->mu);
     w->stats = w->lstats;
+    w->acked_seq = w->lacked;
     w->done_batch = w->ldone_batch;
     for (uint32_t p = 0; p < SORT_MAX_PARTITIONS; p++) {
         if (!w->has_done[p])
@@ -379,7 +459,9 @@ static void *wr_main(void *arg)
     int64_t last_tick = wr_now_ms();
     int stop = 0;
     while (!stop) {
-        sort_pack *p = sort_queue_pop(&w->in, WR_TICK_MS);
+        /* While a flight lands, look for its end often: its files hold
+         * the safe position and the acknowledgements back. */
+        sort_pack *p = sort_queue_pop(&w->in, w->nflight > 0 ? WR_FLIGHT_POLL_MS : WR_TICK_MS);
         orr_status rc = ORR_OK;
         orr_err_clear(&err);
         int failed;
@@ -411,6 +493,8 @@ static void *wr_main(void *arg)
                 stop = 1;
                 break;
             }
+            if (p->kind != SORT_PACK_DATA && p->seq > w->ctl_seen)
+                w->ctl_seen = p->seq;
         } else if (p && p->kind == SORT_PACK_STOP) {
             stop = 1;
         }
@@ -420,25 +504,18 @@ static void *wr_main(void *arg)
             last_tick = now;
         }
         if (rc == ORR_OK && !failed)
-            rc = wr_land_batch(w, &err);
+            rc = stop ? wr_land_all(w, &err) : wr_land_step(w, 0, &err);
         if (rc != ORR_OK)
             wr_fail(w, &err);
         if (!failed && rc == ORR_OK)
             wr_publish(w); /* also after timer rolls with no pack */
         if (p) {
-            uint64_t seq = p->kind != SORT_PACK_DATA ? p->seq : 0;
             if (p->pooled) {
                 sort_pack_clear(p);
                 sort_queue_push(w->pool, p);
             } else {
                 orr_buf_free(&p->data);
                 free(p);
-            }
-            if (seq) {
-                pthread_mutex_lock(&w->mu);
-                if (seq > w->acked_seq)
-                    w->acked_seq = seq;
-                pthread_mutex_unlock(&w->mu);
             }
         }
     }
@@ -461,9 +538,17 @@ orr_status sort_writer_start(sort_writer *w, int idx, const sort_spec *spec,
     w->landings = landings;
     w->block_size = block_size;
     w->scratch = orr_lzop_scratch_new();
+    orr_status rc = sort_lander_start(&w->lander, blob, spec->output.fsync ? 1 : 0, err);
+    if (rc != ORR_OK) {
+        orr_lzop_scratch_free(w->scratch);
+        return rc;
+    }
     sort_queue_init(&w->in);
     pthread_mutex_init(&w->mu, NULL);
     if (pthread_create(&w->thread, NULL, wr_main, w) != 0) {
+        sort_lander_stop(&w->lander);
+        sort_queue_destroy(&w->in);
+        pthread_mutex_destroy(&w->mu);
         orr_lzop_scratch_free(w->scratch);
         return orr_err_set(err, ORR_EIO, "writers", "cannot start writer thread %d", idx);
     }
@@ -477,6 +562,7 @@ void sort_writer_join(sort_writer *w)
         return;
     pthread_join(w->thread, NULL);
     w->started = 0;
+    sort_lander_stop(&w->lander); /* after a failure: lets a running flight end */
     /* Files still open (after a failure) are dropped: their records were
      * never committed and will be read again. */
     while (w->lru_head) {
@@ -503,9 +589,16 @@ void sort_writer_join(sort_writer *w)
         unlink(w->batch[i].lzo);
         unlink(w->batch[i].idx);
     }
+    for (size_t i = 0; i < w->nflight; i++) { /* gone if they landed */
+        unlink(w->flight[i].lzo);
+        unlink(w->flight[i].idx);
+    }
     free(w->batch);
-    w->batch = NULL;
-    w->nbatch = w->batch_cap = 0;
+    free(w->flight);
+    free(w->items);
+    w->batch = w->flight = NULL;
+    w->items = NULL;
+    w->nbatch = w->batch_cap = w->nflight = w->flight_cap = w->items_cap = 0;
     orr_lzop_scratch_free(w->scratch);
     w->scratch = NULL;
     sort_queue_destroy(&w->in);

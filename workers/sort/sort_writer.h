@@ -16,14 +16,18 @@
  *      max_open files are open (the least recently used one goes), and at
  *      stop;
  *   3. to roll: finishes the lzop file and its hadoop-lzo index (orr_lzop.h)
- *      and adds both to a landing batch; after each pack the batch lands in
- *      the blob store under the units' folders as one put_many (index before
- *      data file, in roll order, one sync per step: orr_blob.h), and each
- *      landing (unit, name, record count) is reported to the pipeline;
+ *      and adds both to a landing batch; after each pack the batch goes to
+ *      the writer's landing thread (sort_lander.h), which lands it in the
+ *      blob store under the units' folders as one put_many (index before
+ *      data file, in roll order, one sync per step: orr_blob.h) while the
+ *      writer goes on compressing; files rolled meanwhile wait for the next
+ *      batch. Once a batch has landed, each landing (unit, name, record
+ *      count) is reported to the pipeline and the control packs taken
+ *      before it are acknowledged;
  *   4. publishes, per partition, the position before which every record it
- *      was sent has landed: min(first offset of its open files, latest
- *      stamp it has processed). The pipeline commits the minimum over all
- *      writers to the source.
+ *      was sent has landed: min(first offset of its open files and of its
+ *      rolled files not yet landed, latest stamp it has processed). The
+ *      pipeline commits the minimum over all writers to the source.
  *
  * A landing failure (disk full, store down) is sticky: the writer stops
  * taking packs, sets failed, and the pipeline stops without committing past
@@ -43,6 +47,7 @@
 #include "orr_lzop.h"
 #include "sort_chan.h"
 #include "sort_format.h"
+#include "sort_lander.h"
 #include "sort_unit.h"
 
 typedef struct sort_landing {
@@ -90,8 +95,16 @@ typedef struct sort_writer {
     uint64_t seq;
     orr_lzop_scratch *scratch; /* shared by the open files of this writer */
     uint32_t block_size;       /* lzop block size of unit files */
-    sort_wland *batch;         /* rolled files waiting to land */
+    sort_wland *batch;         /* rolled files waiting for the lander */
     size_t nbatch, batch_cap;
+    sort_wland *flight; /* the batch the lander is landing (nflight 0: none) */
+    size_t nflight, flight_cap;
+    orr_blob_item *items; /* the flight's put_many items */
+    size_t items_cap;
+    uint64_t ctl_seen;   /* highest control pack taken */
+    uint64_t flight_ack; /* control packs the flight's landing acknowledges */
+    uint64_t lacked;     /* control packs whose rolled files have all landed */
+    sort_lander lander;
     sort_off done[SORT_MAX_PARTITIONS];
     uint8_t has_done[SORT_MAX_PARTITIONS];
     uint64_t ldone_batch; /* last pipeline batch whose packs were all appended */
