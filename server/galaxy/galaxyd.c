@@ -15,6 +15,7 @@
 
 #include "gx_app.h"
 #include "gx_cache_watch.h"
+#include "gx_paused.h"
 #include "gx_jwt.h"
 #include "orr_blob.h"
 #include "orr_daemon.h"
@@ -86,6 +87,12 @@ static int gx_cmd_routes(orr_daemon *d, int argc, char **argv)
                gx_routes[i].min_role == GX_ROLE_NONE ? "public"
                                                      : gx_role_name(gx_routes[i].min_role));
     return 0;
+}
+
+/* A write went through: what galaxyd keeps from events may lag behind it. */
+static void gx_on_write(void *app)
+{
+    gx_paused_forget(((gx_app *)app)->paused);
 }
 
 static int gx_cmd_serve(orr_daemon *d, int argc, char **argv)
@@ -182,6 +189,11 @@ static int gx_cmd_serve(orr_daemon *d, int argc, char **argv)
         goto out;
     }
     gx_sessions_set_tokcache(app.sessions, app.tokcache);
+    /* The tasks paused workflows hold, kept from the events too. */
+    if (gx_paused_start(app.halley, &app.paused, &e) != ORR_OK) {
+        fprintf(stderr, "galaxyd: %s\n", e.msg);
+        goto out;
+    }
     gx_server_opts o = {
         .listen = orr_config_str(cfg, "galaxy", "listen"),
         .threads = (int)orr_config_int(cfg, "galaxy", "threads"),
@@ -196,6 +208,7 @@ static int gx_cmd_serve(orr_daemon *d, int argc, char **argv)
         .auth = gx_auth_check,
         .app = &app,
         .trusted_proxies = orr_config_str(cfg, "galaxy", "trusted_proxies"),
+        .on_write = gx_on_write,
     };
     if (gx_server_start(&o, &app.server, &e) != ORR_OK) {
         fprintf(stderr, "galaxyd: %s\n", e.msg);
@@ -220,6 +233,7 @@ static int gx_cmd_serve(orr_daemon *d, int argc, char **argv)
     rc = 0;
 out:
     gx_cache_watch_stop(cache_watch);
+    gx_paused_stop(app.paused);
     gx_sessions_stop(app.sessions);
     orr_rpc_client_destroy(app.halley);
     orr_rpc_client_destroy(app.halley_worker);

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "gx_app.h"
+#include "gx_paused.h"
 #include "orr_json.h"
 #include "orr_log.h"
 
@@ -34,6 +35,11 @@ json_t *gx_workflow_json(const HL(Workflow) * w)
 
 json_t *gx_paused_load(gx_req *req, gx_resp *resp)
 {
+    gx_app *app = req->app;
+    uint64_t gen;
+    json_t *kept = gx_paused_get(app->paused, &gen);
+    if (kept)
+        return kept;
     HL(ListPausedTasksRequest) rq = HL_INIT(LIST_PAUSED_TASKS_REQUEST);
     HL(ListPausedTasksResponse) * rs;
     if (gx_halley(req, resp, "ListPausedTasks", &rq.base, (ProtobufCMessage **)&rs) != ORR_OK)
@@ -47,6 +53,7 @@ json_t *gx_paused_load(gx_req *req, gx_resp *resp)
                             json_pack("{s:s,s:s,s:o}", "workflow", p->workflow, "by", p->paused_by,
                                       "at", gx_json_time(p->paused_at_ms)));
     }
+    gx_paused_keep(app->paused, gen, map);
     return map;
 }
 

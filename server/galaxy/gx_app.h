@@ -47,6 +47,7 @@ typedef struct gx_app {
     size_t max_package;              /* [galaxy] max_package: largest code-package upload */
     struct gx_tokcache *tokcache;    /* API tokens seen lately (gx_api_tokens.c) */
     gx_sessions *sessions;           /* ended login sessions (gx_session.h) */
+    struct gx_paused *paused;        /* tasks of paused workflows, kept (gx_paused.h) */
 } gx_app;
 
 /* The route table (gx_routes.c). */

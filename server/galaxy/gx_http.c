@@ -322,8 +322,11 @@ static void gx_route_request(gx_server *s, struct gx_conn *c, gx_resp *resp)
             return;
         rt->fn(req, resp);
         /* A write went through: what was cached before it may be stale. */
-        if (strcmp(req->method, "GET") != 0 && strcmp(req->method, "HEAD") != 0)
+        if (strcmp(req->method, "GET") != 0 && strcmp(req->method, "HEAD") != 0) {
             gx_cache_invalidate(s);
+            if (s->o.on_write)
+                s->o.on_write(s->o.app);
+        }
         return;
     }
     if (path_matched) {

@@ -152,6 +152,7 @@ typedef struct gx_server_opts {
     const char *trusted_proxies; /* proxies whose X-Forwarded-For is believed ("" = none) */
     int cache_ttl_ms;       /* response cache staleness bound; 0 = GX_CACHE_TTL_MS, < 0 = off */
     size_t cache_max_entry; /* largest cached body; 0 = GX_CACHE_MAX_ENTRY */
+    void (*on_write)(void *app); /* after each request other than GET/HEAD; may be NULL */
 } gx_server_opts;
 
 #ifndef GX_CACHE_TTL_MS /* a build may set it; -1 turns the cache off by default */

@@ -16,7 +16,10 @@ makes it stale. The test:
     and the instance show "suspended" well before the TTL could have expired
     (polled only until the event arrives; the deadline, far below the TTL,
     only catches a missing invalidation), and B counted invalidations;
-  - resumes it through A and checks B again.
+  - resumes it through A and checks B again;
+  - pauses and resumes a workflow holding the task through A: A's list
+    marks the instances at once (its own write), B's as soon as the event
+    arrives (galaxyd keeps the paused tasks from the events as well).
 
 Usage: test_cache_events.py BUILD_DIR (the stack of deploy/test.sh).
 """
@@ -117,6 +120,30 @@ def main():
                   f"B shows {want} after {action} through A"
                   + (f" ({took * 1000:.0f} ms, TTL {TTL_S} s)" if took is not None else ""))
             check(metrics(b).get("invalidate", 0) > inv0, "B's cache was invalidated by events")
+
+        # A paused workflow marks its task's instances ("paused"): galaxyd
+        # keeps the paused tasks from the events too. Through A (its own
+        # write) and through B (the event), at once.
+        r = req(a, "PUT", "/api/v1/workflows/cache_events_wf",
+                {"team": "cachet", "task_ids": [tid]})
+        check(r.status == 200, f"workflow made through A ({r.status})")
+        for base in (a, b):  # both read and keep the map (nothing paused yet)
+            lst = req(base, "GET", list_path).json()["items"]
+            check(all(x["paused"] is None for x in lst), "nothing paused yet")
+        for action, want in (("pause", True), ("resume", False)):
+            r = req(a, "POST", f"/api/v1/workflows/cache_events_wf/{action}", {})
+            check(r.status == 200, f"{action} the workflow through A ({r.status})")
+            lst = req(a, "GET", list_path).json()["items"]
+            check(all((x["paused"] is not None) == want for x in lst),
+                  f"A shows its own {action} at once")
+            t0 = time.time()
+            while time.time() - t0 < DEADLINE_S:
+                lst = req(b, "GET", list_path).json()["items"]
+                if all((x["paused"] is not None) == want for x in lst):
+                    break
+                time.sleep(0.02)
+            check(all((x["paused"] is not None) == want for x in lst),
+                  f"B shows the {action} after its event ({(time.time() - t0) * 1000:.0f} ms)")
 
         # What B itself caches after the change is served from the cache again.
         hits0 = metrics(b).get("hit", 0)

@@ -1,0 +1,41 @@
+/*
+ * gx_paused.h - the tasks held by paused workflows, kept in galaxyd from
+ * halleyd's events instead of asked for on every list.
+ *
+ * Every instance list, instance and task answer marks the tasks a paused
+ * workflow holds, which took a ListPausedTasks call per request. This
+ * module keeps the last answer of that call, valid while its event stream
+ * ("workflow.*" and "task.*": a pause, a resume, a changed workflow or
+ * task) is in place and no such event arrived since the answer was asked
+ * for. Any such event, and every (re)start or loss of the stream, drops it;
+ * the next request then asks halleyd again, and so does the first one after
+ * any write through this galaxyd (gx_paused_forget). While the stream is
+ * not in place every request asks, as before.
+ */
+#ifndef GX_PAUSED_H
+#define GX_PAUSED_H
+
+#include <jansson.h>
+#include <stdint.h>
+
+#include "orr_rpc.h"
+#include "orr_status.h"
+
+typedef struct gx_paused gx_paused;
+
+/* Start the watcher on client c (which must outlive it). */
+orr_status gx_paused_start(orr_rpc_client *c, gx_paused **out, orr_err *err);
+void gx_paused_stop(gx_paused *p);
+/* A copy of the kept map (new reference), or NULL when there is none to
+ * trust (p NULL, the stream not in place, or changed since): then *gen is
+ * the version to hand to gx_paused_keep with the map asked for now. */
+json_t *gx_paused_get(gx_paused *p, uint64_t *gen);
+/* Keep map (copied) as the answer of version gen, unless an event came
+ * since gen was read. */
+void gx_paused_keep(gx_paused *p, uint64_t gen, const json_t *map);
+
+/* Drop what is kept (a write went through this galaxyd: the next read asks,
+ * so it sees the write whether or not its event arrived yet). */
+void gx_paused_forget(gx_paused *p);
+
+#endif
