@@ -163,22 +163,39 @@ orr_status orr_pack_builder_reset(orr_pack_builder *b, const void *key, size_t k
     }
     b->partition = partition;
     b->first_offset = b->last_offset = 0;
+    b->last_time = 0;
     b->count = 0;
     orr_buf_reset(&b->body);
     return ORR_OK;
 }
 
+static uint64_t zigzag(int64_t v)
+{
+    return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+}
+
+static int64_t unzigzag(uint64_t u)
+{
+    return (int64_t)(u >> 1) ^ -(int64_t)(u & 1);
+}
+
 orr_status orr_pack_add(orr_pack_builder *b, uint64_t offset, const void *rec, size_t len,
                         orr_err *err)
 {
+    return orr_pack_add_timed(b, offset, 0, rec, len, err);
+}
+
+orr_status orr_pack_add_timed(orr_pack_builder *b, uint64_t offset, int64_t time, const void *rec,
+                              size_t len, orr_err *err)
+{
     if (b->key_len == 0)
         return orr_err_set(err, ORR_EINVAL, "key", "pack builder was not initialised");
-    if (len > ORR_PACK_MAX_RAW || b->body.len + 15 + len > ORR_PACK_MAX_RAW ||
+    if (len > ORR_PACK_MAX_RAW || b->body.len + 25 + len > ORR_PACK_MAX_RAW ||
         b->count == UINT32_MAX)
         return orr_err_set(err, ORR_ETOOBIG, "record",
                            "record of %zu bytes does not fit in the pack (%zu of %u bytes used)",
                            len, b->body.len, ORR_PACK_MAX_RAW);
-    uint8_t v[16];
+    uint8_t v[32];
     size_t n = 0;
     if (b->flags & ORR_PACK_F_OFFSETS) {
         if (b->count > 0 && offset < b->last_offset)
@@ -186,6 +203,11 @@ orr_status orr_pack_add(orr_pack_builder *b, uint64_t offset, const void *rec, s
                                "offset %llu is below the previous record's %llu",
                                (unsigned long long)offset, (unsigned long long)b->last_offset);
         n = varint_put(v, b->count > 0 ? offset - b->last_offset : 0);
+    }
+    if (b->flags & ORR_PACK_F_TIMES) {
+        int64_t prev = b->count > 0 ? b->last_time : 0;
+        n += varint_put(v + n, zigzag((int64_t)((uint64_t)time - (uint64_t)prev)));
+        b->last_time = time;
     }
     n += varint_put(v + n, (uint32_t)len);
     orr_buf_reserve(&b->body, n + len);
@@ -226,7 +248,7 @@ orr_status orr_pack_encode(const orr_pack_builder *b, orr_buf *out, orr_err *err
     size_t k = b->key_len;
     memcpy(h, pack_magic, 4);
     h[4] = ORR_PACK_VERSION;
-    h[5] = b->flags & ORR_PACK_F_OFFSETS;
+    h[5] = b->flags & (ORR_PACK_F_OFFSETS | ORR_PACK_F_TIMES);
     put_be(h + 6, k, 2);
     memcpy(h + 8, b->key, k);
     put_be(h + 8 + k, b->partition, 4);
@@ -267,7 +289,7 @@ orr_status orr_pack_decode(const void *data, size_t len, orr_buf *scratch, orr_p
         return orr_err_set(err, ORR_EINVAL, "version", "pack version %u; this reader knows %u",
                            p[4], ORR_PACK_VERSION);
     uint8_t flags = p[5];
-    if (flags != 0 && flags != ORR_PACK_F_OFFSETS)
+    if (flags & ~(ORR_PACK_F_OFFSETS | ORR_PACK_F_TIMES))
         return orr_err_set(err, ORR_EINVAL, "flags", "unknown pack flags 0x%02x", p[5]);
     size_t k = (size_t)get_be(p + 6, 2);
     if (k == 0 || k > ORR_PACK_MAX_KEY)
@@ -328,6 +350,12 @@ orr_status orr_pack_decode(const void *data, size_t len, orr_buf *scratch, orr_p
                                    (unsigned long long)first, (unsigned long long)last);
             off += d;
         }
+        if (flags & ORR_PACK_F_TIMES) {
+            uint64_t t;
+            if (!varint64_get(&q, end, &t))
+                return orr_err_set(err, ORR_EINVAL, "body", "record %u of %u is cut short", i,
+                                   count);
+        }
         if (!varint_get(&q, end, &n) || n > (size_t)(end - q))
             return orr_err_set(err, ORR_EINVAL, "body", "record %u of %u is cut short", i, count);
         q += n;
@@ -358,16 +386,22 @@ void orr_pack_iter_init(orr_pack_iter *it, const orr_pack_view *v)
     it->end = v->body + v->body_len;
     it->flags = v->flags;
     it->off = v->first_offset;
+    it->time = 0;
 }
 
-int orr_pack_next_at(orr_pack_iter *it, uint64_t *offset, const void **rec, size_t *len)
+int orr_pack_next_timed(orr_pack_iter *it, uint64_t *offset, int64_t *time, const void **rec,
+                        size_t *len)
 {
     uint32_t n;
-    uint64_t d = 0;
+    uint64_t d = 0, t = 0;
     if (it->p == it->end)
         return 0;
     if ((it->flags & ORR_PACK_F_OFFSETS) && !varint64_get(&it->p, it->end, &d))
         return 0;
+    if ((it->flags & ORR_PACK_F_TIMES) && !varint64_get(&it->p, it->end, &t))
+        return 0;
+    it->time = (int64_t)((uint64_t)it->time + (uint64_t)unzigzag(t));
+    *time = it->time;
     if (!varint_get(&it->p, it->end, &n) || n > (size_t)(it->end - it->p))
         return 0;
     it->off += d;
@@ -378,6 +412,12 @@ int orr_pack_next_at(orr_pack_iter *it, uint64_t *offset, const void **rec, size
     *len = n;
     it->p += n;
     return 1;
+}
+
+int orr_pack_next_at(orr_pack_iter *it, uint64_t *offset, const void **rec, size_t *len)
+{
+    int64_t t;
+    return orr_pack_next_timed(it, offset, &t, rec, len);
 }
 
 int orr_pack_next(orr_pack_iter *it, const void **rec, size_t *len)

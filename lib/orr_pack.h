@@ -7,7 +7,8 @@
  *   offset  size  field
  *   0       4     magic "ORPK"
  *   4       1     version (1)
- *   5       1     flags: ORR_PACK_F_OFFSETS (0x02) or 0; other bits reserved
+ *   5       1     flags: ORR_PACK_F_OFFSETS (0x02), ORR_PACK_F_TIMES (0x04),
+ *                 both or 0; other bits reserved (a reader refuses them)
  *   6       2     unit key length K (1..ORR_PACK_MAX_KEY)
  *   8       K     unit key bytes
  *   8+K     4     source partition
@@ -30,6 +31,13 @@
  * interleaved partition); without it record i has offset first_offset + i
  * (consecutive offsets, as Kafka numbers messages). Offsets never decrease
  * inside a pack.
+ *
+ * Record times: with ORR_PACK_F_TIMES every record carries a signed 64-bit
+ * time given by the sender (the sort engine's parse stage puts each
+ * record's data time there, and the routed unit in the key, so the write
+ * stage needs not parse the record again). Packs without the flag are
+ * read as before; a reader older than the flag refuses such a pack naming
+ * "flags". The version stays 1: the flag is the only change.
  *
  * Call order:
  *   sender:   orr_pack_builder_init -> orr_pack_add* -> orr_pack_encode ->
@@ -55,6 +63,7 @@
 #define ORR_PACK_MAX_RAW   (256u * 1024u * 1024u) /* raw body bytes in one pack */
 #define ORR_PACK_HEAD_MIN  44u                    /* header bytes without the key */
 #define ORR_PACK_F_OFFSETS 0x02u                  /* per-record offset deltas */
+#define ORR_PACK_F_TIMES   0x04u                  /* per-record time deltas */
 
 typedef struct orr_pack_builder {
     char key[ORR_PACK_MAX_KEY]; /* unit key */
@@ -63,8 +72,9 @@ typedef struct orr_pack_builder {
     uint64_t first_offset; /* offset of the first record added (caller may change) */
     uint64_t last_offset;  /* offset of the last record added (caller may change) */
     uint32_t count;
-    uint8_t flags; /* 0 or ORR_PACK_F_OFFSETS: set after init, kept by reset */
-    orr_buf body;  /* raw body: [offset delta] varint length + bytes per record */
+    uint8_t flags;     /* ORR_PACK_F_*: set after init, kept by reset */
+    int64_t last_time; /* time of the last record added (ORR_PACK_F_TIMES) */
+    orr_buf body;      /* raw body: [offset delta] [time delta] varint length + bytes */
 } orr_pack_builder;
 
 /* Start an empty pack for unit key (1..ORR_PACK_MAX_KEY bytes, copied) read
@@ -86,6 +96,11 @@ orr_status orr_pack_builder_reset(orr_pack_builder *b, const void *key, size_t k
  * caller promises consecutive offsets. */
 orr_status orr_pack_add(orr_pack_builder *b, uint64_t offset, const void *rec, size_t len,
                         orr_err *err);
+
+/* As orr_pack_add, with the record's time (stored only with
+ * ORR_PACK_F_TIMES; orr_pack_add gives time 0). */
+orr_status orr_pack_add_timed(orr_pack_builder *b, uint64_t offset, int64_t time, const void *rec,
+                              size_t len, orr_err *err);
 
 /* Raw body bytes so far (to decide when a pack is full). */
 size_t orr_pack_raw_len(const orr_pack_builder *b);
@@ -122,6 +137,7 @@ typedef struct orr_pack_iter {
     const uint8_t *p, *end;
     uint8_t flags;
     uint64_t off; /* offset of the next record */
+    int64_t time; /* time of the last record returned (ORR_PACK_F_TIMES; else 0) */
 } orr_pack_iter;
 
 void orr_pack_iter_init(orr_pack_iter *it, const orr_pack_view *v);
@@ -131,6 +147,10 @@ int orr_pack_next(orr_pack_iter *it, const void **rec, size_t *len);
 /* As orr_pack_next, also giving the record's source offset (see "Record
  * offsets" above). */
 int orr_pack_next_at(orr_pack_iter *it, uint64_t *offset, const void **rec, size_t *len);
+/* As orr_pack_next_at, also giving the record's time (0 without
+ * ORR_PACK_F_TIMES). */
+int orr_pack_next_timed(orr_pack_iter *it, uint64_t *offset, int64_t *time, const void **rec,
+                        size_t *len);
 
 /* CRC-32C (Castagnoli) of n bytes, continuing from crc (start with 0). */
 uint32_t orr_crc32c(uint32_t crc, const void *data, size_t n);

@@ -12,7 +12,10 @@
 # landed: records/s end to end across both stages. The same records are
 # then run through a single sortd (raw source -> files, the one-process
 # path) on the same machine, and the ratio is printed. Peak RSS of each
-# process is read from /proc. Needs ORRERY_REDIS=host:port
+# process is read from /proc, and so is the CPU time each sortd used (user +
+# system) and Redis's (INFO cpu, before and after): CPU seconds per million
+# records do not depend on what else runs on the machine, the rates do.
+# Needs ORRERY_REDIS=host:port
 # (deploy/stack.sh env). Bounded: each wait gives up after
 # SORT_HANDOFF_SECONDS (default 300).
 set -euo pipefail
@@ -90,6 +93,13 @@ wait_until() { # wait_until CMD...: poll, bounded
     done
 }
 rss_of() { awk '/VmHWM/ { printf "%.0f", $2 / 1024 }' "/proc/$1/status"; }
+HZ=$(getconf CLK_TCK)
+cpu_of() { # cpu_of PID: user + system seconds
+    awk -v hz="$HZ" '{ sub(/^.*\) /, ""); printf "%.2f", ($12 + $13) / hz }' "/proc/$1/stat"
+}
+redis_cpu() {
+    rcli INFO cpu | tr -d '\r' | awk -F: '/^used_cpu_(user|sys):/ { s += $2 } END { printf "%.2f", s }'
+}
 stop_all() {
     for p in "${pids[@]}"; do kill -TERM "$p"; done
     for p in "${pids[@]}"; do wait "$p" || { echo "FAIL: a sortd exited with an error" >&2; exit 1; }; done
@@ -101,29 +111,42 @@ two_done() {
     for i in $(seq 0 $((NS - 1))); do [ "$(rcli XLEN "$HK.$i")" = 0 ] || return 1; done
     [ "$(landed "$T/blob.two")" -ge "$N" ]
 }
+rc0=$(redis_cpu)
 t0=$(date +%s.%N)
 run_sortd parse two.json
 for i in $(seq 0 $((NS - 1))); do run_sortd "write$i" two.json --handoff-stream "$i"; done
 wait_until two_done
 t1=$(date +%s.%N)
+rc1=$(redis_cpu)
 rss2=""
-for p in "${pids[@]}"; do rss2="$rss2 $(rss_of "$p")"; done
+cpu2=""
+for p in "${pids[@]}"; do
+    rss2="$rss2 $(rss_of "$p")"
+    cpu2="$cpu2 $(cpu_of "$p")"
+done
 stop_all
 [ "$(landed "$T/blob.two")" = "$N" ] || { echo "FAIL: two stages landed $(landed "$T/blob.two") of $N" >&2; exit 1; }
 
 one_done() {
     [ "$(ginfo "$RAW" one lag)" = 0 ] && [ "$(ginfo "$RAW" one pending)" = 0 ]
 }
+rc2=$(redis_cpu)
 t2=$(date +%s.%N)
 run_sortd single one.json
 wait_until one_done
 t3=$(date +%s.%N)
+rc3=$(redis_cpu)
 rss1=$(rss_of "${pids[0]}")
+cpu1=$(cpu_of "${pids[0]}")
 stop_all
 [ "$(landed "$T/blob.one")" = "$N" ] || { echo "FAIL: one process landed $(landed "$T/blob.one") of $N" >&2; exit 1; }
-awk -v n="$N" -v ns="$NS" -v a="$t0" -v b="$t1" -v c="$t2" -v d="$t3" -v r2="$rss2" -v r1="$rss1" 'BEGIN {
+awk -v n="$N" -v ns="$NS" -v a="$t0" -v b="$t1" -v c="$t2" -v d="$t3" -v r2="$rss2" -v r1="$rss1" \
+    -v c2="$cpu2" -v c1="$cpu1" -v ra="$rc0" -v rb="$rc1" -v rc="$rc2" -v rd="$rc3" 'BEGIN {
     printf "records              %d, one per raw entry, 1,000 units\n", n
     printf "parse + %d write     %.2f s  %9.0f records/s  peak RSS (MB):%s\n", ns, b - a, n / (b - a), r2
     printf "one process          %.2f s  %9.0f records/s  peak RSS %d MB\n", d - c, n / (d - c), r1
     printf "ratio                %.2f (two stages / one process)\n", (d - c) / (b - a)
+    k = split(c2, cs, " "); t = 0; l = ""
+    for (i = 1; i <= k; i++) { t += cs[i]; l = l sprintf(" %.2f", cs[i] * 1e6 / n) }
+    printf "CPU s per 1M records two stages: sortd%s, redis %.2f; one process: sortd %.2f, redis %.2f\n", l, (rb - ra) * 1e6 / n, c1 * 1e6 / n, (rd - rc) * 1e6 / n
 }'

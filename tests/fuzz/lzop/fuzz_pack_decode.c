@@ -2,7 +2,10 @@
  * fuzz_pack_decode.c - libFuzzer target: any bytes as a pack.
  *
  * A pack that decodes must iterate to exactly its record count with every
- * record inside the decoded body; anything else must be a clean ORR_EINVAL.
+ * record inside the decoded body, read with and without its per-record
+ * times (ORR_PACK_F_TIMES), the same records and offsets both ways, and
+ * time 0 for a pack without times; anything else must be a clean
+ * ORR_EINVAL.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -18,19 +21,31 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     orr_err err;
     orr_status s = orr_pack_decode(data, size, &scratch, &v, &err);
     if (s == ORR_OK) {
-        orr_pack_iter it;
+        orr_pack_iter it, it2;
         orr_pack_iter_init(&it, &v);
-        const void *rec;
-        size_t len, sum = 0;
+        orr_pack_iter_init(&it2, &v);
+        const void *rec, *rec2;
+        size_t len, len2, sum = 0;
+        uint64_t off, off2;
+        int64_t t;
         uint32_t count = 0;
-        while (orr_pack_next(&it, &rec, &len)) {
+        while (orr_pack_next_timed(&it, &off, &t, &rec, &len)) {
             const uint8_t *p = rec;
             if (p < v.body || p + len > v.body + v.body_len)
+                abort();
+            if (!orr_pack_next_at(&it2, &off2, &rec2, &len2) || rec2 != rec || len2 != len ||
+                off2 != off)
+                abort();
+            if ((v.flags & ORR_PACK_F_OFFSETS) && (off < v.first_offset || off > v.last_offset))
+                abort();
+            if (!(v.flags & ORR_PACK_F_TIMES) && t != 0)
                 abort();
             if (len)
                 sum += p[len - 1];
             count++;
         }
+        if (orr_pack_next_at(&it2, &off2, &rec2, &len2))
+            abort();
         if (count != v.count || v.first_offset > v.last_offset || v.key_len == 0)
             abort();
         (void)sum;

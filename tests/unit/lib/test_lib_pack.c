@@ -1,7 +1,7 @@
 /*
  * test_lib_pack.c - packs: round trips (empty, varint edges, 100k records),
  * CRC-32C check value, and every kind of damaged pack failing cleanly with
- * the field named.
+ * the field named; per-record times (ORR_PACK_F_TIMES).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -325,13 +325,116 @@ static void test_builder_errors(void **state)
     orr_buf_free(&enc);
 }
 
+/* Per-record times (ORR_PACK_F_TIMES): round trip over the int64 edges
+ * with sparse offsets; iterating without asking for times still works;
+ * a pack without the flag gives time 0; a cut time delta and an unknown
+ * flag bit fail naming the field. */
+static void test_times_roundtrip(void **state)
+{
+    (void)state;
+    static const int64_t times[] = {
+        1764633600123, 1764633600123, 1764633599000, 0,  -1, INT64_MIN,
+        INT64_MAX,     INT64_MIN,     1764637199999, 42,
+    };
+    const size_t nt = sizeof times / sizeof times[0];
+    orr_pack_builder b;
+    orr_err err;
+    orr_buf enc = ORR_BUF_INIT, scratch = ORR_BUF_INIT;
+    assert_int_equal(orr_pack_builder_init(&b, "if_click@1764633600", 19, 7, &err), ORR_OK);
+    b.flags = ORR_PACK_F_OFFSETS | ORR_PACK_F_TIMES;
+    for (int round = 0; round < 2; round++) { /* the second after a reset: times restart */
+        uint64_t off = 1000;
+        for (size_t i = 0; i < nt; i++) {
+            char rec[32];
+            int n = snprintf(rec, sizeof rec, "r%zu", i);
+            assert_int_equal(orr_pack_add_timed(&b, off, times[i], rec, (size_t)n, &err), ORR_OK);
+            off += 1 + i * 1000;
+        }
+        orr_buf_reset(&enc);
+        assert_int_equal(orr_pack_encode(&b, &enc, &err), ORR_OK);
+        assert_int_equal(((const uint8_t *)enc.data)[5], ORR_PACK_F_OFFSETS | ORR_PACK_F_TIMES);
+        orr_pack_view v;
+        assert_int_equal(orr_pack_decode(enc.data, enc.len, &scratch, &v, &err), ORR_OK);
+        assert_int_equal(v.count, nt);
+        assert_int_equal(v.flags, ORR_PACK_F_OFFSETS | ORR_PACK_F_TIMES);
+        assert_int_equal(v.key_len, 19);
+        assert_memory_equal(v.key, "if_click@1764633600", 19);
+        orr_pack_iter it;
+        orr_pack_iter_init(&it, &v);
+        uint64_t o, want = 1000;
+        int64_t t;
+        const void *rec;
+        size_t len;
+        for (size_t i = 0; i < nt; i++) {
+            char exp[32];
+            int n = snprintf(exp, sizeof exp, "r%zu", i);
+            assert_true(orr_pack_next_timed(&it, &o, &t, &rec, &len));
+            assert_int_equal(o, want);
+            assert_true(t == times[i]);
+            assert_int_equal(len, (size_t)n);
+            assert_memory_equal(rec, exp, len);
+            want += 1 + i * 1000;
+        }
+        assert_false(orr_pack_next_timed(&it, &o, &t, &rec, &len));
+        /* the same pack read without times */
+        orr_pack_iter_init(&it, &v);
+        size_t k = 0;
+        while (orr_pack_next_at(&it, &o, &rec, &len))
+            k++;
+        assert_int_equal(k, nt);
+        assert_int_equal(orr_pack_builder_reset(&b, NULL, 0, 7, &err), ORR_OK);
+    }
+    /* without the flag: time 0, and no time bytes in the body */
+    orr_pack_builder c;
+    assert_int_equal(orr_pack_builder_init(&c, "u", 1, 0, &err), ORR_OK);
+    assert_int_equal(orr_pack_add_timed(&c, 5, 123456, "abc", 3, &err), ORR_OK);
+    assert_int_equal(orr_pack_raw_len(&c), 4);
+    orr_buf_reset(&enc);
+    assert_int_equal(orr_pack_encode(&c, &enc, &err), ORR_OK);
+    orr_pack_view v;
+    assert_int_equal(orr_pack_decode(enc.data, enc.len, &scratch, &v, &err), ORR_OK);
+    orr_pack_iter it;
+    orr_pack_iter_init(&it, &v);
+    uint64_t o;
+    int64_t t = -7;
+    const void *rec;
+    size_t len;
+    assert_true(orr_pack_next_timed(&it, &o, &t, &rec, &len));
+    assert_int_equal(o, 5);
+    assert_true(t == 0);
+    /* a time delta cut short: the last byte of the body says "more" */
+    orr_pack_builder_free(&c);
+    assert_int_equal(orr_pack_builder_init(&c, "u", 1, 0, &err), ORR_OK);
+    c.flags = ORR_PACK_F_TIMES;
+    assert_int_equal(orr_pack_add_timed(&c, 0, 1, "", 0, &err), ORR_OK);
+    assert_int_equal(orr_pack_raw_len(&c), 2); /* time delta 2 (zigzag of 1), length 0 */
+    c.body.data[0] = (char)0x82;               /* the time varint swallows the length */
+    orr_buf_reset(&enc);
+    assert_int_equal(orr_pack_encode(&c, &enc, &err), ORR_OK);
+    assert_int_equal(orr_pack_decode(enc.data, enc.len, &scratch, &v, &err), ORR_EINVAL);
+    assert_string_equal(err.field, "body");
+    /* an unknown flag bit beside the known ones */
+    orr_buf_reset(&enc);
+    c.body.data[0] = 0x02;
+    assert_int_equal(orr_pack_encode(&c, &enc, &err), ORR_OK);
+    assert_int_equal(orr_pack_decode(enc.data, enc.len, &scratch, &v, &err), ORR_OK);
+    ((uint8_t *)enc.data)[5] |= 0x08;
+    reseal((uint8_t *)enc.data, enc.len);
+    assert_int_equal(orr_pack_decode(enc.data, enc.len, &scratch, &v, &err), ORR_EINVAL);
+    assert_string_equal(err.field, "flags");
+    orr_pack_builder_free(&b);
+    orr_pack_builder_free(&c);
+    orr_buf_free(&enc);
+    orr_buf_free(&scratch);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_crc32c_check_value), cmocka_unit_test(test_roundtrip_edges),
         cmocka_unit_test(test_empty_pack),         cmocka_unit_test(test_100k_records),
         cmocka_unit_test(test_corrupt_bytes),      cmocka_unit_test(test_bad_fields),
-        cmocka_unit_test(test_builder_errors),
+        cmocka_unit_test(test_builder_errors),     cmocka_unit_test(test_times_roundtrip),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
