@@ -103,6 +103,13 @@ void sort_batch_add(sort_batch *b, const sort_entry *e, const void *body)
     orr_buf_append(&b->data, body, e->len);
 }
 
+size_t sort_batch_stash(sort_batch *b, const void *bytes, size_t len)
+{
+    size_t pos = b->data.len;
+    orr_buf_append(&b->data, bytes, len);
+    return pos;
+}
+
 orr_status sort_write_atomic(const char *path, const void *data, size_t len, orr_err *err)
 {
     char tmp[4096], dir[4096];

@@ -59,6 +59,13 @@ typedef struct sort_entry {
     int32_t why; /* -1: a record; else a sort_reject_reason from framing */
     size_t pos;  /* record body at batch->data.data + pos */
     uint32_t len;
+    /* Routed already (a hand-off pack from a parse stage, see
+     * sort_preroute.h): ulen > 0 and the unit's interface at
+     * batch->data.data + upos (ulen bytes), its bucket start (seconds) and
+     * the record's data time (ms). ulen 0: the record is parsed. */
+    uint32_t ulen;
+    size_t upos;
+    int64_t ubucket, utime_ms;
 } sort_entry;
 
 /* Records read in one go. Reused: reset keeps the memory. */
@@ -72,6 +79,8 @@ void sort_batch_reset(sort_batch *b);
 void sort_batch_free(sort_batch *b);
 /* Append an entry (body copied into data). */
 void sort_batch_add(sort_batch *b, const sort_entry *e, const void *body);
+/* Copy len bytes into data (not an entry): their position there. */
+size_t sort_batch_stash(sort_batch *b, const void *bytes, size_t len);
 
 typedef struct sort_source sort_source;
 

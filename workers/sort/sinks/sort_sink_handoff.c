@@ -4,6 +4,7 @@
 
 #include <hiredis/hiredis.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,15 @@
 #define HO_WAIT_MS 20
 #define HO_SPARE   4096 /* idle builders kept for reuse */
 #define HO_KEY_MAX (SORT_NAME_MAX + 24)
+#define HO_MARKS   16 /* flushes whose replies are still in flight */
+
+/* A flush whose packs are sent but not all accepted yet: once the reply of
+ * XADD number seq has been read, the positions upto become safe. */
+typedef struct ho_mark {
+    uint64_t seq;
+    sort_off upto[SORT_MAX_PARTITIONS];
+    uint8_t has[SORT_MAX_PARTITIONS];
+} ho_mark;
 
 /* One (unit, partition) with records since the last flush. */
 typedef struct ho_slot {
@@ -43,8 +53,12 @@ struct sort_handoff {
     orr_pack_builder **spare;
     size_t nspare;
 
-    orr_buf enc;         /* one encoded pack */
-    size_t replies;      /* XADDs sent, replies not read yet */
+    orr_buf enc;          /* one encoded pack */
+    size_t replies;       /* XADDs sent, replies not read yet */
+    uint64_t sent, acked; /* XADDs queued, replies read (counted since open) */
+    size_t window;        /* most replies in flight (SORT_HANDOFF_WINDOW) */
+    ho_mark *marks;       /* ring of HO_MARKS flushes in flight, oldest at mark_head */
+    size_t mark_head, nmarks;
     uint64_t *added;     /* per stream: packs sent since the last length check */
     uint64_t *len;       /* per stream: length when last read */
     size_t buffered;     /* raw bytes in open packs */
@@ -75,6 +89,7 @@ static orr_status ho_lost(sort_handoff *h, const char *what, orr_err *err)
     if (h->replies > 0)
         h->broken = 1; /* sent packs whose fate is unknown */
     h->replies = 0;
+    h->nmarks = 0; /* nothing in flight becomes safe */
     return rc;
 }
 
@@ -91,21 +106,84 @@ static orr_status ho_connect(sort_handoff *h, orr_err *err)
     return ORR_OK;
 }
 
-/* Read every outstanding XADD reply. */
-static orr_status ho_read_replies(sort_handoff *h, orr_err *err)
+/* The flushes whose every XADD was accepted: their positions are safe. */
+static void ho_settle(sort_handoff *h)
+{
+    while (h->nmarks > 0 && !h->broken) {
+        ho_mark *m = &h->marks[h->mark_head];
+        if (m->seq > h->acked)
+            break;
+        for (uint32_t p = 0; p < SORT_MAX_PARTITIONS; p++)
+            if (m->has[p]) {
+                h->safe[p] = m->upto[p];
+                h->has_safe[p] = 1;
+            }
+        h->mark_head = (h->mark_head + 1) % HO_MARKS;
+        h->nmarks--;
+    }
+}
+
+/* One XADD reply read: a refusal breaks the hand-off. */
+static orr_status ho_reply(sort_handoff *h, redisReply *rep, orr_status rc, orr_err *err)
+{
+    h->replies--;
+    h->acked++;
+    if (rep->type == REDIS_REPLY_ERROR && rc == ORR_OK) {
+        rc = orr_err_set(err, ORR_EIO, "redis", "XADD refused: %s", rep->str);
+        h->broken = 1;
+    }
+    freeReplyObject(rep);
+    return rc;
+}
+
+/* Read XADD replies, waiting, until at most keep are outstanding. */
+static orr_status ho_read_until(sort_handoff *h, size_t keep, orr_err *err)
 {
     orr_status rc = ORR_OK;
-    while (h->replies > 0) {
+    while (h->replies > keep) {
         redisReply *rep = NULL;
         if (redisGetReply(h->c, (void **)&rep) != REDIS_OK || !rep)
             return ho_lost(h, "XADD", err);
-        h->replies--;
-        if (rep->type == REDIS_REPLY_ERROR && rc == ORR_OK) {
-            rc = orr_err_set(err, ORR_EIO, "redis", "XADD refused: %s", rep->str);
-            h->broken = 1;
-        }
-        freeReplyObject(rep);
+        rc = ho_reply(h, rep, rc, err);
     }
+    ho_settle(h);
+    return rc;
+}
+
+/* Read every outstanding XADD reply. */
+static orr_status ho_read_replies(sort_handoff *h, orr_err *err)
+{
+    return ho_read_until(h, 0, err);
+}
+
+/* Send what is queued and read the replies that have come, without
+ * waiting for Redis. */
+static orr_status ho_harvest(sort_handoff *h, orr_err *err)
+{
+    if (!h->c || h->replies == 0)
+        return ORR_OK;
+    int done = 0;
+    while (!done)
+        if (redisBufferWrite(h->c, &done) != REDIS_OK)
+            return ho_lost(h, "XADD", err);
+    orr_status rc = ORR_OK;
+    for (;;) {
+        void *rep = NULL;
+        if (redisGetReplyFromReader(h->c, &rep) != REDIS_OK)
+            return ho_lost(h, "XADD", err);
+        if (rep) {
+            rc = ho_reply(h, rep, rc, err);
+            if (h->replies == 0)
+                break;
+            continue;
+        }
+        struct pollfd pfd = {h->c->fd, POLLIN, 0};
+        if (poll(&pfd, 1, 0) <= 0)
+            break; /* nothing more has come */
+        if (redisBufferRead(h->c) != REDIS_OK)
+            return ho_lost(h, "XADD", err);
+    }
+    ho_settle(h);
     return rc;
 }
 
@@ -125,6 +203,8 @@ static orr_status ho_send(sort_handoff *h, ho_slot *s, orr_err *err)
         if ((rc = ho_read_replies(h, err)) != ORR_OK || (rc = ho_room(h, want, err)) != ORR_OK)
             return rc;
     }
+    if (h->replies >= h->window && (rc = ho_read_until(h, h->window - 1, err)) != ORR_OK)
+        return rc;
     orr_buf_reset(&h->enc);
     if ((rc = orr_pack_encode(s->b, &h->enc, err)) != ORR_OK)
         return rc;
@@ -135,6 +215,13 @@ static orr_status ho_send(sort_handoff *h, ho_slot *s, orr_err *err)
         return ho_lost(h, "XADD", err);
     }
     h->replies++;
+    h->sent++;
+    if (h->sent % 64 == 0) { /* hand the queued XADDs to the socket */
+        int done = 0;
+        while (!done)
+            if (redisBufferWrite(h->c, &done) != REDIS_OK)
+                return ho_lost(h, "XADD", err);
+    }
     h->added[s->stream]++;
     h->n.records += s->b->count;
     h->n.packs++;
@@ -167,6 +254,8 @@ orr_status sort_handoff_open(const sort_spec *spec, const char *default_addr,
     h->cap = 1024;
     h->slots = orr_xcalloc(h->cap, sizeof *h->slots);
     h->spare = orr_xcalloc(HO_SPARE, sizeof *h->spare);
+    h->marks = orr_xcalloc(HO_MARKS, sizeof *h->marks);
+    h->window = SORT_HANDOFF_WINDOW;
     for (size_t i = 0; i < h->nstreams; i++) {
         size_t n = strlen(spec->sinks.ho_key) + 24;
         h->keys[i] = orr_xmalloc(n);
@@ -240,7 +329,9 @@ static ho_slot *ho_slot_of(sort_handoff *h, uint64_t hash, const char *iface, si
         }
         return NULL;
     }
-    b->flags = ORR_PACK_F_OFFSETS; /* a unit's records are sparse in the partition */
+    /* A unit's records are sparse in the partition; each carries its data
+     * time, the key its unit: the write stage routes without parsing. */
+    b->flags = ORR_PACK_F_OFFSETS | ORR_PACK_F_TIMES;
     s->hash = hash;
     s->bucket = bucket;
     s->partition = partition;
@@ -251,8 +342,8 @@ static ho_slot *ho_slot_of(sort_handoff *h, uint64_t hash, const char *iface, si
 }
 
 orr_status sort_handoff_add(sort_handoff *h, const char *iface, size_t iface_len,
-                            int64_t bucket_start, uint32_t partition, sort_off off, const char *rec,
-                            size_t len, orr_err *err)
+                            int64_t bucket_start, int64_t time_ms, uint32_t partition, sort_off off,
+                            const char *rec, size_t len, orr_err *err)
 {
     uint64_t o;
     if (h->broken)
@@ -273,12 +364,12 @@ orr_status sort_handoff_add(sort_handoff *h, const char *iface, size_t iface_len
     if (!s)
         return err->code;
     size_t before = orr_pack_raw_len(s->b);
-    orr_status rc = orr_pack_add(s->b, o, rec, len, err);
+    orr_status rc = orr_pack_add_timed(s->b, o, time_ms, rec, len, err);
     if (rc == ORR_ETOOBIG && s->b->count > 0) { /* full: send it, start again */
         if ((rc = ho_send(h, s, err)) != ORR_OK)
             return rc;
         before = 0;
-        rc = orr_pack_add(s->b, o, rec, len, err);
+        rc = orr_pack_add_timed(s->b, o, time_ms, rec, len, err);
     }
     if (rc != ORR_OK)
         return rc;
@@ -304,7 +395,7 @@ int sort_handoff_due(const sort_handoff *h, int64_t now_ms)
 {
     if (h->dirty_since < 0)
         return 0;
-    if (h->buffered >= SORT_HANDOFF_BUFFER || h->replies >= 1024)
+    if (h->buffered >= SORT_HANDOFF_BUFFER)
         return 1;
     return now_ms > 0 && now_ms - h->dirty_since >= h->spec->sinks.ho_flush_ms;
 }
@@ -352,7 +443,10 @@ static orr_status ho_room(sort_handoff *h, const uint8_t *want, orr_err *err)
     }
 }
 
-orr_status sort_handoff_flush(sort_handoff *h, orr_err *err)
+/* Send every open pack; the positions advanced so far become safe once
+ * their replies are read: a mark in the ring (waiting for the oldest when
+ * the ring is full). */
+static orr_status ho_send_all(sort_handoff *h, orr_err *err)
 {
     if (h->broken)
         return orr_err_set(err, ORR_EIO, "handoff",
@@ -381,16 +475,54 @@ orr_status sort_handoff_flush(sort_handoff *h, orr_err *err)
         s->b = NULL;
     }
     h->used = 0;
-    if ((rc = ho_read_replies(h, err)) != ORR_OK)
-        return rc;
-    for (uint32_t p = 0; p < SORT_MAX_PARTITIONS; p++)
-        if (has[p]) {
-            h->safe[p] = upto[p];
-            h->has_safe[p] = 1;
-        }
+    if (h->nmarks == HO_MARKS) { /* wait for the oldest flush */
+        ho_mark *old = &h->marks[h->mark_head];
+        if ((rc = ho_read_until(h, (size_t)(h->sent - old->seq), err)) != ORR_OK)
+            return rc;
+    }
+    ho_mark *m = &h->marks[(h->mark_head + h->nmarks) % HO_MARKS];
+    m->seq = h->sent;
+    memcpy(m->upto, upto, sizeof upto);
+    memcpy(m->has, has, sizeof has);
+    h->nmarks++;
     h->buffered = 0;
     h->dirty_since = -1;
     return ORR_OK;
+}
+
+orr_status sort_handoff_flush_async(sort_handoff *h, orr_err *err)
+{
+    orr_status rc = ho_send_all(h, err);
+    if (rc != ORR_OK)
+        return rc;
+    if ((rc = ho_harvest(h, err)) != ORR_OK)
+        return rc;
+    ho_settle(h);
+    return ORR_OK;
+}
+
+orr_status sort_handoff_flush(sort_handoff *h, orr_err *err)
+{
+    orr_status rc = ho_send_all(h, err);
+    if (rc != ORR_OK)
+        return rc;
+    if (h->c)
+        return ho_read_replies(h, err);
+    ho_settle(h);
+    return ORR_OK;
+}
+
+size_t sort_handoff_in_flight(const sort_handoff *h)
+{
+    return h->replies;
+}
+
+orr_status sort_handoff_poll(sort_handoff *h, orr_err *err)
+{
+    if (h->broken)
+        return orr_err_set(err, ORR_EIO, "handoff",
+                           "a pack may not have reached Redis: the stream must restart");
+    return ho_harvest(h, err);
 }
 
 int sort_handoff_safe(const sort_handoff *h, uint32_t partition, sort_off *out)
@@ -428,6 +560,7 @@ void sort_handoff_close(sort_handoff *h)
     free(h->len);
     free(h->slots);
     free(h->spare);
+    free(h->marks);
     orr_buf_free(&h->enc);
     free(h);
 }
@@ -469,9 +602,13 @@ static void ho__advance(void *state, uint32_t partition, sort_off next)
 static orr_status ho__tick(void *state, int force, orr_err *err)
 {
     ho_sink *k = state;
-    if (!force && !sort_handoff_due(k->h, ho_now_ms()))
-        return ORR_OK;
-    orr_status rc = sort_handoff_flush(k->h, err);
+    orr_status rc;
+    if (force)
+        rc = sort_handoff_flush(k->h, err);
+    else if (sort_handoff_due(k->h, ho_now_ms()))
+        rc = sort_handoff_flush_async(k->h, err);
+    else
+        rc = sort_handoff_poll(k->h, err);
     return rc == ORR_ECANCELLED ? ORR_OK : rc;
 }
 
@@ -480,12 +617,14 @@ static orr_status ho__add(void *state, const sort_sink_rec *r, orr_err *err)
     ho_sink *k = state;
     orr_status rc =
         sort_handoff_add(k->h, r->route->iface, r->route->iface_len, r->route->bucket_start,
-                         r->partition, r->off, r->rec, r->len, err);
+                         r->route->time_ms, r->partition, r->off, r->rec, r->len, err);
     if (rc != ORR_OK)
         return rc; /* ORR_ECANCELLED: stopping while the write stages are behind */
     k->env->st->records_out++;
-    if (sort_handoff_due(k->h, 0)) /* the buffer is full */
-        return ho__tick(k, 1, err);
+    if (sort_handoff_due(k->h, 0)) { /* the buffer is full: send, keep going */
+        rc = sort_handoff_flush_async(k->h, err);
+        return rc == ORR_ECANCELLED ? ORR_OK : rc;
+    }
     return ORR_OK;
 }
 

@@ -8,18 +8,30 @@
  *                                      i = unit hash mod streams
  *
  * Call order (pipeline thread only):
- *   open -> { add / advance ... ; due? -> flush ; safe } ... -> flush -> close
+ *   open -> { add / advance ... ; due? -> flush_async ; poll ; safe } ...
+ *        -> flush -> close
  *
  * Packs. A unit goes to stream sort_unit_stage_of(unit hash, streams)
  * (sort_unit.h). Each (unit, source partition) gets a pack builder; a record is
  * appended with its source offset as one number (sort_source_off64). Every
  * split of a unit goes to the same stream, so one write stage owns the
- * whole unit and its _CHECK. A pack is sent (XADD, pipelined) when it
- * reaches pack_size; flush sends every partial pack and reads every reply.
+ * whole unit and its _CHECK. A pack carries its unit in its key
+ * ("iface@bucket_start") and each record's data time (ORR_PACK_F_TIMES), so
+ * the write stage does not parse the records again (sort_preroute.h). A
+ * pack is sent (XADD, pipelined) when it reaches pack_size; flush_async
+ * sends every partial pack and goes on without waiting for the replies;
+ * flush also reads every reply.
+ *
+ * XADDs in flight. Replies are read as they come (poll, each tick) and
+ * waited for only when SORT_HANDOFF_WINDOW are outstanding (before the
+ * next XADD), when HO_MARKS flushes are in flight, before a stream's length
+ * is read (flow control), and at flush (a barrier or the end of a run).
  *
  * Exactly-once. advance() notes the source position after each entry;
- * flush() remembers that position as the partition's safe position only
- * once every pack holding a record before it was accepted by Redis, so the
+ * a flush remembers that position (a mark: the number of the last XADD
+ * sent and the positions) and it becomes the partition's safe position
+ * only once the reply of that XADD and of every one before it was read,
+ * i.e. every pack holding a record before it was accepted by Redis, so the
  * source is acknowledged only after its records are on the hand-off
  * streams. If this process dies before that, the source delivers the
  * records again and they are packed again (cut differently, new entries):
@@ -53,6 +65,7 @@
 #include "sort_spec.h"
 
 #define SORT_HANDOFF_BUFFER (16u << 20) /* raw bytes buffered before a flush */
+#define SORT_HANDOFF_WINDOW 1024u       /* XADD replies outstanding at most */
 
 typedef struct sort_handoff sort_handoff;
 
@@ -70,15 +83,17 @@ typedef struct sort_handoff_counts {
 orr_status sort_handoff_open(const sort_spec *spec, const char *default_addr,
                              const sort_source *src, volatile sig_atomic_t *stop,
                              sort_handoff **out, orr_err *err);
-/* Append a routed record of unit (iface, bucket_start) read at off of
- * partition (a full pack is sent, waiting for room). ORR_EINVAL naming
+/* Append a routed record of unit (iface, bucket_start) with data time
+ * time_ms read at off of partition (a full pack is sent, waiting for
+ * room). The pack carries the unit in its key ("iface@bucket_start") and
+ * the time per record (ORR_PACK_F_TIMES, sort_preroute.h). ORR_EINVAL naming
  * "offset" when the source position cannot be carried by a pack;
  * ORR_ECANCELLED when *stop was set while waiting for room; ORR_EUNAVAIL/
  * ORR_EIO when a pack could not be sent. After any of these nothing
  * becomes safe any more: the stream must stop (and replays). */
 orr_status sort_handoff_add(sort_handoff *h, const char *iface, size_t iface_len,
-                            int64_t bucket_start, uint32_t partition, sort_off off, const char *rec,
-                            size_t len, orr_err *err);
+                            int64_t bucket_start, int64_t time_ms, uint32_t partition, sort_off off,
+                            const char *rec, size_t len, orr_err *err);
 /* The source position after an entry of partition (routed or not). */
 void sort_handoff_advance(sort_handoff *h, uint32_t partition, sort_off next);
 /* 1 when records wait and the buffer is full, or (now_ms > 0, monotonic
@@ -89,6 +104,15 @@ int sort_handoff_due(const sort_handoff *h, int64_t now_ms);
  * while waiting for room; ORR_EUNAVAIL/ORR_EIO on a Redis failure; after
  * either nothing becomes safe any more. */
 orr_status sort_handoff_flush(sort_handoff *h, orr_err *err);
+/* Send every pack (waiting for room) without waiting for the replies: the
+ * positions advanced so far become safe once they are read (poll, a later
+ * flush). Errors as flush. */
+orr_status sort_handoff_flush_async(sort_handoff *h, orr_err *err);
+/* Read the replies that have come, without waiting; ORR_EUNAVAIL/ORR_EIO
+ * as flush. */
+orr_status sort_handoff_poll(sort_handoff *h, orr_err *err);
+/* XADDs sent whose replies are not read yet. */
+size_t sort_handoff_in_flight(const sort_handoff *h);
 /* Safe position of partition: 1 and *out, or 0 if none yet. */
 int sort_handoff_safe(const sort_handoff *h, uint32_t partition, sort_off *out);
 void sort_handoff_get_counts(const sort_handoff *h, sort_handoff_counts *out);

@@ -46,6 +46,7 @@
 #include "orr_alloc.h"
 #include "orr_log.h"
 #include "orr_pack.h"
+#include "sort_preroute.h"
 #include "sort_source.h"
 
 #define RD_ACK_CHUNK      1000 /* ids per XACK */
@@ -313,17 +314,31 @@ static void rd_pack_entry(src_redis *r, sort_batch *b, sort_off eid, const char 
         rd_pend_add(r, eid, v.partition, 0);
         return;
     }
+    /* A routed pack (sort_preroute.h): its unit and times go with the
+     * records, which the pipeline then does not parse again. */
+    size_t ulen = 0, upos = 0;
+    int64_t ubucket = 0;
+    if ((v.flags & ORR_PACK_F_TIMES) &&
+        sort_preroute_key(v.key, v.key_len, &ulen, &ubucket) == 0 && ulen <= UINT32_MAX)
+        upos = sort_batch_stash(b, v.key, ulen);
+    else
+        ulen = 0;
     orr_pack_iter it;
     orr_pack_iter_init(&it, &v);
     uint64_t off;
+    int64_t t;
     const void *rec;
     size_t len;
-    while (orr_pack_next_at(&it, &off, &rec, &len)) {
+    while (orr_pack_next_timed(&it, &off, &t, &rec, &len)) {
         sort_entry en = {.off = {0, off},
                          .next = {0, off + 1},
                          .partition = v.partition,
                          .why = -1,
-                         .len = (uint32_t)len};
+                         .len = (uint32_t)len,
+                         .ulen = (uint32_t)ulen,
+                         .upos = upos,
+                         .ubucket = ubucket,
+                         .utime_ms = t};
         sort_batch_add(b, &en, rec);
     }
     rd_pend_add(r, eid, v.partition, v.last_offset);

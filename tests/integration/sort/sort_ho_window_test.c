@@ -1,0 +1,229 @@
+/*
+ * sort_ho_window_test.c - the hand-off sink's XADDs in flight against a real
+ * Redis (ORRERY_REDIS=host:port). Replies are held back by construction: a
+ * second connection pauses every write (CLIENT PAUSE ... WRITE) before the
+ * packs are sent, so no XADD can have been answered when the checks run.
+ *
+ *   1. paused: three flushes go out without waiting (flush_async); packs
+ *      are in flight and no position is safe, polling changes nothing;
+ *   2. unpaused: a blocking flush reads every reply; the last position is
+ *      safe; the stream holds every record exactly once, in its unit's
+ *      pack (key "iface@bucket"), with its offset and data time;
+ *   3. paused again, more packs in flight, then the hand-off's connection
+ *      is killed: the flush fails, the safe position stays where it was
+ *      (the source replays from there: nothing is lost), and every later
+ *      call refuses (nothing more becomes safe).
+ */
+#include <hiredis/hiredis.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "orr_pack.h"
+#include "sort_sink_handoff.h"
+#include "sort_spec.h"
+
+#define UNITS  3
+#define PER    40 /* records per unit and round */
+#define ROUNDS 3
+#define HOUR_S 1764633600LL
+
+static int failures;
+
+#define CHECK(cond, ...)                                                                           \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                                   \
+            fprintf(stderr, __VA_ARGS__);                                                          \
+            fputc('\n', stderr);                                                                   \
+            failures++;                                                                            \
+        }                                                                                          \
+    } while (0)
+
+static const sort_source_ops plain_ops = {.name = "test"}; /* off64: lo, hi 0 */
+
+static redisReply *cmd(redisContext *c, const char *fmt, const char *arg)
+{
+    redisReply *r = arg ? redisCommand(c, fmt, arg) : redisCommand(c, fmt);
+    if (!r) {
+        fprintf(stderr, "FAIL: redis: %s\n", c->errstr);
+        exit(1);
+    }
+    return r;
+}
+
+/* The record of unit u, round r, number i: "id|ts|iface"; its offset. */
+static uint64_t rec_off(int r, int i, int u)
+{
+    return (uint64_t)((r * PER + i) * UNITS + u) * 10 + 5;
+}
+
+static int64_t rec_time_ms(int r, int i, int u)
+{
+    return (HOUR_S + u * 3600LL) * 1000 + (r * PER + i) * 997;
+}
+
+static void add_round(sort_handoff *h, int r)
+{
+    for (int i = 0; i < PER; i++)
+        for (int u = 0; u < UNITS; u++) {
+            char iface[16], rec[64];
+            snprintf(iface, sizeof iface, "if%d", u);
+            uint64_t off = rec_off(r, i, u);
+            int n = snprintf(rec, sizeof rec, "%" PRIu64 "|x|%s", off, iface);
+            orr_err err;
+            orr_err_clear(&err);
+            sort_off so = {0, off};
+            orr_status rc = sort_handoff_add(h, iface, strlen(iface), HOUR_S + u * 3600LL,
+                                             rec_time_ms(r, i, u), 0, so, rec, (size_t)n, &err);
+            CHECK(rc == ORR_OK, "add: %s", err.msg);
+            sort_handoff_advance(h, 0, (sort_off){0, off + 1});
+        }
+}
+
+int main(void)
+{
+    const char *addr = getenv("ORRERY_REDIS");
+    if (!addr || !strchr(addr, ':')) {
+        fprintf(stderr, "FAIL: ORRERY_REDIS is not set\n");
+        return 1;
+    }
+    char host[256], key[128], text[2048];
+    snprintf(host, sizeof host, "%.*s", (int)(strrchr(addr, ':') - addr), addr);
+    int port = atoi(strrchr(addr, ':') + 1);
+    snprintf(key, sizeof key, "orr-it-howin-%d", (int)getpid());
+    snprintf(text, sizeof text,
+             "{\"name\":\"howin\",\"business\":\"b\","
+             "\"source\":{\"type\":\"file\",\"path\":\"/nonexistent\"},"
+             "\"format\":{\"type\":\"delimited\",\"delimiter\":\"|\",\"fields\":[\"id\",\"ts\","
+             "\"if\"]},\"interface\":{\"field\":\"if\"},"
+             "\"time\":{\"field\":\"ts\",\"format\":\"epoch_ms\"},\"bucket\":\"hour\","
+             "\"sinks\":{\"files\":false,\"handoff\":{\"key\":\"%s\",\"address\":\"%s\","
+             "\"streams\":1,\"max_packs\":100000,\"pack_size\":4096}}}",
+             key, addr);
+    json_error_t je;
+    json_t *doc = json_loads(text, 0, &je);
+    sort_spec *spec = NULL;
+    orr_err err;
+    orr_err_clear(&err);
+    if (!doc || sort_spec_parse(doc, "spec", &spec, &err) != ORR_OK) {
+        fprintf(stderr, "FAIL: spec: %s %s\n", err.field, err.msg);
+        return 1;
+    }
+    json_decref(doc);
+    char stream[160];
+    snprintf(stream, sizeof stream, "%s.0", key);
+
+    redisContext *ctl = redisConnect(host, port);
+    if (!ctl || ctl->err) {
+        fprintf(stderr, "FAIL: cannot reach Redis at %s\n", addr);
+        return 1;
+    }
+    freeReplyObject(cmd(ctl, "DEL %s", stream));
+    sort_source src = {&plain_ops};
+    sort_handoff *h = NULL;
+    if (sort_handoff_open(spec, NULL, &src, NULL, &h, &err) != ORR_OK) {
+        fprintf(stderr, "FAIL: open: %s\n", err.msg);
+        return 1;
+    }
+
+    /* 1. writes paused: flushes go out, nothing is answered */
+    freeReplyObject(cmd(ctl, "CLIENT PAUSE 60000 WRITE", NULL));
+    sort_off safe;
+    for (int r = 0; r < ROUNDS; r++) {
+        add_round(h, r);
+        CHECK(sort_handoff_flush_async(h, &err) == ORR_OK, "flush_async: %s", err.msg);
+        CHECK(sort_handoff_poll(h, &err) == ORR_OK, "poll: %s", err.msg);
+    }
+    size_t inflight = sort_handoff_in_flight(h);
+    CHECK(inflight >= (size_t)(UNITS * ROUNDS), "in flight %zu, want >= %d", inflight,
+          UNITS * ROUNDS);
+    CHECK(!sort_handoff_safe(h, 0, &safe), "a position is safe while every XADD is held back");
+    redisReply *len = cmd(ctl, "XLEN %s", stream);
+    CHECK(len->type == REDIS_REPLY_INTEGER && len->integer == 0, "stream holds %lld entries",
+          len->integer);
+    freeReplyObject(len);
+
+    /* 2. released: every reply read, everything safe, each record once */
+    freeReplyObject(cmd(ctl, "CLIENT UNPAUSE", NULL));
+    CHECK(sort_handoff_flush(h, &err) == ORR_OK, "flush: %s", err.msg);
+    CHECK(sort_handoff_in_flight(h) == 0, "replies left after flush");
+    uint64_t last = rec_off(ROUNDS - 1, PER - 1, UNITS - 1) + 1;
+    CHECK(sort_handoff_safe(h, 0, &safe) && safe.hi == 0 && safe.lo == last,
+          "safe %" PRIu64 ", want %" PRIu64, safe.lo, last);
+    static uint8_t seen[ROUNDS * PER * UNITS];
+    redisReply *all = cmd(ctl, "XRANGE %s - +", stream);
+    orr_buf scratch = ORR_BUF_INIT;
+    size_t total = 0;
+    for (size_t e = 0; all->type == REDIS_REPLY_ARRAY && e < all->elements; e++) {
+        redisReply *fv = all->element[e]->element[1];
+        orr_pack_view v;
+        if (orr_pack_decode(fv->element[1]->str, fv->element[1]->len, &scratch, &v, &err) !=
+            ORR_OK) {
+            CHECK(0, "entry %zu: %s", e, err.msg);
+            continue;
+        }
+        CHECK(v.flags & ORR_PACK_F_TIMES, "a pack without times");
+        orr_pack_iter it;
+        orr_pack_iter_init(&it, &v);
+        uint64_t off;
+        int64_t t;
+        const void *rec;
+        size_t rl;
+        while (orr_pack_next_timed(&it, &off, &t, &rec, &rl)) {
+            uint64_t k = (off - 5) / 10;
+            int u = (int)(k % UNITS), ri = (int)(k / UNITS);
+            char want_key[64];
+            snprintf(want_key, sizeof want_key, "if%d@%lld", u, HOUR_S + u * 3600LL);
+            CHECK(k < sizeof seen && (off - 5) % 10 == 0, "offset %" PRIu64, off);
+            if (k >= sizeof seen)
+                continue;
+            CHECK(!seen[k], "record %" PRIu64 " twice", off);
+            seen[k] = 1;
+            total++;
+            CHECK(v.key_len == strlen(want_key) && memcmp(v.key, want_key, v.key_len) == 0,
+                  "record %" PRIu64 " in pack %.*s", off, (int)v.key_len, v.key);
+            CHECK(t == rec_time_ms(ri / PER, ri % PER, u), "record %" PRIu64 " time %" PRId64, off,
+                  t);
+        }
+    }
+    freeReplyObject(all);
+    CHECK(total == sizeof seen, "%zu records in the stream, want %zu", total, sizeof seen);
+
+    /* 3. in flight when the connection dies: nothing more becomes safe */
+    freeReplyObject(cmd(ctl, "CLIENT PAUSE 60000 WRITE", NULL));
+    for (int i = 0; i < PER; i++) {
+        orr_err_clear(&err);
+        uint64_t off = last + 10 + (uint64_t)i;
+        sort_handoff_add(h, "if0", 3, HOUR_S, HOUR_S * 1000, 0, (sort_off){0, off}, "r", 1, &err);
+        sort_handoff_advance(h, 0, (sort_off){0, off + 1});
+    }
+    CHECK(sort_handoff_flush_async(h, &err) == ORR_OK, "flush_async: %s", err.msg);
+    CHECK(sort_handoff_in_flight(h) > 0, "nothing in flight");
+    freeReplyObject(cmd(ctl, "CLIENT KILL TYPE normal SKIPME yes", NULL));
+    freeReplyObject(cmd(ctl, "CLIENT UNPAUSE", NULL));
+    orr_err_clear(&err);
+    CHECK(sort_handoff_flush(h, &err) != ORR_OK, "flush after the connection died succeeded");
+    CHECK(sort_handoff_safe(h, 0, &safe) && safe.lo == last,
+          "safe moved to %" PRIu64 " past the packs in flight", safe.lo);
+    orr_err_clear(&err);
+    CHECK(sort_handoff_add(h, "if0", 3, HOUR_S, HOUR_S * 1000, 0, (sort_off){0, last + 100}, "r", 1,
+                           &err) == ORR_EIO,
+          "add after a lost pack was taken");
+
+    sort_handoff_close(h);
+    freeReplyObject(cmd(ctl, "DEL %s", stream));
+    redisFree(ctl);
+    orr_buf_free(&scratch);
+    sort_spec_free(spec);
+    if (failures) {
+        fprintf(stderr, "%d check(s) failed\n", failures);
+        return 1;
+    }
+    printf("ok: %zu records in flight and landed once; a lost connection keeps them unsafe\n",
+           total);
+    return 0;
+}
