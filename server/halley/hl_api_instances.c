@@ -157,6 +157,20 @@ static hl_stmt q_list_instances_desc_after = HL_STMT(
     " WHERE (i.schedule_time, i.id) < (to_timestamp($3::int8 / 1000.0), $1::int8)"
     " ORDER BY i.schedule_time DESC, i.id DESC LIMIT $2::int");
 
+/* One task's instances, newest first (the task page), prepared too: a walk
+ * of the task's (task_id, schedule_time) index backwards; a schedule time
+ * is unique within a task, so that order is the list's. $1 id and $3 ms of
+ * the last row seen (the bound on schedule_time repeats the row comparison
+ * in a form the index can start from), $2 the task, $4 the limit. */
+static hl_stmt q_list_task_desc_first = HL_STMT(
+    "SELECT " HL_INSTANCE_COLS ", " HL_EXIT_COL " FROM instances i JOIN tasks t ON t.id = i.task_id"
+    " WHERE i.task_id = $1::int8 ORDER BY i.schedule_time DESC LIMIT $2::int");
+static hl_stmt q_list_task_desc_after = HL_STMT(
+    "SELECT " HL_INSTANCE_COLS ", " HL_EXIT_COL " FROM instances i JOIN tasks t ON t.id = i.task_id"
+    " WHERE i.task_id = $2::int8 AND i.schedule_time <= to_timestamp($3::int8 / 1000.0)"
+    " AND (i.schedule_time, i.id) < (to_timestamp($3::int8 / 1000.0), $1::int8)"
+    " ORDER BY i.schedule_time DESC LIMIT $4::int");
+
 static hl_stmt q_list_ready = HL_STMT(
     "SELECT " HL_INSTANCE_COLS ", " HL_EXIT_COL " FROM instances i JOIN tasks t ON t.id = i.task_id"
     " WHERE i.state = 'ready' ORDER BY i.priority DESC, i.schedule_time, i.id LIMIT $1::int");
@@ -661,6 +675,14 @@ HL_UNARY(hl_api_list_instances)
             s = hl_db_query(c, a, &q_list_instances_desc_first, 1, pa + 1, &r, err);
         else
             s = hl_db_query(c, a, &q_list_instances_desc_after, 3, pa, &r, err);
+    } else if (rq->descending && rq->task_id && !rq->n_states && !rq->executor[0] &&
+               !rq->from_schedule_ms && !rq->to_schedule_ms && !rq->team[0] && !search[0]) {
+        const char *pt[4] = {p[0], p[1], p[8], p[6]};
+        if (strcmp(p[0], "0") == 0)
+            s = hl_db_query(c, a, &q_list_task_desc_first, 2, (const char *[]){p[1], p[6]}, &r,
+                            err);
+        else
+            s = hl_db_query(c, a, &q_list_task_desc_after, 4, pt, &r, err);
     } else if (rq->descending) {
         s = hl_db_query_custom(c, a, &q_list_instances_desc, 10, p, &r, err);
     } else {
