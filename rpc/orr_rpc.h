@@ -92,6 +92,9 @@ typedef struct orr_rpc_tls {
     const char *ca_pem;
     const char *cert_pem;
     const char *key_pem;
+    /* client only: the name every server's certificate must hold, instead of
+     * the address dialled (NULL or "" = the address); needed with a list */
+    const char *server_name;
 } orr_rpc_tls;
 
 typedef struct orr_rpc_server_opts {

@@ -262,7 +262,7 @@ static char *cli_target(const char *in, orr_err *err)
 static pthread_mutex_t cli_tls_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct {
     int on;
-    char *ca, *cert, *key;
+    char *ca, *cert, *key, *server_name;
 } cli_tls;
 
 static char *cli_dup(const char *s)
@@ -275,6 +275,7 @@ void orr_rpc_client_set_tls(const orr_rpc_tls *tls)
     pthread_mutex_lock(&cli_tls_mu);
     free(cli_tls.ca);
     free(cli_tls.cert);
+    free(cli_tls.server_name);
     if (cli_tls.key) {
         memset(cli_tls.key, 0, strlen(cli_tls.key));
         free(cli_tls.key);
@@ -283,15 +284,18 @@ void orr_rpc_client_set_tls(const orr_rpc_tls *tls)
     cli_tls.ca = tls ? cli_dup(tls->ca_pem) : NULL;
     cli_tls.cert = tls ? cli_dup(tls->cert_pem) : NULL;
     cli_tls.key = tls ? cli_dup(tls->key_pem) : NULL;
+    cli_tls.server_name = tls ? cli_dup(tls->server_name) : NULL;
     pthread_mutex_unlock(&cli_tls_mu);
 }
 
 /* Plaintext, or TLS trusting the set CA (with the client's own key pair
- * when one is set). */
-static grpc_channel_credentials *cli_credentials(int *tls)
+ * when one is set). *server_name: a copy of the name to check the server's
+ * certificate against, or NULL. */
+static grpc_channel_credentials *cli_credentials(int *tls, char **server_name)
 {
     pthread_mutex_lock(&cli_tls_mu);
     *tls = cli_tls.on;
+    *server_name = cli_tls.on && cli_tls.server_name ? orr_xstrdup(cli_tls.server_name) : NULL;
     grpc_channel_credentials *creds;
     if (!cli_tls.on) {
         creds = grpc_insecure_credentials_create();
@@ -322,7 +326,19 @@ orr_status orr_rpc_client_create(const ProtobufCServiceDescriptor *svc, const ch
         orr_oom(strlen(token) + 8);
 
     grpc_init();
-    grpc_arg args[8];
+    char *server_name = NULL;
+    grpc_channel_credentials *creds = cli_credentials(&c->tls, &server_name);
+    if (c->tls && !server_name && grpc_target[0] == 'i' && strchr(grpc_target, ',')) {
+        /* gRPC would check every certificate against the whole list */
+        grpc_channel_credentials_release(creds);
+        grpc_shutdown();
+        free(grpc_target);
+        orr_rpc_client_destroy(c);
+        return orr_err_set(err, ORR_EINVAL, "target",
+                           "a list of addresses over TLS needs the name every server's "
+                           "certificate holds (halley_tls_server_name)");
+    }
+    grpc_arg args[9];
     const struct {
         const char *key;
         int value;
@@ -340,10 +356,14 @@ orr_status orr_rpc_client_create(const ProtobufCServiceDescriptor *svc, const ch
         args[i] = (grpc_arg){
             .type = GRPC_ARG_INTEGER, .key = (char *)ints[i].key, .value.integer = ints[i].value};
     grpc_channel_args ca = {.num_args = 8, .args = args};
-    grpc_channel_credentials *creds = cli_credentials(&c->tls);
+    if (server_name)
+        args[ca.num_args++] = (grpc_arg){.type = GRPC_ARG_STRING,
+                                         .key = (char *)GRPC_SSL_TARGET_NAME_OVERRIDE_ARG,
+                                         .value.string = server_name};
     c->ch = grpc_channel_create(grpc_target, creds, &ca);
     grpc_channel_credentials_release(creds);
     free(grpc_target);
+    free(server_name);
 
     for (unsigned i = 0; i < svc->n_methods; i++) {
         struct cli_method *m = &c->methods[i];

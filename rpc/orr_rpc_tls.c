@@ -158,6 +158,7 @@ orr_status orr_rpc_tls_client_setup(const orr_config *cfg, const char *section, 
                              "halley_tls_key", &c, err);
     if (rc != ORR_OK)
         return rc;
+    c.tls.server_name = orr_config_str(cfg, section, "halley_tls_server_name");
     if (c.ca || c.cert)
         orr_rpc_client_set_tls(&c.tls);
     orr_rpc_tls_conf_free(&c);

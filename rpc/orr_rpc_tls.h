@@ -7,7 +7,9 @@
  * rule of orr_config applies), tls_client_ca_file (set = mutual TLS).
  * Client ([SECTION] of the daemon calling halleyd): halley_tls_ca_file (set
  * = TLS on), halley_tls_cert_file and halley_tls_key_file (its certificate
- * for mutual TLS). None set: plaintext, as before.
+ * for mutual TLS), halley_tls_server_name (the name halleyd's certificate
+ * is checked against instead of the address dialled). None set: plaintext,
+ * as before.
  *
  * A missing or unreadable certificate file, a key without its certificate
  * or the reverse: an error naming the file and "section.key".
@@ -59,9 +61,18 @@
          0,                                                                                        \
          0,                                                                                        \
          "PEM client certificate sent to halleyd (mutual TLS)"},                                   \
+        {section,                                                                                  \
+         "halley_tls_key",                                                                         \
+         ORR_CFG_SECRET,                                                                           \
+         NULL,                                                                                     \
+         0,                                                                                        \
+         0,                                                                                        \
+         0,                                                                                        \
+         "PEM private key of halley_tls_cert_file (set halley_tls_key_file)"},                     \
     {                                                                                              \
-        section, "halley_tls_key", ORR_CFG_SECRET, NULL, 0, 0, 0,                                  \
-            "PEM private key of halley_tls_cert_file (set halley_tls_key_file)"                    \
+        section, "halley_tls_server_name", ORR_CFG_STRING, "", 0, 0, 0,                            \
+            "name halleyd's certificate must hold, instead of the address dialled (needed "        \
+            "with a list of addresses)"                                                            \
     }
 
 /* PEM strings owned by the holder; free with orr_rpc_tls_conf_free. */
