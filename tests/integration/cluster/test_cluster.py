@@ -17,7 +17,9 @@ runs are removed at start):
     cl   10.213.0.10  this test's own client end (REST through nginx, psql)
 
 No namespace has a route out. Every daemon dials halleyd through the
-address list "10.213.0.2:7070,10.213.0.3:7070".
+address list "10.213.0.2:7070,10.213.0.3:7070", over mutual TLS (a private
+CA made with openssl here; halleyd's certificate names both addresses and
+halley.cluster.test, the [*] halley_tls_server_name every caller checks).
 
 Shortened for the test: keplerd [kepler] zk_session_timeout 4s (ZooKeeper's
 minimum with tickTime 2000) and sweep_interval 1s; executord zk_session 4s,
@@ -41,7 +43,7 @@ Scenarios, each with its figures printed (CLUSTER lines):
 
 Runs in the normal build only (the ASan build's daemons are too slow for
 the bounded waits on a shared two-core machine); needs root, ip netns,
-iptables, nsenter, nginx, java and PostgreSQL (deploy/install-deps.sh).
+iptables, nsenter, openssl, nginx, java and PostgreSQL (deploy/install-deps.sh).
 
 usage: test_cluster.py <build dir> <source dir>
 """
@@ -122,7 +124,7 @@ def preflight(build):
     missing = []
     if os.geteuid() != 0:
         missing.append("root (network namespaces and iptables need it)")
-    for tool in ("ip", "iptables", "nsenter", "setpriv", "nginx", "psql", "java"):
+    for tool in ("ip", "iptables", "nsenter", "setpriv", "openssl", "nginx", "psql", "java"):
         if not shutil.which(tool) and not os.path.exists("/usr/sbin/" + tool):
             missing.append(tool + " (deploy/install-deps.sh installs it)")
     for b in ("halleyd", "galaxyd", "keplerd", "executord"):
@@ -200,6 +202,44 @@ def heal(ns):
     sh("iptables", "-F", "OUTPUT", ns=ns)
 
 
+# ------------------------------------------------------------ TLS
+
+SERVER_NAME = "halley.cluster.test"
+
+
+def make_pki(d):
+    """A private CA; halleyd's certificate (both halleyd addresses and
+    SERVER_NAME); one client certificate for every caller, its key also
+    copied for keplerd's uid. Paths by name."""
+    def openssl(*a):
+        sh("openssl", *a)
+    pki = {n: os.path.join(d, n) for n in ("ca.crt", "ca.key", "server.crt", "server.key",
+                                           "client.crt", "client.key", "kepler.key")}
+    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", pki["ca.key"], "-out",
+            pki["ca.crt"], "-days", "2", "-subj", "/CN=Orrery cluster test CA")
+    for name, san in (("server", "DNS:%s,IP:%s,IP:%s" % (SERVER_NAME, ADDR["api"], ADDR["api2"])),
+                      ("client", "DNS:orrery-cluster-client")):
+        ext = os.path.join(d, name + ".ext")
+        with open(ext, "w") as f:
+            f.write("subjectAltName=%s\n" % san)
+        csr = os.path.join(d, name + ".csr")
+        openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", pki[name + ".key"], "-out", csr,
+                "-subj", "/CN=" + name)
+        openssl("x509", "-req", "-in", csr, "-CA", pki["ca.crt"], "-CAkey", pki["ca.key"],
+                "-CAcreateserial", "-out", pki[name + ".crt"], "-days", "2", "-extfile", ext)
+    shutil.copyfile(pki["client.key"], pki["kepler.key"])
+    for k in ("ca.key", "server.key", "client.key", "kepler.key"):
+        os.chmod(pki[k], 0o600)
+    os.chown(pki["kepler.key"], 65534, 65534)
+    return pki
+
+
+def client_tls(pki, section, key="client.key"):
+    up = "ORRERY_%s_HALLEY_TLS_" % section.upper()
+    return {up + "CA_FILE": pki["ca.crt"], up + "CERT_FILE": pki["client.crt"],
+            up + "KEY_FILE": pki[key], up + "SERVER_NAME": SERVER_NAME}
+
+
 # ------------------------------------------------------------ daemons
 
 
@@ -218,6 +258,10 @@ class Cluster:
                               ORRERY_PORT_BASE=str(PG_PORT), ORRERY_STACK="pg zk",
                               ORRERY_STACK_ADDR=ADDR["db"], ORRERY_STACK_DURABLE="0")
         self.stack_started = False
+        pki_dir = os.path.join(tmp, "pki")
+        os.makedirs(pki_dir)
+        os.chmod(pki_dir, 0o755)
+        self.pki = make_pki(pki_dir)
 
     def bin(self, n):
         return os.path.join(self.build, "bin", n)
@@ -269,7 +313,13 @@ class Cluster:
         return {"ORRERY_HALLEY_LISTEN": listen, "ORRERY_HALLEY_TOKEN": self.token,
                 "ORRERY_HALLEY_WORKER_TOKEN": self.worker_token,
                 "ORRERY_HALLEY_PG_DSN": self.dsn, "ORRERY_HALLEY_SECRET_KEY": "ab" * 32,
-                "ORRERY_HALLEY_METRICS_LISTEN": "", "ORRERY_HALLEY_POOL_SIZE": "4"}
+                "ORRERY_HALLEY_METRICS_LISTEN": "", "ORRERY_HALLEY_POOL_SIZE": "4",
+                # mutual TLS on every gRPC connection; the admin commands dial
+                # as callers ([halley] halley_tls_*)
+                "ORRERY_HALLEY_TLS_CERT_FILE": self.pki["server.crt"],
+                "ORRERY_HALLEY_TLS_KEY_FILE": self.pki["server.key"],
+                "ORRERY_HALLEY_TLS_CLIENT_CA_FILE": self.pki["ca.crt"],
+                **client_tls(self.pki, "halley")}
 
     def start(self):
         say("stack (pg, zk) in db at %s" % ADDR["db"])
@@ -301,6 +351,7 @@ class Cluster:
                 "ORRERY_GALAXY_SCHEMA_DIR": os.path.join(self.src, "schema"),
                 "ORRERY_GALAXY_THREADS": "4",
                 "ORRERY_GALAXY_TRUSTED_PROXIES": "127.0.0.1",
+                **client_tls(self.pki, "galaxy"),
             })
         prefix = os.path.join(self.tmp, "nginx")
         sh(os.path.join(self.src, "deploy", "nginx", "render.sh"), prefix, ADDR["api"] + ":8080",
@@ -336,6 +387,7 @@ class Cluster:
                 "ORRERY_EXECUTOR_SWEEP_INTERVAL": "1s",
                 "ORRERY_EXECUTOR_HEARTBEAT_INTERVAL": "1s",
                 "ORRERY_EXECUTOR_DEFAULT_TIMEOUT": "5m",
+                **client_tls(self.pki, "executor"),
             })
         for i in (1, 2):
             self.wait_log("executord-%d" % i, "registered in zookeeper", 90)
@@ -347,6 +399,7 @@ class Cluster:
                 "ORRERY_KEPLER_ID": "cl-kp%d" % i,
                 "ORRERY_KEPLER_SWEEP_INTERVAL": "1s",
                 "ORRERY_KEPLER_ZK_SESSION_TIMEOUT": "4s",
+                **client_tls(self.pki, "kepler", "kepler.key"),
             }, as_uid=65534)
             self.wait_log("keplerd-%d" % i, "kepler leadership gained" if i == 1
                           else "joined kepler election", 90)
@@ -690,7 +743,15 @@ def main():
         t0 = time.monotonic()
         c.start()
         figure("start_s", "%.1f" % (time.monotonic() - t0))
-        env = dict(os.environ, **c.halley_env(HALLEY_LIST.split(",")[0]))
+        env = dict(os.environ, **c.halley_env(HALLEY_LIST))
+        bad = dict(env)
+        del bad["ORRERY_HALLEY_HALLEY_TLS_SERVER_NAME"]
+        p = subprocess.run([c.bin("halleyd"), "user-add", "cl_nobody", "--role", "viewer"],
+                           env=bad, input="cl-nobody-password-1\n", capture_output=True,
+                           text=True, timeout=60)
+        check(p.returncode != 0 and "halley_tls_server_name" in p.stderr,
+              "a list of halleyd over TLS without a server name is refused, naming the key"
+              " (exit %d: %s)" % (p.returncode, p.stderr.strip()[-200:]))
         for u, role in (("cl_dev", "developer"),):
             subprocess.run([c.bin("halleyd"), "user-add", u, "--role", role, "--team", "cl"],
                            env=env, input="cl-dev-password-1\n", check=True, capture_output=True,
