@@ -126,8 +126,9 @@ def preflight(build):
     if os.geteuid() != 0:
         missing.append("root (network namespaces and iptables need it)")
     for tool in ("ip", "iptables", "nsenter", "setpriv", "openssl", "nginx", "psql", "java"):
-        if not shutil.which(tool) and not os.path.exists("/usr/sbin/" + tool):
-            missing.append(tool + " (deploy/install-deps.sh installs it)")
+        # on PATH: they run by name (only nginx is also looked for in /usr/sbin)
+        if not shutil.which(tool) and not (tool == "nginx" and os.path.exists("/usr/sbin/nginx")):
+            missing.append(tool + " (on PATH; deploy/install-deps.sh installs it)")
     for b in ("halleyd", "galaxyd", "keplerd", "executord"):
         if not os.access(os.path.join(build, "bin", b), os.X_OK):
             missing.append("%s in %s/bin" % (b, build))
@@ -753,8 +754,8 @@ def main():
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     rc = 1
     try:
+        preflight(build)  # first: names what is missing before any tool runs
         remove_stale()
-        preflight(build)
         make_network()
         enter("cl")
         c = Cluster(build, src, tmp)
@@ -812,9 +813,10 @@ def main():
                     pass
         if c is not None:
             c.teardown()
-        for ns in ("br", "db", "api", "k1", "k2", "cl"):
-            subprocess.run(["ip", "netns", "del", PREFIX + ns], capture_output=True)
         shutil.rmtree(tmp, ignore_errors=True)
+        if shutil.which("ip"):
+            for ns in ("br", "db", "api", "k1", "k2", "cl"):
+                subprocess.run(["ip", "netns", "del", PREFIX + ns], capture_output=True)
     print("cluster: %s (%d failed checks)" % ("PASS" if rc == 0 else "FAIL", len(FAILS)))
     return rc
 
