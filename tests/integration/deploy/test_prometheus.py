@@ -26,6 +26,7 @@ ORRERY_PG_DSN, ORRERY_ZK).
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -176,21 +177,9 @@ def sample_sum(text, name):
     return total if seen else None
 
 
-def main():
+def scrape(tmp):
+    """Start each daemon in turn (files under tmp); {daemon: families}."""
     zk = orrery_it.require_env("ORRERY_ZK")
-    # ---- 1. YAML, promtool
-    with open(os.path.join(PROM, "prometheus.yml")) as f:
-        conf = yaml.safe_load(f)
-    check(isinstance(conf, dict) and "scrape_configs" in conf, "prometheus.yml parses as YAML")
-    check_ports(conf)
-    promtool("check", "config", "prometheus.yml")
-    promtool("check", "rules", "alerts.yml")
-    promtool("test", "rules", "alerts.test.yml")
-    want = wanted_names([j["job_name"] for j in conf["scrape_configs"]])
-
-    # ---- 3. the daemons, scraped
-    tmp = tempfile.mkdtemp(prefix="orr-prom-")
-    os.chmod(tmp, 0o711)
     exported = {}
     with orrery_it.Platform(BUILD) as p:
         p.add_user("prom-dev", "prom-dev-password-1", "developer", teams=["prom"])
@@ -281,6 +270,28 @@ def main():
         exported["sortd"] = families(get(sport, "/metrics")[1])
         stop(so)
 
+    return exported
+
+
+def main():
+    orrery_it.require_env("ORRERY_ZK")  # before anything runs: fails early when unset
+    # ---- 1. YAML, promtool
+    with open(os.path.join(PROM, "prometheus.yml")) as f:
+        conf = yaml.safe_load(f)
+    check(isinstance(conf, dict) and "scrape_configs" in conf, "prometheus.yml parses as YAML")
+    check_ports(conf)
+    promtool("check", "config", "prometheus.yml")
+    promtool("check", "rules", "alerts.yml")
+    promtool("test", "rules", "alerts.test.yml")
+    want = wanted_names([j["job_name"] for j in conf["scrape_configs"]])
+
+    # ---- 3. the daemons, scraped
+    tmp = tempfile.mkdtemp(prefix="orr-prom-")
+    os.chmod(tmp, 0o711)
+    try:
+        exported = scrape(tmp)
+    finally:  # the daemons' folders, also when a check raised
+        shutil.rmtree(tmp, ignore_errors=True)
     for name, where in sorted(want.items()):
         daemon = DAEMON_OF[name.split("_")[0]]
         fams = exported.get(daemon, set())
