@@ -214,10 +214,12 @@ static int gx_cmd_serve(orr_daemon *d, int argc, char **argv)
         fprintf(stderr, "galaxyd: %s\n", e.msg);
         goto out;
     }
+    gx_paused_set_cache(app.paused, app.server);
     /* Cached answers made stale by every event halleyd streams. */
     if (o.cache_ttl_ms > 0 &&
         gx_cache_watch_start(app.halley, app.server, &cache_watch, &e) != ORR_OK) {
         fprintf(stderr, "galaxyd: %s\n", e.msg);
+        gx_paused_set_cache(app.paused, NULL);
         gx_server_stop(app.server);
         goto out;
     }
@@ -229,6 +231,7 @@ static int gx_cmd_serve(orr_daemon *d, int argc, char **argv)
     orr_sdnotify_stopping();
     gx_cache_watch_stop(cache_watch);
     cache_watch = NULL;
+    gx_paused_set_cache(app.paused, NULL);
     gx_server_stop(app.server);
     rc = 0;
 out:

@@ -1,7 +1,9 @@
 /* gx_paused.c - the paused-workflow map kept from halleyd's events (see
  * gx_paused.h). One version counter: every event of interest and every
  * change of the stream bumps it; a map is kept with the version read before
- * it was asked for and served only while the version is unchanged. */
+ * it was asked for and served only while the version is unchanged. Each bump
+ * is followed by an invalidation of the response cache (when one is set):
+ * an answer built from the old map may have been cached meanwhile. */
 #include "gx_paused.h"
 
 #include <pthread.h>
@@ -17,11 +19,19 @@ struct gx_paused {
     pthread_mutex_t mu;
     json_t *map; /* under mu; NULL = none */
     uint64_t map_gen;
+    gx_server *cache; /* under mu; answers built from a map (may be NULL) */
 };
 
+/* The version first, then the response cache: a request whose answer is
+ * cached after this invalidation began after it, so it reads the new
+ * version and asks halleyd; one cached before is made stale here. */
 static void gx_paused_bump(gx_paused *p)
 {
     atomic_fetch_add(&p->gen, 1);
+    pthread_mutex_lock(&p->mu);
+    if (p->cache)
+        gx_cache_invalidate(p->cache);
+    pthread_mutex_unlock(&p->mu);
 }
 
 static int gx_paused_on_start(void *cls)
@@ -105,6 +115,15 @@ void gx_paused_keep(gx_paused *p, uint64_t gen, const json_t *map)
     }
     pthread_mutex_unlock(&p->mu);
     json_decref(copy);
+}
+
+void gx_paused_set_cache(gx_paused *p, gx_server *s)
+{
+    if (!p)
+        return;
+    pthread_mutex_lock(&p->mu);
+    p->cache = s;
+    pthread_mutex_unlock(&p->mu);
 }
 
 void gx_paused_forget(gx_paused *p)

@@ -18,6 +18,7 @@
 #include <jansson.h>
 #include <stdint.h>
 
+#include "gx_http.h"
 #include "orr_rpc.h"
 #include "orr_status.h"
 
@@ -37,5 +38,13 @@ void gx_paused_keep(gx_paused *p, uint64_t gen, const json_t *map);
 /* Drop what is kept (a write went through this galaxyd: the next read asks,
  * so it sees the write whether or not its event arrived yet). */
 void gx_paused_forget(gx_paused *p);
+
+/* Every drop (an event, a change of the stream, gx_paused_forget) also
+ * makes server s's response cache stale: an answer built from the map that
+ * was dropped may have been cached meanwhile (the response cache follows
+ * its own event stream, which may be ahead of this one, and a write
+ * invalidates it before the map is forgotten). NULL: no server (call it
+ * before s stops; after it returns no drop touches s). */
+void gx_paused_set_cache(gx_paused *p, gx_server *s);
 
 #endif

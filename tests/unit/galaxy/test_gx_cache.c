@@ -26,6 +26,9 @@
 
 #include "gx_http.h"
 #include "gx_jwt.h"
+#include "gx_paused.h"
+#include "halley.pb-c.h"
+#include "orr_rpc.h"
 
 static atomic_int calls;
 
@@ -267,6 +270,44 @@ static void test_fallback_when_not_synced(void **state)
     gx_server_stop(s);
 }
 
+/* An answer built from the paused-workflow map may be cached after the
+ * response cache's own event made it stale and before the map's event
+ * arrives (two streams): so dropping the map makes the cache stale as
+ * well. Built here without events: an entry is cached, the map is dropped
+ * (gx_paused_forget, as after a write), the next read must be computed
+ * again; with the server unset, a drop no longer touches it. The watcher
+ * dials an address where nothing listens: it never comes in step, which
+ * changes nothing here. */
+static void test_paused_drop_invalidates(void **state)
+{
+    (void)state;
+    gx_server *s = start(60000);
+    orr_rpc_client *c = NULL;
+    orr_err e;
+    assert_int_equal(
+        orr_rpc_client_create(&orrery__halley__v1__halley__descriptor, "127.0.0.1:1", "t", &c, &e),
+        ORR_OK);
+    gx_paused *p = NULL;
+    assert_int_equal(gx_paused_start(c, &p, &e), ORR_OK);
+    gx_paused_set_cache(p, s);
+    int a = n_of(s, "/api/v1/count", "viewer");
+    assert_int_equal(n_of(s, "/api/v1/count", "viewer"), a); /* cached */
+    gx_cache_stats before, after;
+    gx_cache_get_stats(s, &before);
+    gx_paused_forget(p);
+    gx_cache_get_stats(s, &after);
+    assert_true(after.invalidations > before.invalidations);
+    int b = n_of(s, "/api/v1/count", "viewer");
+    assert_int_not_equal(b, a);
+    assert_int_equal(n_of(s, "/api/v1/count", "viewer"), b); /* cached again */
+    gx_paused_set_cache(p, NULL);
+    gx_paused_forget(p);
+    assert_int_equal(n_of(s, "/api/v1/count", "viewer"), b); /* untouched */
+    gx_server_stop(s);
+    gx_paused_stop(p);
+    orr_rpc_client_destroy(c);
+}
+
 static void test_token_cache(void **state)
 {
     (void)state;
@@ -313,6 +354,7 @@ int main(void)
         cmocka_unit_test(test_errors_not_cached_and_off),
         cmocka_unit_test(test_staleness_bound),
         cmocka_unit_test(test_fallback_when_not_synced),
+        cmocka_unit_test(test_paused_drop_invalidates),
         cmocka_unit_test(test_token_cache),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
