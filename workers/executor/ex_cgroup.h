@@ -68,6 +68,10 @@ typedef struct ex_cgroup {
 
 typedef struct ex_cgroup_ops {
     const char *name; /* "v2", "v1", "rlimit" */
+    /* 1 when attach only records the leader, so it may come after the
+     * child's exec: the sandbox then starts the child without copying the
+     * daemon's address space (ex_sandbox.c, "Spawning without a copy"). */
+    int attach_after_exec;
     /* ORR_OK if this backend can work on this machine (creates and removes a
      * probe group); otherwise a message saying why not. */
     orr_status (*probe)(const ex_cg_env *env, orr_err *err);

@@ -65,10 +65,14 @@ static void rl_child_setup(const ex_cgroup *cg)
 }
 
 /* Members of the process group: /proc/<pid>/stat field 5 (pgrp), read
- * after the ")" that ends the command name. */
+ * after the ")" that ends the command name. An empty group (the common end
+ * of a run: the main process reaped, nothing left behind) is told by one
+ * killpg(leader, 0) answering ESRCH, without reading every process's stat. */
 static int rl_count(const ex_cgroup *cg)
 {
     if (cg->leader <= 0)
+        return 0;
+    if (killpg(cg->leader, 0) != 0 && errno == ESRCH)
         return 0;
     DIR *d = opendir("/proc");
     if (!d)
@@ -142,6 +146,7 @@ static int rl_sweep(const ex_cg_env *env)
 
 const ex_cgroup_ops ex_cgroup_rlimit_ops = {
     .name = "rlimit",
+    .attach_after_exec = 1,
     .probe = rl_probe,
     .create = rl_create,
     .attach = rl_attach,

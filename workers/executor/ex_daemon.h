@@ -90,6 +90,7 @@ typedef struct ex_daemon {
     atomic_int stopping;
     atomic_int fenced;          /* 1: ZooKeeper contact not proven; no job may run */
     atomic_int sweep_now;       /* the main loop sweeps at its next turn */
+    atomic_int publish_due;     /* the main loop publishes the card at its next turn */
     struct orr_watch *deployer; /* ex_deploy.c: its event-stream subscriber */
     pthread_mutex_t mu;
     ex_job *jobs;
@@ -218,6 +219,12 @@ void ex_job_cancel_all(ex_daemon *d, ex_cancel why);
 int ex_job_reap(ex_daemon *d, int wait_all);
 /* Publish the card (slots in use) to ZooKeeper. Thread-safe. */
 void ex_daemon_publish(ex_daemon *d);
+/* Count the slots in use now (the metric) and have the main loop publish
+ * the card at its next turn (within 200 ms): one ZooKeeper write, and one
+ * re-read by every keplerd watching it, for all the jobs that started or
+ * ended meanwhile instead of two per job. keplerd counts slots from the
+ * instances' states, so the card's used_slots is informational. */
+void ex_daemon_publish_later(ex_daemon *d);
 /* rm -r of path (not following links); what cannot be removed stays. */
 void ex_remove_tree(const char *path);
 

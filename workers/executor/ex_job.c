@@ -249,7 +249,7 @@ static void run_job(ex_daemon *d, ex_job *j, orr_arena *a)
         pthread_mutex_lock(&d->mu);
         j->slots = js.slots;
         pthread_mutex_unlock(&d->mu);
-        ex_daemon_publish(d);
+        ex_daemon_publish_later(d);
         ex_remove_tree(run_dir);
         if (mkdir(run_dir, 0700) != 0 || (d->drop && chown(run_dir, d->uid, d->gid) != 0))
             s = orr_err_set(&err, ORR_EIO, run_dir, "cannot create: %s", strerror(errno));
@@ -464,7 +464,7 @@ static void *job_thread(void *arg)
     j->slots = 0;
     pthread_mutex_unlock(&d->mu);
     atomic_store(&j->done, 1);
-    ex_daemon_publish(d);
+    ex_daemon_publish_later(d);
     return NULL;
 }
 

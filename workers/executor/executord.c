@@ -127,10 +127,9 @@ static json_t *labels_json(const char *labels, orr_err *err)
     return o;
 }
 
-void ex_daemon_publish(ex_daemon *d)
+/* Slots of the jobs not yet done, stored as d->used_slots. */
+static int count_used(ex_daemon *d)
 {
-    if (!d->zk)
-        return;
     pthread_mutex_lock(&d->mu);
     int used = 0;
     for (ex_job *j = d->jobs; j; j = j->next)
@@ -138,6 +137,20 @@ void ex_daemon_publish(ex_daemon *d)
             used += j->slots;
     d->used_slots = used;
     pthread_mutex_unlock(&d->mu);
+    return used;
+}
+
+void ex_daemon_publish_later(ex_daemon *d)
+{
+    count_used(d);
+    atomic_store(&d->publish_due, 1);
+}
+
+void ex_daemon_publish(ex_daemon *d)
+{
+    if (!d->zk)
+        return;
+    int used = count_used(d);
     orr_err e;
     json_t *card = json_pack("{ss ss si si si so sI ss}", "id", d->id, "host", d->host, "http_port",
                              ex_logsrv_port(d->logsrv), "slots", d->slots, "used_slots", used,
@@ -620,6 +633,8 @@ static int serve(orr_daemon *od, int argc, char **argv)
             ex_daemon_publish(&d);
         }
         ex_job_reap(&d, 0);
+        if (atomic_exchange(&d.publish_due, 0))
+            ex_daemon_publish(&d);
         ex_guard_check(&d);
         if (atomic_exchange(&d.sweep_now, 0))
             next_sweep = 0;

@@ -47,6 +47,12 @@
 #                      upstream success (capacity, not the scheduler): p50 /
 #                      p99 / max of both
 #   memory             keplerd VmHWM (peak RSS) from /proc/<pid>/status
+#   CPU per instance   user + system time of the executors (with the task
+#                      processes they reaped), keplerd, halleyd, and, when
+#                      ORRERY_VAR_DIR names the stack, its PostgreSQL
+#                      (postmaster and backends) and ZooKeeper, from just
+#                      before the upstream instance is made to the end of
+#                      the flow, divided by KPB_READY (/proc/<pid>/stat)
 #
 # Environment: ORRERY_PG_DSN and ORRERY_ZK must be set (deploy/stack.sh env);
 # unset is a failure. KPB_TASKS, KPB_READY, KPB_EXECUTORS, KPB_SLOTS,
@@ -179,6 +185,37 @@ wait_sql() { # seconds expected-value sql: poll every 0.5 s
 	return 1
 }
 
+# CPU time (user + system, ms) of a process and the children it reaped,
+# summed over the pids given; 0 for a pid that is gone.
+cpu_ms() {
+	python3 - "$@" <<'PY'
+import os, sys
+tck = os.sysconf("SC_CLK_TCK")
+t = 0
+for p in sys.argv[1:]:
+    try:
+        f = open("/proc/%s/stat" % p).read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        continue
+    t += sum(int(x) for x in f[11:15])  # utime stime cutime cstime
+print(t * 1000 // tck)
+PY
+}
+# The stack's PostgreSQL (postmaster and its backends) and ZooKeeper, when
+# ORRERY_VAR_DIR names the stack's folder (deploy/stack.sh env).
+stack_pids() { # pg | zk
+	local f=${ORRERY_VAR_DIR:-/nonexistent}/run/$1.pid pid
+	[ -r "$f" ] || return 0
+	pid=$(cat "$f")
+	echo "$pid"
+	[ "$1" != pg ] || ps -o pid= --ppid "$pid" 2>/dev/null || true
+}
+# "executord keplerd halleyd postgresql zookeeper" CPU ms, one line.
+cpu_all() {
+	echo "$(cpu_ms "${PIDS_EXEC[@]}") $(cpu_ms "$KEPLER_PID") $(cpu_ms "$HALLEY_PID")" \
+		"$(cpu_ms $(stack_pids pg)) $(cpu_ms $(stack_pids zk))"
+}
+
 # --- keep the top of the hour out of the run
 left=$((3600 - $(now_s) % 3600))
 if [ "$left" -lt $((WAIT + 120)) ]; then
@@ -306,6 +343,7 @@ wait_sql 60 "$READY" "SELECT count(*) FROM instances i JOIN tasks t ON t.id = i.
 sleep 3 # keplerd has read their events and checked their dependencies
 EARLY=$(sql "SELECT count(*) FROM instances WHERE state <> 'waiting'")
 [ "$EARLY" = 0 ] || die "$EARLY downstream instances left waiting before the upstream ran"
+CPU0=$(cpu_all)
 "$BIN/kpb_tool" instances $T0 "$UP_ID" "$UP_ID" >/dev/null || die "CreateInstances (upstream)"
 START=$(now_s)
 
@@ -322,6 +360,7 @@ done
 HWM=$(awk '/VmHWM/ {print $2}' "/proc/$KEPLER_PID/status")
 RSS=$(awk '/VmRSS/ {print $2}' "/proc/$KEPLER_PID/status")
 LOAD=$(uptime)
+CPU1=$(cpu_all)
 
 # --- figures from the transition history
 read -r UP_OK < <(sql "SELECT extract(epoch FROM x.at) FROM instance_transitions x
@@ -388,6 +427,12 @@ printf '%-52s %s\n' "  first $N_FIRST dispatched (one slot round), max s" "$MAX_
 printf '%-52s %s\n' "keplerd RSS after rebuild / at end, MB" "$((RSS_IDLE / 1024)) / $((RSS / 1024))"
 printf '%-52s %s\n' "keplerd peak RSS (VmHWM), MB" "$((HWM / 1024))"
 printf '%-52s %s\n' "other instances (hourly fires) at end" "$OTHER"
+read -r C0E C0K C0H C0P C0Z <<<"$CPU0"
+read -r C1E C1K C1H C1P C1Z <<<"$CPU1"
+cpu_per() { python3 -c "import sys; print('%.2f' % ((int(sys.argv[2]) - int(sys.argv[1])) / int(sys.argv[3])))" "$1" "$2" "$READY"; }
+printf '%-52s %s\n' "CPU per instance, ms: executors (with their tasks)" "$(cpu_per "$C0E" "$C1E")"
+printf '%-52s %s\n' "  keplerd / halleyd" "$(cpu_per "$C0K" "$C1K") / $(cpu_per "$C0H" "$C1H")"
+printf '%-52s %s\n' "  postgresql backends / zookeeper (stack)" "$(cpu_per "$C0P" "$C1P") / $(cpu_per "$C0Z" "$C1Z")"
 printf '%-52s %s\n' "load at end" "${LOAD#*load average: }"
 
 [ "$done_n" = "$READY" ] || die "only $done_n of $READY downstream instances succeeded within $WAIT s"

@@ -426,6 +426,116 @@ static int teardown_all(void **state)
     return system(cmd) == 0 ? 0 : -1;
 }
 
+/* The rlimit backend starts its child without copying the daemon (clone
+ * with a shared address space until exec): the child still gets its own
+ * session and process group, the limits, no inherited descriptor, the
+ * its folder, standard input and default signal dispositions; an exec failure still
+ * comes back as exec_errno, and a cancel still ends the group. */
+static void test_rlimit_spawn_without_copy(void **state)
+{
+    (void)state;
+    const ex_cgroup_ops *rl = &ex_cgroup_rlimit_ops;
+    assert_int_equal(rl->attach_after_exec, 1);
+    int stray = open("/dev/null", O_RDONLY); /* not close-on-exec: must not reach the task */
+    assert_true(stray > 2);
+    run r;
+    char *argv[] = {"/bin/sh", "-c",
+                    "ps -o sid=,pgid=,pid= -p $$; ulimit -v; ulimit -p; ls /proc/self/fd | wc -l; "
+                    "pwd; cat",
+                    NULL};
+    char in[400];
+    snprintf(in, sizeof in, "%s/stdin.txt", g_dir);
+    FILE *f = fopen(in, "w");
+    assert_non_null(f);
+    fputs("from stdin\n", f);
+    fclose(f);
+    char name[64], log[400];
+    snprintf(name, sizeof name, "t%d", ++g_seq);
+    snprintf(log, sizeof log, "%s/%s.log", g_dir, name);
+    ex_spawn sp = {.argv = argv, .envp = g_envp, .cwd = "/", .log_path = log, .stdin_path = in};
+    ex_sandbox *sb = NULL;
+    orr_err err;
+    assert_int_equal(ex_sandbox_start(rl, &g_env, name, &k_lim, &sp, &sb, &err), ORR_OK);
+    ex_result res;
+    ex_sandbox_wait(sb, ex_now_ms() + 10000, &res);
+    ex_sandbox_free(sb);
+    close(stray);
+    assert_int_equal(res.how, EX_END_EXITED);
+    assert_int_equal(res.exit_code, 0);
+    assert_int_equal(res.exec_errno, 0);
+    int sid = 0, pgid = 0, pid = 0, nfd = 0;
+    long vm = 0, nproc = 0;
+    char cwd[64] = "", line[64] = "";
+    const char *out = read_file(log);
+    assert_int_equal(sscanf(out, "%d %d %d %ld %ld %d %63s %63[^\n]", &sid, &pgid, &pid, &vm,
+                            &nproc, &nfd, cwd, line),
+                     8);
+    assert_int_equal(sid, pid);
+    assert_int_equal(pgid, pid);
+    assert_int_equal(vm, (256 << 20) / 1024); /* ulimit -v is in KiB */
+    assert_int_equal(nproc, 128);
+    assert_true(nfd <= 4); /* 0, 1, 2 and ls's own directory */
+    assert_string_equal(cwd, "/");
+    assert_string_equal(line, "from stdin");
+
+    /* A signal this process ignores is back to its default in the task. */
+    signal(SIGUSR1, SIG_IGN);
+    char *usr1[] = {"/bin/sh", "-c", "kill -USR1 $$; echo survived", NULL};
+    run_to_end(&r, rl, &k_lim, usr1, 10000);
+    signal(SIGUSR1, SIG_DFL);
+    assert_int_equal(r.res.exited, 0);
+    assert_int_equal(r.res.term_signal, SIGUSR1);
+
+    char *missing[] = {"/nonexistent/prog", NULL};
+    run_to_end(&r, rl, &k_lim, missing, 10000);
+    assert_int_equal(r.res.exec_errno, ENOENT);
+    assert_int_equal(r.res.exit_code, 127);
+
+    /* The unprivileged user, groups included; this process keeps its own. */
+    if (geteuid() == 0) {
+        char *ids[] = {"/bin/sh", "-c", "id -u; id -g; id -G", NULL};
+        chmod(g_dir, 0711);
+        sp = (ex_spawn){.argv = ids,
+                        .envp = g_envp,
+                        .cwd = "/",
+                        .log_path = log,
+                        .drop = 1,
+                        .uid = 65534,
+                        .gid = 65534};
+        unlink(log);
+        assert_int_equal(ex_sandbox_start(rl, &g_env, "ids", &k_lim, &sp, &sb, &err), ORR_OK);
+        ex_sandbox_wait(sb, ex_now_ms() + 10000, &res);
+        ex_sandbox_free(sb);
+        assert_int_equal(res.exit_code, 0);
+        assert_string_equal(read_file(log), "65534\n65534\n65534\n");
+        assert_int_equal(geteuid(), 0);
+        assert_int_equal(getegid(), 0);
+    }
+
+    /* A missing folder fails before the exec, reported the same way. */
+    char *echo[] = {"/bin/echo", "never", NULL};
+    sp = (ex_spawn){.argv = echo, .envp = g_envp, .cwd = "/nonexistent-dir", .log_path = log};
+    assert_int_equal(ex_sandbox_start(rl, &g_env, "nodir", &k_lim, &sp, &sb, &err), ORR_OK);
+    ex_sandbox_wait(sb, ex_now_ms() + 10000, &res);
+    ex_sandbox_free(sb);
+    assert_int_equal(res.exec_errno, ENOENT);
+    assert_int_equal(res.exit_code, 127);
+
+    /* Cancel ends the process group. */
+    char *tree[] = {"/bin/sh", "-c", "sleep 71 & echo $!; sleep 72", NULL};
+    start(&r, rl, &k_lim, tree);
+    int p = 0;
+    for (int i = 0; i < 500 && sscanf(read_file(r.log), "%d", &p) != 1; i++)
+        usleep(10000);
+    assert_true(p > 0);
+    ex_sandbox_cancel(r.sb);
+    ex_sandbox_wait(r.sb, ex_now_ms() + 10000, &r.res);
+    ex_sandbox_free(r.sb);
+    assert_int_equal(r.res.how, EX_END_CANCELLED);
+    assert_int_equal(r.res.left, 0);
+    assert_false(pid_alive(p));
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], "hog") == 0)
@@ -447,6 +557,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_fork_bomb_is_contained),
         cmocka_unit_test(test_drop_to_unprivileged_user),
         cmocka_unit_test(test_rlimit_fallback),
+        cmocka_unit_test(test_rlimit_spawn_without_copy),
     };
     return cmocka_run_group_tests(tests, setup_all, teardown_all);
 }
