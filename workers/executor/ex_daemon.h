@@ -96,6 +96,12 @@ typedef struct ex_daemon {
     ex_job *jobs;
     int used_slots;
 
+    /* ex_report.c: reports waiting to be combined into one call */
+    pthread_mutex_t rep_mu;
+    pthread_cond_t rep_cv;
+    struct ex_rep_item *rep_queue; /* oldest first */
+    int rep_leaders;               /* calls to halleyd in flight */
+
     /* ex_guard.c; guard_mu guards guard_fd (job threads write to it) */
     pthread_mutex_t guard_mu;
     int guard_fd;      /* write end of the guardian's pipe; -1 none */

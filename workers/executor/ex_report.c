@@ -9,6 +9,17 @@
  * answered anything but "try again". A report is a compare-and-set
  * (expected state + expected attempt), so re-sending one that already
  * landed is harmless: it comes back ABORTED and is dropped.
+ *
+ * Combining: job threads report at the same moment (a whole slot round
+ * starts and ends together), and one TransitionInstance call per report
+ * costs halleyd and the connection far more than the rows. A report is
+ * therefore queued; while fewer than REP_LEADERS calls are in flight its
+ * thread becomes a leader and sends every queued report (at most
+ * REP_BATCH_MAX, its own first) as one TransitionInstances call, whose items
+ * keep their own compare-and-set and their own answer; otherwise it waits
+ * until a leader has answered it. A lone report goes as a TransitionInstance
+ * call, as before. A call that fails as a whole gives every item its
+ * status, and each thread retries its own report as it always did.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -22,6 +33,7 @@
 #include "ex_daemon.h"
 #include "orr_json.h"
 #include "orr_log.h"
+#include "orr_rpc_codec.h"
 
 static const char *const state_names[] = {
     "unspecified", "waiting", "ready",     "dispatched", "running",        "success",
@@ -72,6 +84,110 @@ static orr_status outbox_write(const ex_daemon *d, const ex_report *r, orr_err *
     return s;
 }
 
+/* ------------------------------------------------------------ combining */
+
+#define REP_LEADERS   2
+#define REP_BATCH_MAX 256
+
+typedef struct ex_rep_item {
+    HL(TransitionRequest) * rq;
+    orr_status s;
+    orr_err *err;
+    int taken; /* in a leader's call */
+    int done;  /* answered: s and *err set */
+    struct ex_rep_item *next;
+} ex_rep_item;
+
+/* Send items (n >= 1) as one call and set each one's status. */
+static void rep_send(ex_daemon *d, ex_rep_item **items, size_t n)
+{
+    orr_err e;
+    orr_err_clear(&e);
+    if (n == 1) {
+        ProtobufCMessage *resp = NULL;
+        items[0]->s = ex_halley(d, "TransitionInstance", &items[0]->rq->base, &resp, items[0]->err);
+        if (resp)
+            protobuf_c_message_free_unpacked(resp, NULL);
+        return;
+    }
+    HL(TransitionRequest) * rqs[REP_BATCH_MAX];
+    for (size_t i = 0; i < n; i++)
+        rqs[i] = items[i]->rq;
+    HL(TransitionBatchRequest) brq = HL_INIT(TRANSITION_BATCH_REQUEST);
+    brq.items = rqs;
+    brq.n_items = n;
+    ProtobufCMessage *resp = NULL;
+    orr_status s = ex_halley(d, "TransitionInstances", &brq.base, &resp, &e);
+    HL(TransitionBatchResponse) *r = (HL(TransitionBatchResponse) *)resp;
+    if (s == ORR_OK && r->n_results != n)
+        s = orr_err_set(&e, ORR_EINTERNAL, NULL, "halleyd answered %zu results for %zu items",
+                        r->n_results, n);
+    for (size_t i = 0; i < n; i++) {
+        if (s != ORR_OK) {
+            items[i]->s = s;
+            *items[i]->err = e;
+            continue;
+        }
+        const HL(TransitionResult) *x = r->results[i];
+        items[i]->s = x->code == 0 ? ORR_OK : orr_rpc_status_from_grpc((grpc_status_code)x->code);
+        if (items[i]->s != ORR_OK)
+            orr_err_set(items[i]->err, items[i]->s, x->field && x->field[0] ? x->field : NULL, "%s",
+                        x->message ? x->message : "");
+    }
+    if (resp)
+        protobuf_c_message_free_unpacked(resp, NULL);
+}
+
+/* One TransitionInstance, combined with the reports of other threads that
+ * come at the same moment (see the top of the file). */
+static orr_status rep_call(ex_daemon *d, HL(TransitionRequest) * rq, orr_err *err)
+{
+    ex_rep_item me = {.rq = rq, .err = err};
+    pthread_mutex_lock(&d->rep_mu);
+    ex_rep_item **tail = &d->rep_queue;
+    while (*tail)
+        tail = &(*tail)->next;
+    *tail = &me;
+    while (!me.done && (me.taken || d->rep_leaders >= REP_LEADERS))
+        pthread_cond_wait(&d->rep_cv, &d->rep_mu);
+    if (me.done) {
+        pthread_mutex_unlock(&d->rep_mu);
+        return me.s;
+    }
+    /* Lead: take our item and what queued, at most one per instance (the
+     * next leader takes a second report on the same instance). */
+    ex_rep_item *batch[REP_BATCH_MAX];
+    size_t n = 0;
+    for (ex_rep_item **pp = &d->rep_queue; *pp && n < REP_BATCH_MAX;) {
+        ex_rep_item *it = *pp;
+        int dup = 0;
+        for (size_t i = 0; i < n && !dup; i++)
+            dup = batch[i]->rq->instance_id == it->rq->instance_id;
+        if (it != &me && (dup || n == 0)) { /* our own item goes first */
+            pp = &it->next;
+            continue;
+        }
+        *pp = it->next;
+        it->next = NULL;
+        it->taken = 1;
+        batch[n++] = it;
+        if (it == &me)
+            pp = &d->rep_queue; /* scan again from the head for the others */
+    }
+    d->rep_leaders++;
+    pthread_mutex_unlock(&d->rep_mu);
+
+    rep_send(d, batch, n);
+
+    pthread_mutex_lock(&d->rep_mu);
+    d->rep_leaders--;
+    for (size_t i = 0; i < n; i++)
+        batch[i]->done = 1;
+    pthread_cond_broadcast(&d->rep_cv);
+    pthread_mutex_unlock(&d->rep_mu);
+    return me.s;
+}
+
 static int retryable(orr_status s)
 {
     return s == ORR_EUNAVAIL || s == ORR_ETIMEOUT || s == ORR_EINTERNAL || s == ORR_EIO ||
@@ -116,13 +232,10 @@ orr_status ex_report_send(ex_daemon *d, const ex_report *r, int persist, int *no
     int delay = 200, tries = 0;
     orr_status s;
     for (;;) {
-        ProtobufCMessage *resp = NULL;
-        s = ex_halley(d, "TransitionInstance", &rq.base, &resp, err);
+        s = rep_call(d, &rq, err);
         tries++;
-        if (s == ORR_OK) {
-            protobuf_c_message_free_unpacked(resp, NULL);
+        if (s == ORR_OK)
             break;
-        }
         if (!retryable(s))
             break;
         if (atomic_load(&d->stopping)) {

@@ -534,6 +534,8 @@ static int serve(orr_daemon *od, int argc, char **argv)
     memset(&d, 0, sizeof d);
     pthread_mutex_init(&d.mu, NULL);
     pthread_mutex_init(&d.guard_mu, NULL);
+    pthread_mutex_init(&d.rep_mu, NULL);
+    pthread_cond_init(&d.rep_cv, NULL);
     d.guard_fd = d.guard_lock_fd = -1;
     atomic_store(&d.fenced, 1); /* until ZooKeeper has answered once */
     char hostname[256] = "";
@@ -673,6 +675,8 @@ out:
     orr_rpc_client_destroy(d.halley_worker);
     pthread_mutex_destroy(&d.mu);
     pthread_mutex_destroy(&d.guard_mu);
+    pthread_mutex_destroy(&d.rep_mu);
+    pthread_cond_destroy(&d.rep_cv);
     return rc;
 }
 
