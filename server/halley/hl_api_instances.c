@@ -524,7 +524,8 @@ HL_UNARY(hl_api_get_instance)
         hl_fill_instance(a, r, 0, in);
         in->params_json = (char *)hl_val(r, 0, HL_INSTANCE_NCOLS + 1);
         in->from_scratch = hl_val_bool(r, 0, HL_INSTANCE_NCOLS + 2);
-        s = hl__fill_deps(c, a, in, err);
+        if (!rq->without_deps) /* an executor reads the row alone, once per run */
+            s = hl__fill_deps(c, a, in, err);
     }
     hl_db_put(hc->db, c);
     if (s == ORR_OK)

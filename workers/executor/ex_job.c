@@ -189,6 +189,7 @@ static void run_job(ex_daemon *d, ex_job *j, orr_arena *a)
 {
     HL(GetInstanceRequest) giq = HL_INIT(GET_INSTANCE_REQUEST);
     giq.id = j->instance_id;
+    giq.without_deps = 1; /* the row alone: no dependency states */
     HL(Instance) *in = NULL;
     HL(Task) *task = NULL;
     job_spec js = {0};

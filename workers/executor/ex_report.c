@@ -199,6 +199,7 @@ static int read_state(ex_daemon *d, int64_t id)
 {
     HL(GetInstanceRequest) rq = HL_INIT(GET_INSTANCE_REQUEST);
     rq.id = id;
+    rq.without_deps = 1; /* the row alone: no dependency states */
     ProtobufCMessage *resp = NULL;
     orr_err e;
     if (ex_halley(d, "GetInstance", &rq.base, &resp, &e) != ORR_OK)

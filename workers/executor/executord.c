@@ -252,6 +252,7 @@ static void check_killed(ex_daemon *d)
     for (int i = 0; i < n; i++) {
         HL(GetInstanceRequest) rq = HL_INIT(GET_INSTANCE_REQUEST);
         rq.id = ids[i];
+        rq.without_deps = 1; /* the row alone: no dependency states */
         ProtobufCMessage *resp = NULL;
         orr_err e;
         if (ex_halley(d, "GetInstance", &rq.base, &resp, &e) != ORR_OK)

@@ -481,6 +481,17 @@ static void test_instances(const hlt_db *db)
               "downstream of the hourly instance");
     if (in)
         FREE(in);
+    /* without_deps: the row alone (what an executor reads once per run). */
+    gi.id = dn ? dn->id : 0;
+    gi.without_deps = 1;
+    in = NULL;
+    HLT_CHECK(hlt_call(cl, "GetInstance", &gi, &in, &err) == ORR_OK && dn && in->id == dn->id &&
+                  in->task_id == dn->task_id && in->state == dn->state && in->n_upstreams == 0 &&
+                  in->n_downstreams == 0,
+              "without_deps: the instance without its dependency states (%s)", err.msg);
+    if (in)
+        FREE(in);
+    gi.without_deps = 0;
     Orrery__Halley__V1__ListInstancesRequest lq = ORRERY__HALLEY__V1__LIST_INSTANCES_REQUEST__INIT;
     lq.task_id = t_up;
     Orrery__Halley__V1__InstanceState states[1] = {
