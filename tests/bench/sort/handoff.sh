@@ -150,3 +150,15 @@ awk -v n="$N" -v ns="$NS" -v a="$t0" -v b="$t1" -v c="$t2" -v d="$t3" -v r2="$rs
     for (i = 1; i <= k; i++) { t += cs[i]; l = l sprintf(" %.2f", cs[i] * 1e6 / n) }
     printf "CPU s per 1M records two stages: sortd%s, redis %.2f; one process: sortd %.2f, redis %.2f\n", l, (rb - ra) * 1e6 / n, c1 * 1e6 / n, (rd - rc) * 1e6 / n
 }'
+# Records that reached a write stage after their hour had closed there (they
+# land in extra files) and the files landed, from each sortd's final stats.
+stat_of() { # stat_of TAG FIELD
+    grep -o "\"$2\": *[0-9]*" "$T/$1.out" | tail -1 | grep -o '[0-9]*$' || echo "?"
+}
+late2="" files2=""
+for i in $(seq 0 $((NS - 1))); do
+    late2="$late2 $(stat_of "write$i" late)"
+    files2="$files2 $(stat_of "write$i" files)"
+done
+echo "late records         write stage(s):$late2; one process: $(stat_of single late)"
+echo "files landed         write stage(s):$files2; one process: $(stat_of single files)"

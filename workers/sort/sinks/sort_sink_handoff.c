@@ -63,6 +63,7 @@ struct sort_handoff {
     uint64_t *len;       /* per stream: length when last read */
     size_t buffered;     /* raw bytes in open packs */
     int64_t dirty_since; /* monotonic ms of the first advance since a flush; -1: none */
+    int64_t low_bucket;  /* at most the oldest bucket of an open pack with records */
 
     sort_off routed[SORT_MAX_PARTITIONS], safe[SORT_MAX_PARTITIONS];
     uint8_t has_routed[SORT_MAX_PARTITIONS], has_safe[SORT_MAX_PARTITIONS];
@@ -256,6 +257,7 @@ orr_status sort_handoff_open(const sort_spec *spec, const char *default_addr,
     h->spare = orr_xcalloc(HO_SPARE, sizeof *h->spare);
     h->marks = orr_xcalloc(HO_MARKS, sizeof *h->marks);
     h->window = SORT_HANDOFF_WINDOW;
+    h->low_bucket = INT64_MAX;
     for (size_t i = 0; i < h->nstreams; i++) {
         size_t n = strlen(spec->sinks.ho_key) + 24;
         h->keys[i] = orr_xmalloc(n);
@@ -341,6 +343,39 @@ static ho_slot *ho_slot_of(sort_handoff *h, uint64_t hash, const char *iface, si
     return s;
 }
 
+/* Packs leave in bucket order: send every open pack of a bucket before
+ * `before`, oldest bucket first. A write stage's data clock moves with the
+ * newest record it has read, so a pack of the next hour sent ahead of the
+ * last open packs of this one (a full pack, or the slot order of a flush)
+ * would make their records late there although they were read in order. */
+static orr_status ho_send_before(sort_handoff *h, int64_t before, orr_err *err)
+{
+    while (h->low_bucket < before) {
+        int64_t b = h->low_bucket, next = INT64_MAX;
+        for (size_t i = 0; i < h->cap; i++) {
+            ho_slot *s = &h->slots[i];
+            if (!s->b || s->b->count == 0)
+                continue;
+            if (s->bucket <= b) {
+                orr_status rc = ho_send(h, s, err);
+                if (rc != ORR_OK)
+                    return rc;
+            } else if (s->bucket < next) {
+                next = s->bucket;
+            }
+        }
+        h->low_bucket = next;
+    }
+    return ORR_OK;
+}
+
+/* Send the slot's pack, the open packs of older buckets first. */
+static orr_status ho_send_ordered(sort_handoff *h, ho_slot *s, orr_err *err)
+{
+    orr_status rc = ho_send_before(h, s->bucket, err);
+    return rc != ORR_OK ? rc : ho_send(h, s, err);
+}
+
 orr_status sort_handoff_add(sort_handoff *h, const char *iface, size_t iface_len,
                             int64_t bucket_start, int64_t time_ms, uint32_t partition, sort_off off,
                             const char *rec, size_t len, orr_err *err)
@@ -366,16 +401,18 @@ orr_status sort_handoff_add(sort_handoff *h, const char *iface, size_t iface_len
     size_t before = orr_pack_raw_len(s->b);
     orr_status rc = orr_pack_add_timed(s->b, o, time_ms, rec, len, err);
     if (rc == ORR_ETOOBIG && s->b->count > 0) { /* full: send it, start again */
-        if ((rc = ho_send(h, s, err)) != ORR_OK)
+        if ((rc = ho_send_ordered(h, s, err)) != ORR_OK)
             return rc;
         before = 0;
         rc = orr_pack_add_timed(s->b, o, time_ms, rec, len, err);
     }
     if (rc != ORR_OK)
         return rc;
+    if (bucket_start < h->low_bucket)
+        h->low_bucket = bucket_start;
     h->buffered += orr_pack_raw_len(s->b) - before;
     if ((int64_t)orr_pack_raw_len(s->b) >= h->spec->sinks.ho_pack_bytes)
-        return ho_send(h, s, err);
+        return ho_send_ordered(h, s, err);
     return ORR_OK;
 }
 
@@ -459,7 +496,9 @@ static orr_status ho_send_all(sort_handoff *h, orr_err *err)
     uint8_t has[SORT_MAX_PARTITIONS];
     memcpy(upto, h->routed, sizeof upto);
     memcpy(has, h->has_routed, sizeof has);
-    orr_status rc = ORR_OK;
+    orr_status rc = ho_send_before(h, INT64_MAX, err); /* oldest bucket first */
+    if (rc != ORR_OK)
+        return rc;
     for (size_t i = 0; i < h->cap; i++) {
         ho_slot *s = &h->slots[i];
         if (!s->b)
