@@ -194,17 +194,19 @@ static int retryable(orr_status s)
            s == ORR_EAGAIN;
 }
 
-/* The instance's state now, or -1. */
-static int read_state(ex_daemon *d, int64_t id)
+/* The instance's state now, or -1; its attempt in *attempt. */
+static int read_state(ex_daemon *d, int64_t id, int *attempt)
 {
     HL(GetInstanceRequest) rq = HL_INIT(GET_INSTANCE_REQUEST);
     rq.id = id;
     rq.without_deps = 1; /* the row alone: no dependency states */
     ProtobufCMessage *resp = NULL;
     orr_err e;
+    *attempt = -1;
     if (ex_halley(d, "GetInstance", &rq.base, &resp, &e) != ORR_OK)
         return -1;
     int st = (int)((HL(Instance) *)resp)->state;
+    *attempt = ((HL(Instance) *)resp)->attempt;
     protobuf_c_message_free_unpacked(resp, NULL);
     return st;
 }
@@ -261,7 +263,19 @@ orr_status ex_report_send(ex_daemon *d, const ex_report *r, int persist, int *no
         return ORR_OK;
     }
     if (s == ORR_ECONFLICT || s == ORR_ESTATE) {
-        int st = read_state(d, r->instance_id);
+        int att;
+        int st = read_state(d, r->instance_id, &att);
+        /* Our own earlier try may have landed: halleyd committed it, then its
+         * answer was lost (a deadline, a halleyd gone before it replied) and
+         * the retry found the move made. The same state at the same attempt
+         * is this report delivered, not a move by someone else. */
+        if (st == r->to && att == r->attempt) {
+            ORR_INFO("instance state already reported", "instance=%lld attempt=%d to=%s tries=%d",
+                     (long long)r->instance_id, r->attempt, ex_state_name(r->to), tries);
+            if (now_state)
+                *now_state = r->to;
+            return ORR_OK;
+        }
         ORR_INFO("instance moved by someone else", "instance=%lld wanted=%s now=%s",
                  (long long)r->instance_id, ex_state_name(r->to), ex_state_name(st));
         if (now_state)

@@ -155,9 +155,9 @@ def wait_state(iid, states, timeout=30.0):
                          f"{state_name(last.state)} reason={last.reason!r}\n{EX.daemon_log()[-3000:]}")
 
 
-def make_instance(config, **spec_extra):
-    """A task (REST), one instance of it (REST backfill), moved to dispatched
-    on our executor (gRPC, as keplerd would). Returns (task id, instance id)."""
+def make_instance_ready(config, **spec_extra):
+    """A task (REST) and one instance of it (REST backfill), moved to ready.
+    Returns (task id, instance id)."""
     COUNTER[0] += 1
     spec = {"name": f"ex_it_{COUNTER[0]}", "team": "etl", "type": "shell",
             "schedule": "0 * * * *", "timezone": "UTC", "config": config}
@@ -173,10 +173,23 @@ def make_instance(config, **spec_extra):
     rpc("TransitionInstance", PB.TransitionRequest(
         instance_id=iid, expected_state=S.Value("INSTANCE_STATE_WAITING"),
         new_state=S.Value("INSTANCE_STATE_READY"), actor="kepler"), PB.TransitionResult)
+    return tid, iid
+
+
+def dispatch(iid):
+    """ready -> dispatched on our executor (gRPC, as keplerd would)."""
+    S = PB.InstanceState
     rpc("TransitionInstance", PB.TransitionRequest(
         instance_id=iid, expected_state=S.Value("INSTANCE_STATE_READY"),
         new_state=S.Value("INSTANCE_STATE_DISPATCHED"), actor="kepler", executor=EX.id),
         PB.TransitionResult)
+
+
+def make_instance(config, **spec_extra):
+    """A task (REST), one instance of it (REST backfill), moved to dispatched
+    on our executor (gRPC, as keplerd would). Returns (task id, instance id)."""
+    tid, iid = make_instance_ready(config, **spec_extra)
+    dispatch(iid)
     return tid, iid
 
 
@@ -526,6 +539,58 @@ class Executord(unittest.TestCase):
         self.assertEqual(body, "line1\nline2\nline3\nline4\n")
         self.assertGreater(took, 0.8)  # it waited for the lines as they came
         wait_state(iid, ("success",))
+
+    def test_w_report_landed_but_answer_lost(self):
+        # halleyd commits the dispatched -> running move but executord never
+        # hears the answer (its call's deadline passes first), so its retry
+        # finds the move made. That is its own report delivered: the command
+        # must run. Built by construction: a trigger makes that one UPDATE
+        # wait for an advisory lock the test holds until executord has logged
+        # its retry; then the first UPDATE commits.
+        lock_key = 7_000_000 + os.getpid() % 1_000_000
+        holder = subprocess.Popen(["psql", P.dsn, "-qAt", "-v", "ON_ERROR_STOP=1"],
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        trigger = f"orr_it_hold_{os.getpid()}"
+        try:
+            holder.stdin.write(f"SELECT pg_advisory_lock({lock_key});\n")
+            holder.stdin.flush()
+            self.assertEqual(holder.stdout.readline().strip(), "")  # the lock is ours
+            tid, iid = make_instance_ready({"command": "echo ran"})
+            subprocess.run(["psql", P.dsn, "-qAt", "-v", "ON_ERROR_STOP=1", "-c", f"""
+                CREATE FUNCTION {trigger}() RETURNS trigger LANGUAGE plpgsql AS $$
+                BEGIN PERFORM pg_advisory_xact_lock({lock_key}); RETURN NEW; END $$;
+                CREATE TRIGGER {trigger} BEFORE UPDATE ON instances FOR EACH ROW
+                WHEN (NEW.id = {iid} AND NEW.state = 'running' AND OLD.state = 'dispatched')
+                EXECUTE FUNCTION {trigger}();"""], check=True, capture_output=True)
+            dispatch(iid)
+            marker = "report failed, retrying"
+            deadline = time.time() + 60
+            while time.time() < deadline:
+                log = EX.daemon_log()
+                if any(marker in ln and f"instance={iid} " in ln for ln in log.splitlines()):
+                    break
+                time.sleep(0.1)
+            else:
+                self.fail("executord never retried the held report\n" + EX.daemon_log()[-3000:])
+            self.assertEqual(state_name(instance(iid).state), "dispatched")
+            holder.stdin.write(f"SELECT pg_advisory_unlock({lock_key});\n")
+            holder.stdin.flush()
+            self.assertEqual(holder.stdout.readline().strip(), "t")
+            inst = wait_state(iid, ("success", "failed"), timeout=60)
+            self.assertEqual(state_name(inst.state), "success", inst.reason)
+            self.assertEqual(inst.attempt, 1)
+            log = EX.daemon_log()
+            self.assertTrue(any("instance state already reported" in ln and f"instance={iid} " in ln
+                                for ln in log.splitlines()), log[-3000:])
+            status, body = EX.get_log(iid)
+            self.assertEqual(status, 200)
+            self.assertIn("ran", body)
+        finally:
+            subprocess.run(["psql", P.dsn, "-qAt", "-c",
+                            f"DROP TRIGGER IF EXISTS {trigger} ON instances; "
+                            f"DROP FUNCTION IF EXISTS {trigger}()"], capture_output=True)
+            holder.stdin.close()
+            holder.wait(timeout=20)
 
     def test_y_lost_report_is_retried_until_halley_returns(self):
         _, iid = make_instance({"command": "sleep 1; echo finished"})
