@@ -25,6 +25,7 @@
 #include "orr_rpc.h"
 #include "orr_rpc_codec.h"
 
+#include <arpa/inet.h>
 #include <grpc/grpc.h>
 #include <grpc/grpc_security.h>
 #include <grpc/support/time.h>
@@ -185,41 +186,50 @@ static orr_status cli_status(orr_rpc_client *c, grpc_status_code code, grpc_slic
 
 /* ------------------------------------------------------------ client */
 
-/* One element of an address list: "a.b.c.d:port" (4) or "[v6]:port" (6);
- * 0 for anything else (a host name, no port). */
+/* One element of an address list: "a.b.c.d:port" (4) or "[v6]:port" (6),
+ * the address as inet_pton reads it and the port 1-65535; 0 for anything
+ * else (a host name, no port, an octet over 255). */
 static int cli_addr_family(const char *s, size_t n)
 {
-    if (n == 0)
+    char host[64];
+    const char *colon;
+    int fam;
+    if (n == 0 || n >= sizeof host + 8)
         return 0;
-    const char *colon = NULL;
     if (s[0] == '[') {
         const char *close = memchr(s, ']', n);
         if (!close || close + 1 >= s + n || close[1] != ':')
             return 0;
         colon = close + 1;
+        fam = 6;
+        if ((size_t)(close - s - 1) >= sizeof host)
+            return 0;
+        memcpy(host, s + 1, (size_t)(close - s - 1));
+        host[close - s - 1] = '\0';
     } else {
+        colon = NULL;
         for (size_t i = 0; i < n; i++)
             if (s[i] == ':')
                 colon = s + i;
-        if (!colon)
+        if (!colon || (size_t)(colon - s) >= sizeof host)
             return 0;
-        int dots = 0;
-        for (const char *p = s; p < colon; p++) {
-            if (*p == '.')
-                dots++;
-            else if (*p < '0' || *p > '9')
-                return 0;
-        }
-        if (dots != 3)
-            return 0;
+        fam = 4;
+        memcpy(host, s, (size_t)(colon - s));
+        host[colon - s] = '\0';
     }
+    unsigned char addr[16];
+    if (inet_pton(fam == 4 ? AF_INET : AF_INET6, host, addr) != 1)
+        return 0;
     size_t plen = (size_t)(s + n - colon - 1);
     if (plen == 0 || plen > 5)
         return 0;
-    for (const char *p = colon + 1; p < s + n; p++)
+    long port = 0;
+    for (const char *p = colon + 1; p < s + n; p++) {
         if (*p < '0' || *p > '9')
             return 0;
-    return s[0] == '[' ? 6 : 4;
+        port = port * 10 + (*p - '0');
+    }
+    return port >= 1 && port <= 65535 ? fam : 0;
 }
 
 /* The gRPC target for a configured address. "host:port" or a URI with a

@@ -715,8 +715,11 @@ static void test_address_list_failover(void **state)
     orr_rpc_client_destroy(c);
     orr_rpc_server_destroy(b);
 
-    const char *bad[] = {"halley-a:7070,halley-b:7070", "127.0.0.1:7070,", "127.0.0.1,127.0.0.2:1",
-                         "127.0.0.1:7070,[::1]:7070", "127.0.0.1:123456,127.0.0.1:1"};
+    const char *bad[] = {"halley-a:7070,halley-b:7070",   "127.0.0.1:7070,",
+                         "127.0.0.1,127.0.0.2:1",         "127.0.0.1:7070,[::1]:7070",
+                         "127.0.0.1:123456,127.0.0.1:1",  "127.0.0.1:99999,127.0.0.2:7070",
+                         "10.0.0.256:7070,10.0.0.2:7070", "10.0.0.2:0,10.0.0.3:7070",
+                         "10.0.0:7070,10.0.0.3:7070",     "[fd00::zz]:7070,[fd00::3]:7070"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         c = NULL;
         assert_int_equal(orr_rpc_client_create(SVC, bad[i], TOKEN, &c, &err), ORR_EINVAL);
