@@ -17,7 +17,11 @@
 # records do not depend on what else runs on the machine, the rates do.
 # Needs ORRERY_REDIS=host:port
 # (deploy/stack.sh env). Bounded: each wait gives up after
-# SORT_HANDOFF_SECONDS (default 300).
+# SORT_HANDOFF_SECONDS (default 300). Units roll each second (roll_age_ms
+# 1000), so the slower path lands more files: both counts are printed, and
+# so are records that reached a write stage after their hour had closed
+# there. The run-queue wait (schedstat, threads summed) is time a sortd was
+# runnable but had no CPU: on a loaded machine most of the wall time.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../../.." && pwd)
 BUILD=${1:-$ROOT/build}
@@ -97,6 +101,9 @@ HZ=$(getconf CLK_TCK)
 cpu_of() { # cpu_of PID: user + system seconds
     awk -v hz="$HZ" '{ sub(/^.*\) /, ""); printf "%.2f", ($12 + $13) / hz }' "/proc/$1/stat"
 }
+rq_of() { # rq_of PID: seconds its threads waited for a CPU (run queue, schedstat)
+    cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{ s += $2 } END { printf "%.2f", s / 1e9 }'
+}
 redis_cpu() {
     rcli INFO cpu | tr -d '\r' | awk -F: '/^used_cpu_(user|sys):/ { s += $2 } END { printf "%.2f", s }'
 }
@@ -120,9 +127,11 @@ t1=$(date +%s.%N)
 rc1=$(redis_cpu)
 rss2=""
 cpu2=""
+rq2=""
 for p in "${pids[@]}"; do
     rss2="$rss2 $(rss_of "$p")"
     cpu2="$cpu2 $(cpu_of "$p")"
+    rq2="$rq2 $(rq_of "$p")"
 done
 stop_all
 [ "$(landed "$T/blob.two")" = "$N" ] || { echo "FAIL: two stages landed $(landed "$T/blob.two") of $N" >&2; exit 1; }
@@ -138,6 +147,7 @@ t3=$(date +%s.%N)
 rc3=$(redis_cpu)
 rss1=$(rss_of "${pids[0]}")
 cpu1=$(cpu_of "${pids[0]}")
+rq1=$(rq_of "${pids[0]}")
 stop_all
 [ "$(landed "$T/blob.one")" = "$N" ] || { echo "FAIL: one process landed $(landed "$T/blob.one") of $N" >&2; exit 1; }
 awk -v n="$N" -v ns="$NS" -v a="$t0" -v b="$t1" -v c="$t2" -v d="$t3" -v r2="$rss2" -v r1="$rss1" \
@@ -161,4 +171,5 @@ for i in $(seq 0 $((NS - 1))); do
     files2="$files2 $(stat_of "write$i" files)"
 done
 echo "late records         write stage(s):$late2; one process: $(stat_of single late)"
+echo "run-queue wait (s)   two stages:$rq2; one process: $rq1 (threads summed: time runnable but not running)"
 echo "files landed         write stage(s):$files2; one process: $(stat_of single files)"
