@@ -28,6 +28,7 @@ BUILD=${1:-$ROOT/build}
 N=${SORT_HANDOFF_RECORDS:-1000000}
 NS=${SORT_HANDOFF_STREAMS:-1}
 LIMIT_S=${SORT_HANDOFF_SECONDS:-300}
+MAXP=${SORT_HANDOFF_MAX_PACKS:-1024}
 T=${SORT_BENCH_DIR:-/tmp/sort-handoff-bench}
 SORTD=$BUILD/bin/sortd
 GEN=$BUILD/bin/sort_gen
@@ -67,7 +68,7 @@ spec() { # spec NAME GROUP SINKS
  "check": {"clock": "data", "grace_ms": 0}$3}
 JSON
 }
-spec hob two ", \"sinks\": {\"files\": false, \"handoff\": {\"key\": \"$HK\", \"streams\": $NS}}" >"$T/two.json"
+spec hob two ", \"sinks\": {\"files\": false, \"handoff\": {\"key\": \"$HK\", \"streams\": $NS, \"max_packs\": $MAXP}}" >"$T/two.json"
 spec hos one "" >"$T/one.json"
 "$XADD" --redis "$ORRERY_REDIS" --key "$RAW" --in "$T/in" --records "$N" --seconds "$LIMIT_S" >/dev/null
 rcli XGROUP CREATE "$RAW" two 0 >/dev/null
@@ -171,5 +172,6 @@ for i in $(seq 0 $((NS - 1))); do
     files2="$files2 $(stat_of "write$i" files)"
 done
 echo "late records         write stage(s):$late2; one process: $(stat_of single late)"
+echo "parse stage paused   $(stat_of parse handoff_waits) times for room (a stream held max_packs $MAXP packs not yet landed)"
 echo "run-queue wait (s)   two stages:$rq2; one process: $rq1 (threads summed: time runnable but not running)"
 echo "files landed         write stage(s):$files2; one process: $(stat_of single files)"
