@@ -230,9 +230,9 @@ static void pipe_route_batch(sort_pipeline *p, sort_batch *b)
         sort_route r;
         /* Routed by a parse stage (sort_preroute.h): no parse, unless a
          * sink needs the fields (vals would be stale). */
-        int routed = e->ulen > 0 && !s->sinks.pg &&
-                     sort_preroute(s, b->data.data + e->upos, e->ulen, e->ubucket, e->utime_ms,
-                                   &r) == 0;
+        int routed =
+            e->ulen > 0 && !s->sinks.pg &&
+            sort_preroute(s, b->data.data + e->upos, e->ulen, e->ubucket, e->utime_ms, &r) == 0;
         if (!routed && (p->fmt->parse(s, rec, e->len, p->vals, &why) != 0 ||
                         sort_record_route(s, p->vals, &r, &why) != 0)) {
             sort_reject_add(&p->rej, e->partition, e->off, why, rec, e->len);
