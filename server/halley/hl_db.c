@@ -253,6 +253,22 @@ static void hl__pqclear(void *p)
     PQclear(p);
 }
 
+/* A query's result r: an error marks c as hl__fail says; else r is handed
+ * to *res (freed with arena a) or, when res is NULL, freed now. */
+static orr_status hl__result(hl_conn *c, orr_arena *a, PGresult *r, PGresult **res, orr_err *err)
+{
+    ExecStatusType t = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
+    if (t != PGRES_TUPLES_OK && t != PGRES_COMMAND_OK)
+        return hl__fail(c, r, err);
+    if (res) {
+        orr_arena_on_cleanup(a, hl__pqclear, r);
+        *res = r;
+    } else {
+        PQclear(r);
+    }
+    return ORR_OK;
+}
+
 orr_status hl_db_query_once(hl_db *db, orr_arena *a, hl_stmt *st, int n, const char *const *params,
                             PGresult **res, orr_err *err)
 {
@@ -291,17 +307,7 @@ orr_status hl_db_query(hl_conn *c, orr_arena *a, hl_stmt *st, int n, const char 
         PQclear(p);
         c->prepared[id] = 1;
     }
-    PGresult *r = PQexecPrepared(c->pg, name, n, params, NULL, NULL, 0);
-    ExecStatusType t = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
-    if (t != PGRES_TUPLES_OK && t != PGRES_COMMAND_OK)
-        return hl__fail(c, r, err);
-    if (res) {
-        orr_arena_on_cleanup(a, hl__pqclear, r);
-        *res = r;
-    } else {
-        PQclear(r);
-    }
-    return ORR_OK;
+    return hl__result(c, a, PQexecPrepared(c->pg, name, n, params, NULL, NULL, 0), res, err);
 }
 
 orr_status hl_db_query_custom(hl_conn *c, orr_arena *a, const hl_stmt *st, int n,
@@ -309,17 +315,7 @@ orr_status hl_db_query_custom(hl_conn *c, orr_arena *a, const hl_stmt *st, int n
 {
     if (c->broken || !c->pg)
         return orr_err_set(err, ORR_EUNAVAIL, NULL, "PostgreSQL unavailable");
-    PGresult *r = PQexecParams(c->pg, st->sql, n, NULL, params, NULL, NULL, 0);
-    ExecStatusType t = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
-    if (t != PGRES_TUPLES_OK && t != PGRES_COMMAND_OK)
-        return hl__fail(c, r, err);
-    if (res) {
-        orr_arena_on_cleanup(a, hl__pqclear, r);
-        *res = r;
-    } else {
-        PQclear(r);
-    }
-    return ORR_OK;
+    return hl__result(c, a, PQexecParams(c->pg, st->sql, n, NULL, params, NULL, NULL, 0), res, err);
 }
 
 orr_status hl_db_cmd(hl_conn *c, const char *sql, orr_err *err)
