@@ -20,10 +20,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <jansson.h>
-
 #include "orr_pack.h"
 #include "sort_sink_handoff.h"
+#include "sort_ho_it.h"
 #include "sort_spec.h"
 
 #define UNITS  3
@@ -43,17 +42,7 @@ static int failures;
         }                                                                                          \
     } while (0)
 
-static const sort_source_ops plain_ops = {.name = "test"}; /* off64: lo, hi 0 */
-
-static redisReply *cmd(redisContext *c, const char *fmt, const char *arg)
-{
-    redisReply *r = arg ? redisCommand(c, fmt, arg) : redisCommand(c, fmt);
-    if (!r) {
-        fprintf(stderr, "FAIL: redis: %s\n", c->errstr);
-        exit(1);
-    }
-    return r;
-}
+#define cmd sort_ho_it_cmd
 
 /* The record of unit u, round r, number i: "id|ts|iface"; its offset. */
 static uint64_t rec_off(int r, int i, int u)
@@ -91,39 +80,15 @@ int main(void)
         fprintf(stderr, "FAIL: ORRERY_REDIS is not set\n");
         return 1;
     }
-    char host[256], key[128], text[2048];
-    snprintf(host, sizeof host, "%.*s", (int)(strrchr(addr, ':') - addr), addr);
-    int port = atoi(strrchr(addr, ':') + 1);
+    char key[128], stream[160];
     snprintf(key, sizeof key, "orr-it-howin-%d", (int)getpid());
-    snprintf(text, sizeof text,
-             "{\"name\":\"howin\",\"business\":\"b\","
-             "\"source\":{\"type\":\"file\",\"path\":\"/nonexistent\"},"
-             "\"format\":{\"type\":\"delimited\",\"delimiter\":\"|\",\"fields\":[\"id\",\"ts\","
-             "\"if\"]},\"interface\":{\"field\":\"if\"},"
-             "\"time\":{\"field\":\"ts\",\"format\":\"epoch_ms\"},\"bucket\":\"hour\","
-             "\"sinks\":{\"files\":false,\"handoff\":{\"key\":\"%s\",\"address\":\"%s\","
-             "\"streams\":1,\"max_packs\":100000,\"pack_size\":4096}}}",
-             key, addr);
-    json_error_t je;
-    json_t *doc = json_loads(text, 0, &je);
-    sort_spec *spec = NULL;
+    snprintf(stream, sizeof stream, "%s.0", key);
+    sort_spec *spec = sort_ho_it_spec("howin", key, addr);
     orr_err err;
     orr_err_clear(&err);
-    if (!doc || sort_spec_parse(doc, "spec", &spec, &err) != ORR_OK) {
-        fprintf(stderr, "FAIL: spec: %s %s\n", err.field, err.msg);
-        return 1;
-    }
-    json_decref(doc);
-    char stream[160];
-    snprintf(stream, sizeof stream, "%s.0", key);
-
-    redisContext *ctl = redisConnect(host, port);
-    if (!ctl || ctl->err) {
-        fprintf(stderr, "FAIL: cannot reach Redis at %s\n", addr);
-        return 1;
-    }
+    redisContext *ctl = sort_ho_it_connect(addr);
     freeReplyObject(cmd(ctl, "DEL %s", stream));
-    sort_source src = {&plain_ops};
+    sort_source src = {&sort_ho_it_plain_ops};
     sort_handoff *h = NULL;
     if (sort_handoff_open(spec, NULL, &src, NULL, &h, &err) != ORR_OK) {
         fprintf(stderr, "FAIL: open: %s\n", err.msg);
