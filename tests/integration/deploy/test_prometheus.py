@@ -23,7 +23,6 @@ instances made by a backfill are counted among the live states.
 Usage: test_prometheus.py BUILD_DIR (the stack of deploy/test.sh:
 ORRERY_PG_DSN, ORRERY_ZK).
 """
-import json
 import os
 import re
 import shutil
@@ -246,23 +245,8 @@ def scrape(tmp):
         stop(x)
 
         sport = orrery_it.free_port()
-        sdir = os.path.join(tmp, "sort")
-        os.makedirs(os.path.join(sdir, "in"))
-        with open(os.path.join(sdir, "in", "part-0"), "w") as f:
-            f.write("1|1714528800\n")
-        spec = os.path.join(sdir, "stream.json")
-        with open(spec, "w") as f:
-            json.dump({"name": "prom", "business": "bk",
-                       "source": {"type": "file", "path": os.path.join(sdir, "in")},
-                       "format": {"type": "delimited", "delimiter": "|", "fields": ["id", "ts"]},
-                       "interface": {"const": "it"},
-                       "time": {"field": "ts", "format": "epoch_s"},
-                       "bucket": "hour", "check": {"enabled": False}}, f)
-        env = dict(os.environ)
-        env.update({"ORRERY_SORT_METRICS_LISTEN": f"127.0.0.1:{sport}",
-                    "ORRERY_SORT_WORK_DIR": os.path.join(sdir, "work"),
-                    "ORRERY_SORT_STATE_DIR": os.path.join(sdir, "state"),
-                    "ORRERY_SORT_BLOB_ROOT": "file://" + os.path.join(sdir, "blob")})
+        spec, env = orrery_it.sortd_file_stream(os.path.join(tmp, "sort"), "prom",
+                                                ["1|1714528800"], sport)
         so = start(p, [p.bin("sortd"), "run", "--stream", spec], env, "sortd.log", sport,
                    "sortd metrics")
         wait_for(lambda: 'sortd_records_in_total{stream="prom"} 1' in get(sport, "/metrics")[1],

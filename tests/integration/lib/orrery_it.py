@@ -59,6 +59,29 @@ def wait_port(port, proc, what, timeout=20.0):
     raise RuntimeError(f"{what} did not listen on port {port} within {timeout} s")
 
 
+def sortd_file_stream(sdir, name, records, metrics_port):
+    """A sortd stream named name over one file in sdir/in holding records
+    ("id|epoch seconds" lines), for tests that need a sortd serving its
+    metrics: writes the spec, returns (spec path, env for `sortd run`)."""
+    os.makedirs(os.path.join(sdir, "in"))
+    with open(os.path.join(sdir, "in", "part-0"), "w") as f:
+        f.write("".join(line + "\n" for line in records))
+    spec = os.path.join(sdir, "stream.json")
+    with open(spec, "w") as f:
+        json.dump({"name": name, "business": "bk",
+                   "source": {"type": "file", "path": os.path.join(sdir, "in")},
+                   "format": {"type": "delimited", "delimiter": "|", "fields": ["id", "ts"]},
+                   "interface": {"const": "it"},
+                   "time": {"field": "ts", "format": "epoch_s"},
+                   "bucket": "hour", "check": {"enabled": False}}, f)
+    env = dict(os.environ)
+    env.update({"ORRERY_SORT_METRICS_LISTEN": f"127.0.0.1:{metrics_port}",
+                "ORRERY_SORT_WORK_DIR": os.path.join(sdir, "work"),
+                "ORRERY_SORT_STATE_DIR": os.path.join(sdir, "state"),
+                "ORRERY_SORT_BLOB_ROOT": "file://" + os.path.join(sdir, "blob")})
+    return spec, env
+
+
 def dsn_with_db(dsn, db):
     u = urllib.parse.urlsplit(dsn)
     return urllib.parse.urlunsplit((u.scheme, u.netloc, "/" + db, u.query, u.fragment))

@@ -227,25 +227,8 @@ def main():
 
         # ---- sortd: a file source that never ends, so it serves until stopped
         sport = orrery_it.free_port()
-        sdir = os.path.join(tmp, "sort")
-        os.makedirs(os.path.join(sdir, "in"))
-        with open(os.path.join(sdir, "in", "part-0"), "w") as f:
-            f.write("1|1714528800\n2|1714528801\n")
-        spec = os.path.join(sdir, "stream.json")
-        with open(spec, "w") as f:
-            json.dump({"name": "metrics", "business": "bk",
-                       "source": {"type": "file", "path": os.path.join(sdir, "in")},
-                       "format": {"type": "delimited", "delimiter": "|", "fields": ["id", "ts"]},
-                       "interface": {"const": "it"},
-                       "time": {"field": "ts", "format": "epoch_s"},
-                       "bucket": "hour", "check": {"enabled": False}}, f)
-        env = dict(os.environ)
-        env.update({
-            "ORRERY_SORT_METRICS_LISTEN": f"127.0.0.1:{sport}",
-            "ORRERY_SORT_WORK_DIR": os.path.join(sdir, "work"),
-            "ORRERY_SORT_STATE_DIR": os.path.join(sdir, "state"),
-            "ORRERY_SORT_BLOB_ROOT": "file://" + os.path.join(sdir, "blob"),
-        })
+        spec, env = orrery_it.sortd_file_stream(os.path.join(tmp, "sort"), "metrics",
+                                                ["1|1714528800", "2|1714528801"], sport)
         so = spawn(p, [p.bin("sortd"), "run", "--stream", spec], env, "sortd.log")
         orrery_it.wait_port(sport, so, "sortd metrics")
         wait_for(lambda: health(sport)[1].get("stream") == "metrics",
