@@ -17,13 +17,16 @@ operation must be listed in that operation's responses in
 static/openapi.json, so the document cannot fall behind what the routes
 really answer.
 """
+import atexit
 import json
 import os
 import re
 import secrets
+import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 import urllib.error
@@ -149,6 +152,18 @@ def http(base, method, path, body=None, token=None, headers=None, raw=None, time
     return resp
 
 
+# Log folders of platforms that ended cleanly, removed when the test process
+# exits (a test may still read a log after its `with` block); a failed
+# platform keeps its folder and names it on stderr.
+_CLEAN_LOG_DIRS = []
+
+
+@atexit.register
+def _drop_clean_logs():
+    for d in _CLEAN_LOG_DIRS:
+        shutil.rmtree(d, ignore_errors=True)
+
+
 class Platform:
     """halleyd + galaxyd (n copies) on a fresh database."""
 
@@ -239,6 +254,10 @@ class Platform:
             psql(self.admin_dsn, f'DROP DATABASE IF EXISTS "{self.db}" WITH (FORCE)')
         except subprocess.CalledProcessError:
             pass
+        if exc[0] is None:
+            _CLEAN_LOG_DIRS.append(self.tmp)
+        else:
+            sys.stderr.write(f"orrery_it: the servers' logs are kept in {self.tmp}\n")
         if exc[0] is None and SEEN:
             missing = undocumented_statuses(os.path.join(self.root, "static", "openapi.json"))
             if missing:
