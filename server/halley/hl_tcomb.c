@@ -26,8 +26,10 @@
  * blocked meanwhile), so nothing points into a leader's results. Each waiter
  * sleeps on its own condition variable: a leader that finishes wakes exactly
  * the items of its batch, and the queue's head (which may now lead), instead
- * of every waiting thread; so whenever fewer than HL_TCOMB_LEADERS lead and
- * the queue is not empty, its head has been woken or is about to check.
+ * of every waiting thread, and a head that takes a place while another is
+ * still free wakes the next head; so whenever fewer than HL_TCOMB_LEADERS
+ * lead and the queue is not empty, its head has been woken or is about to
+ * check.
  */
 #include "hl_tcomb.h"
 
@@ -258,6 +260,11 @@ orr_status hl_tcomb_transition(hl_ctx *hc, orr_arena *a, const hl_pb_transition_
             hl_titem *batch[HL_TCOMB_MAX];
             size_t n = hl__take(batch);
             hl_tc_leaders++;
+            /* Two places may have freed before this woken head got here
+             * (each finishing leader wakes the head it saw): pass the
+             * wake-up on, so no place idles while items wait. */
+            if (hl_tc_leaders < HL_TCOMB_LEADERS && hl_tc_head && hl_tc_head != &self)
+                pthread_cond_signal(&hl_tc_head->cv);
             pthread_mutex_unlock(&hl_tc_mu);
             hl__run_batch(hc, batch, n);
             pthread_mutex_lock(&hl_tc_mu);
