@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# compare.sh BEFORE_BUILD AFTER_BUILD [PAIRS=3] [CLIENTS=16] [SECONDS=5] -
+# bench_halley of two builds (each build's bench_halley starts its own
+# halleyd) against the running stack's PostgreSQL, alternating before, after
+# PAIRS times in one run, so both see the same load. Prints each run's
+# GetTask and TransitionInstance lines (rate, p50, p99, and the CPU per call
+# of halleyd, the client and PostgreSQL), then the medians.
+#
+# Needs a stack: ORRERY_STACK=pg ORRERY_STACK_DURABLE=1 deploy/stack.sh start;
+# eval "$(deploy/stack.sh env)" (ORRERY_VAR_DIR names it, for PostgreSQL's
+# CPU). Bounded: each run is 2 x SECONDS of load plus set-up. Not a ctest
+# test: figures go to docs/benchmarks.md.
+set -euo pipefail
+A=$(cd "${1:?usage: compare.sh BEFORE_BUILD AFTER_BUILD [PAIRS] [CLIENTS] [SECONDS]}" && pwd)
+B=$(cd "${2:?usage: compare.sh BEFORE_BUILD AFTER_BUILD [PAIRS] [CLIENTS] [SECONDS]}" && pwd)
+PAIRS=${3:-3}
+CLIENTS=${4:-16}
+SECS=${5:-5}
+: "${ORRERY_PG_DSN:?run inside a stack: eval \"\$(deploy/stack.sh env)\"}"
+declare -A TR=() P99=() GT=() PGC=() HLC=() CLC=() GHC=() GCC=()
+median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
+field() { grep -oE "$1=[0-9.]+" | head -n 1 | cut -d= -f2; }
+printf 'fsync=%s, %d clients, %d s per phase, load %s\n' "$(psql -XAt "$ORRERY_PG_DSN" -c 'show fsync')" \
+	"$CLIENTS" "$SECS" "$(cut -d' ' -f1-3 /proc/loadavg)"
+for ((r = 1; r <= PAIRS; r++)); do
+	for side in before after; do
+		build=$A
+		[[ $side == after ]] && build=$B
+		out=$("$build/bin/bench_halley" "$CLIENTS" "$SECS" 2>/dev/null)
+		tl=$(grep '^TransitionInstance' <<<"$out" | grep 'rate=')
+		tc=$(grep '^TransitionInstance' <<<"$out" | grep 'cpu per call')
+		gl=$(grep '^GetTask' <<<"$out" | grep 'rate=')
+		gc=$(grep '^GetTask' <<<"$out" | grep 'cpu per call')
+		printf '%-6s %s\n%-6s %s\n%-6s %s\n%-6s %s\n' "$side" "$gl" "$side" "$gc" "$side" "$tl" "$side" "$tc"
+		TR[$side]+="$(field rate <<<"$tl") "
+		P99[$side]+="$(field p99 <<<"$tl") "
+		PGC[$side]+="$(field postgres <<<"$tc") "
+		HLC[$side]+="$(field halleyd <<<"$tc") "
+		CLC[$side]+="$(field client <<<"$tc") "
+		GT[$side]+="$(field rate <<<"$gl") "
+		GHC[$side]+="$(field halleyd <<<"$gc") "
+		GCC[$side]+="$(field client <<<"$gc") "
+	done
+done
+printf '\nmedians of %d runs each (load now %s):\n' "$PAIRS" "$(cut -d' ' -f1-3 /proc/loadavg)"
+for side in before after; do
+	printf '%-6s TransitionInstance %s/s p99 %s ms, cpu/call postgres %s us halleyd %s us client %s us; GetTask %s/s, cpu/call halleyd %s us client %s us\n' \
+		"$side" "$(median <<<"${TR[$side]}")" "$(median <<<"${P99[$side]}")" \
+		"$(median <<<"${PGC[$side]}")" "$(median <<<"${HLC[$side]}")" "$(median <<<"${CLC[$side]}")" \
+		"$(median <<<"${GT[$side]}")" "$(median <<<"${GHC[$side]}")" "$(median <<<"${GCC[$side]}")"
+done
