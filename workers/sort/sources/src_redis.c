@@ -32,8 +32,20 @@
  * partition (packs per unit, sent in order, do); packs of different units
  * may interleave freely.
  *
+ * Reads in flight. Once the pending list is replayed, a read that brought
+ * entries sends the next XREADGROUP (">", BLOCK) before its entries are put
+ * in the batch, so Redis builds the next reply while this process routes
+ * the current one and next() does not idle on a round trip. A read that
+ * brought nothing (BLOCK timed out) sends no next one: an idle source has
+ * no read in flight. Any other command on the connection (a commit) first
+ * reads the reply of the read in flight and keeps it for the next next()
+ * (at most block_ms when the stream is empty), so replies stay in order.
+ * Entries of a read in flight at close are delivered but not acknowledged:
+ * the next run reads them again from its pending list.
+ *
  * A lost connection is re-established on the next call; after a reconnect
- * only new entries are read (the pending ones are already in this run).
+ * only new entries are read (the pending ones are already in this run); a
+ * reply kept for next() is still used.
  * Exactly-once holds for one consumer per stream; entries claimed from
  * another consumer may arrive out of order and are not deduplicated yet.
  */
@@ -68,6 +80,8 @@ typedef struct src_redis {
     int pending_phase;   /* reading our own pending list */
     char pending_id[64]; /* where the pending read continues */
     sort_off committed;  /* one-record entries: the one partition */
+    int inflight;        /* an XREADGROUP ">" is sent, its reply not read */
+    redisReply *kept;    /* that reply, read before another command */
     /* packs */
     orr_buf scratch;
     rd_pend *pend;
@@ -90,8 +104,37 @@ static const char ack_script[] =
     "end\n"
     "return -n\n";
 
+/* The connection is gone (a reply kept for next() stays). */
+static void rd_drop(src_redis *r)
+{
+    if (r->c)
+        redisFree(r->c);
+    r->c = NULL;
+    r->inflight = 0;
+}
+
+/* Read the reply of the read in flight, if any, into r->kept so that
+ * another command can use the connection. ORR_EUNAVAIL when it is lost. */
+static orr_status rd_settle(src_redis *r, orr_err *err)
+{
+    if (!r->inflight)
+        return ORR_OK;
+    redisReply *rep = NULL;
+    r->inflight = 0;
+    if (redisGetReply(r->c, (void **)&rep) != REDIS_OK || !rep) {
+        orr_status rc = orr_err_set(err, ORR_EUNAVAIL, "redis", "XREADGROUP %s:%d: %s", r->host,
+                                    r->port, r->c->errstr[0] ? r->c->errstr : "connection lost");
+        rd_drop(r);
+        return rc;
+    }
+    r->kept = rep;
+    return ORR_OK;
+}
+
 static redisReply *rd_cmd(src_redis *r, int argc, const char **argv, orr_err *err)
 {
+    if (rd_settle(r, err) != ORR_OK)
+        return NULL;
     size_t lens[16];
     for (int i = 0; i < argc; i++)
         lens[i] = strlen(argv[i]);
@@ -99,8 +142,7 @@ static redisReply *rd_cmd(src_redis *r, int argc, const char **argv, orr_err *er
     if (!rep) {
         orr_err_set(err, ORR_EUNAVAIL, "redis", "%s %s:%d: %s", argv[0], r->host, r->port,
                     r->c->errstr[0] ? r->c->errstr : "connection lost");
-        redisFree(r->c);
-        r->c = NULL;
+        rd_drop(r);
     }
     return rep;
 }
@@ -142,6 +184,8 @@ static void src_redis_close(sort_source *s)
         return;
     if (r->c)
         redisFree(r->c);
+    if (r->kept)
+        freeReplyObject(r->kept);
     orr_buf_free(&r->scratch);
     free(r->pend);
     free(r->ack_argv);
@@ -245,6 +289,9 @@ static orr_status rd_ack_ids(src_redis *r, size_t n, orr_err *err)
 {
     if (n == 0)
         return ORR_OK;
+    orr_status src = rd_settle(r, err);
+    if (src != ORR_OK)
+        return src;
     r->ack_argv[0] = "EVAL";
     r->ack_argv[1] = ack_del_script;
     r->ack_argv[2] = "1";
@@ -260,8 +307,7 @@ static orr_status rd_ack_ids(src_redis *r, size_t n, orr_err *err)
     if (!rep) {
         orr_status rc = orr_err_set(err, ORR_EUNAVAIL, "redis", "XACK %s:%d: %s", r->host, r->port,
                                     r->c->errstr[0] ? r->c->errstr : "connection lost");
-        redisFree(r->c);
-        r->c = NULL;
+        rd_drop(r);
         return rc;
     }
     orr_status rc = ORR_OK;
@@ -318,8 +364,8 @@ static void rd_pack_entry(src_redis *r, sort_batch *b, sort_off eid, const char 
      * records, which the pipeline then does not parse again. */
     size_t ulen = 0, upos = 0;
     int64_t ubucket = 0;
-    if ((v.flags & ORR_PACK_F_TIMES) &&
-        sort_preroute_key(v.key, v.key_len, &ulen, &ubucket) == 0 && ulen <= UINT32_MAX)
+    if ((v.flags & ORR_PACK_F_TIMES) && sort_preroute_key(v.key, v.key_len, &ulen, &ubucket) == 0 &&
+        ulen <= UINT32_MAX)
         upos = sort_batch_stash(b, v.key, ulen);
     else
         ulen = 0;
@@ -344,15 +390,11 @@ static void rd_pack_entry(src_redis *r, sort_batch *b, sort_off eid, const char 
     rd_pend_add(r, eid, v.partition, v.last_offset);
 }
 
-static orr_status src_redis_next(sort_source *s, sort_batch *b, int wait_ms, orr_err *err)
+/* Send XREADGROUP: from the pending list at r->pending_id, or (pending
+ * NULL) new entries with BLOCK. The command is queued in the context's
+ * output buffer; send_now: also written to the socket (a read in flight). */
+static orr_status rd_send_read(src_redis *r, int send_now, orr_err *err)
 {
-    src_redis *r = (src_redis *)s;
-    (void)wait_ms;
-    if (!r->c) {
-        orr_status rc = rd_connect(r, err);
-        if (rc != ORR_OK)
-            return rc;
-    }
     char count[32], block[32];
     int64_t n = r->spec->source.batch;
     if (r->spec->source.packs && n > RD_PACK_BATCH_MAX)
@@ -374,75 +416,125 @@ static orr_status src_redis_next(sort_source *s, sort_batch *b, int wait_ms, orr
     argv[argc++] = "STREAMS";
     argv[argc++] = r->spec->source.key;
     argv[argc++] = r->pending_phase ? r->pending_id : ">";
-    redisReply *rep = rd_cmd(r, argc, argv, err);
+    int ok = redisAppendCommandArgv(r->c, argc, argv, NULL) == REDIS_OK;
+    for (int done = 0; ok && send_now && !done;)
+        ok = redisBufferWrite(r->c, &done) == REDIS_OK;
+    if (!ok) {
+        orr_status rc = orr_err_set(err, ORR_EUNAVAIL, "redis", "XREADGROUP %s:%d: %s", r->host,
+                                    r->port, r->c->errstr[0] ? r->c->errstr : "connection lost");
+        rd_drop(r);
+        return rc;
+    }
+    r->inflight = send_now;
+    return ORR_OK;
+}
+
+/* The reply of the next read: the one kept by a commit, the one in flight,
+ * or a new one sent now. NULL (err set) when the connection is lost. */
+static redisReply *rd_read(src_redis *r, orr_err *err)
+{
+    redisReply *rep = r->kept;
+    if (rep) {
+        r->kept = NULL;
+        return rep;
+    }
+    if (!r->inflight && rd_send_read(r, 0, err) != ORR_OK)
+        return NULL;
+    r->inflight = 0;
+    if (redisGetReply(r->c, (void **)&rep) != REDIS_OK || !rep) {
+        orr_err_set(err, ORR_EUNAVAIL, "redis", "XREADGROUP %s:%d: %s", r->host, r->port,
+                    r->c->errstr[0] ? r->c->errstr : "connection lost");
+        rd_drop(r);
+        return NULL;
+    }
+    return rep;
+}
+
+static orr_status src_redis_next(sort_source *s, sort_batch *b, int wait_ms, orr_err *err)
+{
+    src_redis *r = (src_redis *)s;
+    (void)wait_ms;
+    if (!r->c) {
+        orr_status rc = rd_connect(r, err);
+        if (rc != ORR_OK)
+            return rc;
+    }
+    redisReply *rep = rd_read(r, err);
     if (!rep)
         return ORR_EUNAVAIL;
     orr_status rc = ORR_OK;
     if (rep->type == REDIS_REPLY_ERROR) {
         rc = orr_err_set(err, ORR_EIO, "spec.source.key", "XREADGROUP: %s", rep->str);
-        if (strncmp(rep->str, "NOGROUP", 7) == 0) {
-            redisFree(r->c); /* the group vanished: recreate it on reconnect */
-            r->c = NULL;
-        }
+        if (strncmp(rep->str, "NOGROUP", 7) == 0)
+            rd_drop(r); /* the group vanished: recreate it on reconnect */
         goto done;
     }
-    size_t got = 0;
+    redisReply *ents = NULL;
     if (rep->type == REDIS_REPLY_ARRAY && rep->elements > 0) {
         redisReply *st = rep->element[0];
-        redisReply *ents =
-            st->type == REDIS_REPLY_ARRAY && st->elements == 2 ? st->element[1] : NULL;
-        for (size_t i = 0; ents && i < ents->elements; i++) {
-            redisReply *e = ents->element[i];
-            if (e->type != REDIS_REPLY_ARRAY || e->elements < 2 ||
-                e->element[0]->type != REDIS_REPLY_STRING)
-                continue;
-            sort_off off;
-            if (rd_parse_id(e->element[0]->str, &off) != 0)
-                continue;
-            got++;
-            if (r->pending_phase)
-                snprintf(r->pending_id, sizeof r->pending_id, "%s", e->element[0]->str);
-            redisReply *fv = e->element[1];
-            if (r->spec->source.packs) {
-                if (fv->type != REDIS_REPLY_ARRAY)
-                    continue; /* deleted while pending: acknowledged by the next commit */
-                const char *pv = NULL;
-                size_t plen = 0;
-                for (size_t k = 0; k + 1 < fv->elements; k += 2) {
-                    redisReply *f = fv->element[k], *v = fv->element[k + 1];
-                    if (f->type == REDIS_REPLY_STRING && v->type == REDIS_REPLY_STRING &&
-                        strcmp(f->str, r->spec->source.field) == 0) {
-                        pv = v->str;
-                        plen = v->len;
-                        break;
-                    }
+        if (st->type == REDIS_REPLY_ARRAY && st->elements == 2 &&
+            st->element[1]->type == REDIS_REPLY_ARRAY)
+            ents = st->element[1];
+    }
+    /* New entries came: the next read goes out before they are routed. A
+     * failure to send it shows on the next call (the connection is gone). */
+    if (!r->pending_phase && r->c && ents && ents->elements > 0) {
+        orr_err serr;
+        orr_err_clear(&serr);
+        (void)rd_send_read(r, 1, &serr);
+    }
+    size_t got = 0;
+    for (size_t i = 0; ents && i < ents->elements; i++) {
+        redisReply *e = ents->element[i];
+        if (e->type != REDIS_REPLY_ARRAY || e->elements < 2 ||
+            e->element[0]->type != REDIS_REPLY_STRING)
+            continue;
+        sort_off off;
+        if (rd_parse_id(e->element[0]->str, &off) != 0)
+            continue;
+        got++;
+        if (r->pending_phase)
+            snprintf(r->pending_id, sizeof r->pending_id, "%s", e->element[0]->str);
+        redisReply *fv = e->element[1];
+        if (r->spec->source.packs) {
+            if (fv->type != REDIS_REPLY_ARRAY)
+                continue; /* deleted while pending: acknowledged by the next commit */
+            const char *pv = NULL;
+            size_t plen = 0;
+            for (size_t k = 0; k + 1 < fv->elements; k += 2) {
+                redisReply *f = fv->element[k], *v = fv->element[k + 1];
+                if (f->type == REDIS_REPLY_STRING && v->type == REDIS_REPLY_STRING &&
+                    strcmp(f->str, r->spec->source.field) == 0) {
+                    pv = v->str;
+                    plen = v->len;
+                    break;
                 }
-                rd_pack_entry(r, b, off, e->element[0]->str, pv, plen);
-                continue;
             }
-            sort_entry en = {.off = off, .next = {off.hi, off.lo + 1}, .partition = 0, .why = -1};
-            const char *val = NULL;
-            size_t vlen = 0;
-            if (fv->type == REDIS_REPLY_ARRAY) {
-                for (size_t k = 0; k + 1 < fv->elements; k += 2) {
-                    redisReply *f = fv->element[k], *v = fv->element[k + 1];
-                    if (f->type == REDIS_REPLY_STRING && v->type == REDIS_REPLY_STRING &&
-                        strcmp(f->str, r->spec->source.field) == 0) {
-                        val = v->str;
-                        vlen = v->len;
-                        break;
-                    }
-                }
-            } else {
-                continue; /* deleted while pending: nothing to land; acked by commit */
-            }
-            if (!val) {
-                en.why = SORT_REJ_FRAME;
-                val = "";
-            }
-            en.len = (uint32_t)vlen;
-            sort_batch_add(b, &en, val);
+            rd_pack_entry(r, b, off, e->element[0]->str, pv, plen);
+            continue;
         }
+        sort_entry en = {.off = off, .next = {off.hi, off.lo + 1}, .partition = 0, .why = -1};
+        const char *val = NULL;
+        size_t vlen = 0;
+        if (fv->type == REDIS_REPLY_ARRAY) {
+            for (size_t k = 0; k + 1 < fv->elements; k += 2) {
+                redisReply *f = fv->element[k], *v = fv->element[k + 1];
+                if (f->type == REDIS_REPLY_STRING && v->type == REDIS_REPLY_STRING &&
+                    strcmp(f->str, r->spec->source.field) == 0) {
+                    val = v->str;
+                    vlen = v->len;
+                    break;
+                }
+            }
+        } else {
+            continue; /* deleted while pending: nothing to land; acked by commit */
+        }
+        if (!val) {
+            en.why = SORT_REJ_FRAME;
+            val = "";
+        }
+        en.len = (uint32_t)vlen;
+        sort_batch_add(b, &en, val);
     }
     if (r->pending_phase && got == 0) {
         r->pending_phase = 0;
