@@ -43,6 +43,13 @@
  * Entries of a read in flight at close are delivered but not acknowledged:
  * the next run reads them again from its pending list.
  *
+ * Replies. The reader builds reply objects in an arena of this source
+ * (rd_reply_fns) instead of one malloc per entry, id and field: a read of
+ * 5,000 one-record entries made about 25,000 allocations and as many frees.
+ * Every reply on the connection lives there until rd_release() resets the
+ * arena, which it does only while no reply is kept for next(); reply
+ * objects are never passed to freeReplyObject.
+ *
  * A lost connection is re-established on the next call; after a reconnect
  * only new entries are read (the pending ones are already in this run); a
  * reply kept for next() is still used.
@@ -56,6 +63,7 @@
 #include <string.h>
 
 #include "orr_alloc.h"
+#include "orr_arena.h"
 #include "orr_log.h"
 #include "orr_pack.h"
 #include "sort_preroute.h"
@@ -63,6 +71,7 @@
 
 #define RD_ACK_CHUNK      1000 /* ids per XACK */
 #define RD_PACK_BATCH_MAX 64   /* pack entries per XREADGROUP, whatever spec.source.batch says */
+#define RD_ARENA_BLOCK    (4u << 20) /* holds a read of 5,000 entries of ~200 bytes */
 
 /* A delivered pack entry not yet acknowledged. */
 typedef struct rd_pend {
@@ -82,6 +91,7 @@ typedef struct src_redis {
     sort_off committed;  /* one-record entries: the one partition */
     int inflight;        /* an XREADGROUP ">" is sent, its reply not read */
     redisReply *kept;    /* that reply, read before another command */
+    orr_arena *replies;  /* every reply object (rd_reply_fns) */
     /* packs */
     orr_buf scratch;
     rd_pend *pend;
@@ -103,6 +113,70 @@ static const char ack_script[] =
     "  if #p < 1000 then return n end\n"
     "end\n"
     "return -n\n";
+
+/* Reply objects in the source's arena (the reader's privdata). Each links
+ * itself into its parent array, as hiredis's own functions do. */
+static redisReply *rd_obj(const redisReadTask *t, int type)
+{
+    src_redis *r = t->privdata;
+    redisReply *rep = orr_arena_calloc(r->replies, 1, sizeof *rep);
+    rep->type = type;
+    if (t->parent) {
+        redisReply *parent = t->parent->obj;
+        parent->element[t->idx] = rep;
+    }
+    return rep;
+}
+
+static void *rd_obj_string(const redisReadTask *t, char *str, size_t len)
+{
+    src_redis *r = t->privdata;
+    char *copy = orr_arena_alloc(r->replies, len + 1);
+    memcpy(copy, str, len);
+    copy[len] = 0;
+    redisReply *rep = rd_obj(t, t->type);
+    rep->str = copy;
+    rep->len = len;
+    return rep;
+}
+
+static void *rd_obj_array(const redisReadTask *t, int elements)
+{
+    src_redis *r = t->privdata;
+    redisReply *rep = rd_obj(t, REDIS_REPLY_ARRAY);
+    if (elements > 0) {
+        rep->element = orr_arena_calloc(r->replies, (size_t)elements, sizeof *rep->element);
+        rep->elements = (size_t)elements;
+    }
+    return rep;
+}
+
+static void *rd_obj_integer(const redisReadTask *t, long long value)
+{
+    redisReply *rep = rd_obj(t, REDIS_REPLY_INTEGER);
+    rep->integer = value;
+    return rep;
+}
+
+static void *rd_obj_nil(const redisReadTask *t)
+{
+    return rd_obj(t, REDIS_REPLY_NIL);
+}
+
+static void rd_obj_free(void *obj)
+{
+    (void)obj; /* freed with the arena */
+}
+
+static redisReplyObjectFunctions rd_reply_fns = {rd_obj_string, rd_obj_array, rd_obj_integer,
+                                                 rd_obj_nil, rd_obj_free};
+
+/* Done with every reply read so far, unless one is kept for next(). */
+static void rd_release(src_redis *r)
+{
+    if (!r->kept)
+        orr_arena_reset(r->replies);
+}
 
 /* The connection is gone (a reply kept for next() stays). */
 static void rd_drop(src_redis *r)
@@ -159,6 +233,8 @@ static orr_status rd_connect(src_redis *r, orr_err *err)
         r->c = NULL;
         return rc;
     }
+    r->c->reader->fn = &rd_reply_fns;
+    r->c->reader->privdata = r;
     if (r->spec->source.packs)
         r->c->reader->maxbuf = 0; /* keep the read buffer: replies of packs are large */
     struct timeval rt = {(long)(r->spec->source.block_ms / 1000) + 10, 0};
@@ -170,10 +246,10 @@ static orr_status rd_connect(src_redis *r, orr_err *err)
         return ORR_EUNAVAIL;
     if (rep->type == REDIS_REPLY_ERROR && strncmp(rep->str, "BUSYGROUP", 9) != 0) {
         orr_status rc = orr_err_set(err, ORR_EIO, "spec.source.key", "XGROUP CREATE: %s", rep->str);
-        freeReplyObject(rep);
+        rd_release(r);
         return rc;
     }
-    freeReplyObject(rep);
+    rd_release(r);
     return ORR_OK;
 }
 
@@ -184,8 +260,7 @@ static void src_redis_close(sort_source *s)
         return;
     if (r->c)
         redisFree(r->c);
-    if (r->kept)
-        freeReplyObject(r->kept);
+    orr_arena_destroy(r->replies);
     orr_buf_free(&r->scratch);
     free(r->pend);
     free(r->ack_argv);
@@ -215,12 +290,12 @@ static orr_status rd_autoclaim(src_redis *r, orr_err *err)
             return ORR_EUNAVAIL;
         if (rep->type != REDIS_REPLY_ARRAY || rep->elements < 2 ||
             rep->element[0]->type != REDIS_REPLY_STRING) {
-            freeReplyObject(rep);
+            rd_release(r);
             return ORR_OK; /* nothing to claim (or an old server) */
         }
         snprintf(start, sizeof start, "%s", rep->element[0]->str);
         size_t got = rep->element[1]->type == REDIS_REPLY_ARRAY ? rep->element[1]->elements : 0;
-        freeReplyObject(rep);
+        rd_release(r);
         if (got > 0)
             ORR_INFO("pending entries claimed", "stream=%s count=%zu", r->spec->name, got);
         if (strcmp(start, "0-0") == 0)
@@ -239,6 +314,7 @@ static orr_status src_redis_open(const sort_spec *spec, const sort_source_env *e
     src_redis *r = orr_xcalloc(1, sizeof *r);
     r->base.ops = &sort_src_redis;
     r->spec = spec;
+    r->replies = orr_arena_create(RD_ARENA_BLOCK);
     if (spec->source.packs) {
         r->ack_argv = orr_xcalloc(5 + RD_ACK_CHUNK, sizeof *r->ack_argv);
         r->ack_lens = orr_xcalloc(5 + RD_ACK_CHUNK, sizeof *r->ack_lens);
@@ -246,7 +322,7 @@ static orr_status src_redis_open(const sort_spec *spec, const sort_source_env *e
     }
     const char *colon = strrchr(addr, ':');
     if (!colon || (size_t)(colon - addr) >= sizeof r->host || atoi(colon + 1) <= 0) {
-        free(r);
+        src_redis_close(&r->base);
         return orr_err_set(err, ORR_EINVAL, "spec.source.address", "must be host:port, not %s",
                            addr);
     }
@@ -314,7 +390,7 @@ static orr_status rd_ack_ids(src_redis *r, size_t n, orr_err *err)
     if (rep->type != REDIS_REPLY_INTEGER)
         rc = orr_err_set(err, ORR_EIO, "redis", "XACK failed: %s",
                          rep->type == REDIS_REPLY_ERROR ? rep->str : "bad reply");
-    freeReplyObject(rep);
+    rd_release(r);
     return rc;
 }
 
@@ -541,7 +617,7 @@ static orr_status src_redis_next(sort_source *s, sort_batch *b, int wait_ms, orr
         ORR_INFO("pending list replayed; reading new entries", "stream=%s", r->spec->name);
     }
 done:
-    freeReplyObject(rep);
+    rd_release(r);
     return rc;
 }
 
@@ -614,11 +690,11 @@ static orr_status src_redis_commit(sort_source *s, uint32_t partition, sort_off 
         if (rep->type != REDIS_REPLY_INTEGER) {
             orr_status rc = orr_err_set(err, ORR_EIO, "redis", "acknowledge failed: %s",
                                         rep->type == REDIS_REPLY_ERROR ? rep->str : "bad reply");
-            freeReplyObject(rep);
+            rd_release(r);
             return rc;
         }
         long long n = rep->integer;
-        freeReplyObject(rep);
+        rd_release(r);
         if (n >= 0)
             break; /* negative: more to acknowledge */
     }
