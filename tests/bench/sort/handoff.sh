@@ -22,6 +22,9 @@
 # so are records that reached a write stage after their hour had closed
 # there. The run-queue wait (schedstat, threads summed) is time a sortd was
 # runnable but had no CPU: on a loaded machine most of the wall time.
+# Last, the floor both paths share: the same raw entries read alone through
+# a third consumer group (sort_xadd --read: XREADGROUP of 5,000 and XACK,
+# nothing parsed or written), with the reader's and Redis's CPU per 1M.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../../.." && pwd)
 BUILD=${1:-$ROOT/build}
@@ -73,6 +76,7 @@ spec hos one "" >"$T/one.json"
 "$XADD" --redis "$ORRERY_REDIS" --key "$RAW" --in "$T/in" --records "$N" --seconds "$LIMIT_S" >/dev/null
 rcli XGROUP CREATE "$RAW" two 0 >/dev/null
 rcli XGROUP CREATE "$RAW" one 0 >/dev/null
+rcli XGROUP CREATE "$RAW" bare 0 >/dev/null
 
 ginfo() { # ginfo KEY GROUP FIELD
     rcli XINFO GROUPS "$1" 2>/dev/null |
@@ -151,6 +155,13 @@ cpu1=$(cpu_of "${pids[0]}")
 rq1=$(rq_of "${pids[0]}")
 stop_all
 [ "$(landed "$T/blob.one")" = "$N" ] || { echo "FAIL: one process landed $(landed "$T/blob.one") of $N" >&2; exit 1; }
+# the floor: Redis delivering and acknowledging each entry, nothing else
+rc4=$(redis_cpu)
+"$XADD" --redis "$ORRERY_REDIS" --key "$RAW" --read bare --records "$N" --seconds "$LIMIT_S" >"$T/bare.out"
+rc5=$(redis_cpu)
+awk -v n="$N" -v ra="$rc4" -v rb="$rc5" '/^read/ {
+    printf "reads alone          %s s  %9.0f records/s  CPU s per 1M records: reader %.2f, redis %.2f\n", $5, $2 / $5, $10 * 1e6 / n, (rb - ra) * 1e6 / n
+}' "$T/bare.out" >"$T/bare.line"
 awk -v n="$N" -v ns="$NS" -v a="$t0" -v b="$t1" -v c="$t2" -v d="$t3" -v r2="$rss2" -v r1="$rss1" \
     -v c2="$cpu2" -v c1="$cpu1" -v ra="$rc0" -v rb="$rc1" -v rc="$rc2" -v rd="$rc3" 'BEGIN {
     printf "records              %d, one per raw entry, 1,000 units\n", n
@@ -175,3 +186,4 @@ echo "late records         write stage(s):$late2; one process: $(stat_of single 
 echo "parse stage paused   $(stat_of parse handoff_waits) times for room (a stream held max_packs $MAXP packs not yet landed)"
 echo "run-queue wait (s)   two stages:$rq2; one process: $rq1 (threads summed: time runnable but not running)"
 echo "files landed         write stage(s):$files2; one process: $(stat_of single files)"
+cat "$T/bare.line"

@@ -23,12 +23,25 @@
  * P commands (default 1000; with packs 16) are sent before their replies are
  * read. Prints one line: records added, seconds, records/s. Exit status 0 on
  * success, 1 on a Redis error.
+ *
+ *   sort_xadd --redis HOST:PORT --key KEY --read GROUP [--records N]
+ *             [--seconds S] [--count C]
+ *
+ * The reading peer of sortd's Redis source, doing only its irreducible part:
+ * reads one-record entries through consumer group GROUP (which must exist)
+ * with XREADGROUP COUNT C (default 5,000, as the benchmark's spec), the next
+ * read sent with the acknowledgement (XACK of every id) of the one before,
+ * until N entries were read (default: until a read brings none), S seconds
+ * passed (default 120). Touches each value's bytes but parses nothing.
+ * Prints entries read, seconds, entries/s and its own CPU seconds (user +
+ * system).
  */
 #include <dirent.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include <hiredis/hiredis.h>
@@ -109,9 +122,109 @@ static int xadd_drain(redisContext *c, size_t n)
     return 0;
 }
 
+/* The reply of one pipelined command; NULL (message printed) on failure. */
+static redisReply *xadd_reply(redisContext *c, const char *what)
+{
+    void *r = NULL;
+    if (redisGetReply(c, &r) != REDIS_OK || !r) {
+        fprintf(stderr, "sort_xadd: redis: %s\n", c->errstr);
+        return NULL;
+    }
+    redisReply *rep = r;
+    if (rep->type == REDIS_REPLY_ERROR) {
+        fprintf(stderr, "sort_xadd: %s failed: %s\n", what, rep->str);
+        freeReplyObject(rep);
+        return NULL;
+    }
+    return rep;
+}
+
+/* --read: see the top of the file. */
+static int xadd_read(redisContext *c, const char *key, const char *group, uint64_t limit,
+                     double seconds, uint64_t count)
+{
+    char cnt[32];
+    snprintf(cnt, sizeof cnt, "%" PRIu64, count);
+    size_t cap = 4 + count;
+    const char **av = calloc(cap, sizeof *av);
+    size_t *al = calloc(cap, sizeof *al);
+    char(*ids)[48] = calloc(count, sizeof *ids);
+    if (!av || !al || !ids)
+        abort();
+    const char *rd[] = {"XREADGROUP", "GROUP", group, "bench", "COUNT", cnt, "STREAMS", key, ">"};
+    double t0 = xadd_now(), deadline = t0 + seconds;
+    uint64_t got = 0, sum = 0;
+    int rc = 0, acks = 0;
+    redisAppendCommandArgv(c, 9, rd, NULL);
+    while (!rc) {
+        if (acks) { /* the acknowledgement sent before this read */
+            redisReply *a = xadd_reply(c, "XACK");
+            if (!a) {
+                rc = 1;
+                break;
+            }
+            freeReplyObject(a);
+            acks = 0;
+        }
+        redisReply *rep = xadd_reply(c, "XREADGROUP");
+        if (!rep) {
+            rc = 1;
+            break;
+        }
+        size_t n = 0;
+        if (rep->type == REDIS_REPLY_ARRAY && rep->elements > 0 && rep->element[0]->elements == 2) {
+            redisReply *ents = rep->element[0]->element[1];
+            for (size_t i = 0; i < ents->elements && n < count; i++) {
+                redisReply *e = ents->element[i];
+                snprintf(ids[n], sizeof ids[n], "%s", e->element[0]->str);
+                av[3 + n] = ids[n];
+                al[3 + n] = strlen(ids[n]);
+                n++;
+                redisReply *fv = e->element[1];
+                if (fv->type == REDIS_REPLY_ARRAY && fv->elements >= 2)
+                    sum += (uint8_t)fv->element[1]->str[fv->element[1]->len / 2];
+            }
+        }
+        freeReplyObject(rep);
+        got += n;
+        if (n > 0) {
+            av[0] = "XACK";
+            av[1] = key;
+            av[2] = group;
+            for (size_t i = 0; i < 3; i++)
+                al[i] = strlen(av[i]);
+            redisAppendCommandArgv(c, (int)(3 + n), av, al);
+            acks = 1;
+        }
+        if (n == 0 || got >= limit || xadd_now() > deadline) {
+            if (acks) {
+                redisReply *a = xadd_reply(c, "XACK");
+                if (!a)
+                    rc = 1;
+                else
+                    freeReplyObject(a);
+            }
+            break;
+        }
+        redisAppendCommandArgv(c, 9, rd, NULL);
+    }
+    double dt = xadd_now() - t0;
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    double cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+                 (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+    printf("read %" PRIu64 " entries in %.2f s: %.0f entries/s, cpu %.2f s (check %" PRIu64 ")\n",
+           got, dt, dt > 0 ? (double)got / dt : 0.0, cpu, sum % 10);
+    free(av);
+    free(al);
+    free(ids);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
-    const char *addr = NULL, *key = NULL, *in = NULL;
+    const char *addr = NULL, *key = NULL, *in = NULL, *read_group = NULL;
+    uint64_t count = 5000;
     uint64_t limit = UINT64_MAX, pipeline = 0, pack = 0, spread = 1, skip = 0, partition = 0;
     double seconds = 120;
     for (int i = 1; i + 1 < argc; i += 2) {
@@ -136,6 +249,10 @@ int main(int argc, char **argv)
             skip = strtoull(v, NULL, 10);
         else if (strcmp(k, "--partition") == 0)
             partition = strtoull(v, NULL, 10);
+        else if (strcmp(k, "--read") == 0)
+            read_group = v;
+        else if (strcmp(k, "--count") == 0)
+            count = strtoull(v, NULL, 10);
         else {
             fprintf(stderr, "sort_xadd: unknown option %s\n", k);
             return 2;
@@ -144,11 +261,25 @@ int main(int argc, char **argv)
     const char *colon = addr ? strrchr(addr, ':') : NULL;
     if (pipeline == 0)
         pipeline = pack ? 16 : 1000;
-    if (!colon || !key || !in || seconds <= 0 || spread == 0 || spread > XADD_MAX_SPREAD ||
-        partition > UINT32_MAX) {
+    if (colon && key && read_group && seconds > 0 && count > 0 && count <= 100000) {
+        char rhost[256];
+        snprintf(rhost, sizeof rhost, "%.*s", (int)(colon - addr), addr);
+        redisContext *rc = redisConnect(rhost, atoi(colon + 1));
+        if (!rc || rc->err) {
+            fprintf(stderr, "sort_xadd: cannot connect to %s\n", addr);
+            return 1;
+        }
+        int st = xadd_read(rc, key, read_group, limit, seconds, count);
+        redisFree(rc);
+        return st;
+    }
+    if (!colon || !key || !in || read_group || seconds <= 0 || spread == 0 ||
+        spread > XADD_MAX_SPREAD || partition > UINT32_MAX) {
         fprintf(stderr, "usage: sort_xadd --redis HOST:PORT --key KEY --in DIR [--records N] "
                         "[--seconds S] [--pipeline P] [--pack R [--spread K] [--skip M] "
-                        "[--partition Q]]\n");
+                        "[--partition Q]]\n"
+                        "       sort_xadd --redis HOST:PORT --key KEY --read GROUP [--records N] "
+                        "[--seconds S] [--count C]\n");
         return 2;
     }
     xadd_packer *pk = NULL;
