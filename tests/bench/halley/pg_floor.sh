@@ -95,6 +95,21 @@ SELECT i.id, i.state, i.attempt, (SELECT xa.exit_code FROM attempts xa WHERE xa.
 SQL
 }
 
+# Wait until every backend of $DB has ended and been reaped by the postmaster
+# (its CPU time is then in the postmaster's cutime/cstime); at most 10 s.
+pg_settled() {
+	local i p busy
+	for ((i = 0; i < 200; i++)); do
+		busy=0
+		for p in $(cat /proc/"$PGPID"/task/*/children 2>/dev/null); do
+			grep -q "$DB" "/proc/$p/cmdline" 2>/dev/null && busy=1
+		done
+		((busy == 0)) && return 0
+		sleep 0.05
+	done
+	echo "pg_floor.sh: backends of $DB still there after 10 s; CPU figures may be short" >&2
+}
+
 HZ=$(getconf CLK_TCK)
 printf 'PostgreSQL alone, the combined transition statement, %d connections, %d s each (fsync=%s)\n' \
 	"$CLIENTS" "$SECS" "$(psql -XAt "$DSN" -c 'show fsync')"
@@ -106,11 +121,13 @@ for b in $BATCHES; do
 		stmt ready waiting | tr '\n' ' '
 		echo
 	} >"$TMP/flip.sql"
+	pg_settled
 	t0=$(pg_ticks)
 	out=$(pgbench -n -M prepared -c "$CLIENTS" -j 1 -T "$SECS" -f "$TMP/flip.sql" "$DSN" 2>&1) || {
 		echo "pg_floor.sh: pgbench failed: $out" >&2
 		exit 1
 	}
+	pg_settled
 	t1=$(pg_ticks)
 	tps=$(grep -oE 'tps = [0-9.]+' <<<"$out" | head -n 1 | cut -d' ' -f3)
 	n=$(grep -oE 'number of transactions actually processed: [0-9]+' <<<"$out" | grep -oE '[0-9]+$')
