@@ -57,26 +57,6 @@ json_t *gx_paused_load(gx_req *req, gx_resp *resp)
     return map;
 }
 
-void gx_paused_mark(json_t *obj, const json_t *map, int64_t task_id)
-{
-    char key[24];
-    snprintf(key, sizeof key, "%lld", (long long)task_id);
-    json_t *p = map ? json_object_get(map, key) : NULL;
-    json_object_set_new(obj, "paused", p ? json_deep_copy(p) : json_null());
-}
-
-void gx_paused_mark_all(json_t *items, const json_t *map, const char *id_key)
-{
-    size_t i;
-    json_t *x;
-    json_array_foreach(items, i, x)
-    {
-        json_t *id = json_object_get(x, id_key);
-        if (json_is_integer(id))
-            gx_paused_mark(x, map, json_integer_value(id));
-    }
-}
-
 /* The workflow named by path parameter 0, or NULL after an answer (400,
  * 404, 503). */
 static HL(Workflow) * gx_workflow_read(gx_req *req, gx_resp *resp)

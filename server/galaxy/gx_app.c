@@ -1,5 +1,6 @@
 /* gx_app.c - what every galaxyd handler shares: authorisation, Halley calls,
- * state names, times and the JSON shapes of tasks, instances and users. */
+ * and the JSON shapes of tasks and users (instances, state names and times:
+ * gx_instance_json.c). */
 #include "gx_app.h"
 
 #include <errno.h>
@@ -200,42 +201,6 @@ int gx_check_name(gx_resp *resp, const char *s, const char *field)
     return 0;
 }
 
-static const char *const gx_state_names[] = {
-    [HL_STATE(WAITING)] = "waiting",       [HL_STATE(READY)] = "ready",
-    [HL_STATE(DISPATCHED)] = "dispatched", [HL_STATE(RUNNING)] = "running",
-    [HL_STATE(SUCCESS)] = "success",       [HL_STATE(FAILED)] = "failed",
-    [HL_STATE(KILLED)] = "killed",         [HL_STATE(TIMED_OUT)] = "timed_out",
-    [HL_STATE(SUSPENDED)] = "suspended",   [HL_STATE(MARKED_SUCCESS)] = "marked_success",
-};
-#define GX_NSTATES (sizeof(gx_state_names) / sizeof(gx_state_names[0]))
-
-const char *gx_state_name(HL(InstanceState) s)
-{
-    if ((int)s <= 0 || (size_t)s >= GX_NSTATES)
-        return NULL;
-    return gx_state_names[s];
-}
-
-HL(InstanceState) gx_state_parse(const char *name)
-{
-    for (size_t i = 1; name && i < GX_NSTATES; i++)
-        if (gx_state_names[i] && strcmp(gx_state_names[i], name) == 0)
-            return (HL(InstanceState))i;
-    return HL_STATE(UNSPECIFIED);
-}
-
-json_t *gx_json_time(int64_t ms)
-{
-    if (ms <= 0)
-        return json_null();
-    time_t secs = (time_t)(ms / 1000);
-    struct tm tm;
-    gmtime_r(&secs, &tm);
-    char buf[40];
-    strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
-    return json_string(buf);
-}
-
 json_t *gx_task_json(const HL(Task) * t)
 {
     json_t *spec = json_loads(t->spec_json ? t->spec_json : "{}", 0, NULL);
@@ -261,67 +226,6 @@ json_t *gx_task_json(const HL(Task) * t)
                             json_pack("{s:o,s:o,s:o}", "state", st ? json_string(st) : json_null(),
                                       "schedule_time", gx_json_time(t->last_schedule_time_ms),
                                       "updated_at", gx_json_time(t->last_updated_at_ms)));
-    }
-    return o;
-}
-
-static json_t *gx_deps_json(size_t n, HL(DepState) * *deps)
-{
-    json_t *a = json_array();
-    for (size_t i = 0; i < n; i++) {
-        const HL(DepState) *d = deps[i];
-        json_t *o = json_object();
-        json_object_set_new(o, "task_id", json_integer(d->task_id));
-        json_object_set_new(o, "task_name", json_string(d->task_name));
-        json_object_set_new(o, "kind", json_string(d->kind));
-        json_object_set_new(o, "instance_id",
-                            d->instance_id ? json_integer(d->instance_id) : json_null());
-        json_object_set_new(o, "schedule_time", gx_json_time(d->schedule_time_ms));
-        const char *st = gx_state_name(d->state);
-        json_object_set_new(o, "state", st ? json_string(st) : json_null());
-        json_array_append_new(a, o);
-    }
-    return a;
-}
-
-json_t *gx_instance_json(const HL(Instance) * in)
-{
-    json_t *o = json_object();
-    const char *st = gx_state_name(in->state);
-    json_object_set_new(o, "id", json_integer(in->id));
-    json_object_set_new(o, "task_id", json_integer(in->task_id));
-    json_object_set_new(o, "task_name", json_string(in->task_name));
-    json_object_set_new(o, "task_version", json_integer(in->task_version));
-    json_object_set_new(o, "schedule_time", gx_json_time(in->schedule_time_ms));
-    json_object_set_new(o, "state", st ? json_string(st) : json_null());
-    json_object_set_new(o, "attempt", json_integer(in->attempt));
-    json_object_set_new(o, "executor",
-                        in->executor && *in->executor ? json_string(in->executor) : json_null());
-    json_object_set_new(o, "priority", json_integer(in->priority));
-    json_object_set_new(o, "created_at", gx_json_time(in->created_at_ms));
-    json_object_set_new(o, "updated_at", gx_json_time(in->updated_at_ms));
-    json_object_set_new(o, "started_at", gx_json_time(in->started_at_ms));
-    json_object_set_new(o, "finished_at", gx_json_time(in->finished_at_ms));
-    json_object_set_new(o, "reason", json_string(in->reason ? in->reason : ""));
-    json_object_set_new(o, "exit_code",
-                        in->has_exit_code ? json_integer(in->exit_code) : json_null());
-    json_object_set_new(o, "run_now", json_boolean(in->run_now));
-    json_object_set_new(o, "ignore_upstreams", json_boolean(in->ignore_upstreams));
-    json_object_set_new(o, "backfill",
-                        in->backfill_id
-                            ? json_pack("{s:I,s:o,s:i}", "id", (json_int_t)in->backfill_id, "cycle",
-                                        gx_json_time(in->backfill_cycle_ms), "max_cycles",
-                                        (int)in->backfill_cycles)
-                            : json_null());
-    if (in->params_json && *in->params_json) { /* GetInstance only */
-        json_t *p = json_loads(in->params_json, 0, NULL);
-        json_object_set_new(o, "params", json_is_object(p) ? p : json_object());
-        if (p && !json_is_object(p))
-            json_decref(p);
-    }
-    if (in->n_upstreams || in->n_downstreams) {
-        json_object_set_new(o, "upstreams", gx_deps_json(in->n_upstreams, in->upstreams));
-        json_object_set_new(o, "downstreams", gx_deps_json(in->n_downstreams, in->downstreams));
     }
     return o;
 }

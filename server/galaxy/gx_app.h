@@ -16,6 +16,7 @@
 
 #include "gx_http.h"
 #include "gx_input.h"
+#include "gx_paused.h" /* gx_paused_mark */
 #include "gx_ratelimit.h"
 #include "gx_session.h"
 #include "orr_config.h"
@@ -129,6 +130,14 @@ json_t *gx_json_time(int64_t ms);
 
 json_t *gx_task_json(const Orrery__Halley__V1__Task *t);
 json_t *gx_instance_json(const Orrery__Halley__V1__Instance *in);
+/* The same instance with its "paused" member (gx_paused_mark of map), as
+ * JSON text appended to b: the bytes orr_json_dump_buf would make of that
+ * tree, written without one (gx_instance_json.c). */
+void gx_instance_write(orr_buf *b, const Orrery__Halley__V1__Instance *in, const json_t *paused);
+/* The list answer {"items": [...], "next_page_token": "..." or null} of rs,
+ * each item as gx_instance_write makes it, appended to b. */
+void gx_instances_write(orr_buf *b, const Orrery__Halley__V1__ListInstancesResponse *rs,
+                        const json_t *paused);
 json_t *gx_user_json(const Orrery__Halley__V1__User *u);
 
 /* Handlers, by area. */
@@ -223,10 +232,6 @@ json_t *gx_workflow_json(const Orrery__Halley__V1__Workflow *w);
  * {"workflow","by","at"}; new reference. NULL after answering resp (Halley
  * away). */
 json_t *gx_paused_load(gx_req *req, gx_resp *resp);
-/* Set obj's "paused" to map's entry for task_id (a copy) or null. */
-void gx_paused_mark(json_t *obj, const json_t *map, int64_t task_id);
-/* The same for every object of the array items, its task id under id_key. */
-void gx_paused_mark_all(json_t *items, const json_t *map, const char *id_key);
 void gx_h_packages_list(gx_req *, gx_resp *);
 
 void gx_h_package_upload(gx_req *, gx_resp *);

@@ -8,6 +8,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "orr_alloc.h"
@@ -130,4 +131,24 @@ void gx_paused_forget(gx_paused *p)
 {
     if (p)
         gx_paused_bump(p);
+}
+
+void gx_paused_mark(json_t *obj, const json_t *map, int64_t task_id)
+{
+    char key[24];
+    snprintf(key, sizeof key, "%lld", (long long)task_id);
+    json_t *p = map ? json_object_get(map, key) : NULL;
+    json_object_set_new(obj, "paused", p ? json_deep_copy(p) : json_null());
+}
+
+void gx_paused_mark_all(json_t *items, const json_t *map, const char *id_key)
+{
+    size_t i;
+    json_t *x;
+    json_array_foreach(items, i, x)
+    {
+        json_t *id = json_object_get(x, id_key);
+        if (json_is_integer(id))
+            gx_paused_mark(x, map, json_integer_value(id));
+    }
 }

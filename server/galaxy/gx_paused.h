@@ -47,4 +47,9 @@ void gx_paused_forget(gx_paused *p);
  * before s stops; after it returns no drop touches s). */
 void gx_paused_set_cache(gx_paused *p, gx_server *s);
 
+/* Set obj's "paused" to map's entry for task_id (a copy) or null. */
+void gx_paused_mark(json_t *obj, const json_t *map, int64_t task_id);
+/* The same for every object of the array items, its task id under id_key. */
+void gx_paused_mark_all(json_t *items, const json_t *map, const char *id_key);
+
 #endif
