@@ -124,18 +124,31 @@ static hl_stmt q_dep_span = HL_STMT("SELECT id, " HL_MS(
     " AND (" p " = '' OR lower(t.name) LIKE '%' || " p " || '%' OR lower(i.reason) LIKE '%' || " p \
     " || '%' OR lower(i.executor) LIKE " p " OR i.id::text = " p ")"
 
+/* The filtered lists pick the page's rows first (the instance's columns and
+ * its task's name, in a subquery with the LIMIT) and compute the answer's
+ * columns (seven epoch conversions, the exit code's subquery) for those rows
+ * only: a filter PostgreSQL cannot walk an index for (the text search, a
+ * state set) makes it sort every match before the LIMIT, and it computed
+ * every match's columns before that sort (2,000 exit-code subqueries for a
+ * page of 50 in a search matching every row). Outside, the subquery is "i"
+ * and its task name "t.name", so HL_INSTANCE_COLS reads it unchanged. */
+#define HL_LIST_PAGE_OF(inner)                                                                     \
+    "SELECT " HL_INSTANCE_COLS ", " HL_EXIT_COL " FROM (SELECT i.*, t.name AS hl_task_name"        \
+    " FROM instances i JOIN tasks t ON t.id = i.task_id WHERE " inner                              \
+    ") i, LATERAL (SELECT i.hl_task_name AS name) t"
+
 /* Ascending: keyset on id ($1 = last id seen). */
-static hl_stmt q_list_instances = HL_STMT(
-    "SELECT " HL_INSTANCE_COLS ", " HL_EXIT_COL " FROM instances i JOIN tasks t ON t.id = i.task_id"
-    " WHERE i.id > $1::int8" HL_LIST_FILTERS HL_LIST_SEARCH("$9") " ORDER BY i.id LIMIT $7::int");
+static hl_stmt q_list_instances =
+    HL_STMT(HL_LIST_PAGE_OF("i.id > $1::int8" HL_LIST_FILTERS HL_LIST_SEARCH(
+        "$9") " ORDER BY i.id LIMIT $7::int") " ORDER BY i.id");
 
 /* Descending: newest schedule time first, then id; keyset on (schedule time
  * $9, id $1) of the last row seen ($1 = 0: first page). */
 static hl_stmt q_list_instances_desc = HL_STMT(
-    "SELECT " HL_INSTANCE_COLS ", " HL_EXIT_COL " FROM instances i JOIN tasks t ON t.id = i.task_id"
-    " WHERE ($1::int8 = 0 OR (i.schedule_time, i.id) < (to_timestamp($9::int8 / 1000.0), "
-    "$1::int8))" HL_LIST_FILTERS HL_LIST_SEARCH("$10") " ORDER BY i.schedule_time DESC, i.id DESC"
-                                                       " LIMIT $7::int");
+    HL_LIST_PAGE_OF("($1::int8 = 0 OR (i.schedule_time, i.id) < (to_timestamp($9::int8 / 1000.0), "
+                    "$1::int8))" HL_LIST_FILTERS HL_LIST_SEARCH(
+                        "$10") " ORDER BY i.schedule_time DESC, i.id DESC"
+                               " LIMIT $7::int") " ORDER BY i.schedule_time DESC, i.id DESC");
 
 /* The same lists with no filter at all (the console's first page and the
  * pages after it): prepared, their generic plan walks the order's index.
