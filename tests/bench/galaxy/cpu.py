@@ -12,13 +12,19 @@ holds whatever else the machine runs; wrk's own CPU is left out). With
 BIG > 0 it then adds BIG more instances straight in SQL (a second task) and
 times each list (median of 5 requests) at that size.
 
+With GX_BENCH_PERF=DIR it also records `perf record -g` of galaxyd, halleyd
+and PostgreSQL during the default page's run into DIR/{galaxyd,halleyd,
+postgres}.data (read them with `perf report -i ... --no-children`).
+
 usage: cpu.py BUILD_DIR [SECONDS] [CONNECTIONS] [BIG]   (defaults 5, 4, 0)
 Traffic stays on loopback; every run is bounded.
 """
 import os
 import re
+import resource
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.parse
 
@@ -65,6 +71,75 @@ def wrk(url, token, seconds, conns):
     p99 = float(m.group(1)) * {"us": 0.001, "ms": 1, "s": 1000}[m.group(2)] if m else 0
     bad = re.search(r"Non-2xx or 3xx responses:\s+(\d+)", out)
     return n, rps, p99, int(bad.group(1)) if bad else 0
+
+
+def pg_cpu_s(port):
+    """CPU of the server: its live processes, plus the children it reaped
+    (cutime + cstime of the postmaster: backends that exited meanwhile)."""
+    pids = pg_backends(port)
+    t = cpu_s(pids)
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                parts = f.read().rsplit(")", 1)[1].split()
+            if int(parts[1]) not in pids:  # the postmaster
+                t += (int(parts[13]) + int(parts[14])) / TICK
+        except OSError:
+            pass
+    return t
+
+
+def pgbench_floor(p, pg_port, poke, seconds, clients=8):
+    """The default page's SQL alone: the statement halleyd last ran for it
+    (from pg_stat_activity), through pgbench -M prepared with the same
+    parameters, CLIENTS connections over TCP like halleyd's; poke() asks
+    galaxyd for the default page. The uncached
+    list cannot be served faster than PostgreSQL serves this. Returns
+    (tps, PostgreSQL us/query, pgbench us/query)."""
+    q = ""
+    for _ in range(50):  # the pool's connections also run other statements
+        poke()
+        q = subprocess.run(["psql", p.dsn, "-qAtc",
+                            "SELECT query FROM pg_stat_activity WHERE datname = current_database()"
+                            " AND query LIKE 'SELECT i.id, i.task_id, t.name%' AND query LIKE "
+                            "'%WHERE i.id > $1::int8 ORDER BY i.id LIMIT $2::int' LIMIT 1"],
+                           check=True, capture_output=True, text=True).stdout.strip()
+        if q:
+            break
+    assert q, "the default page's statement was not found in pg_stat_activity"
+    script = tempfile.NamedTemporaryFile("w", suffix=".sql", delete=False)
+    script.write("\\set p1 0\n\\set p2 51\n" + q.replace("$1", ":p1").replace("$2", ":p2") + ";\n")
+    script.close()
+    try:
+        r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        c0 = pg_cpu_s(pg_port)
+        pb = subprocess.Popen(["pgbench", "-n", "-M", "prepared", "-c", str(clients), "-j", "2",
+                               "-T", str(seconds), "-f", script.name, p.dsn],
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        out, _ = pb.communicate(timeout=seconds + 60)
+        c1 = pg_cpu_s(pg_port)
+        r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    finally:
+        os.unlink(script.name)
+    n = int(re.search(r"number of transactions actually processed: (\d+)", out).group(1))
+    tps = float(re.search(r"tps = ([\d.]+)", out).group(1))
+    own = (r1.ru_utime + r1.ru_stime) - (r0.ru_utime + r0.ru_stime)
+    return tps, (c1 - c0) * 1e6 / max(n, 1), own * 1e6 / max(n, 1)
+
+
+def perf_start(gx, hl, pg, seconds):
+    """perf record -g of each process for the run's length (GX_BENCH_PERF=DIR)."""
+    out = os.environ.get("GX_BENCH_PERF")
+    if not out:
+        return []
+    os.makedirs(out, exist_ok=True)
+    recs = []
+    for name, pids in (("galaxyd", gx), ("halleyd", hl), ("postgres", pg)):
+        recs.append(subprocess.Popen(
+            ["perf", "record", "-g", "-q", "-o", os.path.join(out, f"{name}.data"), "-p",
+             ",".join(str(x) for x in pids), "--", "sleep", str(seconds)],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+    return recs
 
 
 def main():
@@ -119,14 +194,25 @@ def main():
         for name, path in paths.items():
             assert p.http("GET", path, token=tok).status == 200, path
             wrk(base + path, tok, 1, conns)  # warm-up
+            rec = perf_start(gx, hl, pg_backends(pg_port), seconds) if name == "default" else []
             c0 = [cpu_s(gx), cpu_s(hl), cpu_s(pg_backends(pg_port))]
             n, rps, p99, bad = wrk(base + path, tok, seconds, conns)
             c1 = [cpu_s(gx), cpu_s(hl), cpu_s(pg_backends(pg_port))]
+            for r in rec:
+                r.wait(timeout=seconds + 60)
             us = [(b - a) * 1e6 / max(n, 1) for a, b in zip(c0, c1)]
+            if name == "default":
+                default_rps = rps
             print(f"  {name:11s} {rps:8.0f} {p99:7.1f}  {'':15s} {us[0]:8.0f} {us[1]:8.0f} "
                   f"{us[2]:8.0f} {sum(us):8.0f}  non-2xx {bad}  load {os.getloadavg()[0]:.1f}",
                   flush=True)
         del pg
+        # The floor: the default page's SQL alone through pgbench.
+        tps, pg_us, pb_us = pgbench_floor(
+            p, pg_port, lambda: p.http("GET", paths["default"], token=tok), seconds)
+        print(f"  pgbench, the default page's SQL alone (-M prepared, 8 clients): {tps:.0f} tps, "
+              f"CPU us/query: postgres {pg_us:.0f}, pgbench {pb_us:.0f}; galaxyd's default page "
+              f"above / pgbench: {default_rps / tps:.2f}  load {os.getloadavg()[0]:.1f}", flush=True)
         if big:
             orrery_it.psql(p.dsn, f"""
                 INSERT INTO instances (task_id, task_version, schedule_time, state, reason)

@@ -21,6 +21,9 @@ Each line gives requests/s, latency p50/p90/p99, non-2xx answers and the
 (sampled every 0.2 s), galaxyd's response-cache counters and the ratio of
 each galaxyd figure to the static peer of the same round. The machine may be
 shared: compare runs by that ratio and quote the load average with figures.
+Last, the floor of the uncached list: the default page's SQL alone through
+pgbench (-M prepared, 8 clients; cpu.py's pgbench_floor), and list/direct of
+the last round over it.
 
 usage: run.py BUILD_DIR [SECONDS] [CONNECTIONS] [ROUNDS]
        (defaults 10 s, 32 connections, 2 rounds; wrk -t2)
@@ -40,6 +43,9 @@ import urllib.parse
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "integration", "lib"))
 import orrery_it  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from cpu import pgbench_floor  # noqa: E402
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -218,6 +224,13 @@ def main():
                 print(f"  rate vs static peer: {ratios}", flush=True)
             stop.set()
             t.join()
+            pg_port = urllib.parse.urlsplit(os.environ["ORRERY_PG_DSN"]).port
+            tps, pg_us, pb_us = pgbench_floor(
+                p, pg_port, lambda: p.http("GET", list_path, token=tok), seconds)
+            print(f"  pgbench, the list's SQL alone (-M prepared, 8 clients): {tps:.0f} tps, "
+                  f"CPU us/query: postgres {pg_us:.0f}, pgbench {pb_us:.0f}; list/direct / "
+                  f"pgbench {res['list/direct']['rps'] / tps:.2f}  load {loadavg():.1f}",
+                  flush=True)
             print(f"galaxyd peak RSS during the load: {peak['kb'] / 1024:.1f} MB")
             for i, g in enumerate(p.galaxy_ports):
                 c = metric(f"http://127.0.0.1:{g}", "galaxy_http_cache_total")
