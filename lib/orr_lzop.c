@@ -3,7 +3,9 @@
  *
  * Writer. Input collects in one 256 KiB block buffer (a write of a whole
  * block or more while the buffer is empty is compressed straight from the
- * caller's memory). Each full block is compressed with lzo1x_1_compress
+ * caller's memory). Each full block is compressed with lzo1x_1_15_compress
+ * (LZO1X-1(15), what `lzop -1` uses: a few per cent faster than LZO1X-1 on
+ * delimited text for 0.5 % more output)
  * directly into the output buffer, just after room for its block header; the
  * header is filled in afterwards, and when compression does not shrink the
  * block the raw bytes go there instead. The output buffer (64 KiB plus one
@@ -217,7 +219,7 @@ orr_lzop_scratch *orr_lzop_scratch_new(void)
     orr_lzop_scratch *s = orr_xmalloc(sizeof(*s));
     s->out_cap = LZOP__BLK_HDR_MAX + LZOP__BLOCK_BOUND;
     s->out = orr_xmalloc(s->out_cap);
-    s->wrkmem = orr_xmalloc(LZO1X_1_MEM_COMPRESS);
+    s->wrkmem = orr_xmalloc(LZO1X_1_15_MEM_COMPRESS);
     return s;
 }
 
@@ -291,9 +293,9 @@ static orr_status wr__block(orr_lzop_writer *w, const uint8_t *src, size_t n, or
     size_t hl = with_c ? 16 : 12;
     uint8_t *h = w->out + w->out_len;
     lzo_uint clen = 0;
-    int rc = lzo1x_1_compress(src, (lzo_uint)n, h + hl, &clen, w->wrkmem);
+    int rc = lzo1x_1_15_compress(src, (lzo_uint)n, h + hl, &clen, w->wrkmem);
     if (rc != LZO_E_OK) {
-        orr_err_set(&w->ferr, ORR_EINTERNAL, "block", "lzo1x_1_compress failed (%d) for %s", rc,
+        orr_err_set(&w->ferr, ORR_EINTERNAL, "block", "lzo1x_1_15_compress failed (%d) for %s", rc,
                     w->label);
         w->failed = ORR_EINTERNAL;
         return wr__sticky(w, err);
@@ -358,8 +360,8 @@ static void wr__header(orr_lzop_writer *w, const orr_lzop_opts *o)
     put_u16(q, ORR_LZOP_VERSION);
     put_u16(q + 2, ORR_LZOP_LIB_VERSION);
     put_u16(q + 4, ORR_LZOP_VERSION_NEEDED);
-    q[6] = ORR_LZOP_M_LZO1X_1;
-    q[7] = 5; /* the level lzop records for LZO1X-1 */
+    q[6] = ORR_LZOP_M_LZO1X_1_15;
+    q[7] = 1; /* the level lzop -1 records for LZO1X-1(15) */
     put_u32(q + 8, flags);
     put_u32(q + 12, o && o->mode ? o->mode : 0100644);
     put_u32(q + 16, (uint32_t)((uint64_t)mtime & 0xffffffffu));
@@ -406,7 +408,7 @@ static orr_lzop_writer *wr__new(int fd, int own_fd, const char *label, const cha
     w->blk = orr_xmalloc(w->blk_cap);
     w->out_cap = LZOP__OUT_SPACE + LZOP__BLK_HDR_MAX + LZOP__BLOCK_BOUND;
     w->out = orr_xmalloc(w->out_cap);
-    w->wrkmem = orr_xmalloc(LZO1X_1_MEM_COMPRESS);
+    w->wrkmem = orr_xmalloc(LZO1X_1_15_MEM_COMPRESS);
     return w;
 }
 

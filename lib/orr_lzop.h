@@ -21,7 +21,7 @@
  *
  * A block whose compressed form is not shorter than its input is stored as
  * is (compressed length == uncompressed length). The writer cuts the input
- * into 256 KiB blocks and compresses each with LZO1X-1; readers accept any
+ * into 256 KiB blocks and compresses each with LZO1X-1(15) (as `lzop -1`); readers accept any
  * LZO1X method lzop writes (LZO1X-1, LZO1X-1(15), LZO1X-999), blocks up to
  * lzop's 64 MiB limit, and the CRC-32 variants of the checksums.
  *

@@ -384,7 +384,8 @@ static void test_header_fields(void **state)
     assert_int_equal(h->version, ORR_LZOP_VERSION);
     assert_int_equal(h->lib_version, ORR_LZOP_LIB_VERSION);
     assert_int_equal(h->version_needed, ORR_LZOP_VERSION_NEEDED);
-    assert_int_equal(h->method, ORR_LZOP_M_LZO1X_1);
+    assert_int_equal(h->method, ORR_LZOP_M_LZO1X_1_15);
+    assert_int_equal(h->level, 1);
     assert_string_equal(h->name, "unit-a.txt");
     assert_int_equal(h->mtime, 1764496800);
     assert_int_equal(h->mode, 0100600);
@@ -393,7 +394,7 @@ static void test_header_fields(void **state)
     /* lzop sees the same name, flags, method/level and mode */
     assert_int_equal(run("%s -N -l '%s' | grep -q unit-a.txt", LZOP_BIN, lzo), 0);
     assert_int_equal(
-        run("%s --info '%s' | grep -q 'Fl: 0x03000001  Mo: 000000100600  Me: 1/5'", LZOP_BIN, lzo),
+        run("%s --info '%s' | grep -q 'Fl: 0x03000001  Mo: 000000100600  Me: 2/1'", LZOP_BIN, lzo),
         0);
 }
 
