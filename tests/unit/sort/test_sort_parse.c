@@ -3,6 +3,8 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -277,6 +279,68 @@ static void test_format_delimited(void **state)
     assert_int_equal(why, SORT_REJ_NO_IFACE);
 }
 
+/* The one-pass splitter against a byte-wise reference: field lengths 0..40
+ * put delimiters on both sides of every 16-byte step; each record sits in a
+ * buffer of exactly its length, so a read past it shows under ASan. */
+static void test_format_delimited_split(void **state)
+{
+    (void)state;
+    char spec_json[1024];
+    int off = snprintf(spec_json, sizeof spec_json,
+                       "%s\"format\":{\"type\":\"delimited\",\"delimiter\":\"|\",\"fields\":[",
+                       SPEC_HEAD);
+    enum { NF = 12 };
+    for (int i = 0; i < NF; i++)
+        off +=
+            snprintf(spec_json + off, sizeof spec_json - (size_t)off, "%s\"f%d\"", i ? "," : "", i);
+    snprintf(spec_json + off, sizeof spec_json - (size_t)off,
+             "]},\"interface\":{\"field\":\"f2\"},\"time\":{\"field\":\"f1\","
+             "\"format\":\"epoch_s\"},\"bucket\":\"hour\"}");
+    sort_spec *s = NULL;
+    orr_err err;
+    assert_int_equal(spec_text(spec_json, &s, &err), ORR_OK);
+    const sort_format_ops *f = sort_format_find("delimited");
+    assert_non_null(f);
+    unsigned seed = 12345;
+    for (int round = 0; round < 2000; round++) {
+        int nf = NF - 1 + round % 3; /* one short, exact, one over */
+        size_t lens[NF + 1], len = 0;
+        for (int i = 0; i < nf; i++) {
+            seed = seed * 1103515245u + 12345u;
+            lens[i] = (seed >> 16) % 41;
+            len += lens[i] + (i ? 1 : 0);
+        }
+        char *rec = malloc(len ? len : 1);
+        assert_non_null(rec);
+        size_t at = 0;
+        for (int i = 0; i < nf; i++) {
+            if (i)
+                rec[at++] = '|';
+            for (size_t k = 0; k < lens[i]; k++)
+                rec[at++] = (char)('a' + (k + (size_t)i) % 26);
+        }
+        sort_val vals[SORT_MAX_FIELDS];
+        memset(vals, 0, sizeof vals);
+        sort_reject_reason why = SORT_REJ__COUNT;
+        int rc = f->parse(s, rec, len, vals, &why);
+        if (nf != NF) {
+            assert_int_equal(rc, -1);
+            assert_int_equal(why, SORT_REJ_FIELD_COUNT);
+        } else {
+            assert_int_equal(rc, 0);
+            const char *p = rec;
+            for (int i = 0; i < NF; i++) {
+                assert_ptr_equal(vals[i].p, p);
+                assert_int_equal(vals[i].len, lens[i]);
+                assert_int_equal(vals[i].set, 1);
+                p += lens[i] + 1;
+            }
+        }
+        free(rec);
+    }
+    sort_spec_free(s);
+}
+
 static void test_format_kv(void **state)
 {
     (void)state;
@@ -431,11 +495,12 @@ static void test_offsets_and_names(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_time_formats),     cmocka_unit_test(test_buckets_and_zones),
-        cmocka_unit_test(test_spec_good),        cmocka_unit_test(test_spec_errors),
-        cmocka_unit_test(test_format_delimited), cmocka_unit_test(test_format_kv),
-        cmocka_unit_test(test_format_jsonl),     cmocka_unit_test(test_format_binary),
-        cmocka_unit_test(test_line_framing),     cmocka_unit_test(test_offsets_and_names),
+        cmocka_unit_test(test_time_formats),      cmocka_unit_test(test_buckets_and_zones),
+        cmocka_unit_test(test_spec_good),         cmocka_unit_test(test_spec_errors),
+        cmocka_unit_test(test_format_delimited),  cmocka_unit_test(test_format_delimited_split),
+        cmocka_unit_test(test_format_kv),         cmocka_unit_test(test_format_jsonl),
+        cmocka_unit_test(test_format_binary),     cmocka_unit_test(test_line_framing),
+        cmocka_unit_test(test_offsets_and_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
