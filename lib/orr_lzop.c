@@ -206,17 +206,33 @@ static int lzop__write_all(int fd, const uint8_t *p, size_t n)
 
 /* ---- writer ----------------------------------------------------------- */
 
+/* Block buffers of closed writers, kept for the next ones: a writer that
+ * rolls hands its grown buffer on instead of freeing it, so a stream that
+ * opens and rolls files all day neither maps and unmaps them (glibc maps
+ * buffers of 128 KiB and more; each unmap is a TLB shootdown on every core)
+ * nor faults their pages in again. Only buffers of LZOP__SPARE_MIN bytes or
+ * more are kept, LZOP__SPARE_BYTES at most: a bucket close rolls a few
+ * hundred files at once per writer, and the next bucket's files want as
+ * many buffers again. */
+#define LZOP__SPARES      512
+#define LZOP__SPARE_MIN   (64u * 1024u)
+#define LZOP__SPARE_BYTES (32u * 1024u * 1024u)
+
 struct orr_lzop_scratch {
     uint8_t *out; /* one block header and one worst-case compressed block */
     size_t out_cap;
     void *wrkmem;
+    uint8_t *spare[LZOP__SPARES]; /* kept block buffers, spare_cap[i] bytes each */
+    size_t spare_cap[LZOP__SPARES];
+    size_t nspare, spare_bytes;
+    uint64_t reused;
 };
 
 #define LZOP__FIRST_BLK (16u * 1024u) /* first size of a shared-scratch block buffer */
 
 orr_lzop_scratch *orr_lzop_scratch_new(void)
 {
-    orr_lzop_scratch *s = orr_xmalloc(sizeof(*s));
+    orr_lzop_scratch *s = orr_xcalloc(1, sizeof(*s));
     s->out_cap = LZOP__BLK_HDR_MAX + LZOP__BLOCK_BOUND;
     s->out = orr_xmalloc(s->out_cap);
     s->wrkmem = orr_xmalloc(LZO1X_1_15_MEM_COMPRESS);
@@ -227,9 +243,49 @@ void orr_lzop_scratch_free(orr_lzop_scratch *s)
 {
     if (!s)
         return;
+    for (size_t i = 0; i < s->nspare; i++)
+        free(s->spare[i]);
     free(s->out);
     free(s->wrkmem);
     free(s);
+}
+
+uint64_t orr_lzop_scratch_reused(const orr_lzop_scratch *s)
+{
+    return s ? s->reused : 0;
+}
+
+/* Keep a closed writer's block buffer (cap bytes) for the next writer on
+ * the scratch, or free it. */
+static void lzop__give_back(orr_lzop_scratch *s, uint8_t *blk, size_t cap)
+{
+    if (blk && cap >= LZOP__SPARE_MIN && s->nspare < LZOP__SPARES &&
+        s->spare_bytes + cap <= LZOP__SPARE_BYTES) {
+        s->spare_bytes += cap;
+        s->spare[s->nspare] = blk;
+        s->spare_cap[s->nspare++] = cap;
+        return;
+    }
+    free(blk);
+}
+
+/* A kept buffer of at least want and at most max bytes (the latest kept
+ * first), or NULL; *cap gets its size. */
+static uint8_t *lzop__take(orr_lzop_scratch *s, size_t want, size_t max, size_t *cap)
+{
+    for (size_t i = s->nspare; i-- > 0;) {
+        if (s->spare_cap[i] < want || s->spare_cap[i] > max)
+            continue;
+        uint8_t *b = s->spare[i];
+        *cap = s->spare_cap[i];
+        s->spare_bytes -= *cap;
+        s->nspare--;
+        s->spare[i] = s->spare[s->nspare];
+        s->spare_cap[i] = s->spare_cap[s->nspare];
+        s->reused++;
+        return b;
+    }
+    return NULL;
 }
 
 struct orr_lzop_writer {
@@ -535,6 +591,17 @@ static void wr__grow(orr_lzop_writer *w, size_t want)
         cap *= 2;
     if (cap > w->bsize)
         cap = w->bsize;
+    size_t got;
+    uint8_t *b =
+        w->shared && cap >= LZOP__SPARE_MIN ? lzop__take(w->shared, cap, w->bsize, &got) : NULL;
+    if (b) {
+        if (w->blk_len > 0)
+            memcpy(b, w->blk, w->blk_len);
+        free(w->blk);
+        w->blk = b;
+        w->blk_cap = got;
+        return;
+    }
     w->blk = orr_xrealloc(w->blk, cap);
     w->blk_cap = cap;
 }
@@ -647,8 +714,10 @@ void orr_lzop_writer_abort(orr_lzop_writer *w)
     if (!w->shared) {
         free(w->wrkmem);
         free(w->out);
+        free(w->blk);
+    } else {
+        lzop__give_back(w->shared, w->blk, w->blk_cap);
     }
-    free(w->blk);
     free(w->index_path);
     free(w->label);
     free(w);

@@ -114,8 +114,14 @@ enum {
  */
 typedef struct orr_lzop_scratch orr_lzop_scratch;
 
-/* A new scratch (aborts if memory runs out, as every allocation here). */
+/* A new scratch (aborts if memory runs out, as every allocation here). The
+ * scratch also keeps up to 32 MiB of block buffers (of 64 KiB or more) of closed
+ * writers and hands them to writers whose pending input grows that far,
+ * instead of freeing and allocating them again. */
 orr_lzop_scratch *orr_lzop_scratch_new(void);
+
+/* How many times a writer took a kept block buffer (for tests). */
+uint64_t orr_lzop_scratch_reused(const orr_lzop_scratch *s);
 /* Free it. NULL is a no-op. */
 void orr_lzop_scratch_free(orr_lzop_scratch *s);
 

@@ -1008,6 +1008,43 @@ static void test_shared_scratch(void **state)
     orr_lzop_scratch_free(NULL);
 }
 
+/* A writer whose block buffer grew to 64 KiB or more leaves it on the
+ * scratch and the next writer growing that far takes it: each later file
+ * decodes to its own bytes only (nothing of the earlier ones); a writer
+ * that stays small, or whose blocks are smaller than the kept buffer,
+ * takes none. */
+static void test_shared_scratch_reuse(void **state)
+{
+    (void)state;
+    orr_lzop_scratch *sc = orr_lzop_scratch_new();
+    size_t na = ORR_LZOP_BLOCK_SIZE + 100, nb = 100 * KIB;
+    uint8_t *a = gen(na, DATA_TEXT, 41), *b = gen(nb, DATA_MIXED, 42), *c = gen(na, DATA_MIXED, 43);
+    orr_lzop_opts o = {.scratch = sc};
+    lzo_write(tpath("ra.lzo"), a, na, &o, NULL); /* grows to a full block: kept */
+    assert_int_equal(orr_lzop_scratch_reused(sc), 0);
+    lzo_write(tpath("rs.lzo"), b, 1000, &o, NULL); /* stays small */
+    assert_int_equal(orr_lzop_scratch_reused(sc), 0);
+    orr_lzop_opts small = {.scratch = sc, .block_size = 64 * 1024};
+    lzo_write(tpath("r64.lzo"), b, nb, &small, NULL); /* the kept one is too big */
+    assert_int_equal(orr_lzop_scratch_reused(sc), 0);
+    lzo_write(tpath("rb.lzo"), b, nb, &o, NULL); /* grows past 64 KiB: takes a's */
+    assert_int_equal(orr_lzop_scratch_reused(sc), 1);
+    lzo_write(tpath("r64b.lzo"), c, nb, &small, NULL); /* takes r64's */
+    assert_int_equal(orr_lzop_scratch_reused(sc), 2);
+    lzo_write(tpath("rc.lzo"), c, na, &o, NULL);
+    assert_int_equal(orr_lzop_scratch_reused(sc), 3);
+    expect_read_path(tpath("ra.lzo"), a, na);
+    expect_read_path(tpath("rs.lzo"), b, 1000);
+    expect_read_path(tpath("r64.lzo"), b, nb);
+    expect_read_path(tpath("rb.lzo"), b, nb);
+    expect_read_path(tpath("r64b.lzo"), c, nb);
+    expect_read_path(tpath("rc.lzo"), c, na);
+    free(a);
+    free(b);
+    free(c);
+    orr_lzop_scratch_free(sc); /* frees the kept buffers (ASan: no leak) */
+}
+
 /* A smaller block size: blocks of that size, a matching index, lzop reads
  * it; out-of-range sizes are refused naming the field. */
 static void test_block_size(void **state)
@@ -1076,27 +1113,17 @@ static void test_shared_scratch_errors(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_lzop_tool_present),
-        cmocka_unit_test(test_adler32),
-        cmocka_unit_test(test_roundtrip_empty),
-        cmocka_unit_test(test_roundtrip_one_byte),
-        cmocka_unit_test(test_roundtrip_one_block),
-        cmocka_unit_test(test_roundtrip_block_plus_one),
-        cmocka_unit_test(test_roundtrip_10mib),
-        cmocka_unit_test(test_header_fields),
-        cmocka_unit_test(test_read_lzop_written),
-        cmocka_unit_test(test_bad_magic),
-        cmocka_unit_test(test_truncated),
-        cmocka_unit_test(test_flipped_bytes),
-        cmocka_unit_test(test_bad_fields),
-        cmocka_unit_test(test_recover),
-        cmocka_unit_test(test_flush_boundary),
-        cmocka_unit_test(test_write_errors),
-        cmocka_unit_test(test_fd_with_index),
-        cmocka_unit_test(test_resume),
-        cmocka_unit_test(test_shared_scratch),
-        cmocka_unit_test(test_block_size),
-        cmocka_unit_test(test_shared_scratch_errors),
+        cmocka_unit_test(test_lzop_tool_present),   cmocka_unit_test(test_adler32),
+        cmocka_unit_test(test_roundtrip_empty),     cmocka_unit_test(test_roundtrip_one_byte),
+        cmocka_unit_test(test_roundtrip_one_block), cmocka_unit_test(test_roundtrip_block_plus_one),
+        cmocka_unit_test(test_roundtrip_10mib),     cmocka_unit_test(test_header_fields),
+        cmocka_unit_test(test_read_lzop_written),   cmocka_unit_test(test_bad_magic),
+        cmocka_unit_test(test_truncated),           cmocka_unit_test(test_flipped_bytes),
+        cmocka_unit_test(test_bad_fields),          cmocka_unit_test(test_recover),
+        cmocka_unit_test(test_flush_boundary),      cmocka_unit_test(test_write_errors),
+        cmocka_unit_test(test_fd_with_index),       cmocka_unit_test(test_resume),
+        cmocka_unit_test(test_shared_scratch),      cmocka_unit_test(test_shared_scratch_reuse),
+        cmocka_unit_test(test_block_size),          cmocka_unit_test(test_shared_scratch_errors),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
