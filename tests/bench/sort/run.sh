@@ -80,8 +80,15 @@ run_sortd() { # name binary
 for i in $(seq 1 "$PAIRS"); do
     echo "round $i of $PAIRS on $MB MB (load $(load))"
     run_lzop
-    run_sortd sortd "$SORTD"
-    [ -z "$BASE" ] || run_sortd base "$BASE"
+    # sortd and the base binary swap places every round (ABBA...), so
+    # neither always runs right after lzop.
+    if [ -n "$BASE" ] && [ $((i % 2)) -eq 0 ]; then
+        run_sortd base "$BASE"
+        run_sortd sortd "$SORTD"
+    else
+        run_sortd sortd "$SORTD"
+        [ -z "$BASE" ] || run_sortd base "$BASE"
+    fi
 done
 
 awk -v mb="$MB" -v n="$N" -v tz="$TZNAME" '
@@ -102,8 +109,8 @@ END {
         c = names[q]; if (!cnt[c]) continue
         for (k = 1; k <= cnt[c]; k++) { w[k] = wall[c, k]; u[k] = cpu[c, k] }
         mw[c] = median(w, cnt[c]); mc[c] = median(u, cnt[c])
-        printf "%-6s median    %7.2f s  %7.1f MB/s  %10.0f records/s  CPU %6.2f s  peak RSS max %d MB\n",
-            c, mw[c], mb / mw[c], n / mw[c], mc[c], maxrss[c]
+        printf "%-6s median    %7.2f s  %7.1f MB/s  %10.0f records/s  CPU %6.2f s (%.3f us/record)  peak RSS max %d MB\n",
+            c, mw[c], mb / mw[c], n / mw[c], mc[c], mc[c] * 1e6 / n, maxrss[c]
     }
     for (q = 2; q <= 3; q++) {
         c = names[q]; if (!cnt[c]) continue
@@ -112,4 +119,6 @@ END {
             c, mw["lzop"] / mw[c], c, median(r, cnt[c])
         printf "cpu    %-6s    %.2f (%s CPU seconds / lzop -1 CPU seconds, medians)\n", c, mc[c] / mc["lzop"], c
     }
+    if (cnt["base"])
+        printf "now/base        CPU %.3f, wall %.3f (sortd / base, medians)\n", mc["sortd"] / mc["base"], mw["sortd"] / mw["base"]
 }' "$T/runs"
