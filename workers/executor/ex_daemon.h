@@ -122,9 +122,10 @@ typedef struct ex_report {
     int exit_code;
 } ex_report;
 
-/* Send r until it lands. With persist, r is first written to the outbox
+/* Send r until it lands. With persist 1, r is first written to the outbox
  * (work_dir/outbox) and removed once Halley answered, so a restart re-sends
- * it. UNAVAILABLE, deadlines and internal errors are retried with backoff
+ * it; persist 2 (the replay) only removes its file, already there.
+ * UNAVAILABLE, deadlines and internal errors are retried with backoff
  * (200 ms doubling to 5 s). Returns:
  *   ORR_OK         it landed
  *   ORR_ECONFLICT  someone else moved the instance first (ABORTED or

@@ -5,7 +5,7 @@ through galaxyd's REST API and moves instances waiting -> ready ->
 dispatched(executor) with Halley's TransitionInstance (gRPC, from the .proto).
 
 Checks: the ZooKeeper card; a run ends success with its exit code recorded,
-its log served over HTTP with the token (401 without) and copied to the blob
+its log served over HTTP with the token (401 without) and landed in the blob
 root; a failing command ends failed; a kill through the REST API ends the
 whole process tree; a timeout ends timed_out; a memory hog ends failed with
 reason memory_limit; a live log can be followed; an executord killed and
@@ -298,6 +298,13 @@ class Executord(unittest.TestCase):
         blob = os.path.join(EX.blob, "logs", str(tid), f"{iid}-1.log")
         with open(blob) as f:
             self.assertEqual(f.read(), body)
+        # one file system: the log and its index land by a hard link (the
+        # work folder's file under a second name, no copy), with the store's mode
+        for ext in ("log", "idx"):
+            b = os.stat(os.path.join(EX.blob, "logs", str(tid), f"{iid}-1.{ext}"))
+            w = os.stat(os.path.join(EX.work, "logs", f"{iid}-1.{ext}"))
+            self.assertEqual((b.st_dev, b.st_ino), (w.st_dev, w.st_ino), ext)
+            self.assertEqual(b.st_mode & 0o777, 0o644, ext)
         self.assertFalse(os.path.exists(cgroup_dir(iid)))
 
     def test_galaxy_lists_the_executor(self):
@@ -616,9 +623,17 @@ class Executord(unittest.TestCase):
         self.assertEqual(len(pids_of("(^|/)sleep 303$")), 1)
         EX.stop(signal.SIGKILL)  # the guardian ends the attempt's processes
         self.assertTrue(wait_gone("(^|/)sleep 303$"), "the process outlived its executord")
+        # a report the crash cut short while it was written (the outbox file
+        # is written once, without a temporary): the replay drops it as a
+        # report never made, and the restart fails the attempt as usual
+        torn = os.path.join(EX.work, "outbox", f"{iid}-1-6.json")
+        with open(torn, "w") as f:
+            f.write('{"instance_id":%d,"attempt":1,"from":4,"to":6,"rea' % iid)
         EX.start()
         inst = wait_state(iid, ("failed",))
         self.assertEqual(inst.reason, "executor_restarted")
+        self.assertFalse(os.path.exists(torn))
+        self.assertIn("dropping an unreadable outbox file", EX.daemon_log())
         # the restarted executord still runs new work
         _, iid2 = make_instance({"command": "true"})
         self.assertEqual(state_name(wait_state(iid2, ("success", "failed")).state), "success")
