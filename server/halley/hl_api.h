@@ -91,6 +91,10 @@ HL_UNARY(hl_api_list_task_versions);
 HL_UNARY(hl_api_rollback_task);
 HL_UNARY(hl_api_reactivate_task);
 HL_UNARY(hl_api_set_instance_params);
+/* The task id at version (0 = current) read on c into a new message in a
+ * (GetTask's read, for GetInstance's with_task). */
+orr_status hl_task_read(hl_conn *c, orr_arena *a, int64_t id, int32_t version, hl_pb_task **out,
+                        orr_err *err);
 /* Instances, their attempts and transitions (hl_api_instances.c). */
 HL_UNARY(hl_api_create_instances);
 HL_UNARY(hl_api_get_instance);

@@ -539,6 +539,8 @@ HL_UNARY(hl_api_get_instance)
         in->from_scratch = hl_val_bool(r, 0, HL_INSTANCE_NCOLS + 2);
         if (!rq->without_deps) /* an executor reads the row alone, once per run */
             s = hl__fill_deps(c, a, in, err);
+        if (s == ORR_OK && rq->with_task) /* and its task, in the same call */
+            s = hl_task_read(c, a, in->task_id, in->task_version, &in->task, err);
     }
     hl_db_put(hc->db, c);
     if (s == ORR_OK)

@@ -801,3 +801,9 @@ out:
         hl_db_put(hc->db, c);
     return s;
 }
+
+orr_status hl_task_read(hl_conn *c, orr_arena *a, int64_t id, int32_t version, hl_pb_task **out,
+                        orr_err *err)
+{
+    return hl__read_task(c, a, id, NULL, version, out, err);
+}

@@ -4,8 +4,9 @@
  * The life of a job (every Halley write is a compare-and-set on the state
  * and the attempt, so a late or duplicate job can never overwrite someone
  * else's decision):
- *   1. GetInstance: still dispatched to us? else stop quietly.
- *   2. GetTask(task, version = instance.task_version): the spec
+ *   1. GetInstance (with_task): still dispatched to us? else stop quietly.
+ *   2. The task at instance.task_version, in the same answer (GetTask
+ *      with that version from a halleyd that does not fill it): the spec
  *      (type, config, timeout, slots); the named parameters and built-ins
  *      substituted into config (ex_params.h).
  *   3. Private run dir <work>/runs/<instance>-<attempt> (0700, run_as user);
@@ -221,8 +222,9 @@ static void run_job(ex_daemon *d, ex_job *j, orr_arena *a)
     HL(GetInstanceRequest) giq = HL_INIT(GET_INSTANCE_REQUEST);
     giq.id = j->instance_id;
     giq.without_deps = 1; /* the row alone: no dependency states */
+    giq.with_task = 1;    /* and the task at its version: one call, not two */
     HL(Instance) *in = NULL;
-    HL(Task) *task = NULL;
+    HL(Task) *task = NULL, *own_task = NULL; /* own: read by GetTask, freed here */
     job_spec js = {0};
     orr_err err;
     orr_err_clear(&err);
@@ -249,13 +251,17 @@ static void run_job(ex_daemon *d, ex_job *j, orr_arena *a)
     ORR_INFO("instance assigned", "instance=%lld attempt=%d task=%lld", (long long)inst, j->attempt,
              (long long)in->task_id);
 
-    HL(GetTaskRequest) gtq = HL_INIT(GET_TASK_REQUEST);
-    gtq.id = in->task_id;
-    gtq.version = in->task_version;
-    if (ex_halley(d, "GetTask", &gtq.base, (ProtobufCMessage **)&task, &err) != ORR_OK) {
-        ORR_WARN("cannot read the task", "instance=%lld err=%s", (long long)inst,
-                 orr_log_q(err.msg));
-        goto done; /* the periodic sweep tries again */
+    task = in->task;
+    if (!task) { /* a halleyd without with_task */
+        HL(GetTaskRequest) gtq = HL_INIT(GET_TASK_REQUEST);
+        gtq.id = in->task_id;
+        gtq.version = in->task_version;
+        if (ex_halley(d, "GetTask", &gtq.base, (ProtobufCMessage **)&own_task, &err) != ORR_OK) {
+            ORR_WARN("cannot read the task", "instance=%lld err=%s", (long long)inst,
+                     orr_log_q(err.msg));
+            goto done; /* the periodic sweep tries again */
+        }
+        task = own_task;
     }
 
     /* Spec and run directory. */
@@ -479,8 +485,8 @@ done:
     ex_sandbox_free(sb);
     if (js.root)
         json_decref(js.root);
-    if (task)
-        protobuf_c_message_free_unpacked(&task->base, NULL);
+    if (own_task)
+        protobuf_c_message_free_unpacked(&own_task->base, NULL);
     if (in)
         protobuf_c_message_free_unpacked(&in->base, NULL);
 }

@@ -489,8 +489,21 @@ static void test_instances(const hlt_db *db)
                   in->task_id == dn->task_id && in->state == dn->state && in->n_upstreams == 0 &&
                   in->n_downstreams == 0,
               "without_deps: the instance without its dependency states (%s)", err.msg);
+    HLT_CHECK(in && !in->task, "no task unless with_task");
     if (in)
         FREE(in);
+    /* with_task: and the task at the instance's version, in the same answer
+     * (an executor's one read at the start of a run). */
+    gi.with_task = 1;
+    in = NULL;
+    HLT_CHECK(hlt_call(cl, "GetInstance", &gi, &in, &err) == ORR_OK && dn && in->id == dn->id &&
+                  in->task && in->task->id == dn->task_id &&
+                  in->task->version == in->task_version && in->task->spec_json &&
+                  strstr(in->task->spec_json, in->task->name) && in->n_upstreams == 0,
+              "with_task: the task at the instance's version (%s)", err.msg);
+    if (in)
+        FREE(in);
+    gi.with_task = 0;
     gi.without_deps = 0;
     Orrery__Halley__V1__ListInstancesRequest lq = ORRERY__HALLEY__V1__LIST_INSTANCES_REQUEST__INIT;
     lq.task_id = t_up;
