@@ -9,7 +9,7 @@
  *          (250 x 4), and per unit a data file, its index and a _CHECK, each
  *          written under a temporary name in a work folder and renamed in
  *          (as sortd lands them), with OUT as the root; no fsync
- * Usage: floor read|lzo FILE... ; floor tree OUT
+ * Usage: floor read|lzo|lzo1 FILE... ; floor tree OUT
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -64,13 +64,15 @@ int main(int argc, char **argv)
         printf("tree   %llu files, 1251 folders: CPU %.3f s\n", lines, cpu_s() - t0);
         return 0;
     }
-    int lzo = strcmp(argv[1], "lzo") == 0;
+    int lzo1 = strcmp(argv[1], "lzo1") == 0;
+    int lzo = lzo1 || strcmp(argv[1], "lzo") == 0;
     if (lzo_init() != LZO_E_OK)
         return 1;
     enum { RD = 1 << 20, BS = 256 * 1024 };
     char *buf = malloc(RD);
     unsigned char *blk = malloc(BS), *cout = malloc(BS + BS / 16 + 64 + 3);
-    void *wrk = malloc(LZO1X_1_15_MEM_COMPRESS);
+    void *wrk = malloc(LZO1X_1_15_MEM_COMPRESS > LZO1X_1_MEM_COMPRESS ? LZO1X_1_15_MEM_COMPRESS
+                                                                      : LZO1X_1_MEM_COMPRESS);
     size_t bl = 0;
     for (int a = 2; a < argc; a++) {
         int fd = open(argv[a], O_RDONLY);
@@ -88,7 +90,10 @@ int main(int argc, char **argv)
                 o += k;
                 if (bl == BS) {
                     lzo_uint cl;
-                    lzo1x_1_15_compress(blk, bl, cout, &cl, wrk);
+                    if (lzo1)
+                        lzo1x_1_compress(blk, bl, cout, &cl, wrk);
+                    else
+                        lzo1x_1_15_compress(blk, bl, cout, &cl, wrk);
                     out += cl;
                     bl = 0;
                 }
