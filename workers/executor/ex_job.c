@@ -30,6 +30,7 @@
  *      slots released.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <ftw.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -195,30 +196,75 @@ static void record_leftover(ex_daemon *d, int64_t inst, int attempt, int n)
  * copy, no temporary, no new inode (a third of a short run's CPU was the
  * file system allocating them). Nothing writes the file once the attempt
  * ended, so both names show the same bytes for good; the mode is the
- * store's (0644; the work folder's logs/ stays 0750). The link is not
- * fsynced, like the work folder's log it names: a machine that loses
- * power may lose both. Anywhere else (another file system, webhdfs, a name
- * already taken, a link refused) the store copies it as before. */
-static orr_status land_log(ex_daemon *d, const char *key, const char *local, orr_err *err)
+ * store's (0644; the work folder's logs/ stays 0750). A linked file is not
+ * synced here: the caller syncs the run's linked files and their folder
+ * once (land_sync) before the report, as the store's copy would have.
+ * Anywhere else (another file system, webhdfs, a name already taken, a link
+ * refused) the store copies and syncs it as before. */
+static orr_status land_log(ex_daemon *d, const char *key, const char *local, int *linked,
+                           orr_err *err)
 {
     const char *root = orr_blob_local_root(d->blob);
     char full[EX_PATH + 320];
+    *linked = 0;
     if (root && orr_blob_path_ok(key) &&
         snprintf(full, sizeof full, "%s/%s", root, key) < (int)sizeof full) {
         (void)chmod(local, 0644);
-        int r = link(local, full);
+        int r = link(local, full), made = 0;
         if (r != 0 && errno == ENOENT) { /* the task's folder is new */
             char *slash = strrchr(full, '/');
             *slash = 0;
             r = mkdir(full, 0755);
+            made = r == 0;
             *slash = '/';
             if (r == 0 || errno == EEXIST)
                 r = link(local, full);
         }
-        if (r == 0)
+        if (r == 0) {
+            *linked = made ? 2 : 1;
             return ORR_OK;
+        }
     }
     return d->blob->ops->put_file(d->blob, key, local, 0, err);
+}
+
+/* Make the linked files' bytes and their new names durable before the
+ * report that makes them visible: one fdatasync per file and one fsync of
+ * the store's folder (the log and its index share it), and of its parent
+ * when land_log made that folder (linked 2). A crash of the machine then keeps what the
+ * store's copy kept: the log of every reported run. */
+static void land_sync(ex_daemon *d, const char *key, const char *const *locals, const int *linked,
+                      int n)
+{
+    int any = 0, made = 0;
+    for (int i = 0; i < n; i++) {
+        if (!linked[i])
+            continue;
+        any = 1;
+        made |= linked[i] == 2;
+        int fd = open(locals[i], O_RDONLY | O_CLOEXEC);
+        if (fd < 0 || fdatasync(fd) != 0)
+            ORR_WARN("log sync failed", "path=%s err=%s", orr_log_q(locals[i]),
+                     orr_log_q(strerror(errno)));
+        if (fd >= 0)
+            close(fd);
+    }
+    const char *root = orr_blob_local_root(d->blob);
+    char dir[EX_PATH + 320];
+    if (!any || !root || snprintf(dir, sizeof dir, "%s/%s", root, key) >= (int)sizeof dir)
+        return;
+    for (int up = 0; up < 1 + made; up++) {
+        char *slash = strrchr(dir, '/');
+        if (!slash)
+            return;
+        *slash = 0;
+        int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0 || fsync(fd) != 0)
+            ORR_WARN("log folder sync failed", "path=%s err=%s", orr_log_q(dir),
+                     orr_log_q(strerror(errno)));
+        if (fd >= 0)
+            close(fd);
+    }
 }
 
 static void run_job(ex_daemon *d, ex_job *j, orr_arena *a)
@@ -469,14 +515,17 @@ static void run_job(ex_daemon *d, ex_job *j, orr_arena *a)
              j->attempt);
     ex_log_index_path(idx_path, sizeof idx_path, log_path);
     /* The index first: a reader that finds the log finds its index. */
-    if (land_log(d, key, idx_path, &err) != ORR_OK)
+    int linked[2];
+    const char *landed[2] = {idx_path, log_path};
+    if (land_log(d, key, idx_path, &linked[0], &err) != ORR_OK)
         ORR_WARN("log index copy to the blob store failed", "instance=%lld err=%s", (long long)inst,
                  orr_log_q(err.msg));
     snprintf(key, sizeof key, "logs/%lld/%lld-%d.log", (long long)in->task_id, (long long)inst,
              j->attempt);
-    if (land_log(d, key, log_path, &err) != ORR_OK)
+    if (land_log(d, key, log_path, &linked[1], &err) != ORR_OK)
         ORR_WARN("log copy to the blob store failed", "instance=%lld err=%s", (long long)inst,
                  orr_log_q(err.msg));
+    land_sync(d, key, landed, linked, 2);
 
     if (to != HL_STATE(KILLED))
         finish_report(d, j, HL_STATE(RUNNING), to, reason, 1, code);

@@ -336,10 +336,17 @@ int ex_report_replay(ex_daemon *d)
     struct dirent *de;
     while ((de = readdir(dir)) != NULL && !atomic_load(&d->stopping)) {
         size_t l = strlen(de->d_name);
-        if (l < 6 || strcmp(de->d_name + l - 5, ".json") != 0)
-            continue;
         char path[EX_PATH + 300];
         snprintf(path, sizeof path, "%s/%s", d->outbox_dir, de->d_name);
+        if (l > 9 && strcmp(de->d_name + l - 9, ".json.tmp") == 0) {
+            /* An executord before the single-write outbox wrote a temporary
+             * and renamed it: one left over was never sent. */
+            ORR_WARN("dropping an outbox temporary never sent", "path=%s", orr_log_q(path));
+            unlink(path);
+            continue;
+        }
+        if (l < 6 || strcmp(de->d_name + l - 5, ".json") != 0)
+            continue;
         ex_report r;
         if (outbox_read(path, &r) != 0) {
             ORR_WARN("dropping an unreadable outbox file", "path=%s", orr_log_q(path));
