@@ -11,15 +11,28 @@
  *      delivered are in the consumer's pending list, not lost; a new
  *      source of the same consumer reads them first (its pending list),
  *      then the rest: every entry exactly once across the two runs.
+ *   3. the reply of a read in flight is lost with its connection, after
+ *      Redis served it: through a proxy of this test that forwards the
+ *      second ">" read, then holds Redis's bytes until that read's entries
+ *      are in the consumer's pending list (XPENDING, by construction), and
+ *      then closes both sides. The source must read them again from its
+ *      pending list after it reconnects: every entry exactly once, in
+ *      order, nothing pending after the last commit.
  *
  * Each next() is bounded (block_ms 20), each loop by a round count.
  */
+#include <arpa/inet.h>
 #include <hiredis/hiredis.h>
 #include <inttypes.h>
 #include <jansson.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "sort_ho_it.h"
@@ -133,6 +146,88 @@ static void fill(redisContext *c, const char *key, sort_off *ids)
     }
 }
 
+/* The proxy of case 3: one client at a time to Redis at up_port. After it
+ * forwarded the hold_at-th ">" XREADGROUP it stops reading Redis's side;
+ * when told to drop it closes both sides, forwarding nothing more, and
+ * serves the next client normally. */
+typedef struct proxy {
+    int lfd, port, up_port;
+    char up_host[64];
+    atomic_int hold_at, reads, holding, drop, stop;
+    pthread_t th;
+} proxy;
+
+static int px_connect_up(proxy *p)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)p->up_port)};
+    inet_pton(AF_INET, p->up_host, &sa.sin_addr);
+    if (fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
+        close(fd);
+        fd = -1;
+    }
+    return fd;
+}
+
+static void *px_main(void *arg)
+{
+    proxy *p = arg;
+    char buf[65536];
+    while (!atomic_load(&p->stop)) {
+        struct pollfd lp = {p->lfd, POLLIN, 0};
+        if (poll(&lp, 1, 50) <= 0)
+            continue;
+        int cfd = accept(p->lfd, NULL, NULL), ufd = px_connect_up(p);
+        while (cfd >= 0 && ufd >= 0 && !atomic_load(&p->stop) && !atomic_load(&p->drop)) {
+            struct pollfd fds[2] = {{cfd, POLLIN, 0},
+                                    {ufd, atomic_load(&p->holding) ? 0 : POLLIN, 0}};
+            if (poll(fds, 2, 20) <= 0)
+                continue;
+            if (fds[0].revents) {
+                ssize_t n = read(cfd, buf, sizeof buf);
+                if (n <= 0 || write(ufd, buf, (size_t)n) != n)
+                    break;
+                if (memmem(buf, (size_t)n, "XREADGROUP", 10) &&
+                    memmem(buf, (size_t)n, "\r\n$1\r\n>\r\n", 9) &&
+                    atomic_fetch_add(&p->reads, 1) + 1 == atomic_load(&p->hold_at))
+                    atomic_store(&p->holding, 1);
+            }
+            if (fds[1].revents) {
+                ssize_t n = read(ufd, buf, sizeof buf);
+                if (n <= 0 || write(cfd, buf, (size_t)n) != n)
+                    break;
+            }
+        }
+        if (cfd >= 0)
+            close(cfd);
+        if (ufd >= 0)
+            close(ufd);
+        atomic_store(&p->holding, 0);
+        atomic_store(&p->hold_at, 0);
+        atomic_store(&p->drop, 0);
+    }
+    return NULL;
+}
+
+static void px_start(proxy *p, const char *addr)
+{
+    const char *colon = strrchr(addr, ':');
+    snprintf(p->up_host, sizeof p->up_host, "%.*s", (int)(colon - addr), addr);
+    if (strcmp(p->up_host, "localhost") == 0)
+        snprintf(p->up_host, sizeof p->up_host, "127.0.0.1");
+    p->up_port = atoi(colon + 1);
+    p->lfd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t sl = sizeof sa;
+    if (p->lfd < 0 || bind(p->lfd, (struct sockaddr *)&sa, sizeof sa) != 0 ||
+        listen(p->lfd, 4) != 0 || getsockname(p->lfd, (struct sockaddr *)&sa, &sl) != 0) {
+        fprintf(stderr, "FAIL: proxy listen\n");
+        exit(1);
+    }
+    p->port = ntohs(sa.sin_port);
+    pthread_create(&p->th, NULL, px_main, p);
+}
+
 int main(void)
 {
     const char *addr = getenv("ORRERY_REDIS");
@@ -199,6 +294,48 @@ int main(void)
     sort_src_redis.close(s);
     sort_spec_free(spec);
 
+    /* 3. the reply of a read in flight lost after Redis served it. */
+    memset(seen, 0, sizeof seen);
+    fill(c, key, ids);
+    static proxy px;
+    px_start(&px, addr);
+    char paddr[64];
+    snprintf(paddr, sizeof paddr, "127.0.0.1:%d", px.port);
+    atomic_store(&px.hold_at, 2); /* the read sent in flight after the first ">" */
+    spec = read_spec(key, paddr);
+    s = open_src(spec);
+    order = 0;
+    total = 0;
+    last = (sort_off){0, 0};
+    for (int round = 0; round < 2; round++) /* the pending list, then one read */
+        total += read_once(s, &b, ids, seen, &order, &last);
+    CHECK(total == BATCH, "3: first reads brought %zu entries, not %d", total, BATCH);
+    long long pend = 0;
+    for (int round = 0; round < 1000 && (pend = pending(c, key)) < 2 * BATCH; round++)
+        usleep(10000); /* until Redis has served the read in flight */
+    CHECK(pend == 2 * BATCH, "3: %lld pending, not %d: the read in flight was not served", pend,
+          2 * BATCH);
+    atomic_store(&px.drop, 1);
+    sort_batch_reset(&b);
+    orr_err_clear(&err);
+    CHECK(sort_src_redis.next(s, &b, 20, &err) == ORR_EUNAVAIL && b.n == 0,
+          "3: the lost reply was not reported as a lost connection");
+    for (int round = 0; round < 1000 && total < N; round++) {
+        total += read_once(s, &b, ids, seen, &order, &last);
+        CHECK(sort_src_redis.commit(s, 0, last, &err) == ORR_OK, "commit: %s", err.msg);
+    }
+    for (int round = 0; round < 3; round++)
+        CHECK(read_once(s, &b, ids, seen, &order, &last) == 0, "3: an entry came twice");
+    CHECK(sort_src_redis.commit(s, 0, last, &err) == ORR_OK, "commit: %s", err.msg);
+    for (size_t i = 0; i < N; i++)
+        CHECK(seen[i] == 1, "3: entry %zu came %d times", i, seen[i]);
+    CHECK(pending(c, key) == 0, "3: %lld still pending", pending(c, key));
+    sort_src_redis.close(s);
+    sort_spec_free(spec);
+    atomic_store(&px.stop, 1);
+    pthread_join(px.th, NULL);
+    close(px.lfd);
+
     sort_batch_free(&b);
     freeReplyObject(sort_ho_it_cmd(c, "DEL %s", key));
     redisFree(c);
@@ -206,6 +343,7 @@ int main(void)
         fprintf(stderr, "%d check(s) failed\n", failures);
         return 1;
     }
-    printf("ok: %d entries exactly once with reads in flight, also across a close\n", N);
+    printf("ok: %d entries exactly once with reads in flight, across a close and a lost reply\n",
+           N);
     return 0;
 }

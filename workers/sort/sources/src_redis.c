@@ -50,9 +50,14 @@
  * arena, which it does only while no reply is kept for next(); reply
  * objects are never passed to freeReplyObject.
  *
- * A lost connection is re-established on the next call; after a reconnect
- * only new entries are read (the pending ones are already in this run); a
- * reply kept for next() is still used.
+ * A lost connection is re-established on the next call; a reply kept for
+ * next() is still used. A read whose reply was lost with the connection
+ * (in flight, or awaited) may have been served: Redis then put its entries
+ * in this consumer's pending list though this run never saw them, and a
+ * later commit (XPENDING below `next`) would acknowledge them unlanded. So
+ * after a reconnect the pending list is read again from the id of the last
+ * entry this run took (last_id): the entries of a lost reply come first,
+ * then new ones with ">" as before.
  * Exactly-once holds for one consumer per stream; entries claimed from
  * another consumer may arrive out of order and are not deduplicated yet.
  */
@@ -88,6 +93,7 @@ typedef struct src_redis {
     int port;
     int pending_phase;   /* reading our own pending list */
     char pending_id[64]; /* where the pending read continues */
+    char last_id[64];    /* the last entry id a read brought ("0": none) */
     sort_off committed;  /* one-record entries: the one partition */
     int inflight;        /* an XREADGROUP ">" is sent, its reply not read */
     redisReply *kept;    /* that reply, read before another command */
@@ -178,13 +184,17 @@ static void rd_release(src_redis *r)
         orr_arena_reset(r->replies);
 }
 
-/* The connection is gone (a reply kept for next() stays). */
+/* The connection is gone (a reply kept for next() stays). A read's reply
+ * may have gone with it: the next read is of the pending list after the
+ * last entry taken (see the top of the file). */
 static void rd_drop(src_redis *r)
 {
     if (r->c)
         redisFree(r->c);
     r->c = NULL;
     r->inflight = 0;
+    r->pending_phase = 1;
+    memcpy(r->pending_id, r->last_id, sizeof r->pending_id);
 }
 
 /* Read the reply of the read in flight, if any, into r->kept so that
@@ -337,6 +347,7 @@ static orr_status src_redis_open(const sort_spec *spec, const sort_source_env *e
     }
     r->pending_phase = 1;
     snprintf(r->pending_id, sizeof r->pending_id, "0");
+    snprintf(r->last_id, sizeof r->last_id, "0");
     *out = &r->base;
     return ORR_OK;
 }
@@ -611,6 +622,12 @@ static orr_status src_redis_next(sort_source *s, sort_batch *b, int wait_ms, orr
         }
         en.len = (uint32_t)vlen;
         sort_batch_add(b, &en, val);
+    }
+    if (ents && ents->elements > 0) {
+        redisReply *e = ents->element[ents->elements - 1];
+        if (e->type == REDIS_REPLY_ARRAY && e->elements >= 1 &&
+            e->element[0]->type == REDIS_REPLY_STRING && e->element[0]->len < sizeof r->last_id)
+            memcpy(r->last_id, e->element[0]->str, e->element[0]->len + 1);
     }
     if (r->pending_phase && got == 0) {
         r->pending_phase = 0;
