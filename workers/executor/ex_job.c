@@ -200,14 +200,16 @@ static void record_leftover(ex_daemon *d, int64_t inst, int attempt, int n)
  * synced here: the caller syncs the run's linked files and their folder
  * once (land_sync) before the report, as the store's copy would have.
  * Anywhere else (another file system, webhdfs, a name already taken, a link
- * refused) the store copies and syncs it as before. */
-static orr_status land_log(ex_daemon *d, const char *key, const char *local, int *linked,
+ * refused) the store copies and syncs it as before; so it does when copy is
+ * set: processes that survived the kill may still append to the work
+ * folder's log, and the archived one must not change. */
+static orr_status land_log(ex_daemon *d, const char *key, const char *local, int copy, int *linked,
                            orr_err *err)
 {
     const char *root = orr_blob_local_root(d->blob);
     char full[EX_PATH + 320];
     *linked = 0;
-    if (root && orr_blob_path_ok(key) &&
+    if (!copy && root && orr_blob_path_ok(key) &&
         snprintf(full, sizeof full, "%s/%s", root, key) < (int)sizeof full) {
         (void)chmod(local, 0644);
         int r = link(local, full), made = 0;
@@ -517,12 +519,13 @@ static void run_job(ex_daemon *d, ex_job *j, orr_arena *a)
     /* The index first: a reader that finds the log finds its index. */
     int linked[2];
     const char *landed[2] = {idx_path, log_path};
-    if (land_log(d, key, idx_path, &linked[0], &err) != ORR_OK)
+    int copy = res.left > 0; /* survivors may still write: archive a copy */
+    if (land_log(d, key, idx_path, copy, &linked[0], &err) != ORR_OK)
         ORR_WARN("log index copy to the blob store failed", "instance=%lld err=%s", (long long)inst,
                  orr_log_q(err.msg));
     snprintf(key, sizeof key, "logs/%lld/%lld-%d.log", (long long)in->task_id, (long long)inst,
              j->attempt);
-    if (land_log(d, key, log_path, &linked[1], &err) != ORR_OK)
+    if (land_log(d, key, log_path, copy, &linked[1], &err) != ORR_OK)
         ORR_WARN("log copy to the blob store failed", "instance=%lld err=%s", (long long)inst,
                  orr_log_q(err.msg));
     land_sync(d, key, landed, linked, 2);
