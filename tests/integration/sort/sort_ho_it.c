@@ -35,6 +35,8 @@ redisContext *sort_ho_it_connect(const char *addr)
     return c;
 }
 
+int sort_ho_it_failures;
+
 sort_spec *sort_ho_it_spec(const char *name, const char *key, const char *addr)
 {
     char text[2048];
@@ -47,6 +49,11 @@ sort_spec *sort_ho_it_spec(const char *name, const char *key, const char *addr)
              "\"sinks\":{\"files\":false,\"handoff\":{\"key\":\"%s\",\"address\":\"%s\","
              "\"streams\":1,\"max_packs\":100000,\"pack_size\":4096}}}",
              name, key, addr);
+    return sort_ho_it_parse(text);
+}
+
+sort_spec *sort_ho_it_parse(const char *text)
+{
     json_error_t je;
     json_t *doc = json_loads(text, 0, &je);
     sort_spec *spec = NULL;

@@ -30,18 +30,6 @@
 #define ROUNDS 3
 #define HOUR_S 1764633600LL
 
-static int failures;
-
-#define CHECK(cond, ...)                                                                           \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                                   \
-            fprintf(stderr, __VA_ARGS__);                                                          \
-            fputc('\n', stderr);                                                                   \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
-
 #define cmd sort_ho_it_cmd
 
 /* The record of unit u, round r, number i: "id|ts|iface"; its offset. */
@@ -184,8 +172,8 @@ int main(void)
     redisFree(ctl);
     orr_buf_free(&scratch);
     sort_spec_free(spec);
-    if (failures) {
-        fprintf(stderr, "%d check(s) failed\n", failures);
+    if (sort_ho_it_failures) {
+        fprintf(stderr, "%d check(s) failed\n", sort_ho_it_failures);
         return 1;
     }
     printf("ok: %zu records in flight and landed once; a lost connection keeps them unsafe\n",

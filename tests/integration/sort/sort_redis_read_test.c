@@ -42,18 +42,6 @@
 #define N     2300 /* entries */
 #define BATCH 100  /* spec.source.batch */
 
-static int failures;
-
-#define CHECK(cond, ...)                                                                           \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                                   \
-            fprintf(stderr, __VA_ARGS__);                                                          \
-            fputc('\n', stderr);                                                                   \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
-
 static sort_spec *read_spec(const char *key, const char *addr)
 {
     char text[1024];
@@ -65,17 +53,7 @@ static sort_spec *read_spec(const char *key, const char *addr)
              "\"if\"]},\"interface\":{\"field\":\"if\"},"
              "\"time\":{\"field\":\"ts\",\"format\":\"epoch_ms\"},\"bucket\":\"hour\"}",
              addr, key, BATCH);
-    json_error_t je;
-    json_t *doc = json_loads(text, 0, &je);
-    sort_spec *spec = NULL;
-    orr_err err;
-    orr_err_clear(&err);
-    if (!doc || sort_spec_parse(doc, "spec", &spec, &err) != ORR_OK) {
-        fprintf(stderr, "FAIL: spec: %s %s\n", err.field, err.msg);
-        exit(1);
-    }
-    json_decref(doc);
-    return spec;
+    return sort_ho_it_parse(text);
 }
 
 static sort_source *open_src(const sort_spec *spec)
@@ -339,8 +317,8 @@ int main(void)
     sort_batch_free(&b);
     freeReplyObject(sort_ho_it_cmd(c, "DEL %s", key));
     redisFree(c);
-    if (failures) {
-        fprintf(stderr, "%d check(s) failed\n", failures);
+    if (sort_ho_it_failures) {
+        fprintf(stderr, "%d check(s) failed\n", sort_ho_it_failures);
         return 1;
     }
     printf("ok: %d entries exactly once with reads in flight, across a close and a lost reply\n",
