@@ -197,6 +197,16 @@ static void rd_drop(src_redis *r)
     memcpy(r->pending_id, r->last_id, sizeof r->pending_id);
 }
 
+/* The connection failed during cmd: err says so (ORR_EUNAVAIL, Redis's
+ * own words when it has them) and the connection is dropped. */
+static orr_status rd_lost(src_redis *r, const char *cmd, orr_err *err)
+{
+    orr_status rc = orr_err_set(err, ORR_EUNAVAIL, "redis", "%s %s:%d: %s", cmd, r->host, r->port,
+                                r->c->errstr[0] ? r->c->errstr : "connection lost");
+    rd_drop(r);
+    return rc;
+}
+
 /* Read the reply of the read in flight, if any, into r->kept so that
  * another command can use the connection. ORR_EUNAVAIL when it is lost. */
 static orr_status rd_settle(src_redis *r, orr_err *err)
@@ -206,10 +216,7 @@ static orr_status rd_settle(src_redis *r, orr_err *err)
     redisReply *rep = NULL;
     r->inflight = 0;
     if (redisGetReply(r->c, (void **)&rep) != REDIS_OK || !rep) {
-        orr_status rc = orr_err_set(err, ORR_EUNAVAIL, "redis", "XREADGROUP %s:%d: %s", r->host,
-                                    r->port, r->c->errstr[0] ? r->c->errstr : "connection lost");
-        rd_drop(r);
-        return rc;
+        return rd_lost(r, "XREADGROUP", err);
     }
     r->kept = rep;
     return ORR_OK;
@@ -223,11 +230,8 @@ static redisReply *rd_cmd(src_redis *r, int argc, const char **argv, orr_err *er
     for (int i = 0; i < argc; i++)
         lens[i] = strlen(argv[i]);
     redisReply *rep = redisCommandArgv(r->c, argc, argv, lens);
-    if (!rep) {
-        orr_err_set(err, ORR_EUNAVAIL, "redis", "%s %s:%d: %s", argv[0], r->host, r->port,
-                    r->c->errstr[0] ? r->c->errstr : "connection lost");
-        rd_drop(r);
-    }
+    if (!rep)
+        (void)rd_lost(r, argv[0], err);
     return rep;
 }
 
@@ -392,10 +396,7 @@ static orr_status rd_ack_ids(src_redis *r, size_t n, orr_err *err)
     }
     redisReply *rep = redisCommandArgv(r->c, (int)(5 + n), r->ack_argv, r->ack_lens);
     if (!rep) {
-        orr_status rc = orr_err_set(err, ORR_EUNAVAIL, "redis", "XACK %s:%d: %s", r->host, r->port,
-                                    r->c->errstr[0] ? r->c->errstr : "connection lost");
-        rd_drop(r);
-        return rc;
+        return rd_lost(r, "XACK", err);
     }
     orr_status rc = ORR_OK;
     if (rep->type != REDIS_REPLY_INTEGER)
@@ -507,10 +508,7 @@ static orr_status rd_send_read(src_redis *r, int send_now, orr_err *err)
     for (int done = 0; ok && send_now && !done;)
         ok = redisBufferWrite(r->c, &done) == REDIS_OK;
     if (!ok) {
-        orr_status rc = orr_err_set(err, ORR_EUNAVAIL, "redis", "XREADGROUP %s:%d: %s", r->host,
-                                    r->port, r->c->errstr[0] ? r->c->errstr : "connection lost");
-        rd_drop(r);
-        return rc;
+        return rd_lost(r, "XREADGROUP", err);
     }
     r->inflight = send_now;
     return ORR_OK;
@@ -529,9 +527,7 @@ static redisReply *rd_read(src_redis *r, orr_err *err)
         return NULL;
     r->inflight = 0;
     if (redisGetReply(r->c, (void **)&rep) != REDIS_OK || !rep) {
-        orr_err_set(err, ORR_EUNAVAIL, "redis", "XREADGROUP %s:%d: %s", r->host, r->port,
-                    r->c->errstr[0] ? r->c->errstr : "connection lost");
-        rd_drop(r);
+        (void)rd_lost(r, "XREADGROUP", err);
         return NULL;
     }
     return rep;
