@@ -89,7 +89,7 @@ void sort_batch_free(sort_batch *b)
     b->n = b->cap = 0;
 }
 
-void sort_batch_add(sort_batch *b, const sort_entry *e, const void *body)
+void sort_batch_put(sort_batch *b, const sort_entry *e, size_t pos)
 {
     if (b->n == b->cap) {
         size_t nc = b->cap ? b->cap * 2 : 1024;
@@ -99,8 +99,14 @@ void sort_batch_add(sort_batch *b, const sort_entry *e, const void *body)
     }
     sort_entry *d = &b->e[b->n++];
     *d = *e;
-    d->pos = b->data.len;
+    d->pos = pos;
+}
+
+void sort_batch_add(sort_batch *b, const sort_entry *e, const void *body)
+{
+    size_t pos = b->data.len;
     orr_buf_append(&b->data, body, e->len);
+    sort_batch_put(b, e, pos);
 }
 
 size_t sort_batch_stash(sort_batch *b, const void *bytes, size_t len)

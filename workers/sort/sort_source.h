@@ -79,6 +79,9 @@ void sort_batch_reset(sort_batch *b);
 void sort_batch_free(sort_batch *b);
 /* Append an entry (body copied into data). */
 void sort_batch_add(sort_batch *b, const sort_entry *e, const void *body);
+/* Append an entry whose body is in data already, at pos (a source that
+ * reads into data frames records where they lie, without copying them). */
+void sort_batch_put(sort_batch *b, const sort_entry *e, size_t pos);
 /* Copy len bytes into data (not an entry): their position there. */
 size_t sort_batch_stash(sort_batch *b, const void *bytes, size_t len);
 

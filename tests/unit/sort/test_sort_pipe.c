@@ -53,15 +53,16 @@ static void write_file(const char *dir, const char *name, const char *text)
     fclose(f);
 }
 
-static sort_spec *make_spec(const tdir *t, const char *extra)
+/* src_extra: more keys of "source"; extra: more keys of the spec. */
+static sort_spec *make_spec_src(const tdir *t, const char *src_extra, const char *extra)
 {
     char text[2048];
     snprintf(text, sizeof text,
              "{\"name\":\"t\",\"business\":\"biz\",\"source\":{\"type\":\"file\",\"path\":\"%s\","
-             "\"exit_at_eof\":true},\"format\":{\"type\":\"jsonl\"},\"interface\":{\"field\":"
+             "\"exit_at_eof\":true%s},\"format\":{\"type\":\"jsonl\"},\"interface\":{\"field\":"
              "\"if\"},\"interfaces\":[\"a\",\"b\",\"quiet\"],\"time\":{\"field\":\"ts\","
              "\"format\":\"epoch_s\"},\"bucket\":\"hour\"%s}",
-             t->in, extra);
+             t->in, src_extra, extra);
     json_error_t je;
     json_t *doc = json_loads(text, 0, &je);
     assert_non_null(doc);
@@ -72,6 +73,11 @@ static sort_spec *make_spec(const tdir *t, const char *extra)
         fail_msg("spec: %s: %s", err.field, err.msg);
     json_decref(doc);
     return s;
+}
+
+static sort_spec *make_spec(const tdir *t, const char *extra)
+{
+    return make_spec_src(t, "", extra);
 }
 
 static volatile sig_atomic_t no_stop;
@@ -267,12 +273,141 @@ static void test_lru_and_split(void **state)
     tdir_remove(&t);
 }
 
+/* Every landed line of a unit folder's files, decoded, appended to out. */
+static void unit_bytes(const tdir *t, const char *unit, orr_buf *out)
+{
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s/blob/%s", t->root, unit);
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        size_t n = strlen(de->d_name);
+        if (strncmp(de->d_name, "part-", 5) != 0 || strcmp(de->d_name + n - 4, ".lzo") != 0)
+            continue;
+        char p[800];
+        snprintf(p, sizeof p, "%s/%s", dir, de->d_name);
+        orr_lzop_reader *r = NULL;
+        orr_err err;
+        assert_int_equal(orr_lzop_reader_open(p, &r, &err), ORR_OK);
+        char buf[4096];
+        size_t got;
+        while (orr_lzop_read(r, buf, sizeof buf, &got, &err) == ORR_OK)
+            orr_buf_append(out, buf, got);
+        orr_lzop_reader_close(r);
+    }
+    closedir(d);
+}
+
+static int line_cmp(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The lines of text (each ending in a newline), sorted; they point into
+ * *copy. Free the array and *copy. */
+static char **sorted_lines(const char *text, size_t len, size_t *n, char **copyp)
+{
+    char *copy = malloc(len + 1);
+    assert_non_null(copy);
+    memcpy(copy, text, len);
+    copy[len] = 0;
+    size_t cap = 16;
+    char **v = malloc(cap * sizeof *v);
+    assert_non_null(v);
+    *n = 0;
+    for (char *p = copy; *p;) {
+        char *nl = strchr(p, '\n');
+        assert_non_null(nl);
+        *nl = 0;
+        if (*n == cap) {
+            cap *= 2;
+            v = realloc(v, cap * sizeof *v);
+            assert_non_null(v);
+        }
+        v[(*n)++] = p;
+        p = nl + 1;
+    }
+    qsort(v, *n, sizeof *v, line_cmp);
+    *copyp = copy;
+    return v;
+}
+
+/* Reads of 4 KiB end inside records (and inside an overlong line): the
+ * file source frames records where they were read and carries a cut record
+ * over to the next read, so every record lands byte for byte, once. */
+static void test_reads_cut_records(void **state)
+{
+    (void)state;
+    tdir t;
+    tdir_make(&t);
+    orr_buf f1 = ORR_BUF_INIT, f2 = ORR_BUF_INIT, want_a = ORR_BUF_INIT, want_b = ORR_BUF_INIT;
+    char rec[256], pad[64];
+    for (int i = 0; i < 4000; i++) {
+        int k = i % 53;
+        memset(pad, 'x', (size_t)k);
+        pad[k] = 0;
+        int n = snprintf(rec, sizeof rec, "{\"if\":\"%c\",\"ts\":%d,\"n\":%d,\"pad\":\"%s\"}",
+                         "ab"[i % 2], 1714557600 + i % 3000, i, pad);
+        orr_buf *f = i < 3000 ? &f1 : &f2;
+        if (i == 1500) { /* longer than max_record and than a read */
+            orr_buf_append_str(f, "{\"if\":\"a\",\"long\":\"");
+            for (int j = 0; j < 5000; j++)
+                orr_buf_append_byte(f, 'y');
+            orr_buf_append_str(f, "\"}\n");
+        }
+        orr_buf_append(f, rec, (size_t)n);
+        if (i != 3999)
+            orr_buf_append_byte(f, '\n'); /* the last line of the last file has none */
+        orr_buf_append(i % 2 ? &want_b : &want_a, rec, (size_t)n);
+        orr_buf_append_byte(i % 2 ? &want_b : &want_a, '\n');
+    }
+    write_file(t.in, "001.jsonl", f1.data);
+    write_file(t.in, "002.jsonl", f2.data);
+    sort_spec *s = make_spec_src(&t, ",\"read_size\":4096",
+                                 ",\"format\":{\"type\":\"jsonl\",\"max_record\":300},"
+                                 "\"check\":{\"clock\":\"data\",\"grace_ms\":0}");
+    sort_pipe_stats st = run(&t, s, 2, 16);
+    assert_int_equal(st.records_in, 4001);
+    assert_int_equal(st.records_out, 4000);
+    assert_int_equal(st.rejects[SORT_REJ_TOO_LONG], 1);
+    const char *units[2] = {"biz/a/2024050110", "biz/b/2024050110"};
+    orr_buf *want[2] = {&want_a, &want_b};
+    for (int u = 0; u < 2; u++) {
+        orr_buf got = ORR_BUF_INIT;
+        unit_bytes(&t, units[u], &got);
+        size_t ng, nw;
+        char *gc, *wc;
+        char **g = sorted_lines(got.data, got.len, &ng, &gc);
+        char **w = sorted_lines(want[u]->data, want[u]->len, &nw, &wc);
+        assert_int_equal(ng, 2000);
+        assert_int_equal(nw, 2000);
+        for (size_t i = 0; i < ng; i++)
+            assert_string_equal(g[i], w[i]);
+        free(gc);
+        free(wc);
+        free(g);
+        free(w);
+        orr_buf_free(&got);
+    }
+    /* the committed position is the end of the last file: nothing again */
+    st = run(&t, s, 2, 16);
+    assert_int_equal(st.records_in, 0);
+    orr_buf_free(&f1);
+    orr_buf_free(&f2);
+    orr_buf_free(&want_a);
+    orr_buf_free(&want_b);
+    sort_spec_free(s);
+    tdir_remove(&t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_land_reject_check),
         cmocka_unit_test(test_late_amend_and_drop),
         cmocka_unit_test(test_lru_and_split),
+        cmocka_unit_test(test_reads_cut_records),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -9,6 +9,12 @@
  * record. With exit_at_eof the source ends (ORR_EOF) when the last file is
  * read, instead of waiting for more.
  *
+ * Each read(2) goes straight into the batch's buffer, and records are
+ * framed where they lie (entries point at them): no record is copied on its
+ * way from the kernel to the sinks. Only the unframed rest of a read (part
+ * of a record) is kept aside between calls, and put back in front of the
+ * next read.
+ *
  * The committed position lives in <state_dir>/<stream>.offset as
  * "<file index> <byte offset> <file name>\n", replaced atomically on every
  * commit. At open the named file must still be at that index (else
@@ -39,8 +45,8 @@ typedef struct src_file {
     size_t nnames;
     size_t cur;        /* index of the file being read */
     int fd;            /* -1 when none is open */
-    uint64_t base_off; /* file offset of buf's first byte */
-    orr_buf buf;       /* bytes read but not yet framed */
+    uint64_t base_off; /* file offset of the first byte not yet framed */
+    orr_buf rest;      /* between calls: bytes read but not yet framed */
     uint64_t skip;     /* bytes still to skip (binary framing error) */
     int skip_line;     /* skip to the next newline (overlong line) */
     sort_off committed;
@@ -146,7 +152,7 @@ static void src_file_close(sort_source *s)
     if (f->fd >= 0)
         close(f->fd);
     file__free_names(f);
-    orr_buf_free(&f->buf);
+    orr_buf_free(&f->rest);
     free(f->dir);
     free(f->state_path);
     free(f);
@@ -177,47 +183,62 @@ static orr_status src_file_open(const sort_spec *spec, const sort_source_env *en
     return ORR_OK;
 }
 
-/* Frame what buf holds; at_eof: the file is finished. */
-static void file__frame(src_file *f, sort_batch *b, int at_eof)
+/* Frame the bytes of b->data from *from on (at_eof: the file is finished).
+ * Records stay where they were read; *from and base_off move past what was
+ * framed. */
+static void file__frame(src_file *f, sort_batch *b, size_t *from, int at_eof)
 {
-    size_t pos = 0;
-    while (pos < f->buf.len) {
+    const char *d = b->data.data;
+    size_t pos = *from, len = b->data.len;
+    while (pos < len) {
         if (f->skip > 0) {
-            size_t k = f->buf.len - pos < f->skip ? f->buf.len - pos : (size_t)f->skip;
+            size_t k = len - pos < f->skip ? len - pos : (size_t)f->skip;
             pos += k;
             f->skip -= k;
             continue;
         }
         if (f->skip_line) {
-            const char *nl = memchr(f->buf.data + pos, '\n', f->buf.len - pos);
+            const char *nl = memchr(d + pos, '\n', len - pos);
             if (!nl) {
-                pos = f->buf.len;
+                pos = len;
                 break;
             }
-            pos = (size_t)(nl - f->buf.data) + 1;
+            pos = (size_t)(nl - d) + 1;
             f->skip_line = 0;
             continue;
         }
         sort_frame fr;
-        int r = f->fmt->frame(f->spec, f->buf.data + pos, f->buf.len - pos, at_eof, &fr);
+        int r = f->fmt->frame(f->spec, d + pos, len - pos, at_eof, &fr);
         if (r == SORT_FRAME_NEED)
             break;
+        uint64_t at = f->base_off + (pos - *from);
         sort_entry e = {
-            .off = {f->cur, f->base_off + pos},
-            .next = {f->cur, f->base_off + pos + fr.consumed},
+            .off = {f->cur, at},
+            .next = {f->cur, at + fr.consumed},
             .partition = 0,
             .why = r == SORT_FRAME_RECORD ? -1 : (int32_t)fr.why,
             .len = (uint32_t)fr.rec_len,
         };
-        sort_batch_add(b, &e, f->buf.data + pos + fr.rec_off);
+        sort_batch_put(b, &e, pos + fr.rec_off);
         pos += fr.consumed;
         if (r == SORT_FRAME_BAD) {
             f->skip = fr.skip;
             f->skip_line = fr.skip_line;
         }
     }
-    orr_buf_consume(&f->buf, pos);
-    f->base_off += pos;
+    f->base_off += pos - *from;
+    *from = pos;
+}
+
+/* Keep the unframed bytes of b->data (from *from on) for the next call. */
+static void file__keep_rest(src_file *f, sort_batch *b, size_t from)
+{
+    orr_buf_reset(&f->rest);
+    if (from < b->data.len) {
+        orr_buf_append(&f->rest, b->data.data + from, b->data.len - from);
+        b->data.len = from;
+        b->data.data[from] = 0;
+    }
 }
 
 static void file__nap(int ms)
@@ -226,9 +247,9 @@ static void file__nap(int ms)
     nanosleep(&ts, NULL);
 }
 
-static orr_status src_file_next(sort_source *s, sort_batch *b, int wait_ms, orr_err *err)
+/* Read and frame into b; *from is where b->data's unframed bytes begin. */
+static orr_status file__next(src_file *f, sort_batch *b, size_t *from, int wait_ms, orr_err *err)
 {
-    src_file *f = (src_file *)s;
     for (int round = 0; round < 4; round++) {
         if (f->fd < 0) {
             if (f->cur >= f->nnames) {
@@ -249,20 +270,20 @@ static orr_status src_file_next(sort_source *s, sort_batch *b, int wait_ms, orr_
                 return orr_err_set(err, ORR_EIO, full, "cannot open: %s", strerror(errno));
             if (lseek(f->fd, (off_t)f->base_off, SEEK_SET) < 0)
                 return orr_err_set(err, ORR_EIO, full, "cannot seek: %s", strerror(errno));
-            orr_buf_reset(&f->buf);
+            b->data.len = *from; /* nothing unframed carries over to another file */
         }
         size_t want = (size_t)f->spec->source.read_size;
-        orr_buf_reserve(&f->buf, want);
-        ssize_t r = read(f->fd, f->buf.data + f->buf.len, want);
+        orr_buf_reserve(&b->data, want);
+        ssize_t r = read(f->fd, b->data.data + b->data.len, want);
         if (r < 0) {
             if (errno == EINTR)
                 continue;
             return orr_err_set(err, ORR_EIO, f->names[f->cur], "read failed: %s", strerror(errno));
         }
         if (r > 0) {
-            f->buf.len += (size_t)r;
-            f->buf.data[f->buf.len] = 0;
-            file__frame(f, b, 0);
+            b->data.len += (size_t)r;
+            b->data.data[b->data.len] = 0;
+            file__frame(f, b, from, 0);
             if (b->n > 0)
                 return ORR_OK;
             continue;
@@ -279,7 +300,7 @@ static orr_status src_file_next(sort_source *s, sort_batch *b, int wait_ms, orr_
                 file__nap(wait_ms < 50 ? wait_ms : 50);
             return ORR_OK;
         }
-        file__frame(f, b, 1);
+        file__frame(f, b, from, 1);
         if (f->cur + 1 < f->nnames) {
             close(f->fd);
             f->fd = -1;
@@ -294,6 +315,18 @@ static orr_status src_file_next(sort_source *s, sort_batch *b, int wait_ms, orr_
         return b->n > 0 ? ORR_OK : ORR_EOF;
     }
     return ORR_OK;
+}
+
+static orr_status src_file_next(sort_source *s, sort_batch *b, int wait_ms, orr_err *err)
+{
+    src_file *f = (src_file *)s;
+    /* The unframed rest of the last call goes first; reads append to it. */
+    size_t from = b->data.len;
+    if (f->rest.len > 0)
+        orr_buf_append(&b->data, f->rest.data, f->rest.len);
+    orr_status rc = file__next(f, b, &from, wait_ms, err);
+    file__keep_rest(f, b, from);
+    return rc;
 }
 
 static orr_status src_file_commit(sort_source *s, uint32_t partition, sort_off next, orr_err *err)
