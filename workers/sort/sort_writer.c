@@ -553,6 +553,12 @@ orr_status sort_writer_start(sort_writer *w, int idx, const sort_spec *spec,
         return orr_err_set(err, ORR_EIO, "writers", "cannot start writer thread %d", idx);
     }
     w->started = 1;
+    /* Names for ps, top and perf: sortd-write<I>, sortd-land<I>. */
+    char name[16];
+    snprintf(name, sizeof name, "sortd-write%d", idx);
+    pthread_setname_np(w->thread, name);
+    snprintf(name, sizeof name, "sortd-land%d", idx);
+    pthread_setname_np(w->lander.thread, name);
     return ORR_OK;
 }
 
