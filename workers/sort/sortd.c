@@ -38,6 +38,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -609,5 +610,12 @@ static const orr_daemon_def sortd_daemon = {
 
 int main(int argc, char **argv)
 {
+    /* A stream's buffers (packs of up to twice pack_size, unit files'
+     * blocks, batches) are allocated, freed and allocated again all day:
+     * keep them in the heap. glibc otherwise maps every buffer of 128 KiB or
+     * more on its own and unmaps it when freed, so each one is faulted in
+     * again page by page, and each unmap is a TLB shootdown on every core. */
+    mallopt(M_MMAP_THRESHOLD, 32 << 20);
+    mallopt(M_TRIM_THRESHOLD, 256 << 20);
     return orr_daemon_main(&sortd_daemon, argc, argv);
 }
