@@ -640,6 +640,20 @@ orr_status orr_lzop_write(orr_lzop_writer *w, const void *data, size_t len, orr_
     return ORR_OK;
 }
 
+orr_status orr_lzop_write_rec(orr_lzop_writer *w, const void *data, size_t len, char term,
+                              orr_err *err)
+{
+    /* Both fit and leave the block short of full: nothing to compress. */
+    if (!w->failed && w->blk_len + len + 1 < w->bsize && w->blk_cap - w->blk_len > len) {
+        memcpy(w->blk + w->blk_len, data, len);
+        w->blk[w->blk_len + len] = (uint8_t)term;
+        w->blk_len += len + 1;
+        return ORR_OK;
+    }
+    orr_status s = orr_lzop_write(w, data, len, err);
+    return s == ORR_OK ? orr_lzop_write(w, &term, 1, err) : s;
+}
+
 orr_status orr_lzop_writer_flush(orr_lzop_writer *w, orr_err *err)
 {
     if (w->failed)

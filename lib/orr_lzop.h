@@ -182,6 +182,12 @@ orr_status orr_lzop_writer_resume(const char *path, const orr_lzop_opts *opts,
  * return it again. Blocks while the kernel takes the bytes. */
 orr_status orr_lzop_write(orr_lzop_writer *w, const void *data, size_t len, orr_err *err);
 
+/* orr_lzop_write of len bytes and then the one byte term (a text record and
+ * its newline) in one call: the same bytes, without a second call and copy
+ * for the terminator when both fit in the pending block. */
+orr_status orr_lzop_write_rec(orr_lzop_writer *w, const void *data, size_t len, char term,
+                              orr_err *err);
+
 /* End the current (partial) block now and hand every buffered byte to the
  * kernel, so the file on disk ends at a block boundary. */
 orr_status orr_lzop_writer_flush(orr_lzop_writer *w, orr_err *err);

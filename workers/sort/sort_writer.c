@@ -365,9 +365,7 @@ static orr_status wr_append(sort_writer *w, const sort_pent *e, const char *rec,
         if (rc == ORR_OK)
             rc = orr_lzop_write(f->lw, rec, e->len, err);
     } else {
-        rc = orr_lzop_write(f->lw, rec, e->len, err);
-        if (rc == ORR_OK)
-            rc = orr_lzop_write(f->lw, "\n", 1, err);
+        rc = orr_lzop_write_rec(f->lw, rec, e->len, '\n', err);
     }
     if (rc != ORR_OK)
         return rc;

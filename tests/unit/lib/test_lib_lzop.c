@@ -1045,6 +1045,47 @@ static void test_shared_scratch_reuse(void **state)
     orr_lzop_scratch_free(sc); /* frees the kept buffers (ASan: no leak) */
 }
 
+/* orr_lzop_write_rec writes the same file as orr_lzop_write of the record
+ * and then of its terminator: records of 0..299 bytes through 16 KiB blocks
+ * on a shared scratch (the block buffer grows; records end exactly at,
+ * just before and across block ends). */
+static void test_write_rec(void **state)
+{
+    (void)state;
+    orr_lzop_scratch *sc = orr_lzop_scratch_new();
+    uint8_t *data = gen(300 * 1000, DATA_TEXT, 77);
+    orr_lzop_opts o = {.name = "r", .mtime = 1764496800, .scratch = sc, .block_size = 16 * 1024};
+    orr_lzop_writer *a = NULL, *b = NULL;
+    orr_err err;
+    orr_buf want = ORR_BUF_INIT;
+    assert_int_equal(orr_lzop_writer_open(tpath("rec-a.lzo"), &o, &a, &err), ORR_OK);
+    assert_int_equal(orr_lzop_writer_open(tpath("rec-b.lzo"), &o, &b, &err), ORR_OK);
+    size_t off = 0;
+    for (size_t i = 0; i < 1000; i++) {
+        size_t len = (i * 37) % 300;
+        assert_int_equal(orr_lzop_write_rec(a, data + off, len, '\n', &err), ORR_OK);
+        assert_int_equal(orr_lzop_write(b, data + off, len, &err), ORR_OK);
+        assert_int_equal(orr_lzop_write(b, "\n", 1, &err), ORR_OK);
+        orr_buf_append(&want, data + off, len);
+        orr_buf_append_byte(&want, '\n');
+        off += len;
+    }
+    orr_lzop_stats sa, sb;
+    assert_int_equal(orr_lzop_writer_close(a, &sa, &err), ORR_OK);
+    assert_int_equal(orr_lzop_writer_close(b, &sb, &err), ORR_OK);
+    assert_true(sa.blocks > 2);
+    size_t na, nb;
+    uint8_t *fa = read_raw(tpath("rec-a.lzo"), &na), *fb = read_raw(tpath("rec-b.lzo"), &nb);
+    assert_int_equal(na, nb);
+    assert_memory_equal(fa, fb, na);
+    expect_read_path(tpath("rec-a.lzo"), (const uint8_t *)want.data, want.len);
+    free(fa);
+    free(fb);
+    free(data);
+    orr_buf_free(&want);
+    orr_lzop_scratch_free(sc);
+}
+
 /* A smaller block size: blocks of that size, a matching index, lzop reads
  * it; out-of-range sizes are refused naming the field. */
 static void test_block_size(void **state)
@@ -1124,6 +1165,7 @@ int main(void)
         cmocka_unit_test(test_fd_with_index),       cmocka_unit_test(test_resume),
         cmocka_unit_test(test_shared_scratch),      cmocka_unit_test(test_shared_scratch_reuse),
         cmocka_unit_test(test_block_size),          cmocka_unit_test(test_shared_scratch_errors),
+        cmocka_unit_test(test_write_rec),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
