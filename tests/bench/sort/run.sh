@@ -9,7 +9,7 @@
 #   2. sortd reads them with the file source, parses, routes and lands every
 #      unit as lzop files with indexes (fsync on, as in production).
 # Prints per run MB/s, records/s, CPU seconds (user + system), peak RSS
-# (/usr/bin/time -v) and the load average; then the medians, the ratio
+# (/usr/bin/time -v), minor page faults and the load average; then the medians, the ratio
 # sortd/lzop of the medians (target >= 1.6 on 20M records) and the median of
 # the pair ratios, and sortd's highest peak RSS (target < 512 MB). Checks that
 # every record landed in every run. SORT_BENCH_SORTD_BASE=path/to/sortd adds
@@ -46,6 +46,7 @@ secs() { awk '/Elapsed \(wall clock\)/ { n = split($NF, a, ":"); s = 0;
                  for (i = 1; i <= n; i++) s = s * 60 + a[i]; print s }' "$1"; }
 cpu() { awk '/User time|System time/ { s += $NF } END { printf "%.2f", s }' "$1"; }
 rss_mb() { awk '/Maximum resident set size/ { printf "%.0f", $NF / 1024 }' "$1"; }
+faults() { awk '/Minor \(reclaiming a frame\) page faults/ { print $NF }' "$1"; }
 load() { cut -d' ' -f1 /proc/loadavg; }
 
 cat >"$T/spec.json" <<JSON
@@ -65,7 +66,7 @@ run_lzop() {
     local l0; l0=$(load)
     /usr/bin/time -v lzop -1 -c "$T"/in/* >"$T/all.lzo" 2>"$T/lzop.time"
     rm -f "$T/all.lzo"
-    echo "lzop $(secs "$T/lzop.time") $(cpu "$T/lzop.time") $(rss_mb "$T/lzop.time") $l0" >>"$T/runs"
+    echo "lzop $(secs "$T/lzop.time") $(cpu "$T/lzop.time") $(rss_mb "$T/lzop.time") $l0 $(faults "$T/lzop.time")" >>"$T/runs"
 }
 run_sortd() { # name binary
     local l0; l0=$(load)
@@ -85,7 +86,7 @@ run_sortd() { # name binary
     landed=$(find "$T/blob" -name 'part-*.lzo' | sed 's/.*-n\([0-9]*\)\.lzo$/\1/' |
         awk '{ s += $1 } END { print s + 0 }')
     [ "$landed" = "$N" ] || { echo "FAIL: $1: $landed records landed, expected $N" >&2; exit 1; }
-    echo "$1 $(secs "$T/sortd.time") $(cpu "$T/sortd.time") $(rss_mb "$T/sortd.time") $l0" >>"$T/runs"
+    echo "$1 $(secs "$T/sortd.time") $(cpu "$T/sortd.time") $(rss_mb "$T/sortd.time") $l0 $(faults "$T/sortd.time")" >>"$T/runs"
 }
 
 : >"$T/runs"
@@ -111,8 +112,8 @@ function median(v, k,    i, j, t) {
 {
     c = $1; k = ++cnt[c]; wall[c, k] = $2; cpu[c, k] = $3; rss[c, k] = $4; ld[c, k] = $5
     if ($4 > maxrss[c]) maxrss[c] = $4
-    printf "%-6s run %d  %7.2f s  %7.1f MB/s  %10.0f records/s  CPU %6.2f s  peak RSS %4d MB  load %s\n",
-        c, k, $2, mb / $2, n / $2, $3, $4, $5
+    printf "%-6s run %d  %7.2f s  %7.1f MB/s  %10.0f records/s  CPU %6.2f s  peak RSS %4d MB  load %s  minor faults %s\n",
+        c, k, $2, mb / $2, n / $2, $3, $4, $5, $6
 }
 END {
     printf "records          %d (%.1f MB), time zone %s, %d round(s)\n", n, mb, tz, cnt["lzop"]
