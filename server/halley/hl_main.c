@@ -19,6 +19,7 @@
 #include "hl_metrics.h"
 #include "hl_migrate.h"
 #include "hl_spec.h"
+#include "hl_tcomb.h"
 #include "orr_config.h"
 #include "orr_daemon.h"
 #include "orr_log.h"
@@ -45,6 +46,10 @@ static const orr_cfg_key hl_cfg_schema[] = {
     {"halley", "event_grace", ORR_CFG_DURATION, "5s", 0, 100, 600000,
      "how long a watcher waits on a missing event id before treating it as rolled back"},
     {"halley", "threads", ORR_CFG_INT, "32", 0, 1, 256, "RPC worker threads"},
+    {"halley", "transition_leaders", ORR_CFG_INT, "3", 0, 1, 64,
+     "combined TransitionInstance statements running at once"},
+    {"halley", "transition_min_batch", ORR_CFG_INT, "8", 0, 1, 64,
+     "TransitionInstance calls that must wait before a statement starts beside a running one"},
     {"halley", "max_streams", ORR_CFG_INT, "256", 0, 1, 100000, "concurrent WatchEvents streams"},
     {"halley", "task_cache", ORR_CFG_INT, "100000", 0, 0, 10000000,
      "tasks kept in the read cache (0 = no cache)"},
@@ -158,6 +163,8 @@ static int hl_cmd_serve(orr_daemon *d, int argc, char **argv)
     hl_db_opts dbo = {.dsn = dsn, .size = (int)orr_config_int(cfg, "halley", "pool_size")};
     if (hl_db_create(&dbo, &hc.db, &err) != ORR_OK)
         goto fail;
+    hl_tcomb_configure((int)orr_config_int(cfg, "halley", "transition_leaders"),
+                       (int)orr_config_int(cfg, "halley", "transition_min_batch"));
     hc.cache = hl_cache_create((size_t)orr_config_int(cfg, "halley", "task_cache"));
     if (hl_events_start(dsn, orr_config_int(cfg, "halley", "event_retention"), hc.cache, &hc.events,
                         &err) != ORR_OK)

@@ -16,6 +16,7 @@
 
 #include "orr_alloc.h"
 #include "orr_arena.h"
+#include "hl_tcomb.h"
 #include "orr_metrics.h"
 
 struct hl_metrics {
@@ -134,6 +135,14 @@ static void hl__write(hl_ctx *hc, orr_rpc_server *srv, orr_metrics_writer *w)
     orr_metrics_family(w, "halley_task_cache_entries", ORR_METRIC_GAUGE,
                        "Task versions held in the cache.");
     orr_metrics_sample(w, NULL, (double)cs.entries);
+    uint64_t tb, ti;
+    hl_tcomb_stats(&tb, &ti);
+    orr_metrics_family(w, "halley_transition_batches_total", ORR_METRIC_COUNTER,
+                       "Combined statements run for TransitionInstance calls.");
+    orr_metrics_sample(w, NULL, (double)tb);
+    orr_metrics_family(w, "halley_transition_batch_items_total", ORR_METRIC_COUNTER,
+                       "TransitionInstance calls run in those statements.");
+    orr_metrics_sample(w, NULL, (double)ti);
     if (hc->db)
         hl__instance_families(hc, w);
 }

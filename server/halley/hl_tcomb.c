@@ -5,11 +5,16 @@
  * more per call on the protocol, the executor start-up, the commit and the
  * context switches than on the rows. Concurrent TransitionInstance calls are
  * therefore combined (flat combining): a caller queues its item and, while
- * fewer than HL_TCOMB_LEADERS batches run, becomes a leader that takes the
- * queued items (at most HL_TCOMB_MAX, one item per instance id; a second item
- * for the same instance waits for the next batch) and runs them as ONE
+ * fewer than `leaders` batches run ([halley] transition_leaders), becomes a
+ * leader that takes the queued items (at most HL_TCOMB_MAX, one item per
+ * instance id; a second item for the same instance waits for the next
+ * batch) and runs them as ONE
  * statement over unnest()ed arrays, in one implicit transaction. Otherwise it
- * waits until a leader has answered its item.
+ * waits until a leader has answered its item. A batch starts beside running
+ * ones only when at least `min_batch` items wait ([halley]
+ * transition_min_batch): PostgreSQL's cost is mostly per statement, so a few
+ * larger batches cost less CPU per item than many small ones; with no batch
+ * running, any waiting item starts one at once.
  *
  * Semantics per item are those of the single statement (hl_transition_one):
  * the UPDATE matches only rows in the expected state and attempt, so each
@@ -27,9 +32,10 @@
  * sleeps on its own condition variable: a leader that finishes wakes exactly
  * the items of its batch, and the queue's head (which may now lead), instead
  * of every waiting thread, and a head that takes a place while another is
- * still free wakes the next head; so whenever fewer than HL_TCOMB_LEADERS
- * lead and the queue is not empty, its head has been woken or is about to
- * check.
+ * still free wakes the next head. Whether a caller may lead (hl__may_lead)
+ * turns true only when a leader finishes (it wakes the head) or an item
+ * arrives (the arriving caller checks for itself); so whenever it holds, the
+ * queue's head has been woken or some caller is about to check.
  */
 #include "hl_tcomb.h"
 
@@ -38,12 +44,7 @@
 
 #include "orr_buf.h"
 
-/* Three batches at once: with a durable PostgreSQL a batch spends much of
- * its time waiting for its commit's WAL flush, and a third leader keeps the
- * CPU busy meanwhile (docs/benchmarks.md, "halleyd with durable
- * PostgreSQL"). */
-#define HL_TCOMB_LEADERS 3
-#define HL_TCOMB_MAX     64
+#define HL_TCOMB_MAX 64
 
 typedef struct hl_titem {
     const hl_pb_transition_req *rq;
@@ -60,6 +61,12 @@ typedef struct hl_titem {
 static pthread_mutex_t hl_tc_mu = PTHREAD_MUTEX_INITIALIZER;
 static hl_titem *hl_tc_head, **hl_tc_tail = &hl_tc_head;
 static int hl_tc_leaders;
+static size_t hl_tc_queued; /* items in the queue */
+/* Limits (hl_tcomb_configure): at most hl_tc_max_leaders batches at once,
+ * and a batch beside a running one only once hl_tc_min_batch items wait. */
+static int hl_tc_max_leaders = HL_TCOMB_LEADERS;
+static size_t hl_tc_min_batch = HL_TCOMB_MIN_BATCH;
+static uint64_t hl_tc_batches, hl_tc_items; /* statements run, items in them */
 
 static hl_stmt q_transition_many = HL_STMT(
     "WITH x AS (SELECT * FROM unnest($1::int8[], $2::text[], $3::text[], $4::text[], $5::text[],"
@@ -223,6 +230,15 @@ out:
     hl_events_committed(hc->events, max_event);
 }
 
+/* May a caller lead a new batch now? Mutex held. A first batch starts at
+ * once; one beside running batches only when enough items wait, so that the
+ * statements' fixed cost is spread over more items. */
+static int hl__may_lead(void)
+{
+    return hl_tc_head && hl_tc_leaders < hl_tc_max_leaders &&
+           (hl_tc_leaders == 0 || hl_tc_queued >= hl_tc_min_batch);
+}
+
 /* Take up to HL_TCOMB_MAX queued items, one per instance id. Mutex held. */
 static size_t hl__take(hl_titem **out)
 {
@@ -239,6 +255,7 @@ static size_t hl__take(hl_titem **out)
         }
         *pp = it->next;
         out[n++] = it;
+        hl_tc_queued--;
     }
     hl_tc_tail = &hl_tc_head;
     while (*hl_tc_tail)
@@ -255,15 +272,18 @@ orr_status hl_tcomb_transition(hl_ctx *hc, orr_arena *a, const hl_pb_transition_
     pthread_mutex_lock(&hl_tc_mu);
     *hl_tc_tail = &self;
     hl_tc_tail = &self.next;
+    hl_tc_queued++;
     while (!self.done) {
-        if (hl_tc_leaders < HL_TCOMB_LEADERS && hl_tc_head) {
+        if (hl__may_lead()) {
             hl_titem *batch[HL_TCOMB_MAX];
             size_t n = hl__take(batch);
             hl_tc_leaders++;
+            hl_tc_batches++;
+            hl_tc_items += n;
             /* Two places may have freed before this woken head got here
              * (each finishing leader wakes the head it saw): pass the
              * wake-up on, so no place idles while items wait. */
-            if (hl_tc_leaders < HL_TCOMB_LEADERS && hl_tc_head && hl_tc_head != &self)
+            if (hl__may_lead() && hl_tc_head != &self)
                 pthread_cond_signal(&hl_tc_head->cv);
             pthread_mutex_unlock(&hl_tc_mu);
             hl__run_batch(hc, batch, n);
@@ -287,6 +307,22 @@ orr_status hl_tcomb_transition(hl_ctx *hc, orr_arena *a, const hl_pb_transition_
     if (self.status != ORR_OK)
         *err = self.err;
     return self.status;
+}
+
+void hl_tcomb_configure(int leaders, int min_batch)
+{
+    pthread_mutex_lock(&hl_tc_mu);
+    hl_tc_max_leaders = leaders < 1 ? 1 : leaders;
+    hl_tc_min_batch = min_batch < 1 ? 1 : (size_t)min_batch;
+    pthread_mutex_unlock(&hl_tc_mu);
+}
+
+void hl_tcomb_stats(uint64_t *batches, uint64_t *items)
+{
+    pthread_mutex_lock(&hl_tc_mu);
+    *batches = hl_tc_batches;
+    *items = hl_tc_items;
+    pthread_mutex_unlock(&hl_tc_mu);
 }
 
 orr_status hl_tcomb_transition_batch(hl_ctx *hc, orr_arena *a, hl_pb_transition_req *const *rqs,

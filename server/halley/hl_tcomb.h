@@ -5,7 +5,24 @@
 #ifndef HL_TCOMB_H
 #define HL_TCOMB_H
 
+#include <stdint.h>
+
 #include "hl_api.h"
+
+/* Defaults of [halley] transition_leaders and transition_min_batch (see
+ * hl_tcomb_configure). */
+#define HL_TCOMB_LEADERS   3
+#define HL_TCOMB_MIN_BATCH 8
+
+/* Set the combiner's limits (before serving; safe at any time): at most
+ * `leaders` combined statements run at once, and a statement starts beside
+ * running ones only when `min_batch` calls wait for it (a lone statement
+ * starts at once whatever waits). Values below 1 count as 1. */
+void hl_tcomb_configure(int leaders, int min_batch);
+
+/* Statements the combiner ran for TransitionInstance calls since start, and
+ * the calls in them (their ratio is the mean batch size). Thread-safe. */
+void hl_tcomb_stats(uint64_t *batches, uint64_t *items);
 
 /* Run one checked transition (hl_transition_check passed) together with
  * whatever other calls are waiting. Same results as hl_transition_one: ORR_OK

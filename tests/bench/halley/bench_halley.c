@@ -12,8 +12,11 @@
  * p50 and p99 per phase, and the CPU time each call cost (whatever the load
  * of the machine): halleyd's, this client process's and, when
  * ORRERY_VAR_DIR names the stack whose PostgreSQL is used (its
- * pg/postmaster.pid), PostgreSQL's (the postmaster and its children). Every
- * loop is bounded by time and by a call cap.
+ * pg/postmaster.pid), PostgreSQL's (the postmaster and its children), and
+ * for TransitionInstance the combined statements halleyd ran and their mean
+ * size (from its /metrics). halleyd takes its settings from the environment
+ * (ORRERY_HALLEY_TRANSITION_LEADERS, ...). Every loop is bounded by time and
+ * by a call cap.
  */
 #include <dirent.h>
 #include <pthread.h>
@@ -152,6 +155,8 @@ static void phase(const char *name, int ph, int clients, const int64_t *instance
 {
     worker *w = calloc((size_t)clients, sizeof *w);
     pthread_t *th = calloc((size_t)clients, sizeof *th);
+    double b0 = hlt_metric(&srv, "halley_transition_batches_total"),
+           i0 = hlt_metric(&srv, "halley_transition_batch_items_total");
     long long srv0 = proc_ticks(srv.pid, NULL), pg0 = pg_ticks();
     double cli0 = self_cpu();
     double t0 = mono();
@@ -168,6 +173,8 @@ static void phase(const char *name, int ph, int clients, const int64_t *instance
     double dt = mono() - t0;
     double cli = self_cpu() - cli0, tick = (double)sysconf(_SC_CLK_TCK);
     long long srv1 = proc_ticks(srv.pid, NULL), pg1 = pg_ticks();
+    double b1 = hlt_metric(&srv, "halley_transition_batches_total"),
+           i1 = hlt_metric(&srv, "halley_transition_batch_items_total");
     uint32_t *all = malloc((total ? total : 1) * sizeof *all);
     size_t k = 0;
     for (int i = 0; i < clients; i++) {
@@ -187,6 +194,8 @@ static void phase(const char *name, int ph, int clients, const int64_t *instance
             printf(" postgres=%.1fus", (pg1 - pg0) / tick / total * 1e6);
         printf("\n");
     }
+    if (ph == 1 && b0 >= 0 && b1 > b0 && i0 >= 0)
+        printf("%-20s batches=%.0f mean batch=%.2f calls\n", name, b1 - b0, (i1 - i0) / (b1 - b0));
     free(all);
     free(w);
     free(th);

@@ -3,11 +3,14 @@
  */
 #include "hlt.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -222,6 +225,31 @@ int hlt_start(hlt_server *s, const char *dsn, const char *const *extra_env, int 
     }
     fprintf(stderr, "halleyd did not come up; log in %s\n", s->log_file);
     hlt_stop(s);
+    return -1;
+}
+
+double hlt_metric(const hlt_server *s, const char *name)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0)
+        return -1;
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)s->metrics_port)};
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    static char buf[256 * 1024];
+    size_t n = 0;
+    const char *rq = "GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
+    if (connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0 &&
+        send(fd, rq, strlen(rq), 0) == (ssize_t)strlen(rq)) {
+        ssize_t k;
+        while (n < sizeof buf - 1 && (k = recv(fd, buf + n, sizeof buf - 1 - n, 0)) > 0)
+            n += (size_t)k;
+    }
+    close(fd);
+    buf[n] = 0;
+    size_t len = strlen(name);
+    for (char *p = buf; (p = strstr(p, name)) != NULL; p += len)
+        if ((p == buf || p[-1] == '\n') && p[len] == ' ')
+            return strtod(p + len + 1, NULL);
     return -1;
 }
 

@@ -64,6 +64,11 @@ int hlt_start(hlt_server *s, const char *dsn, const char *const *extra_env, int 
 /* SIGTERM, wait (SIGKILL after 10 s); returns the exit status. */
 int hlt_stop(hlt_server *s);
 
+/* The value of the unlabelled sample `name` in s's /metrics (one HTTP GET
+ * on loopback); -1 when it cannot be read or is not there. Not thread-safe
+ * (a static buffer). */
+double hlt_metric(const hlt_server *s, const char *name);
+
 /* Client to s with the right token (token NULL = HLT_TOKEN). */
 orr_rpc_client *hlt_client(const hlt_server *s, const char *token);
 

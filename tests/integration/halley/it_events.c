@@ -176,7 +176,11 @@ int main(void)
 {
     hlt_db_create(&db);
     HLT_CHECK(hlt_migrate(db.dsn) == 0, "migrate");
-    if (hlt_start(&srv[0], db.dsn, NULL, NULL) != 0 ||
+    /* Replica A combines transitions with two statements at most, the second
+     * only once three calls wait; replica B keeps the defaults. */
+    const char *const combine_env[] = {"ORRERY_HALLEY_TRANSITION_LEADERS=2",
+                                       "ORRERY_HALLEY_TRANSITION_MIN_BATCH=3", NULL};
+    if (hlt_start(&srv[0], db.dsn, combine_env, NULL) != 0 ||
         hlt_start(&srv[1], db.dsn, NULL, NULL) != 0) {
         HLT_CHECK(0, "two replicas");
         hlt_stop(&srv[0]);
@@ -300,6 +304,8 @@ int main(void)
             (struct flip_arg){.who = i, .instance = atoll(PQgetvalue(q, row, 0)), .rounds = ROUNDS};
     }
     PQclear(q);
+    double batches0 = hlt_metric(&srv[0], "halley_transition_batches_total"),
+           items0 = hlt_metric(&srv[0], "halley_transition_batch_items_total");
     for (int i = 0; i < FLIPPERS; i++)
         pthread_create(&fth[i], NULL, flipper, &fa[i]);
     int ok = 0;
@@ -314,6 +320,13 @@ int main(void)
     HLT_CHECK(fa[6].ok + fa[7].ok >= 1 &&
                   fa[6].ok + fa[7].ok + fa[6].aborted + fa[7].aborted == 2 * ROUNDS,
               "racers: %d+%d won, %d+%d aborted", fa[6].ok, fa[7].ok, fa[6].aborted, fa[7].aborted);
+    /* Every call went through the combiner once (the racers' aborted calls
+     * too), and its statements held more than one call on average. */
+    double batches = hlt_metric(&srv[0], "halley_transition_batches_total") - batches0,
+           items = hlt_metric(&srv[0], "halley_transition_batch_items_total") - items0;
+    HLT_CHECK(batches0 >= 0 && items0 >= 0 && items == FLIPPERS * ROUNDS && batches >= 1 &&
+                  batches < items,
+              "combiner counters: %.0f calls in %.0f statements", items, batches);
     q = hlt_sql(&db, "SELECT count(*) FROM instance_transitions");
     HLT_CHECK(atoi(PQgetvalue(q, 0, 0)) == ok, "one transition record per success (%s vs %d)",
               PQgetvalue(q, 0, 0), ok);
