@@ -150,6 +150,12 @@ typedef struct sort_source_ops {
      * partition not yet read, from the source's cached view; 0 if unknown.
      * Must not block. */
     int (*lag)(sort_source *s, uint32_t partition, uint64_t *out);
+    /* Optional (NULL: never): 1 when the last next() suggests that more
+     * was waiting than it took, i.e. the stage is catching up (a backlog):
+     * its files may then fill for output.catchup_age_ms instead of
+     * roll_age_ms. 0 once a read comes back short or empty. Must not
+     * block. */
+    int (*behind)(sort_source *s);
     void (*close)(sort_source *s);
     /* Optional: a position as one number, as packs carry them
      * (lib/orr_pack.h; the hand-off sink), keeping the order of positions
@@ -160,6 +166,12 @@ typedef struct sort_source_ops {
 
 /* off64 through the ops, with the NULL rule above. */
 int sort_source_off64(const sort_source *s, sort_off off, uint64_t *out);
+
+/* The field a parse stage adds ("b" "1") to a hand-off pack entry beside
+ * the pack when it routed the pack's records from a backlog of its own
+ * (its source was behind): the write stage is then catching up too,
+ * though its own reads may come back short (src_redis.c). */
+#define SORT_PACK_BACKLOG_FIELD "b"
 
 /* Every source struct starts with this. */
 struct sort_source {

@@ -415,15 +415,18 @@ static orr_status spec__split(sort_spec *s, const json_t *doc, const char *root,
 
 static orr_status spec__output(sort_spec *s, const json_t *doc, const char *root, orr_err *err)
 {
-    static const char *const keys[] = {"roll_size", "roll_age_ms", "fsync", NULL};
+    static const char *const keys[] = {"roll_size", "roll_age_ms", "catchup_age_ms", "fsync", NULL};
     json_t *o = NULL;
     char path[256];
     s->output.roll_size = 256LL << 20;
     s->output.roll_age_ms = 600000;
+    s->output.catchup_age_ms = 60000;
     s->output.fsync = 1;
     SPEC_TRY(orr_json_get_obj(doc, root, "output", 0, &o, err));
-    if (!o)
+    if (!o) {
+        s->output.catchup_age_ms = s->output.roll_age_ms;
         return ORR_OK;
+    }
     orr_json_path(path, sizeof path, root, "output");
     if (!json_is_object(o))
         return orr_err_set(err, ORR_EINVAL, path, "must be an object");
@@ -432,6 +435,18 @@ static orr_status spec__output(sort_spec *s, const json_t *doc, const char *root
                               &s->output.roll_size, err));
     SPEC_TRY(orr_json_get_int(o, path, "roll_age_ms", 0, 100, INT64_C(86400000),
                               &s->output.roll_age_ms, err));
+    /* Catching up, a file per unit per roll_age_ms would be many small
+     * files for records that are late already: they fill for longer. */
+    if (s->output.roll_age_ms > s->output.catchup_age_ms)
+        s->output.catchup_age_ms = s->output.roll_age_ms;
+    json_t *cu = json_object_get(o, "catchup_age_ms");
+    SPEC_TRY(orr_json_get_int(o, path, "catchup_age_ms", 0, 100, INT64_C(86400000),
+                              &s->output.catchup_age_ms, err));
+    if (cu && s->output.catchup_age_ms < s->output.roll_age_ms) {
+        char p[256];
+        return orr_err_set(err, ORR_EINVAL, orr_json_path(p, sizeof p, path, "catchup_age_ms"),
+                           "must be at least roll_age_ms (%" PRId64 ")", s->output.roll_age_ms);
+    }
     SPEC_TRY(orr_json_get_bool(o, path, "fsync", 0, &s->output.fsync, err));
     return ORR_OK;
 }
@@ -692,6 +707,7 @@ orr_status sort_spec_write_stage(const sort_spec *parent, int64_t index, sort_sp
     w->source.block_ms = 200;
     w->source.claim_idle_ms = 0; /* one consumer per hand-off stream */
     w->source.packs = 1;
+    w->source.held_max = parent->sinks.ho_max_packs;
     memset(&w->sinks, 0, sizeof w->sinks);
     w->sinks.files = 1;
     w->stage_index = index;

@@ -67,6 +67,10 @@ typedef struct sort_spec {
         const char *key, *group, *consumer, *field;
         int64_t batch, block_ms, claim_idle_ms;
         int packs; /* entries hold orr_packs (many records each), not one record */
+        /* packs: the producer pauses when this many are not yet landed
+         * (its sinks.handoff.max_packs); the source stops reporting a
+         * backlog close to it (see src_redis.c). 0: no such producer. */
+        int64_t held_max;
         /* kafka (group and batch shared with redis; exit_at_eof with file) */
         const char *brokers, *topic;
         int start_latest; /* no committed offset: 0 = earliest, 1 = latest */
@@ -100,6 +104,11 @@ typedef struct sort_spec {
     struct {
         int64_t roll_size;   /* raw bytes per file before it rolls */
         int64_t roll_age_ms; /* oldest a file may get before it rolls */
+        /* While the stage catches up (sort_source_ops.behind): the oldest a
+         * file may get, and the longest a parse stage holds routed records
+         * before it sends them (instead of roll_age_ms, sinks.handoff
+         * flush_ms). >= roll_age_ms; default max(roll_age_ms, 60 s). */
+        int64_t catchup_age_ms;
         int fsync;
     } output;
 

@@ -434,13 +434,20 @@ static orr_status wr_roll_where(sort_writer *w, int64_t before, int why, orr_err
     return ORR_OK;
 }
 
+/* The timer's rolls: files older than the age limit of the moment (see
+ * sort_writer.h, step 2). */
 static orr_status wr_roll_aged(sort_writer *w, orr_err *err)
 {
     int64_t now = wr_now_ms();
+    uint64_t b = atomic_load_explicit(&w->behind, memory_order_relaxed);
+    int behind = (b & 1) || w->ldone_batch < (b >> 1);
+    int64_t limit = w->spec->output.roll_age_ms;
+    if (behind && w->spec->output.catchup_age_ms > limit)
+        limit = w->spec->output.catchup_age_ms;
     sort_ufile *f = w->lru_head;
     while (f) {
         sort_ufile *next = f->lru_next;
-        if (now - f->opened_ms >= w->spec->output.roll_age_ms) {
+        if (now - f->opened_ms >= limit) {
             orr_status rc = wr_roll(w, f, ROLL_AGE, err);
             if (rc != ORR_OK)
                 return rc;
@@ -526,6 +533,7 @@ orr_status sort_writer_start(sort_writer *w, int idx, const sort_spec *spec,
                              sort_landings *landings, orr_err *err)
 {
     memset(w, 0, sizeof *w);
+    atomic_init(&w->behind, 0);
     w->index = idx;
     w->spec = spec;
     w->fmt = fmt;
@@ -633,6 +641,11 @@ uint64_t sort_writer_acked(sort_writer *w)
     uint64_t s = w->acked_seq;
     pthread_mutex_unlock(&w->mu);
     return s;
+}
+
+void sort_writer_set_behind(sort_writer *w, int behind, uint64_t batch)
+{
+    atomic_store_explicit(&w->behind, batch << 1 | (behind ? 1u : 0u), memory_order_relaxed);
 }
 
 int sort_writer_failed(sort_writer *w, orr_err *err)

@@ -14,7 +14,16 @@
  *      than roll_age_ms (checked on a timer, so an idle file still rolls),
  *      when a control pack says its bucket has closed, when more than
  *      max_open files are open (the least recently used one goes), and at
- *      stop;
+ *      stop. While the stage catches up (sort_writer_set_behind: its
+ *      source's reads come back full) the age limit is catchup_age_ms
+ *      instead: records that waited in a backlog gain nothing from a file
+ *      per unit per roll_age_ms, and landing many small files slows the
+ *      catch-up down (creating, renaming and syncing a file costs more than
+ *      compressing a unit's second of records). Ages count from a file's
+ *      first record, so once the stage has caught up, every file older
+ *      than roll_age_ms rolls at the next timer check: a record waits at
+ *      most roll_age_ms after the stage has caught up with it, and never
+ *      more than catchup_age_ms;
  *   3. to roll: finishes the lzop file and its hadoop-lzo index (orr_lzop.h)
  *      and adds both to a landing batch; after each pack the batch goes to
  *      the writer's landing thread (sort_lander.h), which lands it in the
@@ -41,6 +50,7 @@
 #define SORT_WRITER_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "orr_blob.h"
@@ -88,6 +98,7 @@ typedef struct sort_writer {
     sort_landings *landings;
     pthread_t thread;
     int started;
+    atomic_uint_least64_t behind; /* batch << 1 | behind (sort_writer_set_behind) */
 
     /* writer-thread state */
     sort_ufile *lru_head, *lru_tail; /* head = most recently used */
@@ -136,6 +147,13 @@ uint64_t sort_writer_acked(sort_writer *w);
 /* The last pipeline batch (sort_pack.batch) every record of which this
  * writer has appended (in a file, landed or open, as safe says); 0: none. */
 uint64_t sort_writer_done_batch(sort_writer *w);
+/* From pipeline batch `batch` (sort_pack.batch numbering) on, the stage
+ * catches up (1) or has caught up (0): which age limit the writer's timer
+ * rolls files by (output.catchup_age_ms or roll_age_ms). A 1 applies at
+ * once; a 0 only once the writer has appended every record of that batch,
+ * so the records of the read that ended a catch-up still go to the files
+ * the catch-up filled. Any thread; never blocks. */
+void sort_writer_set_behind(sort_writer *w, int behind, uint64_t batch);
 /* 1 if the writer failed (err copied out). */
 int sort_writer_failed(sort_writer *w, orr_err *err);
 void sort_writer_get_stats(sort_writer *w, sort_writer_stats *out);

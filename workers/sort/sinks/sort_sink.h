@@ -50,6 +50,8 @@ typedef struct sort_sink_env {
     sort_reject *rej; /* a sink's own rejects (a value it cannot hold, late) */
     sort_pipe_stats *st;
     int eof;                  /* set by the pipeline: the source has ended */
+    int behind;               /* set by the pipeline after each read: the source is behind
+                               * (sort_source_ops.behind), output.catchup_age_ms applies */
     int failed;               /* set by the pipeline: a sink or the source failed */
     void (*idle)(void *pipe); /* the pipeline's housekeeping, while blocked */
     void *pipe;

@@ -256,6 +256,16 @@ static uint32_t files_split_of(sort_off off, uint32_t k)
     return (uint32_t)(h % k);
 }
 
+/* Whether the stage catches up decides how old a file may get (the
+ * writers' roll decision, sort_writer.h): told before each batch is routed
+ * (a catch-up holds its first files) and at each tick (an empty read ends
+ * a catch-up too). */
+static void files_tell_behind(files_sink *f)
+{
+    for (int wi = 0; wi < f->nw; wi++)
+        sort_writer_set_behind(&f->w[wi], f->env->behind, f->batch_seq);
+}
+
 /* The whole batch counts as in flight from the start: a commit made while
  * it is routed (a pool wait) must stay below its records. */
 static void files_batch_begin(void *state, uint64_t seq, const sort_batch *b)
@@ -263,6 +273,7 @@ static void files_batch_begin(void *state, uint64_t seq, const sort_batch *b)
     files_sink *f = state;
     files_bmin *bm = &f->bmin[seq % f->nbmin];
     f->batch_seq = seq;
+    files_tell_behind(f);
     bm->batch = seq;
     memset(bm->has, 0, sizeof bm->has);
     for (size_t i = 0; i < b->n; i++) {
@@ -339,6 +350,7 @@ static orr_status files_tick(void *state, int force, orr_err *err)
     files_sink *f = state;
     (void)force;
     orr_status rc = files_check_writers(f, err);
+    files_tell_behind(f);
     files_drain_landings(f);
     files_checker(f, files_mono_ms());
     return rc;

@@ -59,6 +59,8 @@ struct sort_handoff {
     size_t window;        /* most replies in flight (SORT_HANDOFF_WINDOW) */
     ho_mark *marks;       /* ring of HO_MARKS flushes in flight, oldest at mark_head */
     size_t mark_head, nmarks;
+    uint8_t *marked;     /* per stream: the last pack sent carried the backlog mark */
+    uint32_t *mpart;     /* per stream: the partition of that pack */
     uint64_t *added;     /* per stream: packs sent since the last length check */
     uint64_t *len;       /* per stream: length when last read */
     size_t buffered;     /* raw bytes in open packs */
@@ -68,6 +70,7 @@ struct sort_handoff {
     sort_off routed[SORT_MAX_PARTITIONS], safe[SORT_MAX_PARTITIONS];
     uint8_t has_routed[SORT_MAX_PARTITIONS], has_safe[SORT_MAX_PARTITIONS];
     sort_handoff_counts n;
+    int behind;  /* the source is behind: hold records for catchup_age_ms, mark packs */
     int broken;  /* a pack may be lost: nothing may become safe any more */
     int stopped; /* stopped while waiting for room: nothing may become safe */
     volatile sig_atomic_t *stop;
@@ -209,9 +212,13 @@ static orr_status ho_send(sort_handoff *h, ho_slot *s, orr_err *err)
     orr_buf_reset(&h->enc);
     if ((rc = orr_pack_encode(s->b, &h->enc, err)) != ORR_OK)
         return rc;
-    const char *argv[5] = {"XADD", h->keys[s->stream], "*", "r", h->enc.data};
-    size_t lens[5] = {4, strlen(h->keys[s->stream]), 1, 1, h->enc.len};
-    if (redisAppendCommandArgv(h->c, 5, argv, lens) != REDIS_OK) {
+    /* Routed from a backlog: the mark tells the write stage it is catching
+     * up too (sort_source.h, SORT_PACK_BACKLOG_FIELD). */
+    const char *argv[7] = {"XADD",      h->keys[s->stream],      "*", "r",
+                           h->enc.data, SORT_PACK_BACKLOG_FIELD, "1"};
+    size_t lens[7] = {4,          strlen(h->keys[s->stream]),      1, 1,
+                      h->enc.len, strlen(SORT_PACK_BACKLOG_FIELD), 1};
+    if (redisAppendCommandArgv(h->c, h->behind ? 7 : 5, argv, lens) != REDIS_OK) {
         h->broken = 1;
         return ho_lost(h, "XADD", err);
     }
@@ -224,6 +231,8 @@ static orr_status ho_send(sort_handoff *h, ho_slot *s, orr_err *err)
                 return ho_lost(h, "XADD", err);
     }
     h->added[s->stream]++;
+    h->marked[s->stream] = (uint8_t)h->behind;
+    h->mpart[s->stream] = s->partition;
     h->n.records += s->b->count;
     h->n.packs++;
     h->n.bytes += h->enc.len;
@@ -252,6 +261,8 @@ orr_status sort_handoff_open(const sort_spec *spec, const char *default_addr,
     h->keys = orr_xcalloc(h->nstreams, sizeof *h->keys);
     h->added = orr_xcalloc(h->nstreams, sizeof *h->added);
     h->len = orr_xcalloc(h->nstreams, sizeof *h->len);
+    h->marked = orr_xcalloc(h->nstreams, sizeof *h->marked);
+    h->mpart = orr_xcalloc(h->nstreams, sizeof *h->mpart);
     h->cap = 1024;
     h->slots = orr_xcalloc(h->cap, sizeof *h->slots);
     h->spare = orr_xcalloc(HO_SPARE, sizeof *h->spare);
@@ -434,7 +445,55 @@ int sort_handoff_due(const sort_handoff *h, int64_t now_ms)
         return 0;
     if (h->buffered >= SORT_HANDOFF_BUFFER)
         return 1;
-    return now_ms > 0 && now_ms - h->dirty_since >= h->spec->sinks.ho_flush_ms;
+    int64_t age = h->spec->sinks.ho_flush_ms;
+    if (h->behind && h->spec->output.catchup_age_ms > age)
+        age = h->spec->output.catchup_age_ms;
+    return now_ms > 0 && now_ms - h->dirty_since >= age;
+}
+
+void sort_handoff_set_behind(sort_handoff *h, int behind)
+{
+    h->behind = behind ? 1 : 0;
+}
+
+/* Caught up, with nothing left to send: a stream whose last pack carried
+ * the backlog mark gets an empty unmarked pack, so its write stage stops
+ * filling files for catchup_age_ms (it keeps a mark until a pack without
+ * one comes, as an empty read there may only mean that this stage is
+ * gathering records). The empty pack is of the partition of the marked
+ * one, which the write stage acknowledges with its next commit. */
+static orr_status ho_send_caught_up(sort_handoff *h, orr_err *err)
+{
+    if (h->behind || h->dirty_since >= 0 || h->broken || h->stopped)
+        return ORR_OK;
+    for (size_t i = 0; i < h->nstreams; i++) {
+        if (!h->marked[i])
+            continue;
+        orr_status rc = ho_connect(h, err);
+        if (rc != ORR_OK)
+            return rc;
+        orr_pack_builder b;
+        if ((rc = orr_pack_builder_init(&b, "caught-up", 9, h->mpart[i], err)) != ORR_OK)
+            return rc;
+        orr_buf_reset(&h->enc);
+        rc = orr_pack_encode(&b, &h->enc, err);
+        orr_pack_builder_free(&b);
+        if (rc != ORR_OK)
+            return rc;
+        if (h->replies >= h->window && (rc = ho_read_until(h, h->window - 1, err)) != ORR_OK)
+            return rc;
+        const char *argv[5] = {"XADD", h->keys[i], "*", "r", h->enc.data};
+        size_t lens[5] = {4, strlen(h->keys[i]), 1, 1, h->enc.len};
+        if (redisAppendCommandArgv(h->c, 5, argv, lens) != REDIS_OK) {
+            h->broken = 1;
+            return ho_lost(h, "XADD", err);
+        }
+        h->replies++;
+        h->sent++;
+        h->added[i]++;
+        h->marked[i] = 0;
+    }
+    return ORR_OK;
 }
 
 /* Wait until every stream we are about to add to has room. */
@@ -596,6 +655,8 @@ void sort_handoff_close(sort_handoff *h)
         free(h->keys[i]);
     free(h->keys);
     free(h->added);
+    free(h->marked);
+    free(h->mpart);
     free(h->len);
     free(h->slots);
     free(h->spare);
@@ -642,11 +703,12 @@ static orr_status ho__tick(void *state, int force, orr_err *err)
 {
     ho_sink *k = state;
     orr_status rc;
+    sort_handoff_set_behind(k->h, k->env->behind);
     if (force)
         rc = sort_handoff_flush(k->h, err);
     else if (sort_handoff_due(k->h, ho_now_ms()))
         rc = sort_handoff_flush_async(k->h, err);
-    else
+    else if ((rc = ho_send_caught_up(k->h, err)) == ORR_OK)
         rc = sort_handoff_poll(k->h, err);
     return rc == ORR_ECANCELLED ? ORR_OK : rc;
 }
@@ -654,6 +716,7 @@ static orr_status ho__tick(void *state, int force, orr_err *err)
 static orr_status ho__add(void *state, const sort_sink_rec *r, orr_err *err)
 {
     ho_sink *k = state;
+    sort_handoff_set_behind(k->h, k->env->behind);
     orr_status rc =
         sort_handoff_add(k->h, r->route->iface, r->route->iface_len, r->route->bucket_start,
                          r->route->time_ms, r->partition, r->off, r->rec, r->len, err);

@@ -43,6 +43,17 @@
  * A lost Redis connection or a refused XADD fails the flush: the pipeline
  * stops (sortd exits 1) and a restart resumes from the last safe position.
  *
+ * Catching up. While the source is behind (its reads come back full:
+ * sort_handoff_set_behind), records wait up to output.catchup_age_ms
+ * instead of flush_ms before they are sent (a flush still comes when
+ * SORT_HANDOFF_BUFFER bytes wait or a pack is full), so a unit's records of
+ * the backlog travel in a few large packs rather than one per flush_ms:
+ * fewer XADDs, entries to read and to acknowledge, and fewer packs held
+ * unlanded on the stream while the write stage fills its files. Packs
+ * sent meanwhile carry the mark SORT_PACK_BACKLOG_FIELD, so the write
+ * stage catches up (fills its files) with them. Once a read comes back
+ * short, flush_ms applies again to every record waiting.
+ *
  * Flow control. The write stage deletes each pack once it has landed
  * (src_redis.c), so a stream's length is its packs not yet landed. The
  * sink counts what it added to each stream since it last read its length;
@@ -64,7 +75,7 @@
 #include "sort_source.h"
 #include "sort_spec.h"
 
-#define SORT_HANDOFF_BUFFER (16u << 20) /* raw bytes buffered before a flush */
+#define SORT_HANDOFF_BUFFER (32u << 20) /* raw bytes buffered before a flush */
 #define SORT_HANDOFF_WINDOW 1024u       /* XADD replies outstanding at most */
 
 typedef struct sort_handoff sort_handoff;
@@ -99,6 +110,8 @@ void sort_handoff_advance(sort_handoff *h, uint32_t partition, sort_off next);
 /* 1 when records wait and the buffer is full, or (now_ms > 0, monotonic
  * ms) the oldest has waited flush_ms. */
 int sort_handoff_due(const sort_handoff *h, int64_t now_ms);
+/* The source is behind (1) or caught up (0): see "Catching up" above. */
+void sort_handoff_set_behind(sort_handoff *h, int behind);
 /* Send every pack (waiting for room) and read every reply; then the
  * positions advanced so far are safe. ORR_ECANCELLED when *stop was set
  * while waiting for room; ORR_EUNAVAIL/ORR_EIO on a Redis failure; after

@@ -37,11 +37,29 @@
  * in the batch, so Redis builds the next reply while this process routes
  * the current one and next() does not idle on a round trip. A read that
  * brought nothing (BLOCK timed out) sends no next one: an idle source has
- * no read in flight. Any other command on the connection (a commit) first
- * reads the reply of the read in flight and keeps it for the next next()
- * (at most block_ms when the stream is empty), so replies stay in order.
+ * no read in flight. Any other command on the reading connection first
+ * reads the reply of the read in flight and keeps it for the next next(),
+ * so replies stay in order. Commits (XACK, XDEL) go on a connection of
+ * their own: on the reading one a commit made just as the stream emptied
+ * waited for the blocked read in flight, up to block_ms. Acknowledging
+ * there is safe whatever the reading connection has in flight: a commit
+ * names entries delivered and landed (packs) or ids below `next`, and the
+ * entries of a read in flight or lost all lie above what was taken.
  * Entries of a read in flight at close are delivered but not acknowledged:
  * the next run reads them again from its pending list.
+ *
+ * Backlog (sort_source_ops.behind). The source is behind while its reads
+ * come back full (COUNT entries: more are waiting), while it replays its
+ * pending list, and, for packs, from a pack carrying the mark "b" that a
+ * parse stage adds to packs it routed from a backlog of its own
+ * (sort_sink_handoff.h) until a pack without it (the parse stage sends an
+ * empty one when it has caught up with nothing left to send): empty reads
+ * meanwhile only mean that the parse stage gathers records. The stages
+ * then fill files for output.catchup_age_ms. A packs source whose producer bounds the packs
+ * not yet landed (source.held_max, the parse stage's max_packs) reports no
+ * backlog once its unacknowledged packs come within a read of that bound:
+ * files held open would hold back the acknowledgements the producer waits
+ * for, so the write stage rolls them by roll_age_ms again.
  *
  * Replies. The reader builds reply objects in an arena of this source
  * (rd_reply_fns) instead of one malloc per entry, id and field: a read of
@@ -95,7 +113,10 @@ typedef struct src_redis {
     char pending_id[64]; /* where the pending read continues */
     char last_id[64];    /* the last entry id a read brought ("0": none) */
     sort_off committed;  /* one-record entries: the one partition */
+    redisContext *cc;    /* commits (XACK, XDEL): never behind a read in flight */
     int inflight;        /* an XREADGROUP ">" is sent, its reply not read */
+    int behind;          /* the last read suggests a backlog (see the top) */
+    int marked;          /* the last pack read carried the backlog mark */
     redisReply *kept;    /* that reply, read before another command */
     orr_arena *replies;  /* every reply object (rd_reply_fns) */
     /* packs */
@@ -274,6 +295,8 @@ static void src_redis_close(sort_source *s)
         return;
     if (r->c)
         redisFree(r->c);
+    if (r->cc)
+        redisFree(r->cc);
     orr_arena_destroy(r->replies);
     orr_buf_free(&r->scratch);
     free(r->pend);
@@ -369,6 +392,37 @@ static int rd_parse_id(const char *s, sort_off *o)
     return *end == 0 ? 0 : -1;
 }
 
+/* A command on the commit connection (connected on first use, plain
+ * hiredis replies: the caller frees them). NULL with err set (ORR_EUNAVAIL)
+ * when Redis cannot be reached; the connection is then dropped and made
+ * again by the next commit. */
+static redisReply *rd_commit_cmd(src_redis *r, int argc, const char **argv, const size_t *lens,
+                                 orr_err *err)
+{
+    if (!r->cc) {
+        struct timeval tv = {2, 0};
+        r->cc = redisConnectWithTimeout(r->host, r->port, tv);
+        if (!r->cc || r->cc->err) {
+            orr_err_set(err, ORR_EUNAVAIL, "redis", "cannot connect to %s:%d: %s", r->host, r->port,
+                        r->cc ? r->cc->errstr : "out of memory");
+            if (r->cc)
+                redisFree(r->cc);
+            r->cc = NULL;
+            return NULL;
+        }
+        struct timeval rt = {10, 0};
+        redisSetTimeout(r->cc, rt);
+    }
+    redisReply *rep = redisCommandArgv(r->cc, argc, argv, lens);
+    if (!rep) {
+        orr_err_set(err, ORR_EUNAVAIL, "redis", "%s %s:%d: %s", argv[0], r->host, r->port,
+                    r->cc->errstr[0] ? r->cc->errstr : "connection lost");
+        redisFree(r->cc);
+        r->cc = NULL;
+    }
+    return rep;
+}
+
 /* Acknowledge and delete the n entry ids staged in r->ack_ids (n <=
  * RD_ACK_CHUNK) in one script, so a crash cannot leave an acknowledged
  * pack in the stream: the stream then holds only packs not yet landed,
@@ -380,9 +434,6 @@ static orr_status rd_ack_ids(src_redis *r, size_t n, orr_err *err)
 {
     if (n == 0)
         return ORR_OK;
-    orr_status src = rd_settle(r, err);
-    if (src != ORR_OK)
-        return src;
     r->ack_argv[0] = "EVAL";
     r->ack_argv[1] = ack_del_script;
     r->ack_argv[2] = "1";
@@ -394,15 +445,14 @@ static orr_status rd_ack_ids(src_redis *r, size_t n, orr_err *err)
         r->ack_argv[5 + i] = r->ack_ids[i];
         r->ack_lens[5 + i] = strlen(r->ack_ids[i]);
     }
-    redisReply *rep = redisCommandArgv(r->c, (int)(5 + n), r->ack_argv, r->ack_lens);
-    if (!rep) {
-        return rd_lost(r, "XACK", err);
-    }
+    redisReply *rep = rd_commit_cmd(r, (int)(5 + n), r->ack_argv, r->ack_lens, err);
+    if (!rep)
+        return ORR_EUNAVAIL;
     orr_status rc = ORR_OK;
     if (rep->type != REDIS_REPLY_INTEGER)
         rc = orr_err_set(err, ORR_EIO, "redis", "XACK failed: %s",
                          rep->type == REDIS_REPLY_ERROR ? rep->str : "bad reply");
-    rd_release(r);
+    freeReplyObject(rep);
     return rc;
 }
 
@@ -481,13 +531,18 @@ static void rd_pack_entry(src_redis *r, sort_batch *b, sort_off eid, const char 
 /* Send XREADGROUP: from the pending list at r->pending_id, or (pending
  * NULL) new entries with BLOCK. The command is queued in the context's
  * output buffer; send_now: also written to the socket (a read in flight). */
-static orr_status rd_send_read(src_redis *r, int send_now, orr_err *err)
+static int64_t rd_count(const src_redis *r)
 {
-    char count[32], block[32];
     int64_t n = r->spec->source.batch;
     if (r->spec->source.packs && n > RD_PACK_BATCH_MAX)
         n = RD_PACK_BATCH_MAX; /* each entry is many records: bound the batch's memory */
-    snprintf(count, sizeof count, "%" PRId64, n);
+    return n;
+}
+
+static orr_status rd_send_read(src_redis *r, int send_now, orr_err *err)
+{
+    char count[32], block[32];
+    snprintf(count, sizeof count, "%" PRId64, rd_count(r));
     snprintf(block, sizeof block, "%" PRId64, r->spec->source.block_ms);
     const char *argv[12];
     int argc = 0;
@@ -584,13 +639,16 @@ static orr_status src_redis_next(sort_source *s, sort_batch *b, int wait_ms, orr
                 continue; /* deleted while pending: acknowledged by the next commit */
             const char *pv = NULL;
             size_t plen = 0;
+            r->marked = 0;
             for (size_t k = 0; k + 1 < fv->elements; k += 2) {
                 redisReply *f = fv->element[k], *v = fv->element[k + 1];
-                if (f->type == REDIS_REPLY_STRING && v->type == REDIS_REPLY_STRING &&
-                    strcmp(f->str, r->spec->source.field) == 0) {
+                if (f->type != REDIS_REPLY_STRING || v->type != REDIS_REPLY_STRING)
+                    continue;
+                if (strcmp(f->str, r->spec->source.field) == 0) {
                     pv = v->str;
                     plen = v->len;
-                    break;
+                } else if (strcmp(f->str, SORT_PACK_BACKLOG_FIELD) == 0) {
+                    r->marked = 1; /* routed from a backlog by the parse stage */
                 }
             }
             rd_pack_entry(r, b, off, e->element[0]->str, pv, plen);
@@ -625,6 +683,9 @@ static orr_status src_redis_next(sort_source *s, sort_batch *b, int wait_ms, orr
             e->element[0]->type == REDIS_REPLY_STRING && e->element[0]->len < sizeof r->last_id)
             memcpy(r->last_id, e->element[0]->str, e->element[0]->len + 1);
     }
+    /* A mark holds through empty reads: the parse stage may be gathering
+     * records; an unmarked pack (an empty one, if need be) clears it. */
+    r->behind = (got > 0 && (r->pending_phase || (int64_t)got >= rd_count(r))) || r->marked;
     if (r->pending_phase && got == 0) {
         r->pending_phase = 0;
         ORR_INFO("pending list replayed; reading new entries", "stream=%s", r->spec->name);
@@ -640,11 +701,6 @@ static orr_status rd_commit_packs(src_redis *r, uint32_t partition, sort_off nex
 {
     if (partition >= SORT_MAX_PARTITIONS || next.hi != 0)
         return orr_err_set(err, ORR_EINVAL, "offset", "not a pack offset");
-    if (!r->c) {
-        orr_status rc = rd_connect(r, err);
-        if (rc != ORR_OK)
-            return rc;
-    }
     /* Acknowledge first, forget after: on a failure nothing is forgotten
      * (acknowledging an entry twice is harmless). */
     size_t n = 0;
@@ -682,11 +738,6 @@ static orr_status src_redis_commit(sort_source *s, uint32_t partition, sort_off 
         return orr_err_set(err, ORR_EINVAL, "offset", "redis source has one partition");
     if (sort_off_cmp(next, r->committed) <= 0)
         return ORR_OK;
-    if (!r->c) {
-        orr_status rc = rd_connect(r, err);
-        if (rc != ORR_OK)
-            return rc;
-    }
     char end[64];
     snprintf(end, sizeof end, "(%" PRIu64 "-%" PRIu64, next.hi, next.lo);
     for (int round = 0; round < 1000; round++) {
@@ -697,17 +748,20 @@ static orr_status src_redis_commit(sort_source *s, uint32_t partition, sort_off 
                               r->spec->source.group,
                               end,
                               r->spec->source.consumer};
-        redisReply *rep = rd_cmd(r, 7, argv, err);
+        size_t lens[7];
+        for (int i = 0; i < 7; i++)
+            lens[i] = strlen(argv[i]);
+        redisReply *rep = rd_commit_cmd(r, 7, argv, lens, err);
         if (!rep)
             return ORR_EUNAVAIL;
         if (rep->type != REDIS_REPLY_INTEGER) {
             orr_status rc = orr_err_set(err, ORR_EIO, "redis", "acknowledge failed: %s",
                                         rep->type == REDIS_REPLY_ERROR ? rep->str : "bad reply");
-            rd_release(r);
+            freeReplyObject(rep);
             return rc;
         }
         long long n = rep->integer;
-        rd_release(r);
+        freeReplyObject(rep);
         if (n >= 0)
             break; /* negative: more to acknowledge */
     }
@@ -721,6 +775,16 @@ static sort_off src_redis_committed(sort_source *s, uint32_t partition)
     if (r->spec->source.packs)
         return partition < SORT_MAX_PARTITIONS ? r->pcommitted[partition] : (sort_off){0, 0};
     return r->committed;
+}
+
+/* See "Backlog" at the top. */
+static int src_redis_behind(sort_source *s)
+{
+    src_redis *r = (src_redis *)s;
+    if (r->spec->source.packs && r->spec->source.held_max > 0 &&
+        (int64_t)r->npend + rd_count(r) >= r->spec->source.held_max)
+        return 0; /* the producer waits for acknowledgements: land */
+    return r->behind;
 }
 
 /* Entry ids: milliseconds in the top 44 bits (until the year 2527), the
@@ -747,6 +811,7 @@ const sort_source_ops sort_src_redis = {
     .next = src_redis_next,
     .commit = src_redis_commit,
     .committed = src_redis_committed,
+    .behind = src_redis_behind,
     .close = src_redis_close,
     .off64 = src_redis_off64,
 };
