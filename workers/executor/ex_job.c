@@ -25,7 +25,8 @@
  *      for a transfer after a success, the new watermark (ex_xfer.c); a
  *      watermark that cannot be saved turns the outcome into failed.
  *   7. Log landed in the blob store (lib/orr_blob) as
- *      logs/<task>/<instance>-<attempt>.log (its index .idx first), run dir
+ *      logs/<task>/<instance>-<attempt>.log (its index .idx first; the empty
+ *      log under both names when the run wrote nothing), run dir
  *      removed (on every path: it may hold a resolved job with passwords),
  *      slots released.
  */
@@ -244,6 +245,8 @@ static void land_sync(ex_daemon *d, const char *key, const char *const *locals, 
             continue;
         any = 1;
         made |= linked[i] == 2;
+        if (i > 0 && linked[i - 1] && strcmp(locals[i - 1], locals[i]) == 0)
+            continue; /* one file under two names: synced once */
         int fd = open(locals[i], O_RDONLY | O_CLOEXEC);
         if (fd < 0 || fdatasync(fd) != 0)
             ORR_WARN("log sync failed", "path=%s err=%s", orr_log_q(locals[i]),
@@ -516,11 +519,19 @@ static void run_job(ex_daemon *d, ex_job *j, orr_arena *a)
     snprintf(key, sizeof key, "logs/%lld/%lld-%d.idx", (long long)in->task_id, (long long)inst,
              j->attempt);
     ex_log_index_path(idx_path, sizeof idx_path, log_path);
-    /* The index first: a reader that finds the log finds its index. */
-    int linked[2];
-    const char *landed[2] = {idx_path, log_path};
+    /* The index first: a reader that finds the log finds its index. A run
+     * that wrote nothing has no index file (the first line makes it): its
+     * empty log is an empty index, landed under both names (one inode, no
+     * copy). A log with lines and no index (the capture failed), or one that
+     * survivors may still write, lands alone: its lines are unstamped. */
+    int linked[2] = {0, 0};
     int copy = res.left > 0; /* survivors may still write: archive a copy */
-    if (land_log(d, key, idx_path, copy, &linked[0], &err) != ORR_OK)
+    const char *idx_src = idx_path;
+    struct stat lst;
+    if (access(idx_path, F_OK) != 0)
+        idx_src = !copy && stat(log_path, &lst) == 0 && lst.st_size == 0 ? log_path : NULL;
+    const char *landed[2] = {idx_src, log_path};
+    if (idx_src && land_log(d, key, idx_src, copy, &linked[0], &err) != ORR_OK)
         ORR_WARN("log index copy to the blob store failed", "instance=%lld err=%s", (long long)inst,
                  orr_log_q(err.msg));
     snprintf(key, sizeof key, "logs/%lld/%lld-%d.log", (long long)in->task_id, (long long)inst,

@@ -44,7 +44,7 @@
 #define EX_LOGCAP_PAUSE_MS 20
 
 struct ex_logcap {
-    int log_fd, idx_fd; /* idx: O_APPEND */
+    int log_fd, idx_fd; /* idx: O_APPEND; -1 until the first line (made then) */
     int ino;            /* inotify, or -1 */
     int wake;           /* eventfd: finish was called */
     orr_logidx_scan scan;
@@ -53,6 +53,7 @@ struct ex_logcap {
     atomic_int stop; /* finish: index to the end of the file, then return */
     int failed;      /* an index write failed (logged once) */
     char path[700];
+    char idx_path[760];
 };
 
 static int64_t utc_ms(void)
@@ -87,17 +88,18 @@ static int write_all(int fd, const void *p, size_t n)
     return 0;
 }
 
-/* Open the log and index for appending and set the scan to continue them. */
-static orr_status open_pair(const char *log_path, int *log_fd, int *idx_fd, orr_logidx_scan *scan,
-                            orr_err *err)
+/* Open the log (made if absent) and its index, if there is one, for
+ * appending, and set the scan to continue them. The index is made by the
+ * first line (index_piece): a run that writes nothing (most short runs)
+ * makes no index file; an empty log stands for an empty index. */
+static orr_status open_pair(const char *log_path, const char *idx_path, int *log_fd, int *idx_fd,
+                            orr_logidx_scan *scan, orr_err *err)
 {
-    char idx_path[760];
-    ex_log_index_path(idx_path, sizeof idx_path, log_path);
     *log_fd = open(log_path, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
     if (*log_fd < 0)
         return orr_err_set(err, ORR_EIO, log_path, "cannot open log: %s", strerror(errno));
-    *idx_fd = open(idx_path, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
-    if (*idx_fd < 0) {
+    *idx_fd = open(idx_path, O_RDWR | O_APPEND | O_CLOEXEC);
+    if (*idx_fd < 0 && errno != ENOENT) {
         orr_status s = orr_err_set(err, ORR_EIO, idx_path, "cannot open: %s", strerror(errno));
         close(*log_fd);
         *log_fd = -1;
@@ -108,7 +110,7 @@ static orr_status open_pair(const char *log_path, int *log_fd, int *idx_fd, orr_
     int64_t last_ms = 0;
     if (fstat(*log_fd, &ls) == 0 && ls.st_size > 0 && pread(*log_fd, &last, 1, ls.st_size - 1) != 1)
         last = '\n';
-    if (fstat(*idx_fd, &is) == 0 && is.st_size >= ORR_LOGIDX_REC) {
+    if (*idx_fd >= 0 && fstat(*idx_fd, &is) == 0 && is.st_size >= ORR_LOGIDX_REC) {
         unsigned char raw[ORR_LOGIDX_REC];
         off_t at = (is.st_size / ORR_LOGIDX_REC - 1) * ORR_LOGIDX_REC;
         orr_logidx_rec r;
@@ -130,7 +132,9 @@ static void index_piece(ex_logcap *c, const char *p, size_t n, int64_t ms)
     orr_logidx_feed(&c->scan, p, n, ms, &c->recs);
     if (c->failed || c->recs.len == 0)
         return;
-    if (write_all(c->idx_fd, c->recs.data, c->recs.len) != 0) {
+    if (c->idx_fd < 0) /* the first line: the index is made now */
+        c->idx_fd = open(c->idx_path, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+    if (c->idx_fd < 0 || write_all(c->idx_fd, c->recs.data, c->recs.len) != 0) {
         c->failed = 1;
         ORR_ERROR("cannot write a log's line index; its lines go unstamped", "path=%s err=%s",
                   orr_log_q(c->path), orr_log_q(strerror(errno)));
@@ -185,7 +189,8 @@ orr_status ex_logcap_start(const char *log_path, ex_logcap **out, orr_err *err)
     ex_logcap *c = orr_xcalloc(1, sizeof *c);
     c->log_fd = c->idx_fd = c->ino = c->wake = -1;
     snprintf(c->path, sizeof c->path, "%s", log_path);
-    orr_status s = open_pair(log_path, &c->log_fd, &c->idx_fd, &c->scan, err);
+    ex_log_index_path(c->idx_path, sizeof c->idx_path, log_path);
+    orr_status s = open_pair(log_path, c->idx_path, &c->log_fd, &c->idx_fd, &c->scan, err);
     if (s != ORR_OK)
         goto fail;
     c->wake = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -231,7 +236,8 @@ void ex_logcap_finish(ex_logcap *c)
     if (c->ino >= 0)
         close(c->ino);
     close(c->log_fd);
-    close(c->idx_fd);
+    if (c->idx_fd >= 0)
+        close(c->idx_fd);
     orr_buf_free(&c->recs);
     free(c);
 }
@@ -241,7 +247,8 @@ void ex_log_append(const char *log_path, const char *text, size_t len)
     ex_logcap c = {.ino = -1, .wake = -1};
     orr_err err;
     snprintf(c.path, sizeof c.path, "%s", log_path);
-    if (open_pair(log_path, &c.log_fd, &c.idx_fd, &c.scan, &err) != ORR_OK) {
+    ex_log_index_path(c.idx_path, sizeof c.idx_path, log_path);
+    if (open_pair(log_path, c.idx_path, &c.log_fd, &c.idx_fd, &c.scan, &err) != ORR_OK) {
         ORR_WARN("cannot note in an attempt's log", "err=%s", orr_log_q(err.msg));
         return;
     }
@@ -252,5 +259,6 @@ void ex_log_append(const char *log_path, const char *text, size_t len)
         index_piece(&c, text, len, utc_ms());
     orr_buf_free(&c.recs);
     close(c.log_fd);
-    close(c.idx_fd);
+    if (c.idx_fd >= 0)
+        close(c.idx_fd);
 }

@@ -9,7 +9,10 @@
  * starts in them, a record to the line index (<instance>-<attempt>.idx,
  * format in lib/orr_logidx.h): where the line starts and when executord read
  * its first byte (UTC, milliseconds). A last line without a newline and a
- * line of any length have one record each.
+ * line of any length have one record each. The index file is made with the
+ * first line: a run that writes nothing has none, and an empty log stands
+ * for an empty index (the log server answers no lines; the archive holds the
+ * empty log under both names).
  *
  * Call order: ex_logcap_start (creates the log) -> the sandbox runs with
  * the log as its output -> ex_logcap_finish once the run is over (its group
@@ -29,8 +32,8 @@ typedef struct ex_logcap ex_logcap;
  * when it has none) into buf; returns buf. */
 char *ex_log_index_path(char *buf, size_t n, const char *log_path);
 
-/* Open (create 0640) the log and its index, continuing both where they end,
- * and start the follower thread. ORR_EIO naming the file that failed;
+/* Open (create 0640) the log and its index if there is one, continuing both
+ * where they end, and start the follower thread. ORR_EIO naming the file that failed;
  * nothing is left open then. */
 orr_status ex_logcap_start(const char *log_path, ex_logcap **out, orr_err *err);
 

@@ -204,17 +204,20 @@ static enum MHD_Result reply_lines(struct MHD_Connection *conn, const char *log_
     char path[760];
     ex_log_index_path(path, sizeof path, log_path);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
+    /* No index beside a log: no line yet (the first line makes it). */
+    if (fd < 0 && (errno != ENOENT || access(log_path, F_OK) != 0))
         return reply(conn, 404, "no such log index\n");
     struct stat st;
-    uint64_t nrec = fstat(fd, &st) == 0 ? (uint64_t)st.st_size / ORR_LOGIDX_REC : 0, k = 0;
+    uint64_t nrec = fd >= 0 && fstat(fd, &st) == 0 ? (uint64_t)st.st_size / ORR_LOGIDX_REC : 0;
+    uint64_t k = 0;
     orr_err err;
     orr_buf out = ORR_BUF_INIT;
     orr_status rc = orr_logidx_find(idx_read, &fd, nrec, (uint64_t)from, &k, &err);
     if (rc == ORR_ENOTFOUND)
         k = nrec;
     else if (rc != ORR_OK) {
-        close(fd);
+        if (fd >= 0)
+            close(fd);
         return reply(conn, 500, "cannot read the log index\n");
     }
     uint64_t first = k;
@@ -226,7 +229,8 @@ static enum MHD_Result reply_lines(struct MHD_Connection *conn, const char *log_
         orr_logidx_encode(&r, raw);
         orr_buf_append(&out, raw, sizeof raw);
     }
-    close(fd);
+    if (fd >= 0)
+        close(fd);
     struct MHD_Response *resp =
         MHD_create_response_from_buffer(out.len, out.len ? out.data : (void *)"",
                                         out.len ? MHD_RESPMEM_MUST_COPY : MHD_RESPMEM_PERSISTENT);

@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "ex_cgroup.h"
@@ -290,9 +291,37 @@ static void test_capture_stamps_each_line(void **state)
     assert_int_equal(get("/logs/7/1/lines?from=5", TOKEN, &b), 400);
     assert_int_equal(get("/logs/7/1/lines?from=9&to=5", TOKEN, &b), 400);
     assert_int_equal(get("/logs/7/1/other", TOKEN, &b), 400);
-    assert_int_equal(get("/logs/2/3/lines?from=0&to=1", TOKEN, &b), 404);
+    assert_int_equal(get("/logs/9/1/lines?from=0&to=1", TOKEN, &b), 404); /* no such log */
     orr_buf_free(&b);
     orr_buf_free(&want);
+}
+
+/* A run that writes nothing makes no index file; the log server answers
+ * its lines as none (200, empty), and the first line makes the index. */
+static void test_silent_run_makes_no_index(void **state)
+{
+    (void)state;
+    char path[300], idx[320];
+    ex_log_path(path, sizeof path, g_dir, 8, 1);
+    ex_log_index_path(idx, sizeof idx, path);
+    ex_logcap *cap = NULL;
+    orr_err err;
+    assert_int_equal(ex_logcap_start(path, &cap, &err), ORR_OK);
+    ex_logcap_finish(cap);
+    struct stat st;
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(st.st_size, 0);
+    assert_int_equal(access(idx, F_OK), -1); /* no index: nothing was written */
+    orr_buf b = ORR_BUF_INIT;
+    assert_int_equal(get("/logs/8/1/lines?from=0&to=10", TOKEN, &b), 200);
+    assert_int_equal(b.len, 0);
+    /* a later note is a line: it makes the index with its record */
+    ex_log_append(path, "[note]\n", 7);
+    assert_int_equal(stat(idx, &st), 0);
+    assert_int_equal(st.st_size, ORR_LOGIDX_REC);
+    assert_int_equal(get("/logs/8/1/lines?from=0&to=10", TOKEN, &b), 200);
+    assert_int_equal(b.len, ORR_LOGIDX_REC);
+    orr_buf_free(&b);
 }
 
 static int setup_all(void **state)
@@ -323,6 +352,7 @@ int main(void)
         cmocka_unit_test(test_paths_and_params_are_validated),
         cmocka_unit_test(test_follow_streams_until_attempt_ends),
         cmocka_unit_test(test_capture_stamps_each_line),
+        cmocka_unit_test(test_silent_run_makes_no_index),
         cmocka_unit_test(test_start_refuses_bad_options),
         cmocka_unit_test(test_post_goes_to_the_mounted_handler),
     };
