@@ -27,7 +27,8 @@
 #include "orr_halley.h" /* HL(Instance), HL_INIT(INSTANCE), HL_STATE */
 #include "orr_rpc.h"
 
-#define EX_PATH 512
+#define EX_PATH   512
+#define EX_SPARES 128 /* spare outbox files kept for reuse */
 
 /* Why a job was cancelled (ex_job.cancel). */
 typedef enum ex_cancel {
@@ -69,6 +70,7 @@ typedef struct ex_daemon {
     char run_dir[EX_PATH];
     char code_dir[EX_PATH];
     char outbox_dir[EX_PATH];
+    char spare_dir[EX_PATH]; /* <work>/outbox-spare: outbox files to reuse */
     char bin_dir[EX_PATH];
     char actor[160]; /* "executor:<id>" */
 
@@ -101,6 +103,11 @@ typedef struct ex_daemon {
     pthread_cond_t rep_cv;
     struct ex_rep_item *rep_queue; /* oldest first */
     int rep_leaders;               /* calls to halleyd in flight */
+    /* spare outbox files (open, empty, in spare_dir), under rep_mu */
+    int spare_fd[EX_SPARES];
+    unsigned spare_name[EX_SPARES];
+    int n_spares;
+    unsigned spare_next;
 
     /* ex_guard.c; guard_mu guards guard_fd (job threads write to it) */
     pthread_mutex_t guard_mu;
@@ -136,6 +143,10 @@ typedef struct ex_report {
  * Blocks. */
 orr_status ex_report_send(ex_daemon *d, const ex_report *r, int persist, int *now_state,
                           orr_err *err);
+/* Empty the spare folder (an earlier life's spares: empty files) and start
+ * with no spares; ex_report_close closes and removes them. */
+void ex_report_spares_init(ex_daemon *d);
+void ex_report_close(ex_daemon *d);
 /* Send every report left in the outbox by an earlier life. Blocks until each
  * has an answer or the daemon stops. Returns how many were sent. */
 int ex_report_replay(ex_daemon *d);

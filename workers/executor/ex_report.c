@@ -5,8 +5,9 @@
  * Outbox: one small JSON file per pending report,
  *   <work_dir>/outbox/<instance>-<attempt>-<to>.json
  *   {"instance_id":12,"attempt":1,"from":4,"to":5,"reason":"","exit_code":0}
- * written (once, fsynced) before the first try and removed once Halley
- * answered anything but "try again". A report is a compare-and-set
+ * written (once, synced) before the first try and removed once Halley
+ * answered anything but "try again" (kept as a spare for the next report:
+ * see "spares" below). A report is a compare-and-set
  * (expected state + expected attempt), so re-sending one that already
  * landed is harmless: it comes back ABORTED and is dropped.
  *
@@ -59,16 +60,115 @@ static void outbox_path(const ex_daemon *d, const ex_report *r, char *buf, size_
              r->to);
 }
 
-/* Written once under its own name (no temporary and rename: one name
- * operation less per report) and fsynced before the first try. A crash
- * while it is written leaves a file that does not parse (the object is cut
- * short): the replay drops it, which is the report never made, as a crash
- * just before the write would have left it -- the attempt is then found
- * running at the restart and failed "executor_restarted". */
-static orr_status outbox_write(const ex_daemon *d, const ex_report *r, orr_err *err)
+/* ------------------------------------------------------------ spares
+ *
+ * An outbox file is made and removed for nearly every run; on ext4 the new
+ * inode (and the scan for recently deleted ones that comes with it) cost
+ * more than the write. So a delivered report's file is not unlinked: it is
+ * renamed into <work>/outbox-spare/<n> and truncated there, kept open, and
+ * the next report renames it into place. The spare folder holds empty files
+ * only (the rename comes before the truncation: a crash between leaves an
+ * old report among the spares, which the replay never reads and the next
+ * start removes), so nothing there is ever re-sent. */
+
+void ex_report_spares_init(ex_daemon *d)
+{
+    d->n_spares = 0;
+    DIR *dir = opendir(d->spare_dir);
+    if (!dir)
+        return;
+    struct dirent *de;
+    char path[EX_PATH + 300];
+    while ((de = readdir(dir)) != NULL) {
+        if (de->d_name[0] == '.')
+            continue;
+        snprintf(path, sizeof path, "%s/%s", d->spare_dir, de->d_name);
+        unlink(path);
+    }
+    closedir(dir);
+}
+
+void ex_report_close(ex_daemon *d)
+{
+    char path[EX_PATH + 32];
+    pthread_mutex_lock(&d->rep_mu);
+    for (int i = 0; i < d->n_spares; i++) {
+        close(d->spare_fd[i]);
+        snprintf(path, sizeof path, "%s/%u", d->spare_dir, d->spare_name[i]);
+        unlink(path);
+    }
+    d->n_spares = 0;
+    pthread_mutex_unlock(&d->rep_mu);
+}
+
+/* A spare renamed to path, open and empty; -1 when there is none. */
+static int spare_take(ex_daemon *d, const char *path)
+{
+    pthread_mutex_lock(&d->rep_mu);
+    if (d->n_spares == 0) {
+        pthread_mutex_unlock(&d->rep_mu);
+        return -1;
+    }
+    d->n_spares--;
+    int fd = d->spare_fd[d->n_spares];
+    unsigned name = d->spare_name[d->n_spares];
+    pthread_mutex_unlock(&d->rep_mu);
+    char sp[EX_PATH + 32];
+    snprintf(sp, sizeof sp, "%s/%u", d->spare_dir, name);
+    if (rename(sp, path) != 0) {
+        close(fd);
+        unlink(sp);
+        return -1;
+    }
+    return fd;
+}
+
+/* The delivered report's file (path, open as fd) kept as a spare, or
+ * removed when there are enough. Closes fd either way. */
+static void spare_put(ex_daemon *d, const char *path, int fd)
+{
+    pthread_mutex_lock(&d->rep_mu);
+    unsigned name = d->spare_next++;
+    int room = d->n_spares < EX_SPARES;
+    pthread_mutex_unlock(&d->rep_mu);
+    char sp[EX_PATH + 32];
+    snprintf(sp, sizeof sp, "%s/%u", d->spare_dir, name);
+    if (!room || rename(path, sp) != 0) {
+        close(fd);
+        unlink(path);
+        return;
+    }
+    if (ftruncate(fd, 0) != 0) {
+        close(fd);
+        unlink(sp);
+        return;
+    }
+    pthread_mutex_lock(&d->rep_mu);
+    if (d->n_spares < EX_SPARES) {
+        d->spare_fd[d->n_spares] = fd;
+        d->spare_name[d->n_spares] = name;
+        d->n_spares++;
+        fd = -1;
+    }
+    pthread_mutex_unlock(&d->rep_mu);
+    if (fd >= 0) {
+        close(fd);
+        unlink(sp);
+    }
+}
+
+/* Written once under its own name (a spare renamed into place, else a new
+ * file; no temporary) and synced before the first try; *fd_out is the open
+ * file (-1 if none), for spare_put once the report is answered. A crash
+ * while it is written leaves a file that does not parse (empty, or the
+ * object cut short): the replay drops it, which is the report never made,
+ * as a crash just before the write would have left it -- the attempt is
+ * then found running at the restart and failed "executor_restarted". */
+static orr_status outbox_write(ex_daemon *d, const ex_report *r, int *fd_out, orr_err *err)
 {
     char path[EX_PATH + 64];
     outbox_path(d, r, path, sizeof path);
+    *fd_out = -1;
     json_t *o =
         json_pack("{sI sI si si ss}", "instance_id", (json_int_t)r->instance_id, "attempt",
                   (json_int_t)r->attempt, "from", r->from, "to", r->to, "reason", r->reason);
@@ -77,12 +177,17 @@ static orr_status outbox_write(const ex_daemon *d, const ex_report *r, orr_err *
     char *text = json_dumps(o, JSON_COMPACT);
     json_decref(o);
     orr_status s = ORR_OK;
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    int fd = spare_take(d, path);
+    if (fd < 0)
+        fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     size_t len = text ? strlen(text) : 0;
-    if (fd < 0 || !text || write(fd, text, len) != (ssize_t)len || fsync(fd) != 0)
+    if (fd < 0 || !text || pwrite(fd, text, len, 0) != (ssize_t)len || fdatasync(fd) != 0) {
         s = orr_err_set(err, ORR_EIO, path, "cannot write the outbox: %s", strerror(errno));
-    if (fd >= 0)
-        close(fd);
+        if (fd >= 0)
+            close(fd);
+    } else {
+        *fd_out = fd;
+    }
     free(text);
     return s;
 }
@@ -219,9 +324,10 @@ orr_status ex_report_send(ex_daemon *d, const ex_report *r, int persist, int *no
 {
     char path[EX_PATH + 64];
     outbox_path(d, r, path, sizeof path);
+    int fd = -1;        /* the outbox file we wrote, open */
     if (persist == 1) { /* 2: the replay's file, already there */
         orr_err we;
-        if (outbox_write(d, r, &we) != ORR_OK) /* still try to send it */
+        if (outbox_write(d, r, &fd, &we) != ORR_OK) /* still try to send it */
             ORR_ERROR("outbox write failed", "instance=%lld err=%s", (long long)r->instance_id,
                       orr_log_q(we.msg));
     }
@@ -247,6 +353,8 @@ orr_status ex_report_send(ex_daemon *d, const ex_report *r, int persist, int *no
         if (atomic_load(&d->stopping)) {
             ORR_WARN("report left in the outbox", "instance=%lld to=%s", (long long)r->instance_id,
                      ex_state_name(r->to));
+            if (fd >= 0)
+                close(fd);
             return orr_err_set(err, ORR_ECANCELLED, NULL, "stopping");
         }
         if (tries == 1 || tries % 10 == 0)
@@ -255,7 +363,9 @@ orr_status ex_report_send(ex_daemon *d, const ex_report *r, int persist, int *no
         ex_sleep_ms(delay);
         delay = delay * 2 > 5000 ? 5000 : delay * 2;
     }
-    if (persist)
+    if (fd >= 0)
+        spare_put(d, path, fd); /* answered: the file kept for the next report */
+    else if (persist)
         unlink(path);
     if (s == ORR_OK) {
         ORR_INFO("instance state reported", "instance=%lld attempt=%d from=%s to=%s reason=%s",

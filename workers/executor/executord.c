@@ -369,11 +369,14 @@ static orr_status setup(ex_daemon *d, orr_config *cfg, const char *argv0, char *
     snprintf(d->run_dir, sizeof d->run_dir, "%.400s/runs", d->work_dir);
     snprintf(d->code_dir, sizeof d->code_dir, "%.400s/code", d->work_dir);
     snprintf(d->outbox_dir, sizeof d->outbox_dir, "%.400s/outbox", d->work_dir);
+    snprintf(d->spare_dir, sizeof d->spare_dir, "%.400s/outbox-spare", d->work_dir);
     if ((s = make_dir(d->log_dir, 0750, err)) != ORR_OK ||
         (s = make_dir(d->run_dir, 0711, err)) != ORR_OK ||
         (s = make_dir(d->code_dir, 0755, err)) != ORR_OK ||
-        (s = make_dir(d->outbox_dir, 0700, err)) != ORR_OK)
+        (s = make_dir(d->outbox_dir, 0700, err)) != ORR_OK ||
+        (s = make_dir(d->spare_dir, 0700, err)) != ORR_OK)
         return s;
+    ex_report_spares_init(d);
     /* Code packages come from the blob store, finished logs go there. */
     if ((s = orr_blob_open(orr_config_str(cfg, sec, "blob_root"), &d->blob, err)) != ORR_OK) {
         if (err && strcmp(err->field, "blob_root") == 0)
@@ -676,6 +679,7 @@ out:
     orr_rpc_client_destroy(d.halley_worker);
     pthread_mutex_destroy(&d.mu);
     pthread_mutex_destroy(&d.guard_mu);
+    ex_report_close(&d);
     pthread_mutex_destroy(&d.rep_mu);
     pthread_cond_destroy(&d.rep_cv);
     return rc;

@@ -599,6 +599,47 @@ class Executord(unittest.TestCase):
             holder.stdin.close()
             holder.wait(timeout=20)
 
+    def test_x_outbox_file_reused_silent_log_archived(self):
+        spare = os.path.join(EX.work, "outbox-spare")
+
+        def run_true():
+            tid, iid = make_instance({"command": "true"})
+            inst = wait_state(iid, ("success", "failed"))
+            self.assertEqual(state_name(inst.state), "success", inst.reason)
+            # the report's file is kept as a spare before this line is logged
+            deadline = time.time() + 30
+            while time.time() < deadline:
+                if any("instance state reported" in ln and f"instance={iid} " in ln
+                       and "to=success" in ln for ln in EX.daemon_log().splitlines()):
+                    break
+                time.sleep(0.1)
+            else:
+                self.fail("no success report logged\n" + EX.daemon_log()[-3000:])
+            return tid, iid
+
+        def spares():
+            st = [os.stat(os.path.join(spare, n)) for n in os.listdir(spare)]
+            self.assertTrue(all(s.st_size == 0 for s in st))  # spares are empty
+            return sorted(s.st_ino for s in st)
+
+        run_true()
+        first = spares()
+        self.assertTrue(first)  # the delivered report's file was kept
+        tid, iid = run_true()
+        # the next report took a spare and gave it back: no file made or removed
+        self.assertEqual(spares(), first)
+        self.assertEqual(os.listdir(os.path.join(EX.work, "outbox")), [])
+        # a run that wrote nothing has no index file; its empty log is
+        # archived under both names (one inode)
+        self.assertFalse(os.path.exists(os.path.join(EX.work, "logs", f"{iid}-1.idx")))
+        log = os.stat(os.path.join(EX.blob, "logs", str(tid), f"{iid}-1.log"))
+        idx = os.stat(os.path.join(EX.blob, "logs", str(tid), f"{iid}-1.idx"))
+        self.assertEqual(log.st_size, 0)
+        self.assertEqual((log.st_dev, log.st_ino), (idx.st_dev, idx.st_ino))
+        body = P.http("GET", f"/api/v1/instances/{iid}/log?timestamps=1", token=TOKEN).json()
+        self.assertEqual(body["data"], "")
+        self.assertEqual(body["lines"], [])
+
     def test_y_lost_report_is_retried_until_halley_returns(self):
         _, iid = make_instance({"command": "sleep 1; echo finished"})
         wait_state(iid, ("running",))
