@@ -425,6 +425,14 @@ static void test_format_binary(void **state)
     assert_int_equal(fr.why, SORT_REJ_TOO_LONG);
     assert_int_equal(fr.consumed, 7);
     assert_int_equal(fr.skip, 256 + 4 - 7);
+    /* a zero length: the sample kept for the rejects file is the bad frame's
+     * four bytes, never the next frame's (which may lie past the read) */
+    unsigned char zero[] = {0, 0, 0, 0, 0, 0, 0, 2, 'o', 'k'};
+    assert_int_equal(sort_fmt_binary.frame(s, (const char *)zero, sizeof zero, 0, &fr),
+                     SORT_FRAME_BAD);
+    assert_int_equal(fr.why, SORT_REJ_FRAME);
+    assert_int_equal(fr.consumed, 4);
+    assert_int_equal(fr.rec_len, 4);
     assert_int_equal(sort_fmt_binary.frame(s, (const char *)stream, 3, 0, &fr), SORT_FRAME_NEED);
     assert_int_equal(sort_fmt_binary.frame(s, (const char *)stream, 3, 1, &fr), SORT_FRAME_BAD);
     sort_spec_free(s);

@@ -36,13 +36,16 @@ static int bin_frame(const sort_spec *s, const char *buf, size_t len, int at_eof
     if (n == 0 || n > (uint64_t)s->format.max_record) {
         out->why = n == 0 ? SORT_REJ_FRAME : SORT_REJ_TOO_LONG;
         out->rec_off = 0;
-        out->rec_len = len < 4 + 64 ? len : 4 + 64; /* keep a sample */
         if (4 + n <= len) {
             out->consumed = 4 + (size_t)n;
         } else {
             out->consumed = len;
             out->skip = 4 + n - len;
         }
+        /* keep a sample of the bad frame itself: bytes past what it consumes
+         * belong to the next frame (or to the next read, which the source
+         * may already have cut off) */
+        out->rec_len = out->consumed < 4 + 64 ? out->consumed : 4 + 64;
         return SORT_FRAME_BAD;
     }
     if (len - 4 < n) {
