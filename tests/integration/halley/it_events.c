@@ -321,11 +321,13 @@ int main(void)
                   fa[6].ok + fa[7].ok + fa[6].aborted + fa[7].aborted == 2 * ROUNDS,
               "racers: %d+%d won, %d+%d aborted", fa[6].ok, fa[7].ok, fa[6].aborted, fa[7].aborted);
     /* Every call went through the combiner once (the racers' aborted calls
-     * too), and its statements held more than one call on average. */
+     * too). How many calls a statement holds depends on how the threads
+     * overlap, which nothing here fixes: the bench reports it
+     * (tests/bench/halley/durable.sh), this test only bounds it. */
     double batches = hlt_metric(&srv[0], "halley_transition_batches_total") - batches0,
            items = hlt_metric(&srv[0], "halley_transition_batch_items_total") - items0;
     HLT_CHECK(batches0 >= 0 && items0 >= 0 && items == FLIPPERS * ROUNDS && batches >= 1 &&
-                  batches < items,
+                  batches <= items,
               "combiner counters: %.0f calls in %.0f statements", items, batches);
     q = hlt_sql(&db, "SELECT count(*) FROM instance_transitions");
     HLT_CHECK(atoi(PQgetvalue(q, 0, 0)) == ok, "one transition record per success (%s vs %d)",
