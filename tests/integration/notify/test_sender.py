@@ -94,7 +94,7 @@ class Sender:
     def deliveries(self):
         return [d for a in self.alerts() for d in a["deliveries"]]
 
-    def start_kepler(self, name, inflight=16, ca_file=""):
+    def start_kepler(self, name, inflight=16, ca_file="", lease="3s"):
         env = dict(os.environ)
         env.update({
             "ORRERY_KEPLER_HALLEY": f"127.0.0.1:{self.p.halley_port}",
@@ -103,7 +103,7 @@ class Sender:
             "ORRERY_KEPLER_ID": name,
             "ORRERY_KEPLER_ZK_SESSION_TIMEOUT": "2s",
             "ORRERY_KEPLER_NOTIFY_INFLIGHT": str(inflight),
-            "ORRERY_KEPLER_NOTIFY_LEASE": "3s",
+            "ORRERY_KEPLER_NOTIFY_LEASE": lease,
             "ORRERY_KEPLER_NOTIFY_POLL": "100ms",
             "ORRERY_KEPLER_NOTIFY_BACKOFF": "50ms",
             "ORRERY_KEPLER_NOTIFY_CA_FILE": ca_file,
@@ -201,11 +201,19 @@ def delivery(s, tmp):
         check(len(broken.requests) == 8, "no attempt after the delivery failed")
 
 
+# The held tests give the sender a lease of HELD_LEASE: a transfer times out
+# one second before its lease ends, and a held request that timed out would be
+# sent again before the test has seen the first ones arrive (a slow or loaded
+# machine takes seconds between the sends). The kill test's restart then waits
+# for the lease of the killed sender's claims to run out.
+HELD_LEASE = "10s"
+
+
 def kill(s, tmp):
     n, inflight = 12, 4
     with WebhookReceiver(secret="k") as hook:
         hook.hold()
-        s.start_kepler("k1", inflight=inflight)
+        s.start_kepler("k1", inflight=inflight, lease=HELD_LEASE)
         ch = s.channel("held", "webhook", {"url": hook.url(), "secret": "k", "timeout_s": 30})
         r = s.rule("held", [ch])
         for i in range(n):
@@ -217,7 +225,7 @@ def kill(s, tmp):
         s.keplers["k1"].wait()
         check(len(hook.requests) == inflight, "no more requests arrived than were in flight")
         hook.release()
-        s.start_kepler("k2", inflight=inflight)
+        s.start_kepler("k2", inflight=inflight, lease=HELD_LEASE)
 
         def all_delivered():
             ds = s.deliveries()
@@ -243,7 +251,7 @@ def stop(s, tmp):
     inflight = 3
     with WebhookReceiver(secret="k") as hook:
         hook.hold()
-        s.start_kepler("k1", inflight=inflight)
+        s.start_kepler("k1", inflight=inflight, lease=HELD_LEASE)
         ch = s.channel("held", "webhook", {"url": hook.url(), "secret": "k", "timeout_s": 30})
         r = s.rule("held", [ch])
         for i in range(inflight):
@@ -258,13 +266,13 @@ def stop(s, tmp):
               f"a clean stop hands its transfers back to the outbox at once ({ds})")
         hook.release()
         t0 = time.time()
-        s.start_kepler("k2", inflight=inflight)
+        s.start_kepler("k2", inflight=inflight, lease=HELD_LEASE)
 
         def all_delivered():
             ds = s.deliveries()
             return len(ds) == inflight and all(d["state"] == "delivered" for d in ds)
         check(wait_until(all_delivered, 60), "the next keplerd delivers them")
-        print(f"(resent {time.time() - t0:.2f} s after the restart; the lease is 3 s)")
+        print(f"(resent {time.time() - t0:.2f} s after the restart; the lease is {HELD_LEASE})")
 
 
 def main():
