@@ -104,14 +104,14 @@ static sort_pipe_stats run(const tdir *t, const sort_spec *s, int writers, size_
     return st;
 }
 
-/* Records in the landed files of one unit folder (decoded with the lzop reader). */
-static uint64_t unit_records(const tdir *t, const char *unit, size_t *nfiles)
+/* Every landed line of a unit folder's files, decoded with the lzop reader
+ * and appended to out; returns the number of files (0 without the folder). */
+static size_t unit_bytes(const tdir *t, const char *unit, orr_buf *out)
 {
     char dir[512];
     snprintf(dir, sizeof dir, "%s/blob/%s", t->root, unit);
     DIR *d = opendir(dir);
-    uint64_t lines = 0;
-    *nfiles = 0;
+    size_t nfiles = 0;
     if (!d)
         return 0;
     struct dirent *de;
@@ -127,12 +127,23 @@ static uint64_t unit_records(const tdir *t, const char *unit, size_t *nfiles)
         char buf[4096];
         size_t got;
         while (orr_lzop_read(r, buf, sizeof buf, &got, &err) == ORR_OK)
-            for (size_t i = 0; i < got; i++)
-                lines += buf[i] == '\n';
+            orr_buf_append(out, buf, got);
         orr_lzop_reader_close(r);
-        (*nfiles)++;
+        nfiles++;
     }
     closedir(d);
+    return nfiles;
+}
+
+/* Records in the landed files of one unit folder. */
+static uint64_t unit_records(const tdir *t, const char *unit, size_t *nfiles)
+{
+    orr_buf b = ORR_BUF_INIT;
+    *nfiles = unit_bytes(t, unit, &b);
+    uint64_t lines = 0;
+    for (size_t i = 0; i < b.len; i++)
+        lines += b.data[i] == '\n';
+    orr_buf_free(&b);
     return lines;
 }
 
@@ -271,32 +282,6 @@ static void test_lru_and_split(void **state)
     assert_null(c);
     sort_spec_free(s);
     tdir_remove(&t);
-}
-
-/* Every landed line of a unit folder's files, decoded, appended to out. */
-static void unit_bytes(const tdir *t, const char *unit, orr_buf *out)
-{
-    char dir[512];
-    snprintf(dir, sizeof dir, "%s/blob/%s", t->root, unit);
-    DIR *d = opendir(dir);
-    assert_non_null(d);
-    struct dirent *de;
-    while ((de = readdir(d)) != NULL) {
-        size_t n = strlen(de->d_name);
-        if (strncmp(de->d_name, "part-", 5) != 0 || strcmp(de->d_name + n - 4, ".lzo") != 0)
-            continue;
-        char p[800];
-        snprintf(p, sizeof p, "%s/%s", dir, de->d_name);
-        orr_lzop_reader *r = NULL;
-        orr_err err;
-        assert_int_equal(orr_lzop_reader_open(p, &r, &err), ORR_OK);
-        char buf[4096];
-        size_t got;
-        while (orr_lzop_read(r, buf, sizeof buf, &got, &err) == ORR_OK)
-            orr_buf_append(out, buf, got);
-        orr_lzop_reader_close(r);
-    }
-    closedir(d);
 }
 
 static int line_cmp(const void *a, const void *b)
