@@ -49,17 +49,8 @@ rss_mb() { awk '/Maximum resident set size/ { printf "%.0f", $NF / 1024 }' "$1";
 faults() { awk '/Minor \(reclaiming a frame\) page faults/ { print $NF }' "$1"; }
 load() { cut -d' ' -f1 /proc/loadavg; }
 
-cat >"$T/spec.json" <<JSON
-{"name": "bench", "business": "bench",
- "source": {"type": "file", "path": "$T/in", "exit_at_eof": true},
- "format": {"type": "delimited", "delimiter": "|",
-            "fields": ["id", "ts", "iface", "user", "h", "m", "path", "st", "n", "ua"]},
- "interface": {"field": "iface"},
- "time": {"field": "ts", "format": "epoch_s", "timezone": "$TZNAME"},
- "bucket": "hour",
- "output": {"roll_size": 268435456, "roll_age_ms": 600000, "fsync": $FSYNC},
- "check": {"clock": "data", "grace_ms": 0}}
-JSON
+. "$(dirname "$0")/bench_spec.sh"
+bench_spec "$T/in" "$TZNAME" "$FSYNC" >"$T/spec.json"
 
 # One run of a contender; appends "name wall cpu rss load" to $T/runs.
 run_lzop() {

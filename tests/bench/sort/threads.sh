@@ -15,17 +15,8 @@ IN=$2
 T=${3:-/tmp/sort-threads}
 rm -rf "$T/work" "$T/state" "$T/blob"
 mkdir -p "$T"
-cat >"$T/spec.json" <<JSON
-{"name": "bench", "business": "bench",
- "source": {"type": "file", "path": "$IN", "exit_at_eof": true},
- "format": {"type": "delimited", "delimiter": "|",
-            "fields": ["id", "ts", "iface", "user", "h", "m", "path", "st", "n", "ua"]},
- "interface": {"field": "iface"},
- "time": {"field": "ts", "format": "epoch_s", "timezone": "UTC"},
- "bucket": "hour",
- "output": {"roll_size": 268435456, "roll_age_ms": 600000, "fsync": true},
- "check": {"clock": "data", "grace_ms": 0}}
-JSON
+. "$(dirname "$0")/bench_spec.sh"
+bench_spec "$IN" UTC true >"$T/spec.json"
 tick=$(getconf CLK_TCK)
 start=$(date +%s.%N)
 ORRERY_SORT_WORK_DIR=$T/work ORRERY_SORT_STATE_DIR=$T/state ORRERY_SORT_BLOB_ROOT=file://$T/blob \
