@@ -220,10 +220,16 @@ static void rd_drop(src_redis *r)
 
 /* The connection failed during cmd: err says so (ORR_EUNAVAIL, Redis's
  * own words when it has them) and the connection is dropped. */
+static orr_status rd_cmd_err(const src_redis *r, const redisContext *c, const char *cmd,
+                             orr_err *err)
+{
+    return orr_err_set(err, ORR_EUNAVAIL, "redis", "%s %s:%d: %s", cmd, r->host, r->port,
+                       c->errstr[0] ? c->errstr : "connection lost");
+}
+
 static orr_status rd_lost(src_redis *r, const char *cmd, orr_err *err)
 {
-    orr_status rc = orr_err_set(err, ORR_EUNAVAIL, "redis", "%s %s:%d: %s", cmd, r->host, r->port,
-                                r->c->errstr[0] ? r->c->errstr : "connection lost");
+    orr_status rc = rd_cmd_err(r, r->c, cmd, err);
     rd_drop(r);
     return rc;
 }
@@ -256,24 +262,35 @@ static redisReply *rd_cmd(src_redis *r, int argc, const char **argv, orr_err *er
     return rep;
 }
 
-static orr_status rd_connect(src_redis *r, orr_err *err)
+/* A new connection to the source's Redis in *out (2 s to connect, replies
+ * within read_timeout_s), or NULL and ORR_EUNAVAIL. */
+static orr_status rd_dial(const src_redis *r, long read_timeout_s, redisContext **out, orr_err *err)
 {
     struct timeval tv = {2, 0};
-    r->c = redisConnectWithTimeout(r->host, r->port, tv);
-    if (!r->c || r->c->err) {
+    redisContext *c = redisConnectWithTimeout(r->host, r->port, tv);
+    *out = NULL;
+    if (!c || c->err) {
         orr_status rc = orr_err_set(err, ORR_EUNAVAIL, "redis", "cannot connect to %s:%d: %s",
-                                    r->host, r->port, r->c ? r->c->errstr : "out of memory");
-        if (r->c)
-            redisFree(r->c);
-        r->c = NULL;
+                                    r->host, r->port, c ? c->errstr : "out of memory");
+        if (c)
+            redisFree(c);
         return rc;
     }
+    struct timeval rt = {read_timeout_s, 0};
+    redisSetTimeout(c, rt);
+    *out = c;
+    return ORR_OK;
+}
+
+static orr_status rd_connect(src_redis *r, orr_err *err)
+{
+    orr_status dc = rd_dial(r, (long)(r->spec->source.block_ms / 1000) + 10, &r->c, err);
+    if (dc != ORR_OK)
+        return dc;
     r->c->reader->fn = &rd_reply_fns;
     r->c->reader->privdata = r;
     if (r->spec->source.packs)
         r->c->reader->maxbuf = 0; /* keep the read buffer: replies of packs are large */
-    struct timeval rt = {(long)(r->spec->source.block_ms / 1000) + 10, 0};
-    redisSetTimeout(r->c, rt);
     const char *argv[] = {"XGROUP", "CREATE",  r->spec->source.key, r->spec->source.group,
                           "0",      "MKSTREAM"};
     redisReply *rep = rd_cmd(r, 6, argv, err);
@@ -399,24 +416,11 @@ static int rd_parse_id(const char *s, sort_off *o)
 static redisReply *rd_commit_cmd(src_redis *r, int argc, const char **argv, const size_t *lens,
                                  orr_err *err)
 {
-    if (!r->cc) {
-        struct timeval tv = {2, 0};
-        r->cc = redisConnectWithTimeout(r->host, r->port, tv);
-        if (!r->cc || r->cc->err) {
-            orr_err_set(err, ORR_EUNAVAIL, "redis", "cannot connect to %s:%d: %s", r->host, r->port,
-                        r->cc ? r->cc->errstr : "out of memory");
-            if (r->cc)
-                redisFree(r->cc);
-            r->cc = NULL;
-            return NULL;
-        }
-        struct timeval rt = {10, 0};
-        redisSetTimeout(r->cc, rt);
-    }
+    if (!r->cc && rd_dial(r, 10, &r->cc, err) != ORR_OK)
+        return NULL;
     redisReply *rep = redisCommandArgv(r->cc, argc, argv, lens);
     if (!rep) {
-        orr_err_set(err, ORR_EUNAVAIL, "redis", "%s %s:%d: %s", argv[0], r->host, r->port,
-                    r->cc->errstr[0] ? r->cc->errstr : "connection lost");
+        (void)rd_cmd_err(r, r->cc, argv[0], err);
         redisFree(r->cc);
         r->cc = NULL;
     }
