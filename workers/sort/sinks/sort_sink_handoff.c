@@ -196,6 +196,31 @@ static orr_status ho_room(sort_handoff *h, const uint8_t *want, orr_err *err);
 /* Encode the slot's pack and queue its XADD; the builder is emptied. When
  * the stream may be full (its length when last read plus what was added
  * since reaches max_packs), first wait for room. */
+/* Queue the XADD of the encoded pack in h->enc to stream i, with the
+ * backlog mark when mark is set (it tells the write stage it is catching up
+ * too: sort_source.h, SORT_PACK_BACKLOG_FIELD); every 64 sends the queued
+ * commands go to the socket. */
+static orr_status ho_xadd(sort_handoff *h, size_t i, int mark, orr_err *err)
+{
+    const char *argv[7] = {"XADD", h->keys[i], "*", "r", h->enc.data, SORT_PACK_BACKLOG_FIELD, "1"};
+    size_t lens[7] = {4, strlen(h->keys[i]), 1, 1, h->enc.len, strlen(SORT_PACK_BACKLOG_FIELD), 1};
+    if (redisAppendCommandArgv(h->c, mark ? 7 : 5, argv, lens) != REDIS_OK) {
+        h->broken = 1;
+        return ho_lost(h, "XADD", err);
+    }
+    h->replies++;
+    h->sent++;
+    if (h->sent % 64 == 0) { /* hand the queued XADDs to the socket */
+        int done = 0;
+        while (!done)
+            if (redisBufferWrite(h->c, &done) != REDIS_OK)
+                return ho_lost(h, "XADD", err);
+    }
+    h->added[i]++;
+    h->marked[i] = (uint8_t)(mark ? 1 : 0);
+    return ORR_OK;
+}
+
 static orr_status ho_send(sort_handoff *h, ho_slot *s, orr_err *err)
 {
     orr_status rc = ho_connect(h, err);
@@ -212,26 +237,8 @@ static orr_status ho_send(sort_handoff *h, ho_slot *s, orr_err *err)
     orr_buf_reset(&h->enc);
     if ((rc = orr_pack_encode(s->b, &h->enc, err)) != ORR_OK)
         return rc;
-    /* Routed from a backlog: the mark tells the write stage it is catching
-     * up too (sort_source.h, SORT_PACK_BACKLOG_FIELD). */
-    const char *argv[7] = {"XADD",      h->keys[s->stream],      "*", "r",
-                           h->enc.data, SORT_PACK_BACKLOG_FIELD, "1"};
-    size_t lens[7] = {4,          strlen(h->keys[s->stream]),      1, 1,
-                      h->enc.len, strlen(SORT_PACK_BACKLOG_FIELD), 1};
-    if (redisAppendCommandArgv(h->c, h->behind ? 7 : 5, argv, lens) != REDIS_OK) {
-        h->broken = 1;
-        return ho_lost(h, "XADD", err);
-    }
-    h->replies++;
-    h->sent++;
-    if (h->sent % 64 == 0) { /* hand the queued XADDs to the socket */
-        int done = 0;
-        while (!done)
-            if (redisBufferWrite(h->c, &done) != REDIS_OK)
-                return ho_lost(h, "XADD", err);
-    }
-    h->added[s->stream]++;
-    h->marked[s->stream] = (uint8_t)h->behind;
+    if ((rc = ho_xadd(h, s->stream, h->behind, err)) != ORR_OK)
+        return rc;
     h->mpart[s->stream] = s->partition;
     h->n.records += s->b->count;
     h->n.packs++;
@@ -482,16 +489,8 @@ static orr_status ho_send_caught_up(sort_handoff *h, orr_err *err)
             return rc;
         if (h->replies >= h->window && (rc = ho_read_until(h, h->window - 1, err)) != ORR_OK)
             return rc;
-        const char *argv[5] = {"XADD", h->keys[i], "*", "r", h->enc.data};
-        size_t lens[5] = {4, strlen(h->keys[i]), 1, 1, h->enc.len};
-        if (redisAppendCommandArgv(h->c, 5, argv, lens) != REDIS_OK) {
-            h->broken = 1;
-            return ho_lost(h, "XADD", err);
-        }
-        h->replies++;
-        h->sent++;
-        h->added[i]++;
-        h->marked[i] = 0;
+        if ((rc = ho_xadd(h, i, 0, err)) != ORR_OK)
+            return rc;
     }
     return ORR_OK;
 }
