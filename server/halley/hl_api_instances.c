@@ -195,15 +195,21 @@ static hl_stmt q_transition = HL_STMT(
     "   WHERE ct.id = instances.task_id) ELSE task_version END,"
     "  executor = CASE WHEN $3 = 'dispatched' THEN $6 ELSE executor END,"
     "  reason = $5, updated_at = now(),"
-    "  started_at = CASE WHEN $3 = 'running' THEN now() WHEN $3 = 'waiting' THEN NULL"
-    "   ELSE started_at END,"
+    "  started_at = CASE WHEN $3 = 'running' THEN now()"
+    "   WHEN $12::int8 > 0 THEN least('epoch'::timestamptz + $12::int8 * interval '1 ms', now())"
+    "   WHEN $3 = 'waiting' THEN NULL ELSE started_at END,"
     "  finished_at = CASE WHEN $9::bool THEN now() WHEN $3 = 'waiting' THEN NULL"
     "   ELSE finished_at END"
     " WHERE id = $1::int8 AND state = $2 AND ($7::int = 0 OR attempt = $7::int)"
     " RETURNING *),"
+    /* A run that ended before it was recorded running ($12 > 0): two rows,
+     * dispatched -> running at its start, then running -> $3. */
     " tr AS (INSERT INTO instance_transitions"
-    "  (instance_id, attempt, from_state, to_state, actor, reason, executor)"
-    "  SELECT id, attempt, $2, $3, $4, $5, executor FROM u),"
+    "  (instance_id, attempt, from_state, to_state, actor, reason, executor, at)"
+    "  SELECT id, attempt, s.f, s.t, $4, s.r, executor, s.at FROM u CROSS JOIN LATERAL"
+    "  (SELECT $2::text AS f, 'running'::text AS t, ''::text AS r, u.started_at AS at, 1 AS k"
+    "   WHERE $12::int8 > 0 UNION ALL SELECT CASE WHEN $12::int8 > 0 THEN 'running' ELSE $2 END,"
+    "   $3, $5, clock_timestamp(), 2) s ORDER BY s.k),"
     " att AS (INSERT INTO attempts (instance_id, attempt, executor, state, exit_code, reason,"
     "  finished_at, task_version)"
     "  SELECT id, attempt, executor, $3, $10::int, $5, CASE WHEN $9::bool THEN now() END,"
@@ -750,7 +756,13 @@ orr_status hl_transition_check(const hl_pb_transition_req *r, orr_err *err)
     if (r->expected_attempt < 0)
         return orr_err_set(err, ORR_EINVAL, "expected_attempt", "must be >= 0");
     hl_state from = (hl_state)r->expected_state, to = (hl_state)r->new_state;
-    if (!hl_sm_legal(from, to))
+    if (r->started_at_ms < 0)
+        return orr_err_set(err, ORR_EINVAL, "started_at_ms", "must be >= 0");
+    if (r->started_at_ms > 0 && !hl_sm_legal_through_running(from, to))
+        return orr_err_set(err, ORR_ESTATE, "new_state",
+                           "%s -> running -> %s is not a legal transition", hl_state_name(from),
+                           hl_state_name(to));
+    if (r->started_at_ms == 0 && !hl_sm_legal(from, to))
         return orr_err_set(err, ORR_ESTATE, "new_state", "%s -> %s is not a legal transition",
                            hl_state_name(from), hl_state_name(to));
     if (to == HL_ST_DISPATCHED && (!r->executor || !hl_is_name(r->executor, 128)))
@@ -770,7 +782,7 @@ orr_status hl_transition_one(hl_conn *c, orr_arena *a, const hl_pb_transition_re
     int record_attempt = to == HL_ST_DISPATCHED || to == HL_ST_RUNNING ||
                          (hl_sm_finished(to) && to != HL_ST_MARKED_SUCCESS);
     const char *id = hl_i64s(a, rq->instance_id);
-    const char *p[11] = {id,
+    const char *p[12] = {id,
                          hl_state_name(from),
                          hl_state_name(to),
                          rq->actor,
@@ -780,9 +792,10 @@ orr_status hl_transition_one(hl_conn *c, orr_arena *a, const hl_pb_transition_re
                          (edge & HL_EDGE_NEW_ATTEMPT) ? "1" : "0",
                          hl_sm_finished(to) ? "true" : "false",
                          rq->has_exit_code ? orr_arena_sprintf(a, "%d", (int)rq->exit_code) : NULL,
-                         record_attempt ? "true" : "false"};
+                         record_attempt ? "true" : "false",
+                         hl_i64s(a, rq->started_at_ms)};
     PGresult *r;
-    if ((s = hl_db_query(c, a, &q_transition, 11, p, &r, err)) != ORR_OK)
+    if ((s = hl_db_query(c, a, &q_transition, 12, p, &r, err)) != ORR_OK)
         return s;
     if (PQntuples(r) == 1) {
         hl_pb_instance *in = orr_arena_alloc(a, sizeof *in);

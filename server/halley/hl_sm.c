@@ -27,6 +27,11 @@
  * instance cannot be suspended (kill it instead) and cannot be marked success
  * by hand while its process may still write.
  *
+ * A run that ended before its executor recorded it running is written as
+ * both steps at once (dispatched -> running -> its end, two history rows, one
+ * statement; hl_sm_legal_through_running): every recorded step is still an
+ * edge of this table.
+ *
  * Every transition is a compare-and-set in hl_api_instances.c; this table only
  * says which pairs may be asked for.
  */
@@ -131,6 +136,12 @@ unsigned hl_sm_edge(hl_state from, hl_state to)
 int hl_sm_legal(hl_state from, hl_state to)
 {
     return (hl_sm_edge(from, to) & HL_EDGE_LEGAL) != 0;
+}
+
+int hl_sm_legal_through_running(hl_state from, hl_state to)
+{
+    return from == HL_ST_DISPATCHED && hl_sm_legal(from, HL_ST_RUNNING) &&
+           hl_sm_legal(HL_ST_RUNNING, to);
 }
 
 int hl_sm_holds_tokens(hl_state s)

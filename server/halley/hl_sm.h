@@ -38,6 +38,10 @@ int hl_state_valid(int s);
 /* Flags of from -> to: 0 when illegal (including any NONE or out of range). */
 unsigned hl_sm_edge(hl_state from, hl_state to);
 int hl_sm_legal(hl_state from, hl_state to);
+/* 1 when from -> running -> to is two legal steps from a dispatched
+ * instance: a run that started and ended before its running step was
+ * recorded (TransitionRequest.started_at_ms), written as both steps at once. */
+int hl_sm_legal_through_running(hl_state from, hl_state to);
 /* 1 when the instance may hold pool tokens in state s (ready, dispatched,
  * running); entering any other state releases them. */
 int hl_sm_holds_tokens(hl_state s);

@@ -70,22 +70,29 @@ static uint64_t hl_tc_batches, hl_tc_items; /* statements run, items in them */
 
 static hl_stmt q_transition_many = HL_STMT(
     "WITH x AS (SELECT * FROM unnest($1::int8[], $2::text[], $3::text[], $4::text[], $5::text[],"
-    " $6::text[], $7::int[], $8::int[], $9::bool[], $10::int[], $11::bool[]) WITH ORDINALITY"
-    " AS x(xid, xexp, xnew, xactor, xreason, xexec, xatt, xinc, xfin, xexit, xrec, xord)),"
+    " $6::text[], $7::int[], $8::int[], $9::bool[], $10::int[], $11::bool[], $12::int8[])"
+    " WITH ORDINALITY"
+    " AS x(xid, xexp, xnew, xactor, xreason, xexec, xatt, xinc, xfin, xexit, xrec, xstart, xord)),"
     " u AS (UPDATE instances i SET state = x.xnew, attempt = i.attempt + x.xinc,"
     "  task_version = CASE WHEN x.xinc = 1 THEN (SELECT ct.current_version FROM tasks ct"
     "   WHERE ct.id = i.task_id) ELSE i.task_version END,"
     "  executor = CASE WHEN x.xnew = 'dispatched' THEN x.xexec ELSE i.executor END,"
     "  reason = x.xreason, updated_at = now(),"
-    "  started_at = CASE WHEN x.xnew = 'running' THEN now() WHEN x.xnew = 'waiting' THEN NULL"
-    "   ELSE i.started_at END,"
+    "  started_at = CASE WHEN x.xnew = 'running' THEN now()"
+    "   WHEN x.xstart > 0 THEN least('epoch'::timestamptz + x.xstart * interval '1 ms', now())"
+    "   WHEN x.xnew = 'waiting' THEN NULL ELSE i.started_at END,"
     "  finished_at = CASE WHEN x.xfin THEN now() WHEN x.xnew = 'waiting' THEN NULL"
     "   ELSE i.finished_at END"
     " FROM x WHERE i.id = x.xid AND i.state = x.xexp AND (x.xatt = 0 OR i.attempt = x.xatt)"
-    " RETURNING i.*, x.xexp, x.xactor, x.xreason, x.xfin, x.xexit, x.xrec, x.xord),"
+    " RETURNING i.*, x.xexp, x.xactor, x.xreason, x.xfin, x.xexit, x.xrec, x.xstart, x.xord),"
+    /* xstart > 0: dispatched -> running at the run's start, then the end
+     * (hl_transition_one's statement says the same). */
     " tr AS (INSERT INTO instance_transitions"
-    "  (instance_id, attempt, from_state, to_state, actor, reason, executor)"
-    "  SELECT id, attempt, xexp, state, xactor, xreason, executor FROM u),"
+    "  (instance_id, attempt, from_state, to_state, actor, reason, executor, at)"
+    "  SELECT id, attempt, s.f, s.t, xactor, s.r, executor, s.at FROM u CROSS JOIN LATERAL"
+    "  (SELECT u.xexp AS f, 'running'::text AS t, ''::text AS r, u.started_at AS at, 1 AS k"
+    "   WHERE u.xstart > 0 UNION ALL SELECT CASE WHEN u.xstart > 0 THEN 'running' ELSE u.xexp END,"
+    "   u.state, u.xreason, clock_timestamp(), 2) s ORDER BY u.xord, s.k),"
     " att AS (INSERT INTO attempts (instance_id, attempt, executor, state, exit_code, reason,"
     "  finished_at, task_version)"
     "  SELECT id, attempt, executor, state, xexit, xreason, CASE WHEN xfin THEN now() END,"
@@ -157,8 +164,8 @@ static void hl__run_batch(hl_ctx *hc, hl_titem **items, size_t n)
         hl__run_alone(c, items, 1, &max_event);
         goto out;
     }
-    orr_buf col[11];
-    for (int k = 0; k < 11; k++) {
+    orr_buf col[12];
+    for (int k = 0; k < 12; k++) {
         col[k] = (orr_buf)ORR_BUF_INIT;
         orr_buf_append_byte(&col[k], '{');
     }
@@ -185,16 +192,17 @@ static void hl__run_batch(hl_ctx *hc, hl_titem **items, size_t n)
         else
             orr_buf_appendf(&col[9], "%sNULL", sep);
         orr_buf_appendf(&col[10], "%s%s", sep, rec ? "t" : "f");
+        orr_buf_appendf(&col[11], "%s%lld", sep, (long long)rq->started_at_ms);
     }
-    const char *p[11];
-    for (int k = 0; k < 11; k++) {
+    const char *p[12];
+    for (int k = 0; k < 12; k++) {
         orr_buf_append_byte(&col[k], '}');
         p[k] = orr_buf_cstr(&col[k]);
     }
     orr_arena *tmp = orr_arena_create(0);
     PGresult *r = NULL;
-    s = hl_db_query(c, tmp, &q_transition_many, 11, p, &r, &e);
-    for (int k = 0; k < 11; k++)
+    s = hl_db_query(c, tmp, &q_transition_many, 12, p, &r, &e);
+    for (int k = 0; k < 12; k++)
         orr_buf_free(&col[k]);
     if (s == ORR_EUNAVAIL) {
         for (size_t i = 0; i < n; i++) {

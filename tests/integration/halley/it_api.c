@@ -605,6 +605,123 @@ static void test_users(const hlt_db *db)
     PQclear(r);
 }
 
+/* A dispatched instance whose run ended before it was reported running:
+ * dispatched -> running -> end in one step (started_at_ms), alone (the
+ * single statement) and in a batch (the combined one). The history shows
+ * both steps, the first at the run's start; without a start time, or from
+ * another state, the step stays illegal. */
+static void test_through_running(const hlt_db *db)
+{
+    const int64_t base = 1767225600000LL + 3600000LL * 20000;
+    int created = 0, code = -1;
+    int64_t ids[4] = {0, 0, 0, 0};
+    for (int i = 0; i < 4; i++) {
+        Instance *x = create_instance(t_up, base + 3600000LL * i, &created, &code);
+        ids[i] = x ? x->id : 0;
+        if (x)
+            FREE(x);
+        if (i < 3) {
+            transition(ids[i], HL_ST_WAITING, HL_ST_READY, NULL, NULL);
+            transition(ids[i], HL_ST_READY, HL_ST_DISPATCHED, "ex-1", NULL);
+        }
+    }
+    int64_t start = hlt_now_ms() - 5000;
+    Orrery__Halley__V1__TransitionRequest rq = ORRERY__HALLEY__V1__TRANSITION_REQUEST__INIT;
+    rq.instance_id = ids[0];
+    rq.expected_state = (Orrery__Halley__V1__InstanceState)HL_ST_DISPATCHED;
+    rq.new_state = (Orrery__Halley__V1__InstanceState)HL_ST_SUCCESS;
+    rq.actor = "executor:ex-1";
+    rq.reason = "";
+    rq.expected_attempt = 1;
+    rq.has_exit_code = 1;
+    rq.exit_code = 0;
+    Orrery__Halley__V1__TransitionResult *tr = NULL;
+    HLT_CHECK(hlt_call(cl, "TransitionInstance", &rq, &tr, &err) == ORR_ESTATE,
+              "dispatched -> success without a start time is refused");
+    if (tr)
+        FREE(tr);
+    tr = NULL;
+    rq.started_at_ms = start;
+    HLT_CHECK(hlt_call(cl, "TransitionInstance", &rq, &tr, &err) == ORR_OK && tr &&
+                  tr->instance->state == (int)HL_ST_SUCCESS &&
+                  tr->instance->started_at_ms == start && tr->instance->finished_at_ms >= start,
+              "dispatched -> running -> success with its start time (%s)", err.msg);
+    if (tr)
+        FREE(tr);
+    tr = NULL;
+    rq.instance_id = ids[3]; /* waiting: running is not next */
+    rq.expected_state = (Orrery__Halley__V1__InstanceState)HL_ST_WAITING;
+    HLT_CHECK(hlt_call(cl, "TransitionInstance", &rq, &tr, &err) == ORR_ESTATE &&
+                  strcmp(err.field, "new_state") == 0,
+              "through running only from dispatched");
+    if (tr)
+        FREE(tr);
+    /* A batch: two runs that ended (success, failed), run as one combined
+     * statement, and the repeat of the first, which lost its CAS. */
+    Orrery__Halley__V1__TransitionRequest i1 = rq, i2 = rq, i3 = rq;
+    i1.instance_id = ids[1];
+    i1.expected_state = (Orrery__Halley__V1__InstanceState)HL_ST_DISPATCHED;
+    i1.started_at_ms = start + 1000;
+    i2 = i1;
+    i2.instance_id = ids[2];
+    i2.new_state = (Orrery__Halley__V1__InstanceState)HL_ST_FAILED;
+    i2.reason = "exit code 3";
+    i2.exit_code = 3;
+    i2.started_at_ms = start + 2000;
+    i3 = i1;
+    i3.instance_id = ids[0];
+    Orrery__Halley__V1__TransitionRequest *items[3] = {&i1, &i2, &i3};
+    Orrery__Halley__V1__TransitionBatchRequest br =
+        ORRERY__HALLEY__V1__TRANSITION_BATCH_REQUEST__INIT;
+    br.n_items = 3;
+    br.items = items;
+    Orrery__Halley__V1__TransitionBatchResponse *bres = NULL;
+    HLT_CHECK(hlt_call(cl, "TransitionInstances", &br, &bres, &err) == ORR_OK &&
+                  bres->n_results == 3 && bres->results[0]->code == 0 &&
+                  bres->results[1]->code == 0 && bres->results[2]->code == 10 &&
+                  bres->results[0]->instance->started_at_ms == start + 1000 &&
+                  bres->results[1]->instance->state == (int)HL_ST_FAILED,
+              "batch: two through running, a repeat ABORTED");
+    if (bres)
+        FREE(bres);
+    const int want_to[3] = {HL_ST_SUCCESS, HL_ST_SUCCESS, HL_ST_FAILED};
+    for (int i = 0; i < 3; i++) {
+        Orrery__Halley__V1__ListTransitionsRequest lt =
+            ORRERY__HALLEY__V1__LIST_TRANSITIONS_REQUEST__INIT;
+        lt.instance_id = ids[i];
+        Orrery__Halley__V1__ListTransitionsResponse *lr = NULL;
+        HLT_CHECK(hlt_call(cl, "ListTransitions", &lt, &lr, &err) == ORR_OK &&
+                      lr->n_transitions == 4 &&
+                      lr->transitions[2]->from_state == (int)HL_ST_DISPATCHED &&
+                      lr->transitions[2]->to_state == (int)HL_ST_RUNNING &&
+                      lr->transitions[2]->at_ms == start + 1000 * i &&
+                      strcmp(lr->transitions[2]->actor, "executor:ex-1") == 0 &&
+                      strcmp(lr->transitions[2]->executor, "ex-1") == 0 &&
+                      lr->transitions[3]->from_state == (int)HL_ST_RUNNING &&
+                      (int)lr->transitions[3]->to_state == want_to[i] &&
+                      lr->transitions[3]->at_ms >= lr->transitions[2]->at_ms,
+                  "instance %d: history dispatched -> running at its start -> %s", i,
+                  hl_state_name((hl_state)want_to[i]));
+        if (lr)
+            FREE(lr);
+    }
+    char sql[200];
+    snprintf(sql, sizeof sql,
+             "SELECT count(*) FROM events WHERE instance_id IN (%lld, %lld, %lld)"
+             " AND payload->>'from' = 'dispatched' AND payload->>'to' IN ('success', 'failed')",
+             (long long)ids[0], (long long)ids[1], (long long)ids[2]);
+    PGresult *r = hlt_sql(db, sql);
+    HLT_CHECK(atoi(PQgetvalue(r, 0, 0)) == 3, "one event per run: dispatched -> its end");
+    PQclear(r);
+    snprintf(sql, sizeof sql,
+             "SELECT count(*) FROM attempts WHERE instance_id = %lld AND state = 'failed'"
+             " AND exit_code = 3",
+             (long long)ids[2]);
+    r = hlt_sql(db, sql);
+    HLT_CHECK(atoi(PQgetvalue(r, 0, 0)) == 1, "the attempt records the end and exit code");
+    PQclear(r);
+}
+
 int main(void)
 {
     hlt_db db;
@@ -621,6 +738,7 @@ int main(void)
     test_auth_health(&s);
     test_tasks();
     test_instances(&db);
+    test_through_running(&db);
     test_users(&db);
     orr_rpc_client_destroy(cl);
     HLT_CHECK(hlt_stop(&s) == 0, "halleyd exits 0 on SIGTERM");
