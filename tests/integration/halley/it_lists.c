@@ -471,6 +471,117 @@ static void test_stats(hlt_db *db)
     stats(base, base + 60000, 60, "bad team", ORR_EINVAL, "team");
 }
 
+/* ------------------------------------------------------- times in lists */
+
+/* The lists make their epoch milliseconds without numeric arithmetic
+ * (HL_LIST_MS): on the edges of that (a half millisecond either way, the
+ * ends of its 1970-2038 range, before 1970, after 2038, NULL) every list
+ * statement must answer what (extract(epoch) * 1000)::int8 makes. */
+static const char *const edge_times[8] = {
+    "1970-01-01 00:00:00.0005+00", "2023-11-14 22:13:20.0005+00",   "2023-11-14 22:13:20.000499+00",
+    "2038-01-18 23:59:59.9995+00", "2038-01-19 00:00:00.0005+00",   "1969-12-31 23:59:59.9985+00",
+    "2100-03-01 12:00:00.0015+00", "2024-02-29 23:59:59.999501+00",
+};
+/* Schedule times are whole milliseconds (the API makes them so, and the
+ * descending page token carries one), on the same edges. */
+static const char *const edge_schedules[6] = {
+    "1969-12-31 23:59:59.998+00", "1970-01-01 00:00:00.001+00", "2038-01-18 23:59:59.999+00",
+    "2038-01-19 00:00:00+00",     "2100-03-01 12:00:00.001+00", "2023-11-14 22:13:20+00",
+};
+
+#define N_LISTED 6
+#define N_MS     6
+
+static int64_t listed_ids[N_LISTED];
+static int64_t want_ms[N_LISTED][N_MS];
+
+static void instance_ms(const Instance *in, int64_t out[N_MS])
+{
+    out[0] = in->schedule_time_ms, out[1] = in->created_at_ms, out[2] = in->updated_at_ms;
+    out[3] = in->started_at_ms, out[4] = in->finished_at_ms, out[5] = in->backfill_cycle_ms;
+}
+
+/* Every page of one list form; returns how many of the six were checked. */
+static int check_list_times(const char *what, int64_t task_id, const char *tm, int desc)
+{
+    Orrery__Halley__V1__ListInstancesRequest lr = ORRERY__HALLEY__V1__LIST_INSTANCES_REQUEST__INIT;
+    lr.task_id = task_id;
+    lr.team = (char *)tm;
+    lr.descending = desc;
+    lr.page_size = 2;
+    char token[64] = "";
+    int seen = 0, pages = 0;
+    do {
+        lr.page_token = token;
+        Orrery__Halley__V1__ListInstancesResponse *r = NULL;
+        orr_status st = hlt_call(cl, "ListInstances", &lr, &r, &err);
+        HLT_CHECK(st == ORR_OK, "%s page %d: %s", what, pages, err.msg);
+        if (st != ORR_OK)
+            break;
+        for (size_t i = 0; i < r->n_instances; i++)
+            for (int k = 0; k < N_LISTED; k++) {
+                if (r->instances[i]->id != listed_ids[k])
+                    continue;
+                int64_t got[N_MS];
+                instance_ms(r->instances[i], got);
+                for (int f = 0; f < N_MS; f++)
+                    HLT_CHECK(got[f] == want_ms[k][f],
+                              "%s: instance %lld field %d: %lld, want %lld", what,
+                              (long long)listed_ids[k], f, (long long)got[f],
+                              (long long)want_ms[k][f]);
+                seen++;
+            }
+        snprintf(token, sizeof token, "%s", r->next_page_token);
+        FREE(r);
+        pages++;
+    } while (token[0] && pages < 10);
+    return seen;
+}
+
+static void test_list_times(hlt_db *db)
+{
+    for (int k = 0; k < 5; k++)
+        listed_ids[k] = inst_a[k];
+    listed_ids[5] = inst_b;
+    char sql[1024];
+    for (int k = 0; k < N_LISTED; k++) {
+        snprintf(
+            sql, sizeof sql,
+            "UPDATE instances SET schedule_time = '%s', created_at = '%s', updated_at = '%s',"
+            " started_at = %s%s%s, finished_at = %s%s%s, backfill_cycle = '%s' WHERE id = %lld",
+            edge_schedules[k], edge_times[(k + 1) % 8], edge_times[(k + 2) % 8], k == 5 ? "" : "'",
+            k == 5 ? "NULL" : edge_times[(k + 3) % 8], k == 5 ? "" : "'", k == 4 ? "" : "'",
+            k == 4 ? "NULL" : edge_times[(k + 4) % 8], k == 4 ? "" : "'", edge_times[(k + 5) % 8],
+            (long long)listed_ids[k]);
+        PQclear(hlt_sql(db, sql));
+        snprintf(
+            sql, sizeof sql,
+            "SELECT (extract(epoch from schedule_time) * 1000)::int8,"
+            " (extract(epoch from created_at) * 1000)::int8,"
+            " (extract(epoch from updated_at) * 1000)::int8,"
+            " coalesce((extract(epoch from started_at) * 1000)::int8, 0),"
+            " coalesce((extract(epoch from finished_at) * 1000)::int8, 0),"
+            " (extract(epoch from backfill_cycle) * 1000)::int8 FROM instances WHERE id = %lld",
+            (long long)listed_ids[k]);
+        PGresult *r = hlt_sql(db, sql);
+        HLT_CHECK(r && PQntuples(r) == 1, "times of instance %lld", (long long)listed_ids[k]);
+        for (int f = 0; r && PQntuples(r) == 1 && f < N_MS; f++)
+            want_ms[k][f] = strtoll(PQgetvalue(r, 0, f), NULL, 10);
+        PQclear(r);
+    }
+    /* The edges themselves, as HL_MS makes them (round half away from zero). */
+    HLT_CHECK(want_ms[0][1] == 1700000000001LL && want_ms[1][1] == 1700000000000LL &&
+                  want_ms[4][1] == -2 && want_ms[3][5] == 1 && want_ms[0][0] == -2,
+              "edge values %lld %lld %lld %lld %lld", (long long)want_ms[0][1],
+              (long long)want_ms[1][1], (long long)want_ms[4][1], (long long)want_ms[3][5],
+              (long long)want_ms[0][0]);
+    HLT_CHECK(check_list_times("ascending", 0, "", 0) == 6, "ascending lists all six");
+    HLT_CHECK(check_list_times("descending", 0, "", 1) == 6, "descending lists all six");
+    HLT_CHECK(check_list_times("task's newest", t_a, "", 1) == 5, "the task's five");
+    HLT_CHECK(check_list_times("team ops", 0, "ops", 0) == 5, "team ops: five");
+    HLT_CHECK(check_list_times("team ops descending", 0, "ops", 1) == 5, "team ops desc: five");
+}
+
 int main(void)
 {
     hlt_db db;
@@ -487,6 +598,7 @@ int main(void)
     test_instances();
     test_last_run();
     test_stats(&db);
+    test_list_times(&db);
     orr_rpc_client_destroy(cl);
     HLT_CHECK(hlt_stop(&s) == 0, "halleyd exits 0 on SIGTERM");
     hlt_db_drop(&db);
