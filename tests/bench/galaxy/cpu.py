@@ -90,23 +90,30 @@ def pg_cpu_s(port):
 
 
 def pgbench_floor(p, pg_port, poke, seconds, clients=8):
-    """The default page's SQL alone: the statement halleyd last ran for it
-    (from pg_stat_activity), through pgbench -M prepared with the same
+    """The default page's SQL alone: the statement halleyd runs for it (read
+    from halleyd's binary, else from pg_stat_activity), through pgbench -M prepared with the same
     parameters, CLIENTS connections over TCP like halleyd's; poke() asks
     galaxyd for the default page. The uncached
     list cannot be served faster than PostgreSQL serves this. Returns
     (tps, PostgreSQL us/query, pgbench us/query)."""
-    q = ""
-    for _ in range(50):  # the pool's connections also run other statements
+    head, tail = "SELECT i.id, i.task_id, t.name", "WHERE i.id > $1::int8 ORDER BY i.id LIMIT $2::int"
+    # The statement is one string in halleyd's binary (pg_stat_activity cuts
+    # one longer than track_activity_query_size, 1 KB, short).
+    with open(p.bin("halleyd"), "rb") as f:
+        data = f.read()
+    end = data.find(tail.encode())
+    start = data.rfind(head.encode(), 0, end) if end >= 0 else -1
+    q = data[start:end + len(tail)].decode() if start >= 0 and b"\0" not in data[start:end] else ""
+    for _ in range(0 if q else 50):  # the pool's connections also run other statements
         poke()
         q = subprocess.run(["psql", p.dsn, "-qAtc",
                             "SELECT query FROM pg_stat_activity WHERE datname = current_database()"
-                            " AND query LIKE 'SELECT i.id, i.task_id, t.name%' AND query LIKE "
-                            "'%WHERE i.id > $1::int8 ORDER BY i.id LIMIT $2::int' LIMIT 1"],
+                            f" AND query LIKE '{head}%' AND query LIKE "
+                            f"'%{tail}' LIMIT 1"],
                            check=True, capture_output=True, text=True).stdout.strip()
         if q:
             break
-    assert q, "the default page's statement was not found in pg_stat_activity"
+    assert q, "the default page's statement was not found"
     script = tempfile.NamedTemporaryFile("w", suffix=".sql", delete=False)
     script.write("\\set p1 0\n\\set p2 51\n" + q.replace("$1", ":p1").replace("$2", ":p2") + ";\n")
     script.close()
