@@ -33,8 +33,9 @@ for form in numeric list none; do
     for c in $cols; do sel="$sel, $($form $c)"; done
     echo "SELECT $sel FROM bench_epoch_ms WHERE id > 0 ORDER BY id LIMIT 51;" >"$dir/$form.sql"
 done
-pm=$(psql "$dsn" -qAtc "SELECT pid FROM pg_stat_activity WHERE backend_type = 'checkpointer'")
-pm=$(ps -o ppid= -p "$pm" | tr -d ' ')
+port=$(psql "$dsn" -qAtc "SHOW port")
+pm=$(pgrep -o -f "postgres.*(-p $port|port=$port)")
+[ -n "$pm" ] || { echo "epoch_ms.sh: no postmaster on port $port" >&2; exit 1; }
 cpu() {
     local t=0 f
     for p in $pm $(cat /proc/$pm/task/$pm/children); do
