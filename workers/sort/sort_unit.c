@@ -20,6 +20,28 @@ uint64_t sort_unit_hash(const char *iface, size_t len, int64_t bucket_start)
     return orr_hash_mix(h); /* spread the low bits, which pick the writer */
 }
 
+/* The table's own key and hash of (iface, bucket start), so a lookup (one
+ * per routed record) pays neither the stable hash (byte-wise FNV-1a, computed
+ * once per unit) nor a memcmp call: names of up to 8 bytes (the common case)
+ * are compared as one word, key8, the bytes little-endian and zero-padded.
+ * Not stable across versions: it only places units in this process's table. */
+static inline uint64_t units__key8(const char *iface, size_t len)
+{
+    uint64_t k = 0;
+    for (size_t i = 0; i < len && i < 8; i++)
+        k |= (uint64_t)(unsigned char)iface[i] << (i * 8);
+    return k;
+}
+
+static inline uint64_t units__lookup_hash(uint64_t key8, const char *iface, size_t len,
+                                          int64_t bucket_start)
+{
+    uint64_t h = (uint64_t)bucket_start * 0x9E3779B97F4A7C15ULL ^ key8 ^ ((uint64_t)len << 59);
+    if (len > 8)
+        h ^= orr_hash_fnv1a(iface + 8, len - 8);
+    return orr_hash_mix(h);
+}
+
 void sort_units_init(sort_units *t, const sort_spec *spec)
 {
     memset(t, 0, sizeof *t);
@@ -40,10 +62,11 @@ void sort_units_free(sort_units *t)
 
 sort_unit *sort_units_find(sort_units *t, const char *iface, size_t len, int64_t bucket_start)
 {
-    uint64_t h = sort_unit_hash(iface, len, bucket_start);
+    uint64_t k = units__key8(iface, len);
+    uint64_t h = units__lookup_hash(k, iface, len, bucket_start);
     for (sort_unit *u = t->tab[h & (t->cap - 1)]; u; u = u->hnext)
-        if (u->hash == h && u->bucket_start == bucket_start && u->iface_len == len &&
-            memcmp(u->iface, iface, len) == 0)
+        if (u->lhash == h && u->key8 == k && u->bucket_start == bucket_start &&
+            u->iface_len == len && (len <= 8 || memcmp(u->iface + 8, iface + 8, len - 8) == 0))
             return u;
     return NULL;
 }
@@ -56,8 +79,8 @@ static void units__grow(sort_units *t)
         sort_unit *u = t->tab[i], *next;
         for (; u; u = next) {
             next = u->hnext;
-            u->hnext = nt[u->hash & (nc - 1)];
-            nt[u->hash & (nc - 1)] = u;
+            u->hnext = nt[u->lhash & (nc - 1)];
+            nt[u->lhash & (nc - 1)] = u;
         }
     }
     free(t->tab);
@@ -70,10 +93,12 @@ sort_unit *sort_units_get(sort_units *t, const char *iface, size_t len, int64_t 
     sort_unit *u = sort_units_find(t, iface, len, bucket_start);
     if (u)
         return u;
-    if (t->n + 1 > t->cap)
-        units__grow(t);
+    if ((t->n + 1) * 2 > t->cap)
+        units__grow(t); /* at most half full: short chains */
     u = orr_arena_calloc(t->arena, 1, sizeof *u);
     u->hash = sort_unit_hash(iface, len, bucket_start);
+    u->key8 = units__key8(iface, len);
+    u->lhash = units__lookup_hash(u->key8, iface, len, bucket_start);
     u->iface = orr_arena_strndup(t->arena, iface, len);
     u->iface_len = len;
     u->bucket_start = bucket_start;
@@ -82,8 +107,8 @@ sort_unit *sort_units_get(sort_units *t, const char *iface, size_t len, int64_t 
     u->dir = orr_arena_sprintf(t->arena, "%s/%s/%s", t->spec->business, u->iface, u->label);
     u->split = sort_spec_split(t->spec, iface, len);
     u->open = orr_arena_calloc(t->arena, u->split, sizeof *u->open);
-    u->hnext = t->tab[u->hash & (t->cap - 1)];
-    t->tab[u->hash & (t->cap - 1)] = u;
+    u->hnext = t->tab[u->lhash & (t->cap - 1)];
+    t->tab[u->lhash & (t->cap - 1)] = u;
     if (t->n == t->all_cap) {
         t->all_cap = t->all_cap ? t->all_cap * 2 : 256;
         sort_unit **na = orr_xrealloc(t->all, t->all_cap * sizeof *na);

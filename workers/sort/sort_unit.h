@@ -53,7 +53,9 @@ typedef struct sort_lfile {
 
 typedef struct sort_unit {
     struct sort_unit *hnext;
-    uint64_t hash;
+    uint64_t hash;  /* sort_unit_hash: stable, picks the writer and stage */
+    uint64_t lhash; /* the table's lookup hash and key (this process only) */
+    uint64_t key8;
     const char *iface;
     size_t iface_len;
     int64_t bucket_start, bucket_end; /* seconds since the epoch */

@@ -2,7 +2,8 @@
  * test_sort_packs.c - what the Redis pack hand-off relies on: packs with
  * per-record (sparse) offsets round trip and are checked, packs without them
  * number records from first_offset, the spec's "packs" switch, and the
- * duplicate filter (sort_unit_accept) that drops a producer's replay.
+ * duplicate filter (sort_unit_accept) that drops a producer's replay, and
+ * the unit table's lookup.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -193,6 +194,49 @@ static void test_accept_drops_replays(void **state)
     sort_spec_free(s);
 }
 
+/* The unit table finds each (interface, bucket) again, through its growth,
+ * for names of every length around the lookup hash's 8-byte steps, names
+ * that differ only in their last byte or only in length, and the same name
+ * in other buckets; units keep their stable hash. */
+static void test_units_lookup(void **state)
+{
+    (void)state;
+    sort_spec *s = NULL;
+    orr_err err;
+    assert_int_equal(parse_with("true", &s, &err), ORR_OK);
+    sort_units t;
+    sort_units_init(&t, s);
+    enum { NAMES = 700, BUCKETS = 3 };
+    static sort_unit *made[NAMES][BUCKETS];
+    char name[64];
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; i < NAMES; i++) {
+            /* lengths 1..25; "a", "aa", ... share prefixes; the last byte varies */
+            size_t len = 1 + (size_t)(i % 25);
+            memset(name, 'a', len);
+            name[len - 1] = (char)('a' + i / 25);
+            for (int b = 0; b < BUCKETS; b++) {
+                int64_t start = 1714521600 + (int64_t)b * 3600;
+                if (pass == 0) {
+                    assert_null(sort_units_find(&t, name, len, start));
+                    made[i][b] = sort_units_get(&t, name, len, start);
+                } else {
+                    assert_ptr_equal(sort_units_find(&t, name, len, start), made[i][b]);
+                    assert_ptr_equal(sort_units_get(&t, name, len, start), made[i][b]);
+                }
+                assert_int_equal(made[i][b]->iface_len, len);
+                assert_memory_equal(made[i][b]->iface, name, len);
+                assert_int_equal(made[i][b]->bucket_start, start);
+                assert_true(made[i][b]->hash == sort_unit_hash(name, len, start));
+            }
+        }
+    assert_int_equal(t.n, (size_t)NAMES * BUCKETS);
+    assert_null(sort_units_find(&t, "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", 30, 1714521600));
+    assert_null(sort_units_find(&t, "a", 1, 1714521600 + BUCKETS * 3600));
+    sort_units_free(&t);
+    sort_spec_free(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -201,6 +245,7 @@ int main(void)
         cmocka_unit_test(test_dense_offsets),
         cmocka_unit_test(test_spec_packs),
         cmocka_unit_test(test_accept_drops_replays),
+        cmocka_unit_test(test_units_lookup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
