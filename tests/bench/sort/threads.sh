@@ -8,7 +8,11 @@
 # then per writer its landing thread (sortd-land<I>) and the writer
 # (sortd-write<I>).
 # /proc/PID/task/*/stat is sampled every 0.1 s (bounded: 2,000 samples), so
-# a thread's last 0.1 s may be missing.
+# a thread's last 0.1 s may be missing. Beside the CPU seconds, from
+# /proc/PID/task/*/schedstat: the seconds a thread was runnable but waited
+# for a core (run queue: the machine's load) and the seconds it slept
+# (between its first and last sample, neither running nor runnable: waiting
+# for another thread, a lock, a pack, or I/O).
 set -euo pipefail
 SORTD=$1
 IN=$2
@@ -25,20 +29,28 @@ pid=$!
 : >"$T/samples"
 for _ in $(seq 1 2000); do
     [ -d /proc/$pid/task ] || break
-    # tid, utime + stime (fields 14 and 15; the comm holds no spaces)
-    awk '{ gsub(/[()]/, "", $2); print $1, $2, $14 + $15 }' /proc/$pid/task/*/stat \
-        >>"$T/samples" 2>/dev/null || true
+    # tid, utime + stime (fields 14 and 15; the comm holds no spaces), then
+    # the sample time and the task's schedstat (ns on a core, ns runnable)
+    now=$(date +%s.%N)
+    for st in /proc/$pid/task/*/stat; do
+        d=${st%/stat}
+        { awk '{ gsub(/[()]/, "", $2); printf "%s %s %s ", $1, $2, $14 + $15 }' "$st" &&
+            echo "$now $(cat "$d/schedstat")"; } 2>/dev/null || true
+    done >>"$T/samples"
     sleep 0.1
 done
 wait $pid
 end=$(date +%s.%N)
 awk -v tick="$tick" -v wall="$(echo "$end - $start" | bc)" -v ld="$(cut -d' ' -f1 /proc/loadavg)" '
-{ if (!($1 in cpu)) order[++n] = $1; name[$1] = $2; cpu[$1] = $3 }
+NF >= 6 { if (!($1 in cpu)) { order[++n] = $1; t0[$1] = $4; on0[$1] = $5; rq0[$1] = $6 }
+          name[$1] = $2; cpu[$1] = $3; t1[$1] = $4; oncpu[$1] = $5; rq[$1] = $6 }
 END {
     printf "wall %.2f s, load %s\n", wall, ld
     for (i = 1; i <= n; i++) {
         t = order[i]; s += cpu[t] / tick
-        printf "  thread %-8s %-16s CPU %6.2f s\n", t, i == 1 ? "main" : name[t], cpu[t] / tick
+        slept = (t1[t] - t0[t]) - (oncpu[t] - on0[t]) / 1e9 - (rq[t] - rq0[t]) / 1e9
+        printf "  thread %-8s %-16s CPU %6.2f s  run queue %6.2f s  slept %6.2f s\n", t,
+               i == 1 ? "main" : name[t], cpu[t] / tick, rq[t] / 1e9, slept < 0 ? 0 : slept
     }
     printf "  all threads CPU %.2f s\n", s
 }' "$T/samples"
