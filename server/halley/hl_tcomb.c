@@ -26,21 +26,34 @@
  * event id (hl_events_committed).
  *
  * Invariants: the queue and the leader count are guarded by one mutex; an
- * item's result is written by a leader before `done` is set under the mutex,
- * and every string in it is copied into the item's own arena (the owner is
- * blocked meanwhile), so nothing points into a leader's results. Each waiter
- * sleeps on its own condition variable: a leader that finishes wakes exactly
- * the items of its batch, and the queue's head (which may now lead), instead
- * of every waiting thread, and a head that takes a place while another is
- * still free wakes the next head. Whether a caller may lead (hl__may_lead)
- * turns true only when a leader finishes (it wakes the head) or an item
- * arrives (the arriving caller checks for itself); so whenever it holds, the
- * queue's head has been woken or some caller is about to check.
+ * item's result is written by a leader before HL_TW_DONE is set in its word
+ * (release; the owner reads it with acquire), and every string in it is
+ * copied into the item's own arena (the owner is blocked meanwhile), so
+ * nothing points into a leader's results. Each waiter sleeps on its own word
+ * (a futex): a leader that finishes wakes exactly the items of its batch, and
+ * the queue's head (which may now lead), instead of every waiting thread, and
+ * a head that takes a place while another is still free wakes the next head.
+ * The wake-ups are sent after the mutex is released and a finished item's
+ * owner returns without taking the mutex again, so a woken thread never
+ * sleeps a second time on the mutex its waker still holds (each such sleep
+ * is two more context switches per call). HL_TW_LEAD is set under the mutex
+ * (the item is still queued, so its owner is there); HL_TW_DONE outside it,
+ * on an item its owner cannot leave before that store. A wake-up sent after
+ * the owner has gone may reach whatever word reuses that stack address: every
+ * futex waiter re-checks its word, so it is at most a spurious wake-up.
+ * Whether a caller may lead (hl__may_lead) turns true only when a leader
+ * finishes (it wakes the head) or an item arrives (the arriving caller checks
+ * for itself); so whenever it holds, the queue's head has been woken or some
+ * caller is about to check.
  */
 #include "hl_tcomb.h"
 
+#include <linux/futex.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "orr_buf.h"
 
@@ -52,10 +65,22 @@ typedef struct hl_titem {
     hl_pb_transition_res *res;
     orr_status status;
     orr_err err;
-    int done;
-    pthread_cond_t cv; /* signalled when done, or when it may lead */
+    _Atomic uint32_t word; /* HL_TW_*: the owner sleeps on it while it is 0 */
     struct hl_titem *next;
 } hl_titem;
+
+#define HL_TW_DONE 1u /* a leader has answered the item */
+#define HL_TW_LEAD 2u /* the owner may lead now: check hl__may_lead */
+
+static void hl__futex_wait(_Atomic uint32_t *w, uint32_t v)
+{
+    syscall(SYS_futex, (uint32_t *)w, FUTEX_WAIT_PRIVATE, v, NULL, NULL, 0);
+}
+
+static void hl__futex_wake(_Atomic uint32_t *w)
+{
+    syscall(SYS_futex, (uint32_t *)w, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
 
 /* One combiner per process (halleyd serves one hl_ctx). */
 static pthread_mutex_t hl_tc_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -276,42 +301,66 @@ orr_status hl_tcomb_transition(hl_ctx *hc, orr_arena *a, const hl_pb_transition_
 {
     hl_titem self = {.rq = rq, .arena = a, .res = res, .status = ORR_EINTERNAL};
     orr_err_clear(&self.err);
-    pthread_cond_init(&self.cv, NULL);
     pthread_mutex_lock(&hl_tc_mu);
     *hl_tc_tail = &self;
     hl_tc_tail = &self.next;
     hl_tc_queued++;
-    while (!self.done) {
-        if (hl__may_lead()) {
-            hl_titem *batch[HL_TCOMB_MAX];
-            size_t n = hl__take(batch);
-            hl_tc_leaders++;
-            hl_tc_batches++;
-            hl_tc_items += n;
-            /* Two places may have freed before this woken head got here
-             * (each finishing leader wakes the head it saw): pass the
-             * wake-up on, so no place idles while items wait. */
-            if (hl__may_lead() && hl_tc_head != &self)
-                pthread_cond_signal(&hl_tc_head->cv);
+    for (;;) {
+        if (!hl__may_lead()) {
+            /* Sleep until a leader answers this item or wakes it to lead. */
+            atomic_fetch_and(&self.word, ~HL_TW_LEAD);
             pthread_mutex_unlock(&hl_tc_mu);
-            hl__run_batch(hc, batch, n);
+            uint32_t w;
+            while ((w = atomic_load_explicit(&self.word, memory_order_acquire)) == 0)
+                hl__futex_wait(&self.word, 0);
+            if (w & HL_TW_DONE)
+                break;
             pthread_mutex_lock(&hl_tc_mu);
-            hl_tc_leaders--;
-            for (size_t i = 0; i < n; i++) {
-                batch[i]->done = 1;
-                if (batch[i] != &self)
-                    pthread_cond_signal(&batch[i]->cv);
-            }
-            /* A leader's place is free: the oldest waiter takes it (it is
-             * the first item hl__take takes, so it leads its own batch). */
-            if (hl_tc_head && hl_tc_head != &self)
-                pthread_cond_signal(&hl_tc_head->cv);
-        } else {
-            pthread_cond_wait(&self.cv, &hl_tc_mu);
+            continue;
         }
+        hl_titem *batch[HL_TCOMB_MAX];
+        size_t n = hl__take(batch);
+        hl_tc_leaders++;
+        hl_tc_batches++;
+        hl_tc_items += n;
+        /* Two places may have freed before this woken head got here (each
+         * finishing leader wakes the head it saw): pass the wake-up on, so
+         * no place idles while items wait. */
+        hl_titem *next = NULL;
+        if (hl__may_lead() && hl_tc_head != &self) {
+            next = hl_tc_head;
+            atomic_fetch_or(&next->word, HL_TW_LEAD);
+        }
+        pthread_mutex_unlock(&hl_tc_mu);
+        if (next)
+            hl__futex_wake(&next->word);
+        hl__run_batch(hc, batch, n);
+        pthread_mutex_lock(&hl_tc_mu);
+        hl_tc_leaders--;
+        /* A leader's place is free: the oldest waiter takes it (it is the
+         * first item hl__take takes, so it leads its own batch). */
+        next = hl_tc_head != &self ? hl_tc_head : NULL;
+        if (next)
+            atomic_fetch_or(&next->word, HL_TW_LEAD);
+        pthread_mutex_unlock(&hl_tc_mu);
+        if (next)
+            hl__futex_wake(&next->word);
+        int mine = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (batch[i] == &self) {
+                mine = 1;
+                continue;
+            }
+            _Atomic uint32_t *w = &batch[i]->word;
+            atomic_fetch_or_explicit(w, HL_TW_DONE, memory_order_release);
+            hl__futex_wake(w); /* the owner may have gone: see the invariants */
+        }
+        /* The batch may have left this caller's own item queued (a second
+         * item for an instance already in it, or beyond HL_TCOMB_MAX). */
+        if (mine || (atomic_load_explicit(&self.word, memory_order_acquire) & HL_TW_DONE))
+            break;
+        pthread_mutex_lock(&hl_tc_mu);
     }
-    pthread_mutex_unlock(&hl_tc_mu);
-    pthread_cond_destroy(&self.cv);
     if (self.status != ORR_OK)
         *err = self.err;
     return self.status;
