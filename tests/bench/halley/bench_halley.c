@@ -15,8 +15,11 @@
  * pg/postmaster.pid), PostgreSQL's (the postmaster and its children), and
  * for TransitionInstance the combined statements halleyd ran and their mean
  * size (from its /metrics). halleyd takes its settings from the environment
- * (ORRERY_HALLEY_TRANSITION_LEADERS, ...). Every loop is bounded by time and
- * by a call cap.
+ * (ORRERY_HALLEY_TRANSITION_LEADERS, ...). Beside the CPU, the context
+ * switches per call (voluntary + involuntary, summed over the threads of
+ * halleyd, of this client and of PostgreSQL's processes): each is a sleep or
+ * a preemption, so hand-offs between threads show here. Every loop is
+ * bounded by time and by a call cap.
  */
 #include <dirent.h>
 #include <pthread.h>
@@ -114,14 +117,53 @@ static long long proc_ticks(long pid, long *ppid)
     return ut + st;
 }
 
+/* Voluntary + involuntary context switches of thread tid of process pid. */
+static long long status_ctxsw(long pid, const char *tid)
+{
+    char path[96], line[256];
+    snprintf(path, sizeof path, "/proc/%ld/task/%.32s/status", pid, tid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    long long sum = 0, v;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "voluntary_ctxt_switches: %lld", &v) == 1 ||
+            sscanf(line, "nonvoluntary_ctxt_switches: %lld", &v) == 1)
+            sum += v;
+    fclose(f);
+    return sum;
+}
+
+/* Context switches of every live thread of process pid. */
+static long long proc_ctxsw(long pid)
+{
+    char dir[64];
+    snprintf(dir, sizeof dir, "/proc/%ld/task", pid);
+    DIR *d = opendir(dir);
+    if (!d)
+        return -1;
+    long long sum = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.')
+            continue;
+        sum += status_ctxsw(pid, e->d_name);
+    }
+    closedir(d);
+    return sum;
+}
+
 static long pg_postmaster = -1; /* from $ORRERY_VAR_DIR/pg/postmaster.pid */
 
-/* CPU ticks of the postmaster and its children (-1 when unknown). */
-static long long pg_ticks(void)
+/* CPU ticks of the postmaster and its children (-1 when unknown), and
+ * their context switches in *ctxsw. */
+static long long pg_ticks(long long *ctxsw)
 {
+    *ctxsw = -1;
     if (pg_postmaster <= 0)
         return -1;
     long long sum = proc_ticks(pg_postmaster, NULL);
+    *ctxsw = proc_ctxsw(pg_postmaster);
     DIR *d = opendir("/proc");
     struct dirent *e;
     while (d && (e = readdir(d)) != NULL) {
@@ -129,18 +171,23 @@ static long long pg_ticks(void)
         if (pid <= 0 || pid == pg_postmaster)
             continue;
         long long t = proc_ticks(pid, &pp);
-        if (t >= 0 && pp == pg_postmaster)
+        if (t >= 0 && pp == pg_postmaster) {
             sum += t;
+            *ctxsw += proc_ctxsw(pid);
+        }
     }
     if (d)
         closedir(d);
     return sum;
 }
 
-static double self_cpu(void)
+/* CPU seconds of this process (every thread, ended ones too), and its
+ * context switches in *ctxsw. */
+static double self_cpu(long long *ctxsw)
 {
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
+    *ctxsw = ru.ru_nvcsw + ru.ru_nivcsw;
     return (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + (double)ru.ru_stime.tv_sec +
            ru.ru_stime.tv_usec / 1e6;
 }
@@ -157,8 +204,9 @@ static void phase(const char *name, int ph, int clients, const int64_t *instance
     pthread_t *th = calloc((size_t)clients, sizeof *th);
     double b0 = hlt_metric(&srv, "halley_transition_batches_total"),
            i0 = hlt_metric(&srv, "halley_transition_batch_items_total");
-    long long srv0 = proc_ticks(srv.pid, NULL), pg0 = pg_ticks();
-    double cli0 = self_cpu();
+    long long pgx0, clx0, srx0 = proc_ctxsw(srv.pid);
+    long long srv0 = proc_ticks(srv.pid, NULL), pg0 = pg_ticks(&pgx0);
+    double cli0 = self_cpu(&clx0);
     double t0 = mono();
     for (int i = 0; i < clients; i++) {
         w[i] = (worker){.idx = i, .phase = ph, .instance = instances ? instances[i] : 0};
@@ -171,8 +219,9 @@ static void phase(const char *name, int ph, int clients, const int64_t *instance
         errors += w[i].errors;
     }
     double dt = mono() - t0;
-    double cli = self_cpu() - cli0, tick = (double)sysconf(_SC_CLK_TCK);
-    long long srv1 = proc_ticks(srv.pid, NULL), pg1 = pg_ticks();
+    long long pgx1, clx1;
+    double cli = self_cpu(&clx1) - cli0, tick = (double)sysconf(_SC_CLK_TCK);
+    long long srv1 = proc_ticks(srv.pid, NULL), pg1 = pg_ticks(&pgx1), srx1 = proc_ctxsw(srv.pid);
     double b1 = hlt_metric(&srv, "halley_transition_batches_total"),
            i1 = hlt_metric(&srv, "halley_transition_batch_items_total");
     uint32_t *all = malloc((total ? total : 1) * sizeof *all);
@@ -192,6 +241,12 @@ static void phase(const char *name, int ph, int clients, const int64_t *instance
                cli / total * 1e6);
         if (pg0 >= 0 && pg1 >= pg0)
             printf(" postgres=%.1fus", (pg1 - pg0) / tick / total * 1e6);
+        printf("\n");
+        printf("%-20s ctxsw per call: halleyd=%.2f client=%.2f", name,
+               srx0 >= 0 && srx1 >= srx0 ? (double)(srx1 - srx0) / total : -1.0,
+               (double)(clx1 - clx0) / total);
+        if (pgx0 >= 0 && pgx1 >= pgx0)
+            printf(" postgres=%.2f", (double)(pgx1 - pgx0) / total);
         printf("\n");
     }
     if (ph == 1 && b0 >= 0 && b1 > b0 && i0 >= 0)

@@ -4,7 +4,8 @@
 # halleyd) against the running stack's PostgreSQL, alternating before, after
 # PAIRS times in one run, so both see the same load. Prints each run's
 # GetTask and TransitionInstance lines (rate, p50, p99, and the CPU per call
-# of halleyd, the client and PostgreSQL), then the medians.
+# of halleyd, the client and PostgreSQL, and where the build's bench_halley
+# prints them its context switches per call), then the medians.
 #
 # Needs a stack: ORRERY_STACK=pg ORRERY_STACK_DURABLE=1 deploy/stack.sh start;
 # eval "$(deploy/stack.sh env)" (ORRERY_VAR_DIR names it, for PostgreSQL's
@@ -22,7 +23,7 @@ PAIRS=${3:-3}
 CLIENTS=${4:-16}
 SECS=${5:-5}
 : "${ORRERY_PG_DSN:?run inside a stack: eval \"\$(deploy/stack.sh env)\"}"
-declare -A TR=() P99=() GT=() PGC=() HLC=() CLC=() GHC=() GCC=() MB=()
+declare -A TR=() P99=() GT=() PGC=() HLC=() CLC=() GHC=() GCC=() MB=() HLX=() CLX=() PGX=()
 declare -A SENV=([before]=${BEFORE_ENV:-} [after]=${AFTER_ENV:-})
 median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 field() { grep -oE "$1=[0-9.]+" | head -n 1 | cut -d= -f2; }
@@ -39,8 +40,13 @@ for ((r = 1; r <= PAIRS; r++)); do
 		gl=$(grep '^GetTask' <<<"$out" | grep 'rate=')
 		gc=$(grep '^GetTask' <<<"$out" | grep 'cpu per call')
 		tb=$(grep '^TransitionInstance' <<<"$out" | grep 'mean batch' || true)
+		tx=$(grep '^TransitionInstance' <<<"$out" | grep 'ctxsw per call' || true)
 		printf '%-6s %s\n%-6s %s\n%-6s %s\n%-6s %s\n' "$side" "$gl" "$side" "$gc" "$side" "$tl" "$side" "$tc"
 		[[ -z $tb ]] || printf '%-6s %s\n' "$side" "$tb"
+		[[ -z $tx ]] || printf '%-6s %s\n' "$side" "$tx"
+		HLX[$side]+="$(field halleyd <<<"$tx" || true) "
+		CLX[$side]+="$(field client <<<"$tx" || true) "
+		PGX[$side]+="$(field postgres <<<"$tx" || true) "
 		MB[$side]+="$(grep -oE 'batch=[0-9.]+' <<<"$tb" | cut -d= -f2 || true) "
 		TR[$side]+="$(field rate <<<"$tl") "
 		P99[$side]+="$(field p99 <<<"$tl") "
@@ -58,4 +64,7 @@ for side in before after; do
 		"$side" "$(median <<<"${TR[$side]}")" "$(median <<<"${P99[$side]}")" "$(median <<<"${MB[$side]}")" \
 		"$(median <<<"${PGC[$side]}")" "$(median <<<"${HLC[$side]}")" "$(median <<<"${CLC[$side]}")" \
 		"$(median <<<"${GT[$side]}")" "$(median <<<"${GHC[$side]}")" "$(median <<<"${GCC[$side]}")"
+	[[ -z ${HLX[$side]// /} ]] ||
+		printf '%-6s TransitionInstance context switches per call: halleyd %s client %s postgres %s\n' "$side" \
+			"$(median <<<"${HLX[$side]}")" "$(median <<<"${CLX[$side]}")" "$(median <<<"${PGX[$side]}")"
 done

@@ -54,6 +54,7 @@ run_mode() { # durable|fast
 	echo "$mode: $cpu"
 	# halleyd's combined statements and their mean size, where it counts them
 	grep -i 'transition.*mean batch' <<<"$out" | sed "s/^/$mode: /" || true
+	grep -i 'transition.*ctxsw per call' <<<"$out" | sed "s/^/$mode: /" || true
 	GET[$mode]+="$(grep -oE 'rate=[0-9.]+' <<<"$get" | cut -d= -f2) "
 	CPU[$mode]+="$(grep -oE 'postgres=[0-9.]+' <<<"$cpu" | cut -d= -f2) "
 	RATE[$mode]+="$(grep -oE 'rate=[0-9.]+' <<<"$line" | cut -d= -f2) "
