@@ -6,7 +6,8 @@
 # as plain int8 columns ("none": the irreducible rest). One pgbench client,
 # -M prepared, COUNT queries each, ROUNDS times alternating; the figure is
 # the server's CPU per query (utime + stime of the postmaster and its
-# children from /proc), which holds whatever else the machine runs.
+# children from /proc), which holds whatever else the machine runs but not
+# other clients of the same server: run it on a stack nothing else uses.
 #
 # usage: eval "$(deploy/stack.sh env)"; tests/bench/galaxy/epoch_ms.sh [COUNT] [ROUNDS]
 set -eu
