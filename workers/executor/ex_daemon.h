@@ -64,7 +64,6 @@ typedef struct ex_daemon {
     int slot_pids;
     int64_t default_timeout_ms;
     int rpc_timeout_ms;
-    int running_hold_ms; /* [executor] running_hold (ex_job.c) */
 
     char work_dir[EX_PATH];
     char log_dir[EX_PATH];
@@ -128,10 +127,6 @@ typedef struct ex_report {
     char reason[256];
     int has_exit_code;
     int exit_code;
-    /* > 0 (ms since the epoch) with from dispatched: the run started then
-     * and has ended before it was reported running; halleyd records
-     * dispatched -> running -> to in one step. */
-    int64_t started_at_ms;
 } ex_report;
 
 /* Send r until it lands. With persist 1, r is first written to the outbox

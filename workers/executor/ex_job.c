@@ -12,20 +12,12 @@
  *   3. Private run dir <work>/runs/<instance>-<attempt> (0700, run_as user);
  *      the runner of the type prepares argv/env/cwd. A bad spec ->
  *      dispatched -> failed "bad_spec: field: message".
- *   4. Sandbox (ex_sandbox.h) with the slots' limits; the log file it
+ *   4. dispatched -> running (ABORTED: someone moved it, e.g. killed; stop).
+ *   5. Sandbox (ex_sandbox.h) with the slots' limits; the log file it
  *      writes is followed by ex_logcap.h (the line index), both served live.
- *   5. dispatched -> running once the run has lasted [executor] running_hold
- *      (ABORTED: someone moved it, e.g. killed; the run is ended, nothing
- *      more reported).
  *   6. running -> success | failed | timed_out (+ exit code, reason), through
- *      the outbox; a run that ended within [executor] running_hold was never
- *      reported running and is reported once, dispatched -> running -> its
- *      end with its start time (halleyd writes both steps in one statement:
- *      one transition, one commit, instead of two). A kill by a person needs
- *      no report (the instance is already killed); the process tree is ended
- *      all the same. A restart within the hold finds the instance dispatched
- *      and runs it again (same attempt), as it does after a crash before a
- *      start.
+ *      the outbox. A kill by a person needs no report (the instance is
+ *      already killed); the process tree is ended all the same.
  *   5a. transfer: its progress lines followed while it runs and recorded
  *       in Halley at most once a second (ex_progress.h).
  *   6a. transfer and quality: process statistics from wormhole's summary
@@ -46,7 +38,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "ex_daemon.h"
@@ -142,25 +133,15 @@ static void log_note(const char *log_path, const char *fmt, const char *a, const
     orr_buf_free(&t);
 }
 
-static int64_t wall_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* started_at_ms > 0 (with from dispatched): the run started then and was
- * never reported running. */
 static void finish_report(ex_daemon *d, ex_job *j, int from, int to, const char *reason,
-                          int has_code, int code, int64_t started_at_ms)
+                          int has_code, int code)
 {
     ex_report r = {.instance_id = j->instance_id,
                    .attempt = j->attempt,
                    .from = from,
                    .to = to,
                    .has_exit_code = has_code,
-                   .exit_code = code,
-                   .started_at_ms = started_at_ms};
+                   .exit_code = code};
     snprintf(r.reason, sizeof r.reason, "%s", reason);
     orr_err e;
     ex_report_send(d, &r, 1, NULL, &e);
@@ -391,13 +372,21 @@ static void run_job(ex_daemon *d, ex_job *j, orr_arena *a)
         log_note(log_path, "cannot start: %s%s", why, "");
         ORR_WARN("cannot start the instance", "instance=%lld err=%s", (long long)inst,
                  orr_log_q(why));
-        finish_report(d, j, HL_STATE(DISPATCHED), HL_STATE(FAILED), reason, 0, 0, 0);
+        finish_report(d, j, HL_STATE(DISPATCHED), HL_STATE(FAILED), reason, 0, 0);
         goto done;
     }
 
     /* Fenced or stopping meanwhile: leave it dispatched (the sweep after the
      * fence lifts, or keplerd after our loss, takes it from there). */
     if (atomic_load(&j->cancel) != EX_CANCEL_NONE)
+        goto done;
+
+    /* dispatched -> running */
+    ex_report rr = {.instance_id = inst,
+                    .attempt = j->attempt,
+                    .from = HL_STATE(DISPATCHED),
+                    .to = HL_STATE(RUNNING)};
+    if (ex_report_send(d, &rr, 0, NULL, &err) != ORR_OK)
         goto done;
 
     ex_limits lim = {js.memory_bytes ? js.memory_bytes : d->slot_memory * js.slots,
@@ -413,6 +402,12 @@ static void run_job(ex_daemon *d, ex_job *j, orr_arena *a)
                    .gid = d->gid};
     char name[64];
     snprintf(name, sizeof name, "%lld-%d", (long long)inst, j->attempt);
+    ex_cancel early = (ex_cancel)atomic_load(&j->cancel);
+    if (early != EX_CANCEL_NONE) { /* came while we reported running: start nothing */
+        if (early != EX_CANCEL_USER)
+            finish_report(d, j, HL_STATE(RUNNING), HL_STATE(FAILED), cancel_reason(early), 0, 0);
+        goto done;
+    }
     /* Lines unstamped beat no run: a capture that cannot start is logged. */
     if (ex_logcap_start(log_path, &cap, &err) != ORR_OK)
         ORR_WARN("the log's lines will not be stamped", "instance=%lld err=%s", (long long)inst,
@@ -427,10 +422,9 @@ static void run_job(ex_daemon *d, ex_job *j, orr_arena *a)
         log_note(log_path, "cannot start: %s%s", why, "");
         ORR_ERROR("sandbox start failed", "instance=%lld err=%s", (long long)inst, orr_log_q(why));
         ex_logsrv_end(d->logsrv, inst, j->attempt);
-        finish_report(d, j, HL_STATE(DISPATCHED), HL_STATE(FAILED), reason, 0, 0, 0);
+        finish_report(d, j, HL_STATE(RUNNING), HL_STATE(FAILED), reason, 0, 0);
         goto done;
     }
-    int64_t started_at = wall_ms(), deadline = ex_now_ms() + js.timeout_ms;
     ex_guard_note(d, '+', ex_sandbox_pid(sb));
     set_sb(d, j, sb);
     if (atomic_load(&j->cancel) != EX_CANCEL_NONE) /* a kill that came before the sandbox */
@@ -441,24 +435,8 @@ static void run_job(ex_daemon *d, ex_job *j, orr_arena *a)
              (long long)inst, j->attempt, (int)ex_sandbox_pid(sb), js.slots,
              (long long)js.timeout_ms);
 
-    /* dispatched -> running, unless the run ends (or is cancelled) first. */
-    int from = HL_STATE(DISPATCHED), report_end = 1;
-    int64_t hold = ex_now_ms() + d->running_hold_ms;
-    if (!ex_sandbox_ended_by(sb, hold < deadline ? hold : deadline)) {
-        ex_report rr = {.instance_id = inst,
-                        .attempt = j->attempt,
-                        .from = HL_STATE(DISPATCHED),
-                        .to = HL_STATE(RUNNING)};
-        if (ex_report_send(d, &rr, 0, NULL, &err) == ORR_OK) {
-            from = HL_STATE(RUNNING);
-        } else { /* moved by someone else, or we stop: end the run, say no more */
-            report_end = 0;
-            ex_sandbox_cancel(sb);
-        }
-    }
-
     ex_result res;
-    ex_sandbox_wait(sb, deadline, &res);
+    ex_sandbox_wait(sb, ex_now_ms() + js.timeout_ms, &res);
     ex_progress_stop(prog);
     prog = NULL;
     ex_logcap_finish(cap); /* the group is dead: the log is complete */
@@ -563,9 +541,8 @@ static void run_job(ex_daemon *d, ex_job *j, orr_arena *a)
                  orr_log_q(err.msg));
     land_sync(d, key, landed, linked, 2);
 
-    if (to != HL_STATE(KILLED) && report_end)
-        finish_report(d, j, from, to, reason, 1, code,
-                      from == HL_STATE(DISPATCHED) ? started_at : 0);
+    if (to != HL_STATE(KILLED))
+        finish_report(d, j, HL_STATE(RUNNING), to, reason, 1, code);
 
 done:
     ex_progress_stop(prog);

@@ -5,8 +5,6 @@
  * Outbox: one small JSON file per pending report,
  *   <work_dir>/outbox/<instance>-<attempt>-<to>.json
  *   {"instance_id":12,"attempt":1,"from":4,"to":5,"reason":"","exit_code":0}
- * (and "started_at_ms" for a run that ended before it was reported running:
- * from is then dispatched and halleyd records running at that time first)
  * written (once, synced) before the first try and removed once Halley
  * answered anything but "try again" (kept as a spare for the next report:
  * see "spares" below). A report is a compare-and-set
@@ -176,8 +174,6 @@ static orr_status outbox_write(ex_daemon *d, const ex_report *r, int *fd_out, or
                   (json_int_t)r->attempt, "from", r->from, "to", r->to, "reason", r->reason);
     if (r->has_exit_code)
         json_object_set_new(o, "exit_code", json_integer(r->exit_code));
-    if (r->started_at_ms > 0)
-        json_object_set_new(o, "started_at_ms", json_integer(r->started_at_ms));
     char *text = json_dumps(o, JSON_COMPACT);
     json_decref(o);
     orr_status s = ORR_OK;
@@ -344,7 +340,6 @@ orr_status ex_report_send(ex_daemon *d, const ex_report *r, int persist, int *no
     rq.expected_attempt = r->attempt;
     rq.has_exit_code = r->has_exit_code;
     rq.exit_code = r->exit_code;
-    rq.started_at_ms = r->started_at_ms;
 
     int delay = 200, tries = 0;
     orr_status s;
@@ -394,19 +389,6 @@ orr_status ex_report_send(ex_daemon *d, const ex_report *r, int persist, int *no
                 *now_state = r->to;
             return ORR_OK;
         }
-        if (r->started_at_ms > 0 && st == HL_STATE(DISPATCHED) && att == r->attempt) {
-            /* Still dispatched: a halleyd that does not know started_at_ms
-             * refused dispatched -> success. The two steps, one by one. */
-            ex_report run = *r, end = *r;
-            run.to = HL_STATE(RUNNING);
-            run.reason[0] = '\0';
-            run.has_exit_code = 0;
-            run.started_at_ms = 0;
-            end.from = HL_STATE(RUNNING);
-            end.started_at_ms = 0;
-            orr_status rs = ex_report_send(d, &run, 0, now_state, err);
-            return rs != ORR_OK ? rs : ex_report_send(d, &end, 0, now_state, err);
-        }
         ORR_INFO("instance moved by someone else", "instance=%lld wanted=%s now=%s",
                  (long long)r->instance_id, ex_state_name(r->to), ex_state_name(st));
         if (now_state)
@@ -444,11 +426,7 @@ static int outbox_read(const char *path, ex_report *r)
         r->has_exit_code = 1;
         r->exit_code = (int)code;
     }
-    int64_t started = 0;
-    if (ok && json_object_get(o, "started_at_ms"))
-        ok = orr_json_get_int(o, "", "started_at_ms", 1, 1, INT64_MAX, &started, &e) == ORR_OK;
     if (ok) {
-        r->started_at_ms = started;
         r->instance_id = id;
         r->attempt = (int)att;
         r->from = (int)from;

@@ -339,11 +339,6 @@ static ex_end wait_main(ex_sandbox *sb, int64_t deadline_ms)
     }
 }
 
-int ex_sandbox_ended_by(ex_sandbox *sb, int64_t until_ms)
-{
-    return wait_main(sb, until_ms > 0 ? until_ms : 1) != EX_END_TIMEOUT;
-}
-
 void ex_sandbox_wait(ex_sandbox *sb, int64_t deadline_ms, ex_result *res)
 {
     memset(res, 0, sizeof *res);

@@ -47,13 +47,13 @@ typedef struct ex_result {
     int exited; /* 1: exit_code is valid; 0: term_signal is */
     int exit_code;
     int term_signal;
-    int oom;          /* the memory limit killed a member */
-    int exec_errno;   /* != 0: the program could not be executed (errno of execve) */
-    int left;         /* members still alive after the final kill (0 expected) */
-    int leftover;     /* the main process ended by itself while this many members
-                       * it started were still running: killed then */
+    int oom;        /* the memory limit killed a member */
+    int exec_errno; /* != 0: the program could not be executed (errno of execve) */
+    int left;       /* members still alive after the final kill (0 expected) */
+    int leftover;   /* the main process ended by itself while this many members
+                     * it started were still running: killed then */
     int pids_limited; /* a fork was refused for the pids limit */
-    int64_t ran_ms;   /* wall time from start to the end of the main process */
+    int64_t ran_ms; /* wall time from start to the end of the main process */
 } ex_result;
 
 typedef struct ex_sandbox ex_sandbox;
@@ -79,13 +79,6 @@ void ex_sandbox_cancel(ex_sandbox *sb);
  * counts the members found after it was reaped (they are killed all the
  * same). Call once. */
 void ex_sandbox_wait(ex_sandbox *sb, int64_t deadline_ms, ex_result *res);
-
-/* Wait at most until until_ms (ex_now_ms() clock) for the main process to
- * end or a cancel to arrive, without reaping, killing or consuming either:
- * 1 when one of them came (ex_sandbox_wait then returns at once), 0 when
- * the process still runs. May be called before ex_sandbox_wait, from the
- * thread that calls it. */
-int ex_sandbox_ended_by(ex_sandbox *sb, int64_t until_ms);
 
 /* Remove the group and free. NULL is a no-op. */
 void ex_sandbox_free(ex_sandbox *sb);

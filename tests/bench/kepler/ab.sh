@@ -10,8 +10,7 @@
 # task `true`) on BEFORE_BUILD, then on AFTER_BUILD, then the peer
 # (KPB_EXECUTOR=batch) on AFTER_BUILD; ROUNDS (default 2, at most 10). One
 # summary line per run: build, dispatch rate, CPU ms per instance of each
-# process, how many runs were reported in one step (dispatched -> success,
-# never running alone), load. The stack's env (deploy/stack.sh env, ORRERY_VAR_DIR too)
+# process, load. The stack's env (deploy/stack.sh env, ORRERY_VAR_DIR too)
 # must be exported. Each run is bounded by run.sh (KPB_WAIT=120 s).
 set -euo pipefail
 [ $# -ge 2 ] || {
@@ -37,17 +36,11 @@ one() { # label build executor
 		/executors \(with their tasks\)/ {e = $NF}
 		/keplerd \/ halleyd/ {k = $(NF-2); h = $NF}
 		/postgresql backends \/ zookeeper/ {p = $(NF-2); z = $NF}
-		/reported in one step/ {o = $NF}
 		/^load at end/ {sub(/.*load at end */, ""); ld = $0}
-		END {printf "%-8s rate=%s/s cpu_ms: executord=%s postgresql=%s halleyd=%s keplerd=%s zookeeper=%s one_step=%s load=%s\n", l, r, e, p, h, k, z, o, ld}' <<<"$out"
+		END {printf "%-8s rate=%s/s cpu_ms: executord=%s postgresql=%s halleyd=%s keplerd=%s zookeeper=%s load=%s\n", l, r, e, p, h, k, z, ld}' <<<"$out"
 }
-# KPB_AB_HOLDS="1s ...": after each after run, the after build again with
-# [executor] running_hold set to each value (labelled after:VALUE).
 for ((i = 1; i <= ROUNDS; i++)); do
 	one before "$1" executord
 	one after "$2" executord
-	for h in ${KPB_AB_HOLDS:-}; do
-		ORRERY_EXECUTOR_RUNNING_HOLD=$h one "after:$h" "$2" executord
-	done
 	one peer "$2" batch
 done

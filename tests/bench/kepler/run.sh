@@ -406,10 +406,6 @@ SELECT
   (SELECT round(max(qw)::numeric, 3) FROM sl);
 SQL
 )
-# runs reported in one step (dispatched -> success: ended before a running report)
-ONE_STEP=$(sql "SELECT count(*) FROM events e JOIN tasks t ON t.id = e.task_id
-	WHERE t.name LIKE 'kpb-d-%' AND e.kind = 'instance.transition'
-	AND e.payload->>'from' = 'dispatched' AND e.payload->>'to' = 'success'")
 read -r N_DISP RATE_ALL RATE_MID P50_D P99_D MAX_D MIN_D P50_R P99_R MAX_R N_FIRST MAX_FIRST OTHER \
 	P50_S P99_S MAX_S P50_Q P99_Q MAX_Q <<<"$FIG"
 
@@ -420,7 +416,6 @@ printf '%-52s %s\n' "bulk clone of the other tasks (INSERT...SELECT), s" "$CLONE
 printf '%-52s %s\n' "keplerd index rebuild at start, s" "$REBUILD_S"
 printf '%-52s %s\n' "alert rules (keplerd read)" "$RULES ($(grep -m1 -o 'alert rules read" rules=[0-9]*' "$WORK/keplerd.log" || echo none))"
 printf '%-52s %s\n' "downstream instances dispatched / succeeded" "$N_DISP / $done_n of $READY"
-printf '%-52s %s\n' "  of them reported in one step (never running alone)" "$ONE_STEP"
 printf '%-52s %s\n' "dispatch rate, first..last dispatch, inst/s" "$RATE_ALL"
 printf '%-52s %s\n' "dispatch rate, middle 80 % of dispatches, inst/s" "$RATE_MID"
 printf '%-52s %s\n' "upstream success -> ready, p50/p99/max s" "$P50_R / $P99_R / $MAX_R"
