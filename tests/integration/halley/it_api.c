@@ -253,6 +253,17 @@ static void test_tasks(void)
         FREE(lr);
 }
 
+/* One TransitionInstances call of n items (the answer in *out). */
+static orr_status transition_batch(Orrery__Halley__V1__TransitionRequest **items, size_t n,
+                                   Orrery__Halley__V1__TransitionBatchResponse **out)
+{
+    Orrery__Halley__V1__TransitionBatchRequest br =
+        ORRERY__HALLEY__V1__TRANSITION_BATCH_REQUEST__INIT;
+    br.n_items = n;
+    br.items = items;
+    return hlt_call(cl, "TransitionInstances", &br, out, &err);
+}
+
 static Instance *create_instance(int64_t task, int64_t sched, int *created, int *code)
 {
     Orrery__Halley__V1__CreateInstance ci = ORRERY__HALLEY__V1__CREATE_INSTANCE__INIT;
@@ -440,14 +451,10 @@ static void test_instances(const hlt_db *db)
     i3 = i1;
     i3.new_state = 5; /* waiting -> success: illegal */
     Orrery__Halley__V1__TransitionRequest *items[3] = {&i1, &i2, &i3};
-    Orrery__Halley__V1__TransitionBatchRequest br =
-        ORRERY__HALLEY__V1__TRANSITION_BATCH_REQUEST__INIT;
-    br.n_items = 3;
-    br.items = items;
     Orrery__Halley__V1__TransitionBatchResponse *bres = NULL;
-    HLT_CHECK(hlt_call(cl, "TransitionInstances", &br, &bres, &err) == ORR_OK &&
-                  bres->n_results == 3 && bres->results[0]->code == 0 &&
-                  bres->results[1]->code == 10 && bres->results[2]->code == 9,
+    HLT_CHECK(transition_batch(items, 3, &bres) == ORR_OK && bres->n_results == 3 &&
+                  bres->results[0]->code == 0 && bres->results[1]->code == 10 &&
+                  bres->results[2]->code == 9,
               "batch results OK, ABORTED, FAILED_PRECONDITION");
     if (bres)
         FREE(bres);
@@ -671,14 +678,10 @@ static void test_through_running(const hlt_db *db)
     i3 = i1;
     i3.instance_id = ids[0];
     Orrery__Halley__V1__TransitionRequest *items[3] = {&i1, &i2, &i3};
-    Orrery__Halley__V1__TransitionBatchRequest br =
-        ORRERY__HALLEY__V1__TRANSITION_BATCH_REQUEST__INIT;
-    br.n_items = 3;
-    br.items = items;
     Orrery__Halley__V1__TransitionBatchResponse *bres = NULL;
-    HLT_CHECK(hlt_call(cl, "TransitionInstances", &br, &bres, &err) == ORR_OK &&
-                  bres->n_results == 3 && bres->results[0]->code == 0 &&
-                  bres->results[1]->code == 0 && bres->results[2]->code == 10 &&
+    HLT_CHECK(transition_batch(items, 3, &bres) == ORR_OK && bres->n_results == 3 &&
+                  bres->results[0]->code == 0 && bres->results[1]->code == 0 &&
+                  bres->results[2]->code == 10 &&
                   bres->results[0]->instance->started_at_ms == start + 1000 &&
                   bres->results[1]->instance->state == (int)HL_ST_FAILED,
               "batch: two through running, a repeat ABORTED");
