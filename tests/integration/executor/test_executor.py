@@ -19,6 +19,7 @@ writable cgroups.
 """
 import json
 import os
+import re
 import secrets
 import signal
 import subprocess
@@ -646,8 +647,15 @@ class Executord(unittest.TestCase):
         halley = P.procs[0]
         halley.send_signal(signal.SIGTERM)
         halley.wait(timeout=20)
-        time.sleep(6)  # the attempt ends while halleyd is down, longer than rpc_timeout
-        self.assertIn(f"{iid}-1-5.json", os.listdir(os.path.join(EX.work, "outbox")))
+        # the attempt ends while halleyd is down: its report waits in the
+        # outbox once a try to send it has failed (read, not slept for)
+        outbox = os.path.join(EX.work, "outbox")
+        tried = re.compile(rf"report failed, retrying.*instance={iid} to=success")
+        deadline = time.time() + 60
+        while not tried.search(EX.daemon_log()) and time.time() < deadline:
+            time.sleep(0.1)
+        self.assertRegex(EX.daemon_log(), tried)
+        self.assertIn(f"{iid}-1-5.json", os.listdir(outbox))
         P.procs[0] = P._spawn([P.bin("halleyd"), "serve"], P.halley_env(), "halleyd-2.log")
         orrery_it.wait_port(P.halley_port, P.procs[0], "halleyd")
         inst = wait_state(iid, ("success", "failed"), timeout=30)
@@ -655,7 +663,6 @@ class Executord(unittest.TestCase):
         self.assertIn("report failed, retrying", EX.daemon_log())
         # the file goes once executord has read halleyd's answer, which may
         # come after the state above is visible
-        outbox = os.path.join(EX.work, "outbox")
         deadline = time.time() + 30
         while os.listdir(outbox) and time.time() < deadline:
             time.sleep(0.1)
