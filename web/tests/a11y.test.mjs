@@ -137,7 +137,7 @@ test('setup: a task pair, a finished and a waiting instance, a stream', async (t
   if (w.status === 200 || w.status === 201) made.flow = 'a11y_flow';
 });
 
-test('the login page passes WCAG 2.1 AA at both widths', async (t) => {
+test(`the login page passes WCAG 2.1 AA at ${WIDTHS.map(([w]) => w).join(' and ')} width`, async (t) => {
   const page = await open(t);
   for (const [w, size] of WIDTHS) {
     await page.setViewportSize(size);
