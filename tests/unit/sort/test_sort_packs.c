@@ -169,14 +169,22 @@ static void test_spec_packs(void **state)
     assert_string_equal(err.field, "spec.source.packs");
 }
 
-static void test_accept_drops_replays(void **state)
+/* A spec with packs on and an empty unit table of it (the caller frees
+ * both: sort_units_free, sort_spec_free). */
+static sort_spec *units_open(sort_units *t)
 {
-    (void)state;
     sort_spec *s = NULL;
     orr_err err;
     assert_int_equal(parse_with("true", &s, &err), ORR_OK);
+    sort_units_init(t, s);
+    return s;
+}
+
+static void test_accept_drops_replays(void **state)
+{
+    (void)state;
     sort_units t;
-    sort_units_init(&t, s);
+    sort_spec *s = units_open(&t);
     sort_unit *u = sort_units_get(&t, "if1", 3, 1714521600);
     sort_unit *w = sort_units_get(&t, "if2", 3, 1714521600);
     sort_off o5 = {0, 5}, o7 = {0, 7}, o6 = {0, 6};
@@ -201,11 +209,8 @@ static void test_accept_drops_replays(void **state)
 static void test_units_lookup(void **state)
 {
     (void)state;
-    sort_spec *s = NULL;
-    orr_err err;
-    assert_int_equal(parse_with("true", &s, &err), ORR_OK);
     sort_units t;
-    sort_units_init(&t, s);
+    sort_spec *s = units_open(&t);
     enum { NAMES = 700, BUCKETS = 3 };
     static sort_unit *made[NAMES][BUCKETS];
     char name[64];
