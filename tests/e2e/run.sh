@@ -282,8 +282,9 @@ mkdir -p -- "$SHOTS"
 rm -f -- "$SHOTS"/*.png
 say "galaxyd at http://127.0.0.1:$GALAXY_PORT; running the browser tests"
 set +e # a failed test must reach the message below, not stop the script here
-# --test-timeout bounds each file: the longest (a11y, about 330 s on an idle
-# machine) keeps room to run twice as slowly; ctest's TIMEOUT bounds the whole.
+# --test-timeout bounds each file: the longest (a11y: 156 s on an idle
+# machine, over 600 s at load 26) keeps room to run on a much slower one;
+# ctest's TIMEOUT bounds the whole.
 ORRERY_E2E_BASE_URL=http://127.0.0.1:$GALAXY_PORT \
 	ORRERY_E2E_SCREENSHOTS=$SHOTS \
 	ORRERY_E2E_CHROMIUM=$CHROMIUM \
