@@ -21,6 +21,7 @@ import json
 import os
 import re
 import secrets
+import shutil
 import signal
 import subprocess
 import sys
@@ -219,12 +220,7 @@ def setUpModule():
     global P, PB, GRPC, EX, TOKEN
     import grpc
     zk = orrery_it.require_env("ORRERY_ZK")
-    gen = tempfile.mkdtemp(prefix="orr-ex-pb-")
-    subprocess.run(["protoc", "-I", os.path.dirname(PROTO), "--python_out", gen, PROTO],
-                   check=True)
-    sys.path.insert(0, gen)
-    import halley_pb2
-    PB = halley_pb2
+    PB = orrery_it.import_proto(PROTO, "halley_pb2")
     P = orrery_it.Platform(BUILD, galaxies=0).__enter__()
     try:
         EX = Executor(P, zk)
@@ -250,6 +246,7 @@ def tearDownModule():
                 os.rmdir(f"/sys/fs/cgroup/{ctl}/orrery-it/{EX.id}")
             except OSError:
                 pass
+        shutil.rmtree(EX.dir, ignore_errors=True)
     if GRPC:
         GRPC.close()
     if P:

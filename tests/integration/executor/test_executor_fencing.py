@@ -346,17 +346,12 @@ def setUpModule():
     CHROOT = f"/ex-fence-{os.getpid()}"
     subprocess.run([os.path.join(base.BUILD, "bin", "ex_zk_get"), ZK, "--create", CHROOT],
                    check=True, timeout=30)
-    gen = tempfile.mkdtemp(prefix="orr-exf-pb-")
-    subprocess.run(["protoc", "-I", os.path.dirname(base.PROTO), "--python_out", gen,
-                    base.PROTO], check=True)
-    sys.path.insert(0, gen)
-    import halley_pb2
-    base.PB = halley_pb2
-    SHARED = tempfile.mkdtemp(prefix="orr-exf-pids-")
-    os.chmod(SHARED, 0o755)
-    P = orrery_it.Platform(base.BUILD, galaxies=0).__enter__()
-    base.P = P
+    base.PB = orrery_it.import_proto(base.PROTO, "halley_pb2")
     try:
+        SHARED = tempfile.mkdtemp(prefix="orr-exf-pids-")
+        os.chmod(SHARED, 0o755)
+        P = orrery_it.Platform(base.BUILD, galaxies=0).__enter__()
+        base.P = P
         P.start_galaxy({})
         P.add_user("root", "root-password-1", "admin")
         P.add_user("ann", "ann-password-1", "developer", teams=["etl"])  # makes team etl

@@ -34,7 +34,6 @@ import secrets
 import subprocess
 import sys
 import tarfile
-import tempfile
 import time
 import unittest
 import urllib.parse
@@ -121,12 +120,7 @@ def setUpModule():
     import grpc
     zk = orrery_it.require_env("ORRERY_ZK")
     admin = orrery_it.require_env("ORRERY_PG_DSN")
-    gen = tempfile.mkdtemp(prefix="orr-ext-pb-")
-    subprocess.run(["protoc", "-I", os.path.dirname(tx.PROTO), "--python_out", gen, tx.PROTO],
-                   check=True)
-    sys.path.insert(0, gen)
-    import halley_pb2
-    tx.PB = halley_pb2
+    tx.PB = orrery_it.import_proto(tx.PROTO, "halley_pb2")
     # The transfer's own database; the stack's password reaches wormhole only
     # through the data source kept (encrypted) in Halley.
     u = urllib.parse.urlsplit(admin)

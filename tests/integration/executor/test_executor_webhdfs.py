@@ -27,6 +27,7 @@ import hashlib
 import io
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -95,17 +96,12 @@ def wait_deployed(name, pkg_id, timeout=30.0):
 def setUpModule():
     import grpc
     zk = orrery_it.require_env("ORRERY_ZK")
-    gen = tempfile.mkdtemp(prefix="orr-exw-pb-")
-    subprocess.run(["protoc", "-I", os.path.dirname(tx.PROTO), "--python_out", gen, tx.PROTO],
-                   check=True)
-    sys.path.insert(0, gen)
-    import halley_pb2
-    tx.PB = halley_pb2
-    HDFS["dir"] = tempfile.mkdtemp(prefix="orr-exw-hdfs-")
-    HDFS["nn"], _, HDFS["stop"] = webhdfs_standin.start(HDFS["dir"])
-    HDFS["url"] = f"webhdfs://orrit@127.0.0.1:{HDFS['nn']}/orrery/blob?timeout_s=10"
-    tx.P = orrery_it.Platform(tx.BUILD, galaxies=0).__enter__()
+    tx.PB = orrery_it.import_proto(tx.PROTO, "halley_pb2")
     try:
+        HDFS["dir"] = tempfile.mkdtemp(prefix="orr-exw-hdfs-")
+        HDFS["nn"], _, HDFS["stop"] = webhdfs_standin.start(HDFS["dir"])
+        HDFS["url"] = f"webhdfs://orrit@127.0.0.1:{HDFS['nn']}/orrery/blob?timeout_s=10"
+        tx.P = orrery_it.Platform(tx.BUILD, galaxies=0).__enter__()
         tx.EX = WebHdfsExecutor(tx.P, zk)
         tx.P.start_galaxy({"ORRERY_GALAXY_ZK": zk,
                            "ORRERY_GALAXY_EXECUTOR_LOG_TOKEN": tx.EX.log_token,
@@ -124,6 +120,8 @@ def tearDownModule():
     tx.tearDownModule()
     if HDFS.get("stop"):
         HDFS["stop"]()
+    if HDFS.get("dir"):
+        shutil.rmtree(HDFS["dir"], ignore_errors=True)
 
 
 class WebHdfsBlobRoot(unittest.TestCase):

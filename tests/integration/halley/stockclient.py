@@ -139,7 +139,14 @@ class Halley:
     def __init__(self, build_dir, source_dir, extra_env=None, creds=None):
         self.build_dir, self.source_dir = build_dir, source_dir
         self.tmp = tempfile.mkdtemp(prefix="orr-stock-")
-        self.proc = None
+        self.proc = self.proxy = self.db = None
+        try:
+            self._start(extra_env, creds)
+        except BaseException:  # what was started is stopped, the folder removed
+            self.close(show_log=True)
+            raise
+
+    def _start(self, extra_env, creds):
         admin = os.environ.get("ORRERY_PG_DSN")
         if not admin:
             raise SystemExit("FAIL: ORRERY_PG_DSN is not set: start the stack "
@@ -164,7 +171,7 @@ class Halley:
             "ORRERY_HALLEY_PORT_FILE": os.path.join(self.tmp, "port"),
         })
         env.update(extra_env or {})
-        halleyd = os.path.join(build_dir, "bin", "halleyd")
+        halleyd = os.path.join(self.build_dir, "bin", "halleyd")
         subprocess.run([halleyd, "migrate"], env=env, check=True,
                        stdout=subprocess.DEVNULL)
         self.log = open(os.path.join(self.tmp, "halleyd.log"), "w")
@@ -220,7 +227,7 @@ class Halley:
                       timeout=timeout)
         return call
 
-    def close(self):
+    def close(self, show_log=False):
         if self.proc and self.proc.poll() is None:
             self.proc.terminate()
             try:
@@ -228,12 +235,14 @@ class Halley:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
-        self.proxy.cut()
-        try:
-            self._psql("DROP DATABASE IF EXISTS %s WITH (FORCE)" % self.db)
-        except subprocess.CalledProcessError:
-            pass
-        if failures:
+        if self.proxy:
+            self.proxy.cut()
+        if self.db:
+            try:
+                self._psql("DROP DATABASE IF EXISTS %s WITH (FORCE)" % self.db)
+            except subprocess.CalledProcessError:
+                pass
+        if failures or show_log:
             try:
                 sys.stdout.write(open(os.path.join(self.tmp, "halleyd.log")).read()[-4000:])
             except OSError:

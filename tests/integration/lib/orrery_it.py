@@ -8,7 +8,9 @@ command started (deploy/test.sh exports ORRERY_PG_DSN and friends):
         p.http("GET", "/api/v1/tasks", token=...)
 
 Every daemon runs on free loopback ports and is stopped by its pid; the test
-database is created for the run and dropped at the end. A missing stack is a
+database is created for the run and dropped at the end; the Platform's folder
+(the servers' logs) is removed when the test process exits, also after a
+failure, which prints the end of each log first. A missing stack is a
 failure, never a skip.
 
 Every answer http() gets is recorded (method, path, status); when a
@@ -18,6 +20,7 @@ static/openapi.json, so the document cannot fall behind what the routes
 really answer.
 """
 import atexit
+import importlib
 import json
 import os
 import re
@@ -152,16 +155,30 @@ def http(base, method, path, body=None, token=None, headers=None, raw=None, time
     return resp
 
 
-# Log folders of platforms that ended cleanly, removed when the test process
-# exits (a test may still read a log after its `with` block); a failed
-# platform keeps its folder and names it on stderr.
-_CLEAN_LOG_DIRS = []
+# Folders of platforms, removed when the test process exits, whether the
+# test passed or not (a test may still read a log after its `with` block);
+# a failed platform first prints the end of each log on stderr.
+_PLATFORM_DIRS = []
 
 
 @atexit.register
-def _drop_clean_logs():
-    for d in _CLEAN_LOG_DIRS:
+def _drop_platform_dirs():
+    for d in _PLATFORM_DIRS:
         shutil.rmtree(d, ignore_errors=True)
+
+
+def import_proto(proto, module):
+    """Compile proto with protoc into a temporary folder, import its
+    messages as module and remove the folder (the loaded module keeps
+    what it needs)."""
+    with tempfile.TemporaryDirectory(prefix="orr-pb-") as gen:
+        subprocess.run(["protoc", "-I", os.path.dirname(proto), "--python_out", gen, proto],
+                       check=True)
+        sys.path.insert(0, gen)
+        try:
+            return importlib.import_module(module)
+        finally:
+            sys.path.remove(gen)
 
 
 class Platform:
@@ -174,6 +191,7 @@ class Platform:
         self.procs = []
         self.galaxy_procs = []
         self.tmp = tempfile.mkdtemp(prefix="orr-it-")
+        _PLATFORM_DIRS.append(self.tmp)
         self.db = f"orr_it_{os.getpid()}_{secrets.token_hex(3)}"
         self.admin_dsn = require_env("ORRERY_PG_DSN")
         self.dsn = dsn_with_db(self.admin_dsn, self.db)
@@ -236,7 +254,7 @@ class Platform:
             for _ in range(self.n_galaxies):
                 self.start_galaxy()
         except BaseException:
-            self.__exit__(None, None, None)
+            self.__exit__(*sys.exc_info())
             raise
         return self
 
@@ -254,16 +272,24 @@ class Platform:
             psql(self.admin_dsn, f'DROP DATABASE IF EXISTS "{self.db}" WITH (FORCE)')
         except subprocess.CalledProcessError:
             pass
-        if exc[0] is None:
-            _CLEAN_LOG_DIRS.append(self.tmp)
-        else:
-            sys.stderr.write(f"orrery_it: the servers' logs are kept in {self.tmp}\n")
+        if exc[0] is not None:
+            self._print_log_tails()
         if exc[0] is None and SEEN:
             missing = undocumented_statuses(os.path.join(self.root, "static", "openapi.json"))
             if missing:
                 raise AssertionError("answers the OpenAPI document does not list: "
                                      + "; ".join(missing))
         return False
+
+    def _print_log_tails(self):
+        """The end of each server log on stderr: the folder does not outlive
+        the test process."""
+        try:
+            names = sorted(n for n in os.listdir(self.tmp) if n.endswith(".log"))
+            for name in names:
+                sys.stderr.write(f"---- orrery_it: {name} (end)\n{self.log(name)[-3000:]}\n")
+        except OSError:
+            pass
 
     def log(self, name):
         with open(os.path.join(self.tmp, name), "rb") as f:

@@ -115,9 +115,11 @@ def stop(proc):
 def main():
     zk = orrery_it.require_env("ORRERY_ZK")
     check(os.access(PROMTOOL, os.X_OK), f"{PROMTOOL} is installed (deploy/install-deps.sh)")
-    tmp = tempfile.mkdtemp(prefix="orr-metrics-")
-    os.chmod(tmp, 0o711)
-    with orrery_it.Platform(BUILD) as p:
+    # the daemons' folders, removed once the Platform stopped them, also when
+    # a check raised
+    with tempfile.TemporaryDirectory(prefix="orr-metrics-", ignore_cleanup_errors=True) as tmp, \
+            orrery_it.Platform(BUILD) as p:
+        os.chmod(tmp, 0o711)
         # ---- halleyd
         hport = p.halley_metrics_port
         orrery_it.wait_port(hport, p.procs[0], "halleyd metrics")

@@ -176,8 +176,10 @@ def starter(p, what, args, env, log_path, ports):
 
 def main():
     zk = orrery_it.require_env("ORRERY_ZK")
-    tmp = tempfile.mkdtemp(prefix="orr-rebind-")
-    with orrery_it.Platform(BUILD) as p:
+    # the daemons' folders, removed once the Platform stopped them, also when
+    # a check raised
+    with tempfile.TemporaryDirectory(prefix="orr-rebind-", ignore_cleanup_errors=True) as tmp, \
+            orrery_it.Platform(BUILD) as p:
         # ---- halleyd: gRPC and /metrics. The Platform's halleyd is stopped
         # first, so the test owns the only copy on these ports.
         hl = p.procs[0]

@@ -35,6 +35,7 @@ T=$(mktemp -d /tmp/sort-catchup.XXXXXX)
 pids=()
 cleanup() {
     for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
+    for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
     rcli DEL "$KEY" "$RAW" "$HK.0" >/dev/null 2>&1 || true
     rm -rf "$T"
 }

@@ -48,12 +48,12 @@ cleanup() {
     for k in "${!pid[@]}"; do
         kill -CONT "${pid[$k]}" 2>/dev/null || true
         kill -9 "${pid[$k]}" 2>/dev/null || true
+        wait "${pid[$k]}" 2>/dev/null || true
     done
     rcli DEL "$RAW" "$RAW2" "$HK.0" "$HK.1" >/dev/null 2>&1 || true
-    rm -rf "$T"
+    [ -n "${SORT_KEEP:-}" ] && echo "kept $T" || rm -rf "$T"
 }
 trap cleanup EXIT
-[ -n "${SORT_KEEP:-}" ] && trap - EXIT
 
 # Two halves over the same three hours (so every unit gets records of both):
 # ids 0..HALF-1 for stream A, HALF..N-1 for stream B.

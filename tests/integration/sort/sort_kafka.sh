@@ -25,7 +25,7 @@ T=$(mktemp -d /tmp/sort-kafka.XXXXXX)
 mpid=
 cleanup() {
     touch "$T/stop"
-    [ -n "${pid:-}" ] && kill -9 "$pid" 2>/dev/null || true
+    [ -n "${pid:-}" ] && kill -9 "$pid" 2>/dev/null && wait "$pid" 2>/dev/null || true
     [ -n "$mpid" ] && wait "$mpid" 2>/dev/null || true
     rm -rf "$T"
 }

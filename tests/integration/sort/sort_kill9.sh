@@ -24,7 +24,7 @@ ROUNDS=${SORT_KILL_ROUNDS:-6}
 T=$(mktemp -d /tmp/sort-kill9.XXXXXX)
 pid=
 cleanup() {
-    [ -n "$pid" ] && kill -9 "$pid" 2>/dev/null || true
+    [ -n "$pid" ] && kill -9 "$pid" 2>/dev/null && wait "$pid" 2>/dev/null || true
     rm -rf "$T"
 }
 trap cleanup EXIT

@@ -31,7 +31,7 @@ BASE=${BASE%/*}
 export SORT_PG_TEST_DSN="$BASE/$DB"
 pid=
 cleanup() {
-    [ -n "$pid" ] && kill -9 "$pid" 2>/dev/null || true
+    [ -n "$pid" ] && kill -9 "$pid" 2>/dev/null && wait "$pid" 2>/dev/null || true
     psql -q "$ORRERY_PG_DSN" -c "DROP DATABASE IF EXISTS $DB" >/dev/null 2>&1 || true
     rm -rf "$T"
 }

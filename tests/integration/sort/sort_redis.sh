@@ -19,7 +19,7 @@ N=${SORT_REDIS_RECORDS:-30000}
 KEY="orr-it-sort-$$"
 T=$(mktemp -d /tmp/sort-redis.XXXXXX)
 cleanup() {
-    [ -n "${pid:-}" ] && kill -9 "$pid" 2>/dev/null || true
+    [ -n "${pid:-}" ] && kill -9 "$pid" 2>/dev/null && wait "$pid" 2>/dev/null || true
     rcli DEL "$KEY" >/dev/null 2>&1 || true
     rm -rf "$T"
 }

@@ -33,12 +33,11 @@ KEY="orr-it-sortpk-$$"
 T=$(mktemp -d /tmp/sort-packs.XXXXXX)
 pid=
 cleanup() {
-    [ -n "$pid" ] && kill -9 "$pid" 2>/dev/null || true
+    [ -n "$pid" ] && kill -9 "$pid" 2>/dev/null && wait "$pid" 2>/dev/null || true
     rcli DEL "$KEY" >/dev/null 2>&1 || true
-    rm -rf "$T"
+    [ -n "${SORT_KEEP:-}" ] && echo "kept $T" || rm -rf "$T"
 }
 trap cleanup EXIT
-[ -n "${SORT_KEEP:-}" ] && trap - EXIT
 
 "$GEN" --out "$T/in" --records "$N" --files 3 --ifaces 11 --span 10800 >/dev/null
 cat >"$T/spec.json" <<JSON

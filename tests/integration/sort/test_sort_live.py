@@ -95,6 +95,8 @@ class SortLive(unittest.TestCase):
             P.add_user("root", "root-password-1", "admin")
             tok = P.login("root", "root-password-1")
             T = tempfile.mkdtemp(prefix="sort-live-")
+            if not os.environ.get("SORT_KEEP"):
+                self.addCleanup(shutil.rmtree, T, True)
             inp, blob = os.path.join(T, "in"), os.path.join(T, "blob")
             os.makedirs(inp)
             write_records(os.path.join(inp, "a-0001.log"), 0, 10000, 3 * 3600 * 2)
@@ -204,8 +206,6 @@ class SortLive(unittest.TestCase):
                     rc = sortd.wait()
                 out.close()
                 err.close()
-                if not os.environ.get("SORT_KEEP"):
-                    self.addCleanup(shutil.rmtree, T, True)
             self.assertEqual(rc, 0, open(os.path.join(T, "sortd.err")).read()[-2000:])
             lines = [json.loads(x) for x in open(os.path.join(T, "sortd.out")) if x.strip()]
             self.assertEqual([(x["stream"], x["version"]) for x in lines],

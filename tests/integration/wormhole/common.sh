@@ -27,6 +27,7 @@ wh_it_setup() {
 	MY_TABLES=()
 	PIDS=() # processes a case started in the background
 	JOBS=() # jobs whose split records are dropped at exit
+	trap wh_it_cleanup EXIT
 	# mysql://user:password@host:port/db
 	if [[ ! $ORRERY_MYSQL_DSN =~ ^mysql://([^:]+):([^@]*)@([^:/]+):([0-9]+)/([^?]+) ]]; then
 		echo "cannot parse ORRERY_MYSQL_DSN" >&2
@@ -34,7 +35,6 @@ wh_it_setup() {
 	fi
 	MY_USER=${BASH_REMATCH[1]} MY_PASS=${BASH_REMATCH[2]} MY_HOST=${BASH_REMATCH[3]}
 	MY_PORT=${BASH_REMATCH[4]} MY_DB=${BASH_REMATCH[5]}
-	trap wh_it_cleanup EXIT
 }
 
 pg() { PGOPTIONS=--client-min-messages=warning psql "$ORRERY_PG_DSN" -X -q -v ON_ERROR_STOP=1 -At "$@"; }
@@ -47,6 +47,7 @@ myt() { MY_TABLES+=("$1"); }
 wh_it_cleanup() {
 	local t p j
 	for p in "${PIDS[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
+	for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done # none writes into $TMP now
 	if declare -F wh_it_cleanup_extra >/dev/null; then wh_it_cleanup_extra || true; fi
 	for t in "${PG_TABLES[@]}"; do pg -c "DROP TABLE IF EXISTS $t, ${t}__wh_stage CASCADE" 2>/dev/null || true; done
 	for t in "${PG_TYPES[@]}"; do pg -c "DROP TYPE IF EXISTS $t CASCADE" 2>/dev/null || true; done
