@@ -23,11 +23,33 @@ int hlt_passed, hlt_failed;
 static int hlt__db_seq;
 
 /* Servers still running when the test exits (an exit() on a fatal setup
- * error included) are killed, so no halleyd outlives its test. */
+ * error included) are killed, so no halleyd outlives its test; then the log
+ * and port files of every server it started are removed, each log printed
+ * on stderr first when a check failed. */
 #define HLT_MAX_SERVERS 16
 static pid_t hlt__pids[HLT_MAX_SERVERS];
+static int hlt__servers; /* servers started: files /tmp/halley_it_<pid>_<1..n>.* */
 
-static void hlt__kill_leftovers(void)
+static void hlt__server_file(char *buf, size_t size, int seq, const char *ext)
+{
+    snprintf(buf, size, "/tmp/halley_it_%d_%d.%s", (int)getpid(), seq, ext);
+}
+
+static void hlt__print_log_end(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return;
+    char buf[3000];
+    long end = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : 0;
+    if (fseek(f, end > (long)sizeof buf ? end - (long)sizeof buf : 0, SEEK_SET) != 0)
+        rewind(f);
+    size_t n = fread(buf, 1, sizeof buf, f);
+    fclose(f);
+    fprintf(stderr, "---- %s (end)\n%.*s\n", path, (int)n, buf);
+}
+
+static void hlt__at_exit(void)
 {
     for (int i = 0; i < HLT_MAX_SERVERS; i++)
         if (hlt__pids[i] > 0) {
@@ -35,13 +57,22 @@ static void hlt__kill_leftovers(void)
             waitpid(hlt__pids[i], NULL, 0);
             hlt__pids[i] = 0;
         }
+    for (int seq = 1; seq <= hlt__servers; seq++) {
+        char path[256];
+        hlt__server_file(path, sizeof path, seq, "log");
+        if (hlt_failed)
+            hlt__print_log_end(path);
+        unlink(path);
+        hlt__server_file(path, sizeof path, seq, "port");
+        unlink(path);
+    }
 }
 
 static void hlt__track(pid_t pid, int add)
 {
     static int registered;
     if (!registered) {
-        atexit(hlt__kill_leftovers);
+        atexit(hlt__at_exit);
         registered = 1;
     }
     for (int i = 0; i < HLT_MAX_SERVERS; i++)
@@ -198,10 +229,10 @@ int hlt_migrate(const char *dsn)
 
 int hlt_start(hlt_server *s, const char *dsn, const char *const *extra_env, int *exit_code)
 {
-    static int seq;
     memset(s, 0, sizeof *s);
-    snprintf(s->port_file, sizeof s->port_file, "/tmp/halley_it_%d_%d.port", (int)getpid(), ++seq);
-    snprintf(s->log_file, sizeof s->log_file, "/tmp/halley_it_%d_%d.log", (int)getpid(), seq);
+    hlt__servers++;
+    hlt__server_file(s->port_file, sizeof s->port_file, hlt__servers, "port");
+    hlt__server_file(s->log_file, sizeof s->log_file, hlt__servers, "log");
     unlink(s->port_file);
     s->pid = hlt__spawn("serve", dsn, s->port_file, s->log_file, extra_env);
     hlt__track(s->pid, 1);
@@ -223,7 +254,8 @@ int hlt_start(hlt_server *s, const char *dsn, const char *const *extra_env, int 
         }
         hlt__sleep_ms(50);
     }
-    fprintf(stderr, "halleyd did not come up; log in %s\n", s->log_file);
+    fprintf(stderr, "halleyd did not come up\n");
+    hlt__print_log_end(s->log_file);
     hlt_stop(s);
     return -1;
 }

@@ -4,8 +4,10 @@
  * Each test binary creates a fresh database (halley_test_<pid>_<n>) through
  * ORRERY_PG_DSN, starts real halleyd processes against it (port 0, settings
  * through ORRERY_HALLEY_* variables, ports read back from a port file), calls
- * them through the orr_rpc client, and drops the database at the end. Without
- * ORRERY_PG_DSN a test fails with a message saying so: it never skips.
+ * them through the orr_rpc client, and drops the database at the end. The
+ * servers' log files are removed when the test exits, each printed on stderr
+ * first when a check failed. Without ORRERY_PG_DSN a test fails with a
+ * message saying so: it never skips.
  *
  * HLT_CHECK records a failure and goes on; hlt_finish prints
  * "N passed, N failed" and returns the exit code.

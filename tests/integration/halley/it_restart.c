@@ -43,6 +43,23 @@ static int stack_cmd(const char *what, char *out, size_t n)
     return pclose(p);
 }
 
+/* Stops the private stack and removes its var dir, printing the launcher's
+ * errors first when why is set. */
+static void stack_remove(const char *why)
+{
+    char cmd[600];
+    stack_cmd("stop", NULL, 0);
+    if (why) {
+        fprintf(stderr, "FAIL: %s; %s/stack.err:\n", why, var_dir);
+        snprintf(cmd, sizeof cmd, "cat '%s/stack.err' >&2", var_dir);
+        if (system(cmd) != 0)
+            fprintf(stderr, "(no stack.err)\n");
+    }
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", var_dir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "could not remove %s\n", var_dir);
+}
+
 /* A port in 20000..29999 that nothing listens on (pg takes base + 0). */
 static int free_port_base(void)
 {
@@ -108,16 +125,15 @@ int main(void)
     char cmd[600];
     snprintf(cmd, sizeof cmd, "mkdir -p '%s'", var_dir);
     if (system(cmd) != 0 || stack_cmd("start", NULL, 0) != 0) {
-        fprintf(stderr, "FAIL: cannot start a private PostgreSQL with %s (see %s/stack.err)\n",
-                stack, var_dir);
+        snprintf(cmd, sizeof cmd, "cannot start a private PostgreSQL with %s", stack);
+        stack_remove(cmd);
         return 1;
     }
     char env[2048] = "";
     stack_cmd("env", env, sizeof env);
     char *dsn = strstr(env, "ORRERY_PG_DSN=");
     if (!dsn) {
-        fprintf(stderr, "FAIL: stack.sh env gave no ORRERY_PG_DSN\n");
-        stack_cmd("stop", NULL, 0);
+        stack_remove("stack.sh env gave no ORRERY_PG_DSN");
         return 1;
     }
     dsn += strlen("ORRERY_PG_DSN=");
@@ -222,9 +238,6 @@ int main(void)
     HLT_CHECK(hlt_stop(&s) == 0, "halleyd exits cleanly");
 out:
     hlt_db_drop(&db);
-    stack_cmd("stop", NULL, 0);
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", var_dir);
-    if (system(cmd) != 0)
-        fprintf(stderr, "could not remove %s\n", var_dir);
+    stack_remove(NULL);
     return hlt_finish("halley_it_restart");
 }
