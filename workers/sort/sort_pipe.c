@@ -7,6 +7,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -78,8 +79,9 @@ static int pipe_mkdirs(const char *path)
     return mkdir(tmp, 0755) != 0 && errno != EEXIST ? -1 : 0;
 }
 
-/* Staging files of a previous run hold nothing committed: remove them. */
-static void pipe_wipe_work(const char *dir)
+/* Staging files of a previous run hold nothing committed: remove them, and
+ * the writers' folders they are in (depth 1). */
+static void pipe_wipe_work(const char *dir, int depth)
 {
     DIR *d = opendir(dir);
     if (!d)
@@ -88,7 +90,13 @@ static void pipe_wipe_work(const char *dir)
     while ((de = readdir(d)) != NULL) {
         if (de->d_name[0] == '.')
             continue;
-        unlinkat(dirfd(d), de->d_name, 0);
+        if (unlinkat(dirfd(d), de->d_name, 0) == 0 || errno != EISDIR || depth == 0)
+            continue;
+        char sub[4400];
+        if (snprintf(sub, sizeof sub, "%s/%s", dir, de->d_name) >= (int)sizeof sub)
+            continue;
+        pipe_wipe_work(sub, depth - 1); /* a writer's folder (sort_writer.h) */
+        unlinkat(dirfd(d), de->d_name, AT_REMOVEDIR);
     }
     closedir(d);
 }
@@ -421,7 +429,7 @@ orr_status sort_pipe_run(const sort_pipe_cfg *cfg, sort_pipe_stats *stats, orr_e
     if (pipe_mkdirs(p->work) != 0 || pipe_mkdirs(cfg->state_dir) != 0)
         return orr_err_set(err, ORR_EIO, "work_dir", "cannot create %s or %s: %s", p->work,
                            cfg->state_dir, strerror(errno));
-    pipe_wipe_work(p->work);
+    pipe_wipe_work(p->work, 1);
 
     p->vals = orr_xcalloc(SORT_MAX_FIELDS, sizeof *p->vals);
     p->env = (sort_sink_env){.cfg = cfg,

@@ -2,11 +2,13 @@
  * sort_writer.c - writer threads (see sort_writer.h for the contract).
  *
  * Open files form an LRU list (head = most recently appended). Each open
- * file is an lzop writer on <work>/w<writer>-<seq>.lzo that borrows the
+ * file is an lzop writer on <work>/w<writer>/<seq>.lzo that borrows the
  * writer thread's one compression scratch (orr_lzop_scratch): it holds only
  * its pending block (at most block_size bytes, grown as input arrives), and
  * each full block is compressed and written to the file at once. Every byte
- * is written once, compressed.
+ * is written once, compressed. Each writer creates its files in a folder of
+ * its own: creating a file locks its folder, and with one folder for all
+ * the writers spun on each other's creations.
  *
  * Rolled files wait in a landing batch (their lzop trailer and index are
  * written, nothing is synced). After each pack, if the landing thread
@@ -26,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -323,7 +326,7 @@ static orr_status wr_open_file(sort_writer *w, const sort_pent *e, sort_ufile **
     f->partition = e->partition;
     f->first = e->off;
     f->opened_ms = wr_now_ms();
-    snprintf(f->path, sizeof f->path, "%s/w%d-%" PRIu64 ".lzo", w->work_dir, w->index, w->seq++);
+    snprintf(f->path, sizeof f->path, "%s/%" PRIu64 ".lzo", w->dir, w->seq++);
     orr_lzop_opts o = {
         .name = e->unit->label,
         .mtime = (int64_t)time(NULL),
@@ -538,7 +541,11 @@ orr_status sort_writer_start(sort_writer *w, int idx, const sort_spec *spec,
     w->spec = spec;
     w->fmt = fmt;
     w->blob = blob;
-    w->work_dir = work_dir;
+    if (snprintf(w->dir, sizeof w->dir, "%s/w%d", work_dir, idx) >= (int)sizeof w->dir)
+        return orr_err_set(err, ORR_EINVAL, "work_dir", "path too long: %s", work_dir);
+    if (mkdir(w->dir, 0755) != 0 && errno != EEXIST)
+        return orr_err_set(err, ORR_EIO, "work_dir", "cannot create %s: %s", w->dir,
+                           strerror(errno));
     w->max_open = max_open ? max_open : 1;
     w->pool = pool;
     w->landings = landings;

@@ -91,7 +91,7 @@ typedef struct sort_writer {
     const sort_spec *spec;
     const sort_format_ops *fmt;
     orr_blob *blob;
-    const char *work_dir;
+    char dir[448]; /* <work>/w<index>: this writer's files until they land */
     size_t max_open;
     sort_queue in;
     sort_queue *pool;

@@ -386,13 +386,51 @@ static void test_reads_cut_records(void **state)
     tdir_remove(&t);
 }
 
+/* Each writer stages its files in a folder of its own (<work>/<stem>/w<I>);
+ * what a crashed run left there, or in the folder of a writer the next run
+ * no longer has, is removed at the start and lands nowhere. */
+static void test_staging_folders(void **state)
+{
+    (void)state;
+    tdir t;
+    tdir_make(&t);
+    write_file(t.in, "001.jsonl", "{\"if\":\"a\",\"ts\":1714557600}\n");
+    sort_spec *s = make_spec(&t, ",\"check\":{\"clock\":\"data\",\"grace_ms\":0}");
+    sort_pipe_stats st = run(&t, s, 2, 16);
+    assert_int_equal(st.records_out, 1);
+    char p[512];
+    struct stat sb;
+    for (int w = 0; w < 2; w++) {
+        snprintf(p, sizeof p, "%s/t/w%d", t.work, w);
+        assert_int_equal(stat(p, &sb), 0);
+        assert_true(S_ISDIR(sb.st_mode));
+    }
+    /* leftovers of a crash: a half-written file of writer 0, and writer 5's
+     * folder with a file (a run with six writers) */
+    snprintf(p, sizeof p, "%s/t/w0", t.work);
+    write_file(p, "7.lzo", "half a file");
+    snprintf(p, sizeof p, "%s/t/w5", t.work);
+    assert_int_equal(mkdir(p, 0755), 0);
+    write_file(p, "3.lzo", "half a file");
+    write_file(t.in, "002.jsonl", "{\"if\":\"a\",\"ts\":1714557601}\n");
+    st = run(&t, s, 2, 16);
+    assert_int_equal(st.records_out, 1);
+    snprintf(p, sizeof p, "%s/t/w0/7.lzo", t.work);
+    assert_int_equal(stat(p, &sb), -1);
+    snprintf(p, sizeof p, "%s/t/w5", t.work);
+    assert_int_equal(stat(p, &sb), -1);
+    size_t nf;
+    assert_int_equal(unit_records(&t, "biz/a/2024050110", &nf), 2);
+    sort_spec_free(s);
+    tdir_remove(&t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_land_reject_check),
-        cmocka_unit_test(test_late_amend_and_drop),
-        cmocka_unit_test(test_lru_and_split),
-        cmocka_unit_test(test_reads_cut_records),
+        cmocka_unit_test(test_land_reject_check), cmocka_unit_test(test_late_amend_and_drop),
+        cmocka_unit_test(test_lru_and_split),     cmocka_unit_test(test_reads_cut_records),
+        cmocka_unit_test(test_staging_folders),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
