@@ -71,7 +71,7 @@ static const orr_cfg_key sortd_schema[] = {
     {"sort", "redis", ORR_CFG_STRING, "127.0.0.1:6379", 0, 0, 0,
      "Redis host:port for redis sources that name none"},
     {"sort", "writers", ORR_CFG_INT, "2", 0, 1, 64, "writer threads"},
-    {"sort", "packs", ORR_CFG_INT, "32", 0, 2, 4096,
+    {"sort", "packs", ORR_CFG_INT, "128", 0, 2, 4096,
      "packs in flight (flow-control bound: the source pauses when all are in use)"},
     {"sort", "pack_size", ORR_CFG_SIZE, "1m", 0, 4096, 64LL << 20, "bytes per pack"},
     {"sort", "max_open_units", ORR_CFG_INT, "2048", 0, 1, 1000000,

@@ -12,7 +12,10 @@ one name added up):
   CPU        user + system seconds (the first thread is named main);
   run queue  seconds runnable but waiting for a core (the machine's load);
   slept      seconds neither running nor runnable: waiting for another
-             thread, a lock, a pack, or I/O.
+             thread, a lock, a pack, or I/O;
+
+and the wall time, the machine's idle core-seconds during the run and the
+command's peak RSS.
 
 --timeline  also one line per half second: the cores each thread used and
             the machine's idle cores (idle + iowait from /proc/stat), which
@@ -99,7 +102,7 @@ def main():
     stack_count = collections.Counter()
     idle0 = prev_idle = machine_idle()
     prev_cpu, prev_t = {}, start
-    n = 0
+    n, hwm = 0, 0
     while proc.poll() is None and n < MAX_SAMPLES:
         n += 1
         now = time.monotonic()
@@ -108,6 +111,13 @@ def main():
             first.setdefault(tid, (now,) + v)
             last[tid] = (now,) + v
         stack_count.update(stacks)
+        try:
+            with open(f'/proc/{proc.pid}/status') as fh:
+                for ln in fh:
+                    if ln.startswith('VmHWM:'):
+                        hwm = max(hwm, int(ln.split()[1]))
+        except (OSError, ValueError):
+            pass
         if timeline and now - prev_t >= 0.5:
             per = collections.defaultdict(float)
             for tid, v in last.items():
@@ -130,7 +140,7 @@ def main():
         r[1] += q1
         r[2] += max(0.0, (t1 - t0) - (on1 - on0) - (q1 - q0))
     print(f'wall {wall:.2f} s, machine idle {machine_idle() - idle0:.2f} core-seconds, '
-          f'load {os.getloadavg()[0]:.2f}, exit {rc}')
+          f'peak RSS {hwm / 1024:.0f} MB, load {os.getloadavg()[0]:.2f}, exit {rc}')
     for name, (cpu, queue, slept) in rows.items():
         print(f'  {name:16s} CPU {cpu:6.2f} s  run queue {queue:6.2f} s  slept {slept:6.2f} s')
     print(f'  all threads CPU {sum(r[0] for r in rows.values()):.2f} s')
