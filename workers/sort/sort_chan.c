@@ -71,12 +71,17 @@ size_t sort_queue_len(sort_queue *q)
     return n;
 }
 
+size_t sort_pack_need(uint32_t len)
+{
+    return sizeof(sort_pent) + len + ((8 - (len & 7)) & 7);
+}
+
 void sort_pack_add(sort_pack *p, sort_unit *u, uint32_t split, uint32_t partition, sort_off off,
                    const void *rec, uint32_t len)
 {
     sort_pent h = {u, off, partition, split, len, 0};
     size_t pad = (8 - (len & 7)) & 7;
-    orr_buf_reserve(&p->data, sizeof h + len + pad);
+    orr_buf_reserve(&p->data, sort_pack_need(len));
     memcpy(p->data.data + p->data.len, &h, sizeof h);
     memcpy(p->data.data + p->data.len + sizeof h, rec, len);
     memset(p->data.data + p->data.len + sizeof h + len, 0, pad);

@@ -610,7 +610,7 @@ static const orr_daemon_def sortd_daemon = {
 
 int main(int argc, char **argv)
 {
-    /* A stream's buffers (packs of up to twice pack_size, unit files'
+    /* A stream's buffers (packs of up to pack_size, unit files'
      * blocks, batches) are allocated, freed and allocated again all day:
      * keep them in the heap. glibc otherwise maps every buffer of 128 KiB or
      * more on its own and unmaps it when freed, so each one is faulted in

@@ -3,7 +3,9 @@
  * per-record (sparse) offsets round trip and are checked, packs without them
  * number records from first_offset, the spec's "packs" switch, and the
  * duplicate filter (sort_unit_accept) that drops a producer's replay, and
- * the unit table's lookup.
+ * the unit table's lookup. Also the writers' data packs: sort_pack_need is
+ * what a record adds to one (the files sink sends a pack before a record
+ * would take it past pack_size).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -15,6 +17,7 @@
 #include <cmocka.h>
 
 #include "orr_pack.h"
+#include "sort_chan.h"
 #include "sort_spec.h"
 #include "sort_unit.h"
 
@@ -242,6 +245,35 @@ static void test_units_lookup(void **state)
     sort_spec_free(s);
 }
 
+static void test_data_pack_need(void **state)
+{
+    (void)state;
+    static const uint32_t lens[] = {0, 1, 7, 8, 9, 15, 16, 100, 4095, 70000};
+    char rec[70000];
+    memset(rec, 'r', sizeof rec);
+    sort_pack p;
+    memset(&p, 0, sizeof p);
+    size_t want = 0;
+    for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++) {
+        size_t need = sort_pack_need(lens[i]);
+        assert_true(need >= lens[i] && need % 8 == 0);
+        sort_pack_add(&p, NULL, 0, 0, (sort_off){0, i}, rec, lens[i]);
+        want += need;
+        assert_int_equal(p.data.len, want);
+    }
+    /* and every record reads back with its length */
+    size_t cur = 0, i = 0;
+    const char *r;
+    const sort_pent *e;
+    while ((e = sort_pack_next(&p, &cur, &r)) != NULL) {
+        assert_int_equal(e->len, lens[i]);
+        assert_int_equal(e->off.lo, i);
+        i++;
+    }
+    assert_int_equal(i, sizeof lens / sizeof lens[0]);
+    orr_buf_free(&p.data);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -251,6 +283,7 @@ int main(void)
         cmocka_unit_test(test_spec_packs),
         cmocka_unit_test(test_accept_drops_replays),
         cmocka_unit_test(test_units_lookup),
+        cmocka_unit_test(test_data_pack_need),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

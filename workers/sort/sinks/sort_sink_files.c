@@ -324,6 +324,13 @@ static orr_status files_add(void *state, const sort_sink_rec *r, orr_err *err)
     }
     int wi = (int)((u->hash + split) % (uint64_t)f->nw);
     sort_pack *k = files_pack(f, wi);
+    if (k->data.len > 0 && k->data.len + sort_pack_need(r->len) > f->env->cfg->pack_bytes) {
+        /* The record starts the next pack: a pack never outgrows pack_size
+         * (its buffer, kept in the pool, would double past it), unless one
+         * record alone is larger. */
+        files_send(f, wi);
+        k = files_pack(f, wi);
+    }
     sort_pack_add(k, u, split, r->partition, r->off, r->rec, r->len);
     st->records_out++;
     if (k->data.len >= f->env->cfg->pack_bytes)
