@@ -102,8 +102,13 @@ def main():
     stack_count = collections.Counter()
     idle0 = prev_idle = machine_idle()
     prev_cpu, prev_t = {}, start
-    n, hwm = 0, 0
-    while proc.poll() is None and n < MAX_SAMPLES:
+    n = 0
+    status = usage = None
+    while n < MAX_SAMPLES:
+        pid, st, ru = os.wait4(proc.pid, os.WNOHANG)
+        if pid:
+            status, usage = st, ru  # reaped here: its rusage has the peak RSS
+            break
         n += 1
         now = time.monotonic()
         cur, stacks = sample(proc.pid, waits)
@@ -111,13 +116,6 @@ def main():
             first.setdefault(tid, (now,) + v)
             last[tid] = (now,) + v
         stack_count.update(stacks)
-        try:
-            with open(f'/proc/{proc.pid}/status') as fh:
-                for ln in fh:
-                    if ln.startswith('VmHWM:'):
-                        hwm = max(hwm, int(ln.split()[1]))
-        except (OSError, ValueError):
-            pass
         if timeline and now - prev_t >= 0.5:
             per = collections.defaultdict(float)
             for tid, v in last.items():
@@ -129,8 +127,13 @@ def main():
                   flush=True)
             prev_cpu, prev_t, prev_idle = dict(per), now, idle
         time.sleep(PERIOD)
-    rc = proc.wait()
+    if status is None:
+        _, status, usage = os.wait4(proc.pid, 0)
     wall = time.monotonic() - start
+    rc = os.waitstatus_to_exitcode(status)
+    proc.returncode = rc  # reaped with wait4, not by Popen
+    if rc < 0:
+        rc = 128 - rc  # killed by a signal, as a shell reports it
     rows = collections.OrderedDict()
     for tid in sorted(first, key=lambda t: first[t][0]):
         t0, name, cpu0, on0, q0, _ = first[tid]
@@ -140,7 +143,7 @@ def main():
         r[1] += q1
         r[2] += max(0.0, (t1 - t0) - (on1 - on0) - (q1 - q0))
     print(f'wall {wall:.2f} s, machine idle {machine_idle() - idle0:.2f} core-seconds, '
-          f'peak RSS {hwm / 1024:.0f} MB, load {os.getloadavg()[0]:.2f}, exit {rc}')
+          f'peak RSS {usage.ru_maxrss / 1024:.0f} MB, load {os.getloadavg()[0]:.2f}, exit {rc}')
     for name, (cpu, queue, slept) in rows.items():
         print(f'  {name:16s} CPU {cpu:6.2f} s  run queue {queue:6.2f} s  slept {slept:6.2f} s')
     print(f'  all threads CPU {sum(r[0] for r in rows.values()):.2f} s')

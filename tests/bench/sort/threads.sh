@@ -26,4 +26,4 @@ bench_spec "$IN" UTC true >"$T/spec.json"
 # shellcheck disable=SC2086 # options are words
 ORRERY_SORT_WORK_DIR=$T/work ORRERY_SORT_STATE_DIR=$T/state ORRERY_SORT_BLOB_ROOT=file://$T/blob \
     ORRERY_LOG_LEVEL=warn python3 "$(dirname "$0")/threads.py" ${SORT_THREADS_OPTS:-} \
-    --out "$T/sortd.out" -- "$SORTD" run --stream "$T/spec.json"
+    --out "$T/sortd.out" -- "$SORTD" run --stream "$T/spec.json" 2>"$T/sortd.err"
