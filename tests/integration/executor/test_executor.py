@@ -43,6 +43,7 @@ GRPC = None
 EX = None
 TOKEN = None
 COUNTER = [0]
+FAILED = [False]  # a test failed: tearDownModule prints executord's log
 
 
 def pids_of(pattern):
@@ -115,6 +116,11 @@ class Executor:
             with open(os.path.join(self.dir, f"executord-{i}.log"), "rb") as f:
                 text += f.read().decode("utf-8", "replace")
         return text
+
+    def print_log_tail(self):
+        """The end of executord's log over all its lives on stderr, for a
+        failed test: the folder is removed next."""
+        sys.stderr.write(f"---- {self.id}: executord's log (end)\n{self.daemon_log()[-3000:]}\n")
 
     def get_log(self, instance, attempt=1, token="default", query=""):
         url = f"http://127.0.0.1:{self.port}/logs/{instance}/{attempt}{query}"
@@ -216,6 +222,16 @@ def cgroup_dir(iid, attempt=1):
     return f"/sys/fs/cgroup/pids/orrery-it/{EX.id}/{iid}-{attempt}"
 
 
+class NotesFailure(unittest.TestCase):
+    """A test case whose failure sets FAILED[0]."""
+
+    def run(self, result=None):
+        result = super().run(result)
+        if not result.wasSuccessful():
+            FAILED[0] = True
+        return result
+
+
 def setUpModule():
     global P, PB, GRPC, EX, TOKEN
     import grpc
@@ -234,6 +250,7 @@ def setUpModule():
         GRPC = grpc.insecure_channel(f"127.0.0.1:{P.halley_port}")
         EX.start()
     except BaseException:
+        FAILED[0] = True
         tearDownModule()
         raise
 
@@ -241,6 +258,8 @@ def setUpModule():
 def tearDownModule():
     if EX:
         EX.stop()
+        if FAILED[0] and EX.n:
+            EX.print_log_tail()
         for ctl in ("memory", "pids", "cpu", "freezer", "unified"):
             try:  # the executor's (now empty) parent group
                 os.rmdir(f"/sys/fs/cgroup/{ctl}/orrery-it/{EX.id}")
@@ -253,7 +272,7 @@ def tearDownModule():
         P.__exit__(None, None, None)
 
 
-class Executord(unittest.TestCase):
+class Executord(NotesFailure):
     def test_a_registers_card_in_zookeeper(self):
         deadline = time.time() + 15
         out = None

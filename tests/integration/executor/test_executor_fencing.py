@@ -358,6 +358,7 @@ def setUpModule():
         base.TOKEN = P.login("root", "root-password-1")
         base.GRPC = grpc.insecure_channel(f"127.0.0.1:{P.halley_port}")
     except BaseException:
+        base.FAILED[0] = True
         tearDownModule()
         raise
 
@@ -375,6 +376,8 @@ def tearDownModule():
     for ex in EXECUTORS:
         ex.stop()
         log = ex.daemon_log() if ex.n else ""
+        if base.FAILED[0] and ex.n:
+            ex.print_log_tail()
         if "Sanitizer" in log or "runtime error:" in log:
             sanitizer.append(f"{ex.id}:\n{log[-4000:]}")
         for ctl in ("memory", "pids", "cpu", "freezer", "unified"):
@@ -393,7 +396,7 @@ def tearDownModule():
         raise AssertionError("a sanitizer reported in executord's log:\n" + "\n".join(sanitizer))
 
 
-class Fencing(unittest.TestCase):
+class Fencing(base.NotesFailure):  # a failure: tearDownModule prints executord's logs
     @contextlib.contextmanager
     def diagnosed(self, ex, pids):
         """Any failure inside (an assertion, a wait that ran out, an executord

@@ -44,9 +44,13 @@ static int stack_cmd(const char *what, char *out, size_t n)
 }
 
 /* Stops the private stack and removes its var dir, printing the launcher's
- * errors first when why is set. */
+ * errors first when why is set. Once only: it also runs at exit. */
 static void stack_remove(const char *why)
 {
+    static int removed;
+    if (removed)
+        return;
+    removed = 1;
     char cmd[600];
     stack_cmd("stop", NULL, 0);
     if (why) {
@@ -58,6 +62,14 @@ static void stack_remove(const char *why)
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", var_dir);
     if (system(cmd) != 0)
         fprintf(stderr, "could not remove %s\n", var_dir);
+}
+
+/* At exit, also an exit(1) of an hlt helper on a fatal error: registered
+ * before hlt's own handler (the first hlt_start registers it), so it runs
+ * after that one killed the halleyds. */
+static void stack_at_exit(void)
+{
+    stack_remove(NULL);
 }
 
 /* A port in 20000..29999 that nothing listens on (pg takes base + 0). */
@@ -129,6 +141,7 @@ int main(void)
         stack_remove(cmd);
         return 1;
     }
+    atexit(stack_at_exit);
     char env[2048] = "";
     stack_cmd("env", env, sizeof env);
     char *dsn = strstr(env, "ORRERY_PG_DSN=");

@@ -21,6 +21,8 @@ server, sortd's /metrics) the test, twice in a row:
 Usage: test_rebind.py BUILD_DIR (the stack of deploy/test.sh: ORRERY_PG_DSN,
 ORRERY_ZK).
 """
+import contextlib
+import glob
 import json
 import os
 import signal
@@ -42,6 +44,21 @@ def check(ok, what):
     print(("ok   - " if ok else "FAIL - ") + what, flush=True)
     if not ok:
         FAILURES.append(what)
+
+
+@contextlib.contextmanager
+def logs_on_failure(folder):
+    """On leaving, when a check failed or an exception escapes, prints the end
+    of each daemon log in folder on stderr: the folder is removed next."""
+    ok = False
+    try:
+        yield
+        ok = not FAILURES
+    finally:
+        if not ok:
+            for path in sorted(glob.glob(os.path.join(folder, "*.log"))):
+                with open(path, errors="replace") as f:
+                    sys.stderr.write(f"---- {os.path.basename(path)} (end)\n{f.read()[-3000:]}\n")
 
 
 def poke_http(port):
@@ -177,9 +194,9 @@ def starter(p, what, args, env, log_path, ports):
 def main():
     zk = orrery_it.require_env("ORRERY_ZK")
     # the daemons' folders, removed once the Platform stopped them, also when
-    # a check raised
+    # a check raised (their logs printed first when the test failed)
     with tempfile.TemporaryDirectory(prefix="orr-rebind-", ignore_cleanup_errors=True) as tmp, \
-            orrery_it.Platform(BUILD) as p:
+            logs_on_failure(tmp), orrery_it.Platform(BUILD) as p:
         # ---- halleyd: gRPC and /metrics. The Platform's halleyd is stopped
         # first, so the test owns the only copy on these ports.
         hl = p.procs[0]

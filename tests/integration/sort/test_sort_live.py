@@ -120,6 +120,7 @@ class SortLive(unittest.TestCase):
             err = open(os.path.join(T, "sortd.err"), "w")
             sortd = subprocess.Popen([os.path.join(BUILD, "bin", "sortd"), "run",
                                       "--stream-name", NAME], env=env, stdout=out, stderr=err)
+            ok = False
             try:
                 # Version 1: hourly folders (YYYYMMDDHH), all of file 1 landed.
                 wait_for("version 1 to land file 1",
@@ -197,6 +198,7 @@ class SortLive(unittest.TestCase):
                     local = local.replace(minute=local.minute - local.minute % 15)
                     self.assertEqual(os.path.basename(os.path.dirname(f)),
                                      local.strftime("%Y%m%d%H%M"), f)
+                ok = True
             finally:
                 sortd.send_signal(signal.SIGTERM)
                 try:
@@ -206,6 +208,10 @@ class SortLive(unittest.TestCase):
                     rc = sortd.wait()
                 out.close()
                 err.close()
+                if not ok:  # T goes with the test: sortd's side of the failure first
+                    for name in ("sortd.err", "sortd.out"):
+                        with open(os.path.join(T, name), errors="replace") as f:
+                            sys.stderr.write(f"---- {name} (end)\n{f.read()[-3000:]}\n")
             self.assertEqual(rc, 0, open(os.path.join(T, "sortd.err")).read()[-2000:])
             lines = [json.loads(x) for x in open(os.path.join(T, "sortd.out")) if x.strip()]
             self.assertEqual([(x["stream"], x["version"]) for x in lines],
