@@ -51,6 +51,9 @@ export ORRERY_PORT_BASE="${ORRERY_TEST_PORT_BASE:-15600}"
 # (PostgreSQL fsync off, Redis without an append-only file, ...), chosen here
 # and nowhere else; the quickstart's stack is durable (docs/operations.md).
 export ORRERY_STACK_DURABLE=0
+# The tests need all four servers, whatever ORRERY_STACK a development shell
+# has set for its own stack (without MariaDB, every MariaDB test fails).
+export ORRERY_STACK="pg zk redis mysql"
 
 cleanup() {
     say "stopping the test stack"

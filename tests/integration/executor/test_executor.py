@@ -98,6 +98,7 @@ class Executor:
             self.proc = subprocess.Popen([os.path.join(BUILD, "bin", "executord"), "serve"],
                                          env=self.env(), stdout=out, stderr=subprocess.STDOUT,
                                          stdin=subprocess.DEVNULL)
+        orrery_it.stop_at_exit(self.proc)  # also when setUpModule fails after this
         orrery_it.wait_port(self.port, self.proc, "executord")
 
     def stop(self, sig=signal.SIGTERM):

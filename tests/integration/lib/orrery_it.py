@@ -167,6 +167,39 @@ def _drop_platform_dirs():
         shutil.rmtree(d, ignore_errors=True)
 
 
+# Platforms started and not yet ended. A module whose setUpModule fails
+# after its Platform started never reaches tearDownModule (unittest skips
+# it): its servers are stopped here when the test process exits (before the
+# folders go: atexit runs in reverse order), instead of outliving the test
+# and answering the next test's requests, e.g. an executor card left in
+# ZooKeeper.
+_LIVE_PLATFORMS = []
+
+
+@atexit.register
+def _stop_live_platforms():
+    for p in list(_LIVE_PLATFORMS):
+        sys.stderr.write("orrery_it: a platform was not ended by its test; stopping it\n")
+        p._stop()
+        p._print_log_tails()
+
+
+def stop_at_exit(proc):
+    """Terminate proc (a subprocess.Popen) when the test process exits, if it
+    still runs then: for servers a test starts outside a Platform."""
+
+    def stop():
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+    atexit.register(stop)
+
+
 def import_proto(proto, module):
     """Compile proto with protoc into a temporary folder, import its
     messages as module and remove the folder (the loaded module keeps
@@ -192,6 +225,7 @@ class Platform:
         self.galaxy_procs = []
         self.tmp = tempfile.mkdtemp(prefix="orr-it-")
         _PLATFORM_DIRS.append(self.tmp)
+        _LIVE_PLATFORMS.append(self)
         self.db = f"orr_it_{os.getpid()}_{secrets.token_hex(3)}"
         self.admin_dsn = require_env("ORRERY_PG_DSN")
         self.dsn = dsn_with_db(self.admin_dsn, self.db)
@@ -258,7 +292,10 @@ class Platform:
             raise
         return self
 
-    def __exit__(self, *exc):
+    def _stop(self):
+        """Stop the servers by pid and drop the database (once)."""
+        if self in _LIVE_PLATFORMS:
+            _LIVE_PLATFORMS.remove(self)
         for p in self.procs:
             if p.poll() is None:
                 p.send_signal(signal.SIGTERM)
@@ -272,6 +309,9 @@ class Platform:
             psql(self.admin_dsn, f'DROP DATABASE IF EXISTS "{self.db}" WITH (FORCE)')
         except subprocess.CalledProcessError:
             pass
+
+    def __exit__(self, *exc):
+        self._stop()
         if exc[0] is not None:
             self._print_log_tails()
         if exc[0] is None and SEEN:
