@@ -153,15 +153,26 @@ def state_name(st):
 
 
 def wait_state(iid, states, timeout=30.0):
+    """Poll until the instance is in one of states. UNAVAILABLE counts as not
+    yet: a test that restarts halleyd leaves the channel's old connection
+    broken, and the first call on it fails so before the channel reconnects."""
+    import grpc
     deadline = time.time() + timeout
     last = None
     while time.time() < deadline:
-        last = instance(iid)
+        try:
+            last = instance(iid)
+        except grpc.RpcError as e:
+            if e.code() != grpc.StatusCode.UNAVAILABLE:
+                raise
+            time.sleep(0.1)
+            continue
         if state_name(last.state) in states:
             return last
         time.sleep(0.1)
+    seen = f"{state_name(last.state)} reason={last.reason!r}" if last else "halleyd unavailable"
     raise AssertionError(f"instance {iid} not in {states} within {timeout} s: "
-                         f"{state_name(last.state)} reason={last.reason!r}\n{EX.daemon_log()[-3000:]}")
+                         f"{seen}\n{EX.daemon_log()[-3000:]}")
 
 
 def make_instance_ready(config, **spec_extra):
