@@ -71,17 +71,12 @@ size_t sort_queue_len(sort_queue *q)
     return n;
 }
 
-size_t sort_pack_need(uint32_t len)
-{
-    return sizeof(sort_pent) + len + ((8 - (len & 7)) & 7);
-}
-
 void sort_pack_add(sort_pack *p, sort_unit *u, uint32_t split, uint32_t partition, sort_off off,
                    const void *rec, uint32_t len)
 {
     sort_pent h = {u, off, partition, split, len, 0};
-    size_t pad = (8 - (len & 7)) & 7;
-    orr_buf_reserve(&p->data, sort_pack_need(len));
+    size_t need = sort_pack_need(len), pad = need - sizeof h - len;
+    orr_buf_reserve(&p->data, need);
     memcpy(p->data.data + p->data.len, &h, sizeof h);
     memcpy(p->data.data + p->data.len + sizeof h, rec, len);
     memset(p->data.data + p->data.len + sizeof h + len, 0, pad);
@@ -95,7 +90,7 @@ const sort_pent *sort_pack_next(const sort_pack *p, size_t *cursor, const char *
         return NULL;
     const sort_pent *h = (const sort_pent *)(const void *)(p->data.data + *cursor);
     *rec = p->data.data + *cursor + sizeof *h;
-    *cursor += sizeof *h + h->len + ((8 - (h->len & 7)) & 7);
+    *cursor += sort_pack_need(h->len);
     return h;
 }
 

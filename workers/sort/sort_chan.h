@@ -76,8 +76,12 @@ void sort_queue_push(sort_queue *q, sort_pack *p);
 sort_pack *sort_queue_pop(sort_queue *q, int wait_ms);
 size_t sort_queue_len(sort_queue *q);
 
-/* Bytes a record of len bytes takes in a data pack (header and padding). */
-size_t sort_pack_need(uint32_t len);
+/* Bytes a record of len bytes takes in a data pack (header, record, padding
+ * to 8 bytes); the files sink asks it for every record. */
+static inline size_t sort_pack_need(uint32_t len)
+{
+    return sizeof(sort_pent) + len + ((8 - (len & 7)) & 7);
+}
 /* Add a record to a data pack. */
 void sort_pack_add(sort_pack *p, sort_unit *u, uint32_t split, uint32_t partition, sort_off off,
                    const void *rec, uint32_t len);
