@@ -2,8 +2,14 @@
 #include "sort_chan.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
+
+#include "orr_alloc.h"
+
+#define CHAN_HUGE_PAGE ((size_t)2 << 20)
 
 void sort_queue_init(sort_queue *q)
 {
@@ -71,11 +77,65 @@ size_t sort_queue_len(sort_queue *q)
     return n;
 }
 
+void sort_pool_fill(sort_queue *pool, int n, size_t pack_bytes, sort_slab *slab)
+{
+    memset(slab, 0, sizeof *slab);
+    /* A piece holds pack_bytes, the NUL orr_buf keeps room for, and stays
+     * 64-byte aligned. */
+    size_t piece = (pack_bytes + 1 + 63) & ~(size_t)63;
+    if (pack_bytes > 0 && n > 0 && piece <= (SIZE_MAX - CHAN_HUGE_PAGE) / (size_t)n) {
+        size_t len = (piece * (size_t)n + CHAN_HUGE_PAGE - 1) & ~(CHAN_HUGE_PAGE - 1);
+        void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (m != MAP_FAILED) {
+            (void)madvise(m, len, MADV_HUGEPAGE); /* best effort: off, or not built in */
+            slab->base = m;
+            slab->len = len;
+        }
+    }
+    for (int i = 0; i < n; i++) {
+        sort_pack *k = orr_xcalloc(1, sizeof *k);
+        k->pooled = 1;
+        if (slab->base) {
+            k->slab = 1;
+            k->data.data = slab->base + (size_t)i * piece;
+            k->data.cap = piece;
+        }
+        sort_queue_push(pool, k);
+    }
+}
+
+void sort_pool_drain(sort_queue *pool, sort_slab *slab)
+{
+    sort_pack *k;
+    while ((k = sort_queue_pop(pool, 0)) != NULL) {
+        if (!k->slab)
+            orr_buf_free(&k->data);
+        free(k);
+    }
+    if (slab->base)
+        munmap(slab->base, slab->len);
+    memset(slab, 0, sizeof *slab);
+}
+
+/* A record that does not fit the pack's piece of the mapping: the pack
+ * moves to a heap buffer, which it keeps. */
+static void pack_leave_slab(sort_pack *p, size_t extra)
+{
+    orr_buf b = ORR_BUF_INIT;
+    orr_buf_reserve(&b, p->data.len + extra);
+    memcpy(b.data, p->data.data, p->data.len);
+    b.len = p->data.len;
+    p->data = b;
+    p->slab = 0;
+}
+
 void sort_pack_add(sort_pack *p, sort_unit *u, uint32_t split, uint32_t partition, sort_off off,
                    const void *rec, uint32_t len)
 {
     sort_pent h = {u, off, partition, split, len, 0};
     size_t need = sort_pack_need(len), pad = need - sizeof h - len;
+    if (p->slab && p->data.len + need + 1 > p->data.cap)
+        pack_leave_slab(p, need);
     orr_buf_reserve(&p->data, need);
     memcpy(p->data.data + p->data.len, &h, sizeof h);
     memcpy(p->data.data + p->data.len + sizeof h, rec, len);

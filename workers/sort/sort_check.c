@@ -50,41 +50,75 @@ static void check_render(const sort_spec *spec, const sort_unit *u, orr_buf *out
     *nfiles = n;
 }
 
+void sort_check_render(const sort_spec *spec, sort_unit **units, size_t n, sort_check_batch *out)
+{
+    memset(out, 0, sizeof *out);
+    out->units = units;
+    out->n = n;
+    out->items = orr_xcalloc(n ? n : 1, sizeof *out->items);
+    out->nfiles = orr_xcalloc(n ? n : 1, sizeof *out->nfiles);
+    out->late = orr_xcalloc(n ? n : 1, sizeof *out->late);
+    size_t *ends = orr_xcalloc(n ? n : 1, sizeof *ends),
+           *relends = orr_xcalloc(n ? n : 1, sizeof *relends);
+    for (size_t i = 0; i < n; i++) {
+        check_render(spec, units[i], &out->docs, &out->nfiles[i]);
+        out->late[i] = units[i]->late;
+        ends[i] = out->docs.len;
+        orr_buf_append_str(&out->rels, units[i]->dir);
+        orr_buf_append(&out->rels, "/_CHECK", 8); /* with its NUL */
+        relends[i] = out->rels.len;
+    }
+    /* The buffers are complete: point the items into them. */
+    for (size_t i = 0; i < n; i++) {
+        size_t d0 = i ? ends[i - 1] : 0, r0 = i ? relends[i - 1] : 0;
+        out->items[i].rel = out->rels.data + r0;
+        out->items[i].data = out->docs.data + d0;
+        out->items[i].len = ends[i] - d0;
+    }
+    free(ends);
+    free(relends);
+}
+
+orr_status sort_check_put(orr_blob *blob, sort_check_batch *b)
+{
+    orr_err_clear(&b->err);
+    b->landed = 0;
+    b->rc = b->n ? blob->ops->put_many(blob, b->items, b->n, 1, &b->landed, &b->err) : ORR_OK;
+    return b->rc;
+}
+
+size_t sort_check_apply(sort_check_batch *b)
+{
+    for (size_t i = 0; i < b->landed; i++) {
+        b->units[i]->check_version++;
+        b->units[i]->checked_nfiles = b->nfiles[i];
+        b->units[i]->checked_late = b->late[i];
+    }
+    return b->landed;
+}
+
+void sort_check_batch_free(sort_check_batch *b)
+{
+    free(b->items);
+    free(b->nfiles);
+    free(b->late);
+    orr_buf_free(&b->docs);
+    orr_buf_free(&b->rels);
+    memset(b, 0, sizeof *b);
+}
+
 orr_status sort_check_write_many(orr_blob *blob, const sort_spec *spec, sort_unit **units, size_t n,
                                  size_t *written, orr_err *err)
 {
-    orr_buf docs = ORR_BUF_INIT, rels = ORR_BUF_INIT;
-    size_t *ends = orr_xcalloc(n, sizeof *ends), *relends = orr_xcalloc(n, sizeof *relends);
-    size_t *nfiles = orr_xcalloc(n, sizeof *nfiles);
-    orr_blob_item *items = orr_xcalloc(n, sizeof *items);
-    for (size_t i = 0; i < n; i++) {
-        check_render(spec, units[i], &docs, &nfiles[i]);
-        ends[i] = docs.len;
-        orr_buf_append_str(&rels, units[i]->dir);
-        orr_buf_append(&rels, "/_CHECK", 8); /* with its NUL */
-        relends[i] = rels.len;
-    }
-    for (size_t i = 0; i < n; i++) {
-        size_t d0 = i ? ends[i - 1] : 0, r0 = i ? relends[i - 1] : 0;
-        items[i].rel = rels.data + r0;
-        items[i].data = docs.data + d0;
-        items[i].len = ends[i] - d0;
-    }
-    size_t landed = 0;
-    orr_status rc = n ? blob->ops->put_many(blob, items, n, 1, &landed, err) : ORR_OK;
-    for (size_t i = 0; i < landed; i++) {
-        units[i]->check_version++;
-        units[i]->checked_nfiles = nfiles[i];
-        units[i]->checked_late = units[i]->late;
-    }
+    sort_check_batch b;
+    sort_check_render(spec, units, n, &b);
+    orr_status rc = sort_check_put(blob, &b);
+    size_t landed = sort_check_apply(&b);
     if (written)
         *written = landed;
-    free(ends);
-    free(relends);
-    free(nfiles);
-    free(items);
-    orr_buf_free(&docs);
-    orr_buf_free(&rels);
+    if (rc != ORR_OK && err)
+        *err = b.err;
+    sort_check_batch_free(&b);
     return rc;
 }
 

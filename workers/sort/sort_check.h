@@ -42,6 +42,34 @@ orr_status sort_check_write(orr_blob *blob, const sort_spec *spec, sort_unit *u,
 orr_status sort_check_write_many(orr_blob *blob, const sort_spec *spec, sort_unit **units, size_t n,
                                  size_t *written, orr_err *err);
 
+/* One round of _CHECKs in three steps, so that the store's part (writes and
+ * syncs, tens of milliseconds) can run on a thread of its own while the
+ * thread that owns the units goes on routing:
+ *   sort_check_render  on the owner's thread: the documents of the next
+ *                      version of each unit, and what each one counted;
+ *   sort_check_put     on any thread: reads and writes only the batch;
+ *   sort_check_apply   on the owner's thread again: the units whose _CHECK
+ *                      landed take the version and the counts rendered
+ *                      (late records that came meanwhile keep them stale).
+ * The owner must not free the units nor render them again in between. */
+typedef struct sort_check_batch {
+    sort_unit **units; /* borrowed */
+    size_t n;
+    orr_buf docs, rels;
+    orr_blob_item *items;
+    size_t *nfiles; /* files each document lists */
+    uint64_t *late; /* each unit's late records when rendered */
+    size_t landed;  /* after put: how many, from the first, landed */
+    orr_status rc;  /* after put */
+    orr_err err;    /* after put, when rc is not ORR_OK */
+} sort_check_batch;
+
+void sort_check_render(const sort_spec *spec, sort_unit **units, size_t n, sort_check_batch *out);
+orr_status sort_check_put(orr_blob *blob, sort_check_batch *b);
+/* Returns how many units took their new version (b->landed). */
+size_t sort_check_apply(sort_check_batch *b);
+void sort_check_batch_free(sort_check_batch *b);
+
 /* 1 if u needs a (new) _CHECK: none yet, or files / late counts changed. */
 int sort_check_stale(const sort_unit *u);
 

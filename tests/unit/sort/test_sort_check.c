@@ -110,6 +110,77 @@ static void test_check_write_many(void **state)
     orr_blob_close(b);
 }
 
+/* A round in three steps (the checker thread's split): late records that
+ * come between render and apply leave the unit stale, with the version and
+ * counts of what its landed _CHECK says. */
+static void test_check_round_steps(void **state)
+{
+    (void)state;
+    orr_blob *b = open_store("s4");
+    json_error_t je;
+    json_t *doc = json_loads(
+        "{\"name\":\"t\",\"business\":\"biz\",\"source\":{\"type\":\"file\",\"path\":\"/tmp\"},"
+        "\"format\":{\"type\":\"jsonl\"},\"interface\":{\"field\":\"if\"},"
+        "\"time\":{\"field\":\"ts\",\"format\":\"epoch_s\"},\"bucket\":\"hour\"}",
+        0, &je);
+    assert_non_null(doc);
+    sort_spec *spec = NULL;
+    orr_err err;
+    assert_int_equal(sort_spec_parse(doc, "spec", &spec, &err), ORR_OK);
+    json_decref(doc);
+    sort_units t;
+    sort_units_init(&t, spec);
+    sort_unit *u[2] = {sort_units_get(&t, "a", 1, 1714521600),
+                       sort_units_get(&t, "b", 1, 1714521600)};
+    sort_unit_add_file(&t, u[0], "part-0-0-9-n10.lzo", 10, 300);
+    sort_check_batch cb;
+    sort_check_render(spec, u, 2, &cb);
+    /* Meanwhile: a late record lands in a new file of unit a. */
+    sort_unit_add_file(&t, u[0], "part-0-10-10-n1.lzo", 1, 20);
+    u[0]->late = 1;
+    assert_int_equal(u[0]->check_version, 0); /* nothing applied before apply */
+    assert_int_equal(sort_check_put(b, &cb), ORR_OK);
+    assert_int_equal(cb.landed, 2);
+    assert_int_equal(u[0]->check_version, 0);
+    assert_int_equal(sort_check_apply(&cb), 2);
+    sort_check_batch_free(&cb);
+    assert_int_equal(u[0]->check_version, 1);
+    assert_int_equal(u[0]->checked_nfiles, 1);
+    assert_int_equal(u[0]->checked_late, 0);
+    assert_true(sort_check_stale(u[0])); /* the late file is not listed yet */
+    assert_false(sort_check_stale(u[1]));
+    char p[600];
+    snprintf(p, sizeof p, "%s/s4/%s/_CHECK", g_root, u[0]->dir);
+    const char *text = slurp(p);
+    assert_non_null(text);
+    assert_non_null(strstr(text, "\"total\":10,"));
+    assert_non_null(strstr(text, "\"late_records\":0"));
+    assert_null(strstr(text, "part-0-10-10-n1.lzo"));
+    /* The next round lists it, as version 2. */
+    size_t written = 0;
+    assert_int_equal(sort_check_write_many(b, spec, u, 1, &written, &err), ORR_OK);
+    assert_int_equal(written, 1);
+    assert_int_equal(u[0]->check_version, 2);
+    assert_false(sort_check_stale(u[0]));
+    text = slurp(p);
+    assert_non_null(strstr(text, "\"total\":11,"));
+    assert_non_null(strstr(text, "\"late_records\":1"));
+    assert_non_null(strstr(text, "\"version\":2"));
+    /* A batch that cannot land (an absolute rel, refused by the store):
+     * nothing is applied, the store's error is kept. */
+    sort_check_render(spec, u, 1, &cb);
+    ((char *)cb.items[0].rel)[0] = '/';
+    assert_int_equal(sort_check_put(b, &cb), ORR_EINVAL);
+    assert_int_equal(cb.err.code, ORR_EINVAL);
+    assert_int_equal(cb.landed, 0);
+    assert_int_equal(sort_check_apply(&cb), 0);
+    assert_int_equal(u[0]->check_version, 2);
+    sort_check_batch_free(&cb);
+    sort_units_free(&t);
+    sort_spec_free(spec);
+    orr_blob_close(b);
+}
+
 static void test_block_size_choice(void **state)
 {
     (void)state;
@@ -129,6 +200,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_check_write_many),
+        cmocka_unit_test(test_check_round_steps),
         cmocka_unit_test(test_block_size_choice),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

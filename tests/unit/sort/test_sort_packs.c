@@ -5,7 +5,8 @@
  * duplicate filter (sort_unit_accept) that drops a producer's replay, and
  * the unit table's lookup. Also the writers' data packs: sort_pack_need is
  * what a record adds to one (the files sink sends a pack before a record
- * would take it past pack_size).
+ * would take it past pack_size), and the pool whose buffers are pieces of
+ * one mapping: a record larger than its piece moves the pack to the heap.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -274,6 +275,66 @@ static void test_data_pack_need(void **state)
     orr_buf_free(&p.data);
 }
 
+static void test_pool_slab(void **state)
+{
+    (void)state;
+    enum { PACK = 4096 };
+    static char rec[3 * PACK];
+    memset(rec, 'q', sizeof rec);
+    sort_queue pool;
+    sort_queue_init(&pool);
+    sort_slab slab;
+    sort_pool_fill(&pool, 3, PACK, &slab);
+    assert_non_null(slab.base);
+    assert_int_equal(sort_queue_len(&pool), 3);
+    sort_pack *a = sort_queue_pop(&pool, 0), *b = sort_queue_pop(&pool, 0);
+    assert_true(a->pooled && a->slab && b->slab);
+    /* pieces do not overlap: each holds a full pack and its NUL */
+    assert_true(b->data.data >= a->data.data + PACK + 1 || a->data.data >= b->data.data + PACK + 1);
+    char *piece = a->data.data;
+    size_t need = sort_pack_need(100), n = 0;
+    while (a->data.len + need <= PACK) { /* as the files sink fills a pack */
+        sort_pack_add(a, NULL, 0, 0, (sort_off){0, n}, rec, 100);
+        n++;
+    }
+    assert_true(a->slab);
+    assert_ptr_equal(a->data.data, piece);
+    memset(b->data.data, 'x', PACK + 1); /* a neighbour filled to the end */
+    /* A record larger than the piece: the pack leaves the mapping, keeps
+     * what it held, and stays pooled. */
+    sort_pack_add(a, NULL, 0, 0, (sort_off){0, n}, rec, 2 * PACK);
+    assert_false(a->slab);
+    assert_true(a->pooled);
+    assert_ptr_not_equal(a->data.data, piece);
+    size_t cur = 0, i = 0;
+    const char *r;
+    const sort_pent *e;
+    while ((e = sort_pack_next(a, &cur, &r)) != NULL) {
+        assert_int_equal(e->off.lo, i);
+        assert_int_equal(e->len, i < n ? 100 : 2 * PACK);
+        assert_int_equal(r[0], 'q');
+        assert_int_equal(r[e->len - 1], 'q');
+        i++;
+    }
+    assert_int_equal(i, n + 1);
+    sort_pack_clear(a);
+    sort_pack_clear(b);
+    sort_queue_push(&pool, a);
+    sort_queue_push(&pool, b);
+    sort_pool_drain(&pool, &slab); /* frees a's heap buffer (ASan checks) */
+    assert_null(slab.base);
+    assert_int_equal(sort_queue_len(&pool), 0);
+    /* Without a pack size the buffers are the heap's from the start. */
+    sort_pool_fill(&pool, 2, 0, &slab);
+    assert_null(slab.base);
+    a = sort_queue_pop(&pool, 0);
+    assert_false(a->slab);
+    sort_pack_add(a, NULL, 0, 0, (sort_off){0, 0}, rec, 10);
+    sort_queue_push(&pool, a);
+    sort_pool_drain(&pool, &slab);
+    sort_queue_destroy(&pool);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -284,6 +345,7 @@ int main(void)
         cmocka_unit_test(test_accept_drops_replays),
         cmocka_unit_test(test_units_lookup),
         cmocka_unit_test(test_data_pack_need),
+        cmocka_unit_test(test_pool_slab),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -12,13 +12,18 @@
  * the batch ends; the safe position of the sink is the minimum over the
  * writers and over the batches still in their queues. The checker sends a
  * roll control pack to every writer when buckets close and, once all have
- * acknowledged it, writes the _CHECKs of the closed units (empty ones too).
+ * acknowledged it, renders the _CHECKs of the closed units (empty ones too)
+ * and hands them to the checker thread (sortd-check), which writes and syncs
+ * them while the pipeline goes on routing; the next housekeeping round takes
+ * the result back. One round is in flight at a time; the last one, at the
+ * end of a run, is written in place.
  *
  * The sink is open in every run, files or not: its writers carry the batch
  * ends that the commit waits for. With "files": false it lands nothing
  * (has() says it holds every record) and writes no _CHECK.
  */
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,6 +56,7 @@ typedef struct files_sink {
     int nw;     /* writers started */
     int joined; /* stopped: the writers are joined */
     sort_queue pool;
+    sort_slab slab;  /* the pool's buffers */
     sort_pack **cur; /* pack being filled, per writer */
     sort_landings landings;
     const sort_check_sink *sink;
@@ -69,6 +75,19 @@ typedef struct files_sink {
     uint64_t ctl_seq, ctl_pending;
     int late_pending;
     int64_t last_ctl_ms;
+
+    /* The checker thread and its one round (ck_batch, over the units in
+     * ck_due): ck_busy (pipeline thread only) from submit to collect;
+     * ck_state under ck_mu. */
+    pthread_t ck_thread;
+    int ck_started;
+    int ck_busy;
+    pthread_mutex_t ck_mu;
+    pthread_cond_t ck_cv;
+    enum { FILES_CK_IDLE, FILES_CK_QUEUED, FILES_CK_DONE } ck_state;
+    int ck_stop;
+    sort_check_batch ck_batch;
+    sort_unit **ck_due;
 } files_sink;
 
 static int64_t files_mono_ms(void)
@@ -163,7 +182,9 @@ static void files_empty_units(files_sink *f, int64_t upto)
         f->empty_hi = upto;
 }
 
-static void files_write_checks(files_sink *f)
+/* The closed units whose _CHECK is missing or out of date (*out: freed by
+ * the caller), after giving every declared interface its unit. */
+static size_t files_due(files_sink *f, sort_unit ***out)
 {
     files_drain_landings(f);
     files_empty_units(f, f->closed_upto);
@@ -175,38 +196,122 @@ static void files_write_checks(files_sink *f)
             continue;
         if (n == cap) {
             cap = cap ? cap * 2 : 64;
-            sort_unit **nd = orr_xrealloc(due, cap * sizeof *nd);
-            due = nd;
+            due = orr_xrealloc(due, cap * sizeof *due);
         }
         due[n++] = u;
     }
-    /* One store batch per round: one sync per step for every _CHECK. */
-    size_t written = 0;
-    orr_err err;
-    orr_err_clear(&err);
-    if (n > 0 && sort_check_write_many(f->blob, f->spec, due, n, &written, &err) != ORR_OK) {
-        char b[600];
+    *out = due;
+    return n;
+}
+
+/* A round's result, on the pipeline thread: versions, counts, the sink. A
+ * failed store batch is retried by the next round (its units stay stale). */
+static void files_check_done(files_sink *f, sort_check_batch *b)
+{
+    if (b->rc != ORR_OK) {
+        char m[600];
         ORR_WARN("_CHECK write failed; will retry", "stream=%s due=%zu written=%zu error=%s",
-                 f->spec->name, n, written, orr_log_q(orr_err_str(&err, b, sizeof b)));
+                 f->spec->name, b->n, b->landed, orr_log_q(orr_err_str(&b->err, m, sizeof m)));
     }
+    size_t written = sort_check_apply(b);
     for (size_t i = 0; i < written; i++) {
         f->env->st->checks_written++;
         if (f->sink && f->sink->reconciled)
-            f->sink->reconciled(f->sink->ctx, f->spec, due[i]);
+            f->sink->reconciled(f->sink->ctx, f->spec, b->units[i]);
+    }
+}
+
+/* One round in place: one store batch, one sync per step for every _CHECK. */
+static void files_write_checks(files_sink *f)
+{
+    sort_unit **due = NULL;
+    size_t n = files_due(f, &due);
+    if (n > 0) {
+        sort_check_batch b;
+        sort_check_render(f->spec, due, n, &b);
+        sort_check_put(f->blob, &b);
+        files_check_done(f, &b);
+        sort_check_batch_free(&b);
     }
     free(due);
+}
+
+static void *files_check_main(void *arg)
+{
+    files_sink *f = arg;
+    pthread_mutex_lock(&f->ck_mu);
+    for (;;) {
+        while (f->ck_state != FILES_CK_QUEUED && !f->ck_stop)
+            pthread_cond_wait(&f->ck_cv, &f->ck_mu);
+        if (f->ck_state != FILES_CK_QUEUED)
+            break; /* stopping, nothing queued */
+        pthread_mutex_unlock(&f->ck_mu);
+        sort_check_put(f->blob, &f->ck_batch); /* reads and writes only the batch */
+        pthread_mutex_lock(&f->ck_mu);
+        f->ck_state = FILES_CK_DONE;
+        pthread_cond_broadcast(&f->ck_cv);
+    }
+    pthread_mutex_unlock(&f->ck_mu);
+    return NULL;
+}
+
+/* Render a round and hand it to the checker thread (or write it in place
+ * when the thread could not start). */
+static void files_check_submit(files_sink *f)
+{
+    if (!f->ck_started) {
+        files_write_checks(f);
+        return;
+    }
+    sort_unit **due = NULL;
+    size_t n = files_due(f, &due);
+    if (n == 0) {
+        free(due);
+        return;
+    }
+    sort_check_render(f->spec, due, n, &f->ck_batch);
+    f->ck_due = due;
+    f->ck_busy = 1;
+    pthread_mutex_lock(&f->ck_mu);
+    f->ck_state = FILES_CK_QUEUED;
+    pthread_cond_signal(&f->ck_cv);
+    pthread_mutex_unlock(&f->ck_mu);
+}
+
+/* Take back the round in flight once it is done (wait: until it is). */
+static void files_check_collect(files_sink *f, int wait)
+{
+    if (!f->ck_busy)
+        return;
+    pthread_mutex_lock(&f->ck_mu);
+    while (wait && f->ck_state != FILES_CK_DONE)
+        pthread_cond_wait(&f->ck_cv, &f->ck_mu);
+    int done = f->ck_state == FILES_CK_DONE;
+    if (done)
+        f->ck_state = FILES_CK_IDLE;
+    pthread_mutex_unlock(&f->ck_mu);
+    if (!done)
+        return;
+    files_check_done(f, &f->ck_batch);
+    sort_check_batch_free(&f->ck_batch);
+    free(f->ck_due);
+    f->ck_due = NULL;
+    f->ck_busy = 0;
 }
 
 static void files_checker(files_sink *f, int64_t now)
 {
     if (!f->spec->check.enabled || !f->spec->sinks.files)
         return; /* _CHECK lists unit files: only who lands them writes it */
+    files_check_collect(f, 0);
     if (f->ctl_pending) {
         for (int i = 0; i < f->nw; i++)
             if (sort_writer_acked(&f->w[i]) < f->ctl_pending)
                 return;
+        if (f->ck_busy)
+            return; /* after the round in flight */
         f->ctl_pending = 0;
-        files_write_checks(f);
+        files_check_submit(f);
     }
     int64_t b = files_boundary(f);
     if (b == INT64_MIN)
@@ -453,6 +558,7 @@ static void files_finish(void *state)
     files_sink *f = state;
     if (!f->spec->check.enabled)
         return;
+    files_check_collect(f, 1);
     int64_t b = files_boundary(f);
     if (b > f->closed_upto)
         f->closed_upto = b;
@@ -490,11 +596,20 @@ static void files_close(void *state)
         for (int i = 0; i < f->nw; i++)
             sort_writer_join(&f->w[i]);
     }
-    sort_pack *k;
-    while ((k = sort_queue_pop(&f->pool, 0)) != NULL) {
-        orr_buf_free(&k->data);
-        free(k);
+    if (f->ck_started) {
+        pthread_mutex_lock(&f->ck_mu);
+        f->ck_stop = 1;
+        pthread_cond_signal(&f->ck_cv);
+        pthread_mutex_unlock(&f->ck_mu);
+        pthread_join(f->ck_thread, NULL);
+        if (f->ck_busy) { /* a run that failed: its units go now */
+            sort_check_batch_free(&f->ck_batch);
+            free(f->ck_due);
+        }
     }
+    pthread_mutex_destroy(&f->ck_mu);
+    pthread_cond_destroy(&f->ck_cv);
+    sort_pool_drain(&f->pool, &f->slab);
     sort_queue_destroy(&f->pool);
     sort_landings_destroy(&f->landings);
     orr_blob_close(f->blob);
@@ -519,6 +634,8 @@ static orr_status files_open(sort_sink_env *env, void **state, orr_err *err)
     f->spec = env->spec;
     f->sink = cfg->sink ? cfg->sink : &sort_check_log_sink;
     f->closed_upto = INT64_MIN;
+    pthread_mutex_init(&f->ck_mu, NULL);
+    pthread_cond_init(&f->ck_cv, NULL);
     sort_units_init(&f->units, f->spec);
     sort_landings_init(&f->landings);
     sort_queue_init(&f->pool);
@@ -539,11 +656,7 @@ static orr_status files_open(sort_sink_env *env, void **state, orr_err *err)
     for (size_t i = 0; i < f->units.n; i++)
         if (f->units.all[i]->check_version > 0 && f->units.all[i]->bucket_end > f->closed_upto)
             f->closed_upto = f->units.all[i]->bucket_end;
-    for (int i = 0; i < env->packs; i++) {
-        sort_pack *k = orr_xcalloc(1, sizeof *k);
-        k->pooled = 1;
-        sort_queue_push(&f->pool, k);
-    }
+    sort_pool_fill(&f->pool, env->packs, cfg->pack_bytes, &f->slab);
     size_t per_writer = cfg->max_open_units / (size_t)env->writers;
     uint32_t bsize = sort_pipe_block_size(cfg);
     for (; f->nw < env->writers; f->nw++) {
@@ -551,6 +664,12 @@ static orr_status files_open(sort_sink_env *env, void **state, orr_err *err)
                                per_writer ? per_writer : 1, bsize, &f->pool, &f->landings, err);
         if (rc != ORR_OK)
             goto fail;
+    }
+    /* Without the thread the rounds are written in place (files_check_submit). */
+    if (f->spec->check.enabled && f->spec->sinks.files &&
+        pthread_create(&f->ck_thread, NULL, files_check_main, f) == 0) {
+        f->ck_started = 1;
+        pthread_setname_np(f->ck_thread, "sortd-check");
     }
     *state = f;
     return ORR_OK;
