@@ -656,7 +656,9 @@ static orr_status files_open(sort_sink_env *env, void **state, orr_err *err)
     for (size_t i = 0; i < f->units.n; i++)
         if (f->units.all[i]->check_version > 0 && f->units.all[i]->bucket_end > f->closed_upto)
             f->closed_upto = f->units.all[i]->bucket_end;
-    sort_pool_fill(&f->pool, env->packs, cfg->pack_bytes, &f->slab);
+    /* Without files the packs carry only batch ends: a few bytes each,
+     * which would take a whole huge page apiece. */
+    sort_pool_fill(&f->pool, env->packs, f->spec->sinks.files ? cfg->pack_bytes : 0, &f->slab);
     size_t per_writer = cfg->max_open_units / (size_t)env->writers;
     uint32_t bsize = sort_pipe_block_size(cfg);
     for (; f->nw < env->writers; f->nw++) {
