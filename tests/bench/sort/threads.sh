@@ -6,7 +6,8 @@
 # thread is the critical path on two cores. Threads by name: the main
 # thread ("main": read, frame, parse, route), the signal thread (named
 # after the binary; it only waits), per writer its landing thread
-# (sortd-land<I>) and the writer (sortd-write<I>).
+# (sortd-land<I>) and the writer (sortd-write<I>), and the checker
+# (sortd-check: writes and syncs the _CHECKs of closed buckets).
 # Beside the CPU seconds, from /proc/PID/task/*/schedstat: the seconds a
 # thread was runnable but waited for a core (run queue: the machine's load)
 # and the seconds it slept (neither running nor runnable: waiting for
