@@ -57,11 +57,9 @@ static orr_blob *open_store(const char *sub)
     return b;
 }
 
-/* Batched _CHECK writes: every unit gets its document and its version. */
-static void test_check_write_many(void **state)
+/* A stream with hourly units (jsonl; the source is not opened). */
+static sort_spec *hourly_spec(void)
 {
-    (void)state;
-    orr_blob *b = open_store("s3");
     json_error_t je;
     json_t *doc = json_loads(
         "{\"name\":\"t\",\"business\":\"biz\",\"source\":{\"type\":\"file\",\"path\":\"/tmp\"},"
@@ -73,6 +71,16 @@ static void test_check_write_many(void **state)
     orr_err err;
     assert_int_equal(sort_spec_parse(doc, "spec", &spec, &err), ORR_OK);
     json_decref(doc);
+    return spec;
+}
+
+/* Batched _CHECK writes: every unit gets its document and its version. */
+static void test_check_write_many(void **state)
+{
+    (void)state;
+    orr_blob *b = open_store("s3");
+    sort_spec *spec = hourly_spec();
+    orr_err err;
     sort_units t;
     sort_units_init(&t, spec);
     sort_unit *u[3] = {sort_units_get(&t, "a", 1, 1714521600),
@@ -117,17 +125,8 @@ static void test_check_round_steps(void **state)
 {
     (void)state;
     orr_blob *b = open_store("s4");
-    json_error_t je;
-    json_t *doc = json_loads(
-        "{\"name\":\"t\",\"business\":\"biz\",\"source\":{\"type\":\"file\",\"path\":\"/tmp\"},"
-        "\"format\":{\"type\":\"jsonl\"},\"interface\":{\"field\":\"if\"},"
-        "\"time\":{\"field\":\"ts\",\"format\":\"epoch_s\"},\"bucket\":\"hour\"}",
-        0, &je);
-    assert_non_null(doc);
-    sort_spec *spec = NULL;
+    sort_spec *spec = hourly_spec();
     orr_err err;
-    assert_int_equal(sort_spec_parse(doc, "spec", &spec, &err), ORR_OK);
-    json_decref(doc);
     sort_units t;
     sort_units_init(&t, spec);
     sort_unit *u[2] = {sort_units_get(&t, "a", 1, 1714521600),
