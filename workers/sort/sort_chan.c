@@ -83,11 +83,17 @@ void sort_pool_fill(sort_queue *pool, int n, size_t pack_bytes, sort_slab *slab)
     /* A piece holds pack_bytes, the NUL orr_buf keeps room for, and stays
      * 64-byte aligned. */
     size_t piece = (pack_bytes + 1 + 63) & ~(size_t)63;
-    if (pack_bytes > 0 && n > 0 && piece <= (SIZE_MAX - CHAN_HUGE_PAGE) / (size_t)n) {
-        size_t len = (piece * (size_t)n + CHAN_HUGE_PAGE - 1) & ~(CHAN_HUGE_PAGE - 1);
+    char *start = NULL;
+    if (pack_bytes > 0 && n > 0 && piece <= (SIZE_MAX / 2 - CHAN_HUGE_PAGE) / (size_t)n) {
+        /* One huge page more, to start the pieces on a huge page boundary
+         * whatever alignment the kernel gives a large mapping. */
+        size_t use = (piece * (size_t)n + CHAN_HUGE_PAGE - 1) & ~(CHAN_HUGE_PAGE - 1);
+        size_t len = use + CHAN_HUGE_PAGE;
         void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (m != MAP_FAILED) {
-            (void)madvise(m, len, MADV_HUGEPAGE); /* best effort: off, or not built in */
+            start =
+                (char *)(((uintptr_t)m + CHAN_HUGE_PAGE - 1) & ~(uintptr_t)(CHAN_HUGE_PAGE - 1));
+            (void)madvise(start, use, MADV_HUGEPAGE); /* best effort: off, or not built in */
             slab->base = m;
             slab->len = len;
         }
@@ -95,9 +101,9 @@ void sort_pool_fill(sort_queue *pool, int n, size_t pack_bytes, sort_slab *slab)
     for (int i = 0; i < n; i++) {
         sort_pack *k = orr_xcalloc(1, sizeof *k);
         k->pooled = 1;
-        if (slab->base) {
+        if (start) {
             k->slab = 1;
-            k->data.data = slab->base + (size_t)i * piece;
+            k->data.data = start + (size_t)i * piece;
             k->data.cap = piece;
         }
         sort_queue_push(pool, k);
@@ -119,7 +125,7 @@ void sort_pool_drain(sort_queue *pool, sort_slab *slab)
 
 /* A record that does not fit the pack's piece of the mapping: the pack
  * moves to a heap buffer, which it keeps. */
-static void pack_leave_slab(sort_pack *p, size_t extra)
+static void chan_pack_leave_slab(sort_pack *p, size_t extra)
 {
     orr_buf b = ORR_BUF_INIT;
     orr_buf_reserve(&b, p->data.len + extra);
@@ -135,7 +141,7 @@ void sort_pack_add(sort_pack *p, sort_unit *u, uint32_t split, uint32_t partitio
     sort_pent h = {u, off, partition, split, len, 0};
     size_t need = sort_pack_need(len), pad = need - sizeof h - len;
     if (p->slab && p->data.len + need + 1 > p->data.cap)
-        pack_leave_slab(p, need);
+        chan_pack_leave_slab(p, need);
     orr_buf_reserve(&p->data, need);
     memcpy(p->data.data + p->data.len, &h, sizeof h);
     memcpy(p->data.data + p->data.len + sizeof h, rec, len);

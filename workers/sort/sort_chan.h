@@ -85,7 +85,8 @@ void sort_queue_push(sort_queue *q, sort_pack *p);
 sort_pack *sort_queue_pop(sort_queue *q, int wait_ms);
 size_t sort_queue_len(sort_queue *q);
 
-/* The memory of a pool's packs: one mapping, unmapped by sort_pool_drain. */
+/* The memory of a pool's packs: one mapping (base, len: as mapped, one
+ * huge page more than the pieces need), unmapped by sort_pool_drain. */
 typedef struct sort_slab {
     char *base;
     size_t len;
@@ -95,7 +96,9 @@ typedef struct sort_slab {
  * piece of one mapping (slab) large enough for pack_bytes; without, or when
  * the mapping fails, buffers grow on the heap as records come. */
 void sort_pool_fill(sort_queue *pool, int n, size_t pack_bytes, sort_slab *slab);
-/* Free every pack in pool (their own buffers too), then the mapping. */
+/* Free every pack in pool (their own buffers too), then the mapping. Every
+ * pack of the pool must be back in it: one that is not leaks, and its
+ * buffer (a piece of the mapping) is gone. */
 void sort_pool_drain(sort_queue *pool, sort_slab *slab);
 
 /* Bytes a record of len bytes takes in a data pack (header, record, padding

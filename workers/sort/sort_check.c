@@ -20,8 +20,9 @@ int sort_check_stale(const sort_unit *u)
     return u->check_version == 0 || u->nfiles != u->checked_nfiles || u->late != u->checked_late;
 }
 
-/* Render the next _CHECK version of u into out; *nfiles gets its file count. */
-static void check_render(const sort_spec *spec, const sort_unit *u, orr_buf *out, size_t *nfiles)
+/* Render the next _CHECK version of u into out; *c gets what it counts. */
+static void check_render(const sort_spec *spec, const sort_unit *u, orr_buf *out,
+                         sort_check_counts *c)
 {
     sort_lfile **v = orr_xcalloc(u->nfiles ? u->nfiles : 1, sizeof *v);
     size_t n = 0;
@@ -47,7 +48,10 @@ static void check_render(const sort_spec *spec, const sort_unit *u, orr_buf *out
     orr_json_dump_buf(doc, out);
     orr_buf_append_byte(out, '\n');
     json_decref(doc);
-    *nfiles = n;
+    c->nfiles = n;
+    c->total = total;
+    c->bytes = total_bytes;
+    c->late = u->late;
 }
 
 void sort_check_render(const sort_spec *spec, sort_unit **units, size_t n, sort_check_batch *out)
@@ -56,13 +60,11 @@ void sort_check_render(const sort_spec *spec, sort_unit **units, size_t n, sort_
     out->units = units;
     out->n = n;
     out->items = orr_xcalloc(n ? n : 1, sizeof *out->items);
-    out->nfiles = orr_xcalloc(n ? n : 1, sizeof *out->nfiles);
-    out->late = orr_xcalloc(n ? n : 1, sizeof *out->late);
+    out->counts = orr_xcalloc(n ? n : 1, sizeof *out->counts);
     size_t *ends = orr_xcalloc(n ? n : 1, sizeof *ends),
            *relends = orr_xcalloc(n ? n : 1, sizeof *relends);
     for (size_t i = 0; i < n; i++) {
-        check_render(spec, units[i], &out->docs, &out->nfiles[i]);
-        out->late[i] = units[i]->late;
+        check_render(spec, units[i], &out->docs, &out->counts[i]);
         ends[i] = out->docs.len;
         orr_buf_append_str(&out->rels, units[i]->dir);
         orr_buf_append(&out->rels, "/_CHECK", 8); /* with its NUL */
@@ -91,17 +93,25 @@ size_t sort_check_apply(sort_check_batch *b)
 {
     for (size_t i = 0; i < b->landed; i++) {
         b->units[i]->check_version++;
-        b->units[i]->checked_nfiles = b->nfiles[i];
-        b->units[i]->checked_late = b->late[i];
+        b->units[i]->checked_nfiles = b->counts[i].nfiles;
+        b->units[i]->checked_late = b->counts[i].late;
     }
     return b->landed;
+}
+
+void sort_check_landed_view(const sort_check_batch *b, size_t i, sort_unit *view)
+{
+    *view = *b->units[i];
+    view->nfiles = b->counts[i].nfiles;
+    view->total = b->counts[i].total;
+    view->total_bytes = b->counts[i].bytes;
+    view->late = b->counts[i].late;
 }
 
 void sort_check_batch_free(sort_check_batch *b)
 {
     free(b->items);
-    free(b->nfiles);
-    free(b->late);
+    free(b->counts);
     orr_buf_free(&b->docs);
     orr_buf_free(&b->rels);
     memset(b, 0, sizeof *b);

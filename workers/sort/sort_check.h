@@ -52,22 +52,31 @@ orr_status sort_check_write_many(orr_blob *blob, const sort_spec *spec, sort_uni
  *                      landed take the version and the counts rendered
  *                      (late records that came meanwhile keep them stale).
  * The owner must not free the units nor render them again in between. */
+/* What one rendered document says of its unit. */
+typedef struct sort_check_counts {
+    size_t nfiles;
+    uint64_t total, bytes, late;
+} sort_check_counts;
+
 typedef struct sort_check_batch {
     sort_unit **units; /* borrowed */
     size_t n;
     orr_buf docs, rels;
     orr_blob_item *items;
-    size_t *nfiles; /* files each document lists */
-    uint64_t *late; /* each unit's late records when rendered */
-    size_t landed;  /* after put: how many, from the first, landed */
-    orr_status rc;  /* after put */
-    orr_err err;    /* after put, when rc is not ORR_OK */
+    sort_check_counts *counts; /* per unit, as rendered */
+    size_t landed;             /* after put: how many, from the first, landed */
+    orr_status rc;             /* after put */
+    orr_err err;               /* after put, when rc is not ORR_OK */
 } sort_check_batch;
 
 void sort_check_render(const sort_spec *spec, sort_unit **units, size_t n, sort_check_batch *out);
 orr_status sort_check_put(orr_blob *blob, sort_check_batch *b);
 /* Returns how many units took their new version (b->landed). */
 size_t sort_check_apply(sort_check_batch *b);
+/* Unit i of an applied batch as its landed _CHECK describes it (the counts
+ * rendered, not files or late records that came since): what the reconciled
+ * hook is given. */
+void sort_check_landed_view(const sort_check_batch *b, size_t i, sort_unit *view);
 void sort_check_batch_free(sort_check_batch *b);
 
 /* 1 if u needs a (new) _CHECK: none yet, or files / late counts changed. */

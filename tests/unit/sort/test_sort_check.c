@@ -142,6 +142,15 @@ static void test_check_round_steps(void **state)
     assert_int_equal(cb.landed, 2);
     assert_int_equal(u[0]->check_version, 0);
     assert_int_equal(sort_check_apply(&cb), 2);
+    /* What the reconciled hook is told: the landed version's counts. */
+    sort_unit view;
+    sort_check_landed_view(&cb, 0, &view);
+    assert_int_equal(view.check_version, 1);
+    assert_int_equal(view.nfiles, 1);
+    assert_int_equal(view.total, 10);
+    assert_int_equal(view.total_bytes, 300);
+    assert_int_equal(view.late, 0);
+    assert_int_equal(u[0]->nfiles, 2);
     sort_check_batch_free(&cb);
     assert_int_equal(u[0]->check_version, 1);
     assert_int_equal(u[0]->checked_nfiles, 1);

@@ -289,6 +289,8 @@ static void test_pool_slab(void **state)
     assert_int_equal(sort_queue_len(&pool), 3);
     sort_pack *a = sort_queue_pop(&pool, 0), *b = sort_queue_pop(&pool, 0);
     assert_true(a->pooled && a->slab && b->slab);
+    /* the first piece starts on a huge page boundary */
+    assert_int_equal((uintptr_t)a->data.data % ((uintptr_t)2 << 20), 0);
     /* pieces do not overlap: each holds a full pack and its NUL */
     assert_true(b->data.data >= a->data.data + PACK + 1 || a->data.data >= b->data.data + PACK + 1);
     char *piece = a->data.data;

@@ -24,8 +24,9 @@
  * second or more of output, with reads of the source waiting behind it. With
  * "fsync" on, the checker thread also calls syncfs on the work folder's
  * filesystem whenever FILES_WB_RAW more bytes went to the writers, so the
- * landing syncs find little left to write. Durability still comes only from
- * the landing's own sync.
+ * landing syncs find little left to write (only when the files land by
+ * rename into a file:// store on that filesystem: files_wb_open).
+ * Durability still comes only from the landing's own sync.
  *
  * The sink is open in every run, files or not: its writers carry the batch
  * ends that the commit waits for. With "files": false it lands nothing
@@ -39,6 +40,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -235,8 +237,11 @@ static void files_check_done(files_sink *f, sort_check_batch *b)
     size_t written = sort_check_apply(b);
     for (size_t i = 0; i < written; i++) {
         f->env->st->checks_written++;
-        if (f->sink && f->sink->reconciled)
-            f->sink->reconciled(f->sink->ctx, f->spec, b->units[i]);
+        if (f->sink && f->sink->reconciled) {
+            sort_unit view; /* the counts of the landed _CHECK, not newer ones */
+            sort_check_landed_view(b, i, &view);
+            f->sink->reconciled(f->sink->ctx, f->spec, &view);
+        }
     }
 }
 
@@ -255,6 +260,11 @@ static void files_write_checks(files_sink *f)
     free(due);
 }
 
+/* The checker thread. Under ck_mu it waits for a round (ck_state QUEUED,
+ * set by files_check_submit) or ck_stop; it puts the round with the mutex
+ * released, then sets DONE for files_check_collect. Between rounds, with
+ * write-behind on, it wakes every FILES_WB_TICK_MS. On ck_stop it ends,
+ * after a round already queued. */
 static void *files_check_main(void *arg)
 {
     files_sink *f = arg;
@@ -643,7 +653,11 @@ static void files_close(void *state)
         pthread_cond_signal(&f->ck_cv);
         pthread_mutex_unlock(&f->ck_mu);
         pthread_join(f->ck_thread, NULL);
-        if (f->ck_busy) { /* a run that failed: its units go now */
+        /* A run that failed skips finish: a round that landed meanwhile
+         * (the thread ends only after the round queued) is still counted
+         * and reported, as the next run will load those _CHECKs as done. */
+        files_check_collect(f, 0);
+        if (f->ck_busy) { /* not reached: a queued round always ends DONE */
             sort_check_batch_free(&f->ck_batch);
             free(f->ck_due);
         }
@@ -661,6 +675,23 @@ static void files_close(void *state)
     free(f->w);
     free(f->cur);
     free(f);
+}
+
+/* The work folder's descriptor for write-behind syncs, or -1: only when
+ * the unit files land by rename into a file:// store on the same
+ * filesystem (otherwise landing copies them and the landing's sync is on
+ * the store's side). */
+static int files_wb_open(const char *work, orr_blob *blob)
+{
+    const char *root = orr_blob_local_root(blob);
+    struct stat ws, rs;
+    if (!root || stat(work, &ws) != 0 || stat(root, &rs) != 0 || ws.st_dev != rs.st_dev)
+        return -1;
+    int fd = open(work, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        ORR_WARN("no write-behind: cannot open the work folder", "work=%s error=%s",
+                 orr_log_q(work), orr_log_q(strerror(errno)));
+    return fd;
 }
 
 static int files_wanted(const sort_spec *spec)
@@ -715,15 +746,18 @@ static orr_status files_open(sort_sink_env *env, void **state, orr_err *err)
         if (rc != ORR_OK)
             goto fail;
     }
-    /* Write-behind: with "fsync" on, the checker thread also syncs the work
-     * folder's filesystem each FILES_WB_RAW of packs sent to the writers. */
     if (f->spec->sinks.files && f->spec->output.fsync)
-        f->wb_fd = open(env->work, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        f->wb_fd = files_wb_open(env->work, f->blob);
     /* Without the thread the rounds are written in place (files_check_submit). */
-    if (f->spec->sinks.files && (f->spec->check.enabled || f->wb_fd >= 0) &&
-        pthread_create(&f->ck_thread, NULL, files_check_main, f) == 0) {
-        f->ck_started = 1;
-        pthread_setname_np(f->ck_thread, "sortd-check");
+    if (f->spec->sinks.files && (f->spec->check.enabled || f->wb_fd >= 0)) {
+        if (pthread_create(&f->ck_thread, NULL, files_check_main, f) == 0) {
+            f->ck_started = 1;
+            pthread_setname_np(f->ck_thread, "sortd-check");
+        } else {
+            ORR_WARN("cannot start the checker thread; _CHECKs are written in place, "
+                     "no write-behind",
+                     "stream=%s", f->spec->name);
+        }
     }
     *state = f;
     return ORR_OK;
