@@ -11,15 +11,33 @@
 
 #define CHAN_HUGE_PAGE ((size_t)2 << 20)
 
+void sort_cond_init(pthread_cond_t *cv)
+{
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(cv, &ca);
+    pthread_condattr_destroy(&ca);
+}
+
+struct timespec sort_deadline(int ms)
+{
+    struct timespec dl;
+    clock_gettime(CLOCK_MONOTONIC, &dl);
+    dl.tv_sec += ms / 1000;
+    dl.tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (dl.tv_nsec >= 1000000000L) {
+        dl.tv_sec++;
+        dl.tv_nsec -= 1000000000L;
+    }
+    return dl;
+}
+
 void sort_queue_init(sort_queue *q)
 {
     memset(q, 0, sizeof *q);
     pthread_mutex_init(&q->mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&q->cv, &ca);
-    pthread_condattr_destroy(&ca);
+    sort_cond_init(&q->cv);
 }
 
 void sort_queue_destroy(sort_queue *q)
@@ -44,14 +62,7 @@ void sort_queue_push(sort_queue *q, sort_pack *p)
 
 sort_pack *sort_queue_pop(sort_queue *q, int wait_ms)
 {
-    struct timespec dl;
-    clock_gettime(CLOCK_MONOTONIC, &dl);
-    dl.tv_sec += wait_ms / 1000;
-    dl.tv_nsec += (long)(wait_ms % 1000) * 1000000L;
-    if (dl.tv_nsec >= 1000000000L) {
-        dl.tv_sec++;
-        dl.tv_nsec -= 1000000000L;
-    }
+    struct timespec dl = sort_deadline(wait_ms);
     pthread_mutex_lock(&q->mu);
     while (!q->head && wait_ms > 0) {
         if (pthread_cond_timedwait(&q->cv, &q->mu, &dl) == ETIMEDOUT)

@@ -32,6 +32,7 @@
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "orr_buf.h"
 #include "sort_source.h"
@@ -77,6 +78,11 @@ typedef struct sort_queue {
     sort_pack *head, *tail;
     size_t n;
 } sort_queue;
+
+/* A condition variable whose timed waits run on CLOCK_MONOTONIC, and the
+ * deadline ms milliseconds from now on that clock. */
+void sort_cond_init(pthread_cond_t *cv);
+struct timespec sort_deadline(int ms);
 
 void sort_queue_init(sort_queue *q);
 void sort_queue_destroy(sort_queue *q);

@@ -276,13 +276,7 @@ static void *files_check_main(void *arg)
                 pthread_cond_wait(&f->ck_cv, &f->ck_mu);
                 continue;
             }
-            struct timespec dl;
-            clock_gettime(CLOCK_MONOTONIC, &dl);
-            dl.tv_nsec += FILES_WB_TICK_MS * 1000000L;
-            if (dl.tv_nsec >= 1000000000L) {
-                dl.tv_sec++;
-                dl.tv_nsec -= 1000000000L;
-            }
+            struct timespec dl = sort_deadline(FILES_WB_TICK_MS);
             if (pthread_cond_timedwait(&f->ck_cv, &f->ck_mu, &dl) != ETIMEDOUT)
                 continue;
             pthread_mutex_unlock(&f->ck_mu);
@@ -709,11 +703,7 @@ static orr_status files_open(sort_sink_env *env, void **state, orr_err *err)
     f->sink = cfg->sink ? cfg->sink : &sort_check_log_sink;
     f->closed_upto = INT64_MIN;
     pthread_mutex_init(&f->ck_mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&f->ck_cv, &ca);
-    pthread_condattr_destroy(&ca);
+    sort_cond_init(&f->ck_cv);
     f->wb_fd = -1;
     sort_units_init(&f->units, f->spec);
     sort_landings_init(&f->landings);
