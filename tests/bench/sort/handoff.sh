@@ -25,6 +25,12 @@
 # Last, the floor both paths share: the same raw entries read alone through
 # a third consumer group (sort_xadd --read: XREADGROUP of 5,000 and XACK,
 # nothing parsed or written), with the reader's and Redis's CPU per 1M.
+# SORT_BENCH_KEEP_OUTPUT=1 moves the run's landed files under
+# SORT_BENCH_OLD_DIR (default $T.old) at exit instead of deleting them, as
+# handoff_ab.sh does between its runs: on ext4 without a journal every
+# create skips the inodes freed in the last seconds to minutes, so deleting
+# a run's ~6,000 files just before the next one makes that run's file
+# creation cost up to twice its write stage's CPU.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../../.." && pwd)
 BUILD=${1:-$ROOT/build}
@@ -50,8 +56,14 @@ cleanup() {
     for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
     rcli DEL "$RAW" >/dev/null 2>&1 || true
     for i in $(seq 0 $((NS - 1))); do rcli DEL "$HK.$i" >/dev/null 2>&1 || true; done
-    rm -rf "$T"
+    if [ "${SORT_BENCH_KEEP_OUTPUT:-0}" = 1 ] && [ -d "$T" ]; then
+        rm -rf "$T/in" # ten inodes
+        mkdir -p "$OLD_DIR" && mv "$T" "$OLD_DIR/run-$$"
+    else
+        rm -rf "$T"
+    fi
 }
+OLD_DIR=${SORT_BENCH_OLD_DIR:-$T.old}
 rm -rf "$T"
 mkdir -p "$T"
 trap cleanup EXIT

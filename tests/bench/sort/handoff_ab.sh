@@ -5,12 +5,18 @@
 # load. Each run prints the load average before it, then handoff.sh's
 # lines (rates, ratio, CPU s per 1M records, run-queue wait); a last table
 # holds one line per run. SORT_HANDOFF_* pass through. Needs ORRERY_REDIS.
+# Each run's landed files are kept until the last run has ended
+# (SORT_BENCH_KEEP_OUTPUT, see handoff.sh), so no run pays for the file
+# deletions of the one before it; about 0.2 GB of disk per run.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 A=${1:?usage: handoff_ab.sh BUILD_A BUILD_B [ROUNDS]}
 B=${2:?usage: handoff_ab.sh BUILD_A BUILD_B [ROUNDS]}
 ROUNDS=${3:-3}
 [ "$ROUNDS" -ge 1 ] && [ "$ROUNDS" -le 20 ] || { echo "ROUNDS must be 1..20" >&2; exit 2; }
+OLD=$(mktemp -d /tmp/sort-handoff-old.XXXXXX)
+trap 'rm -rf "$OLD"' EXIT
+export SORT_BENCH_KEEP_OUTPUT=1 SORT_BENCH_OLD_DIR=$OLD
 sum=""
 for i in $(seq 1 "$ROUNDS"); do
     for tag in A B; do
