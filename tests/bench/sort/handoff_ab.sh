@@ -14,7 +14,9 @@ A=${1:?usage: handoff_ab.sh BUILD_A BUILD_B [ROUNDS]}
 B=${2:?usage: handoff_ab.sh BUILD_A BUILD_B [ROUNDS]}
 ROUNDS=${3:-3}
 [ "$ROUNDS" -ge 1 ] && [ "$ROUNDS" -le 20 ] || { echo "ROUNDS must be 1..20" >&2; exit 2; }
-OLD=$(mktemp -d /tmp/sort-handoff-old.XXXXXX)
+# beside the runs' own folder: a move to another filesystem would copy
+# and delete
+OLD=$(mktemp -d "${SORT_BENCH_DIR:-/tmp/sort-handoff-bench}.old.XXXXXX")
 trap 'rm -rf "$OLD"' EXIT
 export SORT_BENCH_KEEP_OUTPUT=1 SORT_BENCH_OLD_DIR=$OLD
 sum=""
