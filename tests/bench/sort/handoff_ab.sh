@@ -16,7 +16,8 @@ ROUNDS=${3:-3}
 [ "$ROUNDS" -ge 1 ] && [ "$ROUNDS" -le 20 ] || { echo "ROUNDS must be 1..20" >&2; exit 2; }
 # beside the runs' own folder: a move to another filesystem would copy
 # and delete
-OLD=$(mktemp -d "${SORT_BENCH_DIR:-/tmp/sort-handoff-bench}.old.XXXXXX")
+BENCH_DIR=${SORT_BENCH_DIR:-/tmp/sort-handoff-bench}
+OLD=$(mktemp -d "${BENCH_DIR%/}.old.XXXXXX")
 trap 'rm -rf "$OLD"' EXIT
 export SORT_BENCH_KEEP_OUTPUT=1 SORT_BENCH_OLD_DIR=$OLD
 sum=""

@@ -17,17 +17,21 @@
  * before any ">" read, ">" brings ids above every id ever delivered to the
  * group, and a replay after a reconnect starts above the last id taken.
  * Commit pops the ids below `next` off its head and names them in XACKs of
- * RD_ACK_CHUNK ids, pipelined on the commit connection. Ids that arrive
- * below the position already committed (a replay of entries that landed,
- * which the pipeline drops and commits nothing for) are acknowledged by
- * next() itself. An entry deleted while pending, or without the record's
- * field, is in the FIFO like any other: it is acknowledged once a position
- * past it is committed, so deleted entries at the very end of an idle
- * stream's pending list stay there until later entries land. Before, a server-side script listed
- * the pending list below `next` (XPENDING) and acknowledged what it found: for Redis that listing
- * and the script's tables cost more than the acknowledgements themselves (0.8 of its 2.5 CPU
- * seconds per million one-record entries). Should an id ever arrive below one already queued, it is
- * acknowledged by the first commit whose `next` passes every id before it: later, never early.
+ * RD_ACK_CHUNK ids, pipelined on the commit connection. An entry deleted
+ * while pending, or without the record's field, is in the FIFO like any
+ * other: it is acknowledged once a position past it is committed, so
+ * deleted entries at the very end of an idle stream's pending list stay
+ * there until later entries land. Should an id arrive below one already
+ * queued, it is acknowledged by the first commit whose `next` passes every
+ * id before it: later, never early. Should ids arrive below the position
+ * already committed (ids going backwards), next() acknowledges them
+ * itself, since the pipeline commits a position only once; in sortd the
+ * files sink's safe position follows what was routed, so a commit never
+ * runs ahead of the reads and this is a safeguard of the source's contract.
+ * Before, a server-side script listed the pending list below `next`
+ * (XPENDING) and acknowledged what it found: for Redis that listing and
+ * the script's tables cost more than the acknowledgements themselves (0.8
+ * of its 2.5 CPU seconds per million one-record entries).
  *
  * Packs (spec.source.packs): each entry's field holds an orr_pack (many
  * records, Snappy-compressed, lib/orr_pack.h) written by a producer that
@@ -136,6 +140,7 @@ typedef struct src_redis {
     int inflight;       /* an XREADGROUP ">" is sent, its reply not read */
     int behind;         /* the last read suggests a backlog (see the top) */
     int marked;         /* the last pack read carried the backlog mark */
+    int ack_failing;    /* next()'s last acknowledgement below `committed` failed */
     redisReply *kept;   /* that reply, read before another command */
     orr_arena *replies; /* every reply object (rd_reply_fns) */
     /* packs */
@@ -801,15 +806,23 @@ static orr_status src_redis_next(sort_source *s, sort_batch *b, int wait_ms, orr
     /* A mark holds through empty reads: the parse stage may be gathering
      * records; an unmarked pack (an empty one, if need be) clears it. */
     r->behind = (got > 0 && (r->pending_phase || (int64_t)got >= rd_count(r))) || r->marked;
-    /* Entries that came below the committed position have landed already
-     * (a replay the pipeline drops): acknowledged now, as no commit may
-     * come for a position already committed. A failure leaves them for the
-     * next commit. */
-    if (!r->spec->source.packs && r->ids_head < r->ids_len &&
-        sort_off_cmp(r->ids[r->ids_head], r->committed) < 0) {
+    /* Entries that came below the committed position have landed already:
+     * acknowledged now, as no commit comes for a position already
+     * committed (see "Commit" at the top). A failure leaves them for the
+     * next call, and is logged once until an attempt succeeds. */
+    if (r->ids_head < r->ids_len && sort_off_cmp(r->ids[r->ids_head], r->committed) < 0) {
         orr_err aerr;
         orr_err_clear(&aerr);
-        (void)rd_commit_fifo(r, r->committed, &aerr);
+        if (rd_commit_fifo(r, r->committed, &aerr) != ORR_OK) {
+            if (!r->ack_failing) {
+                char eb[600];
+                ORR_WARN("acknowledgement failed; will retry", "stream=%s error=%s", r->spec->name,
+                         orr_log_q(orr_err_str(&aerr, eb, sizeof eb)));
+            }
+            r->ack_failing = 1;
+        } else {
+            r->ack_failing = 0;
+        }
     }
     if (r->pending_phase && got == 0) {
         r->pending_phase = 0;
