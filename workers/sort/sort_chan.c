@@ -20,10 +20,10 @@ void sort_cond_init(pthread_cond_t *cv)
     pthread_condattr_destroy(&ca);
 }
 
-struct timespec sort_deadline(int ms)
+struct timespec sort_deadline(clockid_t clk, int ms)
 {
     struct timespec dl;
-    clock_gettime(CLOCK_MONOTONIC, &dl);
+    clock_gettime(clk, &dl);
     dl.tv_sec += ms / 1000;
     dl.tv_nsec += (long)(ms % 1000) * 1000000L;
     if (dl.tv_nsec >= 1000000000L) {
@@ -62,7 +62,7 @@ void sort_queue_push(sort_queue *q, sort_pack *p)
 
 sort_pack *sort_queue_pop(sort_queue *q, int wait_ms)
 {
-    struct timespec dl = sort_deadline(wait_ms);
+    struct timespec dl = sort_deadline(CLOCK_MONOTONIC, wait_ms);
     pthread_mutex_lock(&q->mu);
     while (!q->head && wait_ms > 0) {
         if (pthread_cond_timedwait(&q->cv, &q->mu, &dl) == ETIMEDOUT)

@@ -80,9 +80,10 @@ typedef struct sort_queue {
 } sort_queue;
 
 /* A condition variable whose timed waits run on CLOCK_MONOTONIC, and the
- * deadline ms milliseconds from now on that clock. */
+ * deadline ms milliseconds from now on clock clk (CLOCK_MONOTONIC for such
+ * a variable, CLOCK_REALTIME for one with the default attributes). */
 void sort_cond_init(pthread_cond_t *cv);
-struct timespec sort_deadline(int ms);
+struct timespec sort_deadline(clockid_t clk, int ms);
 
 void sort_queue_init(sort_queue *q);
 void sort_queue_destroy(sort_queue *q);

@@ -11,6 +11,7 @@
 #include "halley.pb-c.h"
 #include "orr_alloc.h"
 #include "orr_log.h"
+#include "sort_chan.h"
 #include "orr_rpc.h"
 
 #define REPORT_RPC_TIMEOUT_MS 5000
@@ -122,14 +123,7 @@ static void *report_main(void *arg)
             ORR_WARN("unit report failed; will retry", "stream=%s interface=%s error=%s",
                      it->stream, it->iface, orr_log_q(orr_err_str(&err, b, sizeof b)));
             /* wait, but wake for a stop */
-            struct timespec ts;
-            clock_gettime(CLOCK_REALTIME, &ts);
-            ts.tv_sec += backoff / 1000;
-            ts.tv_nsec += (long)(backoff % 1000) * 1000000L;
-            if (ts.tv_nsec >= 1000000000L) {
-                ts.tv_sec++;
-                ts.tv_nsec -= 1000000000L;
-            }
+            struct timespec ts = sort_deadline(CLOCK_REALTIME, backoff);
             pthread_cond_timedwait(&r->cv, &r->mu, &ts);
             backoff = backoff * 2 > REPORT_BACKOFF_MAX_MS ? REPORT_BACKOFF_MAX_MS : backoff * 2;
             continue;

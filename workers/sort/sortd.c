@@ -52,6 +52,7 @@
 #include "orr_daemon.h"
 #include "orr_log.h"
 #include "orr_sdnotify.h"
+#include "sort_chan.h"
 #include "sort_metrics.h"
 #include "sort_pipe.h"
 #include "orr_rpc_tls.h"
@@ -277,17 +278,6 @@ static void sortd_watch_poke(void *ctx)
     pthread_mutex_unlock(&w->mu);
 }
 
-static void sortd_deadline(struct timespec *ts, int ms)
-{
-    clock_gettime(CLOCK_REALTIME, ts);
-    ts->tv_sec += ms / 1000;
-    ts->tv_nsec += (long)(ms % 1000) * 1000000L;
-    if (ts->tv_nsec >= 1000000000L) {
-        ts->tv_sec++;
-        ts->tv_nsec -= 1000000000L;
-    }
-}
-
 /* One look at the store; a new good document is stashed and the running
  * pipeline told to stop. Called with w->mu unlocked. */
 static orr_status sortd_watch_poll(sortd_watch *w, orr_err *err)
@@ -333,8 +323,7 @@ static void *sortd_watch_main(void *arg)
         orr_err err;
         sortd_watch_poll(w, &err);
         pthread_mutex_lock(&w->mu);
-        struct timespec ts;
-        sortd_deadline(&ts, w->poll_ms);
+        struct timespec ts = sort_deadline(CLOCK_REALTIME, w->poll_ms);
         while (!w->quit && !w->poked)
             if (pthread_cond_timedwait(&w->cv, &w->mu, &ts) == ETIMEDOUT)
                 break;
@@ -349,8 +338,7 @@ static int sortd_watch_take(sortd_watch *w, sort_spec_doc *doc)
 {
     pthread_mutex_lock(&w->mu);
     while (!w->has_next && !sortd_stop) {
-        struct timespec ts;
-        sortd_deadline(&ts, 200);
+        struct timespec ts = sort_deadline(CLOCK_REALTIME, 200);
         pthread_cond_timedwait(&w->cv, &w->mu, &ts);
     }
     int got = w->has_next && !sortd_stop;

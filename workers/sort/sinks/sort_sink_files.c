@@ -276,7 +276,7 @@ static void *files_check_main(void *arg)
                 pthread_cond_wait(&f->ck_cv, &f->ck_mu);
                 continue;
             }
-            struct timespec dl = sort_deadline(FILES_WB_TICK_MS);
+            struct timespec dl = sort_deadline(CLOCK_MONOTONIC, FILES_WB_TICK_MS);
             if (pthread_cond_timedwait(&f->ck_cv, &f->ck_mu, &dl) != ETIMEDOUT)
                 continue;
             pthread_mutex_unlock(&f->ck_mu);

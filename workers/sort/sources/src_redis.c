@@ -420,6 +420,16 @@ static int rd_parse_id(const char *s, sort_off *o)
     return *end == 0 ? 0 : -1;
 }
 
+/* The commit connection failed in cmd: dropped (the next commit dials
+ * again); ORR_EUNAVAIL with err set. */
+static orr_status rd_cc_lost(src_redis *r, const char *cmd, orr_err *err)
+{
+    orr_status rc = rd_cmd_err(r, r->cc, cmd, err);
+    redisFree(r->cc);
+    r->cc = NULL;
+    return rc;
+}
+
 /* A command on the commit connection (connected on first use, plain
  * hiredis replies: the caller frees them). NULL with err set (ORR_EUNAVAIL)
  * when Redis cannot be reached; the connection is then dropped and made
@@ -430,11 +440,8 @@ static redisReply *rd_commit_cmd(src_redis *r, int argc, const char **argv, cons
     if (!r->cc && rd_dial(r, 10, &r->cc, err) != ORR_OK)
         return NULL;
     redisReply *rep = redisCommandArgv(r->cc, argc, argv, lens);
-    if (!rep) {
-        (void)rd_cmd_err(r, r->cc, argv[0], err);
-        redisFree(r->cc);
-        r->cc = NULL;
-    }
+    if (!rep)
+        (void)rd_cc_lost(r, argv[0], err);
     return rep;
 }
 
@@ -526,12 +533,8 @@ static orr_status rd_ack_replies(src_redis *r, size_t n, orr_err *err)
     orr_status rc = ORR_OK;
     for (size_t i = 0; i < n; i++) {
         redisReply *rep = NULL;
-        if (redisGetReply(r->cc, (void **)&rep) != REDIS_OK || !rep) {
-            rc = rd_cmd_err(r, r->cc, "XACK", err);
-            redisFree(r->cc);
-            r->cc = NULL;
-            return rc;
-        }
+        if (redisGetReply(r->cc, (void **)&rep) != REDIS_OK || !rep)
+            return rd_cc_lost(r, "XACK", err);
         if (rep->type != REDIS_REPLY_INTEGER && rc == ORR_OK)
             rc = orr_err_set(err, ORR_EIO, "redis", "XACK failed: %s",
                              rep->type == REDIS_REPLY_ERROR ? rep->str : "bad reply");
@@ -565,12 +568,8 @@ static orr_status rd_commit_fifo(src_redis *r, sort_off next, orr_err *err)
             r->ack_argv[3 + i] = r->ack_ids[i];
             r->ack_lens[3 + i] = rd_fmt_id(r->ids[at + i], r->ack_ids[i]);
         }
-        if (redisAppendCommandArgv(r->cc, (int)(3 + n), r->ack_argv, r->ack_lens) != REDIS_OK) {
-            orr_status rc = rd_cmd_err(r, r->cc, "XACK", err);
-            redisFree(r->cc);
-            r->cc = NULL;
-            return rc;
-        }
+        if (redisAppendCommandArgv(r->cc, (int)(3 + n), r->ack_argv, r->ack_lens) != REDIS_OK)
+            return rd_cc_lost(r, "XACK", err);
         at += n;
         if (++out == RD_ACK_WINDOW || at == end) {
             orr_status rc = rd_ack_replies(r, out, err);
