@@ -78,9 +78,9 @@ static orr_status spec__char(const json_t *obj, const char *path, const char *ke
 static orr_status spec__source(sort_spec *s, const json_t *src, const char *path, orr_err *err)
 {
     static const char *const file_keys[] = {"type", "path", "exit_at_eof", "read_size", NULL};
-    static const char *const redis_keys[] = {"type",          "address", "key",   "group",
-                                             "consumer",      "field",   "batch", "block_ms",
-                                             "claim_idle_ms", "packs",   NULL};
+    static const char *const redis_keys[] = {"type",          "address", "key",    "group",
+                                             "consumer",      "field",   "batch",  "block_ms",
+                                             "claim_idle_ms", "packs",   "commit", NULL};
     char p[256];
     SPEC_TRY(orr_json_get_str(src, path, "type", 1, &s->source.type, err));
     if (strcmp(s->source.type, "file") == 0) {
@@ -109,6 +109,17 @@ static orr_status spec__source(sort_spec *s, const json_t *src, const char *path
         SPEC_TRY(orr_json_get_int(src, path, "claim_idle_ms", 0, 0, INT64_C(86400000),
                                   &s->source.claim_idle_ms, err));
         SPEC_TRY(orr_json_get_bool(src, path, "packs", 0, &s->source.packs, err));
+        const char *commit = "ack";
+        SPEC_TRY(orr_json_get_str(src, path, "commit", 0, &commit, err));
+        snprintf(p, sizeof p, "%s.commit", path);
+        if (strcmp(commit, "position") == 0)
+            s->source.commit_position = 1;
+        else if (strcmp(commit, "ack") != 0)
+            return orr_err_set(err, ORR_EINVAL, p, "must be \"ack\" or \"position\", not \"%.64s\"",
+                               commit);
+        if (s->source.commit_position && s->source.packs)
+            return orr_err_set(err, ORR_EINVAL, p,
+                               "\"position\" is for one-record entries, not packs");
         s->source.type = "redis";
     } else if (strcmp(s->source.type, "kafka") == 0) {
         static const char *const kafka_keys[] = {"type",        "brokers",   "topic",

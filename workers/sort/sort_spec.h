@@ -67,6 +67,9 @@ typedef struct sort_spec {
         const char *key, *group, *consumer, *field;
         int64_t batch, block_ms, claim_idle_ms;
         int packs; /* entries hold orr_packs (many records each), not one record */
+        /* redis: commit moves the group's last-delivered id (XGROUP SETID)
+         * over entries read with XREAD, instead of acknowledging each one */
+        int commit_position;
         /* packs: the producer pauses when this many are not yet landed
          * (its sinks.handoff.max_packs); the source stops reporting a
          * backlog close to it (see src_redis.c). 0: no such producer. */

@@ -32,6 +32,8 @@
 # a run's ~8,000 files just before the next one made that run's file
 # creation half its write stage's CPU. Run alone, delete that folder when
 # done (about 0.2 GB per run).
+# SORT_BENCH_REDIS_COMMIT=position (or ack) sets both paths' raw source's
+# spec.source.commit (unset: the spec names none, so any build reads it).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../../.." && pwd)
 BUILD=${1:-$ROOT/build}
@@ -39,6 +41,7 @@ N=${SORT_HANDOFF_RECORDS:-1000000}
 NS=${SORT_HANDOFF_STREAMS:-1}
 LIMIT_S=${SORT_HANDOFF_SECONDS:-300}
 MAXP=${SORT_HANDOFF_MAX_PACKS:-1024}
+COMMIT=${SORT_BENCH_REDIS_COMMIT:+, \"commit\": \"$SORT_BENCH_REDIS_COMMIT\"}
 T=${SORT_BENCH_DIR:-/tmp/sort-handoff-bench}
 SORTD=$BUILD/bin/sortd
 GEN=$BUILD/bin/sort_gen
@@ -74,7 +77,7 @@ spec() { # spec NAME GROUP SINKS
     cat <<JSON
 {"name": "$1", "business": "$1",
  "source": {"type": "redis", "address": "$ORRERY_REDIS", "key": "$RAW", "group": "$2",
-            "consumer": "c1", "batch": 5000, "block_ms": 50},
+            "consumer": "c1", "batch": 5000, "block_ms": 50$COMMIT},
  "format": {"type": "delimited", "delimiter": "|",
             "fields": ["id", "ts", "iface", "user", "h", "m", "path", "st", "n", "ua"]},
  "interface": {"field": "iface"},

@@ -9,6 +9,11 @@
 # second half while it runs and is stopped with SIGTERM once every record
 # has landed. Every record must be landed exactly once, and the group's
 # pending list must be empty (acknowledged after landing).
+# SORT_REDIS_COMMIT=position runs the same with spec.source.commit
+# "position": the first run's uncommitted entries come back because the
+# second starts after the group's last-delivered id, which its commits
+# move; at the end that id must be the stream's last entry and nothing is
+# pending.
 set -euo pipefail
 SORTD=$1
 . "$(dirname "$0")/sort_lib.sh"
@@ -16,6 +21,7 @@ SORTD=$1
 need_redis
 
 N=${SORT_REDIS_RECORDS:-30000}
+COMMIT=${SORT_REDIS_COMMIT:-ack}
 KEY="orr-it-sort-$$"
 T=$(mktemp -d /tmp/sort-redis.XXXXXX)
 cleanup() {
@@ -43,7 +49,7 @@ xadd 0 "$HALF"
 cat >"$T/spec.json" <<JSON
 {"name": "rs", "business": "br",
  "source": {"type": "redis", "address": "$ORRERY_REDIS", "key": "$KEY", "group": "g1",
-            "consumer": "c1", "batch": 500, "block_ms": 100},
+            "consumer": "c1", "batch": 500, "block_ms": 100, "commit": "$COMMIT"},
  "format": {"type": "kv"},
  "interface": {"field": "if"},
  "time": {"field": "t", "format": "epoch_s"},
@@ -83,5 +89,13 @@ echo "second run: $(cat "$T/out.2")"
 verify_landed "$T/blob" "$((N + 1))" nocheck
 pending=$(rcli XPENDING "$KEY" g1 | head -1)
 [ "$pending" = "0" ] || fail "$pending entries still pending after the last commit"
+if [ "$COMMIT" = position ]; then
+    group_last() {
+        rcli XINFO GROUPS "$KEY" | awk '$0 == "last-delivered-id" { getline; print; exit }'
+    }
+    stream_last=$(rcli XINFO STREAM "$KEY" | awk '$0 == "last-generated-id" { getline; print; exit }')
+    [ "$(group_last)" = "$stream_last" ] ||
+        fail "the group's position $(group_last) is not the last entry $stream_last"
+fi
 find "$T/blob" -name _CHECK | grep -q . || fail "no unit was reconciled"
-echo "PASS sort_redis"
+echo "PASS sort_redis (commit $COMMIT)"

@@ -34,6 +34,17 @@
  *      read of 100 brings entries on both sides of it, with no further
  *      commit (the pipeline commits a position only once), and a last
  *      commit clears them.
+ *   6. spec.source.commit "position": the group keeps one position. An
+ *      acknowledging source leaves entries pending (two reads, closed
+ *      with a third in flight); a position source then starts at the
+ *      lowest pending entry, its reads leave the pending list as it is,
+ *      and its commit at entry 1000 moves the group's last-delivered id
+ *      there and, being past every pending entry, empties the pending
+ *      list. The next run starts at entry 1000; its connections are
+ *      killed (CLIENT KILL) with a read in flight, and the group is
+ *      deleted before its last commit, which makes it again at the
+ *      position. Every entry comes exactly once, in order, across the
+ *      runs; nothing is pending at the end.
  *
  * Each next() is bounded (block_ms 20), each loop by a round count.
  */
@@ -44,6 +55,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,17 +70,18 @@
 #define N     2300 /* entries */
 #define BATCH 100  /* spec.source.batch */
 
-static sort_spec *read_spec(const char *key, const char *addr)
+static sort_spec *read_spec(const char *key, const char *addr, const char *commit)
 {
     char text[1024];
     snprintf(text, sizeof text,
              "{\"name\":\"rdtest\",\"business\":\"b\","
              "\"source\":{\"type\":\"redis\",\"address\":\"%s\",\"key\":\"%s\","
-             "\"group\":\"g\",\"consumer\":\"c1\",\"batch\":%d,\"block_ms\":20},"
+             "\"group\":\"g\",\"consumer\":\"c1\",\"batch\":%d,\"block_ms\":20,"
+             "\"commit\":\"%s\"},"
              "\"format\":{\"type\":\"delimited\",\"delimiter\":\"|\",\"fields\":[\"id\",\"ts\","
              "\"if\"]},\"interface\":{\"field\":\"if\"},"
              "\"time\":{\"field\":\"ts\",\"format\":\"epoch_ms\"},\"bucket\":\"hour\"}",
-             addr, key, BATCH);
+             addr, key, BATCH, commit);
     return sort_ho_it_parse(text);
 }
 
@@ -85,16 +98,10 @@ static sort_source *open_src(const sort_spec *spec)
     return s;
 }
 
-/* One next(): every entry into seen[] (counted) and checked against its
- * value; the position after the last one into *last. Returns the count. */
-static size_t read_once(sort_source *s, sort_batch *b, const sort_off *ids, int *seen,
-                        size_t *order, sort_off *last)
+/* The entries of batch b into seen[] (counted) and checked against their
+ * values and order; the position after the last one into *last. */
+static void take(const sort_batch *b, const sort_off *ids, int *seen, size_t *order, sort_off *last)
 {
-    orr_err err;
-    orr_err_clear(&err);
-    sort_batch_reset(b);
-    orr_status rc = sort_src_redis.next(s, b, 20, &err);
-    CHECK(rc == ORR_OK, "next: %s %s", err.field, err.msg);
     for (size_t k = 0; k < b->n; k++) {
         const sort_entry *e = &b->e[k];
         size_t i = 0;
@@ -112,7 +119,40 @@ static size_t read_once(sort_source *s, sort_batch *b, const sort_off *ids, int 
         seen[i]++;
         *last = e->next;
     }
+}
+
+/* One next(), its entries taken (take). Returns the count. */
+static size_t read_once(sort_source *s, sort_batch *b, const sort_off *ids, int *seen,
+                        size_t *order, sort_off *last)
+{
+    orr_err err;
+    orr_err_clear(&err);
+    sort_batch_reset(b);
+    orr_status rc = sort_src_redis.next(s, b, 20, &err);
+    CHECK(rc == ORR_OK, "next: %s %s", err.field, err.msg);
+    take(b, ids, seen, order, last);
     return b->n;
+}
+
+/* The group's last-delivered id into *out; 0 when there is no group. */
+static int group_last(redisContext *c, const char *key, sort_off *out)
+{
+    redisReply *r = sort_ho_it_cmd(c, "XINFO GROUPS %s", key);
+    int ok = 0;
+    for (size_t i = 0; r->type == REDIS_REPLY_ARRAY && i < r->elements; i++) {
+        const redisReply *g = r->element[i];
+        for (size_t k = 0; g->type == REDIS_REPLY_ARRAY && k + 1 < g->elements; k += 2) {
+            unsigned long long ms = 0, seq = 0;
+            if (g->element[k]->type == REDIS_REPLY_STRING &&
+                strcmp(g->element[k]->str, "last-delivered-id") == 0 &&
+                sscanf(g->element[k + 1]->str, "%llu-%llu", &ms, &seq) == 2) {
+                *out = (sort_off){ms, seq};
+                ok = 1;
+            }
+        }
+    }
+    freeReplyObject(r);
+    return ok;
 }
 
 static long long pending(redisContext *c, const char *key)
@@ -314,6 +354,7 @@ int main(void)
         fprintf(stderr, "FAIL: ORRERY_REDIS is not set\n");
         return 1;
     }
+    signal(SIGPIPE, SIG_IGN); /* as in sortd: a killed connection is an error, not a signal */
     char key[64];
     snprintf(key, sizeof key, "orr-it-rdread-%d", (int)getpid());
     redisContext *c = sort_ho_it_connect(addr);
@@ -323,7 +364,7 @@ int main(void)
 
     /* 1. next and commit alternate. */
     fill(c, key, ids);
-    sort_spec *spec = read_spec(key, addr);
+    sort_spec *spec = read_spec(key, addr, "ack");
     sort_source *s = open_src(spec);
     size_t order = 0, total = 0;
     sort_off last = {0, 0};
@@ -348,7 +389,7 @@ int main(void)
     /* 2. closed with a read in flight. */
     memset(seen, 0, sizeof seen);
     fill(c, key, ids);
-    spec = read_spec(key, addr);
+    spec = read_spec(key, addr, "ack");
     s = open_src(spec);
     order = 0;
     total = 0;
@@ -384,7 +425,7 @@ int main(void)
     char paddr[64];
     snprintf(paddr, sizeof paddr, "127.0.0.1:%d", px.port);
     atomic_store(&px.hold_at, 2); /* the read sent in flight after the first ">" */
-    spec = read_spec(key, paddr);
+    spec = read_spec(key, paddr, "ack");
     s = open_src(spec);
     order = 0;
     total = 0;
@@ -421,7 +462,7 @@ int main(void)
     /* 4. a commit acknowledges exactly what lies below its position. */
     static sort_off ids4[N4];
     fill4(c, key, ids4);
-    spec = read_spec(key, addr);
+    spec = read_spec(key, addr, "ack");
     s = open_src(spec);
     last = (sort_off){0, 0};
     total = read_all(s, &b, N4, &last);
@@ -475,6 +516,69 @@ int main(void)
     sort_src_redis.close(s);
     sort_spec_free(spec);
 
+    /* 6. commit "position": the group keeps one position. */
+    fill(c, key, ids);
+    spec = read_spec(key, addr, "ack");
+    s = open_src(spec);
+    memset(seen, 0, sizeof seen);
+    order = 0;
+    for (int round = 0; round < 3; round++) /* the pending list, then two reads */
+        read_once(s, &b, ids, seen, &order, &last);
+    sort_src_redis.close(s);
+    sort_spec_free(spec);
+    long long pend6 = pending(c, key);
+    CHECK(pend6 >= 2 * BATCH, "6: %lld pending after the acknowledging run", pend6);
+    memset(seen, 0, sizeof seen); /* delivered, never landed: due again */
+    order = 0;
+    total = 0;
+    spec = read_spec(key, addr, "position");
+    s = open_src(spec);
+    for (int round = 0; round < 1000 && total < 1000; round++)
+        total += read_once(s, &b, ids, seen, &order, &last);
+    CHECK(total == 1000, "6: the first position run read %zu entries, not 1000", total);
+    CHECK(pending(c, key) == pend6, "6: position reads changed the pending list (%lld, not %lld)",
+          pending(c, key), pend6);
+    CHECK(sort_src_redis.commit(s, 0, last, &err) == ORR_OK, "commit: %s", err.msg);
+    sort_off gl = {0, 0};
+    CHECK(group_last(c, key, &gl) && sort_off_cmp(gl, ids[999]) == 0,
+          "6: the group's position is not entry 999 after the commit");
+    CHECK(pending(c, key) == 0, "6: %lld still pending after a commit past them", pending(c, key));
+    sort_src_redis.close(s);
+    s = open_src(spec);
+    for (int round = 0; round < 1000 && total < 1500; round++) {
+        total += read_once(s, &b, ids, seen, &order, &last);
+        CHECK(sort_src_redis.commit(s, 0, last, &err) == ORR_OK, "commit: %s", err.msg);
+    }
+    redisReply *kill = sort_ho_it_cmd(c, "CLIENT KILL TYPE %s SKIPME yes", "normal");
+    CHECK(kill->type == REDIS_REPLY_INTEGER && kill->integer >= 1,
+          "6: CLIENT KILL killed none of the source's connections");
+    freeReplyObject(kill);
+    int lost = 0, clost = 0, destroyed = 0;
+    for (int round = 0; round < 1000 && total < N; round++) {
+        sort_batch_reset(&b);
+        orr_err_clear(&err);
+        orr_status rc = sort_src_redis.next(s, &b, 20, &err);
+        CHECK(rc == ORR_OK || (rc == ORR_EUNAVAIL && !lost++), "6: next: %s", err.msg);
+        take(&b, ids, seen, &order, &last);
+        total += b.n;
+        if (total == N && !destroyed++)
+            freeReplyObject(sort_ho_it_cmd(c, "XGROUP DESTROY %s g", key));
+        orr_err_clear(&err);
+        rc = sort_src_redis.commit(s, 0, last, &err);
+        CHECK(rc == ORR_OK || (rc == ORR_EUNAVAIL && !clost++), "6: commit: %s", err.msg);
+    }
+    CHECK(sort_src_redis.commit(s, 0, last, &err) == ORR_OK, "6: commit: %s", err.msg);
+    CHECK(destroyed == 1, "6: the position run read %zu entries, not %d", total, N);
+    for (int round = 0; round < 3; round++)
+        CHECK(read_once(s, &b, ids, seen, &order, &last) == 0, "6: an entry came twice");
+    for (size_t i = 0; i < N; i++)
+        CHECK(seen[i] == 1, "6: entry %zu came %d times", i, seen[i]);
+    CHECK(group_last(c, key, &gl) && sort_off_cmp(gl, ids[N - 1]) == 0,
+          "6: the group made again is not at the last entry");
+    CHECK(pending(c, key) == 0, "6: %lld pending at the end", pending(c, key));
+    sort_src_redis.close(s);
+    sort_spec_free(spec);
+
     sort_batch_free(&b);
     freeReplyObject(sort_ho_it_cmd(c, "DEL %s", key));
     redisFree(c);
@@ -483,7 +587,7 @@ int main(void)
         return 1;
     }
     printf("ok: %d entries exactly once with reads in flight, across a close and a lost reply;"
-           " commits acknowledge exactly what lies below them\n",
+           " commits acknowledge exactly what lies below them; a position resumes where it was\n",
            N);
     return 0;
 }

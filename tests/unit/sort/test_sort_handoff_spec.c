@@ -1,5 +1,5 @@
 /* test_sort_handoff_spec.c - unit tests of the hand-off sink's spec keys, the write-stage spec
- * derived from it, and which write stage owns a unit. */
+ * derived from it, which write stage owns a unit, and the Redis source's commit key. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -169,13 +169,61 @@ static void test_owners(void **state)
     assert_true(sort_units_owns(&t, 12345));
 }
 
+/* The Redis source's spec.source.commit: "ack" (default) or "position",
+ * the latter for one-record entries only. */
+static orr_status parse_redis(const char *extra, sort_spec **out, orr_err *err)
+{
+    char text[1024];
+    snprintf(text, sizeof text,
+             "{\"name\":\"r\",\"business\":\"b\",\"source\":{\"type\":\"redis\",\"key\":\"k\"%s},"
+             "\"format\":{\"type\":\"delimited\",\"delimiter\":\",\",\"fields\":[\"ts\",\"if\"]},"
+             "\"interface\":{\"field\":\"if\"},\"time\":{\"field\":\"ts\",\"format\":\"epoch_s\"},"
+             "\"bucket\":\"hour\"}",
+             extra);
+    json_error_t je;
+    json_t *doc = json_loads(text, 0, &je);
+    assert_non_null(doc);
+    orr_err_clear(err);
+    *out = NULL;
+    orr_status rc = sort_spec_parse(doc, "spec", out, err);
+    json_decref(doc);
+    return rc;
+}
+
+static void test_redis_commit(void **state)
+{
+    (void)state;
+    sort_spec *s = NULL;
+    orr_err err;
+    assert_int_equal(parse_redis("", &s, &err), ORR_OK);
+    assert_false(s->source.commit_position);
+    sort_spec_free(s);
+    assert_int_equal(parse_redis(",\"commit\":\"ack\"", &s, &err), ORR_OK);
+    assert_false(s->source.commit_position);
+    sort_spec_free(s);
+    assert_int_equal(parse_redis(",\"commit\":\"position\"", &s, &err), ORR_OK);
+    assert_true(s->source.commit_position);
+    sort_spec_free(s);
+    const char *bad[][2] = {
+        {",\"commit\":\"none\"", "must be"},
+        {",\"commit\":1", NULL},
+        {",\"commit\":\"position\",\"packs\":true", "one-record entries"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        assert_int_equal(parse_redis(bad[i][0], &s, &err), ORR_EINVAL);
+        assert_null(s);
+        assert_string_equal(err.field, "spec.source.commit");
+        if (bad[i][1])
+            assert_non_null(strstr(err.msg, bad[i][1]));
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_defaults),
-        cmocka_unit_test(test_refusals),
-        cmocka_unit_test(test_write_stage),
-        cmocka_unit_test(test_owners),
+        cmocka_unit_test(test_defaults),     cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_write_stage),  cmocka_unit_test(test_owners),
+        cmocka_unit_test(test_redis_commit),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
