@@ -25,6 +25,7 @@
 #include <zookeeper/zookeeper.h>
 
 #include "orr_alloc.h"
+#include "orr_clock.h"
 #include "orr_log.h"
 
 #define ZK_LISTENERS_MAX 4
@@ -267,14 +268,7 @@ orr_status orr_zk_wait(orr_zk *z, int timeout_ms, orr_err *err)
         if (rc != ORR_OK)
             return rc;
     }
-    struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_sec += timeout_ms / 1000;
-    until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-    if (until.tv_nsec >= 1000000000L) {
-        until.tv_sec++;
-        until.tv_nsec -= 1000000000L;
-    }
+    struct timespec until = orr_clock_after(CLOCK_REALTIME, timeout_ms);
     pthread_mutex_lock(&z->mu);
     while (!atomic_load(&z->connected) && z->zh && !z->expired)
         if (pthread_cond_timedwait(&z->cv, &z->mu, &until) == ETIMEDOUT)

@@ -67,6 +67,7 @@
  * the unary path apart from what gRPC needs.
  */
 #include "orr_alloc.h"
+#include "orr_clock.h"
 #include "orr_rpc.h"
 #include "orr_rpc_codec.h"
 
@@ -1175,26 +1176,9 @@ int orr_rpc_call_cancelled(orr_rpc_call *call)
     return call->is_stream ? 0 : srv_deadline_passed(call);
 }
 
-/* CLOCK_MONOTONIC now plus wait_ms (now itself when wait_ms < 0: the
- * callers then wait without a limit and do not read it). */
-static struct timespec srv_mono_after(int wait_ms)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    if (wait_ms >= 0) {
-        t.tv_sec += wait_ms / 1000;
-        t.tv_nsec += (long)(wait_ms % 1000) * 1000000L;
-        if (t.tv_nsec >= 1000000000L) {
-            t.tv_sec++;
-            t.tv_nsec -= 1000000000L;
-        }
-    }
-    return t;
-}
-
 int orr_rpc_call_wait_cancelled(orr_rpc_call *call, int wait_ms)
 {
-    struct timespec until = srv_mono_after(wait_ms);
+    struct timespec until = orr_clock_after(CLOCK_MONOTONIC, wait_ms); /* < 0: not read */
     if (!call->is_stream) {
         /* no close event on a unary call: poll deadline and stop flag */
         for (;;) {
@@ -1279,7 +1263,7 @@ orr_status orr_rpc_stream_recv(orr_rpc_call *call, ProtobufCMessage **msg, int w
             return orr_err_set(err, ORR_ECANCELLED, NULL, "the call was cancelled");
         }
     }
-    struct timespec until = srv_mono_after(wait_ms);
+    struct timespec until = orr_clock_after(CLOCK_MONOTONIC, wait_ms); /* < 0: not read */
     pthread_mutex_lock(&call->mu);
     int rc = 0;
     while (!call->msg_done && !atomic_load(&call->cancelled) &&

@@ -19,6 +19,7 @@
 #include <time.h>
 
 #include "orr_alloc.h"
+#include "orr_clock.h"
 #include "orr_log.h"
 
 struct hl_conn {
@@ -149,14 +150,7 @@ void hl_db_destroy(hl_db *db)
 
 orr_status hl_db_get(hl_db *db, hl_conn **out, orr_err *err)
 {
-    struct timespec deadline;
-    clock_gettime(CLOCK_REALTIME, &deadline);
-    deadline.tv_sec += db->acquire_timeout_ms / 1000;
-    deadline.tv_nsec += (long)(db->acquire_timeout_ms % 1000) * 1000000L;
-    if (deadline.tv_nsec >= 1000000000L) {
-        deadline.tv_sec++;
-        deadline.tv_nsec -= 1000000000L;
-    }
+    struct timespec deadline = orr_clock_after(CLOCK_REALTIME, db->acquire_timeout_ms);
 
     pthread_mutex_lock(&db->mu);
     while (!db->free_list) {

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "orr_alloc.h"
+#include "orr_clock.h"
 #include "orr_log.h"
 
 struct hl_events {
@@ -273,14 +274,7 @@ uint64_t hl_events_seq(hl_events *ev)
 
 uint64_t hl_events_wait(hl_events *ev, uint64_t seen, int timeout_ms)
 {
-    struct timespec dl;
-    clock_gettime(CLOCK_MONOTONIC, &dl);
-    dl.tv_sec += timeout_ms / 1000;
-    dl.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-    if (dl.tv_nsec >= 1000000000L) {
-        dl.tv_sec++;
-        dl.tv_nsec -= 1000000000L;
-    }
+    struct timespec dl = orr_clock_after(CLOCK_MONOTONIC, timeout_ms);
     pthread_mutex_lock(&ev->mu);
     while (ev->seq == seen && !atomic_load(&ev->stop))
         if (pthread_cond_timedwait(&ev->cv, &ev->mu, &dl) == ETIMEDOUT)

@@ -104,6 +104,7 @@
 #include "kp_dispatch.h"
 #include "kp_retry.h"
 #include "orr_alloc.h"
+#include "orr_clock.h"
 #include "orr_log.h"
 
 /* ------------------------------------------------------------ the store's bookkeeping */
@@ -1029,8 +1030,6 @@ orr_status kp_sched_run(const kp_sched_opts *o, volatile sig_atomic_t *stop, orr
         /* wait for events or a timer */
         pthread_mutex_lock(&s.qmu);
         if (s.qn == 0 && !s.again) {
-            struct timespec ts;
-            clock_gettime(CLOCK_REALTIME, &ts);
             int64_t wait_ms = 200;
             if (s.epoch) {
                 int64_t now = kp__wall_ms(), until = s.next_materialise_ms;
@@ -1044,9 +1043,7 @@ orr_status kp_sched_run(const kp_sched_opts *o, volatile sig_atomic_t *stop, orr
                 if (wait_ms < 1)
                     wait_ms = 1;
             }
-            ts.tv_nsec += (long)(wait_ms % 1000) * 1000000L;
-            ts.tv_sec += wait_ms / 1000 + ts.tv_nsec / 1000000000L;
-            ts.tv_nsec %= 1000000000L;
+            struct timespec ts = orr_clock_after(CLOCK_REALTIME, wait_ms);
             pthread_cond_timedwait(&s.qcv, &s.qmu, &ts);
         }
         size_t n = s.qn;

@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "orr_alloc.h"
+#include "orr_clock.h"
 
 #define CHAN_HUGE_PAGE ((size_t)2 << 20)
 
@@ -18,19 +19,6 @@ void sort_cond_init(pthread_cond_t *cv)
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(cv, &ca);
     pthread_condattr_destroy(&ca);
-}
-
-struct timespec sort_deadline(clockid_t clk, int ms)
-{
-    struct timespec dl;
-    clock_gettime(clk, &dl);
-    dl.tv_sec += ms / 1000;
-    dl.tv_nsec += (long)(ms % 1000) * 1000000L;
-    if (dl.tv_nsec >= 1000000000L) {
-        dl.tv_sec++;
-        dl.tv_nsec -= 1000000000L;
-    }
-    return dl;
 }
 
 void sort_queue_init(sort_queue *q)
@@ -62,7 +50,7 @@ void sort_queue_push(sort_queue *q, sort_pack *p)
 
 sort_pack *sort_queue_pop(sort_queue *q, int wait_ms)
 {
-    struct timespec dl = sort_deadline(CLOCK_MONOTONIC, wait_ms);
+    struct timespec dl = orr_clock_after(CLOCK_MONOTONIC, wait_ms);
     pthread_mutex_lock(&q->mu);
     while (!q->head && wait_ms > 0) {
         if (pthread_cond_timedwait(&q->cv, &q->mu, &dl) == ETIMEDOUT)

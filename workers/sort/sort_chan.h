@@ -79,11 +79,10 @@ typedef struct sort_queue {
     size_t n;
 } sort_queue;
 
-/* A condition variable whose timed waits run on CLOCK_MONOTONIC, and the
- * deadline ms milliseconds from now on clock clk (CLOCK_MONOTONIC for such
- * a variable, CLOCK_REALTIME for one with the default attributes). */
+/* A condition variable whose timed waits run on CLOCK_MONOTONIC (its
+ * deadlines: orr_clock_after(CLOCK_MONOTONIC, ms); a variable with the
+ * default attributes takes CLOCK_REALTIME ones). */
 void sort_cond_init(pthread_cond_t *cv);
-struct timespec sort_deadline(clockid_t clk, int ms);
 
 void sort_queue_init(sort_queue *q);
 void sort_queue_destroy(sort_queue *q);

@@ -10,6 +10,7 @@
 
 #include "halley.pb-c.h"
 #include "orr_alloc.h"
+#include "orr_clock.h"
 #include "orr_log.h"
 #include "sort_chan.h"
 #include "orr_rpc.h"
@@ -123,7 +124,7 @@ static void *report_main(void *arg)
             ORR_WARN("unit report failed; will retry", "stream=%s interface=%s error=%s",
                      it->stream, it->iface, orr_log_q(orr_err_str(&err, b, sizeof b)));
             /* wait, but wake for a stop */
-            struct timespec ts = sort_deadline(CLOCK_REALTIME, backoff);
+            struct timespec ts = orr_clock_after(CLOCK_REALTIME, backoff);
             pthread_cond_timedwait(&r->cv, &r->mu, &ts);
             backoff = backoff * 2 > REPORT_BACKOFF_MAX_MS ? REPORT_BACKOFF_MAX_MS : backoff * 2;
             continue;

@@ -48,6 +48,7 @@
 
 #include <hiredis/hiredis.h>
 
+#include "orr_clock.h"
 #include "orr_config.h"
 #include "orr_daemon.h"
 #include "orr_log.h"
@@ -323,7 +324,7 @@ static void *sortd_watch_main(void *arg)
         orr_err err;
         sortd_watch_poll(w, &err);
         pthread_mutex_lock(&w->mu);
-        struct timespec ts = sort_deadline(CLOCK_REALTIME, w->poll_ms);
+        struct timespec ts = orr_clock_after(CLOCK_REALTIME, w->poll_ms);
         while (!w->quit && !w->poked)
             if (pthread_cond_timedwait(&w->cv, &w->mu, &ts) == ETIMEDOUT)
                 break;
@@ -338,7 +339,7 @@ static int sortd_watch_take(sortd_watch *w, sort_spec_doc *doc)
 {
     pthread_mutex_lock(&w->mu);
     while (!w->has_next && !sortd_stop) {
-        struct timespec ts = sort_deadline(CLOCK_REALTIME, 200);
+        struct timespec ts = orr_clock_after(CLOCK_REALTIME, 200);
         pthread_cond_timedwait(&w->cv, &w->mu, &ts);
     }
     int got = w->has_next && !sortd_stop;

@@ -27,6 +27,7 @@
 #include <time.h>
 
 #include "orr_alloc.h"
+#include "orr_clock.h"
 #include "orr_log.h"
 #include "wh_dirty.h"
 #include "wh_map.h"
@@ -324,13 +325,7 @@ static void *wh_monitor_main(void *arg)
     uint64_t last_rw = 0, last_ww = 0;
     pthread_mutex_lock(&r->done_lock);
     while (!r->done) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += 100 * 1000000L;
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
-        }
+        struct timespec ts = orr_clock_after(CLOCK_REALTIME, 100);
         pthread_cond_timedwait(&r->done_cond, &r->done_lock, &ts);
         if (r->done)
             break;

@@ -44,8 +44,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "orr_blob.h"
 #include "orr_alloc.h"
+#include "orr_blob.h"
+#include "orr_clock.h"
 #include "orr_log.h"
 #include "sort_check.h"
 #include "sort_chan.h"
@@ -276,7 +277,7 @@ static void *files_check_main(void *arg)
                 pthread_cond_wait(&f->ck_cv, &f->ck_mu);
                 continue;
             }
-            struct timespec dl = sort_deadline(CLOCK_MONOTONIC, FILES_WB_TICK_MS);
+            struct timespec dl = orr_clock_after(CLOCK_MONOTONIC, FILES_WB_TICK_MS);
             if (pthread_cond_timedwait(&f->ck_cv, &f->ck_mu, &dl) != ETIMEDOUT)
                 continue;
             pthread_mutex_unlock(&f->ck_mu);

@@ -1,0 +1,20 @@
+/*
+ * orr_clock.h - absolute deadlines for timed waits.
+ *
+ * pthread_cond_timedwait and its kind take an absolute time on the
+ * condition's clock; every timed wait in Orrery needs "now on clock clk,
+ * plus ms". That sum, with the carry into seconds, lives here once.
+ */
+#ifndef ORR_CLOCK_H
+#define ORR_CLOCK_H
+
+#include <stdint.h>
+#include <time.h>
+
+/* Now on clk plus ms (ms <= 0: now). */
+struct timespec orr_clock_after(clockid_t clk, int64_t ms);
+
+/* t plus ms (ms <= 0: t), nanoseconds kept below one second. */
+struct timespec orr_clock_add(struct timespec t, int64_t ms);
+
+#endif

@@ -1,0 +1,66 @@
+/* test_lib_clock.c - absolute deadlines: the carry into seconds, zero and
+ * negative waits, long waits, and "after" against the clock itself. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include <cmocka.h>
+
+#include "orr_clock.h"
+
+static int64_t ns_of(struct timespec t)
+{
+    return (int64_t)t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+
+static void test_add(void **state)
+{
+    (void)state;
+    struct timespec t = {100, 999000000L}, r;
+    r = orr_clock_add(t, 1); /* the carry */
+    assert_int_equal(r.tv_sec, 101);
+    assert_int_equal(r.tv_nsec, 0);
+    r = orr_clock_add(t, 2500);
+    assert_int_equal(r.tv_sec, 103);
+    assert_int_equal(r.tv_nsec, 499000000L);
+    r = orr_clock_add((struct timespec){7, 0}, 999);
+    assert_int_equal(r.tv_sec, 7);
+    assert_int_equal(r.tv_nsec, 999000000L);
+    r = orr_clock_add(t, 0);
+    assert_true(ns_of(r) == ns_of(t));
+    r = orr_clock_add(t, -5000);
+    assert_true(ns_of(r) == ns_of(t));
+    r = orr_clock_add((struct timespec){0, 0}, 86400LL * 1000 * 365 * 100); /* a century */
+    assert_true(r.tv_sec == (time_t)86400 * 365 * 100 && r.tv_nsec == 0);
+    for (int64_t ms = 0; ms < 3000; ms += 7) { /* every sum stays normalised and exact */
+        r = orr_clock_add(t, ms);
+        assert_true(r.tv_nsec >= 0 && r.tv_nsec < 1000000000L);
+        assert_true(ns_of(r) == ns_of(t) + ms * 1000000LL);
+    }
+}
+
+static void test_after(void **state)
+{
+    (void)state;
+    clockid_t clocks[] = {CLOCK_MONOTONIC, CLOCK_REALTIME};
+    for (size_t i = 0; i < 2; i++) {
+        struct timespec before, after;
+        clock_gettime(clocks[i], &before);
+        struct timespec d = orr_clock_after(clocks[i], 1500);
+        clock_gettime(clocks[i], &after);
+        assert_true(ns_of(d) >= ns_of(before) + 1500000000LL);
+        assert_true(ns_of(d) <= ns_of(after) + 1500000000LL);
+        assert_true(d.tv_nsec >= 0 && d.tv_nsec < 1000000000L);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_add),
+        cmocka_unit_test(test_after),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
