@@ -160,10 +160,13 @@ static hl_stmt q_channels_missing =
             " LIMIT 1");
 
 static hl_stmt q_sil_rule = HL_STMT("SELECT team FROM alert_rules WHERE id = $1::int8");
+/* A silence from now starts at this millisecond: raises are timed in whole
+ * milliseconds, so one made later in the same millisecond is covered. */
 static hl_stmt q_sil_insert =
     HL_STMT("INSERT INTO alert_silences AS s (rule_id, scope_kind, scope, team, starts_at, ends_at,"
             " reason, created_by) VALUES (nullif($1::int8, 0), nullif($2, ''), nullif($3, ''), $4,"
-            " CASE WHEN $5::int8 = 0 THEN now() ELSE to_timestamp($5::int8 / 1000.0) END,"
+            " CASE WHEN $5::int8 = 0 THEN date_trunc('milliseconds', now())"
+            " ELSE to_timestamp($5::int8 / 1000.0) END,"
             " to_timestamp($6::int8 / 1000.0), $7, $8) RETURNING " HL_SILENCE_COLS);
 static hl_stmt q_sil_list =
     HL_STMT("SELECT " HL_SILENCE_COLS " FROM alert_silences s WHERE (NOT $1::bool OR s.ends_at >"

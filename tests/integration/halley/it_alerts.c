@@ -580,6 +580,9 @@ static void test_silences(void)
 
     /* A silence of the rule's team covers it too. */
     int64_t s2 = put_silence(0, "team", "ops", now + 3600000, ORR_OK, NULL);
+    HLT_CHECK(sql_count("SELECT count(*) FROM alert_silences WHERE starts_at <>"
+                        " date_trunc('milliseconds', starts_at)") == 0,
+              "a silence from now starts on a whole millisecond, as raises are timed");
     r = raise_one(cl, rule_main, "team-silenced", 0, 0, &err);
     HLT_CHECK(r && r->silenced, "a team silence covers the rule");
     if (r)
