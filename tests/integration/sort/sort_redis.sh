@@ -10,10 +10,10 @@
 # has landed. Every record must be landed exactly once, and the group's
 # pending list must be empty (acknowledged after landing).
 # SORT_REDIS_COMMIT=position runs the same with spec.source.commit
-# "position": the first run's uncommitted entries come back because the
-# second starts after the group's last-delivered id, which its commits
-# move; at the end that id must be the stream's last entry and nothing is
-# pending.
+# "position": the first run is killed once the group's last-delivered id
+# (which its commits move) is past a random point of the first half, the
+# second must read exactly the entries after it, and at the end that id
+# must be the stream's last entry, with nothing pending.
 set -euo pipefail
 SORTD=$1
 . "$(dirname "$0")/sort_lib.sh"
@@ -64,11 +64,29 @@ landed() { landed_records "$T/blob"; }
 started() { grep -q 'msg="stream started"' "$T/err.2" 2>/dev/null; }
 all_landed() { [ "$(landed)" -ge "$((N + 1))" ]; }
 
+group_last() { rcli XINFO GROUPS "$KEY" | awk '$0 == "last-delivered-id" { getline; print; exit }'; }
+# committed: the entries up to the group's position (commit "position").
+committed() {
+    local at
+    at=$(group_last)
+    if [ -z "$at" ] || [ "$at" = 0-0 ]; then
+        echo 0
+    else
+        rcli --raw XRANGE "$KEY" - "$at" | grep -cE '^[0-9]+-[0-9]+$'
+    fi
+}
 "$SORTD" run --stream "$T/spec.json" >"$T/out.1" 2>"$T/err.1" &
 pid=$!
-kill_mid_run "$pid" "first run" 0 "$(pick_below 0 "$HALF")" "$N" landed
+if [ "$COMMIT" = position ]; then
+    # Killed once its position is past a random point of the first half:
+    # the second run must read exactly what lies after it.
+    kill_mid_run "$pid" "first run" 0 "$(pick_below 0 "$HALF")" "$N" committed
+    echo "first run killed with $KILLED_AT entries committed (position $(group_last))"
+else
+    kill_mid_run "$pid" "first run" 0 "$(pick_below 0 "$HALF")" "$N" landed
+    echo "first run killed with $KILLED_AT of $HALF records landed, $(rcli XPENDING "$KEY" g1 | head -1) entries pending"
+fi
 pid=
-echo "first run killed with $KILLED_AT of $HALF records landed, $(rcli XPENDING "$KEY" g1 | head -1) entries pending"
 
 ORRERY_LOG_LEVEL=info "$SORTD" run --stream "$T/spec.json" >"$T/out.2" 2>"$T/err.2" &
 pid=$!
@@ -90,9 +108,9 @@ verify_landed "$T/blob" "$((N + 1))" nocheck
 pending=$(rcli XPENDING "$KEY" g1 | head -1)
 [ "$pending" = "0" ] || fail "$pending entries still pending after the last commit"
 if [ "$COMMIT" = position ]; then
-    group_last() {
-        rcli XINFO GROUPS "$KEY" | awk '$0 == "last-delivered-id" { getline; print; exit }'
-    }
+    read_in=$(sed -n 's/.*"records_in":\([0-9]*\).*/\1/p' "$T/out.2")
+    [ "$read_in" = "$((N + 1 - KILLED_AT))" ] ||
+        fail "the second run read $read_in records, not the $((N + 1 - KILLED_AT)) after the group's position"
     stream_last=$(rcli XINFO STREAM "$KEY" | awk '$0 == "last-generated-id" { getline; print; exit }')
     [ "$(group_last)" = "$stream_last" ] ||
         fail "the group's position $(group_last) is not the last entry $stream_last"

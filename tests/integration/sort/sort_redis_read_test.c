@@ -40,8 +40,8 @@
  *      lowest pending entry, its reads leave the pending list as it is,
  *      and its commit at entry 1000 moves the group's last-delivered id
  *      there and, being past every pending entry, empties the pending
- *      list. The next run starts at entry 1000; its connections are
- *      killed (CLIENT KILL) with a read in flight, and the group is
+ *      list. The next run starts at entry 1000; its connections (through
+ *      a proxy of this test) are cut with a read in flight, and the group is
  *      deleted before its last commit, which makes it again at the
  *      position. Every entry comes exactly once, in order, across the
  *      runs; nothing is pending at the end.
@@ -202,12 +202,13 @@ typedef struct proxy {
     int lfd, port, up_port;
     char up_host[64];
     atomic_int hold_at, reads, drop, stop, conns;
+    atomic_int cut, cut_closed; /* case 6: close the connections made before cut rose */
     pthread_t th;
 } proxy;
 
 typedef struct px_conn {
     proxy *p;
-    int cfd;
+    int cfd, gen;
 } px_conn;
 
 static int px_connect_up(proxy *p)
@@ -226,10 +227,14 @@ static void *px_conn_main(void *arg)
 {
     px_conn *pc = arg;
     proxy *p = pc->p;
-    int cfd = pc->cfd, ufd = px_connect_up(p), holding = 0;
+    int cfd = pc->cfd, ufd = px_connect_up(p), holding = 0, gen = pc->gen;
     free(pc);
     static _Thread_local char buf[65536];
     while (cfd >= 0 && ufd >= 0 && !atomic_load(&p->stop) && !(holding && atomic_load(&p->drop))) {
+        if (atomic_load(&p->cut) != gen) {
+            atomic_fetch_add(&p->cut_closed, 1);
+            break;
+        }
         struct pollfd fds[2] = {{cfd, POLLIN, 0}, {ufd, holding ? 0 : POLLIN, 0}};
         if (poll(fds, 2, 20) <= 0)
             continue;
@@ -273,6 +278,7 @@ static void *px_main(void *arg)
         px_conn *pc = malloc(sizeof *pc);
         pc->p = p;
         pc->cfd = cfd;
+        pc->gen = atomic_load(&p->cut);
         pthread_t th;
         atomic_fetch_add(&p->conns, 1);
         if (pthread_create(&th, NULL, px_conn_main, pc) != 0) {
@@ -531,7 +537,10 @@ int main(void)
     memset(seen, 0, sizeof seen); /* delivered, never landed: due again */
     order = 0;
     total = 0;
-    spec = read_spec(key, addr, "position");
+    static proxy px6;
+    px_start(&px6, addr);
+    snprintf(paddr, sizeof paddr, "127.0.0.1:%d", px6.port);
+    spec = read_spec(key, paddr, "position");
     s = open_src(spec);
     for (int round = 0; round < 1000 && total < 1000; round++)
         total += read_once(s, &b, ids, seen, &order, &last);
@@ -549,10 +558,16 @@ int main(void)
         total += read_once(s, &b, ids, seen, &order, &last);
         CHECK(sort_src_redis.commit(s, 0, last, &err) == ORR_OK, "commit: %s", err.msg);
     }
-    redisReply *kill = sort_ho_it_cmd(c, "CLIENT KILL TYPE %s SKIPME yes", "normal");
-    CHECK(kill->type == REDIS_REPLY_INTEGER && kill->integer >= 1,
-          "6: CLIENT KILL killed none of the source's connections");
-    freeReplyObject(kill);
+    /* The first run's connections are gone once only this run's two are left. */
+    for (int round = 0; round < 1000 && atomic_load(&px6.conns) != 2; round++)
+        usleep(10000);
+    CHECK(atomic_load(&px6.conns) == 2, "6: %d connections through the proxy, not 2",
+          atomic_load(&px6.conns));
+    atomic_fetch_add(&px6.cut, 1); /* the proxy closes both of the source's connections */
+    for (int round = 0; round < 1000 && atomic_load(&px6.cut_closed) < 2; round++)
+        usleep(10000);
+    CHECK(atomic_load(&px6.cut_closed) == 2, "6: %d of the source's 2 connections were cut",
+          atomic_load(&px6.cut_closed));
     int lost = 0, clost = 0, destroyed = 0;
     for (int round = 0; round < 1000 && total < N; round++) {
         sort_batch_reset(&b);
@@ -578,6 +593,9 @@ int main(void)
     CHECK(pending(c, key) == 0, "6: %lld pending at the end", pending(c, key));
     sort_src_redis.close(s);
     sort_spec_free(spec);
+    atomic_store(&px6.stop, 1);
+    pthread_join(px6.th, NULL);
+    close(px6.lfd);
 
     sort_batch_free(&b);
     freeReplyObject(sort_ho_it_cmd(c, "DEL %s", key));

@@ -20,10 +20,8 @@ static const char *base_spec =
     "\"interface\":{\"field\":\"if\"},\"time\":{\"field\":\"ts\",\"format\":\"epoch_s\"},"
     "\"bucket\":\"hour\",\"split\":{\"hot\":4},\"sinks\":%s}";
 
-static orr_status parse_sinks(const char *sinks, sort_spec **out, orr_err *err)
+static orr_status parse_text(const char *text, sort_spec **out, orr_err *err)
 {
-    char text[2048];
-    snprintf(text, sizeof text, base_spec, sinks);
     json_error_t je;
     json_t *doc = json_loads(text, 0, &je);
     assert_non_null(doc);
@@ -32,6 +30,13 @@ static orr_status parse_sinks(const char *sinks, sort_spec **out, orr_err *err)
     orr_status rc = sort_spec_parse(doc, "spec", out, err);
     json_decref(doc);
     return rc;
+}
+
+static orr_status parse_sinks(const char *sinks, sort_spec **out, orr_err *err)
+{
+    char text[2048];
+    snprintf(text, sizeof text, base_spec, sinks);
+    return parse_text(text, out, err);
 }
 
 static void refused(const char *sinks, const char *field, const char *words)
@@ -180,14 +185,7 @@ static orr_status parse_redis(const char *extra, sort_spec **out, orr_err *err)
              "\"interface\":{\"field\":\"if\"},\"time\":{\"field\":\"ts\",\"format\":\"epoch_s\"},"
              "\"bucket\":\"hour\"}",
              extra);
-    json_error_t je;
-    json_t *doc = json_loads(text, 0, &je);
-    assert_non_null(doc);
-    orr_err_clear(err);
-    *out = NULL;
-    orr_status rc = sort_spec_parse(doc, "spec", out, err);
-    json_decref(doc);
-    return rc;
+    return parse_text(text, out, err);
 }
 
 static void test_redis_commit(void **state)

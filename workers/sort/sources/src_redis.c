@@ -112,8 +112,10 @@
  * entries (a source that acknowledged before) is resumed from its lowest
  * pending id, and once a commit passes the highest of them the consumers
  * that held them are deleted (XGROUP DELCONSUMER), which empties the
- * pending list. The group must have no other reader: every reader of a
- * position sees every entry.
+ * pending list (a crash before that reads them again from the lowest:
+ * work redone, nothing lost or doubled). The group must have no other
+ * reader: every reader of a position sees every entry. Besides XREAD this
+ * mode needs XINFO, XPENDING and XGROUP (SETID, CREATE, DELCONSUMER).
  */
 #include <hiredis/hiredis.h>
 #include <inttypes.h>
@@ -154,7 +156,7 @@ typedef struct src_redis {
     sort_off *ids;
     size_t ids_head, ids_len, ids_cap;
     redisContext *cc; /* commits (XACK, XDEL): never behind a read in flight */
-    int inflight;     /* an XREADGROUP ">" is sent, its reply not read */
+    int inflight;     /* a read (">", or XREAD) is sent, its reply not read */
     int behind;       /* the last read suggests a backlog (see the top) */
     int marked;       /* the last pack read carried the backlog mark */
     int ack_failing;  /* next()'s last acknowledgement below `committed` failed */
@@ -662,10 +664,14 @@ static orr_status rd_pos_start(src_redis *r, orr_err *err)
             pend && pend->type == REDIS_REPLY_INTEGER)
             npending = pend->integer;
     }
+    if (npending < 0) {
+        orr_status rc = orr_err_set(
+            err, ORR_EIO, "spec.source.group", "XINFO GROUPS %s: %s", key,
+            rep->type == REDIS_REPLY_ERROR ? rep->str : "no readable entry for the group");
+        rd_release(r);
+        return rc;
+    }
     rd_release(r);
-    if (npending < 0)
-        return orr_err_set(err, ORR_EIO, "spec.source.group",
-                           "XINFO GROUPS %s: no readable entry for group %s", key, group);
     if (npending > 0) {
         const char *xp[] = {"XPENDING", key, group};
         if (!(rep = rd_cmd(r, 3, xp, err)))
@@ -696,7 +702,9 @@ static orr_status rd_pos_start(src_redis *r, orr_err *err)
                  "stream=%s pending=%lld", r->spec->name, npending);
     }
     rd_fmt_id(start, r->last_id);
-    r->committed = start.hi || start.lo ? (sort_off){start.hi, start.lo + 1} : start;
+    if (start.hi || start.lo) /* the position after start */
+        r->committed = start.lo == UINT64_MAX ? (sort_off){start.hi + 1, 0}
+                                              : (sort_off){start.hi, start.lo + 1};
     return ORR_OK;
 }
 
@@ -712,14 +720,21 @@ static orr_status rd_commit_position(src_redis *r, sort_off next, orr_err *err)
     rd_fmt_id(rd_pred(next), id);
     for (size_t i = 0; i < 6; i++)
         lens[i] = strlen(argv[i]);
-    redisReply *rep = rd_commit_cmd(r, 5, argv, lens, err);
-    if (!rep)
-        return ORR_EUNAVAIL;
-    if (rep->type == REDIS_REPLY_ERROR && strncmp(rep->str, "NOGROUP", 7) == 0) {
-        freeReplyObject(rep); /* the group was deleted: made again at the position */
-        argv[1] = "CREATE";
-        lens[1] = 6;
-        if (!(rep = rd_commit_cmd(r, 6, argv, lens, err)))
+    /* SETID; the group (or the whole key) deleted: CREATE there; a CREATE
+     * that meets a group made meanwhile (BUSYGROUP): SETID again. */
+    redisReply *rep = NULL;
+    for (int attempt = 0; attempt < 3; attempt++) {
+        int create = rep && rep->type == REDIS_REPLY_ERROR &&
+                     (strncmp(rep->str, "NOGROUP", 7) == 0 || strstr(rep->str, "key to exist"));
+        if (rep) {
+            if (!create &&
+                !(rep->type == REDIS_REPLY_ERROR && strncmp(rep->str, "BUSYGROUP", 9) == 0))
+                break;
+            freeReplyObject(rep);
+        }
+        argv[1] = create ? "CREATE" : "SETID";
+        lens[1] = strlen(argv[1]);
+        if (!(rep = rd_commit_cmd(r, create ? 6 : 5, argv, lens, err)))
             return ORR_EUNAVAIL;
     }
     orr_status rc = ORR_OK;
