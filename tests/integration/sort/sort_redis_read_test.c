@@ -44,7 +44,8 @@
  *      a proxy of this test) are cut with a read in flight, and the group is
  *      deleted before its last commit, which makes it again at the
  *      position. Every entry comes exactly once, in order, across the
- *      runs; nothing is pending at the end.
+ *      runs; nothing is pending at the end. Last, the key is deleted and
+ *      a commit makes it again with the group at its position.
  *
  * Each next() is bounded (block_ms 20), each loop by a round count.
  */
@@ -591,6 +592,14 @@ int main(void)
     CHECK(group_last(c, key, &gl) && sort_off_cmp(gl, ids[N - 1]) == 0,
           "6: the group made again is not at the last entry");
     CHECK(pending(c, key) == 0, "6: %lld pending at the end", pending(c, key));
+    /* The whole key deleted: a commit makes it again, with the group at
+     * the position. */
+    freeReplyObject(sort_ho_it_cmd(c, "DEL %s", key));
+    sort_off past = {ids[N - 1].hi, ids[N - 1].lo + 2};
+    orr_err_clear(&err);
+    CHECK(sort_src_redis.commit(s, 0, past, &err) == ORR_OK, "6: commit after DEL: %s", err.msg);
+    CHECK(group_last(c, key, &gl) && gl.hi == past.hi && gl.lo == past.lo - 1,
+          "6: the group made again after DEL is not at the committed position");
     sort_src_redis.close(s);
     sort_spec_free(spec);
     atomic_store(&px6.stop, 1);
