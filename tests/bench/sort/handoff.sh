@@ -24,7 +24,8 @@
 # runnable but had no CPU: on a loaded machine most of the wall time.
 # Last, the floor both paths share: the same raw entries read alone through
 # a third consumer group (sort_xadd --read: XREADGROUP of 5,000 and XACK,
-# nothing parsed or written), with the reader's and Redis's CPU per 1M.
+# or XREAD of 5,000 with SORT_BENCH_REDIS_COMMIT=position; nothing parsed
+# or written), with the reader's and Redis's CPU per 1M.
 # SORT_BENCH_KEEP_OUTPUT=1 moves the run's landed files under
 # SORT_BENCH_OLD_DIR (default $T.old) at exit instead of deleting them, as
 # handoff_ab.sh does between its runs: on ext4 without a journal every
@@ -171,9 +172,13 @@ cpu1=$(cpu_of "${pids[0]}")
 rq1=$(rq_of "${pids[0]}")
 stop_all
 [ "$(landed "$T/blob.one")" = "$N" ] || { echo "FAIL: one process landed $(landed "$T/blob.one") of $N" >&2; exit 1; }
-# the floor: Redis delivering and acknowledging each entry, nothing else
+# the floor: Redis delivering and acknowledging each entry (with commit
+# "position": delivering it to XREAD), nothing else
 rc4=$(redis_cpu)
-"$XADD" --redis "$ORRERY_REDIS" --key "$RAW" --read bare --records "$N" --seconds "$LIMIT_S" >"$T/bare.out"
+READ_MODE=group
+[ "${SORT_BENCH_REDIS_COMMIT:-}" = position ] && READ_MODE=xread
+"$XADD" --redis "$ORRERY_REDIS" --key "$RAW" --read bare --read-mode "$READ_MODE" --records "$N" \
+    --seconds "$LIMIT_S" >"$T/bare.out"
 rc5=$(redis_cpu)
 awk -v n="$N" -v ra="$rc4" -v rb="$rc5" '/^read/ {
     printf "reads alone          %s s  %9.0f records/s  CPU s per 1M records: reader %.2f, redis %.2f\n", $5, $2 / $5, $10 * 1e6 / n, (rb - ra) * 1e6 / n

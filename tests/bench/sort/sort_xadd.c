@@ -25,14 +25,16 @@
  * success, 1 on a Redis error.
  *
  *   sort_xadd --redis HOST:PORT --key KEY --read GROUP [--records N]
- *             [--seconds S] [--count C]
+ *             [--seconds S] [--count C] [--read-mode group|xread]
  *
  * The reading peer of sortd's Redis source, doing only its irreducible part:
  * reads one-record entries through consumer group GROUP (which must exist)
  * with XREADGROUP COUNT C (default 5,000, as the benchmark's spec), the next
  * read sent with the acknowledgement (XACK of every id) of the one before,
  * until N entries were read (default: until a read brings none), S seconds
- * passed (default 120). Touches each value's bytes but parses nothing.
+ * passed (default 120). With --read-mode xread, the peer of the source's "position"
+ * mode: XREAD COUNT C after the last id read, nothing acknowledged (GROUP
+ * is not used). Touches each value's bytes but parses nothing.
  * Prints entries read, seconds, entries/s and its own CPU seconds (user +
  * system).
  */
@@ -141,7 +143,7 @@ static redisReply *xadd_reply(redisContext *c, const char *what)
 
 /* --read: see the top of the file. */
 static int xadd_read(redisContext *c, const char *key, const char *group, uint64_t limit,
-                     double seconds, uint64_t count)
+                     double seconds, uint64_t count, int plain)
 {
     char cnt[32];
     snprintf(cnt, sizeof cnt, "%" PRIu64, count);
@@ -152,10 +154,15 @@ static int xadd_read(redisContext *c, const char *key, const char *group, uint64
     if (!av || !al || !ids)
         abort();
     const char *rd[] = {"XREADGROUP", "GROUP", group, "bench", "COUNT", cnt, "STREAMS", key, ">"};
+    char last[48] = "0-0";
+    const char *xr[] = {"XREAD", "COUNT", cnt, "STREAMS", key, last};
     double t0 = xadd_now(), deadline = t0 + seconds;
     uint64_t got = 0, sum = 0;
     int rc = 0, acks = 0;
-    redisAppendCommandArgv(c, 9, rd, NULL);
+    if (plain)
+        redisAppendCommandArgv(c, 6, xr, NULL);
+    else
+        redisAppendCommandArgv(c, 9, rd, NULL);
     while (!rc) {
         if (acks) { /* the acknowledgement sent before this read */
             redisReply *a = xadd_reply(c, "XACK");
@@ -166,7 +173,7 @@ static int xadd_read(redisContext *c, const char *key, const char *group, uint64
             freeReplyObject(a);
             acks = 0;
         }
-        redisReply *rep = xadd_reply(c, "XREADGROUP");
+        redisReply *rep = xadd_reply(c, plain ? "XREAD" : "XREADGROUP");
         if (!rep) {
             rc = 1;
             break;
@@ -187,7 +194,9 @@ static int xadd_read(redisContext *c, const char *key, const char *group, uint64
         }
         freeReplyObject(rep);
         got += n;
-        if (n > 0) {
+        if (n > 0)
+            snprintf(last, sizeof last, "%s", ids[n - 1]);
+        if (n > 0 && !plain) {
             av[0] = "XACK";
             av[1] = key;
             av[2] = group;
@@ -206,7 +215,10 @@ static int xadd_read(redisContext *c, const char *key, const char *group, uint64
             }
             break;
         }
-        redisAppendCommandArgv(c, 9, rd, NULL);
+        if (plain)
+            redisAppendCommandArgv(c, 6, xr, NULL);
+        else
+            redisAppendCommandArgv(c, 9, rd, NULL);
     }
     double dt = xadd_now() - t0;
     struct rusage ru;
@@ -224,6 +236,7 @@ static int xadd_read(redisContext *c, const char *key, const char *group, uint64
 int main(int argc, char **argv)
 {
     const char *addr = NULL, *key = NULL, *in = NULL, *read_group = NULL;
+    int plain = 0;
     uint64_t count = 5000;
     uint64_t limit = UINT64_MAX, pipeline = 0, pack = 0, spread = 1, skip = 0, partition = 0;
     double seconds = 120;
@@ -249,6 +262,10 @@ int main(int argc, char **argv)
             skip = strtoull(v, NULL, 10);
         else if (strcmp(k, "--partition") == 0)
             partition = strtoull(v, NULL, 10);
+        else if (strcmp(k, "--read-mode") == 0 && strcmp(v, "xread") == 0)
+            plain = 1;
+        else if (strcmp(k, "--read-mode") == 0 && strcmp(v, "group") == 0)
+            plain = 0;
         else if (strcmp(k, "--read") == 0)
             read_group = v;
         else if (strcmp(k, "--count") == 0)
@@ -269,7 +286,7 @@ int main(int argc, char **argv)
             fprintf(stderr, "sort_xadd: cannot connect to %s\n", addr);
             return 1;
         }
-        int st = xadd_read(rc, key, read_group, limit, seconds, count);
+        int st = xadd_read(rc, key, read_group, limit, seconds, count, plain);
         redisFree(rc);
         return st;
     }
