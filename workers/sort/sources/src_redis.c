@@ -468,9 +468,9 @@ static orr_status rd_cc_lost(src_redis *r, const char *cmd, orr_err *err)
 }
 
 /* A command on the commit connection (connected on first use, plain
- * hiredis replies: the caller frees them). NULL with err set (ORR_EUNAVAIL)
- * when Redis cannot be reached; the connection is then dropped and made
- * again by the next commit. */
+ * hiredis replies: the caller frees them; lens NULL: C strings). NULL
+ * with err set (ORR_EUNAVAIL) when Redis cannot be reached; the connection
+ * is then dropped and made again by the next commit. */
 static redisReply *rd_commit_cmd(src_redis *r, int argc, const char **argv, const size_t *lens,
                                  orr_err *err)
 {
@@ -716,27 +716,23 @@ static orr_status rd_commit_position(src_redis *r, sort_off next, orr_err *err)
     char id[48];
     const char *argv[] = {"XGROUP", "SETID",   r->spec->source.key, r->spec->source.group,
                           id,       "MKSTREAM"};
-    size_t lens[6];
     rd_fmt_id(rd_pred(next), id);
-    for (size_t i = 0; i < 6; i++)
-        lens[i] = strlen(argv[i]);
-    /* SETID; the group (or the whole key) deleted: CREATE there; a CREATE
-     * that meets a group made meanwhile (BUSYGROUP): SETID again. */
-    redisReply *rep = NULL;
-    for (int attempt = 0; attempt < 3; attempt++) {
-        int create = rep && rep->type == REDIS_REPLY_ERROR &&
-                     (strncmp(rep->str, "NOGROUP", 7) == 0 || strstr(rep->str, "key to exist"));
-        if (rep) {
-            if (!create &&
-                !(rep->type == REDIS_REPLY_ERROR && strncmp(rep->str, "BUSYGROUP", 9) == 0))
-                break;
+    redisReply *rep = rd_commit_cmd(r, 5, argv, NULL, err);
+    /* The group (or the whole key) deleted: made again there. */
+    if (rep && rep->type == REDIS_REPLY_ERROR &&
+        (strncmp(rep->str, "NOGROUP", 7) == 0 || strstr(rep->str, "key to exist"))) {
+        freeReplyObject(rep);
+        argv[1] = "CREATE";
+        rep = rd_commit_cmd(r, 6, argv, NULL, err);
+        /* Made meanwhile by the reading connection: set it after all. */
+        if (rep && rep->type == REDIS_REPLY_ERROR && strncmp(rep->str, "BUSYGROUP", 9) == 0) {
             freeReplyObject(rep);
+            argv[1] = "SETID";
+            rep = rd_commit_cmd(r, 5, argv, NULL, err);
         }
-        argv[1] = create ? "CREATE" : "SETID";
-        lens[1] = strlen(argv[1]);
-        if (!(rep = rd_commit_cmd(r, create ? 6 : 5, argv, lens, err)))
-            return ORR_EUNAVAIL;
     }
+    if (!rep)
+        return ORR_EUNAVAIL;
     orr_status rc = ORR_OK;
     if (rep->type == REDIS_REPLY_ERROR)
         rc = orr_err_set(err, ORR_EIO, "redis", "XGROUP %s %s: %s", argv[1], id, rep->str);
@@ -745,10 +741,7 @@ static orr_status rd_commit_position(src_redis *r, sort_off next, orr_err *err)
         char *owner = r->pel_owners[r->n_pel_owners - 1];
         const char *del[] = {"XGROUP", "DELCONSUMER", r->spec->source.key, r->spec->source.group,
                              owner};
-        size_t dl[5];
-        for (size_t i = 0; i < 5; i++)
-            dl[i] = strlen(del[i]);
-        if (!(rep = rd_commit_cmd(r, 5, del, dl, err)))
+        if (!(rep = rd_commit_cmd(r, 5, del, NULL, err)))
             return ORR_EUNAVAIL;
         if (rep->type == REDIS_REPLY_ERROR)
             rc = orr_err_set(err, ORR_EIO, "redis", "XGROUP DELCONSUMER %s: %s", owner, rep->str);
