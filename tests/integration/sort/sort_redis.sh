@@ -72,7 +72,8 @@ committed() {
     if [ -z "$at" ] || [ "$at" = 0-0 ]; then
         echo 0
     else
-        rcli --raw XRANGE "$KEY" - "$at" | grep -cE '^[0-9]+-[0-9]+$'
+        # (a position before the first entry counts none: grep -c then fails)
+        rcli --raw XRANGE "$KEY" - "$at" | grep -cE '^[0-9]+-[0-9]+$' || true
     fi
 }
 "$SORTD" run --stream "$T/spec.json" >"$T/out.1" 2>"$T/err.1" &
