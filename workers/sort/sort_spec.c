@@ -556,8 +556,9 @@ static orr_status spec__pg(sort_spec *s, const json_t *o, const char *path, orr_
 
 static orr_status spec__handoff(sort_spec *s, const json_t *o, const char *path, orr_err *err)
 {
-    static const char *const keys[] = {"key",      "address",   "streams",   "max_packs",
-                                       "flush_ms", "pack_size", "partition", NULL};
+    static const char *const keys[] = {"key",       "address",  "streams",   "max_packs",
+                                       "max_bytes", "flush_ms", "pack_size", "partition",
+                                       NULL};
     char p[256];
     if (!json_is_object(o))
         return orr_err_set(err, ORR_EINVAL, path, "must be an object");
@@ -570,8 +571,11 @@ static orr_status spec__handoff(sort_spec *s, const json_t *o, const char *path,
     SPEC_TRY(spec__str(o, path, "address", 0, s->arena, &s->sinks.ho_address, err));
     SPEC_TRY(
         orr_json_get_int(o, path, "streams", 1, 1, SORT_MAX_HANDOFF, &s->sinks.ho_streams, err));
-    s->sinks.ho_max_packs = 1024;
+    s->sinks.ho_max_packs = 16384;
     SPEC_TRY(orr_json_get_int(o, path, "max_packs", 0, 1, 100000, &s->sinks.ho_max_packs, err));
+    s->sinks.ho_max_bytes = INT64_C(256) << 20;
+    SPEC_TRY(orr_json_get_int(o, path, "max_bytes", 0, INT64_C(1) << 20, INT64_C(1) << 40,
+                              &s->sinks.ho_max_bytes, err));
     s->sinks.ho_flush_ms = 200;
     SPEC_TRY(orr_json_get_int(o, path, "flush_ms", 0, 1, 60000, &s->sinks.ho_flush_ms, err));
     s->sinks.ho_pack_bytes = 256 << 10;
@@ -719,6 +723,7 @@ orr_status sort_spec_write_stage(const sort_spec *parent, int64_t index, sort_sp
     w->source.claim_idle_ms = 0; /* one consumer per hand-off stream */
     w->source.packs = 1;
     w->source.held_max = parent->sinks.ho_max_packs;
+    w->source.held_max_bytes = parent->sinks.ho_max_bytes;
     memset(&w->sinks, 0, sizeof w->sinks);
     w->sinks.files = 1;
     w->stage_index = index;

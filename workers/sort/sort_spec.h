@@ -71,9 +71,10 @@ typedef struct sort_spec {
          * over entries read with XREAD, instead of acknowledging each one */
         int commit_position;
         /* packs: the producer pauses when this many are not yet landed
-         * (its sinks.handoff.max_packs); the source stops reporting a
-         * backlog close to it (see src_redis.c). 0: no such producer. */
-        int64_t held_max;
+         * (its sinks.handoff.max_packs), or when they take this much of
+         * Redis's memory (max_bytes); the source stops reporting a backlog
+         * close to either (see src_redis.c). 0: no such producer. */
+        int64_t held_max, held_max_bytes;
         /* kafka (group and batch shared with redis; exit_at_eof with file) */
         const char *brokers, *topic;
         int start_latest; /* no committed offset: 0 = earliest, 1 = latest */
@@ -140,6 +141,7 @@ typedef struct sort_spec {
         const char *ho_address; /* host:port; NULL = sortd config */
         int64_t ho_streams;     /* write stages, 1..SORT_MAX_HANDOFF */
         int64_t ho_max_packs;   /* unacknowledged packs per stream before pausing */
+        int64_t ho_max_bytes;   /* ... or Redis memory of the stream (MEMORY USAGE) */
         int64_t ho_flush_ms;    /* longest a routed record waits before it is sent */
         int64_t ho_pack_bytes;  /* a unit's pack is sent when it holds this much */
         int64_t ho_partition;   /* partition the packs carry; -1: the source's own */

@@ -41,7 +41,8 @@ BUILD=${1:-$ROOT/build}
 N=${SORT_HANDOFF_RECORDS:-1000000}
 NS=${SORT_HANDOFF_STREAMS:-1}
 LIMIT_S=${SORT_HANDOFF_SECONDS:-300}
-MAXP=${SORT_HANDOFF_MAX_PACKS:-1024}
+# Flow control: the spec's defaults unless set (max_packs, max_bytes).
+BOUNDS=${SORT_HANDOFF_MAX_PACKS:+, \"max_packs\": $SORT_HANDOFF_MAX_PACKS}${SORT_HANDOFF_MAX_BYTES:+, \"max_bytes\": $SORT_HANDOFF_MAX_BYTES}
 COMMIT=${SORT_BENCH_REDIS_COMMIT:+, \"commit\": \"$SORT_BENCH_REDIS_COMMIT\"}
 T=${SORT_BENCH_DIR:-/tmp/sort-handoff-bench}
 SORTD=$BUILD/bin/sortd
@@ -74,6 +75,7 @@ mkdir -p "$T"
 trap cleanup EXIT
 
 "$GEN" --out "$T/in" --records "$N" --files 10 --ifaces 250 --span 14400 >/dev/null
+RAWB=$(cat "$T"/in/* | wc -c)
 spec() { # spec NAME GROUP SINKS
     cat <<JSON
 {"name": "$1", "business": "$1",
@@ -88,7 +90,7 @@ spec() { # spec NAME GROUP SINKS
  "check": {"clock": "data", "grace_ms": 0}$3}
 JSON
 }
-spec hob two ", \"sinks\": {\"files\": false, \"handoff\": {\"key\": \"$HK\", \"streams\": $NS, \"max_packs\": $MAXP}}" >"$T/two.json"
+spec hob two ", \"sinks\": {\"files\": false, \"handoff\": {\"key\": \"$HK\", \"streams\": $NS$BOUNDS}}" >"$T/two.json"
 spec hos one "" >"$T/one.json"
 "$XADD" --redis "$ORRERY_REDIS" --key "$RAW" --in "$T/in" --records "$N" --seconds "$LIMIT_S" >/dev/null
 rcli XGROUP CREATE "$RAW" two 0 >/dev/null
@@ -204,7 +206,7 @@ for i in $(seq 0 $((NS - 1))); do
     files2="$files2 $(stat_of "write$i" files)"
 done
 echo "late records         write stage(s):$late2; one process: $(stat_of single late)"
-echo "parse stage paused   $(stat_of parse handoff_waits) times for room (a stream held max_packs $MAXP packs not yet landed)"
+echo "parse stage paused   $(stat_of parse handoff_waits) times for room (a stream held max_packs packs or max_bytes not yet landed${BOUNDS:+; set:$BOUNDS})"
 echo "run-queue wait (s)   two stages:$rq2; one process: $rq1 (threads summed: time runnable but not running)"
 echo "files landed         write stage(s):$files2; one process: $(stat_of single files)"
 rolls_of() { # rolls_of TAG: size/age/lru/close
@@ -213,5 +215,5 @@ rolls_of() { # rolls_of TAG: size/age/lru/close
 rolls2=""
 for i in $(seq 0 $((NS - 1))); do rolls2="$rolls2 $(rolls_of "write$i")"; done
 echo "rolls by size/age/lru/close  write stage(s):$rolls2; one process: $(rolls_of single)"
-echo "packs handed off     $(stat_of parse handoff_packs)"
+echo "packs handed off     $(stat_of parse handoff_packs), $(stat_of parse handoff_bytes) bytes (the records: $RAWB bytes raw)"
 cat "$T/bare.line"

@@ -10,7 +10,8 @@
 # Half the records go to each raw stream, so every unit gets records from
 # both parse stages with unrelated offsets (their own partitions keep them
 # apart). A write stage is paused (SIGSTOP) first: the parse stage must stop
-# adding once its stream holds max_packs (flow control) - so it sends
+# adding once its stream holds max_packs, or with SORT_HANDOFF_BOUND=bytes
+# max_bytes of Redis's memory (flow control) - so it sends
 # nothing to the other stream either, which its write stage drains while
 # raw records wait unread - and go on when it resumes. Then, round by
 # round, a slice of the records still held back is added to both raw
@@ -33,15 +34,21 @@ XADD=$3
 
 need_redis
 
-N=${SORT_HANDOFF_RECORDS:-60000}
 ROUNDS=${SORT_HANDOFF_ROUNDS:-6}
+BOUND=${SORT_HANDOFF_BOUND:-packs}
+case $BOUND in
+packs) MAXP=20 MAXB=$((1 << 40)) N=${SORT_HANDOFF_RECORDS:-60000} ;;
+# the smallest max_bytes, ~150 packs: a write stage's share of the records
+# sent first must take well over it (60,000 records took ~1 MB)
+bytes) MAXP=100000 MAXB=$((1 << 20)) N=${SORT_HANDOFF_RECORDS:-200000} ;;
+*) fail "SORT_HANDOFF_BOUND must be packs or bytes" ;;
+esac
 HALF=$((N / 2))
 FIRST=$((HALF * 6 / 10)) # of each half, sent before the stages start; the
 # rest comes in ROUNDS + 1 slices, the last one after the last kill
 RAW="orr-it-ho-raw-$$"
 RAW2="orr-it-ho-raw2-$$"
 HK="orr-it-ho-$$"
-MAXP=20
 T=$(mktemp -d /tmp/sort-handoff.XXXXXX)
 declare -A pid=()
 cleanup() {
@@ -75,7 +82,8 @@ cat >"$T/spec.json" <<JSON
  "output": {"roll_size": 131072, "roll_age_ms": 300},
  "check": {"clock": "data", "grace_ms": 0},
  "sinks": {"files": false,
-           "handoff": {"key": "$HK", "streams": 2, "max_packs": $MAXP, "flush_ms": 50,
+           "handoff": {"key": "$HK", "streams": 2, "max_packs": $MAXP, "max_bytes": $MAXB,
+                       "flush_ms": 50,
                        "pack_size": 16384}}}
 JSON
 sed -e "s/\"key\": \"$RAW\"/\"key\": \"$RAW2\"/" -e 's/"streams": 2,/"streams": 2, "partition": 1,/' \
@@ -151,22 +159,32 @@ start w1
 
 # Flow control: with write stage 1 paused, stream 1 fills up to about
 # max_packs (one flush may add a pack per unit it holds: 2 hours x 11
-# interfaces at most) and the parse stage waits for room. While it waits it
+# interfaces at most), or to max_bytes of Redis's memory (each pack is
+# checked: at most one pack over), and the parse stage waits for room. While it waits it
 # sends nothing, so write stage 0 drains stream 0 although the raw stream
 # still holds records the parse stage has not read; stream 1 stays put.
 kill -STOP "${pid[w1]}"
-hk1_full() { [ "$(rcli XLEN "$HK.1")" -ge "$MAXP" ]; }
-wait_until "stream 1 to fill up to max_packs ($MAXP) while its write stage is paused" hk1_full
-peak=$(rcli XLEN "$HK.1")
+# held KEY: what the bound counts on a hand-off stream (packs, or bytes of
+# Redis's memory; nil when the key is gone).
+held() {
+    local n
+    if [ "$BOUND" = packs ]; then n=$(rcli XLEN "$1"); else n=$(rcli MEMORY USAGE "$1" SAMPLES 0); fi
+    echo "${n:-0}"
+}
+# full at the bound; bytes: within a pack of it (the next pack may not fit)
+if [ "$BOUND" = packs ]; then MAXH=$MAXP SLACK=40 FULL=$MAXP; else MAXH=$MAXB SLACK=65536 FULL=$((MAXB - 65536)); fi
+hk1_full() { [ "$(held "$HK.1")" -ge "$FULL" ]; }
+wait_until "stream 1 to fill up to its bound ($MAXH $BOUND) while its write stage is paused" hk1_full
+peak=$(held "$HK.1")
 hk0_empty() { [ "$(rcli XLEN "$HK.0")" = 0 ]; }
 wait_until "stream 0 to drain while the parse stage waits for room on stream 1" hk0_empty
 unread=$(ginfo "$RAW" parse lag)
-peak2=$(rcli XLEN "$HK.1")
+peak2=$(held "$HK.1")
 kill -CONT "${pid[w1]}"
-echo "stream 1 held $peak then $peak2 packs while its write stage was paused (max_packs $MAXP); stream 0 drained with $unread raw records unread"
+echo "stream 1 held $peak then $peak2 $BOUND while its write stage was paused (bound $MAXH); stream 0 drained with $unread raw records unread"
 [ "$unread" -gt 0 ] || fail "the parse stage had read all its input: the pause shows no flow control"
-[ "$peak2" -le $((MAXP + 40)) ] || fail "stream 1 grew to $peak2 packs: flow control did not pause the parse stage"
-[ "$peak2" -le $((peak + 1)) ] || fail "stream 1 kept growing ($peak -> $peak2) while full"
+[ "$peak2" -le $((MAXH + SLACK)) ] || fail "stream 1 grew to $peak2 $BOUND: flow control did not pause the parse stage"
+[ "$BOUND" = bytes ] || [ "$peak2" -le $((peak + 1)) ] || fail "stream 1 kept growing ($peak -> $peak2) while full"
 half_first() { [ "$(landed)" -ge $((FIRST / 2)) ]; }
 wait_until "$((FIRST / 2)) records to land" half_first
 start p2

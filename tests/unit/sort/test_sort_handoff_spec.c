@@ -62,7 +62,8 @@ static void test_defaults(void **state)
     assert_string_equal(s->sinks.ho_key, "orrery:handoff:clicks");
     assert_null(s->sinks.ho_address);
     assert_int_equal(s->sinks.ho_streams, 3);
-    assert_int_equal(s->sinks.ho_max_packs, 1024);
+    assert_int_equal(s->sinks.ho_max_packs, 16384);
+    assert_int_equal(s->sinks.ho_max_bytes, INT64_C(256) << 20);
     assert_int_equal(s->sinks.ho_flush_ms, 200);
     assert_int_equal(s->sinks.ho_pack_bytes, 256 << 10);
     assert_int_equal(s->stage_count, 0);
@@ -84,6 +85,10 @@ static void test_refusals(void **state)
     refused("{\"files\":false,\"handoff\":{\"streams\":65}}", "spec.sinks.handoff.streams", NULL);
     refused("{\"files\":false,\"handoff\":{\"streams\":2,\"max_packs\":0}}",
             "spec.sinks.handoff.max_packs", NULL);
+    refused("{\"files\":false,\"handoff\":{\"streams\":2,\"max_bytes\":1048575}}",
+            "spec.sinks.handoff.max_bytes", NULL);
+    refused("{\"files\":false,\"handoff\":{\"streams\":2,\"max_bytes\":\"1G\"}}",
+            "spec.sinks.handoff.max_bytes", NULL);
     refused("{\"files\":false,\"handoff\":{\"streams\":2,\"pack_size\":10}}",
             "spec.sinks.handoff.pack_size", NULL);
     refused("{\"files\":false,\"handoff\":{\"streams\":2,\"bogus\":1}}", "spec.sinks.handoff.bogus",
@@ -100,7 +105,8 @@ static void test_write_stage(void **state)
     sort_spec *s = NULL, *w = NULL;
     orr_err err;
     assert_int_equal(parse_sinks("{\"files\":false,\"handoff\":{\"streams\":4,\"key\":\"hk\","
-                                 "\"address\":\"10.0.0.1:6380\"}}",
+                                 "\"address\":\"10.0.0.1:6380\",\"max_packs\":500,"
+                                 "\"max_bytes\":2097152}}",
                                  &s, &err),
                      ORR_OK);
     assert_int_equal(sort_spec_write_stage(s, 2, &w, &err), ORR_OK);
@@ -110,6 +116,8 @@ static void test_write_stage(void **state)
     assert_string_equal(w->source.group, "sortd-write");
     assert_string_equal(w->source.consumer, "write-2");
     assert_true(w->source.packs);
+    assert_int_equal(w->source.held_max, 500); /* the producer's bounds */
+    assert_int_equal(w->source.held_max_bytes, 2097152);
     assert_true(w->sinks.files);
     assert_false(w->sinks.handoff);
     assert_false(w->sinks.pg);

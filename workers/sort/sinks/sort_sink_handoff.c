@@ -63,6 +63,8 @@ struct sort_handoff {
     uint32_t *mpart;     /* per stream: the partition of that pack */
     uint64_t *added;     /* per stream: packs sent since the last length check */
     uint64_t *len;       /* per stream: length when last read */
+    uint64_t *added_b;   /* per stream: encoded bytes sent since then */
+    uint64_t *mem;       /* per stream: Redis memory (MEMORY USAGE) when last read */
     size_t buffered;     /* raw bytes in open packs */
     int64_t dirty_since; /* monotonic ms of the first advance since a flush; -1: none */
     int64_t low_bucket;  /* at most the oldest bucket of an open pack with records */
@@ -195,7 +197,8 @@ static orr_status ho_room(sort_handoff *h, const uint8_t *want, orr_err *err);
 
 /* Encode the slot's pack and queue its XADD; the builder is emptied. When
  * the stream may be full (its length when last read plus what was added
- * since reaches max_packs), first wait for room. */
+ * since reaches max_packs, or its memory then plus what the packs added
+ * since and this one take passes max_bytes), first wait for room. */
 /* Queue the XADD of the encoded pack in h->enc to stream i, with the
  * backlog mark when mark is set (it tells the write stage it is catching up
  * too: sort_source.h, SORT_PACK_BACKLOG_FIELD); every 64 sends the queued
@@ -217,8 +220,17 @@ static orr_status ho_xadd(sort_handoff *h, size_t i, int mark, orr_err *err)
                 return ho_lost(h, "XADD", err);
     }
     h->added[i]++;
+    h->added_b[i] += h->enc.len;
     h->marked[i] = (uint8_t)(mark ? 1 : 0);
     return ORR_OK;
+}
+
+/* Redis's memory for n packs of `bytes` encoded bytes, counted up: each
+ * takes a node of its own (a listpack with the entry's fields, a radix tree
+ * node) in an allocation rounded up to a size class. */
+static uint64_t ho_mem_of(uint64_t bytes, uint64_t n)
+{
+    return bytes + bytes / 4 + n * 256;
 }
 
 static orr_status ho_send(sort_handoff *h, ho_slot *s, orr_err *err)
@@ -226,16 +238,19 @@ static orr_status ho_send(sort_handoff *h, ho_slot *s, orr_err *err)
     orr_status rc = ho_connect(h, err);
     if (rc != ORR_OK)
         return rc;
-    if ((int64_t)(h->len[s->stream] + h->added[s->stream]) >= h->spec->sinks.ho_max_packs) {
+    orr_buf_reset(&h->enc);
+    if ((rc = orr_pack_encode(s->b, &h->enc, err)) != ORR_OK)
+        return rc;
+    size_t i = s->stream;
+    if ((int64_t)(h->len[i] + h->added[i]) >= h->spec->sinks.ho_max_packs ||
+        (int64_t)(h->mem[i] + ho_mem_of(h->added_b[i] + h->enc.len, h->added[i] + 1)) >
+            h->spec->sinks.ho_max_bytes) {
         uint8_t want[SORT_MAX_HANDOFF] = {0};
-        want[s->stream] = 1;
+        want[i] = 1;
         if ((rc = ho_read_replies(h, err)) != ORR_OK || (rc = ho_room(h, want, err)) != ORR_OK)
             return rc;
     }
     if (h->replies >= h->window && (rc = ho_read_until(h, h->window - 1, err)) != ORR_OK)
-        return rc;
-    orr_buf_reset(&h->enc);
-    if ((rc = orr_pack_encode(s->b, &h->enc, err)) != ORR_OK)
         return rc;
     if ((rc = ho_xadd(h, s->stream, h->behind, err)) != ORR_OK)
         return rc;
@@ -268,6 +283,8 @@ orr_status sort_handoff_open(const sort_spec *spec, const char *default_addr,
     h->keys = orr_xcalloc(h->nstreams, sizeof *h->keys);
     h->added = orr_xcalloc(h->nstreams, sizeof *h->added);
     h->len = orr_xcalloc(h->nstreams, sizeof *h->len);
+    h->added_b = orr_xcalloc(h->nstreams, sizeof *h->added_b);
+    h->mem = orr_xcalloc(h->nstreams, sizeof *h->mem);
     h->marked = orr_xcalloc(h->nstreams, sizeof *h->marked);
     h->mpart = orr_xcalloc(h->nstreams, sizeof *h->mpart);
     h->cap = 1024;
@@ -506,25 +523,42 @@ static orr_status ho_room(sort_handoff *h, const uint8_t *want, orr_err *err)
         for (size_t i = 0; i < h->nstreams; i++) {
             if (!want[i])
                 continue;
-            const char *argv[2] = {"XLEN", h->keys[i]};
-            if (redisAppendCommandArgv(h->c, 2, argv, NULL) != REDIS_OK)
+            const char *xlen[2] = {"XLEN", h->keys[i]};
+            const char *mem[5] = {"MEMORY", "USAGE", h->keys[i], "SAMPLES", "0"};
+            if (redisAppendCommandArgv(h->c, 2, xlen, NULL) != REDIS_OK ||
+                redisAppendCommandArgv(h->c, 5, mem, NULL) != REDIS_OK)
                 return ho_lost(h, "XLEN", err);
         }
         int full = 0;
         for (size_t i = 0; i < h->nstreams; i++) {
             if (!want[i])
                 continue;
-            redisReply *rep = NULL;
-            if (redisGetReply(h->c, (void **)&rep) != REDIS_OK || !rep)
+            redisReply *len = NULL, *mem = NULL;
+            if (redisGetReply(h->c, (void **)&len) != REDIS_OK || !len)
                 return ho_lost(h, "XLEN", err);
-            h->len[i] = rep->type == REDIS_REPLY_INTEGER ? (uint64_t)rep->integer : 0;
-            freeReplyObject(rep);
+            if (redisGetReply(h->c, (void **)&mem) != REDIS_OK || !mem) {
+                freeReplyObject(len);
+                return ho_lost(h, "MEMORY USAGE", err);
+            }
+            /* A refusal (an ACL without MEMORY, say) is reported once every
+             * reply is read, so the connection stays in step. */
+            if (rc == ORR_OK && (len->type == REDIS_REPLY_ERROR || mem->type == REDIS_REPLY_ERROR))
+                rc = orr_err_set(err, ORR_EIO, "redis", "%s refused: %s",
+                                 len->type == REDIS_REPLY_ERROR ? "XLEN" : "MEMORY USAGE",
+                                 len->type == REDIS_REPLY_ERROR ? len->str : mem->str);
+            /* No key (nil): nothing held. */
+            h->len[i] = len->type == REDIS_REPLY_INTEGER ? (uint64_t)len->integer : 0;
+            h->mem[i] = mem->type == REDIS_REPLY_INTEGER ? (uint64_t)mem->integer : 0;
+            freeReplyObject(len);
+            freeReplyObject(mem);
             h->added[i] = 0;
-            if ((int64_t)h->len[i] >= h->spec->sinks.ho_max_packs)
+            h->added_b[i] = 0;
+            if ((int64_t)h->len[i] >= h->spec->sinks.ho_max_packs ||
+                (int64_t)h->mem[i] >= h->spec->sinks.ho_max_bytes)
                 full = 1;
         }
-        if (!full)
-            return ORR_OK;
+        if (rc != ORR_OK || !full)
+            return rc;
         if (h->stop && *h->stop) {
             h->stopped = 1; /* records were advanced past but not sent */
             return orr_err_set(err, ORR_ECANCELLED, "handoff", "stopped while waiting for room");
@@ -657,6 +691,8 @@ void sort_handoff_close(sort_handoff *h)
     free(h->marked);
     free(h->mpart);
     free(h->len);
+    free(h->added_b);
+    free(h->mem);
     free(h->slots);
     free(h->spare);
     free(h->marks);

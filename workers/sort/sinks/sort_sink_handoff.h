@@ -55,14 +55,23 @@
  * short, flush_ms applies again to every record waiting.
  *
  * Flow control. The write stage deletes each pack once it has landed
- * (src_redis.c), so a stream's length is its packs not yet landed. The
- * sink counts what it added to each stream since it last read its length;
- * when that reaches max_packs it reads the length again before the next
- * XADD and, while the stream holds max_packs, waits (20 ms steps, counted
+ * (src_redis.c), so a stream's length is its packs not yet landed, and its
+ * memory in Redis (MEMORY USAGE ... SAMPLES 0: every node counted, not an
+ * estimate) is what they take there. The sink counts the packs and encoded
+ * bytes it added to each stream since it last read both; when the packs
+ * reach max_packs, or the memory then plus what the packs since and the
+ * next one take would pass max_bytes (their bytes counted a quarter up and
+ * 256 bytes more each: a node of their own, allocator size classes), it
+ * reads them again before that XADD and,
+ * while the stream holds max_packs or max_bytes, waits (20 ms steps, counted
  * in waits) until the write stage has caught up or *stop is set. So a
- * stream never holds more than max_packs packs from this process, the
- * source pauses, and memory stays bounded (buffered records are flushed at
- * SORT_HANDOFF_BUFFER bytes).
+ * stream never holds more than max_packs packs from this process, nor more
+ * than max_bytes of Redis's memory plus one pack; the source pauses, and
+ * memory stays bounded (buffered records are flushed at
+ * SORT_HANDOFF_BUFFER bytes). Bytes are the bound that matters while a
+ * write stage catches up: it holds every pack from its oldest open file on
+ * (a whole hour of records, until the next hour's records close it), so a bound in packs
+ * small enough for Redis's memory made the parse stage wait at each hour.
  */
 #ifndef SORT_SINK_HANDOFF_H
 #define SORT_SINK_HANDOFF_H
@@ -84,7 +93,7 @@ typedef struct sort_handoff_counts {
     uint64_t packs;   /* packs sent (XADD queued; their replies are read by flush) */
     uint64_t records; /* records in them */
     uint64_t bytes;   /* encoded pack bytes */
-    uint64_t waits;   /* flow-control pauses (a stream held max_packs) */
+    uint64_t waits;   /* flow-control pauses (a stream held max_packs or max_bytes) */
 } sort_handoff_counts;
 
 /* Connect to spec->sinks.ho_address (or default_addr) and check that the

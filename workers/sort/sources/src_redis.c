@@ -75,10 +75,14 @@
  * empty one when it has caught up with nothing left to send): empty reads
  * meanwhile only mean that the parse stage gathers records. The stages
  * then fill files for output.catchup_age_ms. A packs source whose producer bounds the packs
- * not yet landed (source.held_max, the parse stage's max_packs) reports no
- * backlog once its unacknowledged packs come within a read of that bound:
- * files held open would hold back the acknowledgements the producer waits
- * for, so the write stage rolls them by roll_age_ms again.
+ * not yet landed (source.held_max and held_max_bytes, the parse stage's
+ * max_packs and max_bytes) reports no backlog once its unacknowledged packs
+ * come within a read of either bound: files held open would hold back the
+ * acknowledgements the producer waits for, so the write stage rolls them by
+ * roll_age_ms again. The producer counts bytes as Redis's memory (MEMORY
+ * USAGE), the source as the packs' bytes, which Redis keeps in up to a
+ * quarter more (allocator size classes, entry headers): the source counts
+ * its bytes a quarter up.
  *
  * Replies. The reader builds reply objects in an arena of this source
  * (rd_reply_fns) instead of one malloc per entry, id and field: a read of
@@ -140,6 +144,7 @@ typedef struct rd_pend {
     sort_off id;
     uint32_t partition;
     uint64_t last;
+    uint64_t bytes; /* the entry's pack bytes (held_bytes) */
 } rd_pend;
 
 typedef struct src_redis {
@@ -171,6 +176,7 @@ typedef struct src_redis {
     orr_buf scratch;
     rd_pend *pend;
     size_t npend, cap;
+    uint64_t held_bytes; /* pack bytes of pend's entries */
     sort_off pcommitted[SORT_MAX_PARTITIONS];
     const char **ack_argv;
     size_t *ack_lens;
@@ -515,14 +521,16 @@ static orr_status rd_ack_ids(src_redis *r, size_t n, orr_err *err)
     return rc;
 }
 
-static void rd_pend_add(src_redis *r, sort_off id, uint32_t partition, uint64_t last)
+static void rd_pend_add(src_redis *r, sort_off id, uint32_t partition, uint64_t last,
+                        uint64_t bytes)
 {
     if (r->npend == r->cap) {
         r->cap = r->cap ? r->cap * 2 : 256;
         rd_pend *np = orr_xrealloc(r->pend, r->cap * sizeof *np);
         r->pend = np;
     }
-    r->pend[r->npend++] = (rd_pend){id, partition, last};
+    r->pend[r->npend++] = (rd_pend){id, partition, last, bytes};
+    r->held_bytes += bytes;
 }
 
 /* A delivered one-record entry: its id to the FIFO acknowledged by commits. */
@@ -779,11 +787,11 @@ static void rd_pack_entry(src_redis *r, sort_batch *b, sort_off eid, const char 
         size_t keep = val ? (vlen > 1024 ? 1024 : vlen) : 0;
         en.len = (uint32_t)keep;
         sort_batch_add(b, &en, val ? val : "");
-        rd_pend_add(r, eid, 0, 0);
+        rd_pend_add(r, eid, 0, 0, vlen);
         return;
     }
     if (v.count == 0) { /* nothing to land: acknowledged with the next commit */
-        rd_pend_add(r, eid, v.partition, 0);
+        rd_pend_add(r, eid, v.partition, 0, vlen);
         return;
     }
     /* A routed pack (sort_preroute.h): its unit and times go with the
@@ -813,7 +821,7 @@ static void rd_pack_entry(src_redis *r, sort_batch *b, sort_off eid, const char 
                          .utime_ms = t};
         sort_batch_add(b, &en, rec);
     }
-    rd_pend_add(r, eid, v.partition, v.last_offset);
+    rd_pend_add(r, eid, v.partition, v.last_offset, vlen);
 }
 
 /* Send XREADGROUP: from the pending list at r->pending_id, or (pending
@@ -1035,9 +1043,12 @@ static orr_status rd_commit_packs(src_redis *r, uint32_t partition, sort_off nex
     if (rc != ORR_OK)
         return rc;
     size_t keep = 0;
-    for (size_t i = 0; i < r->npend; i++)
+    for (size_t i = 0; i < r->npend; i++) {
         if (r->pend[i].partition != partition || r->pend[i].last >= next.lo)
             r->pend[keep++] = r->pend[i];
+        else
+            r->held_bytes -= r->pend[i].bytes;
+    }
     r->npend = keep;
     if (sort_off_cmp(next, r->pcommitted[partition]) > 0)
         r->pcommitted[partition] = next;
@@ -1076,6 +1087,11 @@ static int src_redis_behind(sort_source *s)
     if (r->spec->source.packs && r->spec->source.held_max > 0 &&
         (int64_t)r->npend + rd_count(r) >= r->spec->source.held_max)
         return 0; /* the producer waits for acknowledgements: land */
+    if (r->spec->source.packs && r->spec->source.held_max_bytes > 0 && r->npend > 0) {
+        uint64_t ahead = r->held_bytes / r->npend * (uint64_t)rd_count(r);
+        if ((r->held_bytes + ahead) / 4 * 5 >= (uint64_t)r->spec->source.held_max_bytes)
+            return 0; /* the same, counted in Redis's memory (see the top) */
+    }
     return r->behind;
 }
 
