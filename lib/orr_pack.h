@@ -154,5 +154,8 @@ int orr_pack_next_timed(orr_pack_iter *it, uint64_t *offset, int64_t *time, cons
 
 /* CRC-32C (Castagnoli) of n bytes, continuing from crc (start with 0). */
 uint32_t orr_crc32c(uint32_t crc, const void *data, size_t n);
+/* The same in software (tables) whatever the CPU has: what orr_crc32c
+ * falls back to, and checks it. */
+uint32_t orr_crc32c_table(uint32_t crc, const void *data, size_t n);
 
 #endif

@@ -113,10 +113,13 @@ run_sortd() { # run_sortd TAG SPEC [ARGS...]
         "$SORTD" run --stream "$T/$spec" "$@" >"$T/$tag.out" 2>"$T/$tag.err" &
     pids+=($!)
 }
-wait_until() { # wait_until CMD...: poll, bounded
-    local deadline=$(($(date +%s) + LIMIT_S))
+wait_until() { # wait_until CMD...: poll, bounded; a sortd that exits ends it
+    local deadline=$(($(date +%s) + LIMIT_S)) p
     until "$@"; do
         [ "$(date +%s)" -lt "$deadline" ] || { echo "FAIL: not drained in ${LIMIT_S}s" >&2; exit 1; }
+        for p in "${pids[@]}"; do
+            kill -0 "$p" 2>/dev/null || { echo "FAIL: a sortd exited: $(tail -n 3 "$T"/*.err)" >&2; exit 1; }
+        done
         sleep 0.1
     done
 }
