@@ -477,6 +477,7 @@ orr_status sort_pipe_run(const sort_pipe_cfg *cfg, sort_pipe_stats *stats, orr_e
         orr_err_clear(&serr);
         orr_status src_rc = p->src->ops->next(p->src, &batch, PIPE_TICK_MS, &serr);
         p->env.behind = p->src->ops->behind && p->src->ops->behind(p->src);
+        p->env.room = p->src->ops->room_wanted && p->src->ops->room_wanted(p->src);
         if (batch.n > 0)
             pipe_route_batch(p, &batch);
         if (src_rc == ORR_EOF) {
@@ -560,6 +561,7 @@ char *sort_pipe_stats_json(const sort_pipe_stats *st)
      * while catching up), max_open_units, bucket closed or stop. */
     json_object_set_new(o, "rolls_size", json_integer((json_int_t)st->w.rolls_size));
     json_object_set_new(o, "rolls_age", json_integer((json_int_t)st->w.rolls_age));
+    json_object_set_new(o, "rolls_room", json_integer((json_int_t)st->w.rolls_room));
     json_object_set_new(o, "rolls_lru", json_integer((json_int_t)st->w.rolls_lru));
     json_object_set_new(o, "rolls_close", json_integer((json_int_t)st->w.rolls_close));
     json_object_set_new(o, "handoff_packs", json_integer((json_int_t)st->ho_packs));

@@ -156,6 +156,11 @@ typedef struct sort_source_ops {
      * roll_age_ms. 0 once a read comes back short or empty. Must not
      * block. */
     int (*behind)(sort_source *s);
+    /* Optional (NULL: never): 1 while the source's producer waits for
+     * acknowledgements (a hand-off's parse stage at its max_packs or
+     * max_bytes): the files holding them back should land now rather than
+     * at an age limit. Must not block. */
+    int (*room_wanted)(sort_source *s);
     void (*close)(sort_source *s);
     /* Optional: a position as one number, as packs carry them
      * (lib/orr_pack.h; the hand-off sink), keeping the order of positions

@@ -53,7 +53,7 @@ struct sort_ufile {
     sort_ufile *slot_next; /* same (unit, split), other partitions */
 };
 
-enum { ROLL_SIZE, ROLL_AGE, ROLL_LRU, ROLL_CLOSE };
+enum { ROLL_SIZE, ROLL_AGE, ROLL_LRU, ROLL_CLOSE, ROLL_ROOM };
 
 static int64_t wr_now_ms(void)
 {
@@ -300,6 +300,9 @@ static orr_status wr_roll(sort_writer *w, sort_ufile *f, int why, orr_err *err)
     case ROLL_LRU:
         w->lstats.rolls_lru++;
         break;
+    case ROLL_ROOM:
+        w->lstats.rolls_room++;
+        break;
     default:
         w->lstats.rolls_close++;
     }
@@ -438,9 +441,12 @@ static orr_status wr_roll_where(sort_writer *w, int64_t before, int why, orr_err
 }
 
 /* The timer's rolls: files older than the age limit of the moment (see
- * sort_writer.h, step 2). */
+ * sort_writer.h, step 2); every file while the source's producer waits for
+ * room (sort_writer_set_room). */
 static orr_status wr_roll_aged(sort_writer *w, orr_err *err)
 {
+    if (atomic_load_explicit(&w->room, memory_order_relaxed))
+        return wr_roll_where(w, INT64_MAX, ROLL_ROOM, err);
     int64_t now = wr_now_ms();
     uint64_t b = atomic_load_explicit(&w->behind, memory_order_relaxed);
     int behind = (b & 1) || w->ldone_batch < (b >> 1);
@@ -537,6 +543,7 @@ orr_status sort_writer_start(sort_writer *w, int idx, const sort_spec *spec,
 {
     memset(w, 0, sizeof *w);
     atomic_init(&w->behind, 0);
+    atomic_init(&w->room, 0);
     w->index = idx;
     w->spec = spec;
     w->fmt = fmt;
@@ -653,6 +660,11 @@ uint64_t sort_writer_acked(sort_writer *w)
 void sort_writer_set_behind(sort_writer *w, int behind, uint64_t batch)
 {
     atomic_store_explicit(&w->behind, batch << 1 | (behind ? 1u : 0u), memory_order_relaxed);
+}
+
+void sort_writer_set_room(sort_writer *w, int room)
+{
+    atomic_store_explicit(&w->room, room ? 1 : 0, memory_order_relaxed);
 }
 
 int sort_writer_failed(sort_writer *w, orr_err *err)

@@ -81,6 +81,7 @@ size_t sort_landings_take(sort_landings *l, sort_landing **out);
 
 typedef struct sort_writer_stats {
     uint64_t records, bytes_raw, bytes_lzo, files, rolls_size, rolls_age, rolls_lru, rolls_close;
+    uint64_t rolls_room; /* landed because the source's producer waited (room_wanted) */
     uint64_t open_units; /* a gauge: files open now */
 } sort_writer_stats;
 
@@ -99,6 +100,7 @@ typedef struct sort_writer {
     pthread_t thread;
     int started;
     atomic_uint_least64_t behind; /* batch << 1 | behind (sort_writer_set_behind) */
+    atomic_int room; /* sort_writer_set_room */
 
     /* writer-thread state */
     sort_ufile *lru_head, *lru_tail; /* head = most recently used */
@@ -154,6 +156,12 @@ uint64_t sort_writer_done_batch(sort_writer *w);
  * so the records of the read that ended a catch-up still go to the files
  * the catch-up filled. Any thread; never blocks. */
 void sort_writer_set_behind(sort_writer *w, int behind, uint64_t batch);
+/* The source's producer waits for acknowledgements (1) or not (0,
+ * sort_sink_env.room): while it does, the writer's timer rolls every file
+ * it has open, whatever its age (rolls_room), so the records holding the
+ * acknowledgements back land within a timer period. Any thread; never
+ * blocks. */
+void sort_writer_set_room(sort_writer *w, int room);
 /* 1 if the writer failed (err copied out). */
 int sort_writer_failed(sort_writer *w, orr_err *err);
 void sort_writer_get_stats(sort_writer *w, sort_writer_stats *out);

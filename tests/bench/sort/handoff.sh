@@ -212,11 +212,11 @@ echo "late records         write stage(s):$late2; one process: $(stat_of single 
 echo "parse stage paused   $(stat_of parse handoff_waits) times for room (a stream held max_packs packs or max_bytes not yet landed${BOUNDS:+; set:$BOUNDS})"
 echo "run-queue wait (s)   two stages:$rq2; one process: $rq1 (threads summed: time runnable but not running)"
 echo "files landed         write stage(s):$files2; one process: $(stat_of single files)"
-rolls_of() { # rolls_of TAG: size/age/lru/close
-    echo "$(stat_of "$1" rolls_size)/$(stat_of "$1" rolls_age)/$(stat_of "$1" rolls_lru)/$(stat_of "$1" rolls_close)"
+rolls_of() { # rolls_of TAG: size/age/lru/close/room
+    echo "$(stat_of "$1" rolls_size)/$(stat_of "$1" rolls_age)/$(stat_of "$1" rolls_lru)/$(stat_of "$1" rolls_close)/$(stat_of "$1" rolls_room)"
 }
 rolls2=""
 for i in $(seq 0 $((NS - 1))); do rolls2="$rolls2 $(rolls_of "write$i")"; done
-echo "rolls by size/age/lru/close  write stage(s):$rolls2; one process: $(rolls_of single)"
+echo "rolls by size/age/lru/close/room  write stage(s):$rolls2; one process: $(rolls_of single)"
 echo "packs handed off     $(stat_of parse handoff_packs), $(stat_of parse handoff_bytes) bytes (the records: $RAWB bytes raw)"
 cat "$T/bare.line"

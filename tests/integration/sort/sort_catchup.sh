@@ -17,7 +17,14 @@
 #   2. two stages: a parse stage turns a second backlog into many small
 #      packs (pack_size 4096) on the hand-off stream and is stopped; only
 #      then the write stage starts, so its reads of packs come back full:
-#      again exactly U files land, and the stream ends empty.
+#      again exactly U files land, and the stream ends empty;
+#   3. two stages at once, the hand-off bounded by max_bytes (1 MiB) and
+#      a backlog whose packs take several MiB, all in one hour, with
+#      roll_age_ms an hour too: the parse stage must wait for room, and
+#      only the write stage's rolls "for room" (landing its open files when
+#      the producer waits, rolls_room) can give it room. The parse stage
+#      handing off the whole backlog is the proof; without those rolls it
+#      would wait for the hour.
 # Every record lands exactly once (count, unique ids, checksum, lzop -t).
 set -euo pipefail
 SORTD=$1
@@ -36,8 +43,8 @@ pids=()
 cleanup() {
     for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
     for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-    rcli DEL "$KEY" "$RAW" "$HK.0" >/dev/null 2>&1 || true
-    rm -rf "$T"
+    rcli DEL "$KEY" "$RAW" "$HK.0" "$RAW-3" "$HK-3.0" >/dev/null 2>&1 || true
+    [ -n "${SORT_KEEP:-}" ] && echo "kept $T" || rm -rf "$T"
 }
 trap cleanup EXIT
 
@@ -133,4 +140,44 @@ f3=$(files_in "$T/blob2")
 [ "$f3" = "$U" ] || fail "a backlog of $packs packs over $U units landed in $f3 files, expected $U"
 verify_landed "$T/blob2" "$N" nocheck
 echo "two stages: $packs packs of a backlog landed in $f3 files"
+
+# --- 3. two stages at once, bounded by max_bytes ---------------------------------
+RAW3="$RAW-3" HK3="$HK-3" N3=40000
+# ~130-byte records whose padding does not compress: ~3 MB of packs
+awk -v key="$RAW3" -v n="$N3" -v u="$U" 'BEGIN {
+    srand(7)
+    for (i = 0; i < n; i++) {
+        pad = ""
+        for (k = 0; k < 12; k++) pad = pad sprintf("%08x", int(rand() * 4294967296))
+        rec = sprintf("id=%d&if=if%d&t=%d&p=%s", i, i % u, 1714557600 + i % 3000, pad)
+        printf "*5\r\n$4\r\nXADD\r\n$%d\r\n%s\r\n$1\r\n*\r\n$1\r\nr\r\n$%d\r\n%s\r\n",
+               length(key), key, length(rec), rec
+    }
+}' | rcli --pipe >/dev/null
+[ "$(rcli XLEN "$RAW3")" = "$N3" ] || fail "could not add $N3 entries to $RAW3"
+spec three "$RAW3" ", \"sinks\": {\"files\": false, \"handoff\": {\"key\": \"$HK3\", \"streams\": 1,
+           \"max_bytes\": 1048576, \"pack_size\": 16384, \"flush_ms\": 50}}" |
+    sed 's/"roll_age_ms": 100/"roll_age_ms": 3600000/' >"$T/three.json"
+grep -q '"roll_age_ms": 3600000' "$T/three.json" || fail "three.json not made"
+ORRERY_SORT_BLOB_ROOT=file://$T/blob3 "$SORTD" run --stream "$T/three.json" >"$T/p3.out" 2>"$T/p3.err" &
+p3=$!
+pids+=("$p3")
+ORRERY_SORT_BLOB_ROOT=file://$T/blob3 "$SORTD" run --stream "$T/three.json" --handoff-stream 0 \
+    >"$T/w3.out" 2>"$T/w3.err" &
+w3=$!
+pids+=("$w3")
+parsed3() { [ "$(ginfo "$RAW3" g1 lag)" = 0 ] && [ "$(ginfo "$RAW3" g1 pending)" = 0 ]; }
+wait_until "the parse stage to hand off all $N3 records through a 1 MiB hand-off" parsed3
+stop_term "$p3" "the parse stage (3)"
+stop_term "$w3" "the write stage (3)"
+waits=$(grep -o '"handoff_waits": *[0-9]*' "$T/p3.out" | grep -o '[0-9]*$')
+room=$(grep -o '"rolls_room": *[0-9]*' "$T/w3.out" | grep -o '[0-9]*$')
+hbytes=$(grep -o '"handoff_bytes": *[0-9]*' "$T/p3.out" | grep -o '[0-9]*$')
+[ "${hbytes:-0}" -gt $((2 * 1048576)) ] || fail "packs took ${hbytes:-?} bytes: not enough to fill a 1 MiB hand-off twice"
+[ "${waits:-0}" -gt 0 ] || fail "the parse stage never waited for room (handoff_waits ${waits:-?})"
+[ "${room:-0}" -gt 0 ] || fail "the write stage made no rolls for room (rolls_room ${room:-?})"
+[ "$(rcli XLEN "$HK3.0")" = 0 ] || fail "packs left on the hand-off stream after the write stage stopped"
+verify_landed "$T/blob3" "$N3" nocheck
+rcli DEL "$RAW3" "$HK3.0" >/dev/null
+echo "bounded hand-off: $hbytes bytes of packs through 1 MiB; the parse stage waited $waits times, $room rolls for room"
 echo "PASS sort_catchup"

@@ -52,6 +52,8 @@ typedef struct sort_sink_env {
     int eof;                  /* set by the pipeline: the source has ended */
     int behind;               /* set by the pipeline after each read: the source is behind
                                * (sort_source_ops.behind), output.catchup_age_ms applies */
+    int room;                 /* set by the pipeline after each read: the source's
+                               * producer waits for room (sort_source_ops.room_wanted) */
     int failed;               /* set by the pipeline: a sink or the source failed */
     void (*idle)(void *pipe); /* the pipeline's housekeeping, while blocked */
     void *pipe;

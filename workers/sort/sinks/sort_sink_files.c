@@ -413,8 +413,10 @@ static uint32_t files_split_of(sort_off off, uint32_t k)
  * a catch-up too). */
 static void files_tell_behind(files_sink *f)
 {
-    for (int wi = 0; wi < f->nw; wi++)
+    for (int wi = 0; wi < f->nw; wi++) {
         sort_writer_set_behind(&f->w[wi], f->env->behind, f->batch_seq);
+        sort_writer_set_room(&f->w[wi], f->env->room);
+    }
 }
 
 /* The whole batch counts as in flight from the start: a commit made while
@@ -625,6 +627,7 @@ static void files_stats(void *state, sort_pipe_stats *st)
         st->w.files += ws.files;
         st->w.rolls_size += ws.rolls_size;
         st->w.rolls_age += ws.rolls_age;
+        st->w.rolls_room += ws.rolls_room;
         st->w.rolls_lru += ws.rolls_lru;
         st->w.rolls_close += ws.rolls_close;
         st->w.open_units += ws.open_units;

@@ -79,7 +79,8 @@
  * max_packs and max_bytes) reports no backlog once its unacknowledged packs
  * come within a read of either bound: files held open would hold back the
  * acknowledgements the producer waits for, so the write stage rolls them by
- * roll_age_ms again. The producer counts bytes as Redis's memory (MEMORY
+ * roll_age_ms again; and (room_wanted) while the bound is reached it rolls
+ * every file it has open at its next timer check, whatever their age. The producer counts bytes as Redis's memory (MEMORY
  * USAGE), the source as the packs' bytes, which Redis keeps in up to a
  * quarter more (allocator size classes, entry headers): the source counts
  * its bytes a quarter up.
@@ -1080,18 +1081,30 @@ static sort_off src_redis_committed(sort_source *s, uint32_t partition)
     return r->committed;
 }
 
+/* The packs not yet landed come within a read of the producer's bounds
+ * (see "Backlog" at the top). */
+static int src_redis_room_wanted(sort_source *s)
+{
+    src_redis *r = (src_redis *)s;
+    if (!r->spec->source.packs)
+        return 0;
+    if (r->spec->source.held_max > 0 &&
+        (int64_t)r->npend + rd_count(r) >= r->spec->source.held_max)
+        return 1;
+    if (r->spec->source.held_max_bytes > 0 && r->npend > 0) {
+        uint64_t ahead = r->held_bytes / r->npend * (uint64_t)rd_count(r);
+        if ((r->held_bytes + ahead) / 4 * 5 >= (uint64_t)r->spec->source.held_max_bytes)
+            return 1; /* counted in Redis's memory */
+    }
+    return 0;
+}
+
 /* See "Backlog" at the top. */
 static int src_redis_behind(sort_source *s)
 {
     src_redis *r = (src_redis *)s;
-    if (r->spec->source.packs && r->spec->source.held_max > 0 &&
-        (int64_t)r->npend + rd_count(r) >= r->spec->source.held_max)
+    if (src_redis_room_wanted(s))
         return 0; /* the producer waits for acknowledgements: land */
-    if (r->spec->source.packs && r->spec->source.held_max_bytes > 0 && r->npend > 0) {
-        uint64_t ahead = r->held_bytes / r->npend * (uint64_t)rd_count(r);
-        if ((r->held_bytes + ahead) / 4 * 5 >= (uint64_t)r->spec->source.held_max_bytes)
-            return 0; /* the same, counted in Redis's memory (see the top) */
-    }
     return r->behind;
 }
 
@@ -1120,6 +1133,7 @@ const sort_source_ops sort_src_redis = {
     .commit = src_redis_commit,
     .committed = src_redis_committed,
     .behind = src_redis_behind,
+    .room_wanted = src_redis_room_wanted,
     .close = src_redis_close,
     .off64 = src_redis_off64,
 };
