@@ -556,9 +556,9 @@ static orr_status spec__pg(sort_spec *s, const json_t *o, const char *path, orr_
 
 static orr_status spec__handoff(sort_spec *s, const json_t *o, const char *path, orr_err *err)
 {
-    static const char *const keys[] = {"key",       "address",  "streams",   "max_packs",
-                                       "max_bytes", "flush_ms", "pack_size", "partition",
-                                       NULL};
+    static const char *const keys[] = {"key",       "address",   "streams",
+                                       "max_packs", "max_bytes", "flush_ms",
+                                       "pack_size", "partition", NULL};
     char p[256];
     if (!json_is_object(o))
         return orr_err_set(err, ORR_EINVAL, path, "must be an object");

@@ -100,7 +100,7 @@ typedef struct sort_writer {
     pthread_t thread;
     int started;
     atomic_uint_least64_t behind; /* batch << 1 | behind (sort_writer_set_behind) */
-    atomic_int room; /* sort_writer_set_room */
+    atomic_int room;              /* sort_writer_set_room */
 
     /* writer-thread state */
     sort_ufile *lru_head, *lru_tail; /* head = most recently used */

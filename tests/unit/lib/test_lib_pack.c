@@ -451,10 +451,10 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_crc32c_check_value), cmocka_unit_test(test_crc32c_paths_agree),
-        cmocka_unit_test(test_roundtrip_edges),
-        cmocka_unit_test(test_empty_pack),         cmocka_unit_test(test_100k_records),
-        cmocka_unit_test(test_corrupt_bytes),      cmocka_unit_test(test_bad_fields),
-        cmocka_unit_test(test_builder_errors),     cmocka_unit_test(test_times_roundtrip),
+        cmocka_unit_test(test_roundtrip_edges),    cmocka_unit_test(test_empty_pack),
+        cmocka_unit_test(test_100k_records),       cmocka_unit_test(test_corrupt_bytes),
+        cmocka_unit_test(test_bad_fields),         cmocka_unit_test(test_builder_errors),
+        cmocka_unit_test(test_times_roundtrip),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

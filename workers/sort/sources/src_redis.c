@@ -74,16 +74,17 @@
  * (sort_sink_handoff.h) until a pack without it (the parse stage sends an
  * empty one when it has caught up with nothing left to send): empty reads
  * meanwhile only mean that the parse stage gathers records. The stages
- * then fill files for output.catchup_age_ms. A packs source whose producer bounds the packs
- * not yet landed (source.held_max and held_max_bytes, the parse stage's
- * max_packs and max_bytes) reports no backlog once its unacknowledged packs
- * come within a read of either bound: files held open would hold back the
- * acknowledgements the producer waits for, so the write stage rolls them by
- * roll_age_ms again; and (room_wanted) while the bound is reached it rolls
- * every file it has open at its next timer check, whatever their age. The producer counts bytes as Redis's memory (MEMORY
- * USAGE), the source as the packs' bytes, which Redis keeps in up to a
- * quarter more (allocator size classes, entry headers): the source counts
- * its bytes a quarter up.
+ * then fill files for output.catchup_age_ms. A packs source whose
+ * producer bounds the packs not yet landed (source.held_max and
+ * held_max_bytes, the parse stage's max_packs and max_bytes) reports no
+ * backlog once its unacknowledged packs come within a read of either
+ * bound: files held open would hold back the acknowledgements the producer
+ * waits for, so the write stage rolls them by roll_age_ms again; and
+ * (room_wanted) while the bound is reached it rolls every file it has open
+ * at its next timer check, whatever their age. The producer counts bytes
+ * as Redis's memory (MEMORY USAGE), the source as the packs' bytes, which
+ * Redis keeps in up to a quarter more (allocator size classes, entry
+ * headers): the source counts its bytes a quarter up.
  *
  * Replies. The reader builds reply objects in an arena of this source
  * (rd_reply_fns) instead of one malloc per entry, id and field: a read of
@@ -1088,8 +1089,7 @@ static int src_redis_room_wanted(sort_source *s)
     src_redis *r = (src_redis *)s;
     if (!r->spec->source.packs)
         return 0;
-    if (r->spec->source.held_max > 0 &&
-        (int64_t)r->npend + rd_count(r) >= r->spec->source.held_max)
+    if (r->spec->source.held_max > 0 && (int64_t)r->npend + rd_count(r) >= r->spec->source.held_max)
         return 1;
     if (r->spec->source.held_max_bytes > 0 && r->npend > 0) {
         uint64_t ahead = r->held_bytes / r->npend * (uint64_t)rd_count(r);
