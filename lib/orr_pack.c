@@ -83,6 +83,16 @@ uint32_t orr_crc32c(uint32_t crc, const void *data, size_t n)
     return orr_crc32c_table(crc, data, n);
 }
 
+int orr_crc32c_hardware(void)
+{
+    pthread_once(&crc32c_once, crc32c_pick);
+#ifdef CRC32C_HW
+    return crc32c_hw;
+#else
+    return 0;
+#endif
+}
+
 uint32_t orr_crc32c_table(uint32_t crc, const void *data, size_t n)
 {
     pthread_once(&crc32c_once, crc32c_pick);

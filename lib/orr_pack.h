@@ -157,5 +157,7 @@ uint32_t orr_crc32c(uint32_t crc, const void *data, size_t n);
 /* The same in software (tables) whatever the CPU has: what orr_crc32c
  * falls back to, and checks it. */
 uint32_t orr_crc32c_table(uint32_t crc, const void *data, size_t n);
+/* 1 when orr_crc32c uses the CPU's crc32 instruction, 0 with the tables. */
+int orr_crc32c_hardware(void);
 
 #endif

@@ -722,8 +722,6 @@ orr_status sort_spec_write_stage(const sort_spec *parent, int64_t index, sort_sp
     w->source.block_ms = 200;
     w->source.claim_idle_ms = 0; /* one consumer per hand-off stream */
     w->source.packs = 1;
-    w->source.held_max = parent->sinks.ho_max_packs;
-    w->source.held_max_bytes = parent->sinks.ho_max_bytes;
     memset(&w->sinks, 0, sizeof w->sinks);
     w->sinks.files = 1;
     w->stage_index = index;

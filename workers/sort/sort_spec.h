@@ -70,11 +70,6 @@ typedef struct sort_spec {
         /* redis: commit moves the group's last-delivered id (XGROUP SETID)
          * over entries read with XREAD, instead of acknowledging each one */
         int commit_position;
-        /* packs: the producer pauses when this many are not yet landed
-         * (its sinks.handoff.max_packs), or when they take this much of
-         * Redis's memory (max_bytes); the source stops reporting a backlog
-         * close to either (see src_redis.c). 0: no such producer. */
-        int64_t held_max, held_max_bytes;
         /* kafka (group and batch shared with redis; exit_at_eof with file) */
         const char *brokers, *topic;
         int start_latest; /* no committed offset: 0 = earliest, 1 = latest */

@@ -138,6 +138,8 @@ wait_until "the hand-off stream to empty (landed packs deleted)" hk_empty
 stop_term "$pid" "the write stage"
 f3=$(files_in "$T/blob2")
 [ "$f3" = "$U" ] || fail "a backlog of $packs packs over $U units landed in $f3 files, expected $U"
+room2=$(grep -o '"rolls_room": *[0-9]*' "$T/w.out" | grep -o '[0-9]*$')
+[ "$room2" = 0 ] || fail "the write stage rolled ${room2:-?} files for room with no producer waiting"
 verify_landed "$T/blob2" "$N" nocheck
 echo "two stages: $packs packs of a backlog landed in $f3 files"
 

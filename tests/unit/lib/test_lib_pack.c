@@ -60,10 +60,13 @@ static void test_crc32c_check_value(void **state)
 }
 
 /* The CPU's instruction (where orr_crc32c uses it) and the tables agree on
- * every length 0..300 at every alignment 0..7, continuing from any value. */
+ * every length 0..300 at every alignment 0..7, continuing from any value.
+ * On a CPU without the instruction both are the tables: said, not hidden. */
 static void test_crc32c_paths_agree(void **state)
 {
     (void)state;
+    if (!orr_crc32c_hardware())
+        print_message("no crc32 instruction here: both paths are the tables\n");
     uint8_t buf[320];
     uint32_t x = 0x9e3779b9u;
     for (size_t i = 0; i < sizeof buf; i++) {

@@ -105,8 +105,7 @@ static void test_write_stage(void **state)
     sort_spec *s = NULL, *w = NULL;
     orr_err err;
     assert_int_equal(parse_sinks("{\"files\":false,\"handoff\":{\"streams\":4,\"key\":\"hk\","
-                                 "\"address\":\"10.0.0.1:6380\",\"max_packs\":500,"
-                                 "\"max_bytes\":2097152}}",
+                                 "\"address\":\"10.0.0.1:6380\"}}",
                                  &s, &err),
                      ORR_OK);
     assert_int_equal(sort_spec_write_stage(s, 2, &w, &err), ORR_OK);
@@ -116,8 +115,6 @@ static void test_write_stage(void **state)
     assert_string_equal(w->source.group, "sortd-write");
     assert_string_equal(w->source.consumer, "write-2");
     assert_true(w->source.packs);
-    assert_int_equal(w->source.held_max, 500); /* the producer's bounds */
-    assert_int_equal(w->source.held_max_bytes, 2097152);
     assert_true(w->sinks.files);
     assert_false(w->sinks.handoff);
     assert_false(w->sinks.pg);

@@ -17,7 +17,8 @@
 #include "sort_sink.h"
 #include "sort_unit.h"
 
-#define HO_WAIT_MS 20
+#define HO_WAIT_MS     20
+#define HO_WAIT_TTL_MS 2000 /* a wait key outlives a dead waiter this long */
 #define HO_SPARE   4096 /* idle builders kept for reuse */
 #define HO_KEY_MAX (SORT_NAME_MAX + 24)
 #define HO_MARKS   16 /* flushes whose replies are still in flight */
@@ -45,7 +46,8 @@ struct sort_handoff {
     redisContext *c;
     char host[256];
     int port;
-    char **keys; /* "<key>.<i>" */
+    char **keys;  /* "<key>.<i>" */
+    char **wkeys; /* "<key>.<i>.wait": set while this process waits for room there */
     size_t nstreams;
 
     ho_slot *slots; /* open addressing, cap a power of two */
@@ -194,6 +196,8 @@ static orr_status ho_harvest(sort_handoff *h, orr_err *err)
 }
 
 static orr_status ho_room(sort_handoff *h, const uint8_t *want, orr_err *err);
+static orr_status ho_measure(sort_handoff *h, const uint8_t *want, int slack, int *full,
+                             orr_err *err);
 
 /* Encode the slot's pack and queue its XADD; the builder is emptied. When
  * the stream may be full (its length when last read plus what was added
@@ -225,12 +229,21 @@ static orr_status ho_xadd(sort_handoff *h, size_t i, int mark, orr_err *err)
     return ORR_OK;
 }
 
-/* Redis's memory for n packs of `bytes` encoded bytes, counted up: each
- * takes a node of its own (a listpack with the entry's fields, a radix tree
- * node) in an allocation rounded up to a size class. */
-static uint64_t ho_mem_of(uint64_t bytes, uint64_t n)
+/* Redis's memory for n more packs of `bytes` encoded bytes on stream i,
+ * counted up: each takes a node of its own (a listpack with the entry's
+ * fields, a radix tree node) in an allocation rounded up to a size class,
+ * and an entry in the write stage's pending lists once read; per pack at
+ * least 256 bytes, or what the stream's packs took beyond their bytes at
+ * the last read (small packs: ~600 bytes). */
+static uint64_t ho_mem_of(const sort_handoff *h, size_t i, uint64_t bytes, uint64_t n)
 {
-    return bytes + bytes / 4 + n * 256;
+    uint64_t per = 256;
+    if (h->len[i] > 0 && h->n.packs > 0) {
+        uint64_t avg = h->n.bytes / h->n.packs, seen = h->mem[i] / h->len[i];
+        if (seen > avg && seen - avg > per)
+            per = seen - avg;
+    }
+    return bytes + bytes / 4 + n * per;
 }
 
 static orr_status ho_send(sort_handoff *h, ho_slot *s, orr_err *err)
@@ -243,7 +256,7 @@ static orr_status ho_send(sort_handoff *h, ho_slot *s, orr_err *err)
         return rc;
     size_t i = s->stream;
     if ((int64_t)(h->len[i] + h->added[i]) >= h->spec->sinks.ho_max_packs ||
-        (int64_t)(h->mem[i] + ho_mem_of(h->added_b[i] + h->enc.len, h->added[i] + 1)) >
+        (int64_t)(h->mem[i] + ho_mem_of(h, i, h->added_b[i] + h->enc.len, h->added[i] + 1)) >
             h->spec->sinks.ho_max_bytes) {
         uint8_t want[SORT_MAX_HANDOFF] = {0};
         want[i] = 1;
@@ -293,27 +306,30 @@ orr_status sort_handoff_open(const sort_spec *spec, const char *default_addr,
     h->marks = orr_xcalloc(HO_MARKS, sizeof *h->marks);
     h->window = SORT_HANDOFF_WINDOW;
     h->low_bucket = INT64_MAX;
+    h->wkeys = orr_xcalloc(h->nstreams, sizeof *h->wkeys);
     for (size_t i = 0; i < h->nstreams; i++) {
-        size_t n = strlen(spec->sinks.ho_key) + 24;
+        size_t n = strlen(spec->sinks.ho_key) + 32;
         h->keys[i] = orr_xmalloc(n);
         snprintf(h->keys[i], n, "%s.%zu", spec->sinks.ho_key, i);
+        h->wkeys[i] = orr_xmalloc(n);
+        snprintf(h->wkeys[i], n, "%s.%zu.wait", spec->sinks.ho_key, i);
     }
     h->dirty_since = -1;
     orr_status rc = ho_connect(h, err);
-    if (rc == ORR_OK) {
-        redisReply *rep = redisCommand(h->c, "PING");
-        if (!rep)
-            rc = ho_lost(h, "PING", err);
-        else
-            freeReplyObject(rep);
+    if (rc == ORR_OK) { /* what the streams hold, and MEMORY allowed, from the start */
+        uint8_t all[SORT_MAX_HANDOFF];
+        int full;
+        memset(all, 1, sizeof all);
+        rc = ho_measure(h, all, 0, &full, err);
     }
     if (rc != ORR_OK) {
         sort_handoff_close(h);
         return rc;
     }
     ORR_INFO("hand-off to write stages",
-             "stream=%s redis=%s:%d key=%s streams=%zu max_packs=%" PRId64, spec->name, h->host,
-             h->port, spec->sinks.ho_key, h->nstreams, spec->sinks.ho_max_packs);
+             "stream=%s redis=%s:%d key=%s streams=%zu max_packs=%" PRId64 " max_bytes=%" PRId64,
+             spec->name, h->host, h->port, spec->sinks.ho_key, h->nstreams,
+             spec->sinks.ho_max_packs, spec->sinks.ho_max_bytes);
     *out = h;
     return ORR_OK;
 }
@@ -512,61 +528,104 @@ static orr_status ho_send_caught_up(sort_handoff *h, orr_err *err)
     return ORR_OK;
 }
 
-/* Wait until every stream we are about to add to has room. */
-static orr_status ho_room(sort_handoff *h, const uint8_t *want, orr_err *err)
+/* Read the length and the memory in Redis of every stream in want
+ * (pipelined) into len and mem, starting the counts since then again.
+ * *full: one of them holds max_packs or max_bytes, or (slack) nine tenths
+ * of them. A refusal (an ACL without MEMORY, say) is reported once every
+ * reply is read, so the connection stays in step. */
+static orr_status ho_measure(sort_handoff *h, const uint8_t *want, int slack, int *full,
+                             orr_err *err)
 {
-    int waited = 0;
-    for (;;) {
-        orr_status rc = ho_connect(h, err);
+    *full = 0;
+    orr_status rc = ho_connect(h, err);
+    if (rc != ORR_OK)
+        return rc;
+    for (size_t i = 0; i < h->nstreams; i++) {
+        if (!want[i])
+            continue;
+        const char *xlen[2] = {"XLEN", h->keys[i]};
+        const char *mem[5] = {"MEMORY", "USAGE", h->keys[i], "SAMPLES", "0"};
+        if (redisAppendCommandArgv(h->c, 2, xlen, NULL) != REDIS_OK ||
+            redisAppendCommandArgv(h->c, 5, mem, NULL) != REDIS_OK)
+            return ho_lost(h, "XLEN", err);
+    }
+    int64_t max_packs = h->spec->sinks.ho_max_packs, max_bytes = h->spec->sinks.ho_max_bytes;
+    if (slack) {
+        max_packs -= max_packs / 10;
+        max_bytes -= max_bytes / 10;
+    }
+    for (size_t i = 0; i < h->nstreams; i++) {
+        if (!want[i])
+            continue;
+        redisReply *len = NULL, *mem = NULL;
+        if (redisGetReply(h->c, (void **)&len) != REDIS_OK || !len)
+            return ho_lost(h, "XLEN", err);
+        if (redisGetReply(h->c, (void **)&mem) != REDIS_OK || !mem) {
+            freeReplyObject(len);
+            return ho_lost(h, "MEMORY USAGE", err);
+        }
+        if (rc == ORR_OK && (len->type == REDIS_REPLY_ERROR || mem->type == REDIS_REPLY_ERROR))
+            rc = orr_err_set(err, ORR_EIO, "redis", "%s refused: %s",
+                             len->type == REDIS_REPLY_ERROR ? "XLEN" : "MEMORY USAGE",
+                             len->type == REDIS_REPLY_ERROR ? len->str : mem->str);
+        /* No key (nil): nothing held. */
+        h->len[i] = len->type == REDIS_REPLY_INTEGER ? (uint64_t)len->integer : 0;
+        h->mem[i] = mem->type == REDIS_REPLY_INTEGER ? (uint64_t)mem->integer : 0;
+        freeReplyObject(len);
+        freeReplyObject(mem);
+        h->added[i] = 0;
+        h->added_b[i] = 0;
+        if ((int64_t)h->len[i] >= max_packs || (int64_t)h->mem[i] >= max_bytes)
+            *full = 1;
+    }
+    return rc;
+}
+
+/* Set (on) or delete the wait keys of every stream: a write stage lands
+ * its open files while its stream's key is set (src_redis.c). Every one,
+ * not only the full stream's: while this process waits it sends nothing to
+ * any stream, so what the others hold back would otherwise wait for
+ * catchup_age_ms. A key expires by itself if this process dies while
+ * waiting. */
+static orr_status ho_signal_wait(sort_handoff *h, int on, orr_err *err)
+{
+    for (size_t i = 0; i < h->nstreams; i++) {
+        redisReply *rep = on ? redisCommand(h->c, "SET %s 1 PX %d", h->wkeys[i], HO_WAIT_TTL_MS)
+                             : redisCommand(h->c, "DEL %s", h->wkeys[i]);
+        if (!rep)
+            return ho_lost(h, on ? "SET" : "DEL", err);
+        orr_status rc = rep->type == REDIS_REPLY_ERROR
+                            ? orr_err_set(err, ORR_EIO, "redis", "wait key %s refused: %s",
+                                          h->wkeys[i], rep->str)
+                            : ORR_OK;
+        freeReplyObject(rep);
         if (rc != ORR_OK)
             return rc;
-        for (size_t i = 0; i < h->nstreams; i++) {
-            if (!want[i])
-                continue;
-            const char *xlen[2] = {"XLEN", h->keys[i]};
-            const char *mem[5] = {"MEMORY", "USAGE", h->keys[i], "SAMPLES", "0"};
-            if (redisAppendCommandArgv(h->c, 2, xlen, NULL) != REDIS_OK ||
-                redisAppendCommandArgv(h->c, 5, mem, NULL) != REDIS_OK)
-                return ho_lost(h, "XLEN", err);
-        }
-        int full = 0;
-        for (size_t i = 0; i < h->nstreams; i++) {
-            if (!want[i])
-                continue;
-            redisReply *len = NULL, *mem = NULL;
-            if (redisGetReply(h->c, (void **)&len) != REDIS_OK || !len)
-                return ho_lost(h, "XLEN", err);
-            if (redisGetReply(h->c, (void **)&mem) != REDIS_OK || !mem) {
-                freeReplyObject(len);
-                return ho_lost(h, "MEMORY USAGE", err);
-            }
-            /* A refusal (an ACL without MEMORY, say) is reported once every
-             * reply is read, so the connection stays in step. */
-            if (rc == ORR_OK && (len->type == REDIS_REPLY_ERROR || mem->type == REDIS_REPLY_ERROR))
-                rc = orr_err_set(err, ORR_EIO, "redis", "%s refused: %s",
-                                 len->type == REDIS_REPLY_ERROR ? "XLEN" : "MEMORY USAGE",
-                                 len->type == REDIS_REPLY_ERROR ? len->str : mem->str);
-            /* No key (nil): nothing held. */
-            h->len[i] = len->type == REDIS_REPLY_INTEGER ? (uint64_t)len->integer : 0;
-            h->mem[i] = mem->type == REDIS_REPLY_INTEGER ? (uint64_t)mem->integer : 0;
-            freeReplyObject(len);
-            freeReplyObject(mem);
-            h->added[i] = 0;
-            h->added_b[i] = 0;
-            if ((int64_t)h->len[i] >= h->spec->sinks.ho_max_packs ||
-                (int64_t)h->mem[i] >= h->spec->sinks.ho_max_bytes)
-                full = 1;
-        }
-        if (rc != ORR_OK || !full)
+    }
+    return ORR_OK;
+}
+
+/* Wait until every stream we are about to add to has room; once it had
+ * to wait, until each holds at most nine tenths of its bounds (so the
+ * stream is not measured again before every pack near the bound). */
+static orr_status ho_room(sort_handoff *h, const uint8_t *want, orr_err *err)
+{
+    for (int waits = 0;; waits++) {
+        int full;
+        orr_status rc = ho_measure(h, want, waits > 0, &full, err);
+        if (rc != ORR_OK)
             return rc;
+        if (!full)
+            return waits > 0 ? ho_signal_wait(h, 0, err) : ORR_OK;
         if (h->stop && *h->stop) {
             h->stopped = 1; /* records were advanced past but not sent */
             return orr_err_set(err, ORR_ECANCELLED, "handoff", "stopped while waiting for room");
         }
-        if (!waited) {
+        if (waits == 0)
             h->n.waits++;
-            waited = 1;
-        }
+        if (waits % (HO_WAIT_TTL_MS / HO_WAIT_MS / 4) == 0 &&
+            (rc = ho_signal_wait(h, 1, err)) != ORR_OK)
+            return rc; /* set at once, renewed well before it expires */
         struct timespec ts = {0, HO_WAIT_MS * 1000000L};
         nanosleep(&ts, NULL);
     }
@@ -684,9 +743,12 @@ void sort_handoff_close(sort_handoff *h)
         orr_pack_builder_free(h->spare[i]);
         free(h->spare[i]);
     }
-    for (size_t i = 0; i < h->nstreams && h->keys; i++)
+    for (size_t i = 0; i < h->nstreams && h->keys; i++) {
         free(h->keys[i]);
+        free(h->wkeys[i]);
+    }
     free(h->keys);
+    free(h->wkeys);
     free(h->added);
     free(h->marked);
     free(h->mpart);

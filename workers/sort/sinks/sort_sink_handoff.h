@@ -56,22 +56,32 @@
  *
  * Flow control. The write stage deletes each pack once it has landed
  * (src_redis.c), so a stream's length is its packs not yet landed, and its
- * memory in Redis (MEMORY USAGE ... SAMPLES 0: every node counted, not an
- * estimate) is what they take there. The sink counts the packs and encoded
- * bytes it added to each stream since it last read both; when the packs
- * reach max_packs, or the memory then plus what the packs since and the
- * next one take would pass max_bytes (their bytes counted a quarter up and
- * 256 bytes more each: a node of their own, allocator size classes), it
- * reads them again before that XADD and,
- * while the stream holds max_packs or max_bytes, waits (20 ms steps, counted
- * in waits) until the write stage has caught up or *stop is set. So a
- * stream never holds more than max_packs packs from this process, nor more
- * than max_bytes of Redis's memory plus one pack; the source pauses, and
- * memory stays bounded (buffered records are flushed at
- * SORT_HANDOFF_BUFFER bytes). Bytes are the bound that matters while a
- * write stage catches up: it holds every pack from its oldest open file on
- * (a whole hour of records, until the next hour's records close it), so a bound in packs
- * small enough for Redis's memory made the parse stage wait at each hour.
+ * memory in Redis (MEMORY USAGE ... SAMPLES 0: every node counted; Redis
+ * estimates the pending lists' part) is what they take there. Both are
+ * read at open (so a restarted stage counts what is already there, and a
+ * Redis user without MEMORY is refused at once) and again when the sink
+ * may have reached a bound: it counts the packs and encoded bytes it added
+ * to each stream since, and before an XADD that would bring the packs to
+ * max_packs or, by its estimate, the memory past max_bytes (bytes counted
+ * a quarter up, plus per pack the larger of 256 bytes and what the
+ * stream's packs took beyond their bytes at the last read: a node of
+ * their own, allocator size classes, pending-list entries) it reads them
+ * again and, while the stream holds max_packs or max_bytes, waits (20 ms
+ * steps, counted in waits) until the write stage has made room (down to
+ * nine tenths of both, so it does not measure again before every pack) or
+ * *stop is set. So a stream holds about max_bytes of Redis's memory at
+ * most from this process (the estimate can be passed by a pack), and
+ * never more than max_packs packs; the source pauses, and memory stays
+ * bounded (buffered records are flushed at SORT_HANDOFF_BUFFER bytes).
+ * While it waits, the sink sets every stream's wait key "<key>.<i>.wait"
+ * (expiring in HO_WAIT_TTL_MS, renewed while it waits, deleted when it
+ * goes on): a write stage then lands every file it has open, whatever its
+ * age (src_redis.c, sort_writer_set_room), since those files hold back the
+ * deletions it waits for, and nothing more comes meanwhile to the others.
+ * Bytes are the bound that matters while a write stage catches up: it
+ * holds every pack from its oldest open file on (a whole hour of records,
+ * until the next hour's records close it), so a bound in packs small
+ * enough for Redis's memory made the parse stage wait at each hour.
  */
 #ifndef SORT_SINK_HANDOFF_H
 #define SORT_SINK_HANDOFF_H

@@ -74,17 +74,15 @@
  * (sort_sink_handoff.h) until a pack without it (the parse stage sends an
  * empty one when it has caught up with nothing left to send): empty reads
  * meanwhile only mean that the parse stage gathers records. The stages
- * then fill files for output.catchup_age_ms. A packs source whose
- * producer bounds the packs not yet landed (source.held_max and
- * held_max_bytes, the parse stage's max_packs and max_bytes) reports no
- * backlog once its unacknowledged packs come within a read of either
- * bound: files held open would hold back the acknowledgements the producer
- * waits for, so the write stage rolls them by roll_age_ms again; and
- * (room_wanted) while the bound is reached it rolls every file it has open
- * at its next timer check, whatever their age. The producer counts bytes
- * as Redis's memory (MEMORY USAGE), the source as the packs' bytes, which
- * Redis keeps in up to a quarter more (allocator size classes, entry
- * headers): the source counts its bytes a quarter up.
+ * then fill files for output.catchup_age_ms. A parse stage that waits for
+ * room on its hand-off stream (max_packs or max_bytes reached) sets the
+ * key "<key>.wait" meanwhile; a packs source looks at it after its reads
+ * (rd_look_for_wait) and, while it is set, reports no backlog and asks for
+ * room (room_wanted): files held open would hold back the acknowledgements
+ * the producer waits for, so the write stage rolls every file it has open
+ * at its next timer check, whatever its age. (Estimating the producer's
+ * measure here instead, from the packs' bytes, missed Redis's cost per
+ * pending entry: small packs stalled until roll_age_ms.)
  *
  * Replies. The reader builds reply objects in an arena of this source
  * (rd_reply_fns) instead of one malloc per entry, id and field: a read of
@@ -128,6 +126,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "orr_alloc.h"
 #include "orr_arena.h"
@@ -139,6 +138,7 @@
 #define RD_ACK_CHUNK      1000 /* ids per XACK */
 #define RD_ACK_WINDOW     8    /* XACKs of one-record entries in flight */
 #define RD_PACK_BATCH_MAX 64   /* pack entries per XREADGROUP, whatever spec.source.batch says */
+#define RD_ROOM_CHECK_MS  20   /* packs: the producer's wait key, looked at most this often */
 #define RD_ARENA_BLOCK    (4u << 20) /* holds a read of 5,000 entries of ~200 bytes */
 
 /* A delivered pack entry not yet acknowledged. */
@@ -146,7 +146,6 @@ typedef struct rd_pend {
     sort_off id;
     uint32_t partition;
     uint64_t last;
-    uint64_t bytes; /* the entry's pack bytes (held_bytes) */
 } rd_pend;
 
 typedef struct src_redis {
@@ -178,7 +177,8 @@ typedef struct src_redis {
     orr_buf scratch;
     rd_pend *pend;
     size_t npend, cap;
-    uint64_t held_bytes; /* pack bytes of pend's entries */
+    int room;               /* the producer waits for room (its wait key is set) */
+    int64_t room_checked;   /* monotonic ms of the last look at the wait key */
     sort_off pcommitted[SORT_MAX_PARTITIONS];
     const char **ack_argv;
     size_t *ack_lens;
@@ -523,16 +523,14 @@ static orr_status rd_ack_ids(src_redis *r, size_t n, orr_err *err)
     return rc;
 }
 
-static void rd_pend_add(src_redis *r, sort_off id, uint32_t partition, uint64_t last,
-                        uint64_t bytes)
+static void rd_pend_add(src_redis *r, sort_off id, uint32_t partition, uint64_t last)
 {
     if (r->npend == r->cap) {
         r->cap = r->cap ? r->cap * 2 : 256;
         rd_pend *np = orr_xrealloc(r->pend, r->cap * sizeof *np);
         r->pend = np;
     }
-    r->pend[r->npend++] = (rd_pend){id, partition, last, bytes};
-    r->held_bytes += bytes;
+    r->pend[r->npend++] = (rd_pend){id, partition, last};
 }
 
 /* A delivered one-record entry: its id to the FIFO acknowledged by commits. */
@@ -789,11 +787,11 @@ static void rd_pack_entry(src_redis *r, sort_batch *b, sort_off eid, const char 
         size_t keep = val ? (vlen > 1024 ? 1024 : vlen) : 0;
         en.len = (uint32_t)keep;
         sort_batch_add(b, &en, val ? val : "");
-        rd_pend_add(r, eid, 0, 0, vlen);
+        rd_pend_add(r, eid, 0, 0);
         return;
     }
     if (v.count == 0) { /* nothing to land: acknowledged with the next commit */
-        rd_pend_add(r, eid, v.partition, 0, vlen);
+        rd_pend_add(r, eid, v.partition, 0);
         return;
     }
     /* A routed pack (sort_preroute.h): its unit and times go with the
@@ -823,7 +821,35 @@ static void rd_pack_entry(src_redis *r, sort_batch *b, sort_off eid, const char 
                          .utime_ms = t};
         sort_batch_add(b, &en, rec);
     }
-    rd_pend_add(r, eid, v.partition, v.last_offset, vlen);
+    rd_pend_add(r, eid, v.partition, v.last_offset);
+}
+
+/* Packs: whether the producer waits for room, from its wait key
+ * ("<key>.wait", set while it waits: sort_sink_handoff.h), looked at on
+ * the commit connection at most every RD_ROOM_CHECK_MS and only with
+ * packs pending (none pending: nothing to land would make room). A failed
+ * look counts as no wait. */
+static void rd_look_for_wait(src_redis *r)
+{
+    if (r->npend == 0) {
+        r->room = 0;
+        return;
+    }
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    int64_t now = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    if (now - r->room_checked < RD_ROOM_CHECK_MS)
+        return;
+    r->room_checked = now;
+    char key[600];
+    snprintf(key, sizeof key, "%s.wait", r->spec->source.key);
+    const char *argv[2] = {"EXISTS", key};
+    orr_err e;
+    orr_err_clear(&e);
+    redisReply *rep = rd_commit_cmd(r, 2, argv, NULL, &e);
+    r->room = rep && rep->type == REDIS_REPLY_INTEGER && rep->integer > 0;
+    if (rep)
+        freeReplyObject(rep);
 }
 
 /* Send XREADGROUP: from the pending list at r->pending_id, or (pending
@@ -1015,6 +1041,8 @@ static orr_status src_redis_next(sort_source *s, sort_batch *b, int wait_ms, orr
         r->pending_phase = 0;
         ORR_INFO("pending list replayed; reading new entries", "stream=%s", r->spec->name);
     }
+    if (r->spec->source.packs)
+        rd_look_for_wait(r);
 done:
     rd_release(r);
     return rc;
@@ -1045,12 +1073,9 @@ static orr_status rd_commit_packs(src_redis *r, uint32_t partition, sort_off nex
     if (rc != ORR_OK)
         return rc;
     size_t keep = 0;
-    for (size_t i = 0; i < r->npend; i++) {
+    for (size_t i = 0; i < r->npend; i++)
         if (r->pend[i].partition != partition || r->pend[i].last >= next.lo)
             r->pend[keep++] = r->pend[i];
-        else
-            r->held_bytes -= r->pend[i].bytes;
-    }
     r->npend = keep;
     if (sort_off_cmp(next, r->pcommitted[partition]) > 0)
         r->pcommitted[partition] = next;
@@ -1082,28 +1107,16 @@ static sort_off src_redis_committed(sort_source *s, uint32_t partition)
     return r->committed;
 }
 
-/* The packs not yet landed come within a read of the producer's bounds
- * (see "Backlog" at the top). */
+/* See "Backlog" at the top. */
 static int src_redis_room_wanted(sort_source *s)
 {
-    src_redis *r = (src_redis *)s;
-    if (!r->spec->source.packs)
-        return 0;
-    if (r->spec->source.held_max > 0 && (int64_t)r->npend + rd_count(r) >= r->spec->source.held_max)
-        return 1;
-    if (r->spec->source.held_max_bytes > 0 && r->npend > 0) {
-        uint64_t ahead = r->held_bytes / r->npend * (uint64_t)rd_count(r);
-        if ((r->held_bytes + ahead) / 4 * 5 >= (uint64_t)r->spec->source.held_max_bytes)
-            return 1; /* counted in Redis's memory */
-    }
-    return 0;
+    return ((src_redis *)s)->room;
 }
 
-/* See "Backlog" at the top. */
 static int src_redis_behind(sort_source *s)
 {
     src_redis *r = (src_redis *)s;
-    if (src_redis_room_wanted(s))
+    if (r->room)
         return 0; /* the producer waits for acknowledgements: land */
     return r->behind;
 }
