@@ -19,9 +19,9 @@
 
 #define HO_WAIT_MS     20
 #define HO_WAIT_TTL_MS 2000 /* a wait key outlives a dead waiter this long */
-#define HO_SPARE   4096 /* idle builders kept for reuse */
-#define HO_KEY_MAX (SORT_NAME_MAX + 24)
-#define HO_MARKS   16 /* flushes whose replies are still in flight */
+#define HO_SPARE       4096 /* idle builders kept for reuse */
+#define HO_KEY_MAX     (SORT_NAME_MAX + 24)
+#define HO_MARKS       16 /* flushes whose replies are still in flight */
 
 /* A flush whose packs are sent but not all accepted yet: once the reply of
  * XADD number seq has been read, the positions upto become safe. */

@@ -177,8 +177,8 @@ typedef struct src_redis {
     orr_buf scratch;
     rd_pend *pend;
     size_t npend, cap;
-    int room;               /* the producer waits for room (its wait key is set) */
-    int64_t room_checked;   /* monotonic ms of the last look at the wait key */
+    int room;             /* the producer waits for room (its wait key is set) */
+    int64_t room_checked; /* monotonic ms of the last look at the wait key */
     sort_off pcommitted[SORT_MAX_PARTITIONS];
     const char **ack_argv;
     size_t *ack_lens;
