@@ -24,7 +24,9 @@
 #      only the write stage's rolls "for room" (landing its open files when
 #      the producer waits, rolls_room) can give it room. The parse stage
 #      handing off the whole backlog is the proof; without those rolls it
-#      would wait for the hour.
+#      would wait for the hour. Case 2 must make no such roll;
+#   4. the same with small packs over 2,000 units, where much of the
+#      stream's memory is Redis's cost per entry, not the packs' bytes.
 # Every record lands exactly once (count, unique ids, checksum, lzop -t).
 set -euo pipefail
 SORTD=$1
@@ -43,7 +45,7 @@ pids=()
 cleanup() {
     for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
     for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-    rcli DEL "$KEY" "$RAW" "$HK.0" "$RAW-3" "$HK-3.0" >/dev/null 2>&1 || true
+    rcli DEL "$KEY" "$RAW" "$HK.0" "$RAW-3" "$HK-3.0" "$RAW-4" "$HK-4.0" >/dev/null 2>&1 || true
     [ -n "${SORT_KEEP:-}" ] && echo "kept $T" || rm -rf "$T"
 }
 trap cleanup EXIT
@@ -143,43 +145,53 @@ room2=$(grep -o '"rolls_room": *[0-9]*' "$T/w.out" | grep -o '[0-9]*$')
 verify_landed "$T/blob2" "$N" nocheck
 echo "two stages: $packs packs of a backlog landed in $f3 files"
 
-# --- 3. two stages at once, bounded by max_bytes ---------------------------------
-RAW3="$RAW-3" HK3="$HK-3" N3=40000
-# ~130-byte records whose padding does not compress: ~3 MB of packs
-awk -v key="$RAW3" -v n="$N3" -v u="$U" 'BEGIN {
-    srand(7)
-    for (i = 0; i < n; i++) {
-        pad = ""
-        for (k = 0; k < 12; k++) pad = pad sprintf("%08x", int(rand() * 4294967296))
-        rec = sprintf("id=%d&if=if%d&t=%d&p=%s", i, i % u, 1714557600 + i % 3000, pad)
-        printf "*5\r\n$4\r\nXADD\r\n$%d\r\n%s\r\n$1\r\n*\r\n$1\r\nr\r\n$%d\r\n%s\r\n",
-               length(key), key, length(rec), rec
-    }
-}' | rcli --pipe >/dev/null
-[ "$(rcli XLEN "$RAW3")" = "$N3" ] || fail "could not add $N3 entries to $RAW3"
-spec three "$RAW3" ", \"sinks\": {\"files\": false, \"handoff\": {\"key\": \"$HK3\", \"streams\": 1,
-           \"max_bytes\": 1048576, \"pack_size\": 16384, \"flush_ms\": 50}}" |
-    sed 's/"roll_age_ms": 100/"roll_age_ms": 3600000/' >"$T/three.json"
-grep -q '"roll_age_ms": 3600000' "$T/three.json" || fail "three.json not made"
-ORRERY_SORT_BLOB_ROOT=file://$T/blob3 "$SORTD" run --stream "$T/three.json" >"$T/p3.out" 2>"$T/p3.err" &
-p3=$!
-pids+=("$p3")
-ORRERY_SORT_BLOB_ROOT=file://$T/blob3 "$SORTD" run --stream "$T/three.json" --handoff-stream 0 \
-    >"$T/w3.out" 2>"$T/w3.err" &
-w3=$!
-pids+=("$w3")
-parsed3() { [ "$(ginfo "$RAW3" g1 lag)" = 0 ] && [ "$(ginfo "$RAW3" g1 pending)" = 0 ]; }
-wait_until "the parse stage to hand off all $N3 records through a 1 MiB hand-off" parsed3
-stop_term "$p3" "the parse stage (3)"
-stop_term "$w3" "the write stage (3)"
-waits=$(grep -o '"handoff_waits": *[0-9]*' "$T/p3.out" | grep -o '[0-9]*$')
-room=$(grep -o '"rolls_room": *[0-9]*' "$T/w3.out" | grep -o '[0-9]*$')
-hbytes=$(grep -o '"handoff_bytes": *[0-9]*' "$T/p3.out" | grep -o '[0-9]*$')
-[ "${hbytes:-0}" -gt $((2 * 1048576)) ] || fail "packs took ${hbytes:-?} bytes: not enough to fill a 1 MiB hand-off twice"
-[ "${waits:-0}" -gt 0 ] || fail "the parse stage never waited for room (handoff_waits ${waits:-?})"
-[ "${room:-0}" -gt 0 ] || fail "the write stage made no rolls for room (rolls_room ${room:-?})"
-[ "$(rcli XLEN "$HK3.0")" = 0 ] || fail "packs left on the hand-off stream after the write stage stopped"
-verify_landed "$T/blob3" "$N3" nocheck
-rcli DEL "$RAW3" "$HK3.0" >/dev/null
-echo "bounded hand-off: $hbytes bytes of packs through 1 MiB; the parse stage waited $waits times, $room rolls for room"
+# --- 3 and 4. two stages at once, bounded by max_bytes ---------------------------
+# bounded CASE N UNITS PAD: N records of UNITS units in one hour, each with
+# PAD 8-hex-digit groups of padding that does not compress, through a 1 MiB
+# hand-off with hour-long ages: only rolls for room can let the parse stage
+# hand everything off.
+bounded() {
+    local c=$1 n=$2 units=$3 pad=$4 raw="$RAW-$1" hk="$HK-$1"
+    awk -v key="$raw" -v n="$n" -v u="$units" -v np="$pad" 'BEGIN {
+        srand(7)
+        for (i = 0; i < n; i++) {
+            p = ""
+            for (k = 0; k < np; k++) p = p sprintf("%08x", int(rand() * 4294967296))
+            rec = sprintf("id=%d&if=if%d&t=%d&p=%s", i, i % u, 1714557600 + i % 3000, p)
+            printf "*5\r\n$4\r\nXADD\r\n$%d\r\n%s\r\n$1\r\n*\r\n$1\r\nr\r\n$%d\r\n%s\r\n",
+                   length(key), key, length(rec), rec
+        }
+    }' | rcli --pipe >/dev/null
+    [ "$(rcli XLEN "$raw")" = "$n" ] || fail "could not add $n entries to $raw"
+    spec "b$c" "$raw" ", \"sinks\": {\"files\": false, \"handoff\": {\"key\": \"$hk\", \"streams\": 1,
+               \"max_bytes\": 1048576, \"pack_size\": 16384, \"flush_ms\": 50}}" |
+        sed 's/"roll_age_ms": 100/"roll_age_ms": 3600000/' >"$T/b$c.json"
+    grep -q '"roll_age_ms": 3600000' "$T/b$c.json" || fail "b$c.json not made"
+    ORRERY_SORT_BLOB_ROOT=file://$T/blob$c "$SORTD" run --stream "$T/b$c.json" >"$T/p$c.out" 2>"$T/p$c.err" &
+    local pp=$!
+    pids+=("$pp")
+    ORRERY_SORT_BLOB_ROOT=file://$T/blob$c "$SORTD" run --stream "$T/b$c.json" --handoff-stream 0 \
+        >"$T/w$c.out" 2>"$T/w$c.err" &
+    local ww=$!
+    pids+=("$ww")
+    parsed_all() { [ "$(ginfo "$raw" g1 lag)" = 0 ] && [ "$(ginfo "$raw" g1 pending)" = 0 ]; }
+    wait_until "case $c: the parse stage to hand off all $n records through a 1 MiB hand-off" parsed_all
+    stop_term "$pp" "the parse stage ($c)"
+    stop_term "$ww" "the write stage ($c)"
+    local waits room hbytes
+    waits=$(grep -o '"handoff_waits": *[0-9]*' "$T/p$c.out" | grep -o '[0-9]*$')
+    room=$(grep -o '"rolls_room": *[0-9]*' "$T/w$c.out" | grep -o '[0-9]*$')
+    hbytes=$(grep -o '"handoff_bytes": *[0-9]*' "$T/p$c.out" | grep -o '[0-9]*$')
+    [ "${waits:-0}" -gt 0 ] || fail "case $c: the parse stage never waited for room (handoff_waits ${waits:-?})"
+    [ "${room:-0}" -gt 0 ] || fail "case $c: the write stage made no rolls for room (rolls_room ${room:-?})"
+    [ "$(rcli XLEN "$hk.0")" = 0 ] || fail "case $c: packs left on the hand-off stream after the write stage stopped"
+    verify_landed "$T/blob$c" "$n" nocheck
+    rcli DEL "$raw" "$hk.0" >/dev/null
+    echo "case $c: $hbytes bytes of packs through 1 MiB; the parse stage waited $waits times, $room rolls for room"
+}
+# 3: ~130-byte records in few units: ~4 MB of packs of ~13 KB
+bounded 3 40000 "$U" 12
+# 4: short records in 2,000 units: ~700-byte packs, where Redis's cost per
+# entry is as large as their bytes, and a room roll lands 2,000 files
+bounded 4 100000 2000 0
 echo "PASS sort_catchup"

@@ -77,6 +77,7 @@ struct sort_handoff {
     int behind;  /* the source is behind: hold records for catchup_age_ms, mark packs */
     int broken;  /* a pack may be lost: nothing may become safe any more */
     int stopped; /* stopped while waiting for room: nothing may become safe */
+    int wait_key_refused; /* a wait key was refused (logged once) */
     volatile sig_atomic_t *stop;
 };
 
@@ -581,26 +582,36 @@ static orr_status ho_measure(sort_handoff *h, const uint8_t *want, int slack, in
     return rc;
 }
 
-/* Set (on) or delete the wait keys of every stream: a write stage lands
- * its open files while its stream's key is set (src_redis.c). Every one,
- * not only the full stream's: while this process waits it sends nothing to
- * any stream, so what the others hold back would otherwise wait for
- * catchup_age_ms. A key expires by itself if this process dies while
- * waiting. */
+/* Set (on) or delete the wait keys of every stream, pipelined: a write
+ * stage lands its open files while its stream's key is set (src_redis.c).
+ * Every one, not only the full stream's: while this process waits it sends
+ * nothing to any stream, so what the others hold back would otherwise wait
+ * for catchup_age_ms. A key expires by itself if this process dies while
+ * waiting. The keys only hurry the write stages: a refusal (an ACL that
+ * does not cover them) is logged once and the wait goes on without them;
+ * only a lost connection is an error. */
 static orr_status ho_signal_wait(sort_handoff *h, int on, orr_err *err)
 {
+    char ttl[16];
+    snprintf(ttl, sizeof ttl, "%d", HO_WAIT_TTL_MS);
     for (size_t i = 0; i < h->nstreams; i++) {
-        redisReply *rep = on ? redisCommand(h->c, "SET %s 1 PX %d", h->wkeys[i], HO_WAIT_TTL_MS)
-                             : redisCommand(h->c, "DEL %s", h->wkeys[i]);
-        if (!rep)
+        const char *set[5] = {"SET", h->wkeys[i], "1", "PX", ttl};
+        const char *del[2] = {"DEL", h->wkeys[i]};
+        if (redisAppendCommandArgv(h->c, on ? 5 : 2, on ? set : del, NULL) != REDIS_OK)
             return ho_lost(h, on ? "SET" : "DEL", err);
-        orr_status rc = rep->type == REDIS_REPLY_ERROR
-                            ? orr_err_set(err, ORR_EIO, "redis", "wait key %s refused: %s",
-                                          h->wkeys[i], rep->str)
-                            : ORR_OK;
+    }
+    for (size_t i = 0; i < h->nstreams; i++) {
+        redisReply *rep = NULL;
+        if (redisGetReply(h->c, (void **)&rep) != REDIS_OK || !rep)
+            return ho_lost(h, on ? "SET" : "DEL", err);
+        if (rep->type == REDIS_REPLY_ERROR && !h->wait_key_refused) {
+            h->wait_key_refused = 1;
+            ORR_WARN("hand-off wait key refused; write stages land by age while this stage "
+                     "waits",
+                     "stream=%s key=%s error=%s", h->spec->name, h->wkeys[i],
+                     orr_log_q(rep->str));
+        }
         freeReplyObject(rep);
-        if (rc != ORR_OK)
-            return rc;
     }
     return ORR_OK;
 }
@@ -610,22 +621,26 @@ static orr_status ho_signal_wait(sort_handoff *h, int on, orr_err *err)
  * stream is not measured again before every pack near the bound). */
 static orr_status ho_room(sort_handoff *h, const uint8_t *want, orr_err *err)
 {
+    int64_t signalled = 0; /* when the wait keys were last set (0: not yet) */
     for (int waits = 0;; waits++) {
         int full;
         orr_status rc = ho_measure(h, want, waits > 0, &full, err);
         if (rc != ORR_OK)
             return rc;
         if (!full)
-            return waits > 0 ? ho_signal_wait(h, 0, err) : ORR_OK;
+            return signalled ? ho_signal_wait(h, 0, err) : ORR_OK;
         if (h->stop && *h->stop) {
             h->stopped = 1; /* records were advanced past but not sent */
             return orr_err_set(err, ORR_ECANCELLED, "handoff", "stopped while waiting for room");
         }
         if (waits == 0)
             h->n.waits++;
-        if (waits % (HO_WAIT_TTL_MS / HO_WAIT_MS / 4) == 0 &&
-            (rc = ho_signal_wait(h, 1, err)) != ORR_OK)
-            return rc; /* set at once, renewed well before it expires */
+        int64_t now = ho_now_ms();
+        if (!signalled || now - signalled >= HO_WAIT_TTL_MS / 4) {
+            if ((rc = ho_signal_wait(h, 1, err)) != ORR_OK)
+                return rc; /* set at once, renewed well before it expires */
+            signalled = now;
+        }
         struct timespec ts = {0, HO_WAIT_MS * 1000000L};
         nanosleep(&ts, NULL);
     }

@@ -179,6 +179,7 @@ typedef struct src_redis {
     size_t npend, cap;
     int room;             /* the producer waits for room (its wait key is set) */
     int64_t room_checked; /* monotonic ms of the last look at the wait key */
+    int wait_key_refused; /* EXISTS on it was refused (logged once) */
     sort_off pcommitted[SORT_MAX_PARTITIONS];
     const char **ack_argv;
     size_t *ack_lens;
@@ -848,6 +849,11 @@ static void rd_look_for_wait(src_redis *r)
     orr_err_clear(&e);
     redisReply *rep = rd_commit_cmd(r, 2, argv, NULL, &e);
     r->room = rep && rep->type == REDIS_REPLY_INTEGER && rep->integer > 0;
+    if (rep && rep->type == REDIS_REPLY_ERROR && !r->wait_key_refused) {
+        r->wait_key_refused = 1;
+        ORR_WARN("hand-off wait key refused; files land by age while the parse stage waits",
+                 "stream=%s key=%s error=%s", r->spec->name, key, orr_log_q(rep->str));
+    }
     if (rep)
         freeReplyObject(rep);
 }
