@@ -74,9 +74,9 @@ struct sort_handoff {
     sort_off routed[SORT_MAX_PARTITIONS], safe[SORT_MAX_PARTITIONS];
     uint8_t has_routed[SORT_MAX_PARTITIONS], has_safe[SORT_MAX_PARTITIONS];
     sort_handoff_counts n;
-    int behind;  /* the source is behind: hold records for catchup_age_ms, mark packs */
-    int broken;  /* a pack may be lost: nothing may become safe any more */
-    int stopped; /* stopped while waiting for room: nothing may become safe */
+    int behind;           /* the source is behind: hold records for catchup_age_ms, mark packs */
+    int broken;           /* a pack may be lost: nothing may become safe any more */
+    int stopped;          /* stopped while waiting for room: nothing may become safe */
     int wait_key_refused; /* a wait key was refused (logged once) */
     volatile sig_atomic_t *stop;
 };
@@ -608,8 +608,7 @@ static orr_status ho_signal_wait(sort_handoff *h, int on, orr_err *err)
             h->wait_key_refused = 1;
             ORR_WARN("hand-off wait key refused; write stages land by age while this stage "
                      "waits",
-                     "stream=%s key=%s error=%s", h->spec->name, h->wkeys[i],
-                     orr_log_q(rep->str));
+                     "stream=%s key=%s error=%s", h->spec->name, h->wkeys[i], orr_log_q(rep->str));
         }
         freeReplyObject(rep);
     }
