@@ -16,6 +16,13 @@ struct timespec orr_clock_add(struct timespec t, int64_t ms)
     return t;
 }
 
+int64_t orr_clock_ms(clockid_t clk)
+{
+    struct timespec now;
+    clock_gettime(clk, &now);
+    return (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
+}
+
 struct timespec orr_clock_after(clockid_t clk, int64_t ms)
 {
     struct timespec now;

@@ -3,7 +3,8 @@
  *
  * pthread_cond_timedwait and its kind take an absolute time on the
  * condition's clock; every timed wait in Orrery needs "now on clock clk,
- * plus ms". That sum, with the carry into seconds, lives here once.
+ * plus ms". That sum, with the carry into seconds, lives here once, and so
+ * does "now on clk in milliseconds", which ages and intervals compare.
  */
 #ifndef ORR_CLOCK_H
 #define ORR_CLOCK_H
@@ -16,5 +17,8 @@ struct timespec orr_clock_after(clockid_t clk, int64_t ms);
 
 /* t plus ms (ms <= 0: t), nanoseconds kept below one second. */
 struct timespec orr_clock_add(struct timespec t, int64_t ms);
+
+/* Now on clk in whole milliseconds. */
+int64_t orr_clock_ms(clockid_t clk);
 
 #endif

@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "orr_clock.h"
 #include "orr_alloc.h"
 #include "orr_log.h"
 #include "sort_metrics.h"
@@ -56,13 +57,6 @@ typedef struct sort_pipeline {
 } sort_pipeline;
 
 static void pipe_sum_stats(sort_pipeline *p);
-
-static int64_t pipe_mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static int pipe_mkdirs(const char *path)
 {
@@ -170,7 +164,7 @@ static void pipe_tick_sinks(sort_pipeline *p, int force)
 
 static void pipe_housekeep(sort_pipeline *p, int force)
 {
-    int64_t now = pipe_mono_ms();
+    int64_t now = orr_clock_ms(CLOCK_MONOTONIC);
     if (!force && now - p->last_tick_ms < PIPE_TICK_MS)
         return;
     p->last_tick_ms = now;
@@ -411,7 +405,7 @@ orr_status sort_pipe_run(const sort_pipe_cfg *cfg, sort_pipe_stats *stats, orr_e
     p->spec = cfg->spec;
     int nw = cfg->writers > 0 ? cfg->writers : 1;
     int npool = cfg->packs > nw * 2 ? cfg->packs : nw * 2;
-    int64_t t0 = pipe_mono_ms();
+    int64_t t0 = orr_clock_ms(CLOCK_MONOTONIC);
     orr_status rc = ORR_OK;
     sort_batch batch = {0};
     char path[4400];
@@ -520,7 +514,7 @@ stop:
     }
 out:
     pipe_sum_stats(p);
-    p->st.seconds = (double)(pipe_mono_ms() - t0) / 1000.0;
+    p->st.seconds = (double)(orr_clock_ms(CLOCK_MONOTONIC) - t0) / 1000.0;
     if (cfg->metrics)
         sort_metrics_publish(cfg->metrics, p->spec->name, &p->st);
     if (stats)

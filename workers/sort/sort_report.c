@@ -38,13 +38,6 @@ struct sort_report {
     sort_report_stats st;
 };
 
-static int64_t report_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static void report_reconciled(void *ctx, const sort_spec *spec, const sort_unit *u)
 {
     sort_report *r = ctx;
@@ -111,7 +104,7 @@ static void *report_main(void *arg)
     for (;;) {
         while (!r->head && !r->stopping)
             pthread_cond_wait(&r->cv, &r->mu);
-        if (!r->head || (r->stopping && report_now_ms() >= r->flush_deadline_ms))
+        if (!r->head || (r->stopping && orr_clock_ms(CLOCK_MONOTONIC) >= r->flush_deadline_ms))
             break;
         report_item *it = r->head;
         pthread_mutex_unlock(&r->mu);
@@ -188,7 +181,7 @@ void sort_report_stop(sort_report *r, int flush_ms)
         return;
     pthread_mutex_lock(&r->mu);
     r->stopping = 1;
-    r->flush_deadline_ms = report_now_ms() + flush_ms;
+    r->flush_deadline_ms = orr_clock_ms(CLOCK_MONOTONIC) + flush_ms;
     pthread_cond_broadcast(&r->cv);
     pthread_mutex_unlock(&r->mu);
     pthread_join(r->th, NULL);

@@ -178,6 +178,11 @@ int sort_source_off64(const sort_source *s, sort_off off, uint64_t *out);
  * though its own reads may come back short (src_redis.c). */
 #define SORT_PACK_BACKLOG_FIELD "b"
 
+/* Appended to a hand-off stream's key, the key a parse stage sets while it
+ * waits for room there (sort_sink_handoff.h), for the write stage to land
+ * what it holds (src_redis.c). */
+#define SORT_HANDOFF_WAIT_SUFFIX ".wait"
+
 /* Every source struct starts with this. */
 struct sort_source {
     const sort_source_ops *ops;

@@ -32,6 +32,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "orr_clock.h"
 #include "orr_alloc.h"
 #include "orr_log.h"
 #include "orr_lzop.h"
@@ -54,13 +55,6 @@ struct sort_ufile {
 };
 
 enum { ROLL_SIZE, ROLL_AGE, ROLL_LRU, ROLL_CLOSE, ROLL_ROOM };
-
-static int64_t wr_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 void sort_landings_init(sort_landings *l)
 {
@@ -328,7 +322,7 @@ static orr_status wr_open_file(sort_writer *w, const sort_pent *e, sort_ufile **
     f->split = e->split;
     f->partition = e->partition;
     f->first = e->off;
-    f->opened_ms = wr_now_ms();
+    f->opened_ms = orr_clock_ms(CLOCK_MONOTONIC);
     snprintf(f->path, sizeof f->path, "%s/%" PRIu64 ".lzo", w->dir, w->seq++);
     orr_lzop_opts o = {
         .name = e->unit->label,
@@ -447,7 +441,7 @@ static orr_status wr_roll_aged(sort_writer *w, orr_err *err)
 {
     if (atomic_load_explicit(&w->room, memory_order_relaxed))
         return wr_roll_where(w, INT64_MAX, ROLL_ROOM, err);
-    int64_t now = wr_now_ms();
+    int64_t now = orr_clock_ms(CLOCK_MONOTONIC);
     uint64_t b = atomic_load_explicit(&w->behind, memory_order_relaxed);
     int behind = (b & 1) || w->ldone_batch < (b >> 1);
     int64_t limit = w->spec->output.roll_age_ms;
@@ -470,7 +464,7 @@ static void *wr_main(void *arg)
 {
     sort_writer *w = arg;
     orr_err err;
-    int64_t last_tick = wr_now_ms();
+    int64_t last_tick = orr_clock_ms(CLOCK_MONOTONIC);
     int stop = 0;
     while (!stop) {
         /* While a flight lands, look for its end often: its files hold
@@ -512,7 +506,7 @@ static void *wr_main(void *arg)
         } else if (p && p->kind == SORT_PACK_STOP) {
             stop = 1;
         }
-        int64_t now = wr_now_ms();
+        int64_t now = orr_clock_ms(CLOCK_MONOTONIC);
         if (rc == ORR_OK && !failed && now - last_tick >= WR_TICK_MS) {
             rc = wr_roll_aged(w, &err);
             last_tick = now;

@@ -1,5 +1,6 @@
 /* test_lib_clock.c - absolute deadlines: the carry into seconds, zero and
- * negative waits, long waits, and "after" against the clock itself. */
+ * negative waits, long waits, and "after" against the clock itself; now in
+ * milliseconds. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -56,11 +57,27 @@ static void test_after(void **state)
     }
 }
 
+/* orr_clock_ms lies between two readings of the clock, in whole ms. */
+static void test_ms(void **state)
+{
+    (void)state;
+    clockid_t clocks[] = {CLOCK_MONOTONIC, CLOCK_REALTIME};
+    for (size_t i = 0; i < 2; i++) {
+        struct timespec before, after;
+        clock_gettime(clocks[i], &before);
+        int64_t ms = orr_clock_ms(clocks[i]);
+        clock_gettime(clocks[i], &after);
+        assert_true(ms >= ns_of(before) / 1000000LL);
+        assert_true(ms <= ns_of(after) / 1000000LL);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_add),
         cmocka_unit_test(test_after),
+        cmocka_unit_test(test_ms),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -112,13 +112,6 @@ typedef struct files_sink {
     sort_unit **ck_due;
 } files_sink;
 
-static int64_t files_mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* ---- landings, writers, checks --------------------------------------- */
 
 static void files_drain_landings(files_sink *f)
@@ -512,7 +505,7 @@ static orr_status files_tick(void *state, int force, orr_err *err)
     orr_status rc = files_check_writers(f, err);
     files_tell_behind(f);
     files_drain_landings(f);
-    files_checker(f, files_mono_ms());
+    files_checker(f, orr_clock_ms(CLOCK_MONOTONIC));
     return rc;
 }
 

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "orr_clock.h"
 #include "orr_alloc.h"
 #include "orr_buf.h"
 #include "orr_log.h"
@@ -80,13 +81,6 @@ struct sort_handoff {
     int wait_key_refused; /* a wait key was refused (logged once) */
     volatile sig_atomic_t *stop;
 };
-
-static int64_t ho_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static orr_status ho_lost(sort_handoff *h, const char *what, orr_err *err)
 {
@@ -313,7 +307,7 @@ orr_status sort_handoff_open(const sort_spec *spec, const char *default_addr,
         h->keys[i] = orr_xmalloc(n);
         snprintf(h->keys[i], n, "%s.%zu", spec->sinks.ho_key, i);
         h->wkeys[i] = orr_xmalloc(n);
-        snprintf(h->wkeys[i], n, "%s.%zu.wait", spec->sinks.ho_key, i);
+        snprintf(h->wkeys[i], n, "%s.%zu%s", spec->sinks.ho_key, i, SORT_HANDOFF_WAIT_SUFFIX);
     }
     h->dirty_since = -1;
     orr_status rc = ho_connect(h, err);
@@ -477,7 +471,7 @@ void sort_handoff_advance(sort_handoff *h, uint32_t partition, sort_off next)
         h->has_routed[partition] = 1;
     }
     if (h->dirty_since < 0)
-        h->dirty_since = ho_now_ms();
+        h->dirty_since = orr_clock_ms(CLOCK_MONOTONIC);
 }
 
 int sort_handoff_due(const sort_handoff *h, int64_t now_ms)
@@ -634,7 +628,7 @@ static orr_status ho_room(sort_handoff *h, const uint8_t *want, orr_err *err)
         }
         if (waits == 0)
             h->n.waits++;
-        int64_t now = ho_now_ms();
+        int64_t now = orr_clock_ms(CLOCK_MONOTONIC);
         if (!signalled || now - signalled >= HO_WAIT_TTL_MS / 4) {
             if ((rc = ho_signal_wait(h, 1, err)) != ORR_OK)
                 return rc; /* set at once, renewed well before it expires */
@@ -817,7 +811,7 @@ static orr_status ho__tick(void *state, int force, orr_err *err)
     sort_handoff_set_behind(k->h, k->env->behind);
     if (force)
         rc = sort_handoff_flush(k->h, err);
-    else if (sort_handoff_due(k->h, ho_now_ms()))
+    else if (sort_handoff_due(k->h, orr_clock_ms(CLOCK_MONOTONIC)))
         rc = sort_handoff_flush_async(k->h, err);
     else if ((rc = ho_send_caught_up(k->h, err)) == ORR_OK)
         rc = sort_handoff_poll(k->h, err);

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "orr_clock.h"
 #include "orr_alloc.h"
 #include "orr_log.h"
 #include "sort_sink.h"
@@ -35,13 +36,6 @@ struct sort_sink_pg {
     uint64_t n_rows, n_refused, n_batches;
     sort_sink_env *env; /* set when opened through sort_sink_pg_ops */
 };
-
-static int64_t pg_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* ---- COPY text escaping ---------------------------------------------- */
 
@@ -347,7 +341,7 @@ int sort_sink_pg_add(sort_sink_pg *k, uint32_t partition, sort_off off, const so
     w->rec_len = len;
     orr_buf_append(&k->recs, rec, len);
     if (k->first_ms < 0)
-        k->first_ms = pg_now_ms();
+        k->first_ms = orr_clock_ms(CLOCK_MONOTONIC);
     return 0;
 }
 
@@ -361,7 +355,7 @@ void sort_sink_pg_advance(sort_sink_pg *k, uint32_t partition, sort_off next)
     k->pos[partition] = next;
     k->dirty[partition] = 1;
     if (k->first_ms < 0)
-        k->first_ms = pg_now_ms();
+        k->first_ms = orr_clock_ms(CLOCK_MONOTONIC);
 }
 
 int sort_sink_pg_due(const sort_sink_pg *k, int64_t now_ms)
@@ -616,7 +610,7 @@ static int pg__has(void *state, uint32_t partition, sort_off off)
 static orr_status pg__tick(void *state, int force, orr_err *err)
 {
     sort_sink_pg *k = state;
-    if (!force && !sort_sink_pg_due(k, pg_now_ms()))
+    if (!force && !sort_sink_pg_due(k, orr_clock_ms(CLOCK_MONOTONIC)))
         return ORR_OK;
     return sort_sink_pg_flush(k, k->env->rej, err);
 }

@@ -126,10 +126,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "orr_alloc.h"
 #include "orr_arena.h"
+#include "orr_clock.h"
 #include "orr_log.h"
 #include "orr_pack.h"
 #include "sort_preroute.h"
@@ -836,14 +836,12 @@ static void rd_look_for_wait(src_redis *r)
         r->room = 0;
         return;
     }
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    int64_t now = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    int64_t now = orr_clock_ms(CLOCK_MONOTONIC);
     if (now - r->room_checked < RD_ROOM_CHECK_MS)
         return;
     r->room_checked = now;
     char key[600];
-    snprintf(key, sizeof key, "%s.wait", r->spec->source.key);
+    snprintf(key, sizeof key, "%s%s", r->spec->source.key, SORT_HANDOFF_WAIT_SUFFIX);
     const char *argv[2] = {"EXISTS", key};
     orr_err e;
     orr_err_clear(&e);
