@@ -266,6 +266,31 @@ void orr_rpc_client_set_tls(const orr_rpc_tls *tls);
 orr_status orr_rpc_call_unary(orr_rpc_client *c, const char *method, const ProtobufCMessage *req,
                               ProtobufCMessage **resp, int timeout_ms, orr_err *err);
 
+/* A set of unary calls in flight at once on one client, completed on one
+ * queue: start any number, take each as it ends. For a caller with many
+ * independent calls to make (a load generator, a dispatcher) without a
+ * thread blocked in each. A set is used by one thread at a time; several
+ * sets may share a client. */
+typedef struct orr_rpc_set orr_rpc_set;
+orr_rpc_set *orr_rpc_set_create(orr_rpc_client *c);
+/* Start method with req (copied out at once: req may go after the call)
+ * and a deadline as in orr_rpc_call_unary. tag comes back with the call's
+ * end. A method svc lacks or a message that cannot be encoded: ORR_EINVAL
+ * and nothing started. */
+orr_status orr_rpc_set_start(orr_rpc_set *s, const char *method, const ProtobufCMessage *req,
+                             int timeout_ms, void *tag, orr_err *err);
+size_t orr_rpc_set_in_flight(const orr_rpc_set *s);
+/* Wait up to wait_ms (< 0: no limit) for a call of the set to end: 1 with
+ * its tag, its status in *st and, on ORR_OK, its answer in *resp (free
+ * with protobuf_c_message_free_unpacked), err as orr_rpc_call_unary sets
+ * it; 0 when none ended in time; -1 when none is in flight. Calls end in
+ * any order. */
+int orr_rpc_set_next(orr_rpc_set *s, int wait_ms, void **tag, orr_status *st,
+                     ProtobufCMessage **resp, orr_err *err);
+/* Cancel the calls still in flight, wait for their ends, free the set
+ * (not the client). */
+void orr_rpc_set_destroy(orr_rpc_set *s);
+
 /* Open a server-streaming call (timeout_ms 0 = no deadline). */
 orr_status orr_rpc_stream_open(orr_rpc_client *c, const char *method, const ProtobufCMessage *req,
                                int timeout_ms, orr_rpc_stream **out, orr_err *err);

@@ -14,6 +14,10 @@
  * the connection state, bound the wait: a call made while the channel
  * reconnects succeeds if the server is back in time.
  *
+ * Call sets: the same batch per call, tagged with the call's state, on one
+ * `next` CQ of the set's own; orr_rpc_set_next() takes whichever call ends
+ * first, so one thread keeps many calls in flight.
+ *
  * Streams: each stream has its own `next` CQ. Open starts the send batch and
  * a RECV_STATUS batch; each orr_rpc_stream_next() keeps one RECV_MESSAGE
  * batch pending and waits up to wait_ms on the CQ. The stream ends when the
@@ -411,6 +415,99 @@ void orr_rpc_client_destroy(orr_rpc_client *c)
     free(c);
 }
 
+/* One unary call's state, from its start to its end: the six-op batch
+ * (see the top) and what it receives. */
+struct cli_unary {
+    const struct cli_method *m;
+    grpc_call *call;
+    grpc_byte_buffer *send_bb, *recv_bb;
+    grpc_metadata auth_md;
+    grpc_metadata_array init_md, trail_md;
+    grpc_status_code status;
+    grpc_slice details;
+    void *tag;                     /* the caller's, for a call of a set */
+    struct cli_unary *next, *prev; /* a set's calls in flight, or its free list */
+};
+
+/* Encode req and start the call on cq with u as its batch's tag. On
+ * failure nothing is left to release. */
+static orr_status cli_unary_start(orr_rpc_client *c, const struct cli_method *m,
+                                  const ProtobufCMessage *req, grpc_completion_queue *cq,
+                                  int timeout_ms, struct cli_unary *u, orr_err *err)
+{
+    u->m = m;
+    u->send_bb = NULL;
+    u->recv_bb = NULL;
+    orr_status st = orr_rpc_pack(req, m->md->input, "request", &u->send_bb, err);
+    if (st != ORR_OK)
+        return st;
+    u->call = grpc_channel_create_registered_call(c->ch, NULL, GRPC_PROPAGATE_DEFAULTS, cq, m->reg,
+                                                  cli_deadline(timeout_ms), NULL);
+    grpc_metadata_array_init(&u->init_md);
+    grpc_metadata_array_init(&u->trail_md);
+    u->status = GRPC_STATUS_UNKNOWN;
+    u->details = grpc_empty_slice();
+
+    grpc_op ops[6];
+    memset(ops, 0, sizeof(ops));
+    cli_md_op(c, &u->auth_md, &ops[0]);
+    ops[1].op = GRPC_OP_SEND_MESSAGE;
+    ops[1].data.send_message.send_message = u->send_bb;
+    ops[2].op = GRPC_OP_SEND_CLOSE_FROM_CLIENT;
+    ops[3].op = GRPC_OP_RECV_INITIAL_METADATA;
+    ops[3].data.recv_initial_metadata.recv_initial_metadata = &u->init_md;
+    ops[4].op = GRPC_OP_RECV_MESSAGE;
+    ops[4].data.recv_message.recv_message = &u->recv_bb;
+    ops[5].op = GRPC_OP_RECV_STATUS_ON_CLIENT;
+    ops[5].data.recv_status_on_client.trailing_metadata = &u->trail_md;
+    ops[5].data.recv_status_on_client.status = &u->status;
+    ops[5].data.recv_status_on_client.status_details = &u->details;
+
+    grpc_call_error ce = grpc_call_start_batch(u->call, ops, 6, u, NULL);
+    if (ce == GRPC_CALL_OK)
+        return ORR_OK;
+    grpc_byte_buffer_destroy(u->send_bb);
+    grpc_slice_unref(u->details);
+    grpc_metadata_array_destroy(&u->init_md);
+    grpc_metadata_array_destroy(&u->trail_md);
+    grpc_call_unref(u->call);
+    return orr_err_set(err, ORR_EINTERNAL, NULL, "cannot start call: %s",
+                       grpc_call_error_to_string(ce));
+}
+
+/* The call's batch completed (ok: the CQ's verdict): its status, the
+ * decoded answer in *resp, and everything of the call released. */
+static orr_status cli_unary_end(orr_rpc_client *c, struct cli_unary *u, int ok,
+                                ProtobufCMessage **resp, orr_err *err)
+{
+    orr_status st;
+    if (!ok) {
+        st = orr_err_set(err, ORR_EINTERNAL, NULL, "completion queue failed");
+        goto out;
+    }
+    st = cli_status(c, u->status, u->details, &u->trail_md, err);
+    if (st != ORR_OK)
+        goto out;
+    if (!u->recv_bb) {
+        st = orr_err_set(err, ORR_EINTERNAL, "response", "server sent no message");
+        goto out;
+    }
+    st = orr_rpc_decode_bb(u->m->md->output, u->recv_bb, CLI_MAX_RECV, NULL, resp, err);
+    if (st != ORR_OK)
+        st = orr_err_set(err, ORR_EINTERNAL, "response", "cannot decode as %s",
+                         u->m->md->output->name);
+
+out:
+    if (u->recv_bb)
+        grpc_byte_buffer_destroy(u->recv_bb);
+    grpc_byte_buffer_destroy(u->send_bb);
+    grpc_slice_unref(u->details);
+    grpc_metadata_array_destroy(&u->init_md);
+    grpc_metadata_array_destroy(&u->trail_md);
+    grpc_call_unref(u->call);
+    return st;
+}
+
 orr_status orr_rpc_call_unary(orr_rpc_client *c, const char *method, const ProtobufCMessage *req,
                               ProtobufCMessage **resp, int timeout_ms, orr_err *err)
 {
@@ -419,71 +516,125 @@ orr_status orr_rpc_call_unary(orr_rpc_client *c, const char *method, const Proto
     const struct cli_method *m = cli_method(c, method, err);
     if (!m)
         return ORR_EINVAL;
-    grpc_byte_buffer *send_bb = NULL;
-    orr_status st = orr_rpc_pack(req, m->md->input, "request", &send_bb, err);
-    if (st != ORR_OK)
-        return st;
-
     grpc_completion_queue *cq = cli_cq_get(c);
-    grpc_call *call = grpc_channel_create_registered_call(c->ch, NULL, GRPC_PROPAGATE_DEFAULTS, cq,
-                                                          m->reg, cli_deadline(timeout_ms), NULL);
-    grpc_metadata auth_md;
-    grpc_metadata_array init_md, trail_md;
-    grpc_metadata_array_init(&init_md);
-    grpc_metadata_array_init(&trail_md);
-    grpc_byte_buffer *recv_bb = NULL;
-    grpc_status_code status = GRPC_STATUS_UNKNOWN;
-    grpc_slice details = grpc_empty_slice();
-
-    grpc_op ops[6];
-    memset(ops, 0, sizeof(ops));
-    cli_md_op(c, &auth_md, &ops[0]);
-    ops[1].op = GRPC_OP_SEND_MESSAGE;
-    ops[1].data.send_message.send_message = send_bb;
-    ops[2].op = GRPC_OP_SEND_CLOSE_FROM_CLIENT;
-    ops[3].op = GRPC_OP_RECV_INITIAL_METADATA;
-    ops[3].data.recv_initial_metadata.recv_initial_metadata = &init_md;
-    ops[4].op = GRPC_OP_RECV_MESSAGE;
-    ops[4].data.recv_message.recv_message = &recv_bb;
-    ops[5].op = GRPC_OP_RECV_STATUS_ON_CLIENT;
-    ops[5].data.recv_status_on_client.trailing_metadata = &trail_md;
-    ops[5].data.recv_status_on_client.status = &status;
-    ops[5].data.recv_status_on_client.status_details = &details;
-
-    grpc_call_error ce = grpc_call_start_batch(call, ops, 6, call, NULL);
-    if (ce != GRPC_CALL_OK) {
-        st = orr_err_set(err, ORR_EINTERNAL, NULL, "cannot start call: %s",
-                         grpc_call_error_to_string(ce));
-        goto out;
+    struct cli_unary u;
+    orr_status st = cli_unary_start(c, m, req, cq, timeout_ms, &u, err);
+    if (st == ORR_OK) {
+        grpc_event ev =
+            grpc_completion_queue_pluck(cq, &u, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL);
+        st = cli_unary_end(c, &u, ev.type == GRPC_OP_COMPLETE, resp, err);
     }
-    grpc_event ev =
-        grpc_completion_queue_pluck(cq, call, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL);
-    if (ev.type != GRPC_OP_COMPLETE) {
-        st = orr_err_set(err, ORR_EINTERNAL, NULL, "completion queue failed");
-        goto out;
-    }
-    st = cli_status(c, status, details, &trail_md, err);
-    if (st != ORR_OK)
-        goto out;
-    if (!recv_bb) {
-        st = orr_err_set(err, ORR_EINTERNAL, "response", "server sent no message");
-        goto out;
-    }
-    st = orr_rpc_decode_bb(m->md->output, recv_bb, CLI_MAX_RECV, NULL, resp, err);
-    if (st != ORR_OK)
-        st =
-            orr_err_set(err, ORR_EINTERNAL, "response", "cannot decode as %s", m->md->output->name);
-
-out:
-    if (recv_bb)
-        grpc_byte_buffer_destroy(recv_bb);
-    grpc_byte_buffer_destroy(send_bb);
-    grpc_slice_unref(details);
-    grpc_metadata_array_destroy(&init_md);
-    grpc_metadata_array_destroy(&trail_md);
-    grpc_call_unref(call);
     cli_cq_put(c, cq);
     return st;
+}
+
+/* ------------------------------------------------------------ call sets */
+
+struct orr_rpc_set {
+    orr_rpc_client *c;
+    grpc_completion_queue *cq;
+    size_t in_flight;
+    struct cli_unary *live; /* the calls in flight (for destroy's cancel) */
+    struct cli_unary *free; /* ended calls' states, reused */
+};
+
+orr_rpc_set *orr_rpc_set_create(orr_rpc_client *c)
+{
+    orr_rpc_set *s = orr_xcalloc(1, sizeof(*s));
+    s->c = c;
+    s->cq = grpc_completion_queue_create_for_next(NULL);
+    return s;
+}
+
+orr_status orr_rpc_set_start(orr_rpc_set *s, const char *method, const ProtobufCMessage *req,
+                             int timeout_ms, void *tag, orr_err *err)
+{
+    orr_err_clear(err);
+    const struct cli_method *m = cli_method(s->c, method, err);
+    if (!m)
+        return ORR_EINVAL;
+    struct cli_unary *u = s->free;
+    if (u)
+        s->free = u->next;
+    else
+        u = orr_xcalloc(1, sizeof(*u));
+    orr_status st = cli_unary_start(s->c, m, req, s->cq, timeout_ms, u, err);
+    if (st != ORR_OK) {
+        u->next = s->free;
+        s->free = u;
+        return st;
+    }
+    u->tag = tag;
+    u->prev = NULL;
+    u->next = s->live;
+    if (s->live)
+        s->live->prev = u;
+    s->live = u;
+    s->in_flight++;
+    return ORR_OK;
+}
+
+size_t orr_rpc_set_in_flight(const orr_rpc_set *s)
+{
+    return s->in_flight;
+}
+
+int orr_rpc_set_next(orr_rpc_set *s, int wait_ms, void **tag, orr_status *st,
+                     ProtobufCMessage **resp, orr_err *err)
+{
+    *resp = NULL;
+    *tag = NULL;
+    orr_err_clear(err);
+    if (s->in_flight == 0)
+        return -1;
+    gpr_timespec until = wait_ms < 0 ? gpr_inf_future(GPR_CLOCK_MONOTONIC)
+                                     : gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
+                                                    gpr_time_from_millis(wait_ms, GPR_TIMESPAN));
+    grpc_event ev = grpc_completion_queue_next(s->cq, until, NULL);
+    if (ev.type != GRPC_OP_COMPLETE)
+        return 0; /* GRPC_QUEUE_TIMEOUT: the queue is shut down only by destroy */
+    struct cli_unary *u = ev.tag;
+    if (u->prev)
+        u->prev->next = u->next;
+    else
+        s->live = u->next;
+    if (u->next)
+        u->next->prev = u->prev;
+    s->in_flight--;
+    *tag = u->tag;
+    *st = cli_unary_end(s->c, u, ev.success, resp, err);
+    u->next = s->free;
+    s->free = u;
+    return 1;
+}
+
+void orr_rpc_set_destroy(orr_rpc_set *s)
+{
+    if (!s)
+        return;
+    /* Cancel what is in flight and take each completion: a call's state
+     * may be freed only after its batch completed. */
+    ProtobufCMessage *resp;
+    void *tag;
+    orr_status st;
+    orr_err err;
+    for (struct cli_unary *u = s->live; u; u = u->next)
+        grpc_call_cancel(u->call, NULL);
+    while (s->in_flight) {
+        if (orr_rpc_set_next(s, -1, &tag, &st, &resp, &err) == 1 && resp)
+            protobuf_c_message_free_unpacked(resp, NULL);
+    }
+    grpc_completion_queue_shutdown(s->cq);
+    while (grpc_completion_queue_next(s->cq, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL).type !=
+           GRPC_QUEUE_SHUTDOWN)
+        ;
+    grpc_completion_queue_destroy(s->cq);
+    while (s->free) {
+        struct cli_unary *u = s->free;
+        s->free = u->next;
+        free(u);
+    }
+    free(s);
 }
 
 /* ------------------------------------------------------------ streams */

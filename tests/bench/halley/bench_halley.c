@@ -2,7 +2,13 @@
  * bench_halley.c - unary GetTask and TransitionInstance throughput and
  * latency of a real halleyd over gRPC, with concurrent clients.
  *
- *   ORRERY_PG_DSN=... build/bin/bench_halley [clients=16] [seconds=5]
+ *   ORRERY_PG_DSN=... build/bin/bench_halley [clients=16] [seconds=5] [threads]
+ *
+ * clients is how many calls are in flight at once. By default each is a
+ * thread of its own making blocking calls, as a daemon's threads do. With
+ * threads < clients, `threads` threads each keep clients/threads calls in
+ * flight through a call set (orr_rpc_set): the same load on halleyd with a
+ * client that spends less CPU per call on the same two cores.
  *
  * Creates a fresh database, starts halleyd (defaults of [halley]), makes 100
  * tasks and one instance per client, then runs two phases for `seconds`
@@ -38,14 +44,23 @@
 static hlt_server srv;
 static int64_t task_ids[100];
 static int seconds = 5;
+static int n_threads = 16; /* client threads of a phase */
 
 typedef struct worker {
     int idx;
-    int phase; /* 0 GetTask, 1 TransitionInstance */
-    int64_t instance;
+    int phase;                /* 0 GetTask, 1 TransitionInstance */
+    int depth;                /* calls in flight; 1 = blocking calls */
+    const int64_t *instances; /* depth of them, one per call in flight */
     uint32_t *lat_us;
     size_t n, errors;
 } worker;
+
+/* One call in flight of a set worker: its instance's state, its start. */
+typedef struct slot {
+    int64_t instance;
+    int state;
+    double t0;
+} slot;
 
 static double mono(void)
 {
@@ -54,43 +69,111 @@ static double mono(void)
     return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-static void *run(void *arg)
+/* The next call's request of a phase; GetTask walks the 100 tasks. */
+static const ProtobufCMessage *bench_request(const worker *w, size_t n, int64_t instance, int state,
+                                             Orrery__Halley__V1__GetTaskRequest *g,
+                                             Orrery__Halley__V1__TransitionRequest *r)
 {
-    worker *w = arg;
-    orr_rpc_client *c = hlt_client(&srv, NULL);
-    size_t cap = BENCH_MAX_CALLS / 16;
-    w->lat_us = malloc(cap * sizeof *w->lat_us);
-    double end = mono() + seconds;
+    if (w->phase == 0) {
+        orrery__halley__v1__get_task_request__init(g);
+        g->id = task_ids[(n * 7 + (size_t)w->idx) % 100];
+        return &g->base;
+    }
+    orrery__halley__v1__transition_request__init(r);
+    r->instance_id = instance;
+    r->expected_state = state;
+    r->new_state = state == 1 ? 2 : 1;
+    r->actor = "bench";
+    r->reason = "bench";
+    return &r->base;
+}
+
+static const char *bench_method(const worker *w)
+{
+    return w->phase == 0 ? "GetTask" : "TransitionInstance";
+}
+
+/* One blocking call at a time. */
+static void run_blocking(worker *w, orr_rpc_client *c, size_t cap, double end)
+{
     int state = 1; /* waiting */
     orr_err err;
     while (w->n < cap && mono() < end) {
         double t0 = mono();
-        orr_status s;
-        if (w->phase == 0) {
-            Orrery__Halley__V1__GetTaskRequest g = ORRERY__HALLEY__V1__GET_TASK_REQUEST__INIT;
-            g.id = task_ids[(w->n * 7 + (size_t)w->idx) % 100];
-            Orrery__Halley__V1__Task *t = NULL;
-            s = hlt_call(c, "GetTask", &g, &t, &err);
-            if (t)
-                FREE(t);
-        } else {
-            Orrery__Halley__V1__TransitionRequest r = ORRERY__HALLEY__V1__TRANSITION_REQUEST__INIT;
-            r.instance_id = w->instance;
-            r.expected_state = state;
-            r.new_state = state == 1 ? 2 : 1;
-            r.actor = "bench";
-            r.reason = "bench";
-            Orrery__Halley__V1__TransitionResult *res = NULL;
-            s = hlt_call(c, "TransitionInstance", &r, &res, &err);
-            if (res)
-                FREE(res);
-            if (s == ORR_OK)
-                state = state == 1 ? 2 : 1;
-        }
+        Orrery__Halley__V1__GetTaskRequest g;
+        Orrery__Halley__V1__TransitionRequest r;
+        const ProtobufCMessage *req =
+            bench_request(w, w->n, w->instances ? w->instances[0] : 0, state, &g, &r);
+        ProtobufCMessage *resp = NULL;
+        orr_status s = orr_rpc_call_unary(c, bench_method(w), req, &resp, 10000, &err);
+        if (resp)
+            FREE(resp);
+        if (s == ORR_OK && w->phase == 1)
+            state = state == 1 ? 2 : 1;
         if (s != ORR_OK)
             w->errors++;
         w->lat_us[w->n++] = (uint32_t)((mono() - t0) * 1e6);
     }
+}
+
+/* depth calls in flight through one call set; each ended call starts the
+ * next of its slot until the time or the cap runs out. */
+static void run_set(worker *w, orr_rpc_client *c, size_t cap, double end)
+{
+    orr_rpc_set *set = orr_rpc_set_create(c);
+    slot *slots = calloc((size_t)w->depth, sizeof *slots);
+    size_t started = 0;
+    orr_err err;
+    for (int i = 0; i < w->depth && started < cap; i++) {
+        slots[i] = (slot){.instance = w->instances ? w->instances[i] : 0, .state = 1};
+        Orrery__Halley__V1__GetTaskRequest g;
+        Orrery__Halley__V1__TransitionRequest r;
+        slots[i].t0 = mono();
+        if (orr_rpc_set_start(set, bench_method(w),
+                              bench_request(w, started, slots[i].instance, 1, &g, &r), 10000,
+                              &slots[i], &err) != ORR_OK)
+            w->errors++;
+        started++;
+    }
+    void *tag;
+    orr_status s;
+    ProtobufCMessage *resp;
+    while (orr_rpc_set_next(set, -1, &tag, &s, &resp, &err) == 1) {
+        slot *sl = tag;
+        double now = mono();
+        if (resp)
+            FREE(resp);
+        if (s == ORR_OK && w->phase == 1)
+            sl->state = sl->state == 1 ? 2 : 1;
+        if (s != ORR_OK)
+            w->errors++;
+        w->lat_us[w->n++] = (uint32_t)((now - sl->t0) * 1e6);
+        if (started >= cap || now >= end)
+            continue; /* let the others end */
+        Orrery__Halley__V1__GetTaskRequest g;
+        Orrery__Halley__V1__TransitionRequest r;
+        sl->t0 = now;
+        if (orr_rpc_set_start(set, bench_method(w),
+                              bench_request(w, started, sl->instance, sl->state, &g, &r), 10000, sl,
+                              &err) != ORR_OK)
+            w->errors++;
+        started++;
+    }
+    orr_rpc_set_destroy(set);
+    free(slots);
+}
+
+static void *run(void *arg)
+{
+    worker *w = arg;
+    orr_rpc_client *c = hlt_client(&srv, NULL);
+    size_t cap = BENCH_MAX_CALLS / (size_t)n_threads;
+    w->lat_us = malloc(cap * sizeof *w->lat_us);
+    double end = mono() + seconds;
+    if (w->depth > 1)
+        run_set(w, c, cap, end);
+    else
+        run_blocking(w, c, cap, end);
     orr_rpc_client_destroy(c);
     return NULL;
 }
@@ -198,22 +281,30 @@ static int cmp_u32(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-static void phase(const char *name, int ph, int clients, const int64_t *instances)
+static void phase(const char *name, int ph, int clients, int threads, const int64_t *instances)
 {
-    worker *w = calloc((size_t)clients, sizeof *w);
-    pthread_t *th = calloc((size_t)clients, sizeof *th);
+    n_threads = threads;
+    worker *w = calloc((size_t)threads, sizeof *w);
+    pthread_t *th = calloc((size_t)threads, sizeof *th);
     double b0 = hlt_metric(&srv, "halley_transition_batches_total"),
            i0 = hlt_metric(&srv, "halley_transition_batch_items_total");
     long long pgx0, clx0, srx0 = proc_ctxsw(srv.pid);
     long long srv0 = proc_ticks(srv.pid, NULL), pg0 = pg_ticks(&pgx0);
     double cli0 = self_cpu(&clx0);
     double t0 = mono();
-    for (int i = 0; i < clients; i++) {
-        w[i] = (worker){.idx = i, .phase = ph, .instance = instances ? instances[i] : 0};
+    /* clients calls in flight spread over threads: the first clients %
+     * threads threads take one more */
+    for (int i = 0, first = 0; i < threads; i++) {
+        int depth = clients / threads + (i < clients % threads);
+        w[i] = (worker){.idx = i,
+                        .phase = ph,
+                        .depth = depth,
+                        .instances = instances ? instances + first : NULL};
+        first += depth;
         pthread_create(&th[i], NULL, run, &w[i]);
     }
     size_t total = 0, errors = 0;
-    for (int i = 0; i < clients; i++) {
+    for (int i = 0; i < threads; i++) {
         pthread_join(th[i], NULL);
         total += w[i].n;
         errors += w[i].errors;
@@ -226,14 +317,15 @@ static void phase(const char *name, int ph, int clients, const int64_t *instance
            i1 = hlt_metric(&srv, "halley_transition_batch_items_total");
     uint32_t *all = malloc((total ? total : 1) * sizeof *all);
     size_t k = 0;
-    for (int i = 0; i < clients; i++) {
+    for (int i = 0; i < threads; i++) {
         memcpy(all + k, w[i].lat_us, w[i].n * sizeof *all);
         k += w[i].n;
         free(w[i].lat_us);
     }
     qsort(all, total, sizeof *all, cmp_u32);
-    printf("%-20s clients=%d calls=%zu errors=%zu rate=%.0f/s p50=%.2fms p99=%.2fms\n", name,
-           clients, total, errors, total / dt, total ? all[total / 2] / 1000.0 : 0.0,
+    printf("%-20s clients=%d threads=%d calls=%zu errors=%zu rate=%.0f/s p50=%.2fms "
+           "p99=%.2fms\n",
+           name, clients, threads, total, errors, total / dt, total ? all[total / 2] / 1000.0 : 0.0,
            total ? all[total * 99 / 100] / 1000.0 : 0.0);
     if (total) {
         printf("%-20s cpu per call: halleyd=%.1fus client=%.1fus", name,
@@ -260,8 +352,11 @@ int main(int argc, char **argv)
 {
     int clients = argc > 1 ? atoi(argv[1]) : 16;
     seconds = argc > 2 ? atoi(argv[2]) : 5;
-    if (clients < 1 || clients > 256 || seconds < 1 || seconds > 120) {
-        fprintf(stderr, "usage: bench_halley [clients 1..256] [seconds 1..120]\n");
+    int threads = argc > 3 ? atoi(argv[3]) : clients;
+    if (clients < 1 || clients > 256 || seconds < 1 || seconds > 120 || threads < 1 ||
+        threads > clients) {
+        fprintf(stderr, "usage: bench_halley [clients 1..256] [seconds 1..120] "
+                        "[threads 1..clients]\n");
         return 2;
     }
     const char *var = getenv("ORRERY_VAR_DIR");
@@ -320,8 +415,8 @@ int main(int argc, char **argv)
             FREE(r);
     }
     orr_rpc_client_destroy(c);
-    phase("GetTask", 0, clients, NULL);
-    phase("TransitionInstance", 1, clients, inst);
+    phase("GetTask", 0, clients, threads, NULL);
+    phase("TransitionInstance", 1, clients, threads, inst);
     free(inst);
     hlt_stop(&srv);
     hlt_db_drop(&db);

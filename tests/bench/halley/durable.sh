@@ -1,20 +1,24 @@
 #!/usr/bin/env bash
-# durable.sh BUILD [ROUNDS=2] [CLIENTS=16] [SECONDS=5] - what durability costs
+# durable.sh BUILD [ROUNDS=2] [CLIENTS=16] [SECONDS=5] [THREADS=CLIENTS] - what
+# durability costs
 # halleyd: bench_halley against the same private PostgreSQL started with the
 # quickstart's durable settings (fsync, full_page_writes, synchronous_commit
 # on) and with the test stack's fast ones (all off), alternating ROUNDS times
 # in one run, then the median of each and their ratio, for TransitionInstance
 # and GetTask, with the CPU time per transition of halleyd, PostgreSQL and
 # the client (bench_halley's "cpu per call" line: independent of the load).
+# THREADS below CLIENTS: that many client threads keep the CLIENTS calls in
+# flight through call sets (bench_halley's third argument).
 #
 # Starts a PostgreSQL of its own through deploy/stack.sh (a temporary var dir
 # and port base 16900, or ORRERY_BENCH_PORT_BASE) and stops it at the end.
 # Not a ctest test: figures go to docs/benchmarks.md.
 set -euo pipefail
-BUILD=$(cd "${1:?usage: durable.sh BUILD [ROUNDS] [CLIENTS] [SECONDS]}" && pwd)
+BUILD=$(cd "${1:?usage: durable.sh BUILD [ROUNDS] [CLIENTS] [SECONDS] [THREADS]}" && pwd)
 ROUNDS=${2:-2}
 CLIENTS=${3:-16}
 SECS=${4:-5}
+THREADS=${5:-$CLIENTS}
 ROOT=$(cd "$(dirname "$0")/../../.." && pwd)
 STACK=$ROOT/deploy/stack.sh
 VAR=$(mktemp -d "${TMPDIR:-/tmp}/orrery-bench-durable.XXXXXX")
@@ -38,7 +42,7 @@ run_mode() { # durable|fast
 			echo "durable.sh: PostgreSQL did not start with the $mode settings" >&2
 			exit 1
 		}
-	out=$("$BUILD/bin/bench_halley" "$CLIENTS" "$SECS")
+	out=$("$BUILD/bin/bench_halley" "$CLIENTS" "$SECS" "$THREADS")
 	# The TransitionInstance line: "TransitionInstance clients=16 ... rate=4650/s p50=..ms p99=7.00ms"
 	local line
 	line=$(grep -i 'transition' <<<"$out" | grep 'rate=' | tail -n 1)
@@ -69,7 +73,7 @@ for ((r = 1; r <= ROUNDS; r++)); do
 done
 d=$(median <<<"${RATE[durable]}")
 f=$(median <<<"${RATE[fast]}")
-printf '\nTransitionInstance, %d clients, %d rounds (median):\n' "$CLIENTS" "$ROUNDS"
+printf '\nTransitionInstance, %d clients on %d threads, %d rounds (median):\n' "$CLIENTS" "$THREADS" "$ROUNDS"
 printf '  durable (fsync on):  %s transitions/s, p99 %s ms\n' "$d" "$(median <<<"${P99[durable]}")"
 printf '  fast (fsync off):    %s transitions/s, p99 %s ms\n' "$f" "$(median <<<"${P99[fast]}")"
 awk -v d="$d" -v f="$f" 'BEGIN { printf "  durable / fast:      %.2f\n", d / f }'

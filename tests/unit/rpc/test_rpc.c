@@ -841,6 +841,70 @@ static void test_destroy_in_flight(void **state)
     orr_rpc_client_destroy(c);
 }
 
+/* A call set: many calls in flight from one thread, each back once with
+ * its own tag, answer or error; destroy cancels what is still out. */
+static void test_call_set(void **state)
+{
+    (void)state;
+    enum { N = 40 };
+    orr_rpc_set *set = orr_rpc_set_create(g_cli);
+    char texts[N][16];
+    int seen[N + 1];
+    memset(seen, 0, sizeof(seen));
+    orr_err err;
+    for (int i = 0; i <= N; i++) {
+        Orrery__Test__V1__SayRequest req = ORRERY__TEST__V1__SAY_REQUEST__INIT;
+        if (i < N) {
+            snprintf(texts[i], sizeof texts[i], "call %d", i);
+            req.text = texts[i];
+        } else {
+            req.text = ""; /* INVALID_ARGUMENT on "text" */
+        }
+        assert_int_equal(orr_rpc_set_start(set, "Say", &req.base, 5000, &seen[i], &err), ORR_OK);
+    }
+    Orrery__Test__V1__SayRequest req = ORRERY__TEST__V1__SAY_REQUEST__INIT;
+    req.text = "x";
+    assert_int_equal(orr_rpc_set_start(set, "Nope", &req.base, 5000, NULL, &err), ORR_EINVAL);
+    assert_string_equal(err.field, "method");
+    assert_int_equal(orr_rpc_set_in_flight(set), N + 1);
+
+    void *tag;
+    orr_status st;
+    ProtobufCMessage *resp;
+    int ended = 0, r;
+    while ((r = orr_rpc_set_next(set, 10000, &tag, &st, &resp, &err)) == 1) {
+        int i = (int)((int *)tag - seen);
+        assert_true(i >= 0 && i <= N);
+        seen[i]++;
+        ended++;
+        if (i < N) {
+            assert_int_equal(st, ORR_OK);
+            assert_string_equal(((Orrery__Test__V1__SayReply *)resp)->text, texts[i]);
+            protobuf_c_message_free_unpacked(resp, NULL);
+        } else {
+            assert_int_equal(st, ORR_EINVAL);
+            assert_null(resp);
+            assert_string_equal(err.field, "text");
+        }
+    }
+    assert_int_equal(r, -1); /* none left in flight, none timed out */
+    assert_int_equal(ended, N + 1);
+    for (int i = 0; i <= N; i++)
+        assert_int_equal(seen[i], 1);
+
+    /* A call the handler holds for its longest sleep: not ended at once, and
+     * destroy cancels it instead of waiting the sleep out. */
+    req.text = "held";
+    req.sleep_ms = 10000;
+    assert_int_equal(orr_rpc_set_start(set, "Say", &req.base, 0, NULL, &err), ORR_OK);
+    assert_int_equal(orr_rpc_set_next(set, 0, &tag, &st, &resp, &err), 0);
+    long t0 = now_ms();
+    orr_rpc_set_destroy(set);
+    assert_true(now_ms() - t0 < 9000);
+    /* the client goes on as before */
+    assert_int_equal(say(g_cli, "after the set", 0, 0, 5000, NULL, &err), ORR_OK);
+}
+
 static void test_create_errors(void **state)
 {
     (void)state;
@@ -1404,6 +1468,7 @@ int main(void)
         cmocka_unit_test(test_reconnect),
         cmocka_unit_test(test_concurrent),
         cmocka_unit_test(test_destroy_in_flight),
+        cmocka_unit_test(test_call_set),
         cmocka_unit_test(test_create_errors),
         cmocka_unit_test(test_address_list_failover),
         cmocka_unit_test(test_bidi_chat),
