@@ -339,7 +339,7 @@ orr_status orr_rpc_client_create(const ProtobufCServiceDescriptor *svc, const ch
     if (token && token[0] && asprintf(&c->auth, "Bearer %s", token) < 0)
         orr_oom(strlen(token) + 8);
 
-    grpc_init();
+    orr_rpc_grpc_init();
     char *server_name = NULL;
     grpc_channel_credentials *creds = cli_credentials(&c->tls, &server_name);
     if (c->tls && !server_name && grpc_target[0] == 'i' && strchr(grpc_target, ',')) {

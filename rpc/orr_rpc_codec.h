@@ -71,4 +71,8 @@ orr_status orr_rpc_decode_bb(const ProtobufCMessageDescriptor *desc, grpc_byte_b
 orr_status orr_rpc_pack(const ProtobufCMessage *msg, const ProtobufCMessageDescriptor *want,
                         const char *what, grpc_byte_buffer **out, orr_err *err);
 
+/* grpc_init() with abseil's mutex deadlock detection off first
+ * (orr_rpc_absl.cc); server and client call it instead of grpc_init(). */
+void orr_rpc_grpc_init(void);
+
 #endif

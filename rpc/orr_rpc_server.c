@@ -924,7 +924,7 @@ orr_status orr_rpc_server_create(const ProtobufCServiceDescriptor *svc,
         return st;
     }
 
-    grpc_init();
+    orr_rpc_grpc_init();
     grpc_arg args[7];
     int max_recv = s->max_msg > INT_MAX ? INT_MAX : (int)s->max_msg;
     args[0] =
