@@ -72,9 +72,9 @@
  *
  * Writes (kp_write.c): halleyd applies the items of one TransitionInstances
  * call one by one on one database connection, so a batch of 64 or more is
- * split into up to SEND_PARTS calls sent at once from short-lived threads
- * (kp__send_batch); only the scheduler thread touches the store, after the
- * calls returned.
+ * split into up to SEND_PARTS calls in flight at once from the scheduler
+ * thread (a call set, kp__send_batch), which applies the results after
+ * every call returned.
  *
  * Latency: a round blocks on its RPCs (each with a deadline of
  * RPC_TIMEOUT_MS), so the time from an event (an upstream's success, a slot
@@ -1096,6 +1096,7 @@ orr_status kp_sched_run(const kp_sched_opts *o, volatile sig_atomic_t *stop, orr
     kp_elect_stop(s.el);
     orr_watch_stop(s.watch);
     kp__why_stop(&s);
+    orr_rpc_set_destroy(s.send_set);
     orr_rpc_client_destroy(s.cl);
     drop_state(&s);
     kp_index_destroy(s.ix);

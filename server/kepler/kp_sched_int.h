@@ -136,6 +136,7 @@ typedef struct kp_sched {
     const kp_sched_opts *o;
     volatile sig_atomic_t *stop;
     orr_rpc_client *cl;
+    orr_rpc_set *send_set; /* kp__send_batch's calls in flight (made at first use) */
     kp_elect *el;
     kp_index *ix;
     kp_store *st;

@@ -6,9 +6,9 @@
  * Every write is a compare-and-set in halleyd (expected state and attempt)
  * and is sent only while the leadership epoch the state was built for is
  * current. A transition batch of 2 * SEND_PART_MIN items or more is split
- * into up to SEND_PARTS calls sent at once from short-lived threads that
- * touch nothing but the (thread-safe) client; the results are applied to
- * the store on the scheduler thread after every call returned. halleyd's
+ * into up to SEND_PARTS calls in flight at once on the scheduler's call set
+ * (orr_rpc_set); the results are applied to the store on the scheduler
+ * thread after every call returned. halleyd's
  * recent time per item (s->item_us) sizes the round's ready batches.
  *
  * Why is it waiting: the blocker lists the round records (kp__why_note)
@@ -51,49 +51,30 @@ void kp__req_init(pb_treq *t, const kp_sched *s, const kp_inst *r, int to, const
     t->expected_attempt = r->attempt;
 }
 
-/* One TransitionInstances call: a part of a batch, sent from its own thread
- * when the batch is split (kp__send_batch). Touches nothing of the scheduler but
- * its client, which is thread-safe. */
+/* One TransitionInstances call: a part of a batch, in flight on the
+ * scheduler's call set beside the batch's other parts (kp__send_batch). */
 typedef struct send_part {
-    orr_rpc_client *cl;
-    pb_treq *items;
+    pb_treq **ptrs;
     size_t n;
     Orrery__Halley__V1__TransitionBatchResponse *resp; /* NULL on failure */
-    orr_status rc;
     int64_t took_us;
-    pthread_t th;
 } send_part;
 
-static void *send_part_main(void *arg)
+/* A part's call ended: keep its answer if it has one result per item. */
+static void send_part_end(send_part *p, orr_status rc, ProtobufCMessage *out, const orr_err *err)
 {
-    send_part *p = arg;
-    pb_treq **ptrs = orr_xrealloc(NULL, p->n * sizeof *ptrs);
-    for (size_t i = 0; i < p->n; i++)
-        ptrs[i] = &p->items[i];
-    Orrery__Halley__V1__TransitionBatchRequest rq =
-        ORRERY__HALLEY__V1__TRANSITION_BATCH_REQUEST__INIT;
-    rq.n_items = p->n;
-    rq.items = ptrs;
-    orr_err err;
-    ProtobufCMessage *out = NULL;
-    int64_t t0 = mono_us();
-    p->rc = orr_rpc_call_unary(p->cl, "TransitionInstances", &rq.base, &out, RPC_TIMEOUT_MS, &err);
-    p->took_us = mono_us() - t0;
-    free(ptrs);
     p->resp = NULL;
-    if (p->rc != ORR_OK) {
+    if (rc != ORR_OK) {
         char buf[600];
         ORR_WARN("transition batch failed", "items=%zu error=%s", p->n,
-                 orr_log_q(orr_err_str(&err, buf, sizeof buf)));
-        return NULL;
+                 orr_log_q(orr_err_str(err, buf, sizeof buf)));
+        return;
     }
     p->resp = (Orrery__Halley__V1__TransitionBatchResponse *)out;
     if (p->resp->n_results != p->n) {
         protobuf_c_message_free_unpacked(out, NULL);
         p->resp = NULL;
-        p->rc = ORR_EINTERNAL;
     }
-    return NULL;
 }
 
 /* Apply a batch's results to the records it was about: OK -> adopt the
@@ -135,27 +116,38 @@ size_t kp__send_batch(kp_sched *s, pb_treq *items, kp_inst **recs, size_t n, int
         return 0;
     }
     send_part parts[SEND_PARTS];
+    pb_treq *ptrs[BATCH_MAX];
     size_t np = n / SEND_PART_MIN;
     np = np < 1 ? 1 : np > SEND_PARTS ? SEND_PARTS : np;
+    for (size_t i = 0; i < n; i++)
+        ptrs[i] = &items[i];
+    if (!s->send_set)
+        s->send_set = orr_rpc_set_create(s->cl);
     size_t off = 0;
+    int64_t t0 = mono_us();
     for (size_t i = 0; i < np; i++) {
-        size_t k = n / np + (i < n % np);
-        memset(&parts[i], 0, sizeof parts[i]);
-        parts[i].cl = s->cl;
-        parts[i].items = items + off;
-        parts[i].n = k;
-        off += k;
+        send_part *p = &parts[i];
+        *p = (send_part){.ptrs = ptrs + off, .n = n / np + (i < n % np)};
+        off += p->n;
+        Orrery__Halley__V1__TransitionBatchRequest rq =
+            ORRERY__HALLEY__V1__TRANSITION_BATCH_REQUEST__INIT;
+        rq.n_items = p->n;
+        rq.items = p->ptrs;
+        orr_err err;
+        orr_status rc = orr_rpc_set_start(s->send_set, "TransitionInstances", &rq.base,
+                                          RPC_TIMEOUT_MS, p, &err);
+        if (rc != ORR_OK)
+            send_part_end(p, rc, NULL, &err);
     }
-    /* part 0 runs on this thread, and so does a part whose thread cannot start */
-    int started[SEND_PARTS] = {0};
-    for (size_t i = 1; i < np; i++)
-        started[i] = pthread_create(&parts[i].th, NULL, send_part_main, &parts[i]) == 0;
-    send_part_main(&parts[0]);
-    for (size_t i = 1; i < np; i++) {
-        if (started[i])
-            pthread_join(parts[i].th, NULL);
-        else
-            send_part_main(&parts[i]);
+    /* every call has its deadline, so each ends */
+    void *tag;
+    orr_status rc;
+    ProtobufCMessage *out;
+    orr_err err;
+    while (orr_rpc_set_next(s->send_set, -1, &tag, &rc, &out, &err) == 1) {
+        send_part *p = tag;
+        p->took_us = mono_us() - t0;
+        send_part_end(p, rc, out, &err);
     }
     size_t ok = 0;
     int64_t took = 0;
