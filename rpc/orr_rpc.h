@@ -270,13 +270,14 @@ orr_status orr_rpc_call_unary(orr_rpc_client *c, const char *method, const Proto
  * queue: start any number, take each as it ends. For a caller with many
  * independent calls to make (a load generator, a dispatcher) without a
  * thread blocked in each. A set is used by one thread at a time; several
- * sets may share a client. */
+ * sets may share a client. Destroy a set before its client: calls in flight
+ * use the client's channel and token. */
 typedef struct orr_rpc_set orr_rpc_set;
 orr_rpc_set *orr_rpc_set_create(orr_rpc_client *c);
 /* Start method with req (copied out at once: req may go after the call)
  * and a deadline as in orr_rpc_call_unary. tag comes back with the call's
- * end. A method svc lacks or a message that cannot be encoded: ORR_EINVAL
- * and nothing started. */
+ * end. A method svc lacks or a message that cannot be encoded: ORR_EINVAL;
+ * a call gRPC refuses to start: ORR_EINTERNAL; nothing is in flight then. */
 orr_status orr_rpc_set_start(orr_rpc_set *s, const char *method, const ProtobufCMessage *req,
                              int timeout_ms, void *tag, orr_err *err);
 size_t orr_rpc_set_in_flight(const orr_rpc_set *s);

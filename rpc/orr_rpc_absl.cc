@@ -7,17 +7,17 @@
  * debug-only deadlock detection: it records the lock in a global graph
  * under a global spin lock, shared by every thread of the process. That is
  * a debugging aid for abseil's own users, not a check Orrery relies on (its
- * own locks are pthread mutexes). Off, a small unary call costs halleyd
- * and its client about a tenth less CPU (docs/benchmarks.md, "GetTask from
- * one client thread, and abseil's deadlock detection"). A build of abseil
- * with NDEBUG has it off already; the call then changes nothing.
+ * own locks are pthread mutexes). Off, a trivial unary call cost client and
+ * server together 12 % less CPU in bench_rpc, halleyd's GetTask a few
+ * percent (docs/benchmarks.md, "GetTask from one client thread, and
+ * abseil's deadlock detection"). A build of abseil with NDEBUG has it off
+ * already; the call then changes nothing.
  */
 #include <absl/synchronization/mutex.h>
 #include <grpc/grpc.h>
 
-extern "C" {
-#include "orr_rpc_codec.h"
-}
+/* declared for C in orr_rpc_codec.h */
+extern "C" void orr_rpc_grpc_init(void);
 
 void orr_rpc_grpc_init(void)
 {

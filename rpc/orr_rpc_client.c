@@ -602,7 +602,9 @@ int orr_rpc_set_next(orr_rpc_set *s, int wait_ms, void **tag, orr_status *st,
         u->next->prev = u->prev;
     s->in_flight--;
     *tag = u->tag;
-    *st = cli_unary_end(s->c, u, ev.success, resp, err);
+    /* a batch with RECV_STATUS_ON_CLIENT reports its outcome in the status,
+     * as for orr_rpc_call_unary */
+    *st = cli_unary_end(s->c, u, 1, resp, err);
     u->next = s->free;
     s->free = u;
     return 1;

@@ -22,6 +22,7 @@
  */
 #include "kp_sched_int.h"
 
+#include <assert.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -115,6 +116,7 @@ size_t kp__send_batch(kp_sched *s, pb_treq *items, kp_inst **recs, size_t n, int
         *failed = 1;
         return 0;
     }
+    assert(n <= BATCH_MAX);
     send_part parts[SEND_PARTS];
     pb_treq *ptrs[BATCH_MAX];
     size_t np = n / SEND_PART_MIN;

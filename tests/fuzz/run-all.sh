@@ -55,9 +55,14 @@ if [ -f "$BUILD/CMakeCache.txt" ] && ! grep -q '^ORR_FUZZ:BOOL=ON$' "$BUILD/CMak
     echo "$BUILD is not a fuzz build (ORR_FUZZ is not ON); set ORR_FUZZ_BUILD" >&2
     exit 2
 fi
+# A fuzz build made before Orrery had a C++ file may name g++: start it anew.
+if [ -f "$BUILD/CMakeCache.txt" ] && ! grep -q '^CMAKE_CXX_COMPILER:.*clang++' "$BUILD/CMakeCache.txt"; then
+    echo "$BUILD has no clang++ as its C++ compiler: remove it and run again" >&2
+    exit 2
+fi
 if [ ! -f "$BUILD/CMakeCache.txt" ] || [ ! -f "$MANIFEST" ]; then
     echo "== configuring $BUILD (clang, ORR_FUZZ=ON)"
-    CC=${CC:-clang} cmake -S "$ROOT" -B "$BUILD" -DORR_FUZZ=ON >"$BUILD.configure.log" 2>&1 || {
+    CC=${CC:-clang} CXX=${CXX:-clang++} cmake -S "$ROOT" -B "$BUILD" -DORR_FUZZ=ON >"$BUILD.configure.log" 2>&1 || {
         cat "$BUILD.configure.log" >&2
         exit 1
     }

@@ -49,7 +49,8 @@ static int n_threads = 16; /* client threads of a phase */
 typedef struct worker {
     int idx;
     int phase;                /* 0 GetTask, 1 TransitionInstance */
-    int depth;                /* calls in flight; 1 = blocking calls */
+    int depth;                /* calls in flight */
+    int use_set;              /* through a call set, else blocking calls */
     const int64_t *instances; /* depth of them, one per call in flight */
     uint32_t *lat_us;
     size_t n, errors;
@@ -170,7 +171,7 @@ static void *run(void *arg)
     size_t cap = BENCH_MAX_CALLS / (size_t)n_threads;
     w->lat_us = malloc(cap * sizeof *w->lat_us);
     double end = mono() + seconds;
-    if (w->depth > 1)
+    if (w->use_set)
         run_set(w, c, cap, end);
     else
         run_blocking(w, c, cap, end);
@@ -299,6 +300,7 @@ static void phase(const char *name, int ph, int clients, int threads, const int6
         w[i] = (worker){.idx = i,
                         .phase = ph,
                         .depth = depth,
+                        .use_set = threads < clients,
                         .instances = instances ? instances + first : NULL};
         first += depth;
         pthread_create(&th[i], NULL, run, &w[i]);
