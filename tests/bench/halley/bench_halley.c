@@ -117,6 +117,19 @@ static void run_blocking(worker *w, orr_rpc_client *c, size_t cap, double end)
     }
 }
 
+/* Start slot sl's next call (the n-th of the worker) at now. */
+static void slot_start(worker *w, orr_rpc_set *set, slot *sl, size_t n, double now)
+{
+    Orrery__Halley__V1__GetTaskRequest g;
+    Orrery__Halley__V1__TransitionRequest r;
+    orr_err err;
+    sl->t0 = now;
+    if (orr_rpc_set_start(set, bench_method(w),
+                          bench_request(w, n, sl->instance, sl->state, &g, &r), 10000, sl,
+                          &err) != ORR_OK)
+        w->errors++;
+}
+
 /* depth calls in flight through one call set; each ended call starts the
  * next of its slot until the time or the cap runs out. */
 static void run_set(worker *w, orr_rpc_client *c, size_t cap, double end)
@@ -127,14 +140,7 @@ static void run_set(worker *w, orr_rpc_client *c, size_t cap, double end)
     orr_err err;
     for (int i = 0; i < w->depth && started < cap; i++) {
         slots[i] = (slot){.instance = w->instances ? w->instances[i] : 0, .state = 1};
-        Orrery__Halley__V1__GetTaskRequest g;
-        Orrery__Halley__V1__TransitionRequest r;
-        slots[i].t0 = mono();
-        if (orr_rpc_set_start(set, bench_method(w),
-                              bench_request(w, started, slots[i].instance, 1, &g, &r), 10000,
-                              &slots[i], &err) != ORR_OK)
-            w->errors++;
-        started++;
+        slot_start(w, set, &slots[i], started++, mono());
     }
     void *tag;
     orr_status s;
@@ -149,16 +155,8 @@ static void run_set(worker *w, orr_rpc_client *c, size_t cap, double end)
         if (s != ORR_OK)
             w->errors++;
         w->lat_us[w->n++] = (uint32_t)((now - sl->t0) * 1e6);
-        if (started >= cap || now >= end)
-            continue; /* let the others end */
-        Orrery__Halley__V1__GetTaskRequest g;
-        Orrery__Halley__V1__TransitionRequest r;
-        sl->t0 = now;
-        if (orr_rpc_set_start(set, bench_method(w),
-                              bench_request(w, started, sl->instance, sl->state, &g, &r), 10000, sl,
-                              &err) != ORR_OK)
-            w->errors++;
-        started++;
+        if (started < cap && now < end) /* else let the others end */
+            slot_start(w, set, sl, started++, now);
     }
     orr_rpc_set_destroy(set);
     free(slots);
