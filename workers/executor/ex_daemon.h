@@ -1,12 +1,13 @@
 /*
  * ex_daemon.h - executord's shared state and the functions its modules offer
- * each other (executord.c: main loop, events, sweeps; ex_job.c: one thread
- * per attempt; ex_report.c: reports to Halley with a persistent outbox).
+ * each other (executord.c: main loop, events, sweeps; ex_job.c: a thread
+ * runs each attempt; ex_report.c: reports to Halley with a persistent outbox).
  *
  * Threads: the main thread (signals, ZooKeeper, periodic sweep, reaping
- * finished jobs), the event thread (WatchEvents), one thread per job, and
- * the log server's connection threads. d->mu guards the job list and
- * used_slots; everything else in ex_daemon is set before threads start and
+ * finished jobs), the event thread (WatchEvents), the job threads (one per
+ * running job; an idle one waits for the next job instead of ending), and
+ * the log server's connection threads. d->mu guards the job list, the job
+ * queue and threads, and used_slots; everything else in ex_daemon is set before threads start and
  * read-only afterwards.
  */
 #ifndef EX_DAEMON_H
@@ -46,11 +47,11 @@ typedef struct ex_job {
     int64_t instance_id;
     int attempt; /* set once the instance was read */
     int slots;   /* set once the spec was read */
-    pthread_t thread;
-    atomic_int done;   /* the thread finished; main joins it */
+    atomic_int done;   /* run_job returned; the main thread frees the job */
     atomic_int cancel; /* ex_cancel */
     ex_sandbox *sb;    /* under d->mu; NULL before start/after end */
     struct ex_job *next;
+    struct ex_job *qnext; /* in d->job_queue until a job thread takes it */
 } ex_job;
 
 typedef struct ex_daemon {
@@ -97,6 +98,14 @@ typedef struct ex_daemon {
     pthread_mutex_t mu;
     ex_job *jobs;
     int used_slots;
+    /* ex_job.c: job threads, kept for the next job (under mu) */
+    pthread_cond_t job_cv;
+    ex_job *job_queue, *job_qtail; /* started, not taken by a thread yet */
+    int job_queued;
+    int job_idle; /* threads waiting for a job */
+    int job_stop; /* ex_job_threads_stop: threads end once the queue is empty */
+    pthread_t *job_threads;
+    int n_job_threads, cap_job_threads;
 
     /* ex_report.c: reports waiting to be combined into one call */
     pthread_mutex_t rep_mu;
@@ -233,8 +242,10 @@ void ex_job_start(ex_daemon *d, int64_t instance_id);
 void ex_job_cancel(ex_daemon *d, int64_t instance_id, ex_cancel why);
 /* Cancel every job for why. Thread-safe. */
 void ex_job_cancel_all(ex_daemon *d, ex_cancel why);
-/* Join finished jobs; returns how many are still running. Main thread. */
+/* Free finished jobs; returns how many are still running. Main thread. */
 int ex_job_reap(ex_daemon *d, int wait_all);
+/* End the job threads (after ex_job_reap(d, 1): no job left). Main thread. */
+void ex_job_threads_stop(ex_daemon *d);
 /* Publish the card (slots in use) to ZooKeeper. Thread-safe. */
 void ex_daemon_publish(ex_daemon *d);
 /* Count the slots in use now (the metric) and have the main loop publish

@@ -1,6 +1,14 @@
 /*
  * ex_job.c - one thread per attempt: read it, run it, report it.
  *
+ * Job threads are kept: one that finished a job waits for the next instead
+ * of ending, and a new thread is made only when every kept one is busy, so
+ * at most as many exist as jobs ever ran at once (the slots). Making and
+ * ending a thread per run cost executord a stack mapped and unmapped per
+ * run (an 8 MiB stack is beyond glibc's cache of freed stacks when dozens
+ * run at once), and an unmap flushes the TLB of every CPU the daemon ran
+ * on (docs/benchmarks.md, "keplerd + the real executord").
+ *
  * The life of a job (every Halley write is a compare-and-set on the state
  * and the attempt, so a late or duplicate job can never overwrite someone
  * else's decision):
@@ -558,9 +566,8 @@ done:
         protobuf_c_message_free_unpacked(&in->base, NULL);
 }
 
-static void *job_thread(void *arg)
+static void job_run(ex_job *j)
 {
-    ex_job *j = arg;
     ex_daemon *d = j->d;
     orr_arena *a = orr_arena_create(0);
     run_job(d, j, a);
@@ -570,7 +577,77 @@ static void *job_thread(void *arg)
     pthread_mutex_unlock(&d->mu);
     atomic_store(&j->done, 1);
     ex_daemon_publish_later(d);
+}
+
+/* A job thread: the queue's oldest job, then the next, until
+ * ex_job_threads_stop finds the queue empty. */
+static void *job_thread(void *arg)
+{
+    ex_daemon *d = arg;
+    pthread_setname_np(pthread_self(), "executord-job");
+    pthread_mutex_lock(&d->mu);
+    for (;;) {
+        while (!d->job_queue && !d->job_stop) {
+            d->job_idle++;
+            pthread_cond_wait(&d->job_cv, &d->mu);
+            d->job_idle--;
+        }
+        ex_job *j = d->job_queue;
+        if (!j)
+            break;
+        d->job_queue = j->qnext;
+        if (!d->job_queue)
+            d->job_qtail = NULL;
+        d->job_queued--;
+        pthread_mutex_unlock(&d->mu);
+        job_run(j);
+        pthread_mutex_lock(&d->mu);
+    }
+    pthread_mutex_unlock(&d->mu);
     return NULL;
+}
+
+/* Under d->mu: j goes to a waiting thread, or to a new one when every
+ * waiting thread has a queued job already. 0, or -1 when no thread can
+ * ever take it (none could be made and none exists). */
+static int job_hand_over(ex_daemon *d, ex_job *j)
+{
+    if (d->job_idle <= d->job_queued) {
+        if (d->n_job_threads == d->cap_job_threads) {
+            d->cap_job_threads = d->cap_job_threads ? d->cap_job_threads * 2 : 16;
+            d->job_threads = orr_xrealloc(d->job_threads,
+                                          (size_t)d->cap_job_threads * sizeof *d->job_threads);
+        }
+        if (pthread_create(&d->job_threads[d->n_job_threads], NULL, job_thread, d) == 0)
+            d->n_job_threads++;
+        else if (d->n_job_threads == 0)
+            return -1;
+        else /* a busy thread takes it when its job ends */
+            ORR_WARN("cannot start another job thread; the job waits for a busy one",
+                     "instance=%lld threads=%d", (long long)j->instance_id, d->n_job_threads);
+    }
+    j->qnext = NULL;
+    if (d->job_qtail)
+        d->job_qtail->qnext = j;
+    else
+        d->job_queue = j;
+    d->job_qtail = j;
+    d->job_queued++;
+    pthread_cond_signal(&d->job_cv);
+    return 0;
+}
+
+void ex_job_threads_stop(ex_daemon *d)
+{
+    pthread_mutex_lock(&d->mu);
+    d->job_stop = 1;
+    pthread_cond_broadcast(&d->job_cv);
+    pthread_mutex_unlock(&d->mu);
+    for (int i = 0; i < d->n_job_threads; i++)
+        pthread_join(d->job_threads[i], NULL);
+    free(d->job_threads);
+    d->job_threads = NULL;
+    d->n_job_threads = d->cap_job_threads = 0;
 }
 
 void ex_job_start(ex_daemon *d, int64_t instance_id)
@@ -590,7 +667,7 @@ void ex_job_start(ex_daemon *d, int64_t instance_id)
     ex_job *j = orr_xcalloc(1, sizeof *j);
     j->d = d;
     j->instance_id = instance_id;
-    if (pthread_create(&j->thread, NULL, job_thread, j) != 0) {
+    if (job_hand_over(d, j) != 0) {
         pthread_mutex_unlock(&d->mu);
         ORR_ERROR("cannot start a job thread", "instance=%lld", (long long)instance_id);
         free(j);
@@ -651,7 +728,6 @@ int ex_job_reap(ex_daemon *d, int wait_all)
         pthread_mutex_unlock(&d->mu);
         while (finished) {
             ex_job *n = finished->next;
-            pthread_join(finished->thread, NULL);
             free(finished);
             finished = n;
         }

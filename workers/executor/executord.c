@@ -19,7 +19,7 @@
  *      attempt's processes when executord dies, however it dies;
  * Then the main loop: stop signals, ZooKeeper ticks (a lost session kills
  * every job before registering again), a periodic sweep that repairs any
- * missed event, joining finished jobs, restarting a dead guardian. The
+ * missed event, freeing finished jobs, restarting a dead guardian. The
  * fencing thread kills every job once ZooKeeper contact is no longer proven
  * (see fence_thread).
  *
@@ -537,6 +537,7 @@ static int serve(orr_daemon *od, int argc, char **argv)
     ex_daemon d;
     memset(&d, 0, sizeof d);
     pthread_mutex_init(&d.mu, NULL);
+    pthread_cond_init(&d.job_cv, NULL);
     pthread_mutex_init(&d.guard_mu, NULL);
     pthread_mutex_init(&d.rep_mu, NULL);
     pthread_cond_init(&d.rep_cv, NULL);
@@ -666,6 +667,7 @@ out:
     ex_job_cancel_all(&d, EX_CANCEL_STOPPING);
     orr_watch_stop(events);
     ex_job_reap(&d, 1);
+    ex_job_threads_stop(&d);
     if (fence_started)
         pthread_join(fence, NULL);
     ex_guard_stop(&d);
@@ -678,6 +680,7 @@ out:
     orr_rpc_client_destroy(d.halley);
     orr_rpc_client_destroy(d.halley_worker);
     pthread_mutex_destroy(&d.mu);
+    pthread_cond_destroy(&d.job_cv);
     pthread_mutex_destroy(&d.guard_mu);
     ex_report_close(&d);
     pthread_mutex_destroy(&d.rep_mu);
