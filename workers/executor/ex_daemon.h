@@ -45,8 +45,8 @@ struct ex_daemon;
 typedef struct ex_job {
     struct ex_daemon *d;
     int64_t instance_id;
-    int attempt; /* set once the instance was read */
-    int slots;   /* set once the spec was read */
+    int attempt;       /* set once the instance was read */
+    int slots;         /* set once the spec was read */
     atomic_int done;   /* run_job returned; the main thread frees the job */
     atomic_int cancel; /* ex_cancel */
     ex_sandbox *sb;    /* under d->mu; NULL before start/after end */

@@ -615,8 +615,8 @@ static int job_hand_over(ex_daemon *d, ex_job *j)
     if (d->job_idle <= d->job_queued) {
         if (d->n_job_threads == d->cap_job_threads) {
             d->cap_job_threads = d->cap_job_threads ? d->cap_job_threads * 2 : 16;
-            d->job_threads = orr_xrealloc(d->job_threads,
-                                          (size_t)d->cap_job_threads * sizeof *d->job_threads);
+            d->job_threads =
+                orr_xrealloc(d->job_threads, (size_t)d->cap_job_threads * sizeof *d->job_threads);
         }
         if (pthread_create(&d->job_threads[d->n_job_threads], NULL, job_thread, d) == 0)
             d->n_job_threads++;
