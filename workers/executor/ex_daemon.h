@@ -244,7 +244,8 @@ void ex_job_cancel(ex_daemon *d, int64_t instance_id, ex_cancel why);
 void ex_job_cancel_all(ex_daemon *d, ex_cancel why);
 /* Free finished jobs; returns how many are still running. Main thread. */
 int ex_job_reap(ex_daemon *d, int wait_all);
-/* End the job threads (after ex_job_reap(d, 1): no job left). Main thread. */
+/* End the job threads. Main thread, once nothing can call ex_job_start any
+ * more (the event thread stopped) and ex_job_reap(d, 1) found no job left. */
 void ex_job_threads_stop(ex_daemon *d);
 /* Publish the card (slots in use) to ZooKeeper. Thread-safe. */
 void ex_daemon_publish(ex_daemon *d);

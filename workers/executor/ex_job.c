@@ -1,9 +1,10 @@
 /*
- * ex_job.c - one thread per attempt: read it, run it, report it.
+ * ex_job.c - a job thread per running attempt: read it, run it, report it.
  *
  * Job threads are kept: one that finished a job waits for the next instead
- * of ending, and a new thread is made only when every kept one is busy, so
- * at most as many exist as jobs ever ran at once (the slots). Making and
+ * of ending, and a new thread is made only when no waiting one is free, so
+ * about as many exist as jobs ever ran at once (a few more when jobs start
+ * just as others end); they are never ended before executord stops. Making and
  * ending a thread per run cost executord a stack mapped and unmapped per
  * run (an 8 MiB stack is beyond glibc's cache of freed stacks when dozens
  * run at once), and an unmap flushes the TLB of every CPU the daemon ran
@@ -608,8 +609,9 @@ static void *job_thread(void *arg)
 }
 
 /* Under d->mu: j goes to a waiting thread, or to a new one when every
- * waiting thread has a queued job already. 0, or -1 when no thread can
- * ever take it (none could be made and none exists). */
+ * waiting thread has a queued job already. 0, or -1 when a thread was
+ * needed and could not be made: the job is not started (the sweep tries
+ * again), as a busy thread may stay busy for hours. */
 static int job_hand_over(ex_daemon *d, ex_job *j)
 {
     if (d->job_idle <= d->job_queued) {
@@ -618,13 +620,9 @@ static int job_hand_over(ex_daemon *d, ex_job *j)
             d->job_threads =
                 orr_xrealloc(d->job_threads, (size_t)d->cap_job_threads * sizeof *d->job_threads);
         }
-        if (pthread_create(&d->job_threads[d->n_job_threads], NULL, job_thread, d) == 0)
-            d->n_job_threads++;
-        else if (d->n_job_threads == 0)
+        if (pthread_create(&d->job_threads[d->n_job_threads], NULL, job_thread, d) != 0)
             return -1;
-        else /* a busy thread takes it when its job ends */
-            ORR_WARN("cannot start another job thread; the job waits for a busy one",
-                     "instance=%lld threads=%d", (long long)j->instance_id, d->n_job_threads);
+        d->n_job_threads++;
     }
     j->qnext = NULL;
     if (d->job_qtail)
@@ -655,7 +653,9 @@ void ex_job_start(ex_daemon *d, int64_t instance_id)
     if (atomic_load(&d->stopping))
         return;
     pthread_mutex_lock(&d->mu);
-    if (atomic_load(&d->fenced)) { /* the sweep after the fence lifts starts it */
+    /* stopping again under mu: cancel_all, which takes mu, must see every job */
+    if (atomic_load(&d->stopping) || atomic_load(&d->fenced)) {
+        /* fenced: the sweep after the fence lifts starts it */
         pthread_mutex_unlock(&d->mu);
         return;
     }

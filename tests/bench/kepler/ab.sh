@@ -11,7 +11,11 @@
 # (KPB_EXECUTOR=batch) on AFTER_BUILD; ROUNDS (default 2, at most 10). One
 # summary line per run: build, dispatch rate, CPU ms per instance of each
 # process, load. The stack's env (deploy/stack.sh env, ORRERY_VAR_DIR too)
-# must be exported. Each run is bounded by run.sh (KPB_WAIT=120 s).
+# must be exported. Each run is bounded by run.sh (KPB_WAIT=120 s). The
+# runs' work directories are moved aside (KPB_OLD_DIR) and deleted only at
+# the end, so no run pays for deleting the files of the run before it
+# (docs/benchmarks.md, "A quiet machine, kept job threads, and runs that paid
+# for the run before").
 set -euo pipefail
 [ $# -ge 2 ] || {
 	echo "usage: tests/bench/kepler/ab.sh BEFORE_BUILD AFTER_BUILD [ROUNDS]" >&2
@@ -23,6 +27,9 @@ ROUNDS=${3:-2}
 	echo "ab.sh: ROUNDS must be in [1, 10]" >&2
 	exit 2
 }
+KPB_OLD_DIR=$(mktemp -d "${TMPDIR:-/tmp}/kpb-old-XXXXXX")
+export KPB_OLD_DIR
+trap 'rm -rf -- "$KPB_OLD_DIR"' EXIT
 one() { # label build executor
 	local out
 	out=$(KPB_EXECUTOR=$3 KPB_EXECUTORS=1 KPB_SLOTS=64 KPB_READY=1000 KPB_TASKS=3000 \

@@ -11,7 +11,9 @@
 #
 # As root, with the stack's env exported (deploy/stack.sh env, ORRERY_VAR_DIR
 # too). The CPU of the whole recording over the 1,000 runs is ms per run. Bounded:
-# run.sh's KPB_WAIT=120 s; the pid is looked for at most 60 s.
+# run.sh's KPB_WAIT=120 s; the pid is looked for at most 60 s. The run's work
+# directory is moved into the output folder with the perf data (KPB_OLD_DIR):
+# deleting it would make the next run's file creation pay for it (run.sh).
 set -euo pipefail
 [ $# -ge 1 ] || {
 	echo "usage: tests/bench/kepler/perf_exec.sh BUILD [LABEL]" >&2
@@ -22,7 +24,7 @@ BUILD=$(cd -- "$1" && pwd -P)
 LABEL=${2:-$1}
 RUNS=1000
 OUT=$(mktemp -d /tmp/perf-exec-XXXXXX)
-KPB_EXECUTOR=executord KPB_EXECUTORS=1 KPB_SLOTS=64 KPB_READY=$RUNS KPB_TASKS=3000 \
+KPB_OLD_DIR=$OUT KPB_EXECUTOR=executord KPB_EXECUTORS=1 KPB_SLOTS=64 KPB_READY=$RUNS KPB_TASKS=3000 \
 	KPB_RPC_SAMPLE=50 KPB_WAIT=120 "$HERE/run.sh" "$BUILD" >"$OUT/run.txt" 2>&1 &
 RUN=$!
 PID=

@@ -60,7 +60,11 @@
 # before keplerd starts, kpb_tool alert-rules; with any, every task also has
 # a finish_by deadline of 1h, so keplerd arms a deadline for every instance
 # and evaluates every transition against the rules), KPB_WAIT (seconds the flow may take, default
-# 600), KPB_KEEP=1 keeps the work directory. Hourly tasks fire at the top of
+# 600), KPB_KEEP=1 keeps the work directory, KPB_OLD_DIR=DIR moves it into
+# DIR at the end instead of deleting it (a rename frees no inode: on ext4
+# without a journal every file created in the next minutes would skip the
+# thousands of inodes a deletion frees, and the next run would pay for this
+# one's cleanup; ab.sh and perf_exec.sh pass it). Hourly tasks fire at the top of
 # the hour: when the next one would fall inside the run (within KPB_WAIT +
 # 120 s) the script waits for it to pass first (new tasks only fire from
 # their creation on), so no hourly materialisation mixes into the figures;
@@ -147,6 +151,8 @@ cleanup() {
 	fi
 	if [ "${KPB_KEEP:-0}" = 1 ]; then
 		echo "run.sh: logs kept in $WORK" >&2
+	elif [ -n "${KPB_OLD_DIR:-}" ] && [ -d "$KPB_OLD_DIR" ]; then
+		mv "$WORK" "$KPB_OLD_DIR/" || rm -rf "$WORK"
 	else
 		rm -rf "$WORK"
 	fi
