@@ -230,6 +230,9 @@ orr_status hl_sessions_revoke_user(hl_conn *c, orr_arena *a, int64_t user_id, co
                                    int *revoked, orr_err *err);
 orr_status hl_api_watch_events(orr_rpc_call *call, const ProtobufCMessage *req, orr_err *err,
                                void *ctx);
+/* WatchEvents' reads of the events table since start, over all streams, and
+ * how many of them also read the oldest writer to judge a gap in the ids. */
+void hl_watch_stats(uint64_t *reads, uint64_t *gap_reads);
 
 /* Checks of a transition request that need no database: ids, states, actor,
  * executor for dispatched, and legality in the state machine (ORR_ESTATE,

@@ -143,6 +143,15 @@ static void hl__write(hl_ctx *hc, orr_rpc_server *srv, orr_metrics_writer *w)
     orr_metrics_family(w, "halley_transition_batch_items_total", ORR_METRIC_COUNTER,
                        "TransitionInstance calls run in those statements.");
     orr_metrics_sample(w, NULL, (double)ti);
+    uint64_t wr, wg;
+    hl_watch_stats(&wr, &wg);
+    orr_metrics_family(w, "halley_watch_reads_total", ORR_METRIC_COUNTER,
+                       "Reads of the events table by WatchEvents streams.");
+    orr_metrics_sample(w, NULL, (double)wr);
+    orr_metrics_family(w, "halley_watch_gap_reads_total", ORR_METRIC_COUNTER,
+                       "Of those, reads that first read the oldest open writer to judge a gap"
+                       " in the event ids.");
+    orr_metrics_sample(w, NULL, (double)wg);
     if (hc->db)
         hl__instance_families(hc, w);
 }

@@ -36,7 +36,8 @@
  *   7. Log landed in the blob store (lib/orr_blob) as
  *      logs/<task>/<instance>-<attempt>.log (its index .idx first; the empty
  *      log under both names when the run wrote nothing), run dir
- *      removed (on every path: it may hold a resolved job with passwords),
+ *      emptied (on every path: it may hold a resolved job with passwords;
+ *      ex_rundir.c keeps an empty one for a later run),
  *      slots released.
  */
 #include <errno.h>
@@ -353,7 +354,7 @@ static void run_job(ex_daemon *d, ex_job *j, orr_arena *a)
         pthread_mutex_unlock(&d->mu);
         ex_daemon_publish_later(d);
         ex_remove_tree(run_dir);
-        if (mkdir(run_dir, 0700) != 0 || (d->drop && chown(run_dir, d->uid, d->gid) != 0))
+        if (ex_rundir_make(d, run_dir) != 0)
             s = orr_err_set(&err, ORR_EIO, run_dir, "cannot create: %s", strerror(errno));
     }
     if (s == ORR_OK) {
@@ -557,7 +558,7 @@ done:
     ex_progress_stop(prog);
     ex_logcap_finish(cap);
     if (run_dir[0])
-        ex_remove_tree(run_dir);
+        ex_rundir_done(d, run_dir);
     ex_sandbox_free(sb);
     if (js.root)
         json_decref(js.root);

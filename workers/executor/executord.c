@@ -377,6 +377,8 @@ static orr_status setup(ex_daemon *d, orr_config *cfg, const char *argv0, char *
         (s = make_dir(d->spare_dir, 0700, err)) != ORR_OK)
         return s;
     ex_report_spares_init(d);
+    if ((s = ex_rundir_init(d, err)) != ORR_OK)
+        return s;
     /* Code packages come from the blob store, finished logs go there. */
     if ((s = orr_blob_open(orr_config_str(cfg, sec, "blob_root"), &d->blob, err)) != ORR_OK) {
         if (err && strcmp(err->field, "blob_root") == 0)
@@ -540,6 +542,7 @@ static int serve(orr_daemon *od, int argc, char **argv)
     pthread_cond_init(&d.job_cv, NULL);
     pthread_mutex_init(&d.guard_mu, NULL);
     pthread_mutex_init(&d.rep_mu, NULL);
+    pthread_mutex_init(&d.run_spare_mu, NULL);
     pthread_cond_init(&d.rep_cv, NULL);
     d.guard_fd = d.guard_lock_fd = -1;
     atomic_store(&d.fenced, 1); /* until ZooKeeper has answered once */
@@ -684,6 +687,7 @@ out:
     pthread_mutex_destroy(&d.guard_mu);
     ex_report_close(&d);
     pthread_mutex_destroy(&d.rep_mu);
+    pthread_mutex_destroy(&d.run_spare_mu);
     pthread_cond_destroy(&d.rep_cv);
     return rc;
 }

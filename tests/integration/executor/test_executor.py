@@ -669,6 +669,47 @@ class Executord(NotesFailure):
         self.assertEqual(body["data"], "")
         self.assertEqual(body["lines"], [])
 
+    def test_x_run_folder_kept_only_as_made(self):
+        """A run's folder that its run left empty and unchanged is kept for
+        the next run (renamed, not made anew); one that holds a file or whose
+        mode the task changed is removed, so no run sees another's."""
+        spare = os.path.join(EX.work, "run-spare")
+
+        def run(command):
+            """Run command; its log, once its folder has left runs/ (the
+            folder is kept or removed after the state is reported)."""
+            tid, iid = make_instance({"command": command})
+            inst = wait_state(iid, ("success", "failed"))
+            self.assertEqual(state_name(inst.state), "success", inst.reason)
+            folder = os.path.join(EX.work, "runs", f"{iid}-1")
+            deadline = time.time() + 30
+            while os.path.exists(folder) and time.time() < deadline:
+                time.sleep(0.05)
+            self.assertFalse(os.path.exists(folder), "the run's folder left runs/")
+            status, body = EX.get_log(iid)
+            self.assertEqual(status, 200)
+            return body.split()
+
+        def kept():
+            return {os.stat(os.path.join(spare, n)).st_ino for n in os.listdir(spare)}
+
+        # empty at its end (a file made and removed): kept, and the next run
+        # is given that very folder, empty and private
+        a = run("touch scratch; rm scratch; stat -c %i .")
+        self.assertIn(int(a[0]), kept())
+        b = run("stat -c %i .; ls -A | wc -l; stat -c %a .")
+        self.assertEqual(b, [a[0], "0", "700"])
+        # a file left behind: removed with it
+        c = run("touch left; stat -c %i .")
+        self.assertNotIn(int(c[0]), kept())
+        # its mode changed: removed
+        d = run("chmod 755 .; stat -c %i .")
+        self.assertNotIn(int(d[0]), kept())
+        # and the run after sees an empty, private folder (inode numbers of
+        # removed folders may come back, so they cannot tell it apart)
+        e = run("ls -A | wc -l; stat -c %a .")
+        self.assertEqual(e, ["0", "700"])
+
     def test_y_lost_report_is_retried_until_halley_returns(self):
         _, iid = make_instance({"command": "sleep 1; echo finished"})
         wait_state(iid, ("running",))
