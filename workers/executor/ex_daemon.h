@@ -22,6 +22,7 @@
 #include "ex_logsrv.h"
 #include "ex_runner.h"
 #include "ex_sandbox.h"
+#include "ex_rundir.h" /* and ex_remove_tree */
 #include "ex_zk.h"
 #include "orr_blob.h"
 #include "orr_config.h"
@@ -30,7 +31,6 @@
 
 #define EX_PATH   512
 #define EX_SPARES 128 /* spare outbox files kept for reuse */
-#define EX_RUN_SPARES 256 /* empty run folders kept for reuse */
 
 /* Why a job was cancelled (ex_job.cancel). */
 typedef enum ex_cancel {
@@ -107,13 +107,7 @@ typedef struct ex_daemon {
     int job_stop; /* ex_job_threads_stop: threads end once the queue is empty */
     pthread_t *job_threads;
     int n_job_threads, cap_job_threads;
-    /* ex_rundir.c: empty run folders in run_spare_dir, named by number;
-     * run_spare_mu guards the list and each rename in or out */
-    pthread_mutex_t run_spare_mu;
-    char run_spare_dir[EX_PATH];
-    unsigned run_spare[EX_RUN_SPARES];
-    int n_run_spares;
-    unsigned run_spare_next;
+    ex_rundir rundir; /* run folders, kept empty ones (ex_rundir.h) */
 
     /* ex_report.c: reports waiting to be combined into one call */
     pthread_mutex_t rep_mu;
@@ -263,16 +257,5 @@ void ex_daemon_publish(ex_daemon *d);
  * ended meanwhile instead of two per job. keplerd counts slots from the
  * instances' states, so the card's used_slots is informational. */
 void ex_daemon_publish_later(ex_daemon *d);
-/* rm -r of path (not following links); what cannot be removed stays. */
-void ex_remove_tree(const char *path);
-
-/* ex_rundir.c: a run's private folder (0700, owned by the run's user).
- * ex_rundir_init empties <work>/run-spare (after the folders are made);
- * ex_rundir_make makes path from a kept empty folder or anew (0, or -1 with
- * errno); ex_rundir_done keeps it for a later run if its run left it as
- * made and empty, else removes it. Both thread-safe. */
-orr_status ex_rundir_init(ex_daemon *d, orr_err *err);
-int ex_rundir_make(ex_daemon *d, const char *path);
-void ex_rundir_done(ex_daemon *d, const char *path);
 
 #endif

@@ -36,13 +36,12 @@
  *   7. Log landed in the blob store (lib/orr_blob) as
  *      logs/<task>/<instance>-<attempt>.log (its index .idx first; the empty
  *      log under both names when the run wrote nothing), run dir
- *      emptied (on every path: it may hold a resolved job with passwords;
- *      ex_rundir.c keeps an empty one for a later run),
+ *      removed or kept empty for a later run (ex_rundir.h; on every path:
+ *      it may hold a resolved job with passwords),
  *      slots released.
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -104,24 +103,6 @@ static orr_status parse_spec(ex_daemon *d, const char *text, job_spec *js, orr_e
             js->pids = (int)json_integer_value(pids);
     }
     return ORR_OK;
-}
-
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st;
-    (void)flag;
-    (void)ftw;
-    remove(path);
-    return 0;
-}
-
-void ex_remove_tree(const char *path)
-{
-    /* Absent or an empty folder (a short run's usual end): one system call
-     * instead of a walk. */
-    if (rmdir(path) == 0 || errno == ENOENT)
-        return;
-    nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
 static void set_sb(ex_daemon *d, ex_job *j, ex_sandbox *sb)
@@ -298,7 +279,8 @@ static void run_job(ex_daemon *d, ex_job *j, orr_arena *a)
     ex_progress *prog = NULL;
     char log_path[EX_PATH + 64] = "";
     int64_t inst = j->instance_id;
-    char run_dir[EX_PATH + 64] = ""; /* set: removed at the end */
+    char run_dir[EX_PATH + 64] = ""; /* set: removed (or kept empty) at the end */
+    int unreachable = 1;             /* no process of the run can still reach run_dir */
     ex_xfer xfer;
     ex_run_plan plan = {0};
 
@@ -354,7 +336,7 @@ static void run_job(ex_daemon *d, ex_job *j, orr_arena *a)
         pthread_mutex_unlock(&d->mu);
         ex_daemon_publish_later(d);
         ex_remove_tree(run_dir);
-        if (ex_rundir_make(d, run_dir) != 0)
+        if (ex_rundir_make(&d->rundir, run_dir) != 0)
             s = orr_err_set(&err, ORR_EIO, run_dir, "cannot create: %s", strerror(errno));
     }
     if (s == ORR_OK) {
@@ -435,6 +417,7 @@ static void run_job(ex_daemon *d, ex_job *j, orr_arena *a)
         finish_report(d, j, HL_STATE(RUNNING), HL_STATE(FAILED), reason, 0, 0);
         goto done;
     }
+    unreachable = 0;
     ex_guard_note(d, '+', ex_sandbox_pid(sb));
     set_sb(d, j, sb);
     if (atomic_load(&j->cancel) != EX_CANCEL_NONE) /* a kill that came before the sandbox */
@@ -458,6 +441,8 @@ static void run_job(ex_daemon *d, ex_job *j, orr_arena *a)
     if (res.left)
         ORR_ERROR("processes survived the kill", "instance=%lld left=%d", (long long)inst,
                   res.left);
+    /* A cgroup holds every process of the run; rlimit's group does not. */
+    unreachable = res.left == 0 && d->cg != &ex_cgroup_rlimit_ops;
 
     /* Outcome -> state. */
     int to = HL_STATE(FAILED);
@@ -558,7 +543,7 @@ done:
     ex_progress_stop(prog);
     ex_logcap_finish(cap);
     if (run_dir[0])
-        ex_rundir_done(d, run_dir);
+        ex_rundir_done(&d->rundir, run_dir, unreachable);
     ex_sandbox_free(sb);
     if (js.root)
         json_decref(js.root);

@@ -376,9 +376,6 @@ static orr_status setup(ex_daemon *d, orr_config *cfg, const char *argv0, char *
         (s = make_dir(d->outbox_dir, 0700, err)) != ORR_OK ||
         (s = make_dir(d->spare_dir, 0700, err)) != ORR_OK)
         return s;
-    ex_report_spares_init(d);
-    if ((s = ex_rundir_init(d, err)) != ORR_OK)
-        return s;
     /* Code packages come from the blob store, finished logs go there. */
     if ((s = orr_blob_open(orr_config_str(cfg, sec, "blob_root"), &d->blob, err)) != ORR_OK) {
         if (err && strcmp(err->field, "blob_root") == 0)
@@ -435,6 +432,10 @@ static orr_status setup(ex_daemon *d, orr_config *cfg, const char *argv0, char *
         ORR_INFO("sandbox backend chosen", "cgroup=%s skipped=%s", d->cg->name, orr_log_q(why));
     /* After an earlier life's guardian (ex_guard.c) has ended its tasks. */
     if ((s = ex_guard_lock(d, err)) != ORR_OK)
+        return s;
+    /* Spares of an earlier life: only once no other executord holds the folder. */
+    ex_report_spares_init(d);
+    if ((s = ex_rundir_init(&d->rundir, d->work_dir, d->drop, d->uid, d->gid, err)) != ORR_OK)
         return s;
     int swept = d->cg->sweep(&d->cg_env);
     if (swept)
@@ -542,7 +543,6 @@ static int serve(orr_daemon *od, int argc, char **argv)
     pthread_cond_init(&d.job_cv, NULL);
     pthread_mutex_init(&d.guard_mu, NULL);
     pthread_mutex_init(&d.rep_mu, NULL);
-    pthread_mutex_init(&d.run_spare_mu, NULL);
     pthread_cond_init(&d.rep_cv, NULL);
     d.guard_fd = d.guard_lock_fd = -1;
     atomic_store(&d.fenced, 1); /* until ZooKeeper has answered once */
@@ -686,8 +686,8 @@ out:
     pthread_cond_destroy(&d.job_cv);
     pthread_mutex_destroy(&d.guard_mu);
     ex_report_close(&d);
+    ex_rundir_close(&d.rundir);
     pthread_mutex_destroy(&d.rep_mu);
-    pthread_mutex_destroy(&d.run_spare_mu);
     pthread_cond_destroy(&d.rep_cv);
     return rc;
 }

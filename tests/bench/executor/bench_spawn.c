@@ -1,7 +1,7 @@
 /*
  * bench_spawn.c - the floor of a run of executord: its sandbox alone.
  *
- *   bench_spawn [RUNS=1000] [PARALLEL=64] [files|nofiles] [USER=orrery-task]
+ *   bench_spawn [RUNS=1000] [PARALLEL=64] [files|kept|nofiles] [USER=orrery-task]
  *
  * PARALLEL threads start RUNS attempts of `/bin/sh -c true` between them,
  * each through executord's own sandbox (ex_sandbox.c) on the rlimit backend:
@@ -13,13 +13,20 @@
  * "files" (the default) also makes and removes what executord makes per run
  * on the file system of the current folder: a private run folder (0700,
  * chowned to USER) and a log file of its own (left in place, like
- * executord's work log); "nofiles" runs every attempt in /tmp with the log
- * /dev/null.
+ * executord's work log); "kept" does the same with executord's own run
+ * folders (ex_rundir.c: a folder left as new is kept and renamed into place
+ * for a later run instead of made and removed, as executord does under a
+ * cgroup backend; this benchmark's sandbox is the rlimit one, so it measures
+ * the folders' cost, not that safety); "nofiles" runs every
+ * attempt in /tmp with the log /dev/null.
  *
  * Prints runs per second and the CPU time of the process and the children it
- * reaped (user + system, getrusage) per run. Bounded: RUNS <= 100000.
+ * reaped (user + system, getrusage) per run. Bounded: RUNS <= 100000. The
+ * folder of "files" and "kept" is removed at the end unless
+ * BENCH_SPAWN_LEAVE is set.
  */
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <pwd.h>
 #include <stdatomic.h>
@@ -32,9 +39,11 @@
 #include <unistd.h>
 
 #include "ex_cgroup.h"
+#include "ex_rundir.h"
 #include "ex_sandbox.h"
 
-static int g_runs, g_files, g_drop;
+static int g_runs, g_files, g_drop; /* g_files: 0 nofiles, 1 files, 2 kept */
+static ex_rundir g_rd;              /* kept: executord's run folders */
 static uid_t g_uid;
 static gid_t g_gid;
 static atomic_int g_next, g_failed;
@@ -76,7 +85,9 @@ static void *worker(void *arg)
         if (g_files) {
             snprintf(run_dir, sizeof run_dir, "%s/runs/%d", g_dir, i);
             snprintf(log_path, sizeof log_path, "%s/logs/%d.log", g_dir, i);
-            if (mkdir(run_dir, 0700) != 0 || (g_drop && chown(run_dir, g_uid, g_gid) != 0)) {
+            if (g_files == 2
+                    ? ex_rundir_make(&g_rd, run_dir) != 0
+                    : mkdir(run_dir, 0700) != 0 || (g_drop && chown(run_dir, g_uid, g_gid) != 0)) {
                 atomic_fetch_add(&g_failed, 1);
                 continue;
             }
@@ -103,7 +114,9 @@ static void *worker(void *arg)
                 atomic_fetch_add(&g_failed, 1);
             ex_sandbox_free(sb);
         }
-        if (g_files)
+        if (g_files == 2) /* the cgroup backend's case: nothing of the run is left */
+            ex_rundir_done(&g_rd, run_dir, 1);
+        else if (g_files)
             rmdir(run_dir);
     }
 }
@@ -112,11 +125,12 @@ int main(int argc, char **argv)
 {
     g_runs = argc > 1 ? atoi(argv[1]) : 1000;
     int par = argc > 2 ? atoi(argv[2]) : 64;
-    g_files = !(argc > 3 && strcmp(argv[3], "nofiles") == 0);
+    const char *mode = argc > 3 ? argv[3] : "files";
+    g_files = strcmp(mode, "nofiles") == 0 ? 0 : strcmp(mode, "kept") == 0 ? 2 : 1;
     const char *user = argc > 4 ? argv[4] : "orrery-task";
     if (g_runs < 1 || g_runs > 100000 || par < 1 || par > 1024) {
-        fprintf(stderr, "usage: bench_spawn [RUNS<=100000] [PARALLEL<=1024] [files|nofiles] "
-                        "[USER]\n");
+        fprintf(stderr, "usage: bench_spawn [RUNS<=100000] [PARALLEL<=1024] "
+                        "[files|kept|nofiles] [USER]\n");
         return 2;
     }
     if (geteuid() == 0) {
@@ -139,6 +153,22 @@ int main(int argc, char **argv)
             return 1;
         }
     }
+    if (g_files == 2) {
+        char abs[PATH_MAX];
+        orr_err err;
+        if (!realpath(g_dir, abs)) {
+            fprintf(stderr, "bench_spawn: %s: %s\n", g_dir, strerror(errno));
+            return 1;
+        }
+        if (ex_rundir_init(&g_rd, abs, g_drop, g_drop ? g_uid : geteuid(),
+                           g_drop ? g_gid : getegid(), &err) != ORR_OK) {
+            fprintf(stderr, "bench_spawn: %s\n", err.msg);
+            return 1;
+        }
+        if (!g_rd.reuse)
+            fprintf(stderr, "bench_spawn: kept: folders are not kept (run as root to switch to "
+                            "a task user)\n");
+    }
     pthread_t *th = calloc((size_t)par, sizeof *th);
     double c0 = cpu_s(), t0 = now_s();
     for (int i = 0; i < par; i++)
@@ -150,7 +180,13 @@ int main(int argc, char **argv)
     printf("bench_spawn runs=%d parallel=%d files=%d failed=%d seconds=%.2f rate=%.0f/s "
            "cpu_ms_per_run=%.2f\n",
            g_runs, par, g_files, atomic_load(&g_failed), t, g_runs / t, c * 1000 / g_runs);
-    if (g_files) {
+    ex_rundir_close(&g_rd);
+    if (g_files && getenv("BENCH_SPAWN_LEAVE")) {
+        /* Left for the caller to remove later: on an ext4 without a journal,
+         * deleting thousands of inodes slows every create of the next
+         * minutes (docs/benchmarks.md), so back-to-back runs leave theirs. */
+        printf("bench_spawn left %s\n", g_dir);
+    } else if (g_files) {
         char cmd[4300];
         snprintf(cmd, sizeof cmd, "rm -rf -- '%s'", g_dir);
         if (system(cmd) != 0)

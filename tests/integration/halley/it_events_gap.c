@@ -10,7 +10,8 @@
  *      sees no open writer older than it, long before the grace period
  *      (two minutes here), which alone would never pass it in this test.
  *   3. Events written one after another leave no gap: the stream reads them
- *      without reading the oldest writer (pg_stat_activity) at all.
+ *      without reading the oldest writer (pg_stat_activity) at all, before
+ *      any gap and again after the gaps above.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -100,8 +101,8 @@ int main(void)
     wr.from_id = atoll(PQgetvalue(mx, 0, 0));
     PQclear(mx);
     orr_rpc_stream *st = NULL;
-    HLT_CHECK(orr_rpc_stream_open(c, "WatchEvents", &wr.base, 0, &st, &err) == ORR_OK,
-              "watch: %s", err.msg);
+    HLT_CHECK(orr_rpc_stream_open(c, "WatchEvents", &wr.base, 0, &st, &err) == ORR_OK, "watch: %s",
+              err.msg);
     if (!st)
         goto out;
     int64_t id;
@@ -150,6 +151,21 @@ int main(void)
     HLT_CHECK(a && id > held && strcmp(kind, "team.created") == 0,
               "the later event passes the rolled-back id (%lld %s)", a ? (long long)id : 0LL,
               a ? kind : "-");
+
+    /* 3 again, after the gaps: the stream went back to reading the events
+     * alone (it does not judge every read once it has met a gap). */
+    gaps0 = hlt_metric(&srv, "halley_watch_gap_reads_total");
+    got = 0;
+    for (int i = 0; i < 5; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "again%d", i);
+        team(c, name);
+        got += next_event(st, 10000, &id, kind, sizeof kind);
+    }
+    HLT_CHECK(got == 5, "five more events streamed (%d)", got);
+    HLT_CHECK(hlt_metric(&srv, "halley_watch_gap_reads_total") == gaps0,
+              "after the gaps, no read of the oldest writer (%.0f -> %.0f)", gaps0,
+              hlt_metric(&srv, "halley_watch_gap_reads_total"));
     orr_rpc_stream_close(st);
 out:
     PQfinish(holder);
