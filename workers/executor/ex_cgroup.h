@@ -84,7 +84,8 @@ typedef struct ex_cgroup_ops {
     /* In the child after fork, before exec. Async-signal-safe. */
     void (*child_setup)(const ex_cgroup *cg);
     /* SIGKILL every member, waiting up to wait_ms for the group to empty.
-     * Returns the number of members still present (0 = empty). */
+     * Returns the number of members still present (0 = empty), -1 when it
+     * cannot be told. */
     int (*kill)(ex_cgroup *cg, int wait_ms);
     /* Members now (-1 if unknown). */
     int (*count)(const ex_cgroup *cg);

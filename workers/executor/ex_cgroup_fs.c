@@ -112,7 +112,7 @@ int ex_cg_kill_rounds(const char *procs_dir, int wait_ms, int settle_ms,
             n = ex_cg_count_procs(procs_dir);
         }
         if (n <= 0 || ex_now_ms() >= deadline)
-            return n < 0 ? 0 : n;
+            return n; /* -1: cgroup.procs could not be read */
     }
 }
 

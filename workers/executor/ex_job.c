@@ -280,6 +280,7 @@ static void run_job(ex_daemon *d, ex_job *j, orr_arena *a)
     char log_path[EX_PATH + 64] = "";
     int64_t inst = j->instance_id;
     char run_dir[EX_PATH + 64] = ""; /* set: removed (or kept empty) at the end */
+    int made = 0;                    /* run_dir was made for this run */
     int unreachable = 1;             /* no process of the run can still reach run_dir */
     ex_xfer xfer;
     ex_run_plan plan = {0};
@@ -338,6 +339,8 @@ static void run_job(ex_daemon *d, ex_job *j, orr_arena *a)
         ex_remove_tree(run_dir);
         if (ex_rundir_make(&d->rundir, run_dir) != 0)
             s = orr_err_set(&err, ORR_EIO, run_dir, "cannot create: %s", strerror(errno));
+        else
+            made = 1;
     }
     if (s == ORR_OK) {
         ex_xfer_init(&xfer, d, in->task_id, inst, j->attempt);
@@ -405,6 +408,7 @@ static void run_job(ex_daemon *d, ex_job *j, orr_arena *a)
         ORR_WARN("the log's lines will not be stamped", "instance=%lld err=%s", (long long)inst,
                  orr_log_q(err.msg));
     ex_logsrv_begin(d->logsrv, inst, j->attempt);
+    unreachable = 0; /* a start that fails may have run some of the task */
     if (ex_sandbox_start(d->cg, &d->cg_env, name, &lim, &sp, &sb, &err) != ORR_OK) {
         char why[600], reason[256];
         orr_err_str(&err, why, sizeof why);
@@ -417,7 +421,6 @@ static void run_job(ex_daemon *d, ex_job *j, orr_arena *a)
         finish_report(d, j, HL_STATE(RUNNING), HL_STATE(FAILED), reason, 0, 0);
         goto done;
     }
-    unreachable = 0;
     ex_guard_note(d, '+', ex_sandbox_pid(sb));
     set_sb(d, j, sb);
     if (atomic_load(&j->cancel) != EX_CANCEL_NONE) /* a kill that came before the sandbox */
@@ -438,9 +441,12 @@ static void run_job(ex_daemon *d, ex_job *j, orr_arena *a)
     ex_guard_note(d, '-', ex_sandbox_pid(sb));
     if (plan.secret_path) /* credentials live no longer than the run */
         unlink(plan.secret_path);
-    if (res.left)
+    if (res.left > 0)
         ORR_ERROR("processes survived the kill", "instance=%lld left=%d", (long long)inst,
                   res.left);
+    else if (res.left < 0)
+        ORR_WARN("the processes left after the kill could not be counted", "instance=%lld",
+                 (long long)inst);
     /* A cgroup holds every process of the run; rlimit's group does not. */
     unreachable = res.left == 0 && d->cg != &ex_cgroup_rlimit_ops;
 
@@ -520,7 +526,7 @@ static void run_job(ex_daemon *d, ex_job *j, orr_arena *a)
      * copy). A log with lines and no index (the capture failed), or one that
      * survivors may still write, lands alone: its lines are unstamped. */
     int linked[2] = {0, 0};
-    int copy = res.left > 0; /* survivors may still write: archive a copy */
+    int copy = res.left != 0; /* survivors may still write: archive a copy */
     const char *idx_src = idx_path;
     struct stat lst;
     if (access(idx_path, F_OK) != 0)
@@ -542,8 +548,10 @@ static void run_job(ex_daemon *d, ex_job *j, orr_arena *a)
 done:
     ex_progress_stop(prog);
     ex_logcap_finish(cap);
-    if (run_dir[0])
+    if (made)
         ex_rundir_done(&d->rundir, run_dir, unreachable);
+    else if (run_dir[0])
+        ex_remove_tree(run_dir);
     ex_sandbox_free(sb);
     if (js.root)
         json_decref(js.root);

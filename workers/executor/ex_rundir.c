@@ -16,10 +16,14 @@
  * So a folder is kept only when no process of its run can be left: none was
  * started, or the cgroup backend held them all and none survived the kill
  * (the rlimit backend cannot tell: a process that leaves its group escapes
- * it). What a run can leave on the folder itself is checked: its entries,
- * mode, owner, extended attributes (ACLs are some), inode flags (chattr)
- * and size (a directory never shrinks). Tasks that run as executord's own
- * user could reach run-spare itself, so then nothing is kept.
+ * it; a task user with a cgroup of its own to move into, a delegated one,
+ * could leave the group, and must not have one). What a run can leave on
+ * the folder itself is checked against a folder made at start where runs'
+ * folders are made: its entries, mode, owner, size (an ext4 directory never
+ * shrinks), inode flags and extended flags (chattr, project, XFS hints) and
+ * extended attributes with their values (ACLs, security labels). Tasks that
+ * run as executord's own user could reach run-spare itself, so then nothing
+ * is kept; nor is anything when the start-up folder's marks cannot be read.
  */
 #include "ex_rundir.h"
 
@@ -71,37 +75,97 @@ static int make_new(const ex_rundir *r, const char *path)
     return 0;
 }
 
-orr_status ex_rundir_init(ex_rundir *r, const char *work_dir, int drop, uid_t uid, gid_t gid,
-                          orr_err *err)
+/* The folder's extended attributes, names and values in list order, into
+ * out (at most size bytes): the length, or -1 when they do not fit or
+ * cannot be read. A file system without them has none. */
+static ssize_t xattr_blob(int fd, char *out, size_t size)
 {
+    char names[1024];
+    ssize_t n = flistxattr(fd, names, sizeof names);
+    if (n < 0)
+        return errno == ENOTSUP ? 0 : -1;
+    size_t len = 0;
+    for (ssize_t off = 0; off < n; off += (ssize_t)strlen(names + off) + 1) {
+        size_t nl = strlen(names + off) + 1;
+        if (len + nl + sizeof(int) > size)
+            return -1;
+        memcpy(out + len, names + off, nl);
+        len += nl;
+        ssize_t v = fgetxattr(fd, names + off, out + len + sizeof(int), size - len - sizeof(int));
+        if (v < 0)
+            return -1;
+        int vl = (int)v;
+        memcpy(out + len, &vl, sizeof vl);
+        len += sizeof vl + (size_t)v;
+    }
+    return (ssize_t)len;
+}
+
+/* What a run may change on its folder besides its entries, read from fd:
+ * inode flags (chattr), the extended flags and project (chattr -p, XFS
+ * hints), extended attributes (ACLs, labels). 0, or -1 when it cannot be
+ * read on a file system that has it. */
+static int folder_marks(int fd, ex_rundir_marks *m)
+{
+    memset(m, 0, sizeof *m);
+    m->have_flags = ioctl(fd, FS_IOC_GETFLAGS, &m->flags) == 0;
+    if (!m->have_flags && errno != ENOTTY && errno != EOPNOTSUPP && errno != EINVAL)
+        return -1;
+    m->have_fsx = ioctl(fd, FS_IOC_FSGETXATTR, &m->fsx) == 0;
+    if (!m->have_fsx && errno != ENOTTY && errno != EOPNOTSUPP && errno != EINVAL)
+        return -1;
+    m->fsx.fsx_nextents = 0; /* not a setting */
+    ssize_t n = xattr_blob(fd, m->xattrs, sizeof m->xattrs);
+    if (n < 0)
+        return -1;
+    m->xattrs_len = (size_t)n;
+    return 0;
+}
+
+static int same_marks(const ex_rundir_marks *a, const ex_rundir_marks *b)
+{
+    return a->have_flags == b->have_flags && (!a->have_flags || a->flags == b->flags) &&
+           a->have_fsx == b->have_fsx &&
+           (!a->have_fsx || memcmp(&a->fsx, &b->fsx, sizeof a->fsx) == 0) &&
+           a->xattrs_len == b->xattrs_len && memcmp(a->xattrs, b->xattrs, a->xattrs_len) == 0;
+}
+
+orr_status ex_rundir_init(ex_rundir *r, const char *work_dir, const char *runs_dir, int drop,
+                          uid_t uid, gid_t gid, orr_err *err)
+{
+    if (r->ready)
+        ex_rundir_close(r);
     memset(r, 0, sizeof *r);
     pthread_mutex_init(&r->mu, NULL);
     r->ready = 1;
     r->drop = drop;
     r->uid = uid;
     r->gid = gid;
-    r->reuse = drop;
     snprintf(r->spare_dir, sizeof r->spare_dir, "%.400s/run-spare", work_dir);
     ex_remove_tree(r->spare_dir);
     if (mkdir(r->spare_dir, 0700) != 0 && errno != EEXIST)
         return orr_err_set(err, ORR_EIO, "executor.work_dir", "%s: %s", r->spare_dir,
                            strerror(errno));
-    if (!r->reuse)
+    if (!drop)
         return ORR_OK;
-    /* The first spare, and the inode flags every kept folder must have. */
-    char sp[EX_RUNDIR_PATH + 32];
-    spare_path(r, r->next, sp, sizeof sp);
-    if (make_new(r, sp) != 0) {
-        r->reuse = 0;
+    /* A folder made where runs' folders are made: its marks are what every
+     * kept folder must have; it becomes the first spare. */
+    char probe[EX_RUNDIR_PATH + 32], sp[EX_RUNDIR_PATH + 32];
+    snprintf(probe, sizeof probe, "%.400s/.probe-%d", runs_dir, (int)getpid());
+    ex_remove_tree(probe);
+    if (make_new(r, probe) != 0)
         return ORR_OK;
-    }
-    int fd = open(sp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    int flags = 0;
-    r->have_flags = fd >= 0 && ioctl(fd, FS_IOC_GETFLAGS, &flags) == 0;
-    r->fresh_flags = (unsigned)flags;
+    int fd = open(probe, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    int ok = fd >= 0 && folder_marks(fd, &r->fresh) == 0;
     if (fd >= 0)
         close(fd);
-    r->spare[r->n_spares++] = r->next++;
+    spare_path(r, r->next, sp, sizeof sp);
+    if (ok && rename(probe, sp) == 0) {
+        r->spare[r->n_spares++] = r->next++;
+        r->reuse = 1;
+    } else {
+        ex_remove_tree(probe);
+    }
     return ORR_OK;
 }
 
@@ -134,19 +198,6 @@ int ex_rundir_make(ex_rundir *r, const char *path)
     return make_new(r, path);
 }
 
-/* Extended attributes: none, or security.* only (labels a policy sets). */
-static int plain_xattrs(int fd)
-{
-    char names[1024];
-    ssize_t n = flistxattr(fd, names, sizeof names);
-    if (n < 0)
-        return errno == ENOTSUP;
-    for (ssize_t off = 0; off < n; off += (ssize_t)strlen(names + off) + 1)
-        if (strncmp(names + off, "security.", 9) != 0)
-            return 0;
-    return 1;
-}
-
 /* Nothing in it but "." and "..". */
 static int empty_dir(int fd)
 {
@@ -170,12 +221,10 @@ static int as_new(const ex_rundir *r, const char *path)
     if (fd < 0)
         return 0;
     struct stat st;
-    int flags = 0;
+    ex_rundir_marks m;
     int ok = fstat(fd, &st) == 0 && (st.st_mode & 07777) == 0700 && st.st_uid == r->uid &&
              st.st_gid == r->gid && st.st_size <= (off_t)st.st_blksize &&
-             (!r->have_flags ||
-              (ioctl(fd, FS_IOC_GETFLAGS, &flags) == 0 && (unsigned)flags == r->fresh_flags)) &&
-             plain_xattrs(fd) && empty_dir(fd);
+             folder_marks(fd, &m) == 0 && same_marks(&m, &r->fresh) && empty_dir(fd);
     close(fd);
     return ok;
 }

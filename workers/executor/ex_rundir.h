@@ -5,13 +5,24 @@
 #ifndef EX_RUNDIR_H
 #define EX_RUNDIR_H
 
+#include <linux/fs.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <sys/types.h>
 
 #include "orr_status.h"
 
 #define EX_RUNDIR_PATH   512
 #define EX_RUNDIR_SPARES 256 /* empty run folders kept for reuse */
+
+/* What a run may change on its folder besides its entries (ex_rundir.c). */
+typedef struct ex_rundir_marks {
+    int have_flags, have_fsx;
+    int flags;          /* FS_IOC_GETFLAGS */
+    struct fsxattr fsx; /* FS_IOC_FSGETXATTR, fsx_nextents zeroed */
+    size_t xattrs_len;
+    char xattrs[1024]; /* names and values, in list order */
+} ex_rundir_marks;
 
 typedef struct ex_rundir {
     pthread_mutex_t mu; /* guards the list and each rename in or out */
@@ -24,16 +35,17 @@ typedef struct ex_rundir {
     unsigned spare[EX_RUNDIR_SPARES];
     int n_spares;
     unsigned next;
-    int have_flags;       /* fresh_flags holds a new folder's inode flags */
-    unsigned fresh_flags; /* FS_IOC_GETFLAGS */
+    ex_rundir_marks fresh; /* of a folder made at start in runs/ */
 } ex_rundir;
 
 /* Empty <work_dir>/run-spare (spares of an earlier life) and probe a new
- * folder there. Folders are kept only when tasks run as another user than
- * executord (drop): otherwise a task could write into the spares. Call once
- * the work folder's lock is held. */
-orr_status ex_rundir_init(ex_rundir *r, const char *work_dir, int drop, uid_t uid, gid_t gid,
-                          orr_err *err);
+ * folder in runs_dir, where runs' folders are made. Folders are kept only
+ * when tasks run as another user than executord (drop: otherwise a task
+ * could write into the spares) and the probe's marks could be read; r->reuse
+ * says whether they are. Call once the work folder's lock is held; r zeroed
+ * or initialised before. */
+orr_status ex_rundir_init(ex_rundir *r, const char *work_dir, const char *runs_dir, int drop,
+                          uid_t uid, gid_t gid, orr_err *err);
 /* Drop the kept folders (at stop). Safe on a zeroed, never-initialised r. */
 void ex_rundir_close(ex_rundir *r);
 /* Make path (0700, owned by the run's user): a kept folder renamed into
@@ -42,8 +54,8 @@ int ex_rundir_make(ex_rundir *r, const char *path);
 /* The run of path is over. unreachable: no process of the run can still
  * reach the folder (none was started, or a cgroup held them all and none
  * survived its kill); only then, and only if the folder is as a new one
- * (empty, 0700, its owner, no extended attribute other than security.*, the
- * inode flags of a new folder, no grown size), is it kept for a later run.
+ * (empty, 0700, its owner, no grown size, and the flags and extended
+ * attributes of the folder probed at start), is it kept for a later run.
  * Otherwise it is removed. Thread-safe. */
 void ex_rundir_done(ex_rundir *r, const char *path, int unreachable);
 

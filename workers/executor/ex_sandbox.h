@@ -49,7 +49,8 @@ typedef struct ex_result {
     int term_signal;
     int oom;        /* the memory limit killed a member */
     int exec_errno; /* != 0: the program could not be executed (errno of execve) */
-    int left;       /* members still alive after the final kill (0 expected) */
+    int left;       /* members still alive after the final kill (0 expected;
+                     * -1: could not be counted) */
     int leftover;   /* the main process ended by itself while this many members
                      * it started were still running: killed then */
     int pids_limited; /* a fork was refused for the pids limit */

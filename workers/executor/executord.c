@@ -435,8 +435,13 @@ static orr_status setup(ex_daemon *d, orr_config *cfg, const char *argv0, char *
         return s;
     /* Spares of an earlier life: only once no other executord holds the folder. */
     ex_report_spares_init(d);
-    if ((s = ex_rundir_init(&d->rundir, d->work_dir, d->drop, d->uid, d->gid, err)) != ORR_OK)
+    if ((s = ex_rundir_init(&d->rundir, d->work_dir, d->run_dir, d->drop, d->uid, d->gid, err)) !=
+        ORR_OK)
         return s;
+    ORR_INFO("run folders", "kept_for_reuse=%s",
+             !d->rundir.reuse                 ? "never"
+             : d->cg == &ex_cgroup_rlimit_ops ? "never (rlimit backend)"
+                                              : "when left as new");
     int swept = d->cg->sweep(&d->cg_env);
     if (swept)
         ORR_WARN("ended groups left by an earlier run", "count=%d", swept);
@@ -671,6 +676,9 @@ out:
     orr_watch_stop(events);
     ex_job_reap(&d, 1);
     ex_job_threads_stop(&d);
+    /* Spares go while the work folder is still locked (ex_guard_stop). */
+    ex_report_close(&d);
+    ex_rundir_close(&d.rundir);
     if (fence_started)
         pthread_join(fence, NULL);
     ex_guard_stop(&d);
@@ -685,8 +693,6 @@ out:
     pthread_mutex_destroy(&d.mu);
     pthread_cond_destroy(&d.job_cv);
     pthread_mutex_destroy(&d.guard_mu);
-    ex_report_close(&d);
-    ex_rundir_close(&d.rundir);
     pthread_mutex_destroy(&d.rep_mu);
     pthread_cond_destroy(&d.rep_cv);
     return rc;

@@ -160,7 +160,9 @@ int main(int argc, char **argv)
             fprintf(stderr, "bench_spawn: %s: %s\n", g_dir, strerror(errno));
             return 1;
         }
-        if (ex_rundir_init(&g_rd, abs, g_drop, g_drop ? g_uid : geteuid(),
+        char runs[PATH_MAX + 8];
+        snprintf(runs, sizeof runs, "%s/runs", abs);
+        if (ex_rundir_init(&g_rd, abs, runs, g_drop, g_drop ? g_uid : geteuid(),
                            g_drop ? g_gid : getegid(), &err) != ORR_OK) {
             fprintf(stderr, "bench_spawn: %s\n", err.msg);
             return 1;
@@ -177,9 +179,10 @@ int main(int argc, char **argv)
         pthread_join(th[i], NULL);
     double t = now_s() - t0, c = cpu_s() - c0;
     free(th);
-    printf("bench_spawn runs=%d parallel=%d files=%d failed=%d seconds=%.2f rate=%.0f/s "
+    printf("bench_spawn runs=%d parallel=%d files=%d kept=%d failed=%d seconds=%.2f rate=%.0f/s "
            "cpu_ms_per_run=%.2f\n",
-           g_runs, par, g_files, atomic_load(&g_failed), t, g_runs / t, c * 1000 / g_runs);
+           g_runs, par, g_files, g_files == 2 && g_rd.reuse, atomic_load(&g_failed), t, g_runs / t,
+           c * 1000 / g_runs);
     ex_rundir_close(&g_rd);
     if (g_files && getenv("BENCH_SPAWN_LEAVE")) {
         /* Left for the caller to remove later: on an ext4 without a journal,

@@ -53,6 +53,26 @@ static int next_event(orr_rpc_stream *st, int wait_ms, int64_t *id, char *kind, 
     return 1;
 }
 
+/* Five events one after another, each streamed before the next is made:
+ * no gap, so the stream reads them without reading the oldest writer. */
+static void five_in_a_row(orr_rpc_client *c, orr_rpc_stream *st, const char *prefix)
+{
+    double gaps0 = hlt_metric(&srv, "halley_watch_gap_reads_total");
+    int got = 0;
+    int64_t id;
+    char kind[64];
+    for (int i = 0; i < 5; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "%s%d", prefix, i);
+        team(c, name);
+        got += next_event(st, 10000, &id, kind, sizeof kind);
+    }
+    HLT_CHECK(got == 5, "%s: five events streamed (%d)", prefix, got);
+    double gaps1 = hlt_metric(&srv, "halley_watch_gap_reads_total");
+    HLT_CHECK(gaps1 == gaps0, "%s: no gap, no read of the oldest writer (%.0f -> %.0f)", prefix,
+              gaps0, gaps1);
+}
+
 /* Wait (at most 60 s) until the stream has read at least `more` more times
  * while judging a gap than `from`; returns whether it did. */
 static int gap_reads_reach(double from, int more)
@@ -108,21 +128,10 @@ int main(void)
     int64_t id;
     char kind[64];
 
-    /* 3 first, on a quiet stream: five events one after another. */
+    /* 3 first, on a quiet stream. */
     double reads0 = hlt_metric(&srv, "halley_watch_reads_total");
-    double gaps0 = hlt_metric(&srv, "halley_watch_gap_reads_total");
-    int got = 0;
-    for (int i = 0; i < 5; i++) {
-        char name[32];
-        snprintf(name, sizeof name, "seq%d", i);
-        team(c, name);
-        got += next_event(st, 10000, &id, kind, sizeof kind);
-    }
-    HLT_CHECK(got == 5, "five events streamed (%d)", got);
+    five_in_a_row(c, st, "seq");
     HLT_CHECK(hlt_metric(&srv, "halley_watch_reads_total") > reads0, "the stream read the events");
-    HLT_CHECK(hlt_metric(&srv, "halley_watch_gap_reads_total") == gaps0,
-              "no gap, no read of the oldest writer (%.0f -> %.0f)", gaps0,
-              hlt_metric(&srv, "halley_watch_gap_reads_total"));
 
     /* 1: a held id, committed later. */
     int64_t held = hold_id(holder);
@@ -154,18 +163,7 @@ int main(void)
 
     /* 3 again, after the gaps: the stream went back to reading the events
      * alone (it does not judge every read once it has met a gap). */
-    gaps0 = hlt_metric(&srv, "halley_watch_gap_reads_total");
-    got = 0;
-    for (int i = 0; i < 5; i++) {
-        char name[32];
-        snprintf(name, sizeof name, "again%d", i);
-        team(c, name);
-        got += next_event(st, 10000, &id, kind, sizeof kind);
-    }
-    HLT_CHECK(got == 5, "five more events streamed (%d)", got);
-    HLT_CHECK(hlt_metric(&srv, "halley_watch_gap_reads_total") == gaps0,
-              "after the gaps, no read of the oldest writer (%.0f -> %.0f)", gaps0,
-              hlt_metric(&srv, "halley_watch_gap_reads_total"));
+    five_in_a_row(c, st, "again");
     orr_rpc_stream_close(st);
 out:
     PQfinish(holder);
