@@ -447,8 +447,9 @@ static void run_job(ex_daemon *d, ex_job *j, orr_arena *a)
     else if (res.left < 0)
         ORR_WARN("the processes left after the kill could not be counted", "instance=%lld",
                  (long long)inst);
-    /* A cgroup holds every process of the run; rlimit's group does not. */
-    unreachable = res.left == 0 && d->cg != &ex_cgroup_rlimit_ops;
+    /* Whether the count covers every process of the run is the backend's
+     * (ex_rundir_init's confined): rlimit's group does not. */
+    unreachable = res.left == 0;
 
     /* Outcome -> state. */
     int to = HL_STATE(FAILED);

@@ -130,8 +130,8 @@ static int same_marks(const ex_rundir_marks *a, const ex_rundir_marks *b)
            a->xattrs_len == b->xattrs_len && memcmp(a->xattrs, b->xattrs, a->xattrs_len) == 0;
 }
 
-orr_status ex_rundir_init(ex_rundir *r, const char *work_dir, const char *runs_dir, int drop,
-                          uid_t uid, gid_t gid, orr_err *err)
+orr_status ex_rundir_init(ex_rundir *r, const char *work_dir, const char *runs_dir, int confined,
+                          int drop, uid_t uid, gid_t gid, orr_err *err)
 {
     if (r->ready)
         ex_rundir_close(r);
@@ -146,7 +146,7 @@ orr_status ex_rundir_init(ex_rundir *r, const char *work_dir, const char *runs_d
     if (mkdir(r->spare_dir, 0700) != 0 && errno != EEXIST)
         return orr_err_set(err, ORR_EIO, "executor.work_dir", "%s: %s", r->spare_dir,
                            strerror(errno));
-    if (!drop)
+    if (!confined || !drop)
         return ORR_OK;
     /* A folder made where runs' folders are made: its marks are what every
      * kept folder must have; it becomes the first spare. */

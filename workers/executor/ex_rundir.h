@@ -40,12 +40,13 @@ typedef struct ex_rundir {
 
 /* Empty <work_dir>/run-spare (spares of an earlier life) and probe a new
  * folder in runs_dir, where runs' folders are made. Folders are kept only
- * when tasks run as another user than executord (drop: otherwise a task
- * could write into the spares) and the probe's marks could be read; r->reuse
- * says whether they are. Call once the work folder's lock is held; r zeroed
- * or initialised before. */
-orr_status ex_rundir_init(ex_rundir *r, const char *work_dir, const char *runs_dir, int drop,
-                          uid_t uid, gid_t gid, orr_err *err);
+ * when the sandbox holds every process of a run (confined: a cgroup
+ * backend, whose kill count then covers them all), tasks run as another
+ * user than executord (drop: otherwise a task could write into the spares)
+ * and the probe's marks could be read; r->reuse says whether they are. Call
+ * once the work folder's lock is held; r zeroed or initialised before. */
+orr_status ex_rundir_init(ex_rundir *r, const char *work_dir, const char *runs_dir, int confined,
+                          int drop, uid_t uid, gid_t gid, orr_err *err);
 /* Drop the kept folders (at stop). Safe on a zeroed, never-initialised r. */
 void ex_rundir_close(ex_rundir *r);
 /* Make path (0700, owned by the run's user): a kept folder renamed into

@@ -435,13 +435,10 @@ static orr_status setup(ex_daemon *d, orr_config *cfg, const char *argv0, char *
         return s;
     /* Spares of an earlier life: only once no other executord holds the folder. */
     ex_report_spares_init(d);
-    if ((s = ex_rundir_init(&d->rundir, d->work_dir, d->run_dir, d->drop, d->uid, d->gid, err)) !=
-        ORR_OK)
+    if ((s = ex_rundir_init(&d->rundir, d->work_dir, d->run_dir, d->cg != &ex_cgroup_rlimit_ops,
+                            d->drop, d->uid, d->gid, err)) != ORR_OK)
         return s;
-    ORR_INFO("run folders", "kept_for_reuse=%s",
-             !d->rundir.reuse                 ? "never"
-             : d->cg == &ex_cgroup_rlimit_ops ? "never (rlimit backend)"
-                                              : "when left as new");
+    ORR_INFO("run folders", "kept_for_reuse=%s", d->rundir.reuse ? "when left as new" : "never");
     int swept = d->cg->sweep(&d->cg_env);
     if (swept)
         ORR_WARN("ended groups left by an earlier run", "count=%d", swept);

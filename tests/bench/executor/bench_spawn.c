@@ -114,7 +114,7 @@ static void *worker(void *arg)
                 atomic_fetch_add(&g_failed, 1);
             ex_sandbox_free(sb);
         }
-        if (g_files == 2) /* the cgroup backend's case: nothing of the run is left */
+        if (g_files == 2)
             ex_rundir_done(&g_rd, run_dir, 1);
         else if (g_files)
             rmdir(run_dir);
@@ -162,7 +162,8 @@ int main(int argc, char **argv)
         }
         char runs[PATH_MAX + 8];
         snprintf(runs, sizeof runs, "%s/runs", abs);
-        if (ex_rundir_init(&g_rd, abs, runs, g_drop, g_drop ? g_uid : geteuid(),
+        /* confined: as executord under a cgroup backend (see the top) */
+        if (ex_rundir_init(&g_rd, abs, runs, 1, g_drop, g_drop ? g_uid : geteuid(),
                            g_drop ? g_gid : getegid(), &err) != ORR_OK) {
             fprintf(stderr, "bench_spawn: %s\n", err.msg);
             return 1;
