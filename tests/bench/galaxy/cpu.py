@@ -8,7 +8,9 @@ can ask for (the default page, a task's newest, a state filter, a text
 search, the second page by token, a time range) runs wrk for SECONDS and
 reports requests/s and the CPU each process spent per request: galaxyd,
 halleyd and PostgreSQL's backends (utime + stime from /proc, so the figure
-holds whatever else the machine runs; wrk's own CPU is left out). With
+holds whatever else the machine runs; wrk's own CPU is left out), and the
+context switches each made per request (voluntary and involuntary, summed
+over its threads from /proc/PID/task/*/status). With
 BIG > 0 it then adds BIG more instances straight in SQL (a second task) and
 times each list (median of 5 requests) at that size.
 
@@ -44,6 +46,25 @@ def cpu_s(pids):
         except OSError:
             pass
     return t / TICK
+
+
+def switches(pids):
+    """Context switches (voluntary + involuntary) of every thread of pids."""
+    n = 0
+    for pid in pids:
+        try:
+            tids = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue
+        for tid in tids:
+            try:
+                with open(f"/proc/{pid}/task/{tid}/status") as f:
+                    for line in f:
+                        if "ctxt_switches:" in line:
+                            n += int(line.split()[-1])
+            except OSError:
+                pass
+    return n
 
 
 def pg_backends(port):
@@ -202,16 +223,20 @@ def main():
             assert p.http("GET", path, token=tok).status == 200, path
             wrk(base + path, tok, 1, conns)  # warm-up
             rec = perf_start(gx, hl, pg_backends(pg_port), seconds) if name == "default" else []
+            s0 = [switches(gx), switches(hl), switches(pg_backends(pg_port))]
             c0 = [cpu_s(gx), cpu_s(hl), cpu_s(pg_backends(pg_port))]
             n, rps, p99, bad = wrk(base + path, tok, seconds, conns)
             c1 = [cpu_s(gx), cpu_s(hl), cpu_s(pg_backends(pg_port))]
+            s1 = [switches(gx), switches(hl), switches(pg_backends(pg_port))]
             for r in rec:
                 r.wait(timeout=seconds + 60)
             us = [(b - a) * 1e6 / max(n, 1) for a, b in zip(c0, c1)]
+            sw = [(b - a) / max(n, 1) for a, b in zip(s0, s1)]
             if name == "default":
                 default_rps = rps
             print(f"  {name:11s} {rps:8.0f} {p99:7.1f}  {'':15s} {us[0]:8.0f} {us[1]:8.0f} "
-                  f"{us[2]:8.0f} {sum(us):8.0f}  non-2xx {bad}  load {os.getloadavg()[0]:.1f}",
+                  f"{us[2]:8.0f} {sum(us):8.0f}  switches/request {sw[0]:.1f} {sw[1]:.1f} "
+                  f"{sw[2]:.1f}  non-2xx {bad}  load {os.getloadavg()[0]:.1f}",
                   flush=True)
         del pg
         # The floor: the default page's SQL alone through pgbench.

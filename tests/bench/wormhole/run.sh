@@ -12,7 +12,7 @@
 # truncated before each run.
 #
 #   eval "$(deploy/stack.sh env)"     # ORRERY_PG_DSN, ORRERY_MYSQL_DSN
-#   tests/bench/wormhole/run.sh [WORMHOLE_BINARY]
+#   tests/bench/wormhole/run.sh [WORMHOLE_BINARY | BUILD_DIR]
 #
 # Settings: WH_BENCH_ROWS (default 10000000), WH_BENCH_DIR (default
 # /tmp/wh-bench), WH_BENCH_CHANNELS (wormhole channels of the database
@@ -26,6 +26,7 @@ set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)
 WH=${1:-$ROOT/build/bin/wormhole}
+[[ ! -d $WH ]] || WH=$WH/bin/wormhole # a build folder, as the other benchmarks take
 ROWS=${WH_BENCH_ROWS:-10000000}
 DIR=${WH_BENCH_DIR:-/tmp/wh-bench}
 CH=${WH_BENCH_CHANNELS:-1}
@@ -35,7 +36,7 @@ PAIRS=" ${WH_BENCH_PAIRS:-pg csv my} "
 ROUNDS=${WH_BENCH_ROUNDS:-1}
 : "${ORRERY_PG_DSN:?set ORRERY_PG_DSN (eval \"\$(deploy/stack.sh env)\")}"
 : "${ORRERY_MYSQL_DSN:?set ORRERY_MYSQL_DSN (eval \"\$(deploy/stack.sh env)\")}"
-[[ -x $WH ]] || { echo "no wormhole binary at $WH" >&2; exit 1; }
+[[ -f $WH && -x $WH ]] || { echo "no wormhole binary at $WH" >&2; exit 1; }
 [[ $ROWS =~ ^[0-9]+$ && $ROWS -ge 1000 && $ROWS -le 100000000 ]] || { echo "WH_BENCH_ROWS must be 1000..100000000" >&2; exit 1; }
 [[ $ROUNDS =~ ^[0-9]+$ && $ROUNDS -ge 1 && $ROUNDS -le 50 ]] || { echo "WH_BENCH_ROUNDS must be 1..50" >&2; exit 1; }
 [[ $PAIRS != *" my "* ]] || command -v pgloader >/dev/null || { echo "pgloader is not installed (apt-get install pgloader)" >&2; exit 1; }
