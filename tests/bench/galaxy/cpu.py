@@ -49,7 +49,10 @@ def cpu_s(pids):
 
 
 def switches(pids):
-    """Context switches (voluntary + involuntary) of every thread of pids."""
+    """Context switches (voluntary + involuntary) of every thread of pids.
+
+    Threads that ended between two readings take their counts with them
+    (/proc keeps no total for them), so a figure can only be low, never high."""
     n = 0
     for pid in pids:
         try:
