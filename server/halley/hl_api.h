@@ -343,6 +343,9 @@ int hl_pb_state(const char *name);
  * columns are HL_INSTANCE_COLS followed by the current attempt's exit code
  * (NULL = none, HL_EXIT_COL for a read). Strings point into the result. */
 void hl_fill_instance(orr_arena *a, const PGresult *r, int row, hl_pb_instance *out);
+/* The same from a binary result (HL_STMT_BIN) whose columns are
+ * HL_INSTANCE_RAW_COLS and the exit code: the lists' form. */
+void hl_fill_instance_bin(const PGresult *r, int row, hl_pb_instance *out);
 /* Exit code of the current attempt of instance alias i (column HL_INSTANCE_NCOLS of a
  * read). */
 #define HL_EXIT_COL                                                                                \
@@ -357,6 +360,13 @@ void hl_fill_instance(orr_arena *a, const PGresult *r, int row, hl_pb_instance *
     "i.ignore_upstreams, coalesce(i.backfill_id, 0), " HL_MS("i.backfill_cycle") ", "              \
     "i.backfill_cycles"
 /* clang-format on */
+/* HL_INSTANCE_COLS as the table stores them, for a binary result: the
+ * timestamps as timestamps, which hl_bin_ms turns into HL_MS's value, so
+ * PostgreSQL neither computes nor prints them (columns in the same order). */
+#define HL_INSTANCE_RAW_COLS                                                                       \
+    "i.id, i.task_id, t.name, i.task_version, i.schedule_time, i.state, i.attempt, i.executor, "   \
+    "i.priority, i.created_at, i.updated_at, i.started_at, i.finished_at, i.reason, i.run_now, "   \
+    "i.ignore_upstreams, coalesce(i.backfill_id, 0), i.backfill_cycle, i.backfill_cycles"
 /* How many columns HL_INSTANCE_COLS has: the exit code (HL_EXIT_COL) follows
  * at this index, and an event id, where a statement returns one, after it. */
 #define HL_INSTANCE_NCOLS 19

@@ -225,6 +225,32 @@ void hl_fill_instance(orr_arena *a, const PGresult *r, int row, hl_pb_instance *
     o->exit_code = (int32_t)hl_val_i64(r, row, HL_INSTANCE_NCOLS);
 }
 
+void hl_fill_instance_bin(const PGresult *r, int row, hl_pb_instance *o)
+{
+    orrery__halley__v1__instance__init(o);
+    o->id = hl_bin_i64(r, row, 0);
+    o->task_id = hl_bin_i64(r, row, 1);
+    o->task_name = (char *)hl_val(r, row, 2);
+    o->task_version = (int32_t)hl_bin_i64(r, row, 3);
+    o->schedule_time_ms = hl_bin_ms(r, row, 4);
+    o->state = hl_pb_state(hl_val(r, row, 5));
+    o->attempt = (int32_t)hl_bin_i64(r, row, 6);
+    o->executor = (char *)hl_val(r, row, 7);
+    o->priority = (int32_t)hl_bin_i64(r, row, 8);
+    o->created_at_ms = hl_bin_ms(r, row, 9);
+    o->updated_at_ms = hl_bin_ms(r, row, 10);
+    o->started_at_ms = hl_bin_ms(r, row, 11);
+    o->finished_at_ms = hl_bin_ms(r, row, 12);
+    o->reason = (char *)hl_val(r, row, 13);
+    o->run_now = hl_bin_bool(r, row, 14);
+    o->ignore_upstreams = hl_bin_bool(r, row, 15);
+    o->backfill_id = hl_bin_i64(r, row, 16);
+    o->backfill_cycle_ms = hl_bin_ms(r, row, 17);
+    o->backfill_cycles = (int32_t)hl_bin_i64(r, row, 18);
+    o->has_exit_code = !hl_val_null(r, row, HL_INSTANCE_NCOLS);
+    o->exit_code = (int32_t)hl_bin_i64(r, row, HL_INSTANCE_NCOLS);
+}
+
 static hl_stmt q_emit =
     HL_STMT("WITH e AS (INSERT INTO events (kind, task_id, instance_id, executor, payload) "
             "VALUES ($1, nullif($2::int8, 0), nullif($3::int8, 0), $4, $5::jsonb) RETURNING id) "

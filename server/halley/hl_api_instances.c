@@ -118,27 +118,10 @@ static hl_stmt q_dep_span = HL_STMT("SELECT id, " HL_MS(
     " AND ($6::int8 = 0 OR i.schedule_time < to_timestamp($6::int8 / 1000.0))"                     \
     " AND ($8 = '' OR t.team_id = (SELECT tm.id FROM teams tm WHERE tm.name = $8))"
 
-/* The instance columns of a list, HL_INSTANCE_COLS with its epoch
- * milliseconds made without numeric arithmetic. HL_MS's
- * (extract(epoch) * 1000)::int8 (the microseconds rounded half away from
- * zero) is three numeric operations, seven times a row: ~0.1 ms of
- * PostgreSQL's CPU for a page of 50. date_part's float8 of the epoch times
- * 10^6 rounds back to the exact microseconds while they are below 2^51
- * (the two roundings err by at most us * 2^-52 < 0.5), so from 1970 to 2038
- * (us + 500) / 1000 in int8 is HL_MS's value; outside that, and for NULL,
- * HL_MS itself. x is a plain column (read three times). it_lists.c holds
- * the two to the same values on the edges. */
-#define HL_LIST_MS(x)                                                                              \
-    "CASE WHEN " x " >= '1970-01-01 00:00:00+00' AND " x " < '2038-01-19 00:00:00+00'"             \
-    " THEN ((date_part('epoch', " x ") * 1000000)::int8 + 500) / 1000 ELSE " HL_MS(x) " END"
-/* clang-format off */
-#define HL_LIST_COLS                                                                               \
-    "i.id, i.task_id, t.name, i.task_version, " HL_LIST_MS("i.schedule_time") ", i.state, "        \
-    "i.attempt, i.executor, i.priority, " HL_LIST_MS("i.created_at") ", "                          \
-    HL_LIST_MS("i.updated_at") ", " HL_LIST_MS("i.started_at") ", " HL_LIST_MS("i.finished_at")    \
-    ", i.reason, i.run_now, i.ignore_upstreams, coalesce(i.backfill_id, 0), "                      \
-    HL_LIST_MS("i.backfill_cycle") ", i.backfill_cycles"
-/* clang-format on */
+/* The instance columns of a list: HL_INSTANCE_RAW_COLS, read from a binary
+ * result (HL_STMT_LIST), whose timestamps hl_bin_ms turns into what HL_MS
+ * makes. it_lists.c holds the two to the same values on the edges. */
+#define HL_LIST_COLS HL_INSTANCE_RAW_COLS
 
 /* Text search (parameter p, lower-cased, LIKE wildcards escaped): the task
  * name or the reason contains it, or it is the executor or the id. */
@@ -148,9 +131,8 @@ static hl_stmt q_dep_span = HL_STMT("SELECT id, " HL_MS(
 
 /* The filtered lists pick the page's rows first (the instance's columns and
  * its task's name, in a subquery with the LIMIT) and compute the answer's
- * columns (seven epoch conversions, the exit code's subquery) for those rows
- * only: a filter PostgreSQL cannot walk an index for (the text search, a
- * state set) makes it sort every match before the LIMIT, and it computed
+ * columns (the exit code's subquery) for those rows only: a filter PostgreSQL cannot walk an index
+ * for (the text search, a state set) makes it sort every match before the LIMIT, and it computed
  * every match's columns before that sort (2,000 exit-code subqueries for a
  * page of 50 in a search matching every row). Outside, the subquery is "i"
  * and its task name "t.name", so HL_LIST_COLS reads it unchanged. */
@@ -161,33 +143,34 @@ static hl_stmt q_dep_span = HL_STMT("SELECT id, " HL_MS(
 
 /* Ascending: keyset on id ($1 = last id seen). */
 static hl_stmt q_list_instances =
-    HL_STMT(HL_LIST_PAGE_OF("i.id > $1::int8" HL_LIST_FILTERS HL_LIST_SEARCH(
+    HL_STMT_LIST(HL_LIST_PAGE_OF("i.id > $1::int8" HL_LIST_FILTERS HL_LIST_SEARCH(
         "$9") " ORDER BY i.id LIMIT $7::int") " ORDER BY i.id");
 
 /* Descending: newest schedule time first, then id; keyset on (schedule time
  * $9, id $1) of the last row seen ($1 = 0: first page). */
-static hl_stmt q_list_instances_desc = HL_STMT(
+static hl_stmt q_list_instances_desc = HL_STMT_LIST(
     HL_LIST_PAGE_OF("($1::int8 = 0 OR (i.schedule_time, i.id) < (to_timestamp($9::int8 / 1000.0), "
                     "$1::int8))" HL_LIST_FILTERS HL_LIST_SEARCH(
                         "$10") " ORDER BY i.schedule_time DESC, i.id DESC"
                                " LIMIT $7::int") " ORDER BY i.schedule_time DESC, i.id DESC");
 
 /* The same lists with no filter at all (the console's first page and the
- * pages after it): prepared, their generic plan walks the order's index.
+ * pages after it): prepared and run with their generic plan (HL_STMT_LIST),
+ * which walks the order's index.
  * With a filter the statements above run unprepared (hl_db_query_custom):
  * planned for the values given, PostgreSQL drops the filters left empty and
  * picks the index of those set, where one generic plan for every filter
  * read, joined and sorted every instance (14 ms for 2,000). */
-static hl_stmt q_list_instances_all = HL_STMT("SELECT " HL_LIST_COLS ", " HL_EXIT_COL
-                                              " FROM instances i JOIN tasks t ON t.id = i.task_id"
-                                              " WHERE i.id > $1::int8 ORDER BY i.id LIMIT $2::int");
+static hl_stmt q_list_instances_all = HL_STMT_LIST(
+    "SELECT " HL_LIST_COLS ", " HL_EXIT_COL " FROM instances i JOIN tasks t ON t.id = i.task_id"
+    " WHERE i.id > $1::int8 ORDER BY i.id LIMIT $2::int");
 /* Descending, unfiltered: the first page ($1 the limit), then the pages
  * after the row ($3 ms, $1 id), each a walk of instances_schedule_idx
  * backwards. */
-static hl_stmt q_list_instances_desc_first = HL_STMT(
+static hl_stmt q_list_instances_desc_first = HL_STMT_LIST(
     "SELECT " HL_LIST_COLS ", " HL_EXIT_COL " FROM instances i JOIN tasks t ON t.id = i.task_id"
     " ORDER BY i.schedule_time DESC, i.id DESC LIMIT $1::int");
-static hl_stmt q_list_instances_desc_after = HL_STMT(
+static hl_stmt q_list_instances_desc_after = HL_STMT_LIST(
     "SELECT " HL_LIST_COLS ", " HL_EXIT_COL " FROM instances i JOIN tasks t ON t.id = i.task_id"
     " WHERE (i.schedule_time, i.id) < (to_timestamp($3::int8 / 1000.0), $1::int8)"
     " ORDER BY i.schedule_time DESC, i.id DESC LIMIT $2::int");
@@ -197,10 +180,10 @@ static hl_stmt q_list_instances_desc_after = HL_STMT(
  * is unique within a task, so that order is the list's. $1 id and $3 ms of
  * the last row seen (the bound on schedule_time repeats the row comparison
  * in a form the index can start from), $2 the task, $4 the limit. */
-static hl_stmt q_list_task_desc_first = HL_STMT(
+static hl_stmt q_list_task_desc_first = HL_STMT_LIST(
     "SELECT " HL_LIST_COLS ", " HL_EXIT_COL " FROM instances i JOIN tasks t ON t.id = i.task_id"
     " WHERE i.task_id = $1::int8 ORDER BY i.schedule_time DESC LIMIT $2::int");
-static hl_stmt q_list_task_desc_after = HL_STMT(
+static hl_stmt q_list_task_desc_after = HL_STMT_LIST(
     "SELECT " HL_LIST_COLS ", " HL_EXIT_COL " FROM instances i JOIN tasks t ON t.id = i.task_id"
     " WHERE i.task_id = $2::int8 AND i.schedule_time <= to_timestamp($3::int8 / 1000.0)"
     " AND (i.schedule_time, i.id) < (to_timestamp($3::int8 / 1000.0), $1::int8)"
@@ -634,8 +617,12 @@ static orr_status hl__instances_response(hl_conn *c, orr_arena *a, PGresult *r, 
     o->n_instances = (size_t)shown;
     o->instances = hl_alloc_n(a, sizeof *o->instances, (size_t)shown);
     hl_pb_instance *ins = hl_alloc_n(a, sizeof *ins, (size_t)shown);
+    int bin = PQbinaryTuples(r); /* the lists' statements (HL_STMT_LIST) */
     for (int i = 0; i < shown; i++) {
-        hl_fill_instance(a, r, i, &ins[i]);
+        if (bin)
+            hl_fill_instance_bin(r, i, &ins[i]);
+        else
+            hl_fill_instance(a, r, i, &ins[i]);
         o->instances[i] = &ins[i];
         if (with_deps) {
             orr_status s = hl__fill_deps(c, a, &ins[i], err);

@@ -28,6 +28,10 @@ struct hl_conn {
     int64_t last_try_ms; /* last (re)connect attempt */
     char sqlstate[6];
     unsigned char prepared[HL_DB_MAX_STMTS];
+    /* The session's plan_cache_mode as set from here: 0 the configured one,
+     * 1 force_generic_plan (while HL_STMT_GENERIC statements run), -1 not
+     * known (a rollback may have undone a SET). */
+    signed char generic;
     hl_conn *next_free;
 };
 
@@ -61,6 +65,7 @@ static void hl__close(hl_conn *c)
     c->pg = NULL;
     c->broken = 1;
     memset(c->prepared, 0, sizeof c->prepared);
+    c->generic = 0;
 }
 
 /* Open c's connection. ORR_EUNAVAIL with libpq's message on failure. */
@@ -275,11 +280,28 @@ orr_status hl_db_query_once(hl_db *db, orr_arena *a, hl_stmt *st, int n, const c
     return s;
 }
 
+/* Bring the session's plan_cache_mode to what the next statement wants
+ * (generic: force_generic_plan; else the configured mode). A SET costs a
+ * round trip, paid only when the mode changes between two statements. */
+static orr_status hl__plan_mode(hl_conn *c, int generic, orr_err *err)
+{
+    if (c->generic == generic)
+        return ORR_OK;
+    orr_status s = hl_db_cmd(
+        c, generic ? "SET plan_cache_mode = force_generic_plan" : "RESET plan_cache_mode", err);
+    if (s == ORR_OK)
+        c->generic = (signed char)generic;
+    return s;
+}
+
 orr_status hl_db_query(hl_conn *c, orr_arena *a, hl_stmt *st, int n, const char *const *params,
                        PGresult **res, orr_err *err)
 {
     if (c->broken || !c->pg)
         return orr_err_set(err, ORR_EUNAVAIL, NULL, "PostgreSQL unavailable");
+    orr_status ms = hl__plan_mode(c, st->generic, err);
+    if (ms != ORR_OK)
+        return ms;
     int id = atomic_load(&st->id);
     if (id == 0) {
         int mine = atomic_fetch_add(&hl__next_stmt_id, 1) + 1;
@@ -301,7 +323,8 @@ orr_status hl_db_query(hl_conn *c, orr_arena *a, hl_stmt *st, int n, const char 
         PQclear(p);
         c->prepared[id] = 1;
     }
-    return hl__result(c, a, PQexecPrepared(c->pg, name, n, params, NULL, NULL, 0), res, err);
+    return hl__result(c, a, PQexecPrepared(c->pg, name, n, params, NULL, NULL, st->binary), res,
+                      err);
 }
 
 orr_status hl_db_query_custom(hl_conn *c, orr_arena *a, const hl_stmt *st, int n,
@@ -309,7 +332,12 @@ orr_status hl_db_query_custom(hl_conn *c, orr_arena *a, const hl_stmt *st, int n
 {
     if (c->broken || !c->pg)
         return orr_err_set(err, ORR_EUNAVAIL, NULL, "PostgreSQL unavailable");
-    return hl__result(c, a, PQexecParams(c->pg, st->sql, n, NULL, params, NULL, NULL, 0), res, err);
+    /* force_generic_plan would apply to this unnamed statement too. */
+    orr_status ms = hl__plan_mode(c, 0, err);
+    if (ms != ORR_OK)
+        return ms;
+    return hl__result(c, a, PQexecParams(c->pg, st->sql, n, NULL, params, NULL, NULL, st->binary),
+                      res, err);
 }
 
 orr_status hl_db_cmd(hl_conn *c, const char *sql, orr_err *err)
@@ -337,8 +365,10 @@ orr_status hl_db_commit(hl_conn *c, orr_err *err)
 void hl_db_rollback(hl_conn *c)
 {
     orr_err e;
-    if (c->pg && !c->broken && PQtransactionStatus(c->pg) != PQTRANS_IDLE)
+    if (c->pg && !c->broken && PQtransactionStatus(c->pg) != PQTRANS_IDLE) {
         (void)hl_db_cmd(c, "ROLLBACK", &e);
+        c->generic = -1; /* a SET in the transaction is undone */
+    }
 }
 
 const char *hl_db_sqlstate(const hl_conn *c)
@@ -378,4 +408,56 @@ int hl_val_bool(const PGresult *r, int row, int col)
 int hl_val_null(const PGresult *r, int row, int col)
 {
     return PQgetisnull(r, row, col);
+}
+
+/* A binary value's bytes, big-endian, as an unsigned integer of len bytes. */
+static uint64_t hl__be(const unsigned char *p, int len)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < len; i++)
+        v = v << 8 | p[i];
+    return v;
+}
+
+long long hl_bin_i64(const PGresult *r, int row, int col)
+{
+    if (PQgetisnull(r, row, col))
+        return 0;
+    const unsigned char *p = (const unsigned char *)PQgetvalue(r, row, col);
+    switch (PQgetlength(r, row, col)) {
+    case 2:
+        return (int16_t)hl__be(p, 2);
+    case 4:
+        return (int32_t)hl__be(p, 4);
+    case 8:
+        return (long long)hl__be(p, 8);
+    default:
+        return 0;
+    }
+}
+
+int hl_bin_bool(const PGresult *r, int row, int col)
+{
+    return !PQgetisnull(r, row, col) && PQgetlength(r, row, col) == 1 &&
+           PQgetvalue(r, row, col)[0] != 0;
+}
+
+/* Seconds from 1970-01-01 to 2000-01-01, PostgreSQL's epoch. */
+#define HL_PG_EPOCH_US (946684800LL * 1000000)
+
+long long hl_pg_us_to_ms(int64_t pg_us)
+{
+    /* PostgreSQL's timestamps end before 294277 AD, so this cannot overflow;
+     * its infinities (INT64_MIN, INT64_MAX) are kept apart from that. */
+    if (pg_us == INT64_MAX || pg_us == INT64_MIN)
+        return pg_us == INT64_MAX ? INT64_MAX : INT64_MIN;
+    int64_t us = pg_us + HL_PG_EPOCH_US;
+    return us >= 0 ? (us + 500) / 1000 : -((-us + 500) / 1000);
+}
+
+long long hl_bin_ms(const PGresult *r, int row, int col)
+{
+    if (PQgetisnull(r, row, col) || PQgetlength(r, row, col) != 8)
+        return 0;
+    return hl_pg_us_to_ms((int64_t)hl__be((const unsigned char *)PQgetvalue(r, row, col), 8));
 }

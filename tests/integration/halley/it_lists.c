@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hl_db.h"
 #include "hlt.h"
 
 #define HOUR_MS 3600000LL
@@ -582,6 +583,65 @@ static void test_list_times(hlt_db *db)
     HLT_CHECK(check_list_times("team ops descending", 0, "ops", 1) == 5, "team ops desc: five");
 }
 
+/* ------------------------------------------- the lists' plan mode (hl_db) */
+
+/* HL_STMT_LIST statements run under force_generic_plan and every other one
+ * under the configured mode, however they alternate on one connection,
+ * including after a rollback undid the SET made inside a transaction. */
+static hl_stmt q_mode_list = HL_STMT_LIST("SELECT current_setting('plan_cache_mode'), $1::int8");
+static hl_stmt q_mode_plain = HL_STMT("SELECT current_setting('plan_cache_mode'), $1::int8");
+
+static void mode_is(hl_conn *c, orr_arena *a, hl_stmt *st, int custom, const char *want,
+                    const char *step)
+{
+    orr_err e;
+    orr_err_clear(&e);
+    PGresult *r = NULL;
+    const char *p[1] = {"7"};
+    orr_status s =
+        custom ? hl_db_query_custom(c, a, st, 1, p, &r, &e) : hl_db_query(c, a, st, 1, p, &r, &e);
+    HLT_CHECK(s == ORR_OK && PQntuples(r) == 1, "%s: %s", step, e.msg);
+    if (s != ORR_OK)
+        return;
+    HLT_CHECK(strcmp(hl_val(r, 0, 0), want) == 0, "%s: plan_cache_mode %s, want %s", step,
+              hl_val(r, 0, 0), want);
+    /* The list's results are binary, the others text. */
+    HLT_CHECK(st->binary ? hl_bin_i64(r, 0, 1) == 7 : hl_val_i64(r, 0, 1) == 7, "%s: $1", step);
+}
+
+static void test_plan_mode(const hlt_db *db)
+{
+    hl_db_opts o = {.dsn = db->dsn, .size = 1};
+    hl_db *pool = NULL;
+    orr_err e;
+    orr_err_clear(&e);
+    HLT_CHECK(hl_db_create(&o, &pool, &e) == ORR_OK, "pool: %s", e.msg);
+    hl_conn *c = NULL;
+    if (!pool || hl_db_get(pool, &c, &e) != ORR_OK) {
+        HLT_CHECK(0, "connection: %s", e.msg);
+        hl_db_destroy(pool);
+        return;
+    }
+    orr_arena *a = orr_arena_create(0);
+    mode_is(c, a, &q_mode_plain, 0, "auto", "plain first");
+    mode_is(c, a, &q_mode_list, 0, "force_generic_plan", "list");
+    mode_is(c, a, &q_mode_list, 0, "force_generic_plan", "list again");
+    mode_is(c, a, &q_mode_list, 1, "auto", "list's text unprepared (planned anew)");
+    mode_is(c, a, &q_mode_list, 0, "force_generic_plan", "list after unprepared");
+    mode_is(c, a, &q_mode_plain, 0, "auto", "plain after list");
+    HLT_CHECK(hl_db_begin(c, &e) == ORR_OK, "begin: %s", e.msg);
+    mode_is(c, a, &q_mode_list, 0, "force_generic_plan", "list in a transaction");
+    hl_db_rollback(c); /* undoes the SET */
+    mode_is(c, a, &q_mode_list, 0, "force_generic_plan", "list after rollback");
+    HLT_CHECK(hl_db_begin(c, &e) == ORR_OK, "begin: %s", e.msg);
+    mode_is(c, a, &q_mode_plain, 0, "auto", "plain in a transaction");
+    hl_db_rollback(c);
+    mode_is(c, a, &q_mode_plain, 0, "auto", "plain after rollback");
+    orr_arena_destroy(a);
+    hl_db_put(pool, c);
+    hl_db_destroy(pool);
+}
+
 int main(void)
 {
     hlt_db db;
@@ -599,6 +659,7 @@ int main(void)
     test_last_run();
     test_stats(&db);
     test_list_times(&db);
+    test_plan_mode(&db);
     orr_rpc_client_destroy(cl);
     HLT_CHECK(hlt_stop(&s) == 0, "halleyd exits 0 on SIGTERM");
     hlt_db_drop(&db);
