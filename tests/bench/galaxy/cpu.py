@@ -120,7 +120,8 @@ def pgbench_floor(p, pg_port, poke, seconds, clients=8):
     galaxyd for the default page. The uncached
     list cannot be served faster than PostgreSQL serves this. Returns
     (tps, PostgreSQL us/query, pgbench us/query). It runs with the generic plan, as halleyd
-    does, and text results where halleyd asks for binary ones."""
+    does (GX_BENCH_FLOOR_PLAN=auto: PostgreSQL's default choice), and text results where
+    halleyd asks for binary ones."""
     head, tail = "SELECT i.id, i.task_id, t.name", "WHERE i.id > $1::int8 ORDER BY i.id LIMIT $2::int"
     # The statement is one string in halleyd's binary (pg_stat_activity cuts
     # one longer than track_activity_query_size, 1 KB, short).
@@ -147,7 +148,9 @@ def pgbench_floor(p, pg_port, poke, seconds, clients=8):
         c0 = pg_cpu_s(pg_port)
         # halleyd runs the statement with its generic plan (HL_STMT_LIST); its
         # binary results are the one difference pgbench cannot copy.
-        env = dict(os.environ, PGOPTIONS="-c plan_cache_mode=force_generic_plan")
+        # GX_BENCH_FLOOR_PLAN=auto shows what planning at each call costs.
+        mode = os.environ.get("GX_BENCH_FLOOR_PLAN", "force_generic_plan")
+        env = dict(os.environ, PGOPTIONS=f"-c plan_cache_mode={mode}")
         pb = subprocess.Popen(["pgbench", "-n", "-M", "prepared", "-c", str(clients), "-j", "2",
                                "-T", str(seconds), "-f", script.name, p.dsn],
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
