@@ -198,57 +198,53 @@ int hl_pb_state(const char *name)
     return (int)hl_state_parse(name);
 }
 
+/* How a row's columns are read: text (HL_INSTANCE_COLS, the epochs made in
+ * SQL) or binary (HL_INSTANCE_RAW_COLS, the timestamps as stored). */
+typedef struct hl_row_reader {
+    long long (*i64)(const PGresult *r, int row, int col);
+    long long (*ms)(const PGresult *r, int row, int col);
+    int (*boolean)(const PGresult *r, int row, int col);
+} hl_row_reader;
+
+static const hl_row_reader hl_text_reader = {hl_val_i64, hl_val_i64, hl_val_bool};
+static const hl_row_reader hl_bin_reader = {hl_bin_i64, hl_bin_ms, hl_bin_bool};
+
+static void hl__fill_instance(const hl_row_reader *rd, const PGresult *r, int row,
+                              hl_pb_instance *o)
+{
+    orrery__halley__v1__instance__init(o);
+    o->id = rd->i64(r, row, 0);
+    o->task_id = rd->i64(r, row, 1);
+    o->task_name = (char *)hl_val(r, row, 2);
+    o->task_version = (int32_t)rd->i64(r, row, 3);
+    o->schedule_time_ms = rd->ms(r, row, 4);
+    o->state = hl_pb_state(hl_val(r, row, 5));
+    o->attempt = (int32_t)rd->i64(r, row, 6);
+    o->executor = (char *)hl_val(r, row, 7);
+    o->priority = (int32_t)rd->i64(r, row, 8);
+    o->created_at_ms = rd->ms(r, row, 9);
+    o->updated_at_ms = rd->ms(r, row, 10);
+    o->started_at_ms = rd->ms(r, row, 11);
+    o->finished_at_ms = rd->ms(r, row, 12);
+    o->reason = (char *)hl_val(r, row, 13);
+    o->run_now = rd->boolean(r, row, 14);
+    o->ignore_upstreams = rd->boolean(r, row, 15);
+    o->backfill_id = rd->i64(r, row, 16);
+    o->backfill_cycle_ms = rd->ms(r, row, 17);
+    o->backfill_cycles = (int32_t)rd->i64(r, row, 18);
+    o->has_exit_code = !hl_val_null(r, row, HL_INSTANCE_NCOLS);
+    o->exit_code = (int32_t)rd->i64(r, row, HL_INSTANCE_NCOLS);
+}
+
 void hl_fill_instance(orr_arena *a, const PGresult *r, int row, hl_pb_instance *o)
 {
     (void)a;
-    orrery__halley__v1__instance__init(o);
-    o->id = hl_val_i64(r, row, 0);
-    o->task_id = hl_val_i64(r, row, 1);
-    o->task_name = (char *)hl_val(r, row, 2);
-    o->task_version = (int32_t)hl_val_i64(r, row, 3);
-    o->schedule_time_ms = hl_val_i64(r, row, 4);
-    o->state = hl_pb_state(hl_val(r, row, 5));
-    o->attempt = (int32_t)hl_val_i64(r, row, 6);
-    o->executor = (char *)hl_val(r, row, 7);
-    o->priority = (int32_t)hl_val_i64(r, row, 8);
-    o->created_at_ms = hl_val_i64(r, row, 9);
-    o->updated_at_ms = hl_val_i64(r, row, 10);
-    o->started_at_ms = hl_val_i64(r, row, 11);
-    o->finished_at_ms = hl_val_i64(r, row, 12);
-    o->reason = (char *)hl_val(r, row, 13);
-    o->run_now = hl_val_bool(r, row, 14);
-    o->ignore_upstreams = hl_val_bool(r, row, 15);
-    o->backfill_id = hl_val_i64(r, row, 16);
-    o->backfill_cycle_ms = hl_val_i64(r, row, 17);
-    o->backfill_cycles = (int32_t)hl_val_i64(r, row, 18);
-    o->has_exit_code = !hl_val_null(r, row, HL_INSTANCE_NCOLS);
-    o->exit_code = (int32_t)hl_val_i64(r, row, HL_INSTANCE_NCOLS);
+    hl__fill_instance(&hl_text_reader, r, row, o);
 }
 
 void hl_fill_instance_bin(const PGresult *r, int row, hl_pb_instance *o)
 {
-    orrery__halley__v1__instance__init(o);
-    o->id = hl_bin_i64(r, row, 0);
-    o->task_id = hl_bin_i64(r, row, 1);
-    o->task_name = (char *)hl_val(r, row, 2);
-    o->task_version = (int32_t)hl_bin_i64(r, row, 3);
-    o->schedule_time_ms = hl_bin_ms(r, row, 4);
-    o->state = hl_pb_state(hl_val(r, row, 5));
-    o->attempt = (int32_t)hl_bin_i64(r, row, 6);
-    o->executor = (char *)hl_val(r, row, 7);
-    o->priority = (int32_t)hl_bin_i64(r, row, 8);
-    o->created_at_ms = hl_bin_ms(r, row, 9);
-    o->updated_at_ms = hl_bin_ms(r, row, 10);
-    o->started_at_ms = hl_bin_ms(r, row, 11);
-    o->finished_at_ms = hl_bin_ms(r, row, 12);
-    o->reason = (char *)hl_val(r, row, 13);
-    o->run_now = hl_bin_bool(r, row, 14);
-    o->ignore_upstreams = hl_bin_bool(r, row, 15);
-    o->backfill_id = hl_bin_i64(r, row, 16);
-    o->backfill_cycle_ms = hl_bin_ms(r, row, 17);
-    o->backfill_cycles = (int32_t)hl_bin_i64(r, row, 18);
-    o->has_exit_code = !hl_val_null(r, row, HL_INSTANCE_NCOLS);
-    o->exit_code = (int32_t)hl_bin_i64(r, row, HL_INSTANCE_NCOLS);
+    hl__fill_instance(&hl_bin_reader, r, row, o);
 }
 
 static hl_stmt q_emit =
