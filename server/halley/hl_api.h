@@ -343,7 +343,7 @@ int hl_pb_state(const char *name);
  * columns are HL_INSTANCE_COLS followed by the current attempt's exit code
  * (NULL = none, HL_EXIT_COL for a read). Strings point into the result. */
 void hl_fill_instance(orr_arena *a, const PGresult *r, int row, hl_pb_instance *out);
-/* The same from a binary result (HL_STMT_BIN) whose columns are
+/* The same from a binary result (HL_STMT_LIST) whose columns are
  * HL_INSTANCE_RAW_COLS and the exit code: the lists' form. */
 void hl_fill_instance_bin(const PGresult *r, int row, hl_pb_instance *out);
 /* Exit code of the current attempt of instance alias i (column HL_INSTANCE_NCOLS of a

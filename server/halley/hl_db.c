@@ -29,9 +29,11 @@ struct hl_conn {
     char sqlstate[6];
     unsigned char prepared[HL_DB_MAX_STMTS];
     /* The session's plan_cache_mode as set from here: 0 the configured one,
-     * 1 force_generic_plan (while HL_STMT_GENERIC statements run), -1 not
-     * known (a rollback may have undone a SET). */
+     * 1 force_generic_plan (while HL_STMT_LIST statements run), -1 not
+     * known (the transaction a SET was made in has ended: a rollback, or a
+     * COMMIT that rolled back, undoes it). */
     signed char generic;
+    unsigned char mode_in_tx; /* a SET of the mode was made in the open transaction */
     hl_conn *next_free;
 };
 
@@ -66,6 +68,7 @@ static void hl__close(hl_conn *c)
     c->broken = 1;
     memset(c->prepared, 0, sizeof c->prepared);
     c->generic = 0;
+    c->mode_in_tx = 0;
 }
 
 /* Open c's connection. ORR_EUNAVAIL with libpq's message on failure. */
@@ -289,8 +292,11 @@ static orr_status hl__plan_mode(hl_conn *c, int generic, orr_err *err)
         return ORR_OK;
     orr_status s = hl_db_cmd(
         c, generic ? "SET plan_cache_mode = force_generic_plan" : "RESET plan_cache_mode", err);
-    if (s == ORR_OK)
+    if (s == ORR_OK) {
         c->generic = (signed char)generic;
+        if (PQtransactionStatus(c->pg) != PQTRANS_IDLE)
+            c->mode_in_tx = 1;
+    }
     return s;
 }
 
@@ -357,9 +363,21 @@ orr_status hl_db_begin(hl_conn *c, orr_err *err)
     return hl_db_cmd(c, "BEGIN", err);
 }
 
+/* The transaction ends: a SET of the mode made in it may be undone (a
+ * COMMIT of a failed transaction rolls back too), so the next statement
+ * sets the mode again. */
+static void hl__tx_ended(hl_conn *c)
+{
+    if (c->mode_in_tx)
+        c->generic = -1;
+    c->mode_in_tx = 0;
+}
+
 orr_status hl_db_commit(hl_conn *c, orr_err *err)
 {
-    return hl_db_cmd(c, "COMMIT", err);
+    orr_status s = hl_db_cmd(c, "COMMIT", err);
+    hl__tx_ended(c);
+    return s;
 }
 
 void hl_db_rollback(hl_conn *c)
@@ -367,7 +385,7 @@ void hl_db_rollback(hl_conn *c)
     orr_err e;
     if (c->pg && !c->broken && PQtransactionStatus(c->pg) != PQTRANS_IDLE) {
         (void)hl_db_cmd(c, "ROLLBACK", &e);
-        c->generic = -1; /* a SET in the transaction is undone */
+        hl__tx_ended(c);
     }
 }
 
@@ -447,10 +465,13 @@ int hl_bin_bool(const PGresult *r, int row, int col)
 
 long long hl_pg_us_to_ms(int64_t pg_us)
 {
-    /* PostgreSQL's timestamps end before 294277 AD, so this cannot overflow;
-     * its infinities (INT64_MIN, INT64_MAX) are kept apart from that. */
+    /* Its infinities (INT64_MIN, INT64_MAX) stay the extremes. After 2000
+     * the offset is added in milliseconds (it is whole ones), so even the
+     * last years of PostgreSQL's range (to 294276 AD) cannot overflow. */
     if (pg_us == INT64_MAX || pg_us == INT64_MIN)
-        return pg_us == INT64_MAX ? INT64_MAX : INT64_MIN;
+        return pg_us;
+    if (pg_us >= 0)
+        return HL_PG_EPOCH_US / 1000 + pg_us / 1000 + (pg_us % 1000 + 500) / 1000;
     int64_t us = pg_us + HL_PG_EPOCH_US;
     return us >= 0 ? (us + 500) / 1000 : -((-us + 500) / 1000);
 }

@@ -33,7 +33,7 @@ typedef struct hl_stmt {
     const char *sql;
     _Atomic int id; /* slot in each connection's prepared set; 0 = not assigned */
     int binary;     /* results in PostgreSQL's binary format: read with hl_bin_* */
-    int generic;    /* always run its generic plan (see HL_STMT_LIST) */
+    int generic;    /* prepared, run its generic plan (see HL_STMT_LIST) */
 } hl_stmt;
 #define HL_STMT(sql_text)                                                                          \
     {                                                                                              \
@@ -121,15 +121,16 @@ long long hl_val_i64(const PGresult *r, int row, int col);
 int hl_val_bool(const PGresult *r, int row, int col);
 int hl_val_null(const PGresult *r, int row, int col);
 
-/* The same over a binary result (HL_STMT_BIN): an int2, int4 or int8 (0 for
+/* The same over a binary result (HL_STMT_LIST): an int2, int4 or int8 (0 for
  * NULL), a bool, and a timestamptz as epoch milliseconds rounded half away
  * from zero, which is (extract(epoch from x) * 1000)::int8 (0 for NULL).
  * Text columns read with hl_val as before: their binary form is the text. */
 long long hl_bin_i64(const PGresult *r, int row, int col);
 int hl_bin_bool(const PGresult *r, int row, int col);
 long long hl_bin_ms(const PGresult *r, int row, int col);
-/* The microseconds since 1970 of PostgreSQL's binary timestamp (microseconds
- * since 2000-01-01 UTC) in milliseconds, rounded as hl_bin_ms rounds. */
+/* PostgreSQL's binary timestamp (microseconds since 2000-01-01 UTC) as
+ * milliseconds since 1970, rounded as hl_bin_ms rounds; its infinities
+ * stay INT64_MAX and INT64_MIN. */
 long long hl_pg_us_to_ms(int64_t pg_us);
 
 #endif

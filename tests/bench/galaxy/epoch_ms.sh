@@ -2,8 +2,8 @@
 # epoch_ms.sh - what the list's epoch milliseconds cost PostgreSQL alone: a
 # page of 51 rows with seven timestamps each (as ListInstances answers),
 # read as (extract(epoch) * 1000)::int8 ("numeric", HL_MS), as the lists
-# now make them ("list", HL_LIST_MS in server/halley/hl_api_instances.c), and
-# as plain int8 columns ("none": the irreducible rest). One pgbench client,
+# made them before they read timestamps in binary ("list", date_part in a
+# CASE), and as plain int8 columns ("none": the irreducible rest). One pgbench client,
 # -M prepared, COUNT queries each, ROUNDS times alternating; the figure is
 # the server's CPU per query (utime + stime of the postmaster and its
 # children from /proc), which holds whatever else the machine runs but not

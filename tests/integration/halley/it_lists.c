@@ -474,10 +474,11 @@ static void test_stats(hlt_db *db)
 
 /* ------------------------------------------------------- times in lists */
 
-/* The lists make their epoch milliseconds without numeric arithmetic
- * (HL_LIST_MS): on the edges of that (a half millisecond either way, the
- * ends of its 1970-2038 range, before 1970, after 2038, NULL) every list
- * statement must answer what (extract(epoch) * 1000)::int8 makes. */
+/* The lists read their timestamps in binary and make the epoch milliseconds
+ * in halleyd (hl_bin_ms): on the edges (a half millisecond either way, the
+ * ends of the 1970-2038 range an earlier SQL form had, before 1970, after
+ * 2038, NULL) every list statement must answer what
+ * (extract(epoch) * 1000)::int8 makes. */
 static const char *const edge_times[8] = {
     "1970-01-01 00:00:00.0005+00", "2023-11-14 22:13:20.0005+00",   "2023-11-14 22:13:20.000499+00",
     "2038-01-18 23:59:59.9995+00", "2038-01-19 00:00:00.0005+00",   "1969-12-31 23:59:59.9985+00",
@@ -587,7 +588,8 @@ static void test_list_times(hlt_db *db)
 
 /* HL_STMT_LIST statements run under force_generic_plan and every other one
  * under the configured mode, however they alternate on one connection,
- * including after a rollback undid the SET made inside a transaction. */
+ * including after a rollback, or a COMMIT of a failed transaction, undid
+ * the SET made inside it. */
 static hl_stmt q_mode_list = HL_STMT_LIST("SELECT current_setting('plan_cache_mode'), $1::int8");
 static hl_stmt q_mode_plain = HL_STMT("SELECT current_setting('plan_cache_mode'), $1::int8");
 
@@ -637,6 +639,13 @@ static void test_plan_mode(const hlt_db *db)
     mode_is(c, a, &q_mode_plain, 0, "auto", "plain in a transaction");
     hl_db_rollback(c);
     mode_is(c, a, &q_mode_plain, 0, "auto", "plain after rollback");
+    /* A COMMIT of a failed transaction rolls back too: the SET made in it
+     * is undone as well. */
+    HLT_CHECK(hl_db_begin(c, &e) == ORR_OK, "begin: %s", e.msg);
+    mode_is(c, a, &q_mode_list, 0, "force_generic_plan", "list in a transaction that fails");
+    HLT_CHECK(hl_db_cmd(c, "SELECT 1 / 0", &e) != ORR_OK, "the failing statement fails");
+    (void)hl_db_commit(c, &e);
+    mode_is(c, a, &q_mode_list, 0, "force_generic_plan", "list after the failed commit");
     orr_arena_destroy(a);
     hl_db_put(pool, c);
     hl_db_destroy(pool);

@@ -2,7 +2,8 @@
  * test_hl_core.c - unit tests of halleyd's pure parts: the state machine
  * table, migration names, notification payloads, the task cache, secrets,
  * task spec validation against the embedded schema, and paging (sizes,
- * the deprecated limit, page tokens), lineage edges derived from specs.
+ * the deprecated limit, page tokens), lineage edges derived from specs,
+ * and binary timestamps made epoch milliseconds.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -14,6 +15,7 @@
 #include <cmocka.h>
 
 #include "hl_cache.h"
+#include "hl_db.h"
 #include "hl_embed.h"
 #include "hl_events.h"
 #include "hl_lineage.h"
@@ -465,6 +467,54 @@ static void test_lineage_derive(void **state)
     orr_arena_destroy(a);
 }
 
+/* hl_pg_us_to_ms against the exact value of (extract(epoch) * 1000)::int8:
+ * the microseconds since 1970 divided by 1000, rounded half away from zero,
+ * computed here in 128 bits. */
+static long long ms_exact(int64_t pg_us)
+{
+    __int128 us = (__int128)pg_us + (__int128)946684800LL * 1000000;
+    __int128 ms = us >= 0 ? (us + 500) / 1000 : -((-us + 500) / 1000);
+    return (long long)ms;
+}
+
+static void test_pg_us_to_ms(void **state)
+{
+    (void)state;
+    const int64_t epoch = -946684800LL * 1000000; /* 1970-01-01 in PostgreSQL's clock */
+    const int64_t cases[] = {
+        0,
+        499,
+        500,
+        501,
+        999,
+        1000,
+        -1,
+        -499,
+        -500,
+        -501,
+        epoch,
+        epoch + 499,
+        epoch + 500,
+        epoch - 499,
+        epoch - 500,
+        epoch - 1500,
+        epoch - 1499,
+        -211813488000000000LL, /* 4714-11-24 BC, PostgreSQL's first day */
+        9223371331199999999LL, /* the last microsecond of 294276 AD */
+        9222425352054775807LL, /* where adding 30 years of microseconds would overflow */
+        9222425352054775808LL,
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        if (hl_pg_us_to_ms(cases[i]) != ms_exact(cases[i]))
+            fail_msg("case %zu (%lld us): %lld, want %lld", i, (long long)cases[i],
+                     hl_pg_us_to_ms(cases[i]), ms_exact(cases[i]));
+    }
+    assert_int_equal(hl_pg_us_to_ms(epoch - 1500), -2); /* -1.5 ms: away from zero */
+    assert_int_equal(hl_pg_us_to_ms(epoch + 1500), 2);
+    assert_true(hl_pg_us_to_ms(INT64_MAX) == INT64_MAX); /* 'infinity' */
+    assert_true(hl_pg_us_to_ms(INT64_MIN) == INT64_MIN);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -476,6 +526,7 @@ int main(void)
         cmocka_unit_test(test_secrets),
         cmocka_unit_test(test_page),
         cmocka_unit_test(test_lineage_derive),
+        cmocka_unit_test(test_pg_us_to_ms),
         cmocka_unit_test_setup_teardown(test_spec, setup_schema, teardown_schema),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
