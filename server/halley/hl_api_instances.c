@@ -131,9 +131,10 @@ static hl_stmt q_dep_span = HL_STMT("SELECT id, " HL_MS(
 
 /* The filtered lists pick the page's rows first (the instance's columns and
  * its task's name, in a subquery with the LIMIT) and compute the answer's
- * columns (the exit code's subquery) for those rows only: a filter PostgreSQL cannot walk an index
- * for (the text search, a state set) makes it sort every match before the LIMIT, and it computed
- * every match's columns before that sort (2,000 exit-code subqueries for a
+ * columns (the exit code's subquery) for those rows only: a filter
+ * PostgreSQL cannot walk an index for (the text search, a state set) makes
+ * it sort every match before the LIMIT, and it computed every match's
+ * columns before that sort (2,000 exit-code subqueries for a
  * page of 50 in a search matching every row). Outside, the subquery is "i"
  * and its task name "t.name", so HL_LIST_COLS reads it unchanged. */
 #define HL_LIST_PAGE_OF(inner)                                                                     \
