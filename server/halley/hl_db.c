@@ -300,12 +300,18 @@ static orr_status hl__plan_mode(hl_conn *c, int generic, orr_err *err)
     return s;
 }
 
-orr_status hl_db_query(hl_conn *c, orr_arena *a, hl_stmt *st, int n, const char *const *params,
-                       PGresult **res, orr_err *err)
+/* Before a statement: a live connection, in the plan mode it wants. */
+static orr_status hl__ready(hl_conn *c, int generic, orr_err *err)
 {
     if (c->broken || !c->pg)
         return orr_err_set(err, ORR_EUNAVAIL, NULL, "PostgreSQL unavailable");
-    orr_status ms = hl__plan_mode(c, st->generic, err);
+    return hl__plan_mode(c, generic, err);
+}
+
+orr_status hl_db_query(hl_conn *c, orr_arena *a, hl_stmt *st, int n, const char *const *params,
+                       PGresult **res, orr_err *err)
+{
+    orr_status ms = hl__ready(c, st->generic, err);
     if (ms != ORR_OK)
         return ms;
     int id = atomic_load(&st->id);
@@ -336,10 +342,8 @@ orr_status hl_db_query(hl_conn *c, orr_arena *a, hl_stmt *st, int n, const char 
 orr_status hl_db_query_custom(hl_conn *c, orr_arena *a, const hl_stmt *st, int n,
                               const char *const *params, PGresult **res, orr_err *err)
 {
-    if (c->broken || !c->pg)
-        return orr_err_set(err, ORR_EUNAVAIL, NULL, "PostgreSQL unavailable");
     /* force_generic_plan would apply to this unnamed statement too. */
-    orr_status ms = hl__plan_mode(c, 0, err);
+    orr_status ms = hl__ready(c, 0, err);
     if (ms != ORR_OK)
         return ms;
     return hl__result(c, a, PQexecParams(c->pg, st->sql, n, NULL, params, NULL, NULL, st->binary),
