@@ -621,6 +621,21 @@ static orr_status spec__sinks(sort_spec *s, const json_t *doc, const char *root,
     return ORR_OK;
 }
 
+/* The fields a record's parse must store: up to the last one the route or
+ * a sink reads (sort_record_route, sort_sink_pg.c). */
+static void spec__parse_upto(sort_spec *s)
+{
+    size_t upto = 0;
+    if (s->iface_field >= 0)
+        upto = (size_t)s->iface_field + 1;
+    if (s->time_field >= 0 && (size_t)s->time_field + 1 > upto)
+        upto = (size_t)s->time_field + 1;
+    for (size_t i = 0; s->sinks.pg && i < s->sinks.ncolumns; i++)
+        if ((size_t)s->sinks.col_field[i] + 1 > upto)
+            upto = (size_t)s->sinks.col_field[i] + 1;
+    s->format.parse_upto = upto;
+}
+
 static orr_status spec__parse(sort_spec *s, const json_t *doc, const char *root, orr_err *err)
 {
     static const char *const keys[] = {
@@ -651,6 +666,7 @@ static orr_status spec__parse(sort_spec *s, const json_t *doc, const char *root,
     SPEC_TRY(spec__check(s, doc, root, err));
     SPEC_TRY(spec__sinks(s, doc, root, err));
     SPEC_TRY(spec__kafka_group(s, root, err));
+    spec__parse_upto(s);
     return ORR_OK;
 }
 

@@ -83,7 +83,11 @@ typedef struct sort_spec {
         char pair_sep, kv_sep;
         size_t nfields;
         sort_field_spec *fields; /* positional (delimited, binary) or wanted names */
-        int64_t max_record;      /* bytes; longer records are rejected */
+        /* Delimited: the leading fields anything reads (the route's, the
+         * PostgreSQL sink's columns); a parse stores these and only counts
+         * the others. Set by sort_spec_parse; 0 means every field. */
+        size_t parse_upto;
+        int64_t max_record; /* bytes; longer records are rejected */
     } format;
 
     int iface_field; /* index in format.fields, or -1 with iface_const */

@@ -48,6 +48,54 @@ static void test_time_formats(void **state)
             ORR_EINVAL);
 }
 
+static int64_t floor_div(int64_t a, int64_t b)
+{
+    return a / b - (a % b != 0 && (a < 0) != (b < 0));
+}
+
+/* Epoch texts of every length against strtoll (the parse takes eight digits
+ * at a time), a non-digit at every place refused; fixed-offset buckets (one
+ * division in milliseconds) against the floor of the seconds. */
+static void test_epoch_digits_and_fixed_buckets(void **state)
+{
+    (void)state;
+    const int64_t lim_ms = 253402300799999LL; /* 9999-12-31 23:59:59.999 */
+    static const char notdig[] = {'/', ':', ' ', 'a', '\x80', '\x06', '\x3a', '\x2f', '\xb0'};
+    static const sort_bucket_kind kinds[] = {SORT_BUCKET_15M, SORT_BUCKET_HOUR, SORT_BUCKET_DAY};
+    static const int64_t sizes[] = {900, 3600, 86400};
+    uint64_t seed = 88172645463325252ULL;
+    for (int round = 0; round < 20000; round++) {
+        seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
+        int neg = round % 5 == 0;
+        size_t len = 1 + seed % 16;
+        char text[24];
+        text[0] = '-';
+        for (size_t i = 0; i < len; i++)
+            text[(size_t)neg + i] = (char)('0' + ((seed * (i + 1) * 2654435761ULL) >> 40) % 10);
+        text[(size_t)neg + len] = 0;
+        long long want = strtoll(text, NULL, 10);
+        int64_t ms = 0;
+        orr_status rc =
+            sort_time_parse_text(text, strlen(text), SORT_TF_EPOCH_MS, sort_tz_fixed(0), &ms);
+        if (want > lim_ms || want < -lim_ms) {
+            assert_int_equal(rc, ORR_EINVAL);
+        } else {
+            assert_int_equal(rc, ORR_OK);
+            assert_int_equal(ms, want);
+        }
+        text[(size_t)neg + (seed >> 33) % len] = notdig[round % (int)sizeof notdig];
+        assert_int_equal(
+            sort_time_parse_text(text, strlen(text), SORT_TF_EPOCH_MS, sort_tz_fixed(0), &ms),
+            ORR_EINVAL);
+
+        int32_t off = (int32_t)((int64_t)((seed >> 20) % (26 * 60)) - 12 * 60) * 60;
+        int64_t t = (int64_t)(seed % (2 * (uint64_t)lim_ms)) - lim_ms;
+        int ki = round % 3;
+        int64_t ref = floor_div(floor_div(t, 1000) + off, sizes[ki]) * sizes[ki] - off;
+        assert_int_equal(sort_bucket_start(t, kinds[ki], sort_tz_fixed(off)), ref);
+    }
+}
+
 static void test_buckets_and_zones(void **state)
 {
     (void)state;
@@ -281,7 +329,11 @@ static void test_format_delimited(void **state)
 
 /* The one-pass splitter against a byte-wise reference: field lengths 0..40
  * put delimiters on both sides of every 16-byte step; each record sits in a
- * buffer of exactly its length, so a read past it shows under ASan. */
+ * buffer of exactly its length, so a read past it shows under ASan. Every
+ * count of stored fields is tried (parse_upto 0..NF, the spec's own is 3:
+ * time f1, interface f2): the stored ones match, the others stay unset, and
+ * the field count is checked either way; some records hold a field longer
+ * than the 255 loads the counting lanes sum after. */
 static void test_format_delimited_split(void **state)
 {
     (void)state;
@@ -301,13 +353,19 @@ static void test_format_delimited_split(void **state)
     assert_int_equal(spec_text(spec_json, &s, &err), ORR_OK);
     const sort_format_ops *f = sort_format_find("delimited");
     assert_non_null(f);
+    assert_int_equal(s->format.parse_upto, 3);
     unsigned seed = 12345;
-    for (int round = 0; round < 2000; round++) {
+    for (int round = 0; round < 4000; round++) {
         int nf = NF - 1 + round % 3; /* one short, exact, one over */
+        size_t upto = (size_t)(round / 3) % (NF + 1);
+        s->format.parse_upto = upto;
+        size_t stored = upto ? upto : NF;
         size_t lens[NF + 1], len = 0;
         for (int i = 0; i < nf; i++) {
             seed = seed * 1103515245u + 12345u;
             lens[i] = (seed >> 16) % 41;
+            if (round % 37 == 0 && i == (int)(seed % (unsigned)nf))
+                lens[i] = 4100 + (seed >> 20) % 300;
             len += lens[i] + (i ? 1 : 0);
         }
         char *rec = malloc(len ? len : 1);
@@ -330,9 +388,13 @@ static void test_format_delimited_split(void **state)
             assert_int_equal(rc, 0);
             const char *p = rec;
             for (int i = 0; i < NF; i++) {
-                assert_ptr_equal(vals[i].p, p);
-                assert_int_equal(vals[i].len, lens[i]);
-                assert_int_equal(vals[i].set, 1);
+                if ((size_t)i < stored) {
+                    assert_ptr_equal(vals[i].p, p);
+                    assert_int_equal(vals[i].len, lens[i]);
+                    assert_int_equal(vals[i].set, 1);
+                } else {
+                    assert_int_equal(vals[i].set, 0);
+                }
                 p += lens[i] + 1;
             }
         }
@@ -503,11 +565,17 @@ static void test_offsets_and_names(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_time_formats),      cmocka_unit_test(test_buckets_and_zones),
-        cmocka_unit_test(test_spec_good),         cmocka_unit_test(test_spec_errors),
-        cmocka_unit_test(test_format_delimited),  cmocka_unit_test(test_format_delimited_split),
-        cmocka_unit_test(test_format_kv),         cmocka_unit_test(test_format_jsonl),
-        cmocka_unit_test(test_format_binary),     cmocka_unit_test(test_line_framing),
+        cmocka_unit_test(test_time_formats),
+        cmocka_unit_test(test_epoch_digits_and_fixed_buckets),
+        cmocka_unit_test(test_buckets_and_zones),
+        cmocka_unit_test(test_spec_good),
+        cmocka_unit_test(test_spec_errors),
+        cmocka_unit_test(test_format_delimited),
+        cmocka_unit_test(test_format_delimited_split),
+        cmocka_unit_test(test_format_kv),
+        cmocka_unit_test(test_format_jsonl),
+        cmocka_unit_test(test_format_binary),
+        cmocka_unit_test(test_line_framing),
         cmocka_unit_test(test_offsets_and_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

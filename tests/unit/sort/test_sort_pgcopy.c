@@ -96,6 +96,7 @@ static void test_copy_row(void **state)
                                "\"columns\":[\"c\",\"a\",\"b\"]}}",
                                &s, &err),
                      ORR_OK);
+    assert_int_equal(s->format.parse_upto, 4); /* a parse stores up to column c */
     sort_val v[4];
     memset(v, 0, sizeof v);
     v[1] = (sort_val){.p = "x\ty", .len = 3, .set = 1};
@@ -142,6 +143,7 @@ static void test_sink_spec(void **state)
     assert_int_equal(spec_with("{}", &s, &err), ORR_OK);
     assert_true(s->sinks.files);
     assert_false(s->sinks.pg);
+    assert_int_equal(s->format.parse_upto, 1); /* the time alone: the interface is a constant */
     sort_spec_free(s);
     assert_int_equal(spec_with("{\"postgres\":{\"dsn_env\":\"E\",\"table\":\"sc.t\","
                                "\"columns\":[\"a\"],\"batch_rows\":5,\"batch_ms\":20}}",
@@ -150,6 +152,7 @@ static void test_sink_spec(void **state)
     assert_true(s->sinks.files && s->sinks.pg);
     assert_string_equal(s->sinks.dsn_env, "E");
     assert_int_equal(s->sinks.col_field[0], 1);
+    assert_int_equal(s->format.parse_upto, 2);
     assert_int_equal(s->sinks.batch_rows, 5);
     sort_spec_free(s);
     spec_err("{\"files\":false}", "spec.sinks");
