@@ -23,25 +23,9 @@ void orr_buf_reserve(orr_buf *b, size_t extra)
     b->cap = cap;
 }
 
-void orr_buf_append(orr_buf *b, const void *p, size_t n)
-{
-    orr_buf_reserve(b, n);
-    if (n)
-        memcpy(b->data + b->len, p, n);
-    b->len += n;
-    b->data[b->len] = '\0';
-}
-
 void orr_buf_append_str(orr_buf *b, const char *s)
 {
     orr_buf_append(b, s, strlen(s));
-}
-
-void orr_buf_append_byte(orr_buf *b, char c)
-{
-    orr_buf_reserve(b, 1);
-    b->data[b->len++] = c;
-    b->data[b->len] = '\0';
 }
 
 void orr_buf_vappendf(orr_buf *b, const char *fmt, va_list ap)

@@ -11,6 +11,7 @@
 
 #include <stdarg.h>
 #include <stddef.h>
+#include <string.h>
 
 typedef struct orr_buf {
     char *data;
@@ -25,9 +26,29 @@ typedef struct orr_buf {
 
 /* Make room for at least extra more bytes (plus the terminating NUL). */
 void orr_buf_reserve(orr_buf *b, size_t extra);
-void orr_buf_append(orr_buf *b, const void *p, size_t n);
+
+/* The appends are inline: writers of JSON and wire formats make thousands
+ * of small ones per answer, and the call cost more than the bytes. Room
+ * is len + n + 1 <= cap (the NUL); anything else goes to orr_buf_reserve. */
+static inline void orr_buf_append(orr_buf *b, const void *p, size_t n)
+{
+    if (b->len + n >= b->cap)
+        orr_buf_reserve(b, n);
+    if (n)
+        memcpy(b->data + b->len, p, n);
+    b->len += n;
+    b->data[b->len] = '\0';
+}
+
+static inline void orr_buf_append_byte(orr_buf *b, char c)
+{
+    if (b->len + 2 > b->cap)
+        orr_buf_reserve(b, 1);
+    b->data[b->len++] = c;
+    b->data[b->len] = '\0';
+}
+
 void orr_buf_append_str(orr_buf *b, const char *s);
-void orr_buf_append_byte(orr_buf *b, char c);
 void orr_buf_appendf(orr_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void orr_buf_vappendf(orr_buf *b, const char *fmt, va_list ap);
 /* Length to 0, keep the memory. */
