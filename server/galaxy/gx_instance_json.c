@@ -203,14 +203,10 @@ static int gx_jw_str(orr_buf *b, const char *s)
 }
 
 /* ,"key": (key a literal needing no escape; first: no comma). */
-static void gx_jw_key(orr_buf *b, const char *key, int first)
-{
-    if (!first)
-        orr_buf_append_byte(b, ',');
-    orr_buf_append_byte(b, '"');
-    orr_buf_append_str(b, key);
-    orr_buf_append(b, "\":", 2);
-}
+/* A member's key: GX_JW_KEY(b, "name") appends ,"name": as one literal
+ * of known length (GX_JW_KEY1 without the comma, for an object's first). */
+#define GX_JW_KEY(b, k)  orr_buf_append((b), ",\"" k "\":", sizeof(",\"" k "\":") - 1)
+#define GX_JW_KEY1(b, k) orr_buf_append((b), "\"" k "\":", sizeof("\"" k "\":") - 1)
 
 static void gx_jw_int(orr_buf *b, int64_t v)
 {
@@ -224,23 +220,29 @@ static void gx_jw_int(orr_buf *b, int64_t v)
     orr_buf_append(b, p, (size_t)(e - p));
 }
 
-/* A string member; left out (as the tree leaves it) when s is unusable. */
-static void gx_jw_str_member(orr_buf *b, const char *key, const char *s)
+/* A string member (key: its ,"name": text, klen bytes); left out (as the
+ * tree leaves it) when s is unusable. */
+static void gx_jw_str_member(orr_buf *b, const char *key, size_t klen, const char *s)
 {
     size_t mark = b->len;
-    gx_jw_key(b, key, 0);
+    orr_buf_append(b, key, klen);
     if (gx_jw_str(b, s) != 0) {
         b->len = mark;
         b->data[mark] = 0;
     }
 }
 
-static void gx_jw_digits(char *p, unsigned v, int n)
+#define GX_JW_STR_MEMBER(b, k, s)                                                                  \
+    gx_jw_str_member((b), ",\"" k "\":", sizeof(",\"" k "\":") - 1, (s))
+
+/* v (0..99) as two digits at p. */
+static inline void gx_jw_2digits(char *p, unsigned v)
 {
-    while (n--) {
-        p[n] = (char)('0' + v % 10);
-        v /= 10;
-    }
+    static const char pairs[] = "00010203040506070809101112131415161718192021222324"
+                                "25262728293031323334353637383940414243444546474849"
+                                "50515253545556575859606162636465666768697071727374"
+                                "75767778798081828384858687888990919293949596979899";
+    memcpy(p, pairs + 2 * v, 2);
 }
 
 /* gx_json_time's text: null for ms <= 0, else "YYYY-MM-DDTHH:MM:SSZ" (the
@@ -264,18 +266,19 @@ static void gx_jw_time(orr_buf *b, int64_t ms)
         return;
     }
     char s[22] = "\"0000-00-00T00:00:00Z\"";
-    gx_jw_digits(s + 1, (unsigned)y, 4);
-    gx_jw_digits(s + 6, (unsigned)m, 2);
-    gx_jw_digits(s + 9, (unsigned)d, 2);
-    gx_jw_digits(s + 12, (unsigned)(sod / 3600), 2);
-    gx_jw_digits(s + 15, (unsigned)(sod / 60 % 60), 2);
-    gx_jw_digits(s + 18, (unsigned)(sod % 60), 2);
+    gx_jw_2digits(s + 1, (unsigned)y / 100);
+    gx_jw_2digits(s + 3, (unsigned)y % 100);
+    gx_jw_2digits(s + 6, (unsigned)m);
+    gx_jw_2digits(s + 9, (unsigned)d);
+    gx_jw_2digits(s + 12, (unsigned)(sod / 3600));
+    gx_jw_2digits(s + 15, (unsigned)(sod / 60 % 60));
+    gx_jw_2digits(s + 18, (unsigned)(sod % 60));
     orr_buf_append(b, s, sizeof s);
 }
 
 static void gx_jw_paused(orr_buf *b, const json_t *paused, int64_t task_id)
 {
-    gx_jw_key(b, "paused", 0);
+    GX_JW_KEY(b, "paused");
     json_t *p = NULL;
     if (paused && json_object_size(paused)) {
         char key[24];
@@ -300,54 +303,54 @@ void gx_instance_write(orr_buf *b, const HL(Instance) * in, const json_t *paused
     const char *st = gx_state_name(in->state);
     orr_buf_reserve(b, 512);
     orr_buf_append_byte(b, '{');
-    gx_jw_key(b, "id", 1);
+    GX_JW_KEY1(b, "id");
     gx_jw_int(b, in->id);
-    gx_jw_key(b, "task_id", 0);
+    GX_JW_KEY(b, "task_id");
     gx_jw_int(b, in->task_id);
-    gx_jw_str_member(b, "task_name", in->task_name);
-    gx_jw_key(b, "task_version", 0);
+    GX_JW_STR_MEMBER(b, "task_name", in->task_name);
+    GX_JW_KEY(b, "task_version");
     gx_jw_int(b, in->task_version);
-    gx_jw_key(b, "schedule_time", 0);
+    GX_JW_KEY(b, "schedule_time");
     gx_jw_time(b, in->schedule_time_ms);
-    gx_jw_key(b, "state", 0);
+    GX_JW_KEY(b, "state");
     if (!st || gx_jw_str(b, st) != 0)
         orr_buf_append(b, "null", 4);
-    gx_jw_key(b, "attempt", 0);
+    GX_JW_KEY(b, "attempt");
     gx_jw_int(b, in->attempt);
     if (in->executor && *in->executor)
-        gx_jw_str_member(b, "executor", in->executor);
+        GX_JW_STR_MEMBER(b, "executor", in->executor);
     else {
-        gx_jw_key(b, "executor", 0);
+        GX_JW_KEY(b, "executor");
         orr_buf_append(b, "null", 4);
     }
-    gx_jw_key(b, "priority", 0);
+    GX_JW_KEY(b, "priority");
     gx_jw_int(b, in->priority);
-    gx_jw_key(b, "created_at", 0);
+    GX_JW_KEY(b, "created_at");
     gx_jw_time(b, in->created_at_ms);
-    gx_jw_key(b, "updated_at", 0);
+    GX_JW_KEY(b, "updated_at");
     gx_jw_time(b, in->updated_at_ms);
-    gx_jw_key(b, "started_at", 0);
+    GX_JW_KEY(b, "started_at");
     gx_jw_time(b, in->started_at_ms);
-    gx_jw_key(b, "finished_at", 0);
+    GX_JW_KEY(b, "finished_at");
     gx_jw_time(b, in->finished_at_ms);
-    gx_jw_str_member(b, "reason", in->reason ? in->reason : "");
-    gx_jw_key(b, "exit_code", 0);
+    GX_JW_STR_MEMBER(b, "reason", in->reason ? in->reason : "");
+    GX_JW_KEY(b, "exit_code");
     if (in->has_exit_code)
         gx_jw_int(b, in->exit_code);
     else
         orr_buf_append(b, "null", 4);
-    gx_jw_key(b, "run_now", 0);
-    orr_buf_append_str(b, in->run_now ? "true" : "false");
-    gx_jw_key(b, "ignore_upstreams", 0);
-    orr_buf_append_str(b, in->ignore_upstreams ? "true" : "false");
-    gx_jw_key(b, "backfill", 0);
+    GX_JW_KEY(b, "run_now");
+    orr_buf_append(b, in->run_now ? "true" : "false", in->run_now ? 4 : 5);
+    GX_JW_KEY(b, "ignore_upstreams");
+    orr_buf_append(b, in->ignore_upstreams ? "true" : "false", in->ignore_upstreams ? 4 : 5);
+    GX_JW_KEY(b, "backfill");
     if (in->backfill_id) {
         orr_buf_append_byte(b, '{');
-        gx_jw_key(b, "id", 1);
+        GX_JW_KEY1(b, "id");
         gx_jw_int(b, in->backfill_id);
-        gx_jw_key(b, "cycle", 0);
+        GX_JW_KEY(b, "cycle");
         gx_jw_time(b, in->backfill_cycle_ms);
-        gx_jw_key(b, "max_cycles", 0);
+        GX_JW_KEY(b, "max_cycles");
         gx_jw_int(b, (int)in->backfill_cycles);
         orr_buf_append_byte(b, '}');
     } else {
@@ -360,7 +363,7 @@ void gx_instance_write(orr_buf *b, const HL(Instance) * in, const json_t *paused
 void gx_instances_write(orr_buf *b, const HL(ListInstancesResponse) * rs, const json_t *paused)
 {
     orr_buf_reserve(b, 64 + rs->n_instances * 560);
-    orr_buf_append_str(b, "{\"items\":[");
+    orr_buf_append(b, "{\"items\":[", 10);
     for (size_t i = 0; i < rs->n_instances; i++) {
         if (i)
             orr_buf_append_byte(b, ',');
@@ -368,9 +371,9 @@ void gx_instances_write(orr_buf *b, const HL(ListInstancesResponse) * rs, const 
     }
     orr_buf_append_byte(b, ']');
     if (rs->next_page_token && *rs->next_page_token)
-        gx_jw_str_member(b, "next_page_token", rs->next_page_token);
+        GX_JW_STR_MEMBER(b, "next_page_token", rs->next_page_token);
     else {
-        gx_jw_key(b, "next_page_token", 0);
+        GX_JW_KEY(b, "next_page_token");
         orr_buf_append(b, "null", 4);
     }
     orr_buf_append_byte(b, '}');
