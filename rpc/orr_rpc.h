@@ -265,6 +265,12 @@ void orr_rpc_client_set_tls(const orr_rpc_tls *tls);
  * reached; ORR_ETIMEOUT past the deadline. */
 orr_status orr_rpc_call_unary(orr_rpc_client *c, const char *method, const ProtobufCMessage *req,
                               ProtobufCMessage **resp, int timeout_ms, orr_err *err);
+/* The same, with the answer's memory taken from arena (NULL: the heap, as
+ * above): it lives as long as the arena and is never freed on its own. A
+ * list of many rows then costs no malloc and free per field. */
+orr_status orr_rpc_call_unary_in(orr_rpc_client *c, const char *method, const ProtobufCMessage *req,
+                                 orr_arena *arena, ProtobufCMessage **resp, int timeout_ms,
+                                 orr_err *err);
 
 /* A set of unary calls in flight at once on one client, completed on one
  * queue: start any number, take each as it ends. For a caller with many

@@ -477,7 +477,7 @@ static orr_status cli_unary_start(orr_rpc_client *c, const struct cli_method *m,
 
 /* The call's batch completed (ok: the CQ's verdict): its status, the
  * decoded answer in *resp, and everything of the call released. */
-static orr_status cli_unary_end(orr_rpc_client *c, struct cli_unary *u, int ok,
+static orr_status cli_unary_end(orr_rpc_client *c, struct cli_unary *u, int ok, orr_arena *arena,
                                 ProtobufCMessage **resp, orr_err *err)
 {
     orr_status st;
@@ -492,7 +492,7 @@ static orr_status cli_unary_end(orr_rpc_client *c, struct cli_unary *u, int ok,
         st = orr_err_set(err, ORR_EINTERNAL, "response", "server sent no message");
         goto out;
     }
-    st = orr_rpc_decode_bb(u->m->md->output, u->recv_bb, CLI_MAX_RECV, NULL, resp, err);
+    st = orr_rpc_decode_bb(u->m->md->output, u->recv_bb, CLI_MAX_RECV, arena, resp, err);
     if (st != ORR_OK)
         st = orr_err_set(err, ORR_EINTERNAL, "response", "cannot decode as %s",
                          u->m->md->output->name);
@@ -511,6 +511,13 @@ out:
 orr_status orr_rpc_call_unary(orr_rpc_client *c, const char *method, const ProtobufCMessage *req,
                               ProtobufCMessage **resp, int timeout_ms, orr_err *err)
 {
+    return orr_rpc_call_unary_in(c, method, req, NULL, resp, timeout_ms, err);
+}
+
+orr_status orr_rpc_call_unary_in(orr_rpc_client *c, const char *method, const ProtobufCMessage *req,
+                                 orr_arena *arena, ProtobufCMessage **resp, int timeout_ms,
+                                 orr_err *err)
+{
     *resp = NULL;
     orr_err_clear(err);
     const struct cli_method *m = cli_method(c, method, err);
@@ -522,7 +529,7 @@ orr_status orr_rpc_call_unary(orr_rpc_client *c, const char *method, const Proto
     if (st == ORR_OK) {
         grpc_event ev =
             grpc_completion_queue_pluck(cq, &u, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL);
-        st = cli_unary_end(c, &u, ev.type == GRPC_OP_COMPLETE, resp, err);
+        st = cli_unary_end(c, &u, ev.type == GRPC_OP_COMPLETE, arena, resp, err);
     }
     cli_cq_put(c, cq);
     return st;
@@ -604,7 +611,7 @@ int orr_rpc_set_next(orr_rpc_set *s, int wait_ms, void **tag, orr_status *st,
     *tag = u->tag;
     /* a batch with RECV_STATUS_ON_CLIENT reports its outcome in the status,
      * as for orr_rpc_call_unary */
-    *st = cli_unary_end(s->c, u, 1, resp, err);
+    *st = cli_unary_end(s->c, u, 1, NULL, resp, err);
     u->next = s->free;
     s->free = u;
     return 1;

@@ -130,11 +130,6 @@ const char *gx_actor(gx_req *req)
     return orr_arena_sprintf(req->arena, "user:%s", req->who.name ? req->who.name : "anonymous");
 }
 
-static void gx_free_msg(void *p)
-{
-    protobuf_c_message_free_unpacked((ProtobufCMessage *)p, NULL);
-}
-
 orr_status gx_halley(gx_req *req, gx_resp *resp, const char *method, const ProtobufCMessage *in,
                      ProtobufCMessage **out)
 {
@@ -142,7 +137,9 @@ orr_status gx_halley(gx_req *req, gx_resp *resp, const char *method, const Proto
     orr_err e;
     orr_err_clear(&e);
     *out = NULL;
-    orr_status rc = orr_rpc_call_unary(app->halley, method, in, out, app->rpc_timeout_ms, &e);
+    /* The answer lives in the request's arena: no malloc and free per field. */
+    orr_status rc =
+        orr_rpc_call_unary_in(app->halley, method, in, req->arena, out, app->rpc_timeout_ms, &e);
     if (rc != ORR_OK) {
         if (rc == ORR_EUNAVAIL || rc == ORR_ETIMEOUT) {
             ORR_WARN("halley call failed", "method=%s code=%s err=%s", method, orr_status_name(rc),
@@ -164,7 +161,6 @@ orr_status gx_halley(gx_req *req, gx_resp *resp, const char *method, const Proto
         gx_resp_err(resp, &e);
         return rc;
     }
-    orr_arena_on_cleanup(req->arena, gx_free_msg, *out);
     return ORR_OK;
 }
 

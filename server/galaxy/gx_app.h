@@ -77,7 +77,8 @@ struct orr_blob *gx_blob(gx_app *app, orr_err *err);
 /* "user:alice" for audit fields; arena string. */
 const char *gx_actor(gx_req *req);
 
-/* Call Halley's method. On success *out is the reply, freed with the request.
+/* Call Halley's method. On success *out is the reply, in the request's arena
+ * (gone with the request; never freed on its own).
  * On failure answers the mapped error into resp (503 when Halley is down, 501
  * when this halleyd does not implement the method yet) and returns the status. */
 orr_status gx_halley(gx_req *req, gx_resp *resp, const char *method, const ProtobufCMessage *in,

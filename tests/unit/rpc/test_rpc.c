@@ -237,6 +237,37 @@ static void test_unary_roundtrip(void **state)
     assert_true(st[0].latency_sum_s > 0);
 }
 
+/* An answer decoded into an arena: readable, every byte of it taken from
+ * the arena (its use grows by at least the strings), gone with the arena
+ * (a leak or a stray free of it would show under ASan); a failed call
+ * leaves no answer. */
+static void test_unary_in_arena(void **state)
+{
+    (void)state;
+    orr_arena *a = orr_arena_create(0);
+    Orrery__Test__V1__SayRequest req = ORRERY__TEST__V1__SAY_REQUEST__INIT;
+    char text[600];
+    memset(text, 'x', sizeof text - 1);
+    text[sizeof text - 1] = 0;
+    req.text = text;
+    ProtobufCMessage *resp = NULL;
+    orr_err err;
+    size_t before = orr_arena_used(a);
+    assert_int_equal(orr_rpc_call_unary_in(g_cli, "Say", &req.base, a, &resp, 2000, &err), ORR_OK);
+    Orrery__Test__V1__SayReply *r = (Orrery__Test__V1__SayReply *)resp;
+    assert_non_null(r);
+    assert_string_equal(r->text, text);
+    assert_non_null(strstr(r->peer, "127.0.0.1"));
+    assert_true(orr_arena_used(a) >= before + sizeof *r + sizeof text + strlen(r->peer));
+    Orrery__Test__V1__FailRequest fq = ORRERY__TEST__V1__FAIL_REQUEST__INIT;
+    fq.code = ORR_ENOTFOUND;
+    resp = (ProtobufCMessage *)1;
+    assert_int_equal(orr_rpc_call_unary_in(g_cli, "Fail", &fq.base, a, &resp, 2000, &err),
+                     ORR_ENOTFOUND);
+    assert_null(resp);
+    orr_arena_destroy(a);
+}
+
 static void test_status_mapping(void **state)
 {
     (void)state;
@@ -1449,6 +1480,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_unary_roundtrip),
+        cmocka_unit_test(test_unary_in_arena),
         cmocka_unit_test(test_status_mapping),
         cmocka_unit_test(test_auth),
         cmocka_unit_test(test_handler_auth),
