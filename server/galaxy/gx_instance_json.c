@@ -202,9 +202,9 @@ static int gx_jw_str(orr_buf *b, const char *s)
     return 0;
 }
 
-/* ,"key": (key a literal needing no escape; first: no comma). */
 /* A member's key: GX_JW_KEY(b, "name") appends ,"name": as one literal
- * of known length (GX_JW_KEY1 without the comma, for an object's first). */
+ * of known length (GX_JW_KEY1 without the comma, for an object's first);
+ * the name is a literal needing no escape. */
 #define GX_JW_KEY(b, k)  orr_buf_append((b), ",\"" k "\":", sizeof(",\"" k "\":") - 1)
 #define GX_JW_KEY1(b, k) orr_buf_append((b), "\"" k "\":", sizeof("\"" k "\":") - 1)
 

@@ -84,8 +84,10 @@ typedef struct sort_format_ops {
     /* Next record in buf[0..len). at_eof: no more bytes will come, so a last
      * line without a newline is a record. Never reads outside buf. */
     int (*frame)(const sort_spec *s, const char *buf, size_t len, int at_eof, sort_frame *out);
-    /* Fill vals[0..s->format.nfields) (cleared first by the caller is not
-     * needed: parse sets every entry). 0 on success, -1 with *why. */
+    /* Fill vals[0..s->format.nfields): every entry, except that the
+     * delimited parser sets only those below s->format.parse_upto (when
+     * non-zero) and leaves the rest as they were. 0 on success, -1 with
+     * *why. */
     int (*parse)(const sort_spec *s, const char *rec, size_t len, sort_val *vals,
                  sort_reject_reason *why);
 } sort_format_ops;

@@ -316,16 +316,17 @@ static int64_t time__local_floor(int64_t t, sort_bucket_kind k, sort_tz tz)
 int64_t sort_bucket_start(int64_t epoch_ms, sort_bucket_kind k, sort_tz tz)
 {
     if (!tz.zone) {
-        /* A fixed offset: one division, by a constant, in milliseconds
-         * (sizes and offsets are whole seconds, so the floors agree). */
-        int64_t l = epoch_ms + (int64_t)tz.fixed * 1000;
+        /* A fixed offset: divisions by constants only, no zone. The time
+         * may be any int64 (a pack's), so seconds first: adding the
+         * offset (under a day) cannot overflow then. */
+        int64_t l = time__floor_div(epoch_ms, 1000) + tz.fixed;
         switch (k) {
         case SORT_BUCKET_15M:
-            return time__floor_div(l, 900000) * 900 - tz.fixed;
+            return time__floor_div(l, 900) * 900 - tz.fixed;
         case SORT_BUCKET_HOUR:
-            return time__floor_div(l, 3600000) * 3600 - tz.fixed;
+            return time__floor_div(l, 3600) * 3600 - tz.fixed;
         case SORT_BUCKET_DAY:
-            return time__floor_div(l, 86400000) * 86400 - tz.fixed;
+            return time__floor_div(l, 86400) * 86400 - tz.fixed;
         }
     }
     return time__first_at(tz, time__local_floor(time__floor_div(epoch_ms, 1000), k, tz));

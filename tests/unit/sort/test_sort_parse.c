@@ -59,7 +59,7 @@ static int64_t floor_div(int64_t a, int64_t b)
 static void test_epoch_digits_and_fixed_buckets(void **state)
 {
     (void)state;
-    const int64_t lim_ms = 253402300799999LL; /* 9999-12-31 23:59:59.999 */
+    const int64_t lim_ms = 253402300799000LL; /* 9999-12-31 23:59:59, the bound of the parse */
     static const char notdig[] = {'/', ':', ' ', 'a', '\x80', '\x06', '\x3a', '\x2f', '\xb0'};
     static const sort_bucket_kind kinds[] = {SORT_BUCKET_15M, SORT_BUCKET_HOUR, SORT_BUCKET_DAY};
     static const int64_t sizes[] = {900, 3600, 86400};
@@ -94,6 +94,16 @@ static void test_epoch_digits_and_fixed_buckets(void **state)
         int64_t ref = floor_div(floor_div(t, 1000) + off, sizes[ki]) * sizes[ki] - off;
         assert_int_equal(sort_bucket_start(t, kinds[ki], sort_tz_fixed(off)), ref);
     }
+    /* Any int64 (a pack carries one unchecked), with the widest offsets:
+     * no overflow (UBSan), the floor of the seconds. */
+    const int64_t ends[] = {INT64_MAX, INT64_MIN, INT64_MAX - 999, INT64_MIN + 1000};
+    const int32_t offs[] = {14 * 3600, -14 * 3600, 0};
+    for (size_t i = 0; i < sizeof ends / sizeof ends[0]; i++)
+        for (size_t j = 0; j < sizeof offs / sizeof offs[0]; j++)
+            for (int ki = 0; ki < 3; ki++)
+                assert_int_equal(
+                    sort_bucket_start(ends[i], kinds[ki], sort_tz_fixed(offs[j])),
+                    floor_div(floor_div(ends[i], 1000) + offs[j], sizes[ki]) * sizes[ki] - offs[j]);
 }
 
 static void test_buckets_and_zones(void **state)
@@ -403,6 +413,59 @@ static void test_format_delimited_split(void **state)
     sort_spec_free(s);
 }
 
+/* The counting lanes are bytes: each counts at most one delimiter a
+ * 16-byte load, and they are summed every 255 loads. A record of NF
+ * fields plus 4,096 more empty ones puts a whole run of 256 loads of
+ * delimiters in the counted part; summed too late, each lane wraps to 0
+ * and the record would look like NF fields. It is refused, with every
+ * count of stored fields, as are runs of every length around the sums;
+ * NF fields exactly (the run after them) are accepted. */
+static void test_format_delimited_count_wrap(void **state)
+{
+    (void)state;
+    enum { NF = 40 };
+    char spec_json[2048];
+    int off = snprintf(spec_json, sizeof spec_json,
+                       "%s\"format\":{\"type\":\"delimited\",\"delimiter\":\"|\",\"fields\":[",
+                       SPEC_HEAD);
+    for (int i = 0; i < NF; i++)
+        off +=
+            snprintf(spec_json + off, sizeof spec_json - (size_t)off, "%s\"f%d\"", i ? "," : "", i);
+    snprintf(spec_json + off, sizeof spec_json - (size_t)off,
+             "]},\"interface\":{\"field\":\"f2\"},\"time\":{\"field\":\"f1\","
+             "\"format\":\"epoch_s\"},\"bucket\":\"hour\"}");
+    sort_spec *s = NULL;
+    orr_err err;
+    assert_int_equal(spec_text(spec_json, &s, &err), ORR_OK);
+    const sort_format_ops *f = sort_format_find("delimited");
+    assert_non_null(f);
+    static sort_val vals[SORT_MAX_FIELDS];
+    for (size_t extra = 4070; extra <= 4110; extra++) {
+        for (size_t upto = 0; upto <= 3; upto += 3) {
+            s->format.parse_upto = upto;
+            /* 'a', NF - 1 + extra delimiters, 'z' */
+            size_t len = (NF - 1) + extra + 2;
+            char *rec = malloc(len);
+            assert_non_null(rec);
+            memset(rec, '|', len);
+            rec[0] = 'a';
+            rec[len - 1] = 'z';
+            sort_reject_reason why = SORT_REJ__COUNT;
+            assert_int_equal(f->parse(s, rec, len, vals, &why), -1);
+            assert_int_equal(why, SORT_REJ_FIELD_COUNT);
+            /* exactly NF fields: a long first one, then NF - 1 of one byte */
+            memset(rec, 'b', len);
+            for (size_t d = 1; d < NF; d++)
+                rec[len - 2 * d] = '|';
+            why = SORT_REJ__COUNT;
+            assert_int_equal(f->parse(s, rec, len, vals, &why), 0);
+            assert_int_equal(vals[0].len, len - 2 * (NF - 1));
+            free(rec);
+        }
+    }
+    sort_spec_free(s);
+}
+
 static void test_format_kv(void **state)
 {
     (void)state;
@@ -572,6 +635,7 @@ int main(void)
         cmocka_unit_test(test_spec_errors),
         cmocka_unit_test(test_format_delimited),
         cmocka_unit_test(test_format_delimited_split),
+        cmocka_unit_test(test_format_delimited_count_wrap),
         cmocka_unit_test(test_format_kv),
         cmocka_unit_test(test_format_jsonl),
         cmocka_unit_test(test_format_binary),
