@@ -337,6 +337,25 @@ static void test_format_delimited(void **state)
     assert_int_equal(why, SORT_REJ_NO_IFACE);
 }
 
+/* A delimited stream of nf fields f0..f<nf-1>, time f1, interface f2. */
+static sort_spec *delimited_spec(int nf)
+{
+    char spec_json[4096];
+    int off = snprintf(spec_json, sizeof spec_json,
+                       "%s\"format\":{\"type\":\"delimited\",\"delimiter\":\"|\",\"fields\":[",
+                       SPEC_HEAD);
+    for (int i = 0; i < nf; i++)
+        off +=
+            snprintf(spec_json + off, sizeof spec_json - (size_t)off, "%s\"f%d\"", i ? "," : "", i);
+    snprintf(spec_json + off, sizeof spec_json - (size_t)off,
+             "]},\"interface\":{\"field\":\"f2\"},\"time\":{\"field\":\"f1\","
+             "\"format\":\"epoch_s\"},\"bucket\":\"hour\"}");
+    sort_spec *s = NULL;
+    orr_err err;
+    assert_int_equal(spec_text(spec_json, &s, &err), ORR_OK);
+    return s;
+}
+
 /* The one-pass splitter against a byte-wise reference: field lengths 0..40
  * put delimiters on both sides of every 16-byte step; each record sits in a
  * buffer of exactly its length, so a read past it shows under ASan. Every
@@ -347,20 +366,8 @@ static void test_format_delimited(void **state)
 static void test_format_delimited_split(void **state)
 {
     (void)state;
-    char spec_json[1024];
-    int off = snprintf(spec_json, sizeof spec_json,
-                       "%s\"format\":{\"type\":\"delimited\",\"delimiter\":\"|\",\"fields\":[",
-                       SPEC_HEAD);
     enum { NF = 12 };
-    for (int i = 0; i < NF; i++)
-        off +=
-            snprintf(spec_json + off, sizeof spec_json - (size_t)off, "%s\"f%d\"", i ? "," : "", i);
-    snprintf(spec_json + off, sizeof spec_json - (size_t)off,
-             "]},\"interface\":{\"field\":\"f2\"},\"time\":{\"field\":\"f1\","
-             "\"format\":\"epoch_s\"},\"bucket\":\"hour\"}");
-    sort_spec *s = NULL;
-    orr_err err;
-    assert_int_equal(spec_text(spec_json, &s, &err), ORR_OK);
+    sort_spec *s = delimited_spec(NF);
     const sort_format_ops *f = sort_format_find("delimited");
     assert_non_null(f);
     assert_int_equal(s->format.parse_upto, 3);
@@ -417,26 +424,15 @@ static void test_format_delimited_split(void **state)
  * 16-byte load, and they are summed every 255 loads. A record of NF
  * fields plus 4,096 more empty ones puts a whole run of 256 loads of
  * delimiters in the counted part; summed too late, each lane wraps to 0
- * and the record would look like NF fields. It is refused, with every
- * count of stored fields, as are runs of every length around the sums;
- * NF fields exactly (the run after them) are accepted. */
+ * and the record would look like NF fields. It is refused, with all
+ * fields stored and with three, as are runs of every length around the
+ * sums; a record as long of exactly NF fields (a long first one) is
+ * accepted. */
 static void test_format_delimited_count_wrap(void **state)
 {
     (void)state;
     enum { NF = 40 };
-    char spec_json[2048];
-    int off = snprintf(spec_json, sizeof spec_json,
-                       "%s\"format\":{\"type\":\"delimited\",\"delimiter\":\"|\",\"fields\":[",
-                       SPEC_HEAD);
-    for (int i = 0; i < NF; i++)
-        off +=
-            snprintf(spec_json + off, sizeof spec_json - (size_t)off, "%s\"f%d\"", i ? "," : "", i);
-    snprintf(spec_json + off, sizeof spec_json - (size_t)off,
-             "]},\"interface\":{\"field\":\"f2\"},\"time\":{\"field\":\"f1\","
-             "\"format\":\"epoch_s\"},\"bucket\":\"hour\"}");
-    sort_spec *s = NULL;
-    orr_err err;
-    assert_int_equal(spec_text(spec_json, &s, &err), ORR_OK);
+    sort_spec *s = delimited_spec(NF);
     const sort_format_ops *f = sort_format_find("delimited");
     assert_non_null(f);
     static sort_val vals[SORT_MAX_FIELDS];
