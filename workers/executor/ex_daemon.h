@@ -51,6 +51,8 @@ typedef struct ex_job {
     atomic_int done;   /* run_job returned; the main thread frees the job */
     atomic_int cancel; /* ex_cancel */
     ex_sandbox *sb;    /* under d->mu; NULL before start/after end */
+    int reporting;     /* under d->mu: the job thread sends the running report
+                        * while the process runs, so a cancel kills at once */
     struct ex_job *next;
     struct ex_job *qnext; /* in d->job_queue until a job thread takes it */
 } ex_job;
@@ -66,6 +68,7 @@ typedef struct ex_daemon {
     int slot_pids;
     int64_t default_timeout_ms;
     int rpc_timeout_ms;
+    int64_t running_hold_ms; /* a run this short is reported in one step */
 
     char work_dir[EX_PATH];
     char log_dir[EX_PATH];
@@ -138,6 +141,9 @@ typedef struct ex_report {
     char reason[256];
     int has_exit_code;
     int exit_code;
+    /* > 0 (ms since the epoch), with from dispatched: the run started then
+     * and has ended; Halley records dispatched -> running -> to at once */
+    int64_t started_at_ms;
 } ex_report;
 
 /* Send r until it lands. With persist 1, r is first written to the outbox
@@ -154,12 +160,31 @@ typedef struct ex_report {
  * Blocks. */
 orr_status ex_report_send(ex_daemon *d, const ex_report *r, int persist, int *now_state,
                           orr_err *err);
+/* A report staged before the deed it reports (the start record: the
+ * dispatched -> running of a run about to start): written to the outbox and
+ * synced, not sent. Returns its file, open, or -1 (err set) when it cannot
+ * be written. A restart re-sends what is staged like any outbox entry. */
+int ex_report_stage(ex_daemon *d, const ex_report *r, orr_err *err);
+/* A staged report no longer needed (the run was reported in one step, or
+ * never started): its file goes, as after an answer. fd < 0 is a no-op. */
+void ex_report_unstage(ex_daemon *d, const ex_report *r, int fd);
+/* Send a staged report (*fd from ex_report_stage) as ex_report_send does,
+ * except that each wait between tries is pause(cls, ms) when pause is set:
+ * when it returns non-zero the sending stops with ORR_EAGAIN, the report
+ * stays staged and *fd open. Whatever else it returns, the file is handled
+ * as ex_report_send's own and *fd is -1. */
+orr_status ex_report_send_staged(ex_daemon *d, const ex_report *r, int *fd,
+                                 int (*pause)(void *cls, int ms), void *cls, int *now_state,
+                                 orr_err *err);
 /* Empty the spare folder (an earlier life's spares: empty files) and start
  * with no spares; ex_report_close closes and removes them. */
 void ex_report_spares_init(ex_daemon *d);
 void ex_report_close(ex_daemon *d);
 /* Send every report left in the outbox by an earlier life. Blocks until each
- * has an answer or the daemon stops. Returns how many were sent. */
+ * has an answer or the daemon stops. Start records go first, so a run's end
+ * finds it running, except one whose run was also reported in one step
+ * (from dispatched, with its start time): that start record is dropped.
+ * Returns how many were sent. */
 int ex_report_replay(ex_daemon *d);
 /* "running", ... ; "?" for an unknown value. */
 const char *ex_state_name(int state);

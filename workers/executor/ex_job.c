@@ -21,12 +21,25 @@
  *   3. Private run dir <work>/runs/<instance>-<attempt> (0700, run_as user);
  *      the runner of the type prepares argv/env/cwd. A bad spec ->
  *      dispatched -> failed "bad_spec: field: message".
- *   4. dispatched -> running (ABORTED: someone moved it, e.g. killed; stop).
+ *   4. dispatched -> running staged: written to the outbox and synced, not
+ *      sent (ex_report_stage), so a restart re-sends it and then fails the
+ *      attempt "executor_restarted" instead of running it again.
  *   5. Sandbox (ex_sandbox.h) with the slots' limits; the log file it
  *      writes is followed by ex_logcap.h (the line index), both served live.
+ *      Once the run has lasted [executor] running_hold (200 ms) the staged
+ *      report is sent (ABORTED: someone moved it, e.g. killed; the run is
+ *      ended and not reported). While it is sent the job thread is not in
+ *      the sandbox's wait, so a cancel (fence, lost session, kill) kills the
+ *      group itself, and the run's end and timeout are watched between
+ *      tries; a single try may hold the timeout back by one rpc_timeout.
  *   6. running -> success | failed | timed_out (+ exit code, reason), through
- *      the outbox. A kill by a person needs no report (the instance is
- *      already killed); the process tree is ended all the same.
+ *      the outbox; a run that ended within the hold goes dispatched -> its
+ *      end in one report with its start time (one transition in Halley, two
+ *      history rows), and its start record is dropped after that report's
+ *      own entry is written. A kill by a person needs no report (the
+ *      instance is already killed); the process tree is ended all the same.
+ *      With running_hold 0, or an outbox that cannot be written, running is
+ *      reported before the start, as it always was.
  *   5a. transfer: its progress lines followed while it runs and recorded
  *       in Halley at most once a second (ex_progress.h).
  *   6a. transfer and quality: process statistics from wormhole's summary
@@ -47,6 +60,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ex_daemon.h"
@@ -124,18 +138,40 @@ static void log_note(const char *log_path, const char *fmt, const char *a, const
     orr_buf_free(&t);
 }
 
-static void finish_report(ex_daemon *d, ex_job *j, int from, int to, const char *reason,
-                          int has_code, int code)
+/* How far a run's dispatched -> running has come (see run_job). */
+enum {
+    RUN_REPORTED, /* Halley has it running (sent before the start, or after the hold) */
+    RUN_STAGED,   /* only the start record: a short run, reported in one step */
+    RUN_UNSURE,   /* the running report was tried and has no answer yet */
+    RUN_GONE,     /* refused: the instance was moved by someone else */
+};
+
+/* A report through the outbox; started_ms > 0 (from dispatched): the run
+ * started then and has ended. */
+static void finish_report(ex_daemon *d, ex_job *j, int from, int64_t started_ms, int to,
+                          const char *reason, int has_code, int code)
 {
     ex_report r = {.instance_id = j->instance_id,
                    .attempt = j->attempt,
                    .from = from,
                    .to = to,
                    .has_exit_code = has_code,
-                   .exit_code = code};
+                   .exit_code = code,
+                   .started_at_ms = started_ms};
     snprintf(r.reason, sizeof r.reason, "%s", reason);
     orr_err e;
     ex_report_send(d, &r, 1, NULL, &e);
+}
+
+/* The end of a started run: from running, or in one step from dispatched
+ * with its start time when it was never reported running (RUN_STAGED). */
+static void end_report(ex_daemon *d, ex_job *j, int run, int64_t started_ms, int to,
+                       const char *reason, int has_code, int code)
+{
+    if (run == RUN_STAGED)
+        finish_report(d, j, HL_STATE(DISPATCHED), started_ms, to, reason, has_code, code);
+    else
+        finish_report(d, j, HL_STATE(RUNNING), 0, to, reason, has_code, code);
 }
 
 /* The reason a cancelled attempt ends with (a kill by a person has none). */
@@ -263,6 +299,61 @@ static void land_sync(ex_daemon *d, const char *key, const char *const *locals, 
     }
 }
 
+static int64_t wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* ex_report_send_staged's pause while the process runs: the run's end, a
+ * cancel or its timeout stops the sending (the wait then deals with it). */
+typedef struct run_hold {
+    ex_sandbox *sb;
+    int64_t kill_at; /* ex_now_ms clock */
+} run_hold;
+
+static int pause_in_run(void *cls, int ms)
+{
+    run_hold *h = cls;
+    int64_t until = ex_now_ms() + ms;
+    return ex_sandbox_hold(h->sb, until < h->kill_at ? until : h->kill_at) ||
+           ex_now_ms() >= h->kill_at;
+}
+
+/* The run outlasted the hold: send its staged running report while the
+ * process runs. The job thread is not waiting on the sandbox meanwhile, so
+ * j->reporting lets a cancel kill the group itself (cancel_locked); each
+ * pause between tries waits on the run. Returns the run's RUN_ state. */
+static int report_running(ex_daemon *d, ex_job *j, ex_sandbox *sb, const ex_report *rr, int *staged,
+                          int64_t kill_at)
+{
+    pthread_mutex_lock(&d->mu);
+    int go = atomic_load(&j->cancel) == EX_CANCEL_NONE;
+    j->reporting = go;
+    pthread_mutex_unlock(&d->mu);
+    if (!go) /* the wait finds the cancel; the end goes in one step */
+        return RUN_STAGED;
+    run_hold h = {sb, kill_at};
+    orr_err err;
+    orr_status s = ex_report_send_staged(d, rr, staged, pause_in_run, &h, NULL, &err);
+    pthread_mutex_lock(&d->mu);
+    j->reporting = 0;
+    pthread_mutex_unlock(&d->mu);
+    if (s == ORR_OK)
+        return RUN_REPORTED;
+    if (s == ORR_EAGAIN || s == ORR_ECANCELLED)
+        return RUN_UNSURE;
+    /* Moved by someone else (or refused): as if this had come before the
+     * start, the run is not ours to go on with or to report. */
+    ORR_WARN("the running report was refused: ending the run", "instance=%lld err=%s",
+             (long long)j->instance_id, orr_log_q(err.msg));
+    int none = EX_CANCEL_NONE;
+    atomic_compare_exchange_strong(&j->cancel, &none, (int)EX_CANCEL_USER);
+    ex_sandbox_cancel(sb);
+    return RUN_GONE;
+}
+
 static void run_job(ex_daemon *d, ex_job *j, orr_arena *a)
 {
     HL(GetInstanceRequest) giq = HL_INIT(GET_INSTANCE_REQUEST);
@@ -284,6 +375,10 @@ static void run_job(ex_daemon *d, ex_job *j, orr_arena *a)
     int unreachable = 1;             /* no process of the run can still reach run_dir */
     ex_xfer xfer;
     ex_run_plan plan = {0};
+    ex_report rr = {0};     /* the run's dispatched -> running */
+    int staged = -1;        /* rr's outbox file while only staged */
+    int run = RUN_REPORTED; /* RUN_ */
+    int64_t started_ms = 0; /* wall clock, for a report in one step */
 
     if (ex_halley(d, "GetInstance", &giq.base, (ProtobufCMessage **)&in, &err) != ORR_OK) {
         ORR_WARN("cannot read the instance", "instance=%lld err=%s", (long long)inst,
@@ -367,7 +462,7 @@ static void run_job(ex_daemon *d, ex_job *j, orr_arena *a)
         log_note(log_path, "cannot start: %s%s", why, "");
         ORR_WARN("cannot start the instance", "instance=%lld err=%s", (long long)inst,
                  orr_log_q(why));
-        finish_report(d, j, HL_STATE(DISPATCHED), HL_STATE(FAILED), reason, 0, 0);
+        finish_report(d, j, HL_STATE(DISPATCHED), 0, HL_STATE(FAILED), reason, 0, 0);
         goto done;
     }
 
@@ -376,13 +471,21 @@ static void run_job(ex_daemon *d, ex_job *j, orr_arena *a)
     if (atomic_load(&j->cancel) != EX_CANCEL_NONE)
         goto done;
 
-    /* dispatched -> running */
-    ex_report rr = {.instance_id = inst,
-                    .attempt = j->attempt,
-                    .from = HL_STATE(DISPATCHED),
-                    .to = HL_STATE(RUNNING)};
-    if (ex_report_send(d, &rr, 0, NULL, &err) != ORR_OK)
-        goto done;
+    /* dispatched -> running: staged, so a short run is reported once; sent
+     * first when it cannot be staged or running_hold is 0. */
+    rr = (ex_report){.instance_id = inst,
+                     .attempt = j->attempt,
+                     .from = HL_STATE(DISPATCHED),
+                     .to = HL_STATE(RUNNING)};
+    if (d->running_hold_ms > 0 && (staged = ex_report_stage(d, &rr, &err)) >= 0) {
+        run = RUN_STAGED;
+    } else {
+        if (d->running_hold_ms > 0)
+            ORR_WARN("cannot stage the start: reporting running first", "instance=%lld err=%s",
+                     (long long)inst, orr_log_q(err.msg));
+        if (ex_report_send(d, &rr, 0, NULL, &err) != ORR_OK)
+            goto done;
+    }
 
     ex_limits lim = {js.memory_bytes ? js.memory_bytes : d->slot_memory * js.slots,
                      js.cpu_percent ? js.cpu_percent : d->slot_cpu_percent * js.slots,
@@ -399,9 +502,9 @@ static void run_job(ex_daemon *d, ex_job *j, orr_arena *a)
     snprintf(name, sizeof name, "%lld-%d", (long long)inst, j->attempt);
     ex_cancel early = (ex_cancel)atomic_load(&j->cancel);
     if (early != EX_CANCEL_NONE) { /* came while we reported running: start nothing */
-        if (early != EX_CANCEL_USER)
-            finish_report(d, j, HL_STATE(RUNNING), HL_STATE(FAILED), cancel_reason(early), 0, 0);
-        goto done;
+        if (early != EX_CANCEL_USER && run == RUN_REPORTED)
+            finish_report(d, j, HL_STATE(RUNNING), 0, HL_STATE(FAILED), cancel_reason(early), 0, 0);
+        goto done; /* only staged: it stays dispatched, as before the report */
     }
     /* Lines unstamped beat no run: a capture that cannot start is logged. */
     if (ex_logcap_start(log_path, &cap, &err) != ORR_OK)
@@ -409,6 +512,7 @@ static void run_job(ex_daemon *d, ex_job *j, orr_arena *a)
                  orr_log_q(err.msg));
     ex_logsrv_begin(d->logsrv, inst, j->attempt);
     unreachable = 0; /* a start that fails may have run some of the task */
+    started_ms = wall_ms();
     if (ex_sandbox_start(d->cg, &d->cg_env, name, &lim, &sp, &sb, &err) != ORR_OK) {
         char why[600], reason[256];
         orr_err_str(&err, why, sizeof why);
@@ -418,7 +522,7 @@ static void run_job(ex_daemon *d, ex_job *j, orr_arena *a)
         log_note(log_path, "cannot start: %s%s", why, "");
         ORR_ERROR("sandbox start failed", "instance=%lld err=%s", (long long)inst, orr_log_q(why));
         ex_logsrv_end(d->logsrv, inst, j->attempt);
-        finish_report(d, j, HL_STATE(RUNNING), HL_STATE(FAILED), reason, 0, 0);
+        end_report(d, j, run, started_ms, HL_STATE(FAILED), reason, 0, 0);
         goto done;
     }
     ex_guard_note(d, '+', ex_sandbox_pid(sb));
@@ -432,7 +536,14 @@ static void run_job(ex_daemon *d, ex_job *j, orr_arena *a)
              (long long)js.timeout_ms);
 
     ex_result res;
-    ex_sandbox_wait(sb, ex_now_ms() + js.timeout_ms, &res);
+    int64_t kill_at = ex_now_ms() + js.timeout_ms;
+    if (run == RUN_STAGED) {
+        int64_t hold_until = ex_now_ms() + d->running_hold_ms;
+        if (!ex_sandbox_hold(sb, hold_until < kill_at ? hold_until : kill_at) &&
+            ex_now_ms() < kill_at)
+            run = report_running(d, j, sb, &rr, &staged, kill_at);
+    }
+    ex_sandbox_wait(sb, kill_at, &res);
     ex_progress_stop(prog);
     prog = NULL;
     ex_logcap_finish(cap); /* the group is dead: the log is complete */
@@ -543,10 +654,23 @@ static void run_job(ex_daemon *d, ex_job *j, orr_arena *a)
                  orr_log_q(err.msg));
     land_sync(d, key, landed, linked, 2);
 
-    if (to != HL_STATE(KILLED))
-        finish_report(d, j, HL_STATE(RUNNING), to, reason, 1, code);
+    if (run == RUN_UNSURE && to != HL_STATE(KILLED) && staged >= 0) {
+        /* Its running report may have landed: settle it (the process is gone,
+         * nothing waits on it), then the end from running. */
+        orr_err e;
+        run = ex_report_send_staged(d, &rr, &staged, NULL, NULL, NULL, &e) == ORR_OK ? RUN_REPORTED
+                                                                                     : RUN_GONE;
+    }
+    /* UNSURE left without its file: the daemon stopped while it was sent;
+     * the outbox keeps the start, so the next life fails the run
+     * "executor_restarted" as it would a run reported running. */
+    if (to != HL_STATE(KILLED) && (run == RUN_REPORTED || run == RUN_STAGED))
+        end_report(d, j, run, started_ms, to, reason, 1, code);
 
 done:
+    /* After the end's own outbox entry: a start record is dropped only once
+     * nothing needs it (a crash between keeps both; the replay drops it). */
+    ex_report_unstage(d, &rr, staged);
     ex_progress_stop(prog);
     ex_logcap_finish(cap);
     if (made)
@@ -677,7 +801,9 @@ static void cancel_locked(ex_job *j, ex_cancel why)
 {
     int none = EX_CANCEL_NONE;
     atomic_compare_exchange_strong(&j->cancel, &none, (int)why);
-    if (j->sb)
+    if (j->sb && j->reporting) /* its thread is in a report, not in the wait: kill now */
+        ex_sandbox_kill_now(j->sb);
+    else if (j->sb)
         ex_sandbox_cancel(j->sb);
 }
 

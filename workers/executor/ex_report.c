@@ -21,6 +21,14 @@
  * until a leader has answered it. A lone report goes as a TransitionInstance
  * call, as before. A call that fails as a whole gives every item its
  * status, and each thread retries its own report as it always did.
+ *
+ * Start records: a run's dispatched -> running is staged (written and
+ * synced, not sent) before its process starts, and sent only when the run
+ * outlasts [executor] running_hold; a shorter run is reported once, from
+ * dispatched with its start time (ex_job.c). Either way a restart finds the
+ * start in the outbox if the run's end was never reported, re-sends it and
+ * then fails the attempt "executor_restarted", as when the running report
+ * was sent before the start.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -32,6 +40,7 @@
 #include <unistd.h>
 
 #include "ex_daemon.h"
+#include "orr_alloc.h"
 #include "orr_json.h"
 #include "orr_log.h"
 #include "orr_rpc_codec.h"
@@ -174,6 +183,8 @@ static orr_status outbox_write(ex_daemon *d, const ex_report *r, int *fd_out, or
                   (json_int_t)r->attempt, "from", r->from, "to", r->to, "reason", r->reason);
     if (r->has_exit_code)
         json_object_set_new(o, "exit_code", json_integer(r->exit_code));
+    if (r->started_at_ms > 0)
+        json_object_set_new(o, "started_at_ms", json_integer((json_int_t)r->started_at_ms));
     char *text = json_dumps(o, JSON_COMPACT);
     json_decref(o);
     orr_status s = ORR_OK;
@@ -319,18 +330,15 @@ static int read_state(ex_daemon *d, int64_t id, int *attempt)
     return st;
 }
 
-orr_status ex_report_send(ex_daemon *d, const ex_report *r, int persist, int *now_state,
-                          orr_err *err)
+/* The sending of ex_report_send and ex_report_send_staged: fd is the
+ * outbox file written for r (-1: none), persist says whether there is one
+ * at all (the replay's is there without an fd). */
+static orr_status send_loop(ex_daemon *d, const ex_report *r, int persist, int *fd_io,
+                            int (*pause)(void *, int), void *cls, int *now_state, orr_err *err)
 {
     char path[EX_PATH + 64];
     outbox_path(d, r, path, sizeof path);
-    int fd = -1;        /* the outbox file we wrote, open */
-    if (persist == 1) { /* 2: the replay's file, already there */
-        orr_err we;
-        if (outbox_write(d, r, &fd, &we) != ORR_OK) /* still try to send it */
-            ORR_ERROR("outbox write failed", "instance=%lld err=%s", (long long)r->instance_id,
-                      orr_log_q(we.msg));
-    }
+    int fd = *fd_io;
     HL(TransitionRequest) rq = HL_INIT(TRANSITION_REQUEST);
     rq.instance_id = r->instance_id;
     rq.expected_state = (HL(InstanceState))r->from;
@@ -340,6 +348,7 @@ orr_status ex_report_send(ex_daemon *d, const ex_report *r, int persist, int *no
     rq.expected_attempt = r->attempt;
     rq.has_exit_code = r->has_exit_code;
     rq.exit_code = r->exit_code;
+    rq.started_at_ms = r->started_at_ms;
 
     int delay = 200, tries = 0;
     orr_status s;
@@ -355,14 +364,19 @@ orr_status ex_report_send(ex_daemon *d, const ex_report *r, int persist, int *no
                      ex_state_name(r->to));
             if (fd >= 0)
                 close(fd);
+            *fd_io = -1;
             return orr_err_set(err, ORR_ECANCELLED, NULL, "stopping");
         }
         if (tries == 1 || tries % 10 == 0)
             ORR_WARN("report failed, retrying", "instance=%lld to=%s tries=%d err=%s",
                      (long long)r->instance_id, ex_state_name(r->to), tries, orr_log_q(err->msg));
-        ex_sleep_ms(delay);
+        if (pause && pause(cls, delay))
+            return orr_err_set(err, ORR_EAGAIN, NULL, "left staged"); /* *fd_io stays open */
+        if (!pause)
+            ex_sleep_ms(delay);
         delay = delay * 2 > 5000 ? 5000 : delay * 2;
     }
+    *fd_io = -1;
     if (fd >= 0)
         spare_put(d, path, fd); /* answered: the file kept for the next report */
     else if (persist)
@@ -400,6 +414,41 @@ orr_status ex_report_send(ex_daemon *d, const ex_report *r, int persist, int *no
     return s;
 }
 
+orr_status ex_report_send(ex_daemon *d, const ex_report *r, int persist, int *now_state,
+                          orr_err *err)
+{
+    int fd = -1;        /* the outbox file we wrote, open */
+    if (persist == 1) { /* 2: the replay's file, already there */
+        orr_err we;
+        if (outbox_write(d, r, &fd, &we) != ORR_OK) /* still try to send it */
+            ORR_ERROR("outbox write failed", "instance=%lld err=%s", (long long)r->instance_id,
+                      orr_log_q(we.msg));
+    }
+    return send_loop(d, r, persist, &fd, NULL, NULL, now_state, err);
+}
+
+int ex_report_stage(ex_daemon *d, const ex_report *r, orr_err *err)
+{
+    int fd = -1;
+    return outbox_write(d, r, &fd, err) == ORR_OK ? fd : -1;
+}
+
+void ex_report_unstage(ex_daemon *d, const ex_report *r, int fd)
+{
+    if (fd < 0)
+        return;
+    char path[EX_PATH + 64];
+    outbox_path(d, r, path, sizeof path);
+    spare_put(d, path, fd);
+}
+
+orr_status ex_report_send_staged(ex_daemon *d, const ex_report *r, int *fd,
+                                 int (*pause)(void *cls, int ms), void *cls, int *now_state,
+                                 orr_err *err)
+{
+    return send_loop(d, r, 1, fd, pause, cls, now_state, err);
+}
+
 /* Read one outbox file into r. */
 static int outbox_read(const char *path, ex_report *r)
 {
@@ -421,6 +470,11 @@ static int outbox_read(const char *path, ex_report *r)
              orr_json_get_int(o, "", "from", 1, 1, 10, &from, &e) == ORR_OK &&
              orr_json_get_int(o, "", "to", 1, 1, 10, &to, &e) == ORR_OK &&
              orr_json_get_str(o, "", "reason", 0, &reason, &e) == ORR_OK;
+    if (ok && json_object_get(o, "started_at_ms")) {
+        int64_t at = 0;
+        ok = orr_json_get_int(o, "", "started_at_ms", 1, 1, INT64_MAX, &at, &e) == ORR_OK;
+        r->started_at_ms = at;
+    }
     if (ok && json_object_get(o, "exit_code")) {
         ok = orr_json_get_int(o, "", "exit_code", 1, INT32_MIN, INT32_MAX, &code, &e) == ORR_OK;
         r->has_exit_code = 1;
@@ -437,14 +491,31 @@ static int outbox_read(const char *path, ex_report *r)
     return ok ? 0 : -1;
 }
 
+static int is_start_record(const ex_report *r)
+{
+    return r->from == HL_STATE(DISPATCHED) && r->to == HL_STATE(RUNNING);
+}
+
+/* A report of the same attempt's run in one step (from dispatched, with its
+ * start time) among the n read. */
+static int has_one_step(const ex_report *rs, size_t n, const ex_report *start)
+{
+    for (size_t i = 0; i < n; i++)
+        if (rs[i].instance_id == start->instance_id && rs[i].attempt == start->attempt &&
+            rs[i].from == HL_STATE(DISPATCHED) && rs[i].started_at_ms > 0)
+            return 1;
+    return 0;
+}
+
 int ex_report_replay(ex_daemon *d)
 {
     DIR *dir = opendir(d->outbox_dir);
     if (!dir)
         return 0;
-    int sent = 0;
+    ex_report *rs = NULL;
+    size_t n = 0, cap = 0;
     struct dirent *de;
-    while ((de = readdir(dir)) != NULL && !atomic_load(&d->stopping)) {
+    while ((de = readdir(dir)) != NULL) {
         size_t l = strlen(de->d_name);
         char path[EX_PATH + 300];
         snprintf(path, sizeof path, "%s/%s", d->outbox_dir, de->d_name);
@@ -463,12 +534,35 @@ int ex_report_replay(ex_daemon *d)
             unlink(path);
             continue;
         }
-        ORR_INFO("re-sending a report from the outbox", "instance=%lld to=%s",
-                 (long long)r.instance_id, ex_state_name(r.to));
-        orr_err e;
-        ex_report_send(d, &r, 2, NULL, &e);
-        sent++;
+        if (n == cap) {
+            cap = cap ? cap * 2 : 64;
+            rs = orr_xrealloc(rs, cap * sizeof *rs);
+        }
+        rs[n++] = r;
     }
     closedir(dir);
+    /* Start records first: an end reported from running then finds the run
+     * running. One made needless by its run's one-step report is dropped
+     * (sent, it would make that report fail and the restart fail the run). */
+    int sent = 0;
+    for (int pass = 0; pass < 2; pass++)
+        for (size_t i = 0; i < n && !atomic_load(&d->stopping); i++) {
+            if (is_start_record(&rs[i]) != (pass == 0))
+                continue;
+            if (pass == 0 && has_one_step(rs, n, &rs[i])) {
+                char path[EX_PATH + 64];
+                outbox_path(d, &rs[i], path, sizeof path);
+                ORR_INFO("dropping a start record: its run was reported in one step",
+                         "instance=%lld attempt=%d", (long long)rs[i].instance_id, rs[i].attempt);
+                unlink(path);
+                continue;
+            }
+            ORR_INFO("re-sending a report from the outbox", "instance=%lld to=%s",
+                     (long long)rs[i].instance_id, ex_state_name(rs[i].to));
+            orr_err e;
+            ex_report_send(d, &rs[i], 2, NULL, &e);
+            sent++;
+        }
+    free(rs);
     return sent;
 }

@@ -339,6 +339,22 @@ static ex_end wait_main(ex_sandbox *sb, int64_t deadline_ms)
     }
 }
 
+int ex_sandbox_hold(ex_sandbox *sb, int64_t until_ms)
+{
+    /* wait_main's 0 is "no deadline" */
+    if (wait_main(sb, until_ms > 0 ? until_ms : 1) != EX_END_TIMEOUT)
+        return 1;
+    siginfo_t si; /* ended just as the time came: an end, not a long run */
+    memset(&si, 0, sizeof si);
+    return waitid(P_PID, (id_t)sb->pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid;
+}
+
+void ex_sandbox_kill_now(ex_sandbox *sb)
+{
+    ex_sandbox_cancel(sb);
+    sb->cg->ops->kill(sb->cg, 0);
+}
+
 void ex_sandbox_wait(ex_sandbox *sb, int64_t deadline_ms, ex_result *res)
 {
     memset(res, 0, sizeof *res);

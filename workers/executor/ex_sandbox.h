@@ -47,14 +47,14 @@ typedef struct ex_result {
     int exited; /* 1: exit_code is valid; 0: term_signal is */
     int exit_code;
     int term_signal;
-    int oom;        /* the memory limit killed a member */
-    int exec_errno; /* != 0: the program could not be executed (errno of execve) */
-    int left;       /* members still alive after the final kill (0 expected;
-                     * -1: could not be counted) */
-    int leftover;   /* the main process ended by itself while this many members
-                     * it started were still running: killed then */
+    int oom;          /* the memory limit killed a member */
+    int exec_errno;   /* != 0: the program could not be executed (errno of execve) */
+    int left;         /* members still alive after the final kill (0 expected;
+                       * -1: could not be counted) */
+    int leftover;     /* the main process ended by itself while this many members
+                       * it started were still running: killed then */
     int pids_limited; /* a fork was refused for the pids limit */
-    int64_t ran_ms; /* wall time from start to the end of the main process */
+    int64_t ran_ms;   /* wall time from start to the end of the main process */
 } ex_result;
 
 typedef struct ex_sandbox ex_sandbox;
@@ -73,6 +73,19 @@ pid_t ex_sandbox_pid(const ex_sandbox *sb);
 
 /* Ask ex_sandbox_wait to kill the attempt now. Thread-safe, idempotent. */
 void ex_sandbox_cancel(ex_sandbox *sb);
+
+/* Block until the main process ends, a cancel arrives or until_ms passes
+ * (ex_now_ms() clock), without killing or reaping anything: 0 when until_ms
+ * passed with the main process still running, 1 otherwise (ex_sandbox_wait
+ * then finds the end or the cancel at once). Called any number of times
+ * before ex_sandbox_wait, by the thread that will call it. */
+int ex_sandbox_hold(ex_sandbox *sb, int64_t until_ms);
+
+/* SIGKILL the group now, from any thread, without waiting or reaping. Only
+ * while the caller knows the waiting thread is not inside ex_sandbox_wait
+ * (the main process is not reaped yet, so its group id is still its own);
+ * ex_sandbox_wait later finds the end as a cancel and verifies the kill. */
+void ex_sandbox_kill_now(ex_sandbox *sb);
 
 /* Block until the main process ends, deadline_ms passes (ex_now_ms() clock;
  * 0 = none) or a cancel arrives; then kill the whole group (verifying it is

@@ -96,6 +96,9 @@ static const orr_cfg_key ex_schema[] = {
      "folder of helper binaries (wormhole); default: executord's own folder"},
     {"executor", "rpc_timeout", ORR_CFG_DURATION, "10s", 0, 100, 600000,
      "deadline of halleyd calls"},
+    {"executor", "running_hold", ORR_CFG_DURATION, "200ms", 0, 0, 3600000,
+     "a run that ends this soon is reported once (dispatched -> its end); a longer one is "
+     "reported running when it has lasted this long; 0: running before the start"},
     {"executor", "sweep_interval", ORR_CFG_DURATION, "10s", 0, 500, 3600000,
      "how often dispatched instances are listed in case an event was missed"},
     {"executor", "heartbeat_interval", ORR_CFG_DURATION, "15s", 0, 500, 3600000,
@@ -353,6 +356,7 @@ static orr_status setup(ex_daemon *d, orr_config *cfg, const char *argv0, char *
     d->slot_pids = (int)orr_config_int(cfg, sec, "slot_pids");
     d->default_timeout_ms = orr_config_int(cfg, sec, "default_timeout");
     d->rpc_timeout_ms = (int)orr_config_int(cfg, sec, "rpc_timeout");
+    d->running_hold_ms = orr_config_int(cfg, sec, "running_hold");
     snprintf(d->actor, sizeof d->actor, "executor:%s", d->id);
 
     /* Folders. */

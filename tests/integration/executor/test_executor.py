@@ -66,6 +66,7 @@ class Executor:
         self.zk = zk
         self.proc = None
         self.n = 0
+        self.extra = {}  # settings of the next start beyond the defaults below
 
     def env(self):
         env = dict(os.environ)
@@ -90,6 +91,7 @@ class Executor:
             "ORRERY_EXECUTOR_RPC_TIMEOUT": "2s",
             "ORRERY_LOG_LEVEL": "debug",
         })
+        env.update(self.extra)
         return env
 
     def start(self):
@@ -219,6 +221,29 @@ def exit_code(iid, attempt=1):
                           f"WHERE instance_id = {iid} AND attempt = {attempt}"],
                          check=True, capture_output=True, text=True).stdout.strip()
     return None if out in ("", "null") else int(out)
+
+
+def history(iid):
+    """The instance's transitions, oldest first, as (from, to, at_ms)."""
+    r = rpc("ListTransitions", PB.ListTransitionsRequest(instance_id=iid),
+            PB.ListTransitionsResponse)
+    return [(state_name(t.from_state), state_name(t.to_state), t.at_ms) for t in r.transitions]
+
+
+def events_of(iid):
+    """The instance's transition events, oldest first, as (from, to)."""
+    out = subprocess.run(["psql", P.dsn, "-qAt", "-F", " ", "-c",
+                          f"SELECT payload->>'from', payload->>'to' FROM events "
+                          f"WHERE instance_id = {iid} AND kind = 'instance.transition' "
+                          f"ORDER BY id"], check=True, capture_output=True, text=True).stdout
+    return [tuple(ln.split()) for ln in out.splitlines() if ln.strip()]
+
+
+def gate_dir():
+    """A folder the task user can read and write, for gates and markers."""
+    d = tempfile.mkdtemp(prefix="gate-", dir=EX.dir)
+    os.chmod(d, 0o777)
+    return d
 
 
 def wait_gone(pattern, timeout=10.0):
@@ -576,11 +601,43 @@ class Executord(NotesFailure):
         self.assertGreater(took, 0.8)  # it waited for the lines as they came
         wait_state(iid, ("success",))
 
+    def test_short_run_reported_in_one_step(self):
+        # A run that ends within running_hold (200 ms; `true` takes a few
+        # ms) is reported once: one event dispatched -> success, none to
+        # running, and two history rows, the first at the run's start,
+        # after its dispatch.
+        _, iid = make_instance({"command": "true"})
+        inst = wait_state(iid, ("success", "failed"))
+        self.assertEqual(state_name(inst.state), "success", inst.reason)
+        self.assertEqual(events_of(iid)[-1], ("dispatched", "success"))
+        self.assertNotIn(("dispatched", "running"), events_of(iid))
+        h = history(iid)
+        self.assertEqual([(f, t) for f, t, _ in h[-3:]],
+                         [("ready", "dispatched"), ("dispatched", "running"),
+                          ("running", "success")], h)
+        dispatched_at, started_at, ended_at = (at for _, _, at in h[-3:])
+        self.assertTrue(dispatched_at <= started_at <= ended_at, h)
+        self.assertEqual(inst.started_at_ms, started_at)
+        self.assertEqual(exit_code(iid), 0)
+
+    def test_long_run_reported_running_while_it_runs(self):
+        # A run that outlasts the hold is reported running while it runs:
+        # the task cannot end before the test opens its gate.
+        d = gate_dir()
+        gate = os.path.join(d, "open")
+        _, iid = make_instance({"command": f"while [ ! -e {gate} ]; do sleep 0.05; done"})
+        wait_state(iid, ("running",))
+        self.assertEqual(events_of(iid)[-1], ("dispatched", "running"))
+        open(gate, "w").close()
+        inst = wait_state(iid, ("success", "failed"))
+        self.assertEqual(state_name(inst.state), "success", inst.reason)
+        self.assertEqual(events_of(iid)[-2:], [("dispatched", "running"), ("running", "success")])
+
     def test_w_report_landed_but_answer_lost(self):
-        # halleyd commits the dispatched -> running move but executord never
-        # hears the answer (its call's deadline passes first), so its retry
-        # finds the move made. That is its own report delivered: the command
-        # must run. Built by construction: a trigger makes that one UPDATE
+        # halleyd commits the move out of dispatched (a short run's report in
+        # one step) but executord never hears the answer (its call's deadline
+        # passes first), so its retry finds the move made. That is its own
+        # report delivered. Built by construction: a trigger makes that UPDATE
         # wait for an advisory lock the test holds until executord has logged
         # its retry; then the first UPDATE commits.
         lock_key = 7_000_000 + os.getpid() % 1_000_000
@@ -596,7 +653,7 @@ class Executord(NotesFailure):
                 CREATE FUNCTION {trigger}() RETURNS trigger LANGUAGE plpgsql AS $$
                 BEGIN PERFORM pg_advisory_xact_lock({lock_key}); RETURN NEW; END $$;
                 CREATE TRIGGER {trigger} BEFORE UPDATE ON instances FOR EACH ROW
-                WHEN (NEW.id = {iid} AND NEW.state = 'running' AND OLD.state = 'dispatched')
+                WHEN (NEW.id = {iid} AND OLD.state = 'dispatched')
                 EXECUTE FUNCTION {trigger}();"""], check=True, capture_output=True)
             dispatch(iid)
             marker = "report failed, retrying"
@@ -615,9 +672,16 @@ class Executord(NotesFailure):
             inst = wait_state(iid, ("success", "failed"), timeout=60)
             self.assertEqual(state_name(inst.state), "success", inst.reason)
             self.assertEqual(inst.attempt, 1)
-            log = EX.daemon_log()
-            self.assertTrue(any("instance state already reported" in ln and f"instance={iid} " in ln
-                                for ln in log.splitlines()), log[-3000:])
+            # the retry's answer is logged after the state it finds is visible
+            deadline = time.time() + 30
+            while time.time() < deadline:
+                log = EX.daemon_log()
+                if any("instance state already reported" in ln and f"instance={iid} " in ln
+                       for ln in log.splitlines()):
+                    break
+                time.sleep(0.1)
+            else:
+                self.fail("the retry did not find its report delivered\n" + log[-3000:])
             status, body = EX.get_log(iid)
             self.assertEqual(status, 200)
             self.assertIn("ran", body)
@@ -777,6 +841,38 @@ class Executord(NotesFailure):
         # the restarted executord still runs new work
         _, iid2 = make_instance({"command": "true"})
         self.assertEqual(state_name(wait_state(iid2, ("success", "failed")).state), "success")
+
+    def test_z_restart_within_the_hold_does_not_run_again(self):
+        # executord dies while a run it started is still only staged
+        # (dispatched in Halley: a hold of an hour): the restart must not run
+        # the same attempt again. The start record in the outbox is re-sent,
+        # and the attempt fails "executor_restarted" as a run reported
+        # running would.
+        EX.stop()
+        EX.extra = {"ORRERY_EXECUTOR_RUNNING_HOLD": "1h"}
+        try:
+            EX.start()
+            d = gate_dir()
+            marker = os.path.join(d, "runs")
+            _, iid = make_instance({"command": f"echo run >> {marker}; sleep 304"})
+            deadline = time.time() + 30
+            while not pids_of("(^|/)sleep 304$") and time.time() < deadline:
+                time.sleep(0.1)
+            self.assertEqual(len(pids_of("(^|/)sleep 304$")), 1)
+            self.assertEqual(state_name(instance(iid).state), "dispatched")
+            self.assertIn(f"{iid}-1-4.json", os.listdir(os.path.join(EX.work, "outbox")))
+            EX.stop(signal.SIGKILL)  # the guardian ends the attempt's processes
+            self.assertTrue(wait_gone("(^|/)sleep 304$"), "the process outlived its executord")
+        finally:
+            EX.extra = {}
+        EX.start()
+        inst = wait_state(iid, ("failed", "success"))  # run again: running, then a timeout
+        self.assertEqual((state_name(inst.state), inst.reason), ("failed", "executor_restarted"))
+        self.assertEqual(inst.attempt, 1)
+        with open(marker) as f:
+            self.assertEqual(f.read(), "run\n")  # it ran once
+        self.assertEqual(events_of(iid)[-2:], [("dispatched", "running"), ("running", "failed")])
+        self.assertFalse(pids_of("(^|/)sleep 304$"))
 
 
 if __name__ == "__main__":

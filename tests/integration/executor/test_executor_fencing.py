@@ -300,14 +300,24 @@ def make_instance(ex_id, config, dispatch=True, **spec_extra):
     assert r.status == 200, r
     iid = r.json()["created"][0]
     if dispatch:
-        S = base.PB.InstanceState
-        for frm, to, extra in (("WAITING", "READY", {}),
-                               ("READY", "DISPATCHED", {"executor": ex_id})):
-            base.rpc("TransitionInstance", base.PB.TransitionRequest(
-                instance_id=iid, expected_state=S.Value("INSTANCE_STATE_" + frm),
-                new_state=S.Value("INSTANCE_STATE_" + to), actor="kepler", **extra),
-                base.PB.TransitionResult)
+        dispatch_to(ex_id, iid)
     return tid, iid
+
+
+def dispatch_to(ex_id, iid):
+    """waiting -> ready -> dispatched on ex_id, as keplerd would."""
+    S = base.PB.InstanceState
+    for frm, to, extra in (("WAITING", "READY", {}),
+                           ("READY", "DISPATCHED", {"executor": ex_id})):
+        base.rpc("TransitionInstance", base.PB.TransitionRequest(
+            instance_id=iid, expected_state=S.Value("INSTANCE_STATE_" + frm),
+            new_state=S.Value("INSTANCE_STATE_" + to), actor="kepler", **extra),
+            base.PB.TransitionResult)
+
+
+def psql(sql):
+    return subprocess.run(["psql", P.dsn, "-qAt", "-v", "ON_ERROR_STOP=1", "-c", sql],
+                          check=True, capture_output=True, text=True, timeout=30).stdout.strip()
 
 
 def attempt_row(iid, attempt):
@@ -500,6 +510,67 @@ class Fencing(base.NotesFailure):  # a failure: tearDownModule prints executord'
         inst2 = base.wait_state(iid2, ("success", "failed"), timeout=60)
         self.assertEqual(base.state_name(inst2.state), "success", inst2.reason)
         self.assertIn("zookeeper contact is back", ex.daemon_log())
+        ex.stop()
+
+    def test_cut_while_the_running_report_hangs_kills_at_once(self):
+        # A run that outlasts running_hold is reported running by its job
+        # thread while the process runs. Here that call hangs: halleyd's
+        # UPDATE waits on a lock this test holds (a trigger), and executord's
+        # deadline is a minute. A cut from ZooKeeper must still kill the task
+        # tree before the session expires: the fence kills the group itself,
+        # not through the job thread, which is inside the call.
+        lock_key = 7_100_000 + os.getpid() % 1_000_000
+        trigger = f"orr_fence_hold_{os.getpid()}"
+        holder = subprocess.Popen(["psql", P.dsn, "-qAt", "-v", "ON_ERROR_STOP=1"],
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        proxy = ZkProxy(ZK)
+        self.addCleanup(proxy.close)
+        pids = []
+        ex = Ex("held", f"127.0.0.1:{proxy.port}{CHROOT}")
+        ex.extra = {"ORRERY_EXECUTOR_RPC_TIMEOUT": "60s"}
+        try:
+            holder.stdin.write(f"SELECT pg_advisory_lock({lock_key});\n")
+            holder.stdin.flush()
+            self.assertEqual(holder.stdout.readline().strip(), "")  # the lock is ours
+            base.EX = ex
+            ex.start()
+            wait_for(ex.node, f"{ex.id} registered in ZooKeeper")
+            with self.diagnosed(ex, pids):
+                d = task_folder("held")
+                _, iid = make_instance(ex.id, {"command": BLOCKING.format(d=d, n=1105)},
+                                       dispatch=False)
+                psql(f"""CREATE FUNCTION {trigger}() RETURNS trigger LANGUAGE plpgsql AS $$
+                    BEGIN PERFORM pg_advisory_xact_lock({lock_key}); RETURN NEW; END $$;
+                    CREATE TRIGGER {trigger} BEFORE UPDATE ON instances FOR EACH ROW
+                    WHEN (NEW.id = {iid} AND OLD.state = 'dispatched'
+                          AND NEW.state = 'running')
+                    EXECUTE FUNCTION {trigger}();""")
+                dispatch_to(ex.id, iid)
+                pids += read_pids(d, ["main", "child", "escaped"])
+                # the running report is in halleyd, waiting on the lock
+                wait_for(lambda: psql(f"SELECT count(*) FROM pg_locks WHERE locktype = "
+                                      f"'advisory' AND objid = {lock_key} AND NOT granted")
+                         == "1", "the running report held in halleyd")
+                self.assertTrue(all(alive(p) for p in pids))
+                before = proxy.forwarded
+                wait_for(lambda: proxy.forwarded > before, "ZooKeeper traffic through the proxy")
+                proxy.cut()
+                wait_for(lambda: not any(alive(p) for p in pids),
+                         f"the task tree ({pids}) killed after the cut", timeout=20, step=0.02)
+                self.assertIsNotNone(ex.node(), "the session expired before the kill")
+                self.assertEqual(base.state_name(base.instance(iid).state), "dispatched")
+                holder.stdin.write(f"SELECT pg_advisory_unlock({lock_key});\n")
+                holder.stdin.flush()
+                self.assertEqual(holder.stdout.readline().strip(), "t")
+                inst = base.wait_state(iid, ("failed", "success"))
+                self.assertEqual((base.state_name(inst.state), inst.reason),
+                                 ("failed", "executor_fenced"))
+        finally:
+            subprocess.run(["psql", P.dsn, "-qAt", "-c",
+                            f"DROP TRIGGER IF EXISTS {trigger} ON instances; "
+                            f"DROP FUNCTION IF EXISTS {trigger}()"], capture_output=True)
+            holder.stdin.close()
+            holder.wait(timeout=20)
         ex.stop()
 
     def test_leftover_processes_killed_and_counted(self):

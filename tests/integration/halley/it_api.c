@@ -621,17 +621,30 @@ static void test_through_running(const hlt_db *db)
 {
     const int64_t base = 1767225600000LL + 3600000LL * 20000;
     int created = 0, code = -1;
-    int64_t ids[4] = {0, 0, 0, 0};
-    for (int i = 0; i < 4; i++) {
+    int64_t ids[6] = {0, 0, 0, 0, 0, 0};
+    for (int i = 0; i < 6; i++) {
         Instance *x = create_instance(t_up, base + 3600000LL * i, &created, &code);
         ids[i] = x ? x->id : 0;
         if (x)
             FREE(x);
-        if (i < 3) {
+        if (i != 3) {
             transition(ids[i], HL_ST_WAITING, HL_ST_READY, NULL, NULL);
             transition(ids[i], HL_ST_READY, HL_ST_DISPATCHED, "ex-1", NULL);
         }
     }
+    /* Dispatched a minute ago (set, not waited for): the start times below
+     * lie between the dispatch and now, except where a bound is tested. */
+    char sql[300];
+    snprintf(
+        sql, sizeof sql,
+        "UPDATE instances SET updated_at = now() - interval '60 s' WHERE id IN"
+        " (%lld, %lld, %lld, %lld, %lld) RETURNING (extract(epoch FROM updated_at) * 1000)::int8",
+        (long long)ids[0], (long long)ids[1], (long long)ids[2], (long long)ids[4],
+        (long long)ids[5]);
+    PGresult *r = hlt_sql(db, sql);
+    const int64_t dispatched = PQntuples(r) == 5 ? strtoll(PQgetvalue(r, 0, 0), NULL, 10) : 0;
+    HLT_CHECK(dispatched > 0, "dispatch times set");
+    PQclear(r);
     int64_t start = hlt_now_ms() - 5000;
     Orrery__Halley__V1__TransitionRequest rq = ORRERY__HALLEY__V1__TRANSITION_REQUEST__INIT;
     rq.instance_id = ids[0];
@@ -708,12 +721,28 @@ static void test_through_running(const hlt_db *db)
         if (lr)
             FREE(lr);
     }
-    char sql[200];
+    /* The start an executor reports is bounded by the dispatch and by now,
+     * whatever its clock says. */
+    const int64_t wrong[2] = {dispatched - 30000, hlt_now_ms() + 3600000};
+    for (int k = 0; k < 2; k++) {
+        rq = i1;
+        rq.instance_id = ids[4 + k];
+        rq.started_at_ms = wrong[k];
+        tr = NULL;
+        HLT_CHECK(hlt_call(cl, "TransitionInstance", &rq, &tr, &err) == ORR_OK && tr &&
+                      (k == 0 ? tr->instance->started_at_ms == dispatched
+                              : tr->instance->started_at_ms > dispatched &&
+                                    tr->instance->started_at_ms <= tr->instance->finished_at_ms),
+                  "a start %s is recorded as %s", k == 0 ? "before the dispatch" : "in the future",
+                  k == 0 ? "the dispatch" : "at most the end");
+        if (tr)
+            FREE(tr);
+    }
     snprintf(sql, sizeof sql,
              "SELECT count(*) FROM events WHERE instance_id IN (%lld, %lld, %lld)"
              " AND payload->>'from' = 'dispatched' AND payload->>'to' IN ('success', 'failed')",
              (long long)ids[0], (long long)ids[1], (long long)ids[2]);
-    PGresult *r = hlt_sql(db, sql);
+    r = hlt_sql(db, sql);
     HLT_CHECK(atoi(PQgetvalue(r, 0, 0)) == 3, "one event per run: dispatched -> its end");
     PQclear(r);
     snprintf(sql, sizeof sql,
