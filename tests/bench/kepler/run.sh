@@ -46,6 +46,8 @@
 #                      dispatch - that moment, queue wait = that moment -
 #                      upstream success (capacity, not the scheduler): p50 /
 #                      p99 / max of both
+#   one step           runs reported dispatched -> their end in one transition
+#                      (executord's running_hold), from the events table
 #   memory             keplerd VmHWM (peak RSS) from /proc/<pid>/status
 #   CPU per instance   user + system time of the executors (with the task
 #                      processes they reaped), keplerd, halleyd, and, when
@@ -433,6 +435,12 @@ printf '%-52s %s\n' "  first $N_FIRST dispatched (one slot round), max s" "$MAX_
 printf '%-52s %s\n' "keplerd RSS after rebuild / at end, MB" "$((RSS_IDLE / 1024)) / $((RSS / 1024))"
 printf '%-52s %s\n' "keplerd peak RSS (VmHWM), MB" "$((HWM / 1024))"
 printf '%-52s %s\n' "other instances (hourly fires) at end" "$OTHER"
+# A run that ended within executord's running_hold is one transition event
+# (dispatched -> its end); the stand-in executors always make two.
+ONE_STEP=$(sql "SELECT count(*) FROM events e JOIN instances i ON i.id = e.instance_id
+  JOIN tasks t ON t.id = i.task_id WHERE t.name LIKE 'kpb-d-%' AND e.kind = 'instance.transition'
+  AND e.payload->>'from' = 'dispatched' AND e.payload->>'to' <> 'running'")
+printf '%-52s %s\n' "runs reported in one step (dispatched -> end)" "$ONE_STEP of $READY"
 read -r C0E C0K C0H C0P C0Z <<<"$CPU0"
 read -r C1E C1K C1H C1P C1Z <<<"$CPU1"
 cpu_per() { python3 -c "import sys; print('%.2f' % ((int(sys.argv[2]) - int(sys.argv[1])) / int(sys.argv[3])))" "$1" "$2" "$READY"; }
