@@ -23,8 +23,9 @@
  *   create -> (fork) attach(child pid) -> child_setup (in the child, before
  *   exec) -> ... -> kill -> destroy.
  * kill may be called any number of times; destroy kills whatever is left.
- * All functions are called from one thread per attempt; child_setup runs
- * between fork and exec and is async-signal-safe.
+ * All functions are called from one thread per attempt, except signal
+ * (any thread, while that thread has not reaped the main process);
+ * child_setup runs between fork and exec and is async-signal-safe.
  */
 #ifndef EX_CGROUP_H
 #define EX_CGROUP_H
@@ -87,6 +88,9 @@ typedef struct ex_cgroup_ops {
      * Returns the number of members still present (0 = empty), -1 when it
      * cannot be told. */
     int (*kill)(ex_cgroup *cg, int wait_ms);
+    /* SIGKILL every member once, now: no wait, no count, no freeze (a
+     * cancel from another thread; kill then does the rounds and verifies). */
+    void (*signal)(const ex_cgroup *cg);
     /* Members now (-1 if unknown). */
     int (*count)(const ex_cgroup *cg);
     /* 1 if the kernel killed a member for exceeding the memory limit. */

@@ -117,6 +117,12 @@ static int rl_kill(ex_cgroup *cg, int wait_ms)
     }
 }
 
+static void rl_signal(const ex_cgroup *cg)
+{
+    if (cg->leader > 0)
+        killpg(cg->leader, SIGKILL);
+}
+
 static int rl_oom_killed(const ex_cgroup *cg)
 {
     (void)cg;
@@ -152,6 +158,7 @@ const ex_cgroup_ops ex_cgroup_rlimit_ops = {
     .attach = rl_attach,
     .child_setup = rl_child_setup,
     .kill = rl_kill,
+    .signal = rl_signal,
     .count = rl_count,
     .oom_killed = rl_oom_killed,
     .pids_limited = rl_pids_limited,

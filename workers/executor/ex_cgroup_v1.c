@@ -113,6 +113,11 @@ static int v1_kill(ex_cgroup *cg, int wait_ms)
     return v1__kill_dirs(cg->procs_dir, cg->freezer_dir, wait_ms);
 }
 
+static void v1_signal(const ex_cgroup *cg)
+{
+    ex_cg_signal_procs(cg->procs_dir, SIGKILL);
+}
+
 static int v1_oom_killed(const ex_cgroup *cg)
 {
     int64_t n = ex_cg_read_key(cg->memory_dir, "memory.oom_control", "oom_kill");
@@ -170,6 +175,7 @@ const ex_cgroup_ops ex_cgroup_v1_ops = {
     .attach = ex_cg_attach,
     .child_setup = ex_cg_child_setup,
     .kill = v1_kill,
+    .signal = v1_signal,
     .count = ex_cg_count,
     .oom_killed = v1_oom_killed,
     .pids_limited = ex_cg_pids_limited,

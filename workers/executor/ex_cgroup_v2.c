@@ -135,6 +135,13 @@ static int v2_kill(ex_cgroup *cg, int wait_ms)
     return v2__kill_dir(cg->dirs[0], wait_ms);
 }
 
+static void v2_signal(const ex_cgroup *cg)
+{
+    orr_err ignore;
+    if (ex_cg_write(cg->dirs[0], "cgroup.kill", "1", &ignore) != ORR_OK)
+        ex_cg_signal_procs(cg->dirs[0], SIGKILL);
+}
+
 static int v2_oom_killed(const ex_cgroup *cg)
 {
     return ex_cg_read_key(cg->dirs[0], "memory.events", "oom_kill") > 0;
@@ -171,6 +178,7 @@ const ex_cgroup_ops ex_cgroup_v2_ops = {
     .attach = ex_cg_attach,
     .child_setup = ex_cg_child_setup,
     .kill = v2_kill,
+    .signal = v2_signal,
     .count = ex_cg_count,
     .oom_killed = v2_oom_killed,
     .pids_limited = ex_cg_pids_limited,

@@ -156,7 +156,8 @@ typedef struct ex_report {
  *                  FAILED_PRECONDITION); *now_state (may be NULL) is its
  *                  state now, re-read
  *   ORR_ECANCELLED the daemon is stopping; the outbox keeps it (persist)
- *   other          a permanent error (logged; dropped)
+ *   other          a permanent error (logged; dropped); *now_state is the
+ *                  instance's state, re-read (-1 when it cannot be)
  * Blocks. */
 orr_status ex_report_send(ex_daemon *d, const ex_report *r, int persist, int *now_state,
                           orr_err *err);

@@ -27,11 +27,15 @@
  *   5. Sandbox (ex_sandbox.h) with the slots' limits; the log file it
  *      writes is followed by ex_logcap.h (the line index), both served live.
  *      Once the run has lasted [executor] running_hold (200 ms) the staged
- *      report is sent (ABORTED: someone moved it, e.g. killed; the run is
- *      ended and not reported). While it is sent the job thread is not in
- *      the sandbox's wait, so a cancel (fence, lost session, kill) kills the
- *      group itself, and the run's end and timeout are watched between
- *      tries; a single try may hold the timeout back by one rpc_timeout.
+ *      report is sent (its running then starts when it lands; ABORTED:
+ *      someone moved it, e.g. killed, and the run is ended and not
+ *      reported; refused otherwise: the run goes on and its end tries
+ *      again). While it is sent the job thread is not in the sandbox's
+ *      wait, so a cancel (fence, lost session, kill) signals the group
+ *      itself, and the run's end and timeout are watched between tries; a
+ *      try (with the call it may wait behind and a re-read of the state)
+ *      can hold the timeout back by a few rpc_timeouts while halleyd does
+ *      not answer.
  *   6. running -> success | failed | timed_out (+ exit code, reason), through
  *      the outbox; a run that ended within the hold goes dispatched -> its
  *      end in one report with its start time (one transition in Halley, two
@@ -148,8 +152,8 @@ enum {
 
 /* A report through the outbox; started_ms > 0 (from dispatched): the run
  * started then and has ended. */
-static void finish_report(ex_daemon *d, ex_job *j, int from, int64_t started_ms, int to,
-                          const char *reason, int has_code, int code)
+static orr_status finish_report(ex_daemon *d, ex_job *j, int from, int64_t started_ms, int to,
+                                const char *reason, int has_code, int code, int *now_state)
 {
     ex_report r = {.instance_id = j->instance_id,
                    .attempt = j->attempt,
@@ -160,18 +164,44 @@ static void finish_report(ex_daemon *d, ex_job *j, int from, int64_t started_ms,
                    .started_at_ms = started_ms};
     snprintf(r.reason, sizeof r.reason, "%s", reason);
     orr_err e;
-    ex_report_send(d, &r, 1, NULL, &e);
+    return ex_report_send(d, &r, 1, now_state, &e);
 }
 
 /* The end of a started run: from running, or in one step from dispatched
- * with its start time when it was never reported running (RUN_STAGED). */
-static void end_report(ex_daemon *d, ex_job *j, int run, int64_t started_ms, int to,
-                       const char *reason, int has_code, int code)
+ * with its start time when it was never reported running (RUN_STAGED).
+ * A one-step report refused while the instance is still dispatched (a
+ * halleyd without the step, say) goes as the two steps instead: the staged
+ * start (rr, *staged; re-written when it is gone), then the end. While the
+ * daemon stops, an unanswered end leaves the start record staged (closed,
+ * kept): the replay then sends the end if its entry was written (dropping
+ * the start), else the start, and the restart fails the attempt. */
+static void end_report(ex_daemon *d, ex_job *j, int run, int64_t started_ms, const ex_report *rr,
+                       int *staged, int to, const char *reason, int has_code, int code)
 {
-    if (run == RUN_STAGED)
-        finish_report(d, j, HL_STATE(DISPATCHED), started_ms, to, reason, has_code, code);
-    else
-        finish_report(d, j, HL_STATE(RUNNING), 0, to, reason, has_code, code);
+    if (run != RUN_STAGED) {
+        finish_report(d, j, HL_STATE(RUNNING), 0, to, reason, has_code, code, NULL);
+        return;
+    }
+    int now = -1;
+    orr_status s =
+        finish_report(d, j, HL_STATE(DISPATCHED), started_ms, to, reason, has_code, code, &now);
+    if (s == ORR_OK)
+        return;
+    if (atomic_load(&d->stopping)) {
+        if (*staged >= 0)
+            close(*staged); /* kept in the outbox */
+        *staged = -1;
+        return;
+    }
+    if (now != HL_STATE(DISPATCHED))
+        return;
+    ORR_WARN("the report in one step was refused: reporting running, then the end", "instance=%lld",
+             (long long)j->instance_id);
+    orr_err e;
+    s = *staged >= 0 ? ex_report_send_staged(d, rr, staged, NULL, NULL, NULL, &e)
+                     : ex_report_send(d, rr, 1, NULL, &e);
+    if (s == ORR_OK)
+        finish_report(d, j, HL_STATE(RUNNING), 0, to, reason, has_code, code, NULL);
 }
 
 /* The reason a cancelled attempt ends with (a kill by a person has none). */
@@ -336,16 +366,19 @@ static int report_running(ex_daemon *d, ex_job *j, ex_sandbox *sb, const ex_repo
         return RUN_STAGED;
     run_hold h = {sb, kill_at};
     orr_err err;
-    orr_status s = ex_report_send_staged(d, rr, staged, pause_in_run, &h, NULL, &err);
+    int now = -1;
+    orr_status s = ex_report_send_staged(d, rr, staged, pause_in_run, &h, &now, &err);
     pthread_mutex_lock(&d->mu);
     j->reporting = 0;
     pthread_mutex_unlock(&d->mu);
     if (s == ORR_OK)
         return RUN_REPORTED;
-    if (s == ORR_EAGAIN || s == ORR_ECANCELLED)
-        return RUN_UNSURE;
-    /* Moved by someone else (or refused): as if this had come before the
-     * start, the run is not ours to go on with or to report. */
+    if (s == ORR_EAGAIN || atomic_load(&d->stopping))
+        return RUN_UNSURE;           /* stopping: the outbox keeps the start */
+    if (now == HL_STATE(DISPATCHED)) /* refused, still ours: the end tries again */
+        return RUN_STAGED;
+    /* Moved by someone else: as if this had come before the start, the run
+     * is not ours to go on with or to report. */
     ORR_WARN("the running report was refused: ending the run", "instance=%lld err=%s",
              (long long)j->instance_id, orr_log_q(err.msg));
     int none = EX_CANCEL_NONE;
@@ -462,7 +495,7 @@ static void run_job(ex_daemon *d, ex_job *j, orr_arena *a)
         log_note(log_path, "cannot start: %s%s", why, "");
         ORR_WARN("cannot start the instance", "instance=%lld err=%s", (long long)inst,
                  orr_log_q(why));
-        finish_report(d, j, HL_STATE(DISPATCHED), 0, HL_STATE(FAILED), reason, 0, 0);
+        finish_report(d, j, HL_STATE(DISPATCHED), 0, HL_STATE(FAILED), reason, 0, 0, NULL);
         goto done;
     }
 
@@ -503,7 +536,8 @@ static void run_job(ex_daemon *d, ex_job *j, orr_arena *a)
     ex_cancel early = (ex_cancel)atomic_load(&j->cancel);
     if (early != EX_CANCEL_NONE) { /* came while we reported running: start nothing */
         if (early != EX_CANCEL_USER && run == RUN_REPORTED)
-            finish_report(d, j, HL_STATE(RUNNING), 0, HL_STATE(FAILED), cancel_reason(early), 0, 0);
+            finish_report(d, j, HL_STATE(RUNNING), 0, HL_STATE(FAILED), cancel_reason(early), 0, 0,
+                          NULL);
         goto done; /* only staged: it stays dispatched, as before the report */
     }
     /* Lines unstamped beat no run: a capture that cannot start is logged. */
@@ -522,7 +556,7 @@ static void run_job(ex_daemon *d, ex_job *j, orr_arena *a)
         log_note(log_path, "cannot start: %s%s", why, "");
         ORR_ERROR("sandbox start failed", "instance=%lld err=%s", (long long)inst, orr_log_q(why));
         ex_logsrv_end(d->logsrv, inst, j->attempt);
-        end_report(d, j, run, started_ms, HL_STATE(FAILED), reason, 0, 0);
+        end_report(d, j, run, started_ms, &rr, &staged, HL_STATE(FAILED), reason, 0, 0);
         goto done;
     }
     ex_guard_note(d, '+', ex_sandbox_pid(sb));
@@ -658,14 +692,20 @@ static void run_job(ex_daemon *d, ex_job *j, orr_arena *a)
         /* Its running report may have landed: settle it (the process is gone,
          * nothing waits on it), then the end from running. */
         orr_err e;
-        run = ex_report_send_staged(d, &rr, &staged, NULL, NULL, NULL, &e) == ORR_OK ? RUN_REPORTED
-                                                                                     : RUN_GONE;
+        int now = -1;
+        orr_status s = ex_report_send_staged(d, &rr, &staged, NULL, NULL, &now, &e);
+        if (s == ORR_OK)
+            run = RUN_REPORTED;
+        else if (!atomic_load(&d->stopping) && now == HL_STATE(DISPATCHED))
+            run = RUN_STAGED; /* refused, still ours: the end in one step, or both */
+        else
+            run = RUN_GONE; /* moved by someone else, or stopping (the outbox keeps it) */
     }
     /* UNSURE left without its file: the daemon stopped while it was sent;
      * the outbox keeps the start, so the next life fails the run
      * "executor_restarted" as it would a run reported running. */
     if (to != HL_STATE(KILLED) && (run == RUN_REPORTED || run == RUN_STAGED))
-        end_report(d, j, run, started_ms, to, reason, 1, code);
+        end_report(d, j, run, started_ms, &rr, &staged, to, reason, 1, code);
 
 done:
     /* After the end's own outbox entry: a start record is dropped only once

@@ -411,6 +411,10 @@ static orr_status send_loop(ex_daemon *d, const ex_report *r, int persist, int *
     }
     ORR_ERROR("report refused", "instance=%lld to=%s code=%s err=%s", (long long)r->instance_id,
               ex_state_name(r->to), orr_status_name(s), orr_log_q(err->msg));
+    if (now_state) { /* refused, not moved: the caller may try another way */
+        int att;
+        *now_state = read_state(d, r->instance_id, &att);
+    }
     return s;
 }
 
@@ -427,6 +431,11 @@ orr_status ex_report_send(ex_daemon *d, const ex_report *r, int persist, int *no
     return send_loop(d, r, persist, &fd, NULL, NULL, now_state, err);
 }
 
+/* Synced, but its folder is not: after a power loss that dropped the new
+ * name, the attempt would be found dispatched, but only by an executord
+ * back within its ZooKeeper session's timeout; past it keplerd has taken
+ * the attempt away as lost (executor_lost), as for any run of a machine
+ * that went down. */
 int ex_report_stage(ex_daemon *d, const ex_report *r, orr_err *err)
 {
     int fd = -1;

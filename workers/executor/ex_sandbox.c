@@ -352,7 +352,7 @@ int ex_sandbox_hold(ex_sandbox *sb, int64_t until_ms)
 void ex_sandbox_kill_now(ex_sandbox *sb)
 {
     ex_sandbox_cancel(sb);
-    sb->cg->ops->kill(sb->cg, 0);
+    sb->cg->ops->signal(sb->cg);
 }
 
 void ex_sandbox_wait(ex_sandbox *sb, int64_t deadline_ms, ex_result *res)

@@ -81,7 +81,8 @@ void ex_sandbox_cancel(ex_sandbox *sb);
  * before ex_sandbox_wait, by the thread that will call it. */
 int ex_sandbox_hold(ex_sandbox *sb, int64_t until_ms);
 
-/* SIGKILL the group now, from any thread, without waiting or reaping. Only
+/* SIGKILL the group once, now, from any thread: no wait, no count (cheap
+ * enough under a lock). Only
  * while the caller knows the waiting thread is not inside ex_sandbox_wait
  * (the main process is not reaped yet, so its group id is still its own);
  * ex_sandbox_wait later finds the end as a cancel and verifies the kill. */

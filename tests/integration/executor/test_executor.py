@@ -601,25 +601,6 @@ class Executord(NotesFailure):
         self.assertGreater(took, 0.8)  # it waited for the lines as they came
         wait_state(iid, ("success",))
 
-    def test_short_run_reported_in_one_step(self):
-        # A run that ends within running_hold (200 ms; `true` takes a few
-        # ms) is reported once: one event dispatched -> success, none to
-        # running, and two history rows, the first at the run's start,
-        # after its dispatch.
-        _, iid = make_instance({"command": "true"})
-        inst = wait_state(iid, ("success", "failed"))
-        self.assertEqual(state_name(inst.state), "success", inst.reason)
-        self.assertEqual(events_of(iid)[-1], ("dispatched", "success"))
-        self.assertNotIn(("dispatched", "running"), events_of(iid))
-        h = history(iid)
-        self.assertEqual([(f, t) for f, t, _ in h[-3:]],
-                         [("ready", "dispatched"), ("dispatched", "running"),
-                          ("running", "success")], h)
-        dispatched_at, started_at, ended_at = (at for _, _, at in h[-3:])
-        self.assertTrue(dispatched_at <= started_at <= ended_at, h)
-        self.assertEqual(inst.started_at_ms, started_at)
-        self.assertEqual(exit_code(iid), 0)
-
     def test_long_run_reported_running_while_it_runs(self):
         # A run that outlasts the hold is reported running while it runs:
         # the task cannot end before the test opens its gate.
@@ -711,17 +692,27 @@ class Executord(NotesFailure):
             return tid, iid
 
         def spares():
-            st = [os.stat(os.path.join(spare, n)) for n in os.listdir(spare)]
-            self.assertTrue(all(s.st_size == 0 for s in st))  # spares are empty
-            return sorted(s.st_ino for s in st)
+            """The spares' inodes once the run's outbox files (its start
+            record and its end report) are back among them, emptied: they go
+            back after the success is logged."""
+            outbox = os.path.join(EX.work, "outbox")
+            deadline = time.time() + 30
+            while time.time() < deadline:
+                try:
+                    st = [os.stat(os.path.join(spare, n)) for n in os.listdir(spare)]
+                except FileNotFoundError:  # a spare renamed back meanwhile
+                    continue
+                if not os.listdir(outbox) and st and all(s.st_size == 0 for s in st):
+                    return sorted(s.st_ino for s in st)
+                time.sleep(0.05)
+            self.fail(f"outbox {os.listdir(outbox)}, spares {os.listdir(spare)}")
 
         run_true()
         first = spares()
         self.assertTrue(first)  # the delivered report's file was kept
         tid, iid = run_true()
-        # the next report took a spare and gave it back: no file made or removed
+        # the next run took the spares and gave them back: no file made or removed
         self.assertEqual(spares(), first)
-        self.assertEqual(os.listdir(os.path.join(EX.work, "outbox")), [])
         # a run that wrote nothing has no index file; its empty log is
         # archived under both names (one inode)
         self.assertFalse(os.path.exists(os.path.join(EX.work, "logs", f"{iid}-1.idx")))
@@ -842,16 +833,34 @@ class Executord(NotesFailure):
         _, iid2 = make_instance({"command": "true"})
         self.assertEqual(state_name(wait_state(iid2, ("success", "failed")).state), "success")
 
-    def test_z_restart_within_the_hold_does_not_run_again(self):
-        # executord dies while a run it started is still only staged
-        # (dispatched in Halley: a hold of an hour): the restart must not run
-        # the same attempt again. The start record in the outbox is re-sent,
-        # and the attempt fails "executor_restarted" as a run reported
-        # running would.
+    def test_z_the_hold_one_step_and_a_restart_that_does_not_run_again(self):
+        # executord with a hold of an hour: every run that ends is reported
+        # in one step, and a run still going is only staged (dispatched in
+        # Halley) however slow the machine.
         EX.stop()
         EX.extra = {"ORRERY_EXECUTOR_RUNNING_HOLD": "1h"}
         try:
             EX.start()
+            # A short run: one event dispatched -> success, none to running,
+            # and two history rows, the first at the run's start, after its
+            # dispatch.
+            _, iid = make_instance({"command": "true"})
+            inst = wait_state(iid, ("success", "failed"))
+            self.assertEqual(state_name(inst.state), "success", inst.reason)
+            self.assertEqual(events_of(iid)[-1], ("dispatched", "success"))
+            self.assertNotIn(("dispatched", "running"), events_of(iid))
+            h = history(iid)
+            self.assertEqual([(f, t) for f, t, _ in h[-3:]],
+                             [("ready", "dispatched"), ("dispatched", "running"),
+                              ("running", "success")], h)
+            dispatched_at, started_at, ended_at = (at for _, _, at in h[-3:])
+            self.assertTrue(dispatched_at <= started_at <= ended_at, h)
+            self.assertEqual(inst.started_at_ms, started_at)
+            self.assertEqual(exit_code(iid), 0)
+            # executord dies while a run it started is only staged: the
+            # restart must not run the same attempt again. The start record
+            # is re-sent and the attempt fails "executor_restarted", as a run
+            # reported running would.
             d = gate_dir()
             marker = os.path.join(d, "runs")
             _, iid = make_instance({"command": f"echo run >> {marker}; sleep 304"})
@@ -860,11 +869,25 @@ class Executord(NotesFailure):
                 time.sleep(0.1)
             self.assertEqual(len(pids_of("(^|/)sleep 304$")), 1)
             self.assertEqual(state_name(instance(iid).state), "dispatched")
-            self.assertIn(f"{iid}-1-4.json", os.listdir(os.path.join(EX.work, "outbox")))
+            outbox = os.path.join(EX.work, "outbox")
+            self.assertIn(f"{iid}-1-4.json", os.listdir(outbox))
             EX.stop(signal.SIGKILL)  # the guardian ends the attempt's processes
             self.assertTrue(wait_gone("(^|/)sleep 304$"), "the process outlived its executord")
         finally:
             EX.extra = {}
+        # A run whose one-step report was written but not sent when its
+        # executord died, its start record still beside it (the crash came
+        # between the two): the replay sends the report and drops the start,
+        # which sent first would make the report fail. Its command never
+        # runs: the instance is already over when the sweep looks.
+        marker_b = os.path.join(d, "b")
+        _, iid_b = make_instance({"command": f"echo ran > {marker_b}"})
+        started = int(time.time() * 1000) - 1000
+        for name, body in ((f"{iid_b}-1-4.json", {"from": 3, "to": 4}),
+                           (f"{iid_b}-1-5.json", {"from": 3, "to": 5, "exit_code": 0,
+                                                  "started_at_ms": started})):
+            with open(os.path.join(outbox, name), "w") as f:
+                json.dump({"instance_id": iid_b, "attempt": 1, "reason": "", **body}, f)
         EX.start()
         inst = wait_state(iid, ("failed", "success"))  # run again: running, then a timeout
         self.assertEqual((state_name(inst.state), inst.reason), ("failed", "executor_restarted"))
@@ -873,6 +896,13 @@ class Executord(NotesFailure):
             self.assertEqual(f.read(), "run\n")  # it ran once
         self.assertEqual(events_of(iid)[-2:], [("dispatched", "running"), ("running", "failed")])
         self.assertFalse(pids_of("(^|/)sleep 304$"))
+        inst_b = wait_state(iid_b, ("failed", "success"))
+        self.assertEqual((state_name(inst_b.state), inst_b.attempt), ("success", 1))
+        self.assertEqual(events_of(iid_b)[-1], ("dispatched", "success"))
+        self.assertNotIn(("dispatched", "running"), events_of(iid_b))
+        self.assertIn("dropping a start record", EX.daemon_log())
+        self.assertFalse(os.path.exists(marker_b))
+        self.assertEqual(os.listdir(outbox), [])
 
 
 if __name__ == "__main__":

@@ -621,8 +621,8 @@ static void test_through_running(const hlt_db *db)
 {
     const int64_t base = 1767225600000LL + 3600000LL * 20000;
     int created = 0, code = -1;
-    int64_t ids[6] = {0, 0, 0, 0, 0, 0};
-    for (int i = 0; i < 6; i++) {
+    int64_t ids[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    for (int i = 0; i < 8; i++) {
         Instance *x = create_instance(t_up, base + 3600000LL * i, &created, &code);
         ids[i] = x ? x->id : 0;
         if (x)
@@ -635,14 +635,14 @@ static void test_through_running(const hlt_db *db)
     /* Dispatched a minute ago (set, not waited for): the start times below
      * lie between the dispatch and now, except where a bound is tested. */
     char sql[300];
-    snprintf(
-        sql, sizeof sql,
-        "UPDATE instances SET updated_at = now() - interval '60 s' WHERE id IN"
-        " (%lld, %lld, %lld, %lld, %lld) RETURNING (extract(epoch FROM updated_at) * 1000)::int8",
-        (long long)ids[0], (long long)ids[1], (long long)ids[2], (long long)ids[4],
-        (long long)ids[5]);
+    snprintf(sql, sizeof sql,
+             "UPDATE instances SET updated_at = now() - interval '60 s' WHERE id IN"
+             " (%lld, %lld, %lld, %lld, %lld, %lld, %lld)"
+             " RETURNING (extract(epoch FROM updated_at) * 1000)::int8",
+             (long long)ids[0], (long long)ids[1], (long long)ids[2], (long long)ids[4],
+             (long long)ids[5], (long long)ids[6], (long long)ids[7]);
     PGresult *r = hlt_sql(db, sql);
-    const int64_t dispatched = PQntuples(r) == 5 ? strtoll(PQgetvalue(r, 0, 0), NULL, 10) : 0;
+    const int64_t dispatched = PQntuples(r) == 7 ? strtoll(PQgetvalue(r, 0, 0), NULL, 10) : 0;
     HLT_CHECK(dispatched > 0, "dispatch times set");
     PQclear(r);
     int64_t start = hlt_now_ms() - 5000;
@@ -722,8 +722,11 @@ static void test_through_running(const hlt_db *db)
             FREE(lr);
     }
     /* The start an executor reports is bounded by the dispatch and by now,
-     * whatever its clock says. */
+     * whatever its clock says: alone (ids 4, 5), and in a batch (6, 7: the
+     * combined statement). */
     const int64_t wrong[2] = {dispatched - 30000, hlt_now_ms() + 3600000};
+    Orrery__Halley__V1__TransitionRequest w[2];
+    Orrery__Halley__V1__TransitionRequest *witems[2] = {&w[0], &w[1]};
     for (int k = 0; k < 2; k++) {
         rq = i1;
         rq.instance_id = ids[4 + k];
@@ -737,7 +740,20 @@ static void test_through_running(const hlt_db *db)
                   k == 0 ? "the dispatch" : "at most the end");
         if (tr)
             FREE(tr);
+        w[k] = i1;
+        w[k].instance_id = ids[6 + k];
+        w[k].started_at_ms = wrong[k];
     }
+    bres = NULL;
+    HLT_CHECK(transition_batch(witems, 2, &bres) == ORR_OK && bres->n_results == 2 &&
+                  bres->results[0]->code == 0 && bres->results[1]->code == 0 &&
+                  bres->results[0]->instance->started_at_ms == dispatched &&
+                  bres->results[1]->instance->started_at_ms > dispatched &&
+                  bres->results[1]->instance->started_at_ms <=
+                      bres->results[1]->instance->finished_at_ms,
+              "batch: the starts bounded by the dispatch and by now");
+    if (bres)
+        FREE(bres);
     snprintf(sql, sizeof sql,
              "SELECT count(*) FROM events WHERE instance_id IN (%lld, %lld, %lld)"
              " AND payload->>'from' = 'dispatched' AND payload->>'to' IN ('success', 'failed')",
