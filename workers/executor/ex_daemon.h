@@ -177,6 +177,14 @@ void ex_report_unstage(ex_daemon *d, const ex_report *r, int fd);
 orr_status ex_report_send_staged(ex_daemon *d, const ex_report *r, int *fd,
                                  int (*pause)(void *cls, int ms), void *cls, int *now_state,
                                  orr_err *err);
+/* The end of a run whose start is staged (start, *fd), sent as
+ * ex_report_send sends: appended to the start record's file as its second
+ * line and synced, so the file stands for the end from then on (a crash
+ * that cuts the line short leaves the start). *fd is -1 afterwards, as
+ * after ex_report_send_staged. When the line cannot be written, the end
+ * goes in a file of its own and *fd stays staged for the caller. */
+orr_status ex_report_send_after_stage(ex_daemon *d, const ex_report *start, int *fd,
+                                      const ex_report *end, int *now_state, orr_err *err);
 /* Empty the spare folder (an earlier life's spares: empty files) and start
  * with no spares; ex_report_close closes and removes them. */
 void ex_report_spares_init(ex_daemon *d);

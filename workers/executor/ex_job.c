@@ -39,8 +39,8 @@
  *   6. running -> success | failed | timed_out (+ exit code, reason), through
  *      the outbox; a run that ended within the hold goes dispatched -> its
  *      end in one report with its start time (one transition in Halley, two
- *      history rows), and its start record is dropped after that report's
- *      own entry is written. A kill by a person needs no report (the
+ *      history rows), appended to the start record's file, so one outbox
+ *      file serves the whole run. A kill by a person needs no report (the
  *      instance is already killed); the process tree is ended all the same.
  *      With running_hold 0, or an outbox that cannot be written, running is
  *      reported before the start, as it always was.
@@ -183,8 +183,21 @@ static void end_report(ex_daemon *d, ex_job *j, int run, int64_t started_ms, con
         return;
     }
     int now = -1;
-    orr_status s =
-        finish_report(d, j, HL_STATE(DISPATCHED), started_ms, to, reason, has_code, code, &now);
+    orr_status s;
+    if (*staged >= 0) { /* appended to the start record: one file for the run */
+        ex_report r = {.instance_id = j->instance_id,
+                       .attempt = j->attempt,
+                       .from = HL_STATE(DISPATCHED),
+                       .to = to,
+                       .has_exit_code = has_code,
+                       .exit_code = code,
+                       .started_at_ms = started_ms};
+        snprintf(r.reason, sizeof r.reason, "%s", reason);
+        orr_err e;
+        s = ex_report_send_after_stage(d, rr, staged, &r, &now, &e);
+    } else {
+        s = finish_report(d, j, HL_STATE(DISPATCHED), started_ms, to, reason, has_code, code, &now);
+    }
     if (s == ORR_OK)
         return;
     if (atomic_load(&d->stopping)) {

@@ -25,10 +25,12 @@
  * Start records: a run's dispatched -> running is staged (written and
  * synced, not sent) before its process starts, and sent only when the run
  * outlasts [executor] running_hold; a shorter run is reported once, from
- * dispatched with its start time (ex_job.c). Either way a restart finds the
- * start in the outbox if the run's end was never reported, re-sends it and
- * then fails the attempt "executor_restarted", as when the running report
- * was sent before the start.
+ * dispatched with its start time (ex_job.c), that report appended to the
+ * start record's file as its second line (one file a run; the replay reads
+ * a file's last line that parses). Either way a restart finds the start in
+ * the outbox if the run's end was never reported, re-sends it and then
+ * fails the attempt "executor_restarted", as when the running report was
+ * sent before the start.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -37,10 +39,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "ex_daemon.h"
 #include "orr_alloc.h"
+#include "orr_buf.h"
 #include "orr_json.h"
 #include "orr_log.h"
 #include "orr_rpc_codec.h"
@@ -173,20 +177,29 @@ static void spare_put(ex_daemon *d, const char *path, int fd)
  * object cut short): the replay drops it, which is the report never made,
  * as a crash just before the write would have left it -- the attempt is
  * then found running at the restart and failed "executor_restarted". */
-static orr_status outbox_write(ex_daemon *d, const ex_report *r, int *fd_out, orr_err *err)
+/* r as one line of JSON (no newline); free() it. NULL if it cannot be made. */
+static char *report_text(const ex_report *r)
 {
-    char path[EX_PATH + 64];
-    outbox_path(d, r, path, sizeof path);
-    *fd_out = -1;
     json_t *o =
         json_pack("{sI sI si si ss}", "instance_id", (json_int_t)r->instance_id, "attempt",
                   (json_int_t)r->attempt, "from", r->from, "to", r->to, "reason", r->reason);
+    if (!o)
+        return NULL;
     if (r->has_exit_code)
         json_object_set_new(o, "exit_code", json_integer(r->exit_code));
     if (r->started_at_ms > 0)
         json_object_set_new(o, "started_at_ms", json_integer((json_int_t)r->started_at_ms));
     char *text = json_dumps(o, JSON_COMPACT);
     json_decref(o);
+    return text;
+}
+
+static orr_status outbox_write(ex_daemon *d, const ex_report *r, int *fd_out, orr_err *err)
+{
+    char path[EX_PATH + 64];
+    outbox_path(d, r, path, sizeof path);
+    *fd_out = -1;
+    char *text = report_text(r);
     orr_status s = ORR_OK;
     int fd = spare_take(d, path);
     if (fd < 0)
@@ -330,14 +343,13 @@ static int read_state(ex_daemon *d, int64_t id, int *attempt)
     return st;
 }
 
-/* The sending of ex_report_send and ex_report_send_staged: fd is the
- * outbox file written for r (-1: none), persist says whether there is one
- * at all (the replay's is there without an fd). */
-static orr_status send_loop(ex_daemon *d, const ex_report *r, int persist, int *fd_io,
-                            int (*pause)(void *, int), void *cls, int *now_state, orr_err *err)
+/* The sending of every report: path is r's outbox file, *fd_io that file
+ * open (-1: none), persist says whether there is a file at all (the
+ * replay's is there without an fd). */
+static orr_status send_loop(ex_daemon *d, const ex_report *r, const char *path, int persist,
+                            int *fd_io, int (*pause)(void *, int), void *cls, int *now_state,
+                            orr_err *err)
 {
-    char path[EX_PATH + 64];
-    outbox_path(d, r, path, sizeof path);
     int fd = *fd_io;
     HL(TransitionRequest) rq = HL_INIT(TRANSITION_REQUEST);
     rq.instance_id = r->instance_id;
@@ -428,7 +440,9 @@ orr_status ex_report_send(ex_daemon *d, const ex_report *r, int persist, int *no
             ORR_ERROR("outbox write failed", "instance=%lld err=%s", (long long)r->instance_id,
                       orr_log_q(we.msg));
     }
-    return send_loop(d, r, persist, &fd, NULL, NULL, now_state, err);
+    char path[EX_PATH + 64];
+    outbox_path(d, r, path, sizeof path);
+    return send_loop(d, r, path, persist, &fd, NULL, NULL, now_state, err);
 }
 
 /* Synced, but its folder is not: after a power loss that dropped the new
@@ -455,21 +469,43 @@ orr_status ex_report_send_staged(ex_daemon *d, const ex_report *r, int *fd,
                                  int (*pause)(void *cls, int ms), void *cls, int *now_state,
                                  orr_err *err)
 {
-    return send_loop(d, r, 1, fd, pause, cls, now_state, err);
+    char path[EX_PATH + 64];
+    outbox_path(d, r, path, sizeof path);
+    return send_loop(d, r, path, 1, fd, pause, cls, now_state, err);
 }
 
-/* Read one outbox file into r. */
-static int outbox_read(const char *path, ex_report *r)
+orr_status ex_report_send_after_stage(ex_daemon *d, const ex_report *start, int *fd,
+                                      const ex_report *end, int *now_state, orr_err *err)
 {
-    FILE *f = fopen(path, "re");
-    if (!f)
-        return -1;
-    char buf[2048];
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
+    char path[EX_PATH + 64];
+    outbox_path(d, start, path, sizeof path);
+    char *text = report_text(end);
+    struct stat st;
+    int ok = text && fstat(*fd, &st) == 0;
+    if (ok) { /* a line of its own: the start's line ends without a newline */
+        orr_buf line = ORR_BUF_INIT;
+        orr_buf_append_byte(&line, '\n');
+        orr_buf_append_str(&line, text);
+        orr_buf_append_byte(&line, '\n');
+        ok = pwrite(*fd, line.data, line.len, st.st_size) == (ssize_t)line.len &&
+             fdatasync(*fd) == 0;
+        orr_buf_free(&line);
+    }
+    free(text);
+    if (!ok) { /* its own file then; the start stays staged for the caller */
+        ORR_WARN("cannot append the end to the start record", "path=%s err=%s", orr_log_q(path),
+                 orr_log_q(strerror(errno)));
+        return ex_report_send(d, end, 1, now_state, err);
+    }
+    return send_loop(d, end, path, 1, fd, NULL, NULL, now_state, err);
+}
+
+/* One report's JSON into r: 0, or -1 when a field is missing or wrong. */
+static int report_parse(const char *text, size_t n, ex_report *r)
+{
     json_t *o = NULL;
     orr_err e;
-    if (orr_json_parse(buf, n, &o, &e) != ORR_OK)
+    if (orr_json_parse(text, n, &o, &e) != ORR_OK)
         return -1;
     int64_t id = 0, att = 0, from = 0, to = 0, code = 0;
     const char *reason = "";
@@ -500,18 +536,51 @@ static int outbox_read(const char *path, ex_report *r)
     return ok ? 0 : -1;
 }
 
+/* Read one outbox file into r: its last line that parses. A file holds one
+ * report, or a run's start record with its end appended as a second line
+ * (ex_report_send_after_stage); an append a crash cut short leaves the
+ * start, which is then what the run's end was before it was written. */
+static int outbox_read(const char *path, ex_report *r)
+{
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return -1;
+    char buf[4096];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    size_t end = n;
+    while (end > 0) {
+        while (end > 0 && buf[end - 1] == '\n')
+            end--;
+        size_t start = end;
+        while (start > 0 && buf[start - 1] != '\n')
+            start--;
+        if (end > start && report_parse(buf + start, end - start, r) == 0)
+            return 0;
+        end = start;
+    }
+    return -1;
+}
+
 static int is_start_record(const ex_report *r)
 {
     return r->from == HL_STATE(DISPATCHED) && r->to == HL_STATE(RUNNING);
 }
 
+/* An outbox file as the replay read it. */
+typedef struct replay_item {
+    ex_report r;
+    char path[EX_PATH + 300];
+} replay_item;
+
 /* A report of the same attempt's run in one step (from dispatched, with its
- * start time) among the n read. */
-static int has_one_step(const ex_report *rs, size_t n, const ex_report *start)
+ * start time) in another file among the n read. */
+static int has_one_step(const replay_item *it, size_t n, const ex_report *start)
 {
     for (size_t i = 0; i < n; i++)
-        if (rs[i].instance_id == start->instance_id && rs[i].attempt == start->attempt &&
-            rs[i].from == HL_STATE(DISPATCHED) && rs[i].started_at_ms > 0)
+        if (it[i].r.instance_id == start->instance_id && it[i].r.attempt == start->attempt &&
+            it[i].r.from == HL_STATE(DISPATCHED) && it[i].r.started_at_ms > 0)
             return 1;
     return 0;
 }
@@ -521,7 +590,7 @@ int ex_report_replay(ex_daemon *d)
     DIR *dir = opendir(d->outbox_dir);
     if (!dir)
         return 0;
-    ex_report *rs = NULL;
+    replay_item *it = NULL;
     size_t n = 0, cap = 0;
     struct dirent *de;
     while ((de = readdir(dir)) != NULL) {
@@ -545,33 +614,36 @@ int ex_report_replay(ex_daemon *d)
         }
         if (n == cap) {
             cap = cap ? cap * 2 : 64;
-            rs = orr_xrealloc(rs, cap * sizeof *rs);
+            it = orr_xrealloc(it, cap * sizeof *it);
         }
-        rs[n++] = r;
+        it[n].r = r;
+        snprintf(it[n].path, sizeof it[n].path, "%s", path);
+        n++;
     }
     closedir(dir);
     /* Start records first: an end reported from running then finds the run
-     * running. One made needless by its run's one-step report is dropped
-     * (sent, it would make that report fail and the restart fail the run). */
+     * running. One made needless by its run's one-step report in another
+     * file is dropped (sent, it would make that report fail and the restart
+     * fail the run). */
     int sent = 0;
     for (int pass = 0; pass < 2; pass++)
         for (size_t i = 0; i < n && !atomic_load(&d->stopping); i++) {
-            if (is_start_record(&rs[i]) != (pass == 0))
+            if (is_start_record(&it[i].r) != (pass == 0))
                 continue;
-            if (pass == 0 && has_one_step(rs, n, &rs[i])) {
-                char path[EX_PATH + 64];
-                outbox_path(d, &rs[i], path, sizeof path);
+            if (pass == 0 && has_one_step(it, n, &it[i].r)) {
                 ORR_INFO("dropping a start record: its run was reported in one step",
-                         "instance=%lld attempt=%d", (long long)rs[i].instance_id, rs[i].attempt);
-                unlink(path);
+                         "instance=%lld attempt=%d", (long long)it[i].r.instance_id,
+                         it[i].r.attempt);
+                unlink(it[i].path);
                 continue;
             }
             ORR_INFO("re-sending a report from the outbox", "instance=%lld to=%s",
-                     (long long)rs[i].instance_id, ex_state_name(rs[i].to));
+                     (long long)it[i].r.instance_id, ex_state_name(it[i].r.to));
             orr_err e;
-            ex_report_send(d, &rs[i], 2, NULL, &e);
+            int fd = -1;
+            send_loop(d, &it[i].r, it[i].path, 2, &fd, NULL, NULL, NULL, &e);
             sent++;
         }
-    free(rs);
+    free(it);
     return sent;
 }

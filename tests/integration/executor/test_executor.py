@@ -883,11 +883,27 @@ class Executord(NotesFailure):
         marker_b = os.path.join(d, "b")
         _, iid_b = make_instance({"command": f"echo ran > {marker_b}"})
         started = int(time.time() * 1000) - 1000
-        for name, body in ((f"{iid_b}-1-4.json", {"from": 3, "to": 4}),
-                           (f"{iid_b}-1-5.json", {"from": 3, "to": 5, "exit_code": 0,
-                                                  "started_at_ms": started})):
+
+        def report(iid, **body):
+            return json.dumps({"instance_id": iid, "attempt": 1, "reason": "", **body})
+
+        start_b, end_b = report(iid_b, **{"from": 3, "to": 4}), report(
+            iid_b, **{"from": 3, "to": 5, "exit_code": 0, "started_at_ms": started})
+        for name, text in ((f"{iid_b}-1-4.json", start_b), (f"{iid_b}-1-5.json", end_b)):
             with open(os.path.join(outbox, name), "w") as f:
-                json.dump({"instance_id": iid_b, "attempt": 1, "reason": "", **body}, f)
+                f.write(text)
+        # The usual form: the end appended to the start record's own file
+        # (C), and the same with the append cut short by the crash (D: the
+        # start stands, so the attempt fails "executor_restarted").
+        marker_c, marker_d = os.path.join(d, "c"), os.path.join(d, "d")
+        _, iid_c = make_instance({"command": f"echo ran > {marker_c}"})
+        _, iid_d = make_instance({"command": f"echo ran > {marker_d}"})
+        end_d = report(iid_d, **{"from": 3, "to": 5, "exit_code": 0, "started_at_ms": started})
+        for iid, tail in ((iid_c, report(iid_c, **{"from": 3, "to": 5, "exit_code": 0,
+                                                   "started_at_ms": started}) + "\n"),
+                          (iid_d, end_d[:len(end_d) // 2])):
+            with open(os.path.join(outbox, f"{iid}-1-4.json"), "w") as f:
+                f.write(report(iid, **{"from": 3, "to": 4}) + "\n" + tail)
         EX.start()
         inst = wait_state(iid, ("failed", "success"))  # run again: running, then a timeout
         self.assertEqual((state_name(inst.state), inst.reason), ("failed", "executor_restarted"))
@@ -901,7 +917,14 @@ class Executord(NotesFailure):
         self.assertEqual(events_of(iid_b)[-1], ("dispatched", "success"))
         self.assertNotIn(("dispatched", "running"), events_of(iid_b))
         self.assertIn("dropping a start record", EX.daemon_log())
-        self.assertFalse(os.path.exists(marker_b))
+        inst_c = wait_state(iid_c, ("failed", "success"))
+        self.assertEqual((state_name(inst_c.state), inst_c.attempt), ("success", 1))
+        self.assertEqual(events_of(iid_c)[-1], ("dispatched", "success"))
+        inst_d = wait_state(iid_d, ("failed", "success"))
+        self.assertEqual((state_name(inst_d.state), inst_d.reason, inst_d.attempt),
+                         ("failed", "executor_restarted", 1))
+        for m in (marker_b, marker_c, marker_d):
+            self.assertFalse(os.path.exists(m), f"{m}: a run reported before the crash ran again")
         self.assertEqual(os.listdir(outbox), [])
 
 
