@@ -150,10 +150,10 @@ enum {
     RUN_GONE,     /* refused: the instance was moved by someone else */
 };
 
-/* A report through the outbox; started_ms > 0 (from dispatched): the run
- * started then and has ended. */
-static orr_status finish_report(ex_daemon *d, ex_job *j, int from, int64_t started_ms, int to,
-                                const char *reason, int has_code, int code, int *now_state)
+/* j's report from -> to; started_ms > 0 (from dispatched): the run started
+ * then and has ended. */
+static ex_report job_report(const ex_job *j, int from, int64_t started_ms, int to,
+                            const char *reason, int has_code, int code)
 {
     ex_report r = {.instance_id = j->instance_id,
                    .attempt = j->attempt,
@@ -163,6 +163,14 @@ static orr_status finish_report(ex_daemon *d, ex_job *j, int from, int64_t start
                    .exit_code = code,
                    .started_at_ms = started_ms};
     snprintf(r.reason, sizeof r.reason, "%s", reason);
+    return r;
+}
+
+/* job_report through the outbox. */
+static orr_status finish_report(ex_daemon *d, ex_job *j, int from, int64_t started_ms, int to,
+                                const char *reason, int has_code, int code, int *now_state)
+{
+    ex_report r = job_report(j, from, started_ms, to, reason, has_code, code);
     orr_err e;
     return ex_report_send(d, &r, 1, now_state, &e);
 }
@@ -185,14 +193,7 @@ static void end_report(ex_daemon *d, ex_job *j, int run, int64_t started_ms, con
     int now = -1;
     orr_status s;
     if (*staged >= 0) { /* appended to the start record: one file for the run */
-        ex_report r = {.instance_id = j->instance_id,
-                       .attempt = j->attempt,
-                       .from = HL_STATE(DISPATCHED),
-                       .to = to,
-                       .has_exit_code = has_code,
-                       .exit_code = code,
-                       .started_at_ms = started_ms};
-        snprintf(r.reason, sizeof r.reason, "%s", reason);
+        ex_report r = job_report(j, HL_STATE(DISPATCHED), started_ms, to, reason, has_code, code);
         orr_err e;
         s = ex_report_send_after_stage(d, rr, staged, &r, &now, &e);
     } else {

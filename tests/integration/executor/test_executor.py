@@ -239,6 +239,16 @@ def events_of(iid):
     return [tuple(ln.split()) for ln in out.splitlines() if ln.strip()]
 
 
+def release_hold(holder, trigger):
+    """Drop a test's trigger that holds an UPDATE on an advisory lock (and
+    its function), and end the psql session that held the lock."""
+    subprocess.run(["psql", P.dsn, "-qAt", "-c",
+                    f"DROP TRIGGER IF EXISTS {trigger} ON instances; "
+                    f"DROP FUNCTION IF EXISTS {trigger}()"], capture_output=True)
+    holder.stdin.close()
+    holder.wait(timeout=20)
+
+
 def gate_dir():
     """A folder the task user can read and write, for gates and markers."""
     d = tempfile.mkdtemp(prefix="gate-", dir=EX.dir)
@@ -667,11 +677,7 @@ class Executord(NotesFailure):
             self.assertEqual(status, 200)
             self.assertIn("ran", body)
         finally:
-            subprocess.run(["psql", P.dsn, "-qAt", "-c",
-                            f"DROP TRIGGER IF EXISTS {trigger} ON instances; "
-                            f"DROP FUNCTION IF EXISTS {trigger}()"], capture_output=True)
-            holder.stdin.close()
-            holder.wait(timeout=20)
+            release_hold(holder, trigger)
 
     def test_x_outbox_file_reused_silent_log_archived(self):
         spare = os.path.join(EX.work, "outbox-spare")

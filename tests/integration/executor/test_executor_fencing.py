@@ -566,11 +566,7 @@ class Fencing(base.NotesFailure):  # a failure: tearDownModule prints executord'
                 self.assertEqual((base.state_name(inst.state), inst.reason),
                                  ("failed", "executor_fenced"))
         finally:
-            subprocess.run(["psql", P.dsn, "-qAt", "-c",
-                            f"DROP TRIGGER IF EXISTS {trigger} ON instances; "
-                            f"DROP FUNCTION IF EXISTS {trigger}()"], capture_output=True)
-            holder.stdin.close()
-            holder.wait(timeout=20)
+            base.release_hold(holder, trigger)
         ex.stop()
 
     def test_leftover_processes_killed_and_counted(self):
