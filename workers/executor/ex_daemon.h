@@ -180,9 +180,12 @@ orr_status ex_report_send_staged(ex_daemon *d, const ex_report *r, int *fd,
 /* The end of a run whose start is staged (start, *fd), sent as
  * ex_report_send sends: appended to the start record's file as its second
  * line and synced, so the file stands for the end from then on (a crash
- * that cuts the line short leaves the start). *fd is -1 afterwards, as
- * after ex_report_send_staged. When the line cannot be written, the end
- * goes in a file of its own and *fd stays staged for the caller. */
+ * that cuts the line short leaves the start). Delivered: the file goes and
+ * *fd is -1. Stopping: the file keeps both lines (closed, *fd -1). Refused:
+ * the file is cut back to the start, still staged in *fd. When the line
+ * cannot be written, the end goes in a file of its own and the start stays
+ * staged. (*fd is -1 after any of these if the start could not be
+ * restored: the caller then writes it anew.) */
 orr_status ex_report_send_after_stage(ex_daemon *d, const ex_report *start, int *fd,
                                       const ex_report *end, int *now_state, orr_err *err);
 /* Empty the spare folder (an earlier life's spares: empty files) and start

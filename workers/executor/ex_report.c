@@ -170,13 +170,6 @@ static void spare_put(ex_daemon *d, const char *path, int fd)
     }
 }
 
-/* Written once under its own name (a spare renamed into place, else a new
- * file; no temporary) and synced before the first try; *fd_out is the open
- * file (-1 if none), for spare_put once the report is answered. A crash
- * while it is written leaves a file that does not parse (empty, or the
- * object cut short): the replay drops it, which is the report never made,
- * as a crash just before the write would have left it -- the attempt is
- * then found running at the restart and failed "executor_restarted". */
 /* r as one line of JSON (no newline); free() it. NULL if it cannot be made. */
 static char *report_text(const ex_report *r)
 {
@@ -194,6 +187,13 @@ static char *report_text(const ex_report *r)
     return text;
 }
 
+/* Written once under its own name (a spare renamed into place, else a new
+ * file; no temporary) and synced before the first try; *fd_out is the open
+ * file (-1 if none), for spare_put once the report is answered. A crash
+ * while it is written leaves a file that does not parse (empty, or the
+ * object cut short): the replay drops it, which is the report never made,
+ * as a crash just before the write would have left it -- the attempt is
+ * then found running at the restart and failed "executor_restarted". */
 static orr_status outbox_write(ex_daemon *d, const ex_report *r, int *fd_out, orr_err *err)
 {
     char path[EX_PATH + 64];
@@ -474,30 +474,63 @@ orr_status ex_report_send_staged(ex_daemon *d, const ex_report *r, int *fd,
     return send_loop(d, r, path, 1, fd, pause, cls, now_state, err);
 }
 
+/* The start record's file (fd) cut back to its first size bytes, the
+ * start alone, and synced: 0, or -1. */
+static int restore_start(int fd, off_t size)
+{
+    return ftruncate(fd, size) == 0 && fdatasync(fd) == 0 ? 0 : -1;
+}
+
+/* Give up a start record's file whose content is not known to be the start
+ * alone: to the spares (emptied, or removed). */
+static void drop_start(ex_daemon *d, const char *path, int *fd)
+{
+    ORR_WARN("a start record could not be restored: dropped", "path=%s", orr_log_q(path));
+    spare_put(d, path, *fd);
+    *fd = -1;
+}
+
 orr_status ex_report_send_after_stage(ex_daemon *d, const ex_report *start, int *fd,
                                       const ex_report *end, int *now_state, orr_err *err)
 {
     char path[EX_PATH + 64];
     outbox_path(d, start, path, sizeof path);
-    char *text = report_text(end);
     struct stat st;
+    char *text = report_text(end);
     int ok = text && fstat(*fd, &st) == 0;
     if (ok) { /* a line of its own: the start's line ends without a newline */
         orr_buf line = ORR_BUF_INIT;
         orr_buf_append_byte(&line, '\n');
         orr_buf_append_str(&line, text);
         orr_buf_append_byte(&line, '\n');
-        ok = pwrite(*fd, line.data, line.len, st.st_size) == (ssize_t)line.len &&
-             fdatasync(*fd) == 0;
+        if (pwrite(*fd, line.data, line.len, st.st_size) != (ssize_t)line.len ||
+            fdatasync(*fd) != 0) {
+            ok = 0; /* a part may be there: back to the start alone */
+            if (restore_start(*fd, st.st_size) != 0)
+                drop_start(d, path, fd);
+        }
         orr_buf_free(&line);
     }
     free(text);
     if (!ok) { /* its own file then; the start stays staged for the caller */
-        ORR_WARN("cannot append the end to the start record", "path=%s err=%s", orr_log_q(path),
-                 orr_log_q(strerror(errno)));
+        ORR_WARN("cannot append the end to the start record", "path=%s", orr_log_q(path));
         return ex_report_send(d, end, 1, now_state, err);
     }
-    return send_loop(d, end, path, 1, fd, NULL, NULL, now_state, err);
+    /* Sent with the file kept here: an answer gives it to the spares;
+     * stopping keeps both lines (the replay sends the end); a refusal cuts
+     * it back to the start, staged for the caller's two steps. */
+    int none = -1;
+    orr_status s = send_loop(d, end, path, 0, &none, NULL, NULL, now_state, err);
+    if (s == ORR_OK) {
+        spare_put(d, path, *fd);
+        *fd = -1;
+    } else if (atomic_load(&d->stopping)) {
+        close(*fd);
+        *fd = -1;
+    } else if (restore_start(*fd, st.st_size) != 0) {
+        drop_start(d, path, fd);
+    }
+    return s;
 }
 
 /* One report's JSON into r: 0, or -1 when a field is missing or wrong. */
