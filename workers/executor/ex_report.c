@@ -382,10 +382,10 @@ static orr_status send_loop(ex_daemon *d, const ex_report *r, const char *path, 
         if (tries == 1 || tries % 10 == 0)
             ORR_WARN("report failed, retrying", "instance=%lld to=%s tries=%d err=%s",
                      (long long)r->instance_id, ex_state_name(r->to), tries, orr_log_q(err->msg));
-        if (pause && pause(cls, delay))
-            return orr_err_set(err, ORR_EAGAIN, NULL, "left staged"); /* *fd_io stays open */
         if (!pause)
             ex_sleep_ms(delay);
+        else if (pause(cls, delay))
+            return orr_err_set(err, ORR_EAGAIN, NULL, "left staged"); /* *fd_io stays open */
         delay = delay * 2 > 5000 ? 5000 : delay * 2;
     }
     *fd_io = -1;

@@ -82,10 +82,10 @@ void ex_sandbox_cancel(ex_sandbox *sb);
 int ex_sandbox_hold(ex_sandbox *sb, int64_t until_ms);
 
 /* SIGKILL the group once, now, from any thread: no wait, no count (cheap
- * enough under a lock). Only
- * while the caller knows the waiting thread is not inside ex_sandbox_wait
- * (the main process is not reaped yet, so its group id is still its own);
- * ex_sandbox_wait later finds the end as a cancel and verifies the kill. */
+ * enough under a lock). Only while the caller knows the waiting thread is
+ * not inside ex_sandbox_wait (the main process is not reaped yet, so its
+ * group id is still its own); ex_sandbox_wait later finds the end as a
+ * cancel and verifies the kill. */
 void ex_sandbox_kill_now(ex_sandbox *sb);
 
 /* Block until the main process ends, deadline_ms passes (ex_now_ms() clock;
