@@ -591,6 +591,51 @@ class Executord(NotesFailure):
         self.assertTrue(wait_gone("^sleep 302$"))
         self.assertEqual(exit_code(iid), 128 + signal.SIGKILL)
 
+    def test_timeout_while_the_running_report_hangs(self):
+        # The run outlasts the hold (it never ends by itself), and its
+        # running report hangs: a trigger holds that UPDATE on an advisory
+        # lock the test holds. The task's timeout must end the process tree
+        # all the same, while the instance is still dispatched; once the
+        # report lands, the end follows from running as timed_out.
+        lock_key = 7_100_000 + os.getpid() % 1_000_000
+        holder = subprocess.Popen(["psql", P.dsn, "-qAt", "-v", "ON_ERROR_STOP=1"],
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        trigger = f"orr_it_hang_{os.getpid()}"
+        try:
+            holder.stdin.write(f"SELECT pg_advisory_lock({lock_key});\n")
+            holder.stdin.flush()
+            self.assertEqual(holder.stdout.readline().strip(), "")  # the lock is ours
+            _, iid = make_instance_ready({"command": "sleep 306"}, timeout="3s")
+            subprocess.run(["psql", P.dsn, "-qAt", "-v", "ON_ERROR_STOP=1", "-c", f"""
+                CREATE FUNCTION {trigger}() RETURNS trigger LANGUAGE plpgsql AS $$
+                BEGIN PERFORM pg_advisory_xact_lock({lock_key}); RETURN NEW; END $$;
+                CREATE TRIGGER {trigger} BEFORE UPDATE ON instances FOR EACH ROW
+                WHEN (NEW.id = {iid} AND OLD.state = 'dispatched')
+                EXECUTE FUNCTION {trigger}();"""], check=True, capture_output=True)
+            dispatch(iid)
+            deadline = time.time() + 30
+            while not pids_of("(^|/)sleep 306$") and time.time() < deadline:
+                time.sleep(0.05)
+            self.assertTrue(pids_of("(^|/)sleep 306$"), "the run never started")
+            # Nothing but the timeout ends it: the report cannot land.
+            self.assertTrue(wait_gone("(^|/)sleep 306$", timeout=60),
+                            "the timeout did not end the run while its report hung")
+            self.assertEqual(state_name(instance(iid).state), "dispatched")
+            self.assertTrue(any("report failed, retrying" in ln and f"instance={iid} " in ln
+                                for ln in EX.daemon_log().splitlines()),
+                            "the running report was not held")
+            holder.stdin.write(f"SELECT pg_advisory_unlock({lock_key});\n")
+            holder.stdin.flush()
+            self.assertEqual(holder.stdout.readline().strip(), "t")
+            inst = wait_state(iid, ("timed_out", "success", "failed"), timeout=60)
+            self.assertEqual((state_name(inst.state), inst.reason, inst.attempt),
+                             ("timed_out", "timeout after 3000 ms", 1))
+            self.assertEqual(events_of(iid)[-2:],
+                             [("dispatched", "running"), ("running", "timed_out")])
+            self.assertEqual(exit_code(iid), 128 + signal.SIGKILL)
+        finally:
+            release_hold(holder, trigger)
+
     def test_memory_hog_fails_with_memory_limit(self):
         _, iid = make_instance({"command": "/usr/bin/python3", "args": [
             "-c", "b = [bytearray(1 << 20) for _ in range(400)]; print('survived')"]})
@@ -863,11 +908,40 @@ class Executord(NotesFailure):
             self.assertTrue(dispatched_at <= started_at <= ended_at, h)
             self.assertEqual(inst.started_at_ms, started_at)
             self.assertEqual(exit_code(iid), 0)
+            # A halleyd that refuses the step in one (here a trigger refuses
+            # any move out of dispatched but to running, as a check would):
+            # the run is reported in two steps, the start record first, and
+            # its command ran once.
+            d = gate_dir()
+            marker_r = os.path.join(d, "r")
+            _, iid = make_instance_ready({"command": f"echo ran >> {marker_r}"})
+            refuse = f"orr_it_refuse_{os.getpid()}"
+            subprocess.run(["psql", P.dsn, "-qAt", "-v", "ON_ERROR_STOP=1", "-c", f"""
+                CREATE FUNCTION {refuse}() RETURNS trigger LANGUAGE plpgsql AS $$
+                BEGIN RAISE EXCEPTION 'no step in one' USING ERRCODE = 'check_violation';
+                END $$;
+                CREATE TRIGGER {refuse} BEFORE UPDATE ON instances FOR EACH ROW
+                WHEN (NEW.id = {iid} AND OLD.state = 'dispatched' AND NEW.state <> 'running')
+                EXECUTE FUNCTION {refuse}();"""], check=True, capture_output=True)
+            try:
+                dispatch(iid)
+                inst = wait_state(iid, ("success", "failed"))
+            finally:
+                subprocess.run(["psql", P.dsn, "-qAt", "-c",
+                                f"DROP TRIGGER IF EXISTS {refuse} ON instances; "
+                                f"DROP FUNCTION IF EXISTS {refuse}()"], capture_output=True)
+            self.assertEqual((state_name(inst.state), inst.attempt), ("success", 1), inst.reason)
+            self.assertEqual(events_of(iid)[-2:],
+                             [("dispatched", "running"), ("running", "success")])
+            self.assertRegex(EX.daemon_log(),
+                             rf"the report in one step was refused.* instance={iid}\b")
+            self.assertEqual(exit_code(iid), 0)
+            with open(marker_r) as f:
+                self.assertEqual(f.read(), "ran\n")  # it ran once
             # executord dies while a run it started is only staged: the
             # restart must not run the same attempt again. The start record
             # is re-sent and the attempt fails "executor_restarted", as a run
             # reported running would.
-            d = gate_dir()
             marker = os.path.join(d, "runs")
             _, iid = make_instance({"command": f"echo run >> {marker}; sleep 304"})
             deadline = time.time() + 30
