@@ -95,9 +95,14 @@ HL_UNARY(hl_api_set_instance_params);
  * (GetTask's read, for GetInstance's with_task). */
 orr_status hl_task_read(hl_conn *c, orr_arena *a, int64_t id, int32_t version, hl_pb_task **out,
                         orr_err *err);
+/* Tasks at the versions (ids[k], versions[k]), k < n, read on c in one
+ * statement: out[k] is the task, or NULL when there is no such version. */
+orr_status hl_task_read_many(hl_conn *c, orr_arena *a, size_t n, const int64_t *ids,
+                             const int32_t *versions, hl_pb_task **out, orr_err *err);
 /* Instances, their attempts and transitions (hl_api_instances.c). */
 HL_UNARY(hl_api_create_instances);
 HL_UNARY(hl_api_get_instance);
+HL_UNARY(hl_api_get_instances);
 HL_UNARY(hl_api_list_instances);
 HL_UNARY(hl_api_list_ready_instances);
 HL_UNARY(hl_api_transition_instance);

@@ -62,6 +62,13 @@ static hl_stmt q_get_instance =
             " FROM instances i JOIN tasks t ON t.id = i.task_id"
             " WHERE i.id = $1::int8");
 
+/* q_get_instance's row for each id in the array $1 that exists. */
+static hl_stmt q_get_instances =
+    HL_STMT("SELECT " HL_INSTANCE_COLS ", " HL_EXIT_COL ", i.params::text,"
+            " i.scratch_attempt = i.attempt"
+            " FROM instances i JOIN tasks t ON t.id = i.task_id"
+            " WHERE i.id = ANY($1::int8[])");
+
 /* The first name of the parameter object $3 that the task $1's version $2
  * (0 = its current version) does not declare; no row when all are. */
 static hl_stmt q_unknown_param = HL_STMT(
@@ -564,6 +571,71 @@ HL_UNARY(hl_api_get_instance)
     hl_db_put(hc->db, c);
     if (s == ORR_OK)
         *resp = &in->base;
+    return s;
+}
+
+#define HL_GET_INSTANCES_MAX 1000
+
+/* GetInstances: many rows in two statements (the rows, then the tasks at
+ * their versions), where GetInstance takes two per row. */
+HL_UNARY(hl_api_get_instances)
+{
+    HL_HANDLER_BEGIN(Orrery__Halley__V1__GetInstancesRequest);
+    if (rq->n_ids == 0 || rq->n_ids > HL_GET_INSTANCES_MAX)
+        return orr_err_set(err, ORR_EINVAL, "ids", "must hold 1 to %d ids",
+                           HL_GET_INSTANCES_MAX);
+    orr_buf ids = ORR_BUF_INIT;
+    orr_buf_append_byte(&ids, '{');
+    for (size_t i = 0; i < rq->n_ids; i++) {
+        if (rq->ids[i] <= 0) {
+            orr_buf_free(&ids);
+            return orr_err_set(err, ORR_EINVAL, "ids", "id %zu must be positive", i);
+        }
+        orr_buf_appendf(&ids, "%s%lld", i ? "," : "", (long long)rq->ids[i]);
+    }
+    orr_buf_append_byte(&ids, '}');
+    const char *p[1] = {orr_arena_strdup(a, orr_buf_cstr(&ids))};
+    orr_buf_free(&ids);
+    hl_conn *c;
+    orr_status s = hl_db_get(hc->db, &c, err);
+    if (s != ORR_OK)
+        return s;
+    PGresult *r;
+    s = hl_db_query(c, a, &q_get_instances, 1, p, &r, err);
+    Orrery__Halley__V1__GetInstancesResponse *o = orr_arena_alloc(a, sizeof *o);
+    orrery__halley__v1__get_instances_response__init(o);
+    int rows = s == ORR_OK ? PQntuples(r) : 0;
+    o->instances = orr_arena_alloc(a, (rq->n_ids + 1) * sizeof *o->instances);
+    int64_t *row_id = orr_arena_alloc(a, ((size_t)rows + 1) * sizeof *row_id);
+    for (int row = 0; row < rows; row++)
+        row_id[row] = hl_val_i64(r, row, 0);
+    for (size_t i = 0; i < rq->n_ids; i++) /* in the order asked */
+        for (int row = 0; row < rows; row++) {
+            if (row_id[row] != rq->ids[i])
+                continue;
+            hl_pb_instance *in = orr_arena_alloc(a, sizeof *in);
+            hl_fill_instance(a, r, row, in);
+            in->params_json = (char *)hl_val(r, row, HL_INSTANCE_NCOLS + 1);
+            in->from_scratch = hl_val_bool(r, row, HL_INSTANCE_NCOLS + 2);
+            o->instances[o->n_instances++] = in;
+            break;
+        }
+    if (s == ORR_OK && rq->with_task && o->n_instances > 0) {
+        size_t n = o->n_instances;
+        int64_t *tid = orr_arena_alloc(a, n * sizeof *tid);
+        int32_t *ver = orr_arena_alloc(a, n * sizeof *ver);
+        hl_pb_task **tasks = orr_arena_alloc(a, n * sizeof *tasks);
+        for (size_t i = 0; i < n; i++) {
+            tid[i] = o->instances[i]->task_id;
+            ver[i] = o->instances[i]->task_version;
+        }
+        s = hl_task_read_many(c, a, n, tid, ver, tasks, err);
+        for (size_t i = 0; s == ORR_OK && i < n; i++)
+            o->instances[i]->task = tasks[i];
+    }
+    hl_db_put(hc->db, c);
+    if (s == ORR_OK)
+        *resp = &o->base;
     return s;
 }
 

@@ -140,6 +140,44 @@ static orr_status hl__read_task(hl_conn *c, orr_arena *a, int64_t id, const char
     return ORR_OK;
 }
 
+/* Tasks at given versions: pairs ($1[k], $2[k]), each once. */
+static hl_stmt q_get_task_versions =
+    HL_STMT("SELECT " HL_TASK_COLS ", v.comment, coalesce(v.restored_from, 0)"
+            " FROM unnest($1::int8[], $2::int[]) w(id, version)"
+            " JOIN tasks t ON t.id = w.id JOIN teams tm ON tm.id = t.team_id"
+            " JOIN task_versions v ON v.task_id = t.id AND v.version = w.version");
+
+orr_status hl_task_read_many(hl_conn *c, orr_arena *a, size_t n, const int64_t *ids,
+                             const int32_t *versions, hl_pb_task **out, orr_err *err)
+{
+    orr_buf ib = ORR_BUF_INIT, vb = ORR_BUF_INIT;
+    orr_buf_append_byte(&ib, '{');
+    orr_buf_append_byte(&vb, '{');
+    for (size_t i = 0; i < n; i++) {
+        out[i] = NULL;
+        orr_buf_appendf(&ib, "%s%lld", i ? "," : "", (long long)ids[i]);
+        orr_buf_appendf(&vb, "%s%d", i ? "," : "", (int)versions[i]);
+    }
+    orr_buf_append_byte(&ib, '}');
+    orr_buf_append_byte(&vb, '}');
+    const char *p[2] = {orr_arena_strdup(a, orr_buf_cstr(&ib)),
+                        orr_arena_strdup(a, orr_buf_cstr(&vb))};
+    orr_buf_free(&ib);
+    orr_buf_free(&vb);
+    PGresult *r;
+    orr_status s = hl_db_query(c, a, &q_get_task_versions, 2, p, &r, err);
+    if (s != ORR_OK)
+        return s;
+    for (int row = 0; row < PQntuples(r); row++) {
+        hl_pb_task *t = orr_arena_alloc(a, sizeof *t);
+        hl__fill_version(r, row, t);
+        for (size_t i = 0; i < n; i++)
+            if (!out[i] && ids[i] == t->id && versions[i] == t->version)
+                out[i] = t;
+    }
+    return ORR_OK;
+}
+
 /* Dependency changes that add task edges are serialized by this
  * transaction-level advisory lock, so two concurrent saves cannot each add
  * half of a cycle: the second one sees the first one's edges. */

@@ -43,6 +43,7 @@ const orr_rpc_method hl_methods[] = {
     {"SetInstanceParams", hl_api_set_instance_params, NULL},
     {"CreateInstances", hl_api_create_instances, NULL},
     {"GetInstance", hl_api_get_instance, NULL},
+    {"GetInstances", hl_api_get_instances, NULL},
     {"ListInstances", hl_api_list_instances, NULL},
     {"ListReadyInstances", hl_api_list_ready_instances, NULL},
     {"TransitionInstance", hl_api_transition_instance, NULL},

@@ -117,6 +117,12 @@ typedef struct ex_daemon {
     pthread_cond_t rep_cv;
     struct ex_rep_item *rep_queue; /* oldest first */
     int rep_leaders;               /* calls to halleyd in flight */
+    /* ex_read.c: the runs' instance reads, combined into one call */
+    pthread_mutex_t read_mu;
+    pthread_cond_t read_cv;
+    struct ex_read_item *read_queue; /* oldest first */
+    int read_busy;                   /* a read is in flight */
+    atomic_int read_single;          /* halleyd has no GetInstances */
     /* spare outbox files (open, empty, in spare_dir), under rep_mu */
     int spare_fd[EX_SPARES];
     unsigned spare_name[EX_SPARES];
@@ -204,6 +210,21 @@ const char *ex_state_name(int state);
 /* Unary Halley call with the daemon's deadline. */
 orr_status ex_halley(ex_daemon *d, const char *method, const ProtobufCMessage *req,
                      ProtobufCMessage **resp, orr_err *err);
+
+/* -------------------------------------------------------------- ex_read.c */
+
+/* A read's answer, shared by the runs read in the same call. */
+typedef struct ex_read_ans ex_read_ans;
+
+/* Instance id's own row, with the task at its version in (*in)->task (NULL
+ * from a halleyd that does not fill it), read together with the reads of
+ * other threads at the same moment (one GetInstances call). *in lives until
+ * ex_read_put(*ans). ORR_ENOTFOUND for an unknown id, else the call's error
+ * (*in and *ans NULL then). Blocks. */
+orr_status ex_read_instance(ex_daemon *d, int64_t id, HL(Instance) * *in, ex_read_ans **ans,
+                            orr_err *err);
+/* Done with an answer of ex_read_instance; NULL is a no-op. */
+void ex_read_put(ex_read_ans *ans);
 
 /* -------------------------------------------------------------- ex_xfer.c */
 

@@ -13,7 +13,9 @@
  * The life of a job (every Halley write is a compare-and-set on the state
  * and the attempt, so a late or duplicate job can never overwrite someone
  * else's decision):
- *   1. GetInstance (with_task): still dispatched to us? else stop quietly.
+ *   1. The instance with its task (ex_read_instance: one GetInstances call
+ *      for the runs that start at the same moment): still dispatched to
+ *      us? else stop quietly.
  *   2. The task at instance.task_version, in the same answer (GetTask
  *      with that version from a halleyd that does not fill it): the spec
  *      (type, config, timeout, slots); the named parameters and built-ins
@@ -403,11 +405,8 @@ static int report_running(ex_daemon *d, ex_job *j, ex_sandbox *sb, const ex_repo
 
 static void run_job(ex_daemon *d, ex_job *j, orr_arena *a)
 {
-    HL(GetInstanceRequest) giq = HL_INIT(GET_INSTANCE_REQUEST);
-    giq.id = j->instance_id;
-    giq.without_deps = 1; /* the row alone: no dependency states */
-    giq.with_task = 1;    /* and the task at its version: one call, not two */
-    HL(Instance) *in = NULL;
+    HL(Instance) *in = NULL; /* held by in_ans */
+    ex_read_ans *in_ans = NULL;
     HL(Task) *task = NULL, *own_task = NULL; /* own: read by GetTask, freed here */
     job_spec js = {0};
     orr_err err;
@@ -427,7 +426,7 @@ static void run_job(ex_daemon *d, ex_job *j, orr_arena *a)
     int run = RUN_REPORTED; /* RUN_ */
     int64_t started_ms = 0; /* wall clock, for a report in one step */
 
-    if (ex_halley(d, "GetInstance", &giq.base, (ProtobufCMessage **)&in, &err) != ORR_OK) {
+    if (ex_read_instance(d, inst, &in, &in_ans, &err) != ORR_OK) {
         ORR_WARN("cannot read the instance", "instance=%lld err=%s", (long long)inst,
                  orr_log_q(err.msg));
         goto done;
@@ -736,8 +735,7 @@ done:
         json_decref(js.root);
     if (own_task)
         protobuf_c_message_free_unpacked(&own_task->base, NULL);
-    if (in)
-        protobuf_c_message_free_unpacked(&in->base, NULL);
+    ex_read_put(in_ans);
 }
 
 static void job_run(ex_job *j)

@@ -550,6 +550,8 @@ static int serve(orr_daemon *od, int argc, char **argv)
     pthread_mutex_init(&d.guard_mu, NULL);
     pthread_mutex_init(&d.rep_mu, NULL);
     pthread_cond_init(&d.rep_cv, NULL);
+    pthread_mutex_init(&d.read_mu, NULL);
+    pthread_cond_init(&d.read_cv, NULL);
     d.guard_fd = d.guard_lock_fd = -1;
     atomic_store(&d.fenced, 1); /* until ZooKeeper has answered once */
     char hostname[256] = "";
@@ -696,6 +698,8 @@ out:
     pthread_mutex_destroy(&d.guard_mu);
     pthread_mutex_destroy(&d.rep_mu);
     pthread_cond_destroy(&d.rep_cv);
+    pthread_mutex_destroy(&d.read_mu);
+    pthread_cond_destroy(&d.read_cv);
     return rc;
 }
 

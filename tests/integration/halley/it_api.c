@@ -512,6 +512,54 @@ static void test_instances(const hlt_db *db)
         FREE(in);
     gi.with_task = 0;
     gi.without_deps = 0;
+    /* GetInstances: the rows in the order asked, each with its task at its
+     * version; an unknown id left out; bad id lists refused whole. */
+    Orrery__Halley__V1__GetInstancesRequest gm = ORRERY__HALLEY__V1__GET_INSTANCES_REQUEST__INIT;
+    int64_t many[3] = {dn ? dn->id : 0, INT64_C(999999999), b ? b->id : 0};
+    gm.ids = many;
+    gm.n_ids = 3;
+    gm.with_task = 1;
+    Orrery__Halley__V1__GetInstancesResponse *gr = NULL;
+    HLT_CHECK(hlt_call(cl, "GetInstances", &gm, &gr, &err) == ORR_OK && gr->n_instances == 2 &&
+                  dn && b && gr->instances[0]->id == dn->id && gr->instances[1]->id == b->id &&
+                  gr->instances[0]->task_id == dn->task_id &&
+                  gr->instances[1]->task_id == b->task_id,
+              "GetInstances: two of three, in the order asked (%s)", err.msg);
+    for (size_t i = 0; gr && i < gr->n_instances; i++) {
+        const Instance *x = gr->instances[i];
+        HLT_CHECK(x->task && x->task->id == x->task_id && x->task->version == x->task_version &&
+                      x->task->spec_json && strstr(x->task->spec_json, x->task->name) &&
+                      x->params_json && x->params_json[0] == '{' && x->n_upstreams == 0 &&
+                      x->state == (i == 0 ? dn->state : (int)HL_ST_WAITING),
+                  "GetInstances: row %zu with its task, params, no dependencies", i);
+    }
+    if (gr)
+        FREE(gr);
+    gm.with_task = 0;
+    gm.n_ids = 1;
+    gr = NULL;
+    HLT_CHECK(hlt_call(cl, "GetInstances", &gm, &gr, &err) == ORR_OK && gr->n_instances == 1 &&
+                  !gr->instances[0]->task,
+              "GetInstances: no task unless with_task (%s)", err.msg);
+    if (gr)
+        FREE(gr);
+    int64_t bad[2] = {dn ? dn->id : 0, 0};
+    gm.ids = bad;
+    gm.n_ids = 2;
+    gr = NULL;
+    HLT_CHECK(hlt_call(cl, "GetInstances", &gm, &gr, &err) == ORR_EINVAL &&
+                  strcmp(err.field, "ids") == 0,
+              "GetInstances: an id of 0 refused, naming ids (%s)", err.msg);
+    gm.n_ids = 0;
+    HLT_CHECK(hlt_call(cl, "GetInstances", &gm, &gr, &err) == ORR_EINVAL, "GetInstances: no ids");
+    int64_t *lots = calloc(1001, sizeof *lots);
+    for (int i = 0; lots && i < 1001; i++)
+        lots[i] = i + 1;
+    gm.ids = lots;
+    gm.n_ids = lots ? 1001 : 0;
+    HLT_CHECK(hlt_call(cl, "GetInstances", &gm, &gr, &err) == ORR_EINVAL,
+              "GetInstances: more than 1000 ids");
+    free(lots);
     Orrery__Halley__V1__ListInstancesRequest lq = ORRERY__HALLEY__V1__LIST_INSTANCES_REQUEST__INIT;
     lq.task_id = t_up;
     Orrery__Halley__V1__InstanceState states[1] = {
