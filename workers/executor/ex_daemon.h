@@ -123,6 +123,7 @@ typedef struct ex_daemon {
     struct ex_read_item *read_queue; /* oldest first */
     int read_busy;                   /* a read is in flight */
     atomic_int read_single;          /* halleyd has no GetInstances */
+    atomic_ullong read_ids, read_calls; /* instances read, calls made (metrics) */
     /* spare outbox files (open, empty, in spare_dir), under rep_mu */
     int spare_fd[EX_SPARES];
     unsigned spare_name[EX_SPARES];

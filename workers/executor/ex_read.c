@@ -61,6 +61,7 @@ void ex_read_put(ex_read_ans *ans)
 /* One GetInstance per item (a halleyd without GetInstances). */
 static void read_each(ex_daemon *d, ex_read_item **items, size_t n)
 {
+    atomic_fetch_add(&d->read_calls, n);
     for (size_t i = 0; i < n; i++) {
         HL(GetInstanceRequest) rq = HL_INIT(GET_INSTANCE_REQUEST);
         rq.id = items[i]->id;
@@ -78,6 +79,7 @@ static void read_each(ex_daemon *d, ex_read_item **items, size_t n)
 
 static void read_batch(ex_daemon *d, ex_read_item **items, size_t n)
 {
+    atomic_fetch_add(&d->read_ids, n);
     if (atomic_load(&d->read_single)) {
         read_each(d, items, n);
         return;
@@ -92,6 +94,8 @@ static void read_batch(ex_daemon *d, ex_read_item **items, size_t n)
     ProtobufCMessage *resp = NULL;
     orr_err e;
     orr_status s = ex_halley(d, "GetInstances", &rq.base, &resp, &e);
+    if (s != ORR_EUNIMPL)
+        atomic_fetch_add(&d->read_calls, 1);
     if (s == ORR_EUNIMPL) {
         ORR_INFO("halleyd has no GetInstances: reading a run's instance alone", "err=%s",
                  orr_log_q(e.msg));

@@ -470,6 +470,12 @@ static void ex_collect(void *ctx, orr_metrics_writer *w)
     orr_metrics_family(w, "executor_registered", ORR_METRIC_GAUGE,
                        "1 while ZooKeeper contact is proven and this executor takes work.");
     orr_metrics_sample(w, NULL, !atomic_load(&d->fenced));
+    orr_metrics_family(w, "executor_instance_reads_total", ORR_METRIC_COUNTER,
+                       "Runs' instances read from halleyd.");
+    orr_metrics_sample(w, NULL, (double)atomic_load(&d->read_ids));
+    orr_metrics_family(w, "executor_instance_read_calls_total", ORR_METRIC_COUNTER,
+                       "Calls to halleyd that read them (runs that start together share one).");
+    orr_metrics_sample(w, NULL, (double)atomic_load(&d->read_calls));
 }
 
 /* Healthy while registered: ZooKeeper contact is proven (not fenced), so

@@ -48,6 +48,9 @@
 #                      p99 / max of both
 #   one step           runs reported dispatched -> their end in one transition
 #                      (executord's running_hold), from the events table
+#   reads / calls      executord: its runs' instance reads and the GetInstances
+#                      calls that made them (runs that start together share
+#                      one), from its /metrics
 #   memory             keplerd VmHWM (peak RSS) from /proc/<pid>/status
 #   CPU per instance   user + system time of the executors (with the task
 #                      processes they reaped), keplerd, halleyd, and, when
@@ -125,6 +128,7 @@ TOKEN=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
 HPORT=$(free_port)
 ZK="$ORRERY_ZK/kpb-$$"
 PIDS_EXEC=()
+EXEC_MPORTS=() # executord's metrics ports
 HALLEY_PID=""
 KEPLER_PID=""
 DB_MADE=0
@@ -303,7 +307,8 @@ for ((i = 0; i < EXECUTORS; i++)); do
 	executord)
 		chmod 755 "$WORK" # tasks run as an unprivileged user
 		mkdir -p "$WORK/work-$i" "$WORK/blob"
-		ORRERY_EXECUTOR_ID=kpb-exec-$i ORRERY_EXECUTOR_HOST=127.0.0.1 \
+		EXEC_MPORTS+=("$(free_port)")
+		ORRERY_EXECUTOR_METRICS_LISTEN=127.0.0.1:${EXEC_MPORTS[-1]} ORRERY_EXECUTOR_ID=kpb-exec-$i ORRERY_EXECUTOR_HOST=127.0.0.1 \
 			ORRERY_EXECUTOR_HALLEY=127.0.0.1:$HPORT ORRERY_EXECUTOR_HALLEY_TOKEN=$TOKEN \
 			ORRERY_EXECUTOR_ZK=$ZK ORRERY_EXECUTOR_SLOTS=$SLOTS \
 			ORRERY_EXECUTOR_LISTEN=127.0.0.1:$(free_port) ORRERY_EXECUTOR_LOG_TOKEN=kpb \
@@ -441,6 +446,27 @@ ONE_STEP=$(sql "SELECT count(*) FROM events e JOIN instances i ON i.id = e.insta
   JOIN tasks t ON t.id = i.task_id WHERE t.name LIKE 'kpb-d-%' AND e.kind = 'instance.transition'
   AND e.payload->>'from' = 'dispatched' AND e.payload->>'to' <> 'running'")
 printf '%-52s %s\n' "runs reported in one step (dispatched -> end)" "$ONE_STEP of $READY"
+if [ "${#EXEC_MPORTS[@]}" -gt 0 ]; then # executord: its runs' reads, and the calls that made them
+	READS=$(python3 - "${EXEC_MPORTS[@]}" <<'PY'
+import sys, urllib.request
+reads = calls = 0
+for port in sys.argv[1:]:
+    try:
+        text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+    except OSError:
+        print("-")
+        sys.exit(0)
+    for ln in text.splitlines():
+        name, _, v = ln.partition(" ")
+        if name == "executor_instance_reads_total":
+            reads += int(float(v))
+        elif name == "executor_instance_read_calls_total":
+            calls += int(float(v))
+print(f"{reads} / {calls}" if calls else "-")
+PY
+)
+	printf '%-52s %s\n' "runs' instance reads / calls that made them" "$READS"
+fi
 read -r C0E C0K C0H C0P C0Z <<<"$CPU0"
 read -r C1E C1K C1H C1P C1Z <<<"$CPU1"
 cpu_per() { python3 -c "import sys; print('%.2f' % ((int(sys.argv[2]) - int(sys.argv[1])) / int(sys.argv[3])))" "$1" "$2" "$READY"; }
