@@ -35,6 +35,7 @@ typedef struct hl_ctx {
     hl_db *db;
     hl_cache *cache;
     hl_events *events;
+    struct hl_evwin *evwin; /* the events WatchEvents passed last (hl_evwin.h) */
     const orr_jschema *task_schema;
     unsigned char secret_key[HL_SECRET_KEY_BYTES];
     int known_schema_version;

@@ -32,6 +32,8 @@
 #include <string.h>
 
 #include "hl_api.h"
+#include "hl_evwin.h"
+#include "orr_alloc.h"
 #include "orr_log.h"
 
 #define HL_WATCH_BATCH 256
@@ -87,6 +89,85 @@ static int hl__kind_matches(const Orrery__Halley__V1__WatchEventsRequest *rq, co
     return 0;
 }
 
+/* Send the events of evs[0..n) that match the stream's filters. */
+static orr_status hl__send(orr_rpc_call *call, const Orrery__Halley__V1__WatchEventsRequest *rq,
+                           const hl_evwin_ev *evs, size_t n)
+{
+    orr_status s = ORR_OK;
+    for (size_t i = 0; i < n && s == ORR_OK; i++) {
+        const hl_evwin_ev *e = &evs[i];
+        if (!hl__kind_matches(rq, e->kind) || (rq->task_id && rq->task_id != e->task_id) ||
+            (rq->executor[0] && strcmp(rq->executor, e->executor) != 0))
+            continue;
+        Orrery__Halley__V1__Event ev = ORRERY__HALLEY__V1__EVENT__INIT;
+        ev.id = e->id;
+        ev.kind = (char *)e->kind;
+        ev.task_id = e->task_id;
+        ev.instance_id = e->instance_id;
+        ev.executor = (char *)e->executor;
+        ev.payload_json = (char *)e->payload_json;
+        ev.created_at_ms = e->created_at_ms;
+        s = orr_rpc_stream_send(call, &ev.base);
+    }
+    return s;
+}
+
+/* One read of the table after *cursor (judging a gap by the oldest writer
+ * when judge): the rows passed are appended to evs[*n..] (their strings in
+ * the results, owned by a) and *cursor moves past them; *gap when it
+ * stopped at a gap, *full when it read a whole batch. */
+static orr_status hl__read(hl_ctx *hc, orr_arena *a, int judge, int64_t *cursor, hl_evwin_ev *evs,
+                           size_t *n, int *gap, int *full, orr_err *err)
+{
+    hl_conn *c;
+    orr_status s = hl_db_get(hc->db, &c, err);
+    if (s != ORR_OK)
+        return s;
+    /* Without the oldest writer, $4 NULL and $5 -infinity: a gap passes by
+     * the grace period only. */
+    const char *oldest = NULL, *seen_at = "-infinity";
+    if (judge) {
+        PGresult *ow;
+        s = hl_db_query(c, a, &q_oldest_writer, 0, NULL, &ow, err);
+        if (s != ORR_OK) {
+            hl_db_put(hc->db, c);
+            return s;
+        }
+        oldest = PQgetisnull(ow, 0, 0) ? NULL : PQgetvalue(ow, 0, 0);
+        seen_at = PQgetvalue(ow, 0, 1);
+    }
+    const char *p[5] = {hl_i64s(a, *cursor), orr_arena_sprintf(a, "%d", hc->event_grace_ms),
+                        orr_arena_sprintf(a, "%d", HL_WATCH_BATCH), oldest, seen_at};
+    PGresult *r;
+    s = hl_db_query(c, a, &q_events, 5, p, &r, err);
+    hl_db_put(hc->db, c);
+    if (s != ORR_OK)
+        return s;
+    atomic_fetch_add(&hl_watch_reads, 1);
+    if (judge)
+        atomic_fetch_add(&hl_watch_gap_reads, 1);
+    int rows = PQntuples(r);
+    *gap = 0;
+    *full = rows == HL_WATCH_BATCH;
+    for (int i = 0; i < rows; i++) {
+        int64_t id = hl_val_i64(r, i, 0);
+        if (id != *cursor + 1 && !hl_val_bool(r, i, 7)) {
+            *gap = 1; /* an earlier id may still commit: wait for it */
+            break;
+        }
+        *cursor = id;
+        hl_evwin_ev *e = &evs[(*n)++];
+        e->id = id;
+        e->kind = hl_val(r, i, 1);
+        e->task_id = hl_val_i64(r, i, 2);
+        e->instance_id = hl_val_i64(r, i, 3);
+        e->executor = hl_val(r, i, 4);
+        e->payload_json = hl_val(r, i, 5);
+        e->created_at_ms = hl_val_i64(r, i, 6);
+    }
+    return ORR_OK;
+}
+
 orr_status hl_api_watch_events(orr_rpc_call *call, const ProtobufCMessage *req, orr_err *err,
                                void *ctx)
 {
@@ -132,72 +213,46 @@ orr_status hl_api_watch_events(orr_rpc_call *call, const ProtobufCMessage *req, 
             goto done;
     }
 
-    int judge = 0; /* this round reads the oldest writer to judge a gap */
-    while (!orr_rpc_call_cancelled(call)) {
+    hl_evwin_ev *evs = orr_xmalloc(2 * HL_WATCH_BATCH * sizeof *evs);
+    int judge = 0; /* a read alone judges the gap (this stream's own rounds) */
+    while (s == ORR_OK && !orr_rpc_call_cancelled(call)) {
         uint64_t seq = hl_events_seq(hc->events);
-        if ((s = hl_db_get(hc->db, &c, err)) != ORR_OK)
-            break;
-        /* Without the oldest writer, $4 NULL and $5 -infinity: a gap passes
-         * by the grace period only. */
-        const char *oldest = NULL, *seen_at = "-infinity";
-        if (judge) {
-            PGresult *ow;
-            s = hl_db_query(c, a, &q_oldest_writer, 0, NULL, &ow, err);
-            if (s != ORR_OK) {
-                hl_db_put(hc->db, c);
-                break;
-            }
-            oldest = PQgetisnull(ow, 0, 0) ? NULL : PQgetvalue(ow, 0, 0);
-            seen_at = PQgetvalue(ow, 0, 1);
-        }
-        const char *p[5] = {hl_i64s(a, cursor), orr_arena_sprintf(a, "%d", hc->event_grace_ms),
-                            orr_arena_sprintf(a, "%d", HL_WATCH_BATCH), oldest, seen_at};
-        s = hl_db_query(c, a, &q_events, 5, p, &r, err);
-        hl_db_put(hc->db, c);
-        if (s != ORR_OK)
-            break;
-        atomic_fetch_add(&hl_watch_reads, 1);
-        if (judge)
-            atomic_fetch_add(&hl_watch_gap_reads, 1);
-        int n = PQntuples(r), gap = 0;
-        for (int i = 0; i < n && s == ORR_OK; i++) {
-            int64_t id = hl_val_i64(r, i, 0);
-            if (id != cursor + 1 && !hl_val_bool(r, i, 7)) {
-                gap = 1; /* an earlier id may still commit: wait for it */
-                break;
-            }
-            cursor = id;
-            const char *kind = hl_val(r, i, 1);
-            int64_t task_id = hl_val_i64(r, i, 2);
-            const char *executor = hl_val(r, i, 4);
-            if (!hl__kind_matches(rq, kind) || (rq->task_id && rq->task_id != task_id) ||
-                (rq->executor[0] && strcmp(rq->executor, executor) != 0))
-                continue;
-            Orrery__Halley__V1__Event ev = ORRERY__HALLEY__V1__EVENT__INIT;
-            ev.id = id;
-            ev.kind = (char *)kind;
-            ev.task_id = task_id;
-            ev.instance_id = hl_val_i64(r, i, 3);
-            ev.executor = (char *)executor;
-            ev.payload_json = (char *)hl_val(r, i, 5);
-            ev.created_at_ms = hl_val_i64(r, i, 6);
-            s = orr_rpc_stream_send(call, &ev.base);
-        }
-        orr_arena_reset(a);
-        if (s != ORR_OK) {
-            if (s == ORR_ECANCELLED)
-                s = ORR_OK;
-            break;
-        }
-        if (gap && !judge) {
-            judge = 1; /* read again at once, judging the gap */
+        hl_evwin_fetch f;
+        int how = hl_evwin_next(hc->evwin, cursor, 1000, &f);
+        if (how == HL_EVWIN_NONE) {
+            hl_events_wait(hc->events, f.seq, f.gap ? 20 : 1000);
             continue;
         }
-        judge = gap;
-        if (n == HL_WATCH_BATCH && !gap)
-            continue; /* more to replay */
-        hl_events_wait(hc->events, seq, gap ? 20 : 1000);
+        if (how == HL_EVWIN_HAVE) { /* passed by another stream's fetch */
+            int64_t to;
+            size_t n = hl_evwin_copy(hc->evwin, a, cursor, HL_WATCH_BATCH, evs, &to);
+            s = hl__send(call, rq, evs, n);
+            cursor = to;
+            orr_arena_reset(a);
+            if (s == ORR_OK && n < HL_WATCH_BATCH && !f.more)
+                hl_events_wait(hc->events, f.seq, f.gap ? 20 : 1000);
+            continue;
+        }
+        /* FETCH (for every live stream) or ALONE (behind the window). */
+        int lead = how == HL_EVWIN_FETCH, j = lead ? f.judge : judge, gap = 0, full = 0;
+        int64_t from = cursor;
+        size_t n = 0;
+        s = hl__read(hc, a, j, &cursor, evs, &n, &gap, &full, err);
+        if (s == ORR_OK && gap && !j) /* read again at once, judging the gap */
+            s = hl__read(hc, a, j = 1, &cursor, evs, &n, &gap, &full, err);
+        hl_evwin_fetch done = {.seq = seq, .gap = gap, .more = full && !gap, .judge = gap};
+        hl_evwin_put(hc->evwin, lead, from, s == ORR_OK ? cursor : from, evs, n, &done);
+        if (!lead)
+            judge = gap;
+        if (s == ORR_OK)
+            s = hl__send(call, rq, evs, n);
+        orr_arena_reset(a);
+        if (s == ORR_OK && !done.more)
+            hl_events_wait(hc->events, seq, gap ? 20 : 1000);
     }
+    free(evs);
+    if (s == ORR_ECANCELLED)
+        s = ORR_OK;
     if (s == ORR_OK && orr_rpc_call_cancelled(call))
         s = orr_err_set(err, ORR_ECANCELLED, NULL, "stream cancelled");
 done:

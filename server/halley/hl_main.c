@@ -16,6 +16,7 @@
 
 #include "hl_api.h"
 #include "hl_cli.h"
+#include "hl_evwin.h"
 #include "hl_metrics.h"
 #include "hl_migrate.h"
 #include "hl_spec.h"
@@ -169,6 +170,7 @@ static int hl_cmd_serve(orr_daemon *d, int argc, char **argv)
     if (hl_events_start(dsn, orr_config_int(cfg, "halley", "event_retention"), hc.cache, &hc.events,
                         &err) != ORR_OK)
         goto fail;
+    hc.evwin = hl_evwin_create(HL_EVWIN_EVENTS);
     const char *ml = orr_config_str(cfg, "halley", "metrics_listen");
     if (ml && *ml && hl_metrics_start(ml, &hc, &metrics, &err) != ORR_OK)
         goto fail;
@@ -214,6 +216,7 @@ out:
         orr_rpc_server_destroy(srv);
     hl_metrics_stop(metrics);
     hl_events_stop(hc.events);
+    hl_evwin_free(hc.evwin);
     hl_db_destroy(hc.db);
     if (hc.cache)
         hl_cache_destroy(hc.cache);

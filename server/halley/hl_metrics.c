@@ -16,6 +16,7 @@
 
 #include "orr_alloc.h"
 #include "orr_arena.h"
+#include "hl_evwin.h"
 #include "hl_tcomb.h"
 #include "orr_metrics.h"
 
@@ -152,6 +153,10 @@ static void hl__write(hl_ctx *hc, orr_rpc_server *srv, orr_metrics_writer *w)
                        "Of those, reads that first read the oldest open writer to judge a gap"
                        " in the event ids.");
     orr_metrics_sample(w, NULL, (double)wg);
+    orr_metrics_family(w, "halley_watch_window_events_total", ORR_METRIC_COUNTER,
+                       "Events WatchEvents streams took from the window another stream's read"
+                       " filled, instead of reading the table.");
+    orr_metrics_sample(w, NULL, hc->evwin ? (double)hl_evwin_taken(hc->evwin) : 0);
     if (hc->db)
         hl__instance_families(hc, w);
 }

@@ -357,6 +357,34 @@ int main(void)
     free(tid);
     orr_rpc_stream_close(tw);
 
+    /* Three live streams on one replica share its reads: one stream reads
+     * each event from the table and the others take it from the window
+     * (hl_evwin.h), so the window hands out at least two of every three
+     * deliveries, and every stream still gets every event once, in order. */
+    enum { SHARED = 12 };
+    q = hlt_sql(&db, "SELECT max(id) FROM events");
+    int64_t head = atoll(PQgetvalue(q, 0, 0));
+    PQclear(q);
+    orr_rpc_stream *sh[3];
+    for (int i = 0; i < 3; i++) {
+        int64_t at = -1;
+        sh[i] = watch_marked(a, &at);
+        HLT_CHECK(at == head, "shared stream %d starts at the head (%lld, %lld)", i,
+                  (long long)at, (long long)head);
+    }
+    double taken0 = hlt_metric(&srv[0], "halley_watch_window_events_total");
+    make_instances(a, 1767225600000LL + 4 * 3600000LL, SHARED);
+    for (int i = 0; i < 3; i++) {
+        int64_t sid[SHARED + 4];
+        int sn = sh[i] ? read_events(sh[i], SHARED, 5000, sid, NULL) : 0;
+        HLT_CHECK(sn == SHARED && sid[0] == head + 1 && strictly_increasing(sid, sn),
+                  "shared stream %d: %d of %d events, in order", i, sn, SHARED);
+        orr_rpc_stream_close(sh[i]);
+    }
+    double taken = hlt_metric(&srv[0], "halley_watch_window_events_total") - taken0;
+    HLT_CHECK(taken0 >= 0 && taken >= 2 * SHARED,
+              "the window handed out %.0f events, at least %d", taken, 2 * SHARED);
+
     /* Retention removed events after a resume point: refused. */
     PQclear(hlt_sql(&db, "UPDATE event_horizon SET pruned_upto = 5"));
     orr_rpc_stream *old = watch(a, 2, 0, NULL, 0);

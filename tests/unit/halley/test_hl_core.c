@@ -3,7 +3,8 @@
  * table, migration names, notification payloads, the task cache, secrets,
  * task spec validation against the embedded schema, and paging (sizes,
  * the deprecated limit, page tokens), lineage edges derived from specs,
- * and binary timestamps made epoch milliseconds.
+ * binary timestamps made epoch milliseconds, and the shared window of
+ * passed events.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -18,6 +19,7 @@
 #include "hl_db.h"
 #include "hl_embed.h"
 #include "hl_events.h"
+#include "hl_evwin.h"
 #include "hl_lineage.h"
 #include "hl_migrate.h"
 #include "hl_page.h"
@@ -515,6 +517,80 @@ static void test_pg_us_to_ms(void **state)
     assert_true(hl_pg_us_to_ms(INT64_MIN) == INT64_MIN);
 }
 
+static hl_evwin_ev evw(int64_t id, const char *kind)
+{
+    return (hl_evwin_ev){.id = id, .kind = kind, .executor = "", .payload_json = "{}"};
+}
+
+/* The events window: who fetches, what a stream takes, how it joins, moves
+ * and starts anew. */
+static void test_evwin(void **state)
+{
+    (void)state;
+    hl_evwin *w = hl_evwin_create(4);
+    orr_arena *a = orr_arena_create(0);
+    hl_evwin_fetch f, done = {.seq = 7, .gap = 0, .more = 0, .judge = 0};
+    hl_evwin_ev out[8];
+    int64_t to;
+    /* Empty: the first stream fetches; a second, while it does, waits and
+     * then hears there is nothing (the fetch passed nothing). */
+    assert_int_equal(hl_evwin_next(w, 10, 10, &f), HL_EVWIN_FETCH);
+    assert_int_equal(hl_evwin_next(w, 10, 10, &f), HL_EVWIN_NONE); /* timed out waiting */
+    hl_evwin_put(w, 1, 10, 10, NULL, 0, &done);
+    assert_int_equal(hl_evwin_next(w, 10, 10, &f), HL_EVWIN_FETCH);
+    /* A fetch passed (10, 14]: 11, 12 and 14 (13 a gap passed for good). */
+    hl_evwin_ev got[3] = {evw(11, "a"), evw(12, "b"), evw(14, "c")};
+    done.gap = 1;
+    done.judge = 1;
+    hl_evwin_put(w, 1, 10, 14, got, 3, &done);
+    assert_int_equal(hl_evwin_next(w, 10, 10, &f), HL_EVWIN_HAVE);
+    assert_int_equal(f.seq, 7);
+    assert_int_equal(f.gap, 1);
+    assert_int_equal(hl_evwin_copy(w, a, 10, 2, out, &to), 2); /* at most max */
+    assert_int_equal(out[0].id, 11);
+    assert_string_equal(out[1].kind, "b");
+    assert_int_equal(to, 12);
+    assert_int_equal(hl_evwin_copy(w, a, 12, 8, out, &to), 1);
+    assert_int_equal(out[0].id, 14);
+    assert_int_equal(to, 14);
+    assert_int_equal(hl_evwin_taken(w), 3);
+    /* At the end: the next fetch judges the gap where the last one stopped. */
+    assert_int_equal(hl_evwin_next(w, 14, 10, &f), HL_EVWIN_FETCH);
+    assert_int_equal(f.judge, 1);
+    done.gap = 0;
+    /* It passes (14, 17]: the window holds 4, so 11 and 12 leave. */
+    hl_evwin_ev more[3] = {evw(15, "d"), evw(16, "e"), evw(17, "f")};
+    hl_evwin_put(w, 1, 14, 17, more, 3, &done);
+    assert_int_equal(hl_evwin_next(w, 10, 10, &f), HL_EVWIN_ALONE); /* behind: 11 is gone */
+    assert_int_equal(hl_evwin_copy(w, a, 10, 8, out, &to), 0);
+    assert_int_equal(to, 10);
+    assert_int_equal(hl_evwin_next(w, 11, 10, &f), HL_EVWIN_ALONE); /* and 12 */
+    assert_int_equal(hl_evwin_next(w, 12, 10, &f), HL_EVWIN_HAVE);
+    assert_int_equal(hl_evwin_copy(w, a, 12, 8, out, &to), 4);
+    assert_int_equal(out[0].id, 14);
+    assert_int_equal(to, 17);
+    /* A stream alone offers rows: those past the end join it, older ones
+     * change nothing. */
+    hl_evwin_ev late[2] = {evw(17, "f"), evw(18, "g")};
+    hl_evwin_put(w, 0, 16, 18, late, 2, NULL);
+    assert_int_equal(hl_evwin_copy(w, a, 17, 8, out, &to), 1);
+    assert_int_equal(out[0].id, 18);
+    hl_evwin_put(w, 0, 12, 15, more, 1, NULL);
+    assert_int_equal(hl_evwin_copy(w, a, 14, 8, out, &to), 4);
+    assert_int_equal(to, 18);
+    /* A stream ahead of the window fetches, and its rows start it anew. */
+    assert_int_equal(hl_evwin_next(w, 30, 10, &f), HL_EVWIN_FETCH);
+    assert_int_equal(f.judge, 0); /* the last gap was not where it stands */
+    hl_evwin_ev ahead[1] = {evw(31, "h")};
+    hl_evwin_put(w, 1, 30, 31, ahead, 1, &done);
+    assert_int_equal(hl_evwin_next(w, 18, 10, &f), HL_EVWIN_ALONE);
+    assert_int_equal(hl_evwin_next(w, 30, 10, &f), HL_EVWIN_HAVE);
+    assert_int_equal(hl_evwin_copy(w, a, 30, 8, out, &to), 1);
+    assert_string_equal(out[0].kind, "h");
+    orr_arena_destroy(a);
+    hl_evwin_free(w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -527,6 +603,7 @@ int main(void)
         cmocka_unit_test(test_page),
         cmocka_unit_test(test_lineage_derive),
         cmocka_unit_test(test_pg_us_to_ms),
+        cmocka_unit_test(test_evwin),
         cmocka_unit_test_setup_teardown(test_spec, setup_schema, teardown_schema),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
