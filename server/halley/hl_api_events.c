@@ -220,16 +220,18 @@ orr_status hl_api_watch_events(orr_rpc_call *call, const ProtobufCMessage *req, 
         hl_evwin_fetch f;
         int how = hl_evwin_next(hc->evwin, cursor, 1000, &f);
         if (how == HL_EVWIN_NONE) {
-            hl_events_wait(hc->events, f.seq, f.gap ? 20 : 1000);
+            if (!f.more)
+                hl_events_wait(hc->events, f.seq, f.gap ? 20 : 1000);
             continue;
         }
         if (how == HL_EVWIN_HAVE) { /* passed by another stream's fetch */
             int64_t to;
             size_t n = hl_evwin_copy(hc->evwin, a, cursor, HL_WATCH_BATCH, evs, &to);
             s = hl__send(call, rq, evs, n);
+            int moved = to != cursor; /* else the window left it behind: read alone */
             cursor = to;
             orr_arena_reset(a);
-            if (s == ORR_OK && n < HL_WATCH_BATCH && !f.more)
+            if (s == ORR_OK && moved && n < HL_WATCH_BATCH && !f.more)
                 hl_events_wait(hc->events, f.seq, f.gap ? 20 : 1000);
             continue;
         }

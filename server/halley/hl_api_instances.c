@@ -621,17 +621,25 @@ HL_UNARY(hl_api_get_instances)
             break;
         }
     if (s == ORR_OK && rq->with_task && o->n_instances > 0) {
-        size_t n = o->n_instances;
+        size_t n = o->n_instances, m = 0; /* m distinct (task, version) pairs */
         int64_t *tid = orr_arena_alloc(a, n * sizeof *tid);
         int32_t *ver = orr_arena_alloc(a, n * sizeof *ver);
+        size_t *pair = orr_arena_alloc(a, n * sizeof *pair); /* instance i's pair */
         hl_pb_task **tasks = orr_arena_alloc(a, n * sizeof *tasks);
         for (size_t i = 0; i < n; i++) {
-            tid[i] = o->instances[i]->task_id;
-            ver[i] = o->instances[i]->task_version;
+            const hl_pb_instance *in = o->instances[i];
+            size_t k = 0;
+            while (k < m && !(tid[k] == in->task_id && ver[k] == in->task_version))
+                k++;
+            if (k == m) {
+                tid[m] = in->task_id;
+                ver[m++] = in->task_version;
+            }
+            pair[i] = k;
         }
-        s = hl_task_read_many(c, a, n, tid, ver, tasks, err);
+        s = hl_task_read_many(c, a, m, tid, ver, tasks, err);
         for (size_t i = 0; s == ORR_OK && i < n; i++)
-            o->instances[i]->task = tasks[i];
+            o->instances[i]->task = tasks[pair[i]];
     }
     hl_db_put(hc->db, c);
     if (s == ORR_OK)

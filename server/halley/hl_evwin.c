@@ -97,7 +97,7 @@ static int holds_after(const hl_evwin *w, int64_t cursor)
 int hl_evwin_next(hl_evwin *w, int64_t cursor, int wait_ms, hl_evwin_fetch *f)
 {
     pthread_mutex_lock(&w->mu);
-    int how;
+    int how, waited = 0;
     for (;;) {
         if (holds_after(w, cursor)) {
             how = HL_EVWIN_HAVE;
@@ -105,6 +105,10 @@ int hl_evwin_next(hl_evwin *w, int64_t cursor, int wait_ms, hl_evwin_fetch *f)
         }
         if (w->hi >= 0 && cursor < w->lo) {
             how = HL_EVWIN_ALONE;
+            break;
+        }
+        if (waited) { /* the fetch waited for brought nothing after cursor */
+            how = HL_EVWIN_NONE;
             break;
         }
         if (!w->fetching) { /* at (or past) the end: this stream fetches */
@@ -124,10 +128,11 @@ int hl_evwin_next(hl_evwin *w, int64_t cursor, int wait_ms, hl_evwin_fetch *f)
         int rc = 0;
         while (w->gen == gen && rc != ETIMEDOUT)
             rc = pthread_cond_timedwait(&w->cv, &w->mu, &until);
-        if (w->gen == gen || !holds_after(w, cursor)) {
-            how = HL_EVWIN_NONE; /* nothing new for us: wait for a notification */
+        if (w->gen == gen) {
+            how = HL_EVWIN_NONE; /* still fetching: wait for a notification */
             break;
         }
+        waited = 1; /* it ended: take what it passed, or read alone if behind */
     }
     *f = w->last;
     if (how == HL_EVWIN_FETCH && cursor != w->hi)

@@ -16,7 +16,9 @@
  * The answer is one message shared by its batch: each item that found its
  * row holds a reference, and the last ex_read_put frees it. A halleyd
  * without GetInstances (UNIMPLEMENTED) is read with a GetInstance per run
- * from then on.
+ * for the next EX_READ_ALONE_MS, then asked again (a rolling upgrade may
+ * have reached it). A failed call fails the reads of its batch, each as its
+ * own GetInstance would have failed; the periodic sweep starts them again.
  */
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -25,7 +27,8 @@
 #include "orr_alloc.h"
 #include "orr_log.h"
 
-#define EX_READ_MAX 256
+#define EX_READ_MAX      256
+#define EX_READ_ALONE_MS (5 * 60 * 1000)
 
 struct ex_read_ans {
     ProtobufCMessage *msg;
@@ -80,7 +83,7 @@ static void read_each(ex_daemon *d, ex_read_item **items, size_t n)
 static void read_batch(ex_daemon *d, ex_read_item **items, size_t n)
 {
     atomic_fetch_add(&d->read_ids, n);
-    if (atomic_load(&d->read_single)) {
+    if (ex_now_ms() < atomic_load(&d->read_alone_until)) {
         read_each(d, items, n);
         return;
     }
@@ -97,9 +100,9 @@ static void read_batch(ex_daemon *d, ex_read_item **items, size_t n)
     if (s != ORR_EUNIMPL)
         atomic_fetch_add(&d->read_calls, 1);
     if (s == ORR_EUNIMPL) {
-        ORR_INFO("halleyd has no GetInstances: reading a run's instance alone", "err=%s",
-                 orr_log_q(e.msg));
-        atomic_store(&d->read_single, 1);
+        ORR_INFO("halleyd has no GetInstances: reading each run's instance alone for a while",
+                 "err=%s", orr_log_q(e.msg));
+        atomic_store(&d->read_alone_until, ex_now_ms() + EX_READ_ALONE_MS);
         read_each(d, items, n);
         return;
     }

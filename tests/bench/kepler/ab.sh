@@ -43,11 +43,12 @@ one() { # label build executor
 		/executors \(with their tasks\)/ {e = $NF}
 		/keplerd \/ halleyd/ {k = $(NF-2); h = $NF}
 		/postgresql backends \/ zookeeper/ {p = $(NF-2); z = $NF}
-		BEGIN {rd = "-"}
+		BEGIN {rd = "-"; ev = "-"}
 		/^runs reported in one step/ {o = $(NF-2)}
-		/^runs. instance reads \/ calls/ {rd = ($NF == "-") ? "-" : $(NF-2) "/" $NF}
+		/^runs. instance reads \/ calls/ {rd = $(NF-2) "/" $NF}
+		/^halleyd: events table reads/ {ev = $(NF-2) "/" $NF}
 		/^load at end/ {sub(/.*load at end */, ""); ld = $0}
-		END {printf "%-8s rate=%s/s cpu_ms: executord=%s postgresql=%s halleyd=%s keplerd=%s zookeeper=%s one_step=%s reads/calls=%s load=%s\n", l, r, e, p, h, k, z, o, rd, ld}' <<<"$out"
+		END {printf "%-8s rate=%s/s cpu_ms: executord=%s postgresql=%s halleyd=%s keplerd=%s zookeeper=%s one_step=%s reads/calls=%s ev_reads/window=%s load=%s\n", l, r, e, p, h, k, z, o, rd, ev, ld}' <<<"$out"
 }
 for ((i = 1; i <= ROUNDS; i++)); do
 	one before "$1" executord

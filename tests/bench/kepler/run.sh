@@ -126,6 +126,7 @@ DB="kpb_$$_$(date +%s)"
 DSN=$(python3 -c 'import sys,urllib.parse as u; p=u.urlsplit(sys.argv[1]); print(u.urlunsplit((p.scheme,p.netloc,"/"+sys.argv[2],p.query,p.fragment)))' "$ORRERY_PG_DSN" "$DB")
 TOKEN=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
 HPORT=$(free_port)
+HMPORT=$(free_port) # its metrics
 ZK="$ORRERY_ZK/kpb-$$"
 PIDS_EXEC=()
 EXEC_MPORTS=() # executord's metrics ports
@@ -172,7 +173,7 @@ export KPB_HALLEY=127.0.0.1:$HPORT KPB_TOKEN=$TOKEN
 start_halley() { # exec: run in a subshell "( start_halley serve ) &" so $! is halleyd
 	exec env ORRERY_HALLEY_LISTEN=127.0.0.1:$HPORT ORRERY_HALLEY_TOKEN=$TOKEN ORRERY_HALLEY_PG_DSN=$DSN \
 		ORRERY_HALLEY_SECRET_KEY=$(printf 'ab%.0s' {1..32}) \
-		ORRERY_HALLEY_METRICS_LISTEN=127.0.0.1:$(free_port) \
+		ORRERY_HALLEY_METRICS_LISTEN=127.0.0.1:$HMPORT \
 		"$BIN/halleyd" "$@" >>"$WORK/halleyd.log" 2>&1
 }
 
@@ -446,27 +447,33 @@ ONE_STEP=$(sql "SELECT count(*) FROM events e JOIN instances i ON i.id = e.insta
   JOIN tasks t ON t.id = i.task_id WHERE t.name LIKE 'kpb-d-%' AND e.kind = 'instance.transition'
   AND e.payload->>'from' = 'dispatched' AND e.payload->>'to' <> 'running'")
 printf '%-52s %s\n' "runs reported in one step (dispatched -> end)" "$ONE_STEP of $READY"
-if [ "${#EXEC_MPORTS[@]}" -gt 0 ]; then # executord: its runs' reads, and the calls that made them
-	READS=$(python3 - "${EXEC_MPORTS[@]}" <<'PY'
+# Sum of the named counters over the /metrics of the ports given: "-"
+# when one cannot be read.
+metric_sum() { # name port...
+	python3 - "$@" <<'PY'
 import sys, urllib.request
-reads = calls = 0
-for port in sys.argv[1:]:
+name, total = sys.argv[1], 0
+for port in sys.argv[2:]:
     try:
         text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
     except OSError:
         print("-")
         sys.exit(0)
     for ln in text.splitlines():
-        name, _, v = ln.partition(" ")
-        if name == "executor_instance_reads_total":
-            reads += int(float(v))
-        elif name == "executor_instance_read_calls_total":
-            calls += int(float(v))
-print(f"{reads} / {calls}" if calls else "-")
+        k, _, v = ln.partition(" ")
+        if k == name:
+            total += int(float(v))
+print(total)
 PY
-)
-	printf '%-52s %s\n' "runs' instance reads / calls that made them" "$READS"
+}
+if [ "${#EXEC_MPORTS[@]}" -gt 0 ]; then # executord: its runs' reads, and the calls that made them
+	READS=$(metric_sum executor_instance_reads_total "${EXEC_MPORTS[@]}")
+	CALLS=$(metric_sum executor_instance_read_calls_total "${EXEC_MPORTS[@]}")
+	[ "$CALLS" = 0 ] && READS=- CALLS=-
+	printf '%-52s %s\n' "runs' instance reads / calls that made them" "$READS / $CALLS"
 fi
+printf '%-52s %s\n' "halleyd: events table reads / events from the window" \
+	"$(metric_sum halley_watch_reads_total "$HMPORT") / $(metric_sum halley_watch_window_events_total "$HMPORT")"
 read -r C0E C0K C0H C0P C0Z <<<"$CPU0"
 read -r C1E C1K C1H C1P C1Z <<<"$CPU1"
 cpu_per() { python3 -c "import sys; print('%.2f' % ((int(sys.argv[2]) - int(sys.argv[1])) / int(sys.argv[3])))" "$1" "$2" "$READY"; }

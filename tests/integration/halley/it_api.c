@@ -535,6 +535,37 @@ static void test_instances(const hlt_db *db)
     }
     if (gr)
         FREE(gr);
+    /* An instance at an older version of its task gets that version, not
+     * the current one; a repeated id gets its row again. */
+    char vsql[512];
+    long long vt = dn ? (long long)dn->task_id : 0;
+    int vv = dn ? dn->task_version : 0;
+    snprintf(vsql, sizeof vsql,
+             "INSERT INTO task_versions (task_id, version, spec, schedule, timezone, created_by)"
+             " SELECT task_id, 99, spec, schedule, timezone, created_by FROM task_versions"
+             " WHERE task_id = %lld AND version = %d; UPDATE tasks SET current_version = 99"
+             " WHERE id = %lld",
+             vt, vv, vt);
+    PQclear(hlt_sql(db, vsql));
+    int64_t twice[2] = {dn ? dn->id : 0, dn ? dn->id : 0};
+    gm.ids = twice;
+    gm.n_ids = 2;
+    gr = NULL;
+    HLT_CHECK(hlt_call(cl, "GetInstances", &gm, &gr, &err) == ORR_OK && gr->n_instances == 2 &&
+                  gr->instances[1]->id == twice[0] && gr->instances[0]->task &&
+                  gr->instances[1]->task && gr->instances[0]->task->version == vv &&
+                  gr->instances[1]->task->version == vv &&
+                  gr->instances[0]->task->current_version == 99,
+              "GetInstances: the task at the instance's version %d, not the current one (%s)", vv,
+              err.msg);
+    if (gr)
+        FREE(gr);
+    snprintf(vsql, sizeof vsql,
+             "UPDATE tasks SET current_version = %d WHERE id = %lld;"
+             " DELETE FROM task_versions WHERE task_id = %lld AND version = 99",
+             vv, vt, vt);
+    PQclear(hlt_sql(db, vsql));
+    gm.ids = many;
     gm.with_task = 0;
     gm.n_ids = 1;
     gr = NULL;
