@@ -3,8 +3,8 @@
  * streams of one halleyd read each event from PostgreSQL once.
  *
  * Each stream used to read the events table itself after every
- * notification: with keplerd, executord's two streams and galaxyd's, every
- * event was read several times, and each executord added two reads. Now the
+ * notification: keplerd has one stream, each executord two and each
+ * galaxyd three, so every event was read many times over. Now the
  * streams that are live (their cursor at the window's end) take turns: one
  * fetches (reads PostgreSQL and judges a gap in the ids exactly as a stream
  * did alone, hl_api_events.c), the others wait for that fetch and take what
