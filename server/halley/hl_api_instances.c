@@ -582,8 +582,7 @@ HL_UNARY(hl_api_get_instances)
 {
     HL_HANDLER_BEGIN(Orrery__Halley__V1__GetInstancesRequest);
     if (rq->n_ids == 0 || rq->n_ids > HL_GET_INSTANCES_MAX)
-        return orr_err_set(err, ORR_EINVAL, "ids", "must hold 1 to %d ids",
-                           HL_GET_INSTANCES_MAX);
+        return orr_err_set(err, ORR_EINVAL, "ids", "must hold 1 to %d ids", HL_GET_INSTANCES_MAX);
     orr_buf ids = ORR_BUF_INIT;
     orr_buf_append_byte(&ids, '{');
     for (size_t i = 0; i < rq->n_ids; i++) {

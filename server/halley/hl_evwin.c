@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "orr_alloc.h"
+#include "orr_clock.h"
 
 struct hl_evwin {
     pthread_mutex_t mu;
@@ -117,14 +118,7 @@ int hl_evwin_next(hl_evwin *w, int64_t cursor, int wait_ms, hl_evwin_fetch *f)
             break;
         }
         uint64_t gen = w->gen;
-        struct timespec until;
-        clock_gettime(CLOCK_MONOTONIC, &until);
-        until.tv_sec += wait_ms / 1000;
-        until.tv_nsec += (long)(wait_ms % 1000) * 1000000L;
-        if (until.tv_nsec >= 1000000000L) {
-            until.tv_sec++;
-            until.tv_nsec -= 1000000000L;
-        }
+        struct timespec until = orr_clock_after(CLOCK_MONOTONIC, wait_ms);
         int rc = 0;
         while (w->gen == gen && rc != ETIMEDOUT)
             rc = pthread_cond_timedwait(&w->cv, &w->mu, &until);

@@ -120,9 +120,9 @@ typedef struct ex_daemon {
     /* ex_read.c: the runs' instance reads, combined into one call */
     pthread_mutex_t read_mu;
     pthread_cond_t read_cv;
-    struct ex_read_item *read_queue; /* oldest first */
-    int read_busy;                   /* a read is in flight */
-    atomic_llong read_alone_until;   /* ex_now_ms: halleyd had no GetInstances */
+    struct ex_read_item *read_queue;    /* oldest first */
+    int read_busy;                      /* a read is in flight */
+    atomic_llong read_alone_until;      /* ex_now_ms: halleyd had no GetInstances */
     atomic_ullong read_ids, read_calls; /* instances read, calls made (metrics) */
     /* spare outbox files (open, empty, in spare_dir), under rep_mu */
     int spare_fd[EX_SPARES];

@@ -249,6 +249,39 @@ def release_hold(holder, trigger):
     holder.wait(timeout=20)
 
 
+class HoldLeavingDispatched:
+    """Halleyd's UPDATE that moves an instance out of dispatched waits, by
+    construction, for an advisory lock the test holds: a trigger takes the
+    lock in that UPDATE's transaction. on(iid) arms it for one instance,
+    unlock() lets the UPDATE commit, close() drops the trigger."""
+
+    def __init__(self, name, key_base):
+        self.lock_key = key_base + os.getpid() % 1_000_000
+        self.trigger = f"orr_it_{name}_{os.getpid()}"
+        self.holder = subprocess.Popen(["psql", P.dsn, "-qAt", "-v", "ON_ERROR_STOP=1"],
+                                       stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.holder.stdin.write(f"SELECT pg_advisory_lock({self.lock_key});\n")
+        self.holder.stdin.flush()
+        self.locked = self.holder.stdout.readline().strip() == ""  # the lock is ours
+
+    def on(self, iid):
+        subprocess.run(["psql", P.dsn, "-qAt", "-v", "ON_ERROR_STOP=1", "-c", f"""
+            CREATE FUNCTION {self.trigger}() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN PERFORM pg_advisory_xact_lock({self.lock_key}); RETURN NEW; END $$;
+            CREATE TRIGGER {self.trigger} BEFORE UPDATE ON instances FOR EACH ROW
+            WHEN (NEW.id = {iid} AND OLD.state = 'dispatched')
+            EXECUTE FUNCTION {self.trigger}();"""], check=True, capture_output=True)
+
+    def unlock(self):
+        """True once the lock is let go."""
+        self.holder.stdin.write(f"SELECT pg_advisory_unlock({self.lock_key});\n")
+        self.holder.stdin.flush()
+        return self.holder.stdout.readline().strip() == "t"
+
+    def close(self):
+        release_hold(self.holder, self.trigger)
+
+
 def gate_dir():
     """A folder the task user can read and write, for gates and markers."""
     d = tempfile.mkdtemp(prefix="gate-", dir=EX.dir)
@@ -597,21 +630,11 @@ class Executord(NotesFailure):
         # lock the test holds. The task's timeout must end the process tree
         # all the same, while the instance is still dispatched; once the
         # report lands, the end follows from running as timed_out.
-        lock_key = 7_100_000 + os.getpid() % 1_000_000
-        holder = subprocess.Popen(["psql", P.dsn, "-qAt", "-v", "ON_ERROR_STOP=1"],
-                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-        trigger = f"orr_it_hang_{os.getpid()}"
+        hold = HoldLeavingDispatched("hang", 7_100_000)
         try:
-            holder.stdin.write(f"SELECT pg_advisory_lock({lock_key});\n")
-            holder.stdin.flush()
-            self.assertEqual(holder.stdout.readline().strip(), "")  # the lock is ours
+            self.assertTrue(hold.locked)
             _, iid = make_instance_ready({"command": "sleep 306"}, timeout="3s")
-            subprocess.run(["psql", P.dsn, "-qAt", "-v", "ON_ERROR_STOP=1", "-c", f"""
-                CREATE FUNCTION {trigger}() RETURNS trigger LANGUAGE plpgsql AS $$
-                BEGIN PERFORM pg_advisory_xact_lock({lock_key}); RETURN NEW; END $$;
-                CREATE TRIGGER {trigger} BEFORE UPDATE ON instances FOR EACH ROW
-                WHEN (NEW.id = {iid} AND OLD.state = 'dispatched')
-                EXECUTE FUNCTION {trigger}();"""], check=True, capture_output=True)
+            hold.on(iid)
             dispatch(iid)
             deadline = time.time() + 30
             while not pids_of("(^|/)sleep 306$") and time.time() < deadline:
@@ -621,12 +644,12 @@ class Executord(NotesFailure):
             self.assertTrue(wait_gone("(^|/)sleep 306$", timeout=60),
                             "the timeout did not end the run while its report hung")
             self.assertEqual(state_name(instance(iid).state), "dispatched")
+            # The try in flight held the kill back until its deadline: its
+            # retry was logged before the timeout could act.
             self.assertTrue(any("report failed, retrying" in ln and f"instance={iid} " in ln
                                 for ln in EX.daemon_log().splitlines()),
                             "the running report was not held")
-            holder.stdin.write(f"SELECT pg_advisory_unlock({lock_key});\n")
-            holder.stdin.flush()
-            self.assertEqual(holder.stdout.readline().strip(), "t")
+            self.assertTrue(hold.unlock())
             inst = wait_state(iid, ("timed_out", "success", "failed"), timeout=60)
             self.assertEqual((state_name(inst.state), inst.reason, inst.attempt),
                              ("timed_out", "timeout after 3000 ms", 1))
@@ -634,7 +657,7 @@ class Executord(NotesFailure):
                              [("dispatched", "running"), ("running", "timed_out")])
             self.assertEqual(exit_code(iid), 128 + signal.SIGKILL)
         finally:
-            release_hold(holder, trigger)
+            hold.close()
 
     def test_memory_hog_fails_with_memory_limit(self):
         _, iid = make_instance({"command": "/usr/bin/python3", "args": [
@@ -676,21 +699,11 @@ class Executord(NotesFailure):
         # report delivered. Built by construction: a trigger makes that UPDATE
         # wait for an advisory lock the test holds until executord has logged
         # its retry; then the first UPDATE commits.
-        lock_key = 7_000_000 + os.getpid() % 1_000_000
-        holder = subprocess.Popen(["psql", P.dsn, "-qAt", "-v", "ON_ERROR_STOP=1"],
-                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-        trigger = f"orr_it_hold_{os.getpid()}"
+        hold = HoldLeavingDispatched("hold", 7_000_000)
         try:
-            holder.stdin.write(f"SELECT pg_advisory_lock({lock_key});\n")
-            holder.stdin.flush()
-            self.assertEqual(holder.stdout.readline().strip(), "")  # the lock is ours
+            self.assertTrue(hold.locked)
             tid, iid = make_instance_ready({"command": "echo ran"})
-            subprocess.run(["psql", P.dsn, "-qAt", "-v", "ON_ERROR_STOP=1", "-c", f"""
-                CREATE FUNCTION {trigger}() RETURNS trigger LANGUAGE plpgsql AS $$
-                BEGIN PERFORM pg_advisory_xact_lock({lock_key}); RETURN NEW; END $$;
-                CREATE TRIGGER {trigger} BEFORE UPDATE ON instances FOR EACH ROW
-                WHEN (NEW.id = {iid} AND OLD.state = 'dispatched')
-                EXECUTE FUNCTION {trigger}();"""], check=True, capture_output=True)
+            hold.on(iid)
             dispatch(iid)
             marker = "report failed, retrying"
             deadline = time.time() + 60
@@ -702,9 +715,7 @@ class Executord(NotesFailure):
             else:
                 self.fail("executord never retried the held report\n" + EX.daemon_log()[-3000:])
             self.assertEqual(state_name(instance(iid).state), "dispatched")
-            holder.stdin.write(f"SELECT pg_advisory_unlock({lock_key});\n")
-            holder.stdin.flush()
-            self.assertEqual(holder.stdout.readline().strip(), "t")
+            self.assertTrue(hold.unlock())
             inst = wait_state(iid, ("success", "failed"), timeout=60)
             self.assertEqual(state_name(inst.state), "success", inst.reason)
             self.assertEqual(inst.attempt, 1)
@@ -722,7 +733,7 @@ class Executord(NotesFailure):
             self.assertEqual(status, 200)
             self.assertIn("ran", body)
         finally:
-            release_hold(holder, trigger)
+            hold.close()
 
     def test_x_outbox_file_reused_silent_log_archived(self):
         spare = os.path.join(EX.work, "outbox-spare")

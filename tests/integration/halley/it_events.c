@@ -369,8 +369,8 @@ int main(void)
     for (int i = 0; i < 3; i++) {
         int64_t at = -1;
         sh[i] = watch_marked(a, &at);
-        HLT_CHECK(at == head, "shared stream %d starts at the head (%lld, %lld)", i,
-                  (long long)at, (long long)head);
+        HLT_CHECK(at == head, "shared stream %d starts at the head (%lld, %lld)", i, (long long)at,
+                  (long long)head);
     }
     double taken0 = hlt_metric(&srv[0], "halley_watch_window_events_total");
     make_instances(a, 1767225600000LL + 4 * 3600000LL, SHARED);
@@ -382,8 +382,8 @@ int main(void)
         orr_rpc_stream_close(sh[i]);
     }
     double taken = hlt_metric(&srv[0], "halley_watch_window_events_total") - taken0;
-    HLT_CHECK(taken0 >= 0 && taken >= 2 * SHARED,
-              "the window handed out %.0f events, at least %d", taken, 2 * SHARED);
+    HLT_CHECK(taken0 >= 0 && taken >= 2 * SHARED, "the window handed out %.0f events, at least %d",
+              taken, 2 * SHARED);
 
     /* Retention removed events after a resume point: refused. */
     PQclear(hlt_sql(&db, "UPDATE event_horizon SET pruned_upto = 5"));
