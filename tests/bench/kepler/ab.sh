@@ -10,7 +10,9 @@
 # task `true`) on BEFORE_BUILD, then on AFTER_BUILD, then the peer
 # (KPB_EXECUTOR=batch) on AFTER_BUILD; ROUNDS (default 2, at most 10). One
 # summary line per run: build, dispatch rate, CPU ms per instance of each
-# process, load. The stack's env (deploy/stack.sh env, ORRERY_VAR_DIR too)
+# process, runs reported in one step, executord's runs read per GetInstances
+# call, halleyd's reads of the events table and the events its streams took
+# from the shared window (hl_evwin.h), load. The stack's env (deploy/stack.sh env, ORRERY_VAR_DIR too)
 # must be exported. Each run is bounded by run.sh (KPB_WAIT=120 s). The
 # runs' work directories are moved aside (KPB_OLD_DIR) and deleted only at
 # the end, so no run pays for deleting the files of the run before it
