@@ -583,18 +583,10 @@ HL_UNARY(hl_api_get_instances)
     HL_HANDLER_BEGIN(Orrery__Halley__V1__GetInstancesRequest);
     if (rq->n_ids == 0 || rq->n_ids > HL_GET_INSTANCES_MAX)
         return orr_err_set(err, ORR_EINVAL, "ids", "must hold 1 to %d ids", HL_GET_INSTANCES_MAX);
-    orr_buf ids = ORR_BUF_INIT;
-    orr_buf_append_byte(&ids, '{');
-    for (size_t i = 0; i < rq->n_ids; i++) {
-        if (rq->ids[i] <= 0) {
-            orr_buf_free(&ids);
+    for (size_t i = 0; i < rq->n_ids; i++)
+        if (rq->ids[i] <= 0)
             return orr_err_set(err, ORR_EINVAL, "ids", "id %zu must be positive", i);
-        }
-        orr_buf_appendf(&ids, "%s%lld", i ? "," : "", (long long)rq->ids[i]);
-    }
-    orr_buf_append_byte(&ids, '}');
-    const char *p[1] = {orr_arena_strdup(a, orr_buf_cstr(&ids))};
-    orr_buf_free(&ids);
+    const char *p[1] = {hl_id_array(a, rq->ids, rq->n_ids)};
     hl_conn *c;
     orr_status s = hl_db_get(hc->db, &c, err);
     if (s != ORR_OK)

@@ -150,20 +150,12 @@ static hl_stmt q_get_task_versions =
 orr_status hl_task_read_many(hl_conn *c, orr_arena *a, size_t n, const int64_t *ids,
                              const int32_t *versions, hl_pb_task **out, orr_err *err)
 {
-    orr_buf ib = ORR_BUF_INIT, vb = ORR_BUF_INIT;
-    orr_buf_append_byte(&ib, '{');
-    orr_buf_append_byte(&vb, '{');
+    int64_t *v64 = orr_arena_alloc(a, (n + 1) * sizeof *v64);
     for (size_t i = 0; i < n; i++) {
         out[i] = NULL;
-        orr_buf_appendf(&ib, "%s%lld", i ? "," : "", (long long)ids[i]);
-        orr_buf_appendf(&vb, "%s%d", i ? "," : "", (int)versions[i]);
+        v64[i] = versions[i];
     }
-    orr_buf_append_byte(&ib, '}');
-    orr_buf_append_byte(&vb, '}');
-    const char *p[2] = {orr_arena_strdup(a, orr_buf_cstr(&ib)),
-                        orr_arena_strdup(a, orr_buf_cstr(&vb))};
-    orr_buf_free(&ib);
-    orr_buf_free(&vb);
+    const char *p[2] = {hl_id_array(a, ids, n), hl_id_array(a, v64, n)};
     PGresult *r;
     orr_status s = hl_db_query(c, a, &q_get_task_versions, 2, p, &r, err);
     if (s != ORR_OK)
