@@ -1,21 +1,27 @@
 /*
- * ex_logcap.c - the follower of an attempt's log (see ex_logcap.h).
+ * ex_logcap.c - the follower of the attempts' logs (see ex_logcap.h).
  *
- * The thread reads the log from where it has indexed to, in pieces of up to
- * 128 KiB (pread: the page cache, no copy through a pipe), scans each piece
- * for newlines (orr_logidx_feed) and appends the records of the lines that
- * start in it to the index. At the end of the file it sleeps in poll(2) on
- * an inotify descriptor watching the log for writes (IN_MODIFY) and an
- * eventfd that finish signals, so a line is stamped as soon as it is
- * written; without inotify (no watches left) it polls every 20 ms.
+ * One thread follows every capture of the process: one inotify descriptor
+ * holds a watch (IN_MODIFY) on each log, and the thread sleeps in poll(2)
+ * until a log is written to, then reads that log from where it has indexed
+ * to, in pieces of up to 128 KiB (pread: the page cache, no copy through a
+ * pipe), scans each piece for newlines (orr_logidx_feed) and appends the
+ * records of the lines that start in it to the index. A run costs a watch
+ * and a place in the list, not a thread: a run that writes nothing never
+ * wakes the follower. Without a watch (none left) a log is read every 20 ms,
+ * and every log is read once a second whatever the events said.
  *
  * A follower right behind a task that writes as fast as it can slows that
  * task down (both copy through the same page cache on the same cores). So
  * after a full piece -- the task wrote 128 KiB or more since the last read --
- * the thread waits 20 ms before the next: it keeps up in real time with up
- * to about 6 MB/s of output (80,000 lines of 80 bytes a second); lines
- * beyond that are stamped when the thread comes to them, later than they
- * were written, and finish indexes the rest at full speed. Figures in
+ * that log waits 20 ms before its next read, while the others are read: it
+ * keeps up in real time with up to about 6 MB/s of output per log (80,000
+ * lines of 80 bytes a second); lines beyond that are stamped when the thread
+ * comes to them, later than they were written.
+ *
+ * Finish takes the capture out of the list, waits while the thread reads
+ * it, drops its watch and indexes the rest itself at full speed: once the
+ * run's group is dead nothing writes any more. Figures in
  * docs/benchmarks.md.
  */
 #include "ex_logcap.h"
@@ -24,7 +30,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
-#include <stdatomic.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,19 +48,38 @@
 
 #define EX_LOGCAP_PIECE    (128 * 1024)
 #define EX_LOGCAP_PAUSE_MS 20
+#define EX_LOGCAP_SWEEP_MS 1000
 
 struct ex_logcap {
     int log_fd, idx_fd; /* idx: O_APPEND; -1 until the first line (made then) */
-    int ino;            /* inotify, or -1 */
-    int wake;           /* eventfd: finish was called */
+    int wd;             /* the log's inotify watch, or -1: polled */
     orr_logidx_scan scan;
     orr_buf recs;
-    pthread_t thread;
-    atomic_int stop; /* finish: index to the end of the file, then return */
-    int failed;      /* an index write failed (logged once) */
+    int failed; /* an index write failed (logged once) */
+    /* under g_fol.mu */
+    int dirty;          /* new bytes may be there: read it */
+    int64_t not_before; /* monotonic ms: held back after a full piece */
+    ex_logcap *next;
     char path[700];
     char idx_path[760];
 };
+
+/* The one follower of the process: its thread, inotify and eventfd. */
+static struct {
+    pthread_once_t once;
+    int start_errno; /* the thread could not start */
+    int ino;         /* inotify, or -1: every capture polled */
+    int wake;        /* eventfd: a polled capture came */
+    pthread_mutex_t mu;
+    pthread_cond_t idle; /* busy changed */
+    ex_logcap *head;     /* the live captures */
+    ex_logcap *busy;     /* read by the thread outside mu */
+    int64_t sweep_at;    /* monotonic ms: every capture is read again */
+} g_fol = {.once = PTHREAD_ONCE_INIT,
+           .ino = -1,
+           .wake = -1,
+           .mu = PTHREAD_MUTEX_INITIALIZER,
+           .idle = PTHREAD_COND_INITIALIZER};
 
 static int64_t utc_ms(void)
 {
@@ -141,100 +166,196 @@ static void index_piece(ex_logcap *c, const char *p, size_t n, int64_t ms)
     }
 }
 
-/* Wait EX_LOGCAP_PAUSE_MS or until finish is called. */
-static void hold_back(ex_logcap *c)
+/* One piece of c's log from where it is indexed to: its length, 0 at the
+ * end of the file, -1 on a read error (logged). */
+static ssize_t read_piece(ex_logcap *c, char *buf)
 {
-    struct pollfd pf = {c->wake, POLLIN, 0};
-    poll(&pf, 1, EX_LOGCAP_PAUSE_MS);
+    for (;;) {
+        ssize_t n = pread(c->log_fd, buf, EX_LOGCAP_PIECE, (off_t)c->scan.offset);
+        if (n > 0)
+            index_piece(c, buf, (size_t)n, utc_ms());
+        if (n >= 0)
+            return n;
+        if (errno != EINTR) {
+            ORR_ERROR("cannot read an attempt's log", "path=%s err=%s", orr_log_q(c->path),
+                      orr_log_q(strerror(errno)));
+            return -1;
+        }
+    }
+}
+
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* The capture due first (dirty, not held back), or NULL with *wait_ms the
+ * time until one may be: -1 (an event or a new capture will say), or the
+ * nearest of a held-back capture, a watchless one's poll and the sweep. */
+static ex_logcap *next_due(int64_t now, int *wait_ms)
+{
+    int64_t until = -1;
+    for (ex_logcap *c = g_fol.head; c; c = c->next) {
+        if (c->dirty && c->not_before <= now)
+            return c;
+        int64_t at = g_fol.sweep_at;
+        if (c->dirty)
+            at = c->not_before;
+        else if (c->wd < 0)
+            at = now + EX_LOGCAP_PAUSE_MS;
+        if (until < 0 || at < until)
+            until = at;
+    }
+    *wait_ms = until < 0 ? -1 : until <= now ? 0 : (int)(until - now);
+    return NULL;
+}
+
+/* Mark the captures the inotify events in ev name; all of them when the
+ * queue overflowed. Under g_fol.mu. */
+static void mark_events(const char *ev, ssize_t n)
+{
+    for (ssize_t at = 0; at + (ssize_t)sizeof(struct inotify_event) <= n;) {
+        const struct inotify_event *e = (const struct inotify_event *)(ev + at);
+        for (ex_logcap *c = g_fol.head; c; c = c->next)
+            if ((e->mask & IN_Q_OVERFLOW) || (c->wd >= 0 && c->wd == e->wd))
+                c->dirty = 1;
+        at += (ssize_t)sizeof *e + e->len;
+    }
 }
 
 static void *follower(void *arg)
 {
-    ex_logcap *c = arg;
-    char *buf = orr_xmalloc(EX_LOGCAP_PIECE);
+    (void)arg;
+    static char buf[EX_LOGCAP_PIECE];
+    pthread_mutex_lock(&g_fol.mu);
     for (;;) {
-        /* Read the flag before the file: what was written before finish
-         * was called is then certainly read before we return. */
-        int stopping = atomic_load(&c->stop);
-        ssize_t n = pread(c->log_fd, buf, EX_LOGCAP_PIECE, (off_t)c->scan.offset);
-        if (n > 0) {
-            index_piece(c, buf, (size_t)n, utc_ms());
-            if (n == EX_LOGCAP_PIECE && !stopping)
-                hold_back(c); /* a fast writer: do not chase it */
-            continue;
+        int64_t now = mono_ms();
+        if (now >= g_fol.sweep_at) { /* a missed event costs at most this wait */
+            for (ex_logcap *c = g_fol.head; c; c = c->next)
+                c->dirty = 1;
+            g_fol.sweep_at = now + EX_LOGCAP_SWEEP_MS;
         }
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0) {
-            ORR_ERROR("cannot read an attempt's log", "path=%s err=%s", orr_log_q(c->path),
-                      orr_log_q(strerror(errno)));
-            break;
-        }
-        if (stopping)
-            break;
-        struct pollfd pf[2] = {{c->wake, POLLIN, 0}, {c->ino, POLLIN, 0}};
-        if (poll(pf, c->ino >= 0 ? 2 : 1, c->ino >= 0 ? 1000 : 20) > 0 &&
-            (pf[1].revents & POLLIN)) {
-            char ev[4096];
-            while (read(c->ino, ev, sizeof ev) > 0) {
+        int wait_ms = -1;
+        ex_logcap *c = next_due(now, &wait_ms);
+        if (c) {
+            c->dirty = 0; /* an event from now on marks it again */
+            g_fol.busy = c;
+            pthread_mutex_unlock(&g_fol.mu);
+            ssize_t n = read_piece(c, buf);
+            pthread_mutex_lock(&g_fol.mu);
+            g_fol.busy = NULL;
+            pthread_cond_broadcast(&g_fol.idle);
+            if (n > 0) { /* read until a read finds the end */
+                c->dirty = 1;
+                if (n == EX_LOGCAP_PIECE) /* a fast writer: do not chase it */
+                    c->not_before = mono_ms() + EX_LOGCAP_PAUSE_MS;
             }
+            continue;
+        }
+        pthread_mutex_unlock(&g_fol.mu);
+        struct pollfd pf[2] = {{g_fol.wake, POLLIN, 0}, {g_fol.ino, POLLIN, 0}};
+        int ready = poll(pf, g_fol.ino >= 0 ? 2 : 1, wait_ms);
+        uint64_t v;
+        if (ready > 0 && (pf[0].revents & POLLIN) && read(g_fol.wake, &v, sizeof v) < 0) {
+            /* EAGAIN: another read took it */
+        }
+        pthread_mutex_lock(&g_fol.mu);
+        if (ready > 0 && g_fol.ino >= 0 && (pf[1].revents & POLLIN)) {
+            char ev[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+            ssize_t n;
+            while ((n = read(g_fol.ino, ev, sizeof ev)) > 0)
+                mark_events(ev, n);
         }
     }
-    free(buf);
     return NULL;
+}
+
+/* The follower's descriptors and thread, made by the first capture. */
+static void follower_init(void)
+{
+    g_fol.ino = inotify_init1(IN_NONBLOCK | IN_CLOEXEC); /* -1: every capture is polled */
+    g_fol.wake = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (g_fol.wake < 0) {
+        g_fol.start_errno = errno;
+        return;
+    }
+    pthread_attr_t at;
+    pthread_attr_init(&at);
+    pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+    sigset_t all, old;
+    sigfillset(&all); /* signals go to the daemon's own threads */
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    pthread_t t;
+    g_fol.start_errno = pthread_create(&t, &at, follower, NULL);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    pthread_attr_destroy(&at);
+}
+
+static void wake_follower(void)
+{
+    uint64_t one = 1;
+    ssize_t w = write(g_fol.wake, &one, sizeof one);
+    (void)w; /* a full counter wakes it as well */
 }
 
 orr_status ex_logcap_start(const char *log_path, ex_logcap **out, orr_err *err)
 {
+    pthread_once(&g_fol.once, follower_init);
+    if (g_fol.start_errno != 0)
+        return orr_err_set(err, ORR_EIO, NULL, "cannot start the log follower: %s",
+                           strerror(g_fol.start_errno));
     ex_logcap *c = orr_xcalloc(1, sizeof *c);
-    c->log_fd = c->idx_fd = c->ino = c->wake = -1;
+    c->log_fd = c->idx_fd = c->wd = -1;
     snprintf(c->path, sizeof c->path, "%s", log_path);
     ex_log_index_path(c->idx_path, sizeof c->idx_path, log_path);
     orr_status s = open_pair(log_path, c->idx_path, &c->log_fd, &c->idx_fd, &c->scan, err);
-    if (s != ORR_OK)
-        goto fail;
-    c->wake = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    if (c->wake < 0) {
-        s = orr_err_set(err, ORR_EIO, NULL, "eventfd: %s", strerror(errno));
-        goto fail;
+    if (s != ORR_OK) {
+        free(c);
+        return s;
     }
-    c->ino = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-    if (c->ino >= 0 && inotify_add_watch(c->ino, log_path, IN_MODIFY) < 0) {
-        close(c->ino);
-        c->ino = -1; /* poll instead */
-    }
-    int e = pthread_create(&c->thread, NULL, follower, c);
-    if (e != 0) {
-        s = orr_err_set(err, ORR_EIO, NULL, "cannot start the log follower: %s", strerror(e));
-        goto fail;
-    }
+    /* Watched before the task starts: each of its writes is an event. The
+     * bytes the log holds already are as indexed as they will be (scan). */
+    int wd = g_fol.ino >= 0 ? inotify_add_watch(g_fol.ino, log_path, IN_MODIFY) : -1;
+    pthread_mutex_lock(&g_fol.mu);
+    for (ex_logcap *o = g_fol.head; wd >= 0 && o; o = o->next)
+        if (o->wd == wd)
+            wd = -1; /* the same file twice: the first's watch is its own */
+    c->wd = wd;
+    c->next = g_fol.head;
+    g_fol.head = c;
+    pthread_mutex_unlock(&g_fol.mu);
+    if (wd < 0) /* polled (no watches left): the follower's wait shortens */
+        wake_follower();
     *out = c;
     return ORR_OK;
-fail:
-    if (c->wake >= 0)
-        close(c->wake);
-    if (c->ino >= 0)
-        close(c->ino);
-    if (c->log_fd >= 0)
-        close(c->log_fd);
-    if (c->idx_fd >= 0)
-        close(c->idx_fd);
-    free(c);
-    return s;
 }
 
 void ex_logcap_finish(ex_logcap *c)
 {
     if (!c)
         return;
-    atomic_store(&c->stop, 1);
-    uint64_t one = 1;
-    ssize_t w = write(c->wake, &one, sizeof one);
-    (void)w;
-    pthread_join(c->thread, NULL);
-    close(c->wake);
-    if (c->ino >= 0)
-        close(c->ino);
+    pthread_mutex_lock(&g_fol.mu);
+    for (ex_logcap **p = &g_fol.head; *p; p = &(*p)->next)
+        if (*p == c) {
+            *p = c->next;
+            break;
+        }
+    while (g_fol.busy == c)
+        pthread_cond_wait(&g_fol.idle, &g_fol.mu);
+    pthread_mutex_unlock(&g_fol.mu);
+    if (c->wd >= 0)
+        inotify_rm_watch(g_fol.ino, c->wd);
+    /* The writers are gone: what is left is indexed here, at full speed
+     * (most short runs leave nothing). */
+    struct stat st;
+    if (fstat(c->log_fd, &st) != 0 || (uint64_t)st.st_size > c->scan.offset) {
+        char *buf = orr_xmalloc(EX_LOGCAP_PIECE);
+        while (read_piece(c, buf) > 0) {
+        }
+        free(buf);
+    }
     close(c->log_fd);
     if (c->idx_fd >= 0)
         close(c->idx_fd);
@@ -244,7 +365,7 @@ void ex_logcap_finish(ex_logcap *c)
 
 void ex_log_append(const char *log_path, const char *text, size_t len)
 {
-    ex_logcap c = {.ino = -1, .wake = -1};
+    ex_logcap c = {.wd = -1};
     orr_err err;
     snprintf(c.path, sizeof c.path, "%s", log_path);
     ex_log_index_path(c.idx_path, sizeof c.idx_path, log_path);

@@ -4,8 +4,8 @@
  * The run's stdout and stderr append to the attempt's log file
  * (<instance>-<attempt>.log) as they always did: the task's write path is
  * untouched, so the log stays byte for byte what the task wrote and the task
- * goes no slower. A thread of executord follows the file as it grows
- * (woken by inotify), reads the new bytes and appends, for every line that
+ * goes no slower. One thread of executord follows every captured file as it
+ * grows (woken by inotify), reads the new bytes and appends, for every line that
  * starts in them, a record to the line index (<instance>-<attempt>.idx,
  * format in lib/orr_logidx.h): where the line starts and when executord read
  * its first byte (UTC, milliseconds). A last line without a newline and a
@@ -33,12 +33,14 @@ typedef struct ex_logcap ex_logcap;
 char *ex_log_index_path(char *buf, size_t n, const char *log_path);
 
 /* Open (create 0640) the log and its index if there is one, continuing both
- * where they end, and start the follower thread. ORR_EIO naming the file that failed;
+ * where they end, and hand them to the follower (its thread is started by
+ * the first capture). Thread-safe. ORR_EIO naming the file that failed;
  * nothing is left open then. */
 orr_status ex_logcap_start(const char *log_path, ex_logcap **out, orr_err *err);
 
-/* Index what the log holds now (the writers are gone), stop the thread,
- * close and free. NULL is a no-op. Blocks until the index is complete. */
+/* Index what the log holds now (the writers are gone), take it from the
+ * follower, close and free. NULL is a no-op. Blocks until the index is
+ * complete. */
 void ex_logcap_finish(ex_logcap *c);
 
 /* Append text (executord's own words) to the log and its index, stamped

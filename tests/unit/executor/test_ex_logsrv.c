@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ex_cgroup.h"
@@ -324,6 +325,65 @@ static void test_silent_run_makes_no_index(void **state)
     orr_buf_free(&b);
 }
 
+/* Records in an index file (0 when there is none). */
+static long idx_records(const char *idx)
+{
+    struct stat st;
+    return stat(idx, &st) == 0 ? (long)(st.st_size / ORR_LOGIDX_REC) : 0;
+}
+
+/* Several runs at once share the one follower: each line is indexed while
+ * its capture is live (waited for, at most 30 s, before any finish), and
+ * each index holds its own log's lines only. */
+static void test_captures_are_followed_live_together(void **state)
+{
+    (void)state;
+    enum { N = 6 };
+    char path[N][300], idx[N][320];
+    ex_logcap *cap[N];
+    int fd[N];
+    orr_err err;
+    for (int i = 0; i < N; i++) {
+        ex_log_path(path[i], sizeof path[i], g_dir, 20 + i, 1);
+        ex_log_index_path(idx[i], sizeof idx[i], path[i]);
+        assert_int_equal(ex_logcap_start(path[i], &cap[i], &err), ORR_OK);
+        fd[i] = open(path[i], O_WRONLY | O_APPEND);
+        assert_true(fd[i] >= 0);
+    }
+    for (int line = 1; line <= 2; line++) {
+        for (int i = 0; i < N; i++) {
+            char text[64];
+            int n = snprintf(text, sizeof text, "run %d line %d\n", i, line);
+            assert_int_equal(write(fd[i], text, (size_t)n), n);
+        }
+        for (int i = 0; i < N; i++) {
+            struct timespec pause = {0, 2 * 1000 * 1000};
+            for (int t = 0; t < 15000 && idx_records(idx[i]) < line; t++)
+                nanosleep(&pause, NULL);
+            assert_int_equal(idx_records(idx[i]), line);
+        }
+    }
+    /* finished in another order than started; the last line of each has
+     * no newline and is written just before its finish */
+    for (int i = N - 1; i >= 0; i--) {
+        assert_int_equal(write(fd[i], "tail", 4), 4);
+        close(fd[i]);
+        ex_logcap_finish(cap[i]);
+        assert_int_equal(idx_records(idx[i]), 3);
+        FILE *f = fopen(idx[i], "rb");
+        assert_non_null(f);
+        unsigned char raw[ORR_LOGIDX_REC];
+        uint64_t want = 0;
+        while (fread(raw, 1, sizeof raw, f) == sizeof raw) {
+            orr_logidx_rec r;
+            orr_logidx_decode(raw, &r);
+            assert_true(r.offset == want);
+            want += 13; /* "run i line k\n" */
+        }
+        fclose(f);
+    }
+}
+
 static int setup_all(void **state)
 {
     (void)state;
@@ -353,6 +413,7 @@ int main(void)
         cmocka_unit_test(test_follow_streams_until_attempt_ends),
         cmocka_unit_test(test_capture_stamps_each_line),
         cmocka_unit_test(test_silent_run_makes_no_index),
+        cmocka_unit_test(test_captures_are_followed_live_together),
         cmocka_unit_test(test_start_refuses_bad_options),
         cmocka_unit_test(test_post_goes_to_the_mounted_handler),
     };
