@@ -15,11 +15,12 @@
  * Spawning without a copy: when the backend's attach only records the
  * leader (the rlimit backend, ex_cgroup_ops.attach_after_exec), nothing has
  * to happen between the child's birth and its exec, so the child is started
- * with clone(CLONE_VM | CLONE_VFORK) on a small stack of its own instead of
- * fork(): it shares the daemon's memory until it execs (the calling thread
- * waits meanwhile), so the daemon's page tables are not copied, its pages
- * not write-protected, and the copy is not torn down again at exec -- the
- * largest part of a run's cost in a daemon with many threads. The child
+ * with clone(CLONE_VM | CLONE_VFORK) on a small stack of its own (kept for
+ * the next spawn) instead of fork(): it shares the daemon's memory until it
+ * execs (the calling thread waits meanwhile), so the daemon's page tables
+ * are not copied, its pages not write-protected, and the copy is not torn
+ * down again at exec -- the largest part of a run's cost in a daemon with
+ * many threads. The child
  * does the same steps (session, limits, user, folder, descriptors, exec)
  * with system calls only: the C library's set*id would switch every thread
  * of the daemon whose memory it shares, and its signal handlers must not
@@ -37,6 +38,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -152,24 +154,62 @@ fail:
     return 127;
 }
 
+/* The children's stacks, kept for the next spawn (a child is done with its
+ * stack once clone returns: it has exec'd or exited). A new mapping for
+ * each run cost page faults on first touch and, at its munmap, a TLB
+ * shoot-down that interrupts every CPU running a thread of the daemon. At
+ * most EX_STACKS_KEPT are kept: as many as spawns at once. */
+#define EX_STACK_SIZE  (64 * 1024)
+#define EX_STACKS_KEPT 64
+
+static struct {
+    pthread_mutex_t mu;
+    void *kept[EX_STACKS_KEPT];
+    int n;
+} g_stacks = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+static void *stack_take(void)
+{
+    void *s = NULL;
+    pthread_mutex_lock(&g_stacks.mu);
+    if (g_stacks.n > 0)
+        s = g_stacks.kept[--g_stacks.n];
+    pthread_mutex_unlock(&g_stacks.mu);
+    if (s)
+        return s;
+    s = mmap(NULL, EX_STACK_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK,
+             -1, 0);
+    return s == MAP_FAILED ? NULL : s;
+}
+
+static void stack_give(void *s)
+{
+    pthread_mutex_lock(&g_stacks.mu);
+    int kept = g_stacks.n < EX_STACKS_KEPT;
+    if (kept)
+        g_stacks.kept[g_stacks.n++] = s;
+    pthread_mutex_unlock(&g_stacks.mu);
+    if (!kept)
+        munmap(s, EX_STACK_SIZE);
+}
+
 /* Start the child of sp sharing our memory until it execs; returns its pid
  * (the exec done or failed: *exec_errno) or -1 with errno. */
 static pid_t spawn_shared(const ex_cgroup *cg, const ex_spawn *sp, int log_fd, int null_fd,
                           int *exec_errno)
 {
-    const size_t size = 64 * 1024;
-    void *stack =
-        mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
-    if (stack == MAP_FAILED)
+    void *stack = stack_take();
+    if (!stack)
         return -1;
     vm_child c = {cg, sp, log_fd, null_fd, 0};
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
-    pid_t pid = clone(vm_child_run, (char *)stack + size, CLONE_VM | CLONE_VFORK | SIGCHLD, &c);
+    pid_t pid =
+        clone(vm_child_run, (char *)stack + EX_STACK_SIZE, CLONE_VM | CLONE_VFORK | SIGCHLD, &c);
     int e = errno;
     pthread_sigmask(SIG_SETMASK, &old, NULL);
-    munmap(stack, size);
+    stack_give(stack);
     if (pid < 0) {
         errno = e;
         return -1;
