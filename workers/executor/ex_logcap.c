@@ -193,13 +193,16 @@ static int64_t mono_ms(void)
 
 /* The capture due first (dirty, not held back), or NULL with *wait_ms the
  * time until one may be: -1 (an event or a new capture will say), or the
- * nearest of a held-back capture, a watchless one's poll and the sweep. */
-static ex_logcap *next_due(int64_t now, int *wait_ms)
+ * nearest of a held-back capture, a watchless one's poll and the sweep;
+ * *held: some capture is held back. */
+static ex_logcap *next_due(int64_t now, int *wait_ms, int *held)
 {
     int64_t until = -1;
+    *held = 0;
     for (ex_logcap *c = g_fol.head; c; c = c->next) {
         if (c->dirty && c->not_before <= now)
             return c;
+        *held |= c->dirty;
         int64_t at = g_fol.sweep_at;
         if (c->dirty)
             at = c->not_before;
@@ -237,8 +240,8 @@ static void *follower(void *arg)
                 c->dirty = 1;
             g_fol.sweep_at = now + EX_LOGCAP_SWEEP_MS;
         }
-        int wait_ms = -1;
-        ex_logcap *c = next_due(now, &wait_ms);
+        int wait_ms = -1, held = 0;
+        ex_logcap *c = next_due(now, &wait_ms, &held);
         if (c) {
             c->dirty = 0; /* an event from now on marks it again */
             g_fol.busy = c;
@@ -255,14 +258,18 @@ static void *follower(void *arg)
             continue;
         }
         pthread_mutex_unlock(&g_fol.mu);
+        /* While a fast writer's log is held back, its every write is an
+         * event: the events wait in the queue until the pause is over, so
+         * the thread does not wake for each (other logs' lines are stamped
+         * up to the pause later). */
         struct pollfd pf[2] = {{g_fol.wake, POLLIN, 0}, {g_fol.ino, POLLIN, 0}};
-        int ready = poll(pf, g_fol.ino >= 0 ? 2 : 1, wait_ms);
+        int ready = poll(pf, g_fol.ino >= 0 && !held ? 2 : 1, wait_ms);
         uint64_t v;
         if (ready > 0 && (pf[0].revents & POLLIN) && read(g_fol.wake, &v, sizeof v) < 0) {
             /* EAGAIN: another read took it */
         }
         pthread_mutex_lock(&g_fol.mu);
-        if (ready > 0 && g_fol.ino >= 0 && (pf[1].revents & POLLIN)) {
+        if (g_fol.ino >= 0) { /* non-blocking: an empty queue reads EAGAIN */
             char ev[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
             ssize_t n;
             while ((n = read(g_fol.ino, ev, sizeof ev)) > 0)
