@@ -131,9 +131,16 @@ static hl_stmt q_dep_span = HL_STMT("SELECT id, " HL_MS(
 #define HL_LIST_COLS HL_INSTANCE_RAW_COLS
 
 /* Text search (parameter p, lower-cased, LIKE wildcards escaped): the task
- * name or the reason contains it, or it is the executor or the id. */
+ * name or the reason contains it, or it is the executor or the id. The task
+ * names are matched once, in a subquery PostgreSQL hashes, not once per
+ * instance through the join: a row of a matching task then costs a hash
+ * probe, and the planner, which could not guess how many instances the
+ * name test keeps, walks the order's index and stops at the page (0.2 ms
+ * for a search every one of 2,000 instances matched, against 4.2 ms for
+ * the join that tested and sorted them all). */
 #define HL_LIST_SEARCH(p)                                                                          \
-    " AND (" p " = '' OR lower(t.name) LIKE '%' || " p " || '%' OR lower(i.reason) LIKE '%' || " p \
+    " AND (" p " = '' OR i.task_id IN (SELECT st.id FROM tasks st"                                 \
+    "  WHERE lower(st.name) LIKE '%' || " p " || '%') OR lower(i.reason) LIKE '%' || " p           \
     " || '%' OR lower(i.executor) LIKE " p " OR i.id::text = " p ")"
 
 /* The filtered lists pick the page's rows first (the instance's columns and

@@ -12,6 +12,7 @@ import os
 import sys
 import time
 import unittest
+import urllib.parse
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 import orrery_it  # noqa: E402
@@ -156,6 +157,16 @@ class AdminLists(unittest.TestCase):
             for i in items:
                 self.assertIn("started_at", i)
                 self.assertIn("finished_at", i)
+            # a page at a time, in the list's order, through the matches only
+            seen, tokq = [], ""
+            for _ in range(4):
+                r = P.http("GET", f"/api/v1/instances?q=alpha&order={order}&limit=1{tokq}",
+                           token=TOK["bob"]).json()
+                seen += [i["id"] for i in r["items"]]
+                if not r["next_page_token"]:
+                    break
+                tokq = "&page_token=" + urllib.parse.quote(r["next_page_token"])
+            self.assertEqual(seen, [i["id"] for i in items], order)
         one = items[0]["id"]
         items = P.http("GET", f"/api/v1/instances?q={one}", token=TOK["bob"]).json()["items"]
         self.assertEqual([i["id"] for i in items], [one], "by id")
