@@ -140,7 +140,7 @@ static hl_stmt q_dep_span = HL_STMT("SELECT id, " HL_MS(
  * the join that tested and sorted them all). */
 #define HL_LIST_SEARCH(p)                                                                          \
     " AND (" p " = '' OR i.task_id IN (SELECT st.id FROM tasks st"                                 \
-    "  WHERE lower(st.name) LIKE '%' || " p " || '%') OR lower(i.reason) LIKE '%' || " p           \
+    " WHERE lower(st.name) LIKE '%' || " p " || '%') OR lower(i.reason) LIKE '%' || " p            \
     " || '%' OR lower(i.executor) LIKE " p " OR i.id::text = " p ")"
 
 /* The filtered lists pick the page's rows first (the instance's columns and
