@@ -210,6 +210,26 @@ static hl_stmt q_list_task_desc_after = HL_STMT_LIST(
     " AND (i.schedule_time, i.id) < (to_timestamp($3::int8 / 1000.0), $1::int8)"
     " ORDER BY i.schedule_time DESC LIMIT $4::int");
 
+/* A time range alone, newest first (the console's range filter): prepared
+ * like the task's list, as whatever the range the plan wanted is the same,
+ * a walk of instances_schedule_idx backwards from the range's end (or from
+ * the row after which the page starts) that stops at the page or the
+ * range's start; planned anew at every call it cost PostgreSQL a
+ * millisecond of planning beside 0.3 ms of walking. A bound left open
+ * comes as -Infinity or Infinity (float8 input, which to_timestamp makes
+ * the infinite time). $1 from, $2 to (exclusive), $3 the limit; after a
+ * row: $4 its id, $5 its ms. */
+#define HL_LIST_RANGE                                                                              \
+    "SELECT " HL_LIST_COLS ", " HL_EXIT_COL " FROM instances i JOIN tasks t ON t.id = i.task_id"   \
+    " WHERE i.schedule_time >= to_timestamp($1::float8 / 1000)"                                    \
+    " AND i.schedule_time < to_timestamp($2::float8 / 1000)"
+static hl_stmt q_list_range_desc_first =
+    HL_STMT_LIST(HL_LIST_RANGE " ORDER BY i.schedule_time DESC, i.id DESC LIMIT $3::int");
+static hl_stmt q_list_range_desc_after = HL_STMT_LIST(
+    HL_LIST_RANGE " AND i.schedule_time <= to_timestamp($5::int8 / 1000.0)"
+                  " AND (i.schedule_time, i.id) < (to_timestamp($5::int8 / 1000.0), $4::int8)"
+                  " ORDER BY i.schedule_time DESC, i.id DESC LIMIT $3::int");
+
 static hl_stmt q_list_ready = HL_STMT(
     "SELECT " HL_INSTANCE_COLS ", " HL_EXIT_COL " FROM instances i JOIN tasks t ON t.id = i.task_id"
     " WHERE i.state = 'ready' ORDER BY i.priority DESC, i.schedule_time, i.id LIMIT $1::int");
@@ -800,6 +820,14 @@ HL_UNARY(hl_api_list_instances)
                             err);
         else
             s = hl_db_query(c, a, &q_list_task_desc_after, 4, pt, &r, err);
+    } else if (rq->descending && !rq->task_id && !rq->n_states && !rq->executor[0] &&
+               !rq->team[0] && !search[0]) { /* a time range alone */
+        const char *pr[5] = {rq->from_schedule_ms ? p[4] : "-Infinity",
+                             rq->to_schedule_ms ? p[5] : "Infinity", p[6], p[0], p[8]};
+        if (strcmp(p[0], "0") == 0)
+            s = hl_db_query(c, a, &q_list_range_desc_first, 3, pr, &r, err);
+        else
+            s = hl_db_query(c, a, &q_list_range_desc_after, 5, pr, &r, err);
     } else if (rq->descending) {
         s = hl_db_query_custom(c, a, &q_list_instances_desc, 10, p, &r, err);
     } else {

@@ -370,6 +370,58 @@ static void test_instances(void)
 
 /* ------------------------------------------------------------------ tasks */
 
+/* The ids ListInstances answers for lr, page by page (at most 10 pages);
+ * their count, or -1 when a call failed. */
+static int list_pages(Orrery__Halley__V1__ListInstancesRequest *lr, int64_t *ids, int max)
+{
+    char token[64] = "";
+    int n = 0;
+    for (int pages = 0; pages < 10; pages++) {
+        lr->page_token = token;
+        Orrery__Halley__V1__ListInstancesResponse *r = NULL;
+        if (hlt_call(cl, "ListInstances", lr, &r, &err) != ORR_OK)
+            return -1;
+        for (size_t i = 0; i < r->n_instances && n < max; i++)
+            ids[n++] = r->instances[i]->id;
+        snprintf(token, sizeof token, "%s", r->next_page_token);
+        FREE(r);
+        if (!token[0])
+            break;
+    }
+    lr->page_token = "";
+    return n;
+}
+
+/* A time range alone, newest first (its own prepared statements), page by
+ * page: both bounds, the start alone, the end alone. */
+static void test_range_desc(void)
+{
+    Orrery__Halley__V1__ListInstancesRequest lr = ORRERY__HALLEY__V1__LIST_INSTANCES_REQUEST__INIT;
+    lr.descending = 1;
+    lr.page_size = 2;
+    struct {
+        int64_t from, to;
+        int n;
+        int64_t want[6];
+        const char *what;
+    } cases[] = {
+        {T0 + HOUR_MS, T0 + 4 * HOUR_MS, 4, {inst_a[3], inst_b, inst_a[2], inst_a[1]}, "both"},
+        {T0 + 3 * HOUR_MS, 0, 2, {inst_a[4], inst_a[3]}, "from alone"},
+        {0, T0 + 2 * HOUR_MS, 2, {inst_a[1], inst_a[0]}, "to alone"},
+        {T0 + 5 * HOUR_MS, 0, 0, {0}, "nothing after the last"},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        lr.from_schedule_ms = cases[c].from;
+        lr.to_schedule_ms = cases[c].to;
+        int64_t got[8];
+        int n = list_pages(&lr, got, 8);
+        int same = n == cases[c].n;
+        for (int i = 0; same && i < n; i++)
+            same = got[i] == cases[c].want[i];
+        HLT_CHECK(same, "range desc, %s: %d rows in order (want %d)", cases[c].what, n, cases[c].n);
+    }
+}
+
 static void test_last_run(void)
 {
     int64_t t_c = save_task(0, "r_c_never_run", "bi", NULL, ORR_OK, NULL);
@@ -665,6 +717,7 @@ int main(void)
     cl = hlt_client(&s, NULL);
     test_users();
     test_instances();
+    test_range_desc();
     test_last_run();
     test_stats(&db);
     test_list_times(&db);
