@@ -214,8 +214,8 @@ static hl_stmt q_list_task_desc_after = HL_STMT_LIST(
  * like the task's list, as whatever the range the plan wanted is the same,
  * a walk of instances_schedule_idx backwards from the range's end (or from
  * the row after which the page starts) that stops at the page or the
- * range's start; planned anew at every call it cost PostgreSQL a
- * millisecond of planning beside 0.3 ms of walking. A bound left open
+ * range's start; planned anew at every call it cost PostgreSQL about a
+ * millisecond of parsing and planning beside 0.2-0.3 ms of walking. A bound left open
  * comes as -Infinity or Infinity (float8 input, which to_timestamp makes
  * the infinite time). $1 from, $2 to (exclusive), $3 the limit; after a
  * row: $4 its id, $5 its ms. */

@@ -7,9 +7,11 @@
  * to, in pieces of up to 128 KiB (pread: the page cache, no copy through a
  * pipe), scans each piece for newlines (orr_logidx_feed) and appends the
  * records of the lines that start in it to the index. A run costs a watch
- * and a place in the list, not a thread: a run that writes nothing never
- * wakes the follower. Without a watch (none left) a log is read every 20 ms,
- * and every log is read once a second whatever the events said.
+ * and a place in the list, not a thread: a run that writes nothing wakes
+ * the thread once, at its end (the removal of its watch is an event). The
+ * logs that are due take turns, a piece each. Without inotify, or a watch
+ * (none left), a log is read every 20 ms; and every live log is read once a
+ * second whatever the events said.
  *
  * A follower right behind a task that writes as fast as it can slows that
  * task down (both copy through the same page cache on the same cores). So
@@ -17,7 +19,9 @@
  * that log waits 20 ms before its next read, while the others are read: it
  * keeps up in real time with up to about 6 MB/s of output per log (80,000
  * lines of 80 bytes a second); lines beyond that are stamped when the thread
- * comes to them, later than they were written.
+ * comes to them, later than they were written. During such a pause the
+ * thread does not wake for events (the fast log's every write is one), so
+ * the other logs' lines of that time are stamped up to 20 ms late.
  *
  * Finish takes the capture out of the list, waits while the thread reads
  * it, drops its watch and indexes the rest itself at full speed: once the
@@ -52,13 +56,14 @@
 
 struct ex_logcap {
     int log_fd, idx_fd; /* idx: O_APPEND; -1 until the first line (made then) */
-    int wd;             /* the log's inotify watch, or -1: polled */
+    int wd;             /* the log's inotify watch (one per file), or -1: polled */
     orr_logidx_scan scan;
     orr_buf recs;
     int failed; /* an index write failed (logged once) */
     /* under g_fol.mu */
     int dirty;          /* new bytes may be there: read it */
-    int64_t not_before; /* monotonic ms: held back after a full piece */
+    int dead;           /* a read failed (logged): not read again */
+    int64_t not_before; /* monotonic ms: held back after a full piece; polled: next read */
     ex_logcap *next;
     char path[700];
     char idx_path[760];
@@ -66,20 +71,23 @@ struct ex_logcap {
 
 /* The one follower of the process: its thread, inotify and eventfd. */
 static struct {
-    pthread_once_t once;
-    int start_errno; /* the thread could not start */
-    int ino;         /* inotify, or -1: every capture polled */
-    int wake;        /* eventfd: a polled capture came */
     pthread_mutex_t mu;
     pthread_cond_t idle; /* busy changed */
-    ex_logcap *head;     /* the live captures */
+    int started;         /* the thread runs (a failed start is tried again) */
+    int ino_tried;       /* inotify_init1 was called; ino its descriptor or -1 */
+    int ino;             /* inotify, or -1: every capture polled */
+    int wake;            /* eventfd: a polled capture came */
+    ex_logcap *head;     /* the live captures, the one read last at the end */
     ex_logcap *busy;     /* read by the thread outside mu */
     int64_t sweep_at;    /* monotonic ms: every capture is read again */
-} g_fol = {.once = PTHREAD_ONCE_INIT,
+    int sweep_ms;        /* its period; 0: none (ex_logcap_tune) */
+    int watch;           /* 0: new captures are polled (ex_logcap_tune) */
+} g_fol = {.mu = PTHREAD_MUTEX_INITIALIZER,
+           .idle = PTHREAD_COND_INITIALIZER,
            .ino = -1,
            .wake = -1,
-           .mu = PTHREAD_MUTEX_INITIALIZER,
-           .idle = PTHREAD_COND_INITIALIZER};
+           .sweep_ms = EX_LOGCAP_SWEEP_MS,
+           .watch = 1};
 
 static int64_t utc_ms(void)
 {
@@ -193,22 +201,25 @@ static int64_t mono_ms(void)
 
 /* The capture due first (dirty, not held back), or NULL with *wait_ms the
  * time until one may be: -1 (an event or a new capture will say), or the
- * nearest of a held-back capture, a watchless one's poll and the sweep;
- * *held: some capture is held back. */
+ * nearest of a held-back capture, a polled one's next read and the sweep;
+ * *held: some capture is held back. A polled capture whose time has come is
+ * marked here. */
 static ex_logcap *next_due(int64_t now, int *wait_ms, int *held)
 {
     int64_t until = -1;
     *held = 0;
     for (ex_logcap *c = g_fol.head; c; c = c->next) {
+        if (c->dead)
+            continue;
+        if (!c->dirty && c->wd < 0 && c->not_before <= now)
+            c->dirty = 1;
         if (c->dirty && c->not_before <= now)
             return c;
         *held |= c->dirty;
-        int64_t at = g_fol.sweep_at;
-        if (c->dirty)
+        int64_t at = g_fol.sweep_ms > 0 ? g_fol.sweep_at : -1;
+        if (c->dirty || c->wd < 0)
             at = c->not_before;
-        else if (c->wd < 0)
-            at = now + EX_LOGCAP_PAUSE_MS;
-        if (until < 0 || at < until)
+        if (at >= 0 && (until < 0 || at < until))
             until = at;
     }
     *wait_ms = until < 0 ? -1 : until <= now ? 0 : (int)(until - now);
@@ -228,6 +239,40 @@ static void mark_events(const char *ev, ssize_t n)
     }
 }
 
+/* Take the queued inotify events (non-blocking). Under g_fol.mu. */
+static void drain_events(void)
+{
+    if (g_fol.ino < 0)
+        return;
+    char ev[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+    ssize_t n;
+    while ((n = read(g_fol.ino, ev, sizeof ev)) > 0)
+        mark_events(ev, n);
+}
+
+/* Unlink c from the list; 1 if it was there. Under g_fol.mu. */
+static int unlink_capture(ex_logcap *c)
+{
+    for (ex_logcap **p = &g_fol.head; *p; p = &(*p)->next)
+        if (*p == c) {
+            *p = c->next;
+            c->next = NULL;
+            return 1;
+        }
+    return 0;
+}
+
+/* Append c at the list's end (read last among the due: the logs take
+ * turns). Under g_fol.mu. */
+static void append_capture(ex_logcap *c)
+{
+    ex_logcap **p = &g_fol.head;
+    while (*p)
+        p = &(*p)->next;
+    *p = c;
+    c->next = NULL;
+}
+
 static void *follower(void *arg)
 {
     (void)arg;
@@ -235,10 +280,10 @@ static void *follower(void *arg)
     pthread_mutex_lock(&g_fol.mu);
     for (;;) {
         int64_t now = mono_ms();
-        if (now >= g_fol.sweep_at) { /* a missed event costs at most this wait */
+        if (g_fol.sweep_ms > 0 && now >= g_fol.sweep_at) { /* a missed event waits this long */
             for (ex_logcap *c = g_fol.head; c; c = c->next)
                 c->dirty = 1;
-            g_fol.sweep_at = now + EX_LOGCAP_SWEEP_MS;
+            g_fol.sweep_at = now + g_fol.sweep_ms;
         }
         int wait_ms = -1, held = 0;
         ex_logcap *c = next_due(now, &wait_ms, &held);
@@ -254,14 +299,21 @@ static void *follower(void *arg)
                 c->dirty = 1;
                 if (n == EX_LOGCAP_PIECE) /* a fast writer: do not chase it */
                     c->not_before = mono_ms() + EX_LOGCAP_PAUSE_MS;
+            } else if (n < 0) {
+                c->dead = 1;
+            } else if (c->wd < 0) {
+                c->not_before = mono_ms() + EX_LOGCAP_PAUSE_MS;
             }
+            if (unlink_capture(c)) /* finish may have taken it meanwhile */
+                append_capture(c);
+            drain_events(); /* the other logs' events, between pieces */
             continue;
         }
         pthread_mutex_unlock(&g_fol.mu);
         /* While a fast writer's log is held back, its every write is an
          * event: the events wait in the queue until the pause is over, so
-         * the thread does not wake for each (other logs' lines are stamped
-         * up to the pause later). */
+         * the thread does not wake for each (other logs' lines are read,
+         * and stamped, up to the pause later). */
         struct pollfd pf[2] = {{g_fol.wake, POLLIN, 0}, {g_fol.ino, POLLIN, 0}};
         int ready = poll(pf, g_fol.ino >= 0 && !held ? 2 : 1, wait_ms);
         uint64_t v;
@@ -269,25 +321,26 @@ static void *follower(void *arg)
             /* EAGAIN: another read took it */
         }
         pthread_mutex_lock(&g_fol.mu);
-        if (g_fol.ino >= 0) { /* non-blocking: an empty queue reads EAGAIN */
-            char ev[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
-            ssize_t n;
-            while ((n = read(g_fol.ino, ev, sizeof ev)) > 0)
-                mark_events(ev, n);
-        }
+        drain_events();
     }
     return NULL;
 }
 
-/* The follower's descriptors and thread, made by the first capture. */
-static void follower_init(void)
+/* Start the thread if it does not run: 0, or the errno of what failed
+ * (tried again by the next capture). Under g_fol.mu. */
+static int follower_start(void)
 {
-    g_fol.ino = inotify_init1(IN_NONBLOCK | IN_CLOEXEC); /* -1: every capture is polled */
-    g_fol.wake = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    if (g_fol.wake < 0) {
-        g_fol.start_errno = errno;
-        return;
+    if (g_fol.started)
+        return 0;
+    if (!g_fol.ino_tried) {
+        g_fol.ino_tried = 1;
+        g_fol.ino = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+        if (g_fol.ino < 0)
+            ORR_WARN("no inotify: attempts' logs are read every 20 ms", "err=%s",
+                     orr_log_q(strerror(errno)));
     }
+    if (g_fol.wake < 0 && (g_fol.wake = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0)
+        return errno;
     pthread_attr_t at;
     pthread_attr_init(&at);
     pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
@@ -295,9 +348,11 @@ static void follower_init(void)
     sigfillset(&all); /* signals go to the daemon's own threads */
     pthread_sigmask(SIG_SETMASK, &all, &old);
     pthread_t t;
-    g_fol.start_errno = pthread_create(&t, &at, follower, NULL);
+    int e = pthread_create(&t, &at, follower, NULL);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     pthread_attr_destroy(&at);
+    g_fol.started = e == 0;
+    return e;
 }
 
 static void wake_follower(void)
@@ -307,12 +362,19 @@ static void wake_follower(void)
     (void)w; /* a full counter wakes it as well */
 }
 
+void ex_logcap_tune(int sweep_ms, int watch)
+{
+    pthread_mutex_lock(&g_fol.mu);
+    g_fol.sweep_ms = sweep_ms > 0 ? sweep_ms : 0;
+    g_fol.sweep_at = 0;
+    g_fol.watch = watch;
+    pthread_mutex_unlock(&g_fol.mu);
+    if (g_fol.started)
+        wake_follower();
+}
+
 orr_status ex_logcap_start(const char *log_path, ex_logcap **out, orr_err *err)
 {
-    pthread_once(&g_fol.once, follower_init);
-    if (g_fol.start_errno != 0)
-        return orr_err_set(err, ORR_EIO, NULL, "cannot start the log follower: %s",
-                           strerror(g_fol.start_errno));
     ex_logcap *c = orr_xcalloc(1, sizeof *c);
     c->log_fd = c->idx_fd = c->wd = -1;
     snprintf(c->path, sizeof c->path, "%s", log_path);
@@ -322,18 +384,28 @@ orr_status ex_logcap_start(const char *log_path, ex_logcap **out, orr_err *err)
         free(c);
         return s;
     }
-    /* Watched before the task starts: each of its writes is an event. The
-     * bytes the log holds already are as indexed as they will be (scan). */
-    int wd = g_fol.ino >= 0 ? inotify_add_watch(g_fol.ino, log_path, IN_MODIFY) : -1;
     pthread_mutex_lock(&g_fol.mu);
-    for (ex_logcap *o = g_fol.head; wd >= 0 && o; o = o->next)
-        if (o->wd == wd)
-            wd = -1; /* the same file twice: the first's watch is its own */
-    c->wd = wd;
+    int e = follower_start();
+    if (e != 0) {
+        pthread_mutex_unlock(&g_fol.mu);
+        close(c->log_fd);
+        if (c->idx_fd >= 0)
+            close(c->idx_fd);
+        free(c);
+        return orr_err_set(err, ORR_EIO, NULL, "cannot start the log follower: %s", strerror(e));
+    }
+    /* Watched before the task starts: each of its writes is an event. The
+     * bytes the log holds already are as indexed as they will be (scan).
+     * Under mu, so that a finish of another capture of the same file (one
+     * watch for both) sees this one before it removes the watch. */
+    if (g_fol.ino >= 0 && g_fol.watch)
+        c->wd = inotify_add_watch(g_fol.ino, log_path, IN_MODIFY);
+    if (c->wd < 0) /* polled (no watches left): first read at once */
+        c->not_before = 0;
     c->next = g_fol.head;
     g_fol.head = c;
     pthread_mutex_unlock(&g_fol.mu);
-    if (wd < 0) /* polled (no watches left): the follower's wait shortens */
+    if (c->wd < 0) /* the follower's wait shortens */
         wake_follower();
     *out = c;
     return ORR_OK;
@@ -344,20 +416,20 @@ void ex_logcap_finish(ex_logcap *c)
     if (!c)
         return;
     pthread_mutex_lock(&g_fol.mu);
-    for (ex_logcap **p = &g_fol.head; *p; p = &(*p)->next)
-        if (*p == c) {
-            *p = c->next;
-            break;
-        }
+    unlink_capture(c);
     while (g_fol.busy == c)
         pthread_cond_wait(&g_fol.idle, &g_fol.mu);
-    pthread_mutex_unlock(&g_fol.mu);
-    if (c->wd >= 0)
+    int shared = 0;
+    for (ex_logcap *o = g_fol.head; c->wd >= 0 && o; o = o->next)
+        shared |= o->wd == c->wd;
+    if (c->wd >= 0 && !shared)
         inotify_rm_watch(g_fol.ino, c->wd);
+    int dead = c->dead;
+    pthread_mutex_unlock(&g_fol.mu);
     /* The writers are gone: what is left is indexed here, at full speed
      * (most short runs leave nothing). */
     struct stat st;
-    if (fstat(c->log_fd, &st) != 0 || (uint64_t)st.st_size > c->scan.offset) {
+    if (!dead && (fstat(c->log_fd, &st) != 0 || (uint64_t)st.st_size > c->scan.offset)) {
         char *buf = orr_xmalloc(EX_LOGCAP_PIECE);
         while (read_piece(c, buf) > 0) {
         }

@@ -43,6 +43,11 @@ orr_status ex_logcap_start(const char *log_path, ex_logcap **out, orr_err *err);
  * complete. */
 void ex_logcap_finish(ex_logcap *c);
 
+/* For tests: the period of the sweep that reads every live log whatever the
+ * events said (default 1,000 ms; 0: none), and whether new captures are
+ * watched with inotify (1, the default) or read every 20 ms (0). */
+void ex_logcap_tune(int sweep_ms, int watch);
+
 /* Append text (executord's own words) to the log and its index, stamped
  * now. Failures are only logged. Not while a capture of the same log runs. */
 void ex_log_append(const char *log_path, const char *text, size_t len);
