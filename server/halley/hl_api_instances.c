@@ -215,10 +215,10 @@ static hl_stmt q_list_task_desc_after = HL_STMT_LIST(
  * a walk of instances_schedule_idx backwards from the range's end (or from
  * the row after which the page starts) that stops at the page or the
  * range's start; planned anew at every call it cost PostgreSQL about a
- * millisecond of parsing and planning beside 0.2-0.3 ms of walking. A bound left open
- * comes as -Infinity or Infinity (float8 input, which to_timestamp makes
- * the infinite time). $1 from, $2 to (exclusive), $3 the limit; after a
- * row: $4 its id, $5 its ms. */
+ * millisecond of parsing and planning beside 0.2-0.3 ms of walking. A
+ * bound left open comes as -Infinity or Infinity (float8 input, which
+ * to_timestamp makes the infinite time). $1 from, $2 to (exclusive), $3
+ * the limit; after a row: $4 its id, $5 its ms. */
 #define HL_LIST_RANGE                                                                              \
     "SELECT " HL_LIST_COLS ", " HL_EXIT_COL " FROM instances i JOIN tasks t ON t.id = i.task_id"   \
     " WHERE i.schedule_time >= to_timestamp($1::float8 / 1000)"                                    \
@@ -802,9 +802,13 @@ HL_UNARY(hl_api_list_instances)
     if (s != ORR_OK)
         return s;
     PGresult *r;
-    int filtered = rq->task_id || rq->n_states || rq->executor[0] || rq->from_schedule_ms ||
-                   rq->to_schedule_ms || rq->team[0] || search[0];
-    if (!filtered) {
+    /* Which filters are set: the lists with a statement of their own are
+     * picked by it. */
+    enum { F_TASK = 1, F_RANGE = 2, F_OTHER = 4 };
+    unsigned set = (rq->task_id ? F_TASK : 0) |
+                   (rq->from_schedule_ms || rq->to_schedule_ms ? F_RANGE : 0) |
+                   (rq->n_states || rq->executor[0] || rq->team[0] || search[0] ? F_OTHER : 0);
+    if (!set) {
         const char *pa[3] = {p[0], p[6], p[8]};
         if (!rq->descending)
             s = hl_db_query(c, a, &q_list_instances_all, 2, pa, &r, err);
@@ -812,16 +816,14 @@ HL_UNARY(hl_api_list_instances)
             s = hl_db_query(c, a, &q_list_instances_desc_first, 1, pa + 1, &r, err);
         else
             s = hl_db_query(c, a, &q_list_instances_desc_after, 3, pa, &r, err);
-    } else if (rq->descending && rq->task_id && !rq->n_states && !rq->executor[0] &&
-               !rq->from_schedule_ms && !rq->to_schedule_ms && !rq->team[0] && !search[0]) {
+    } else if (rq->descending && set == F_TASK) {
         const char *pt[4] = {p[0], p[1], p[8], p[6]};
         if (strcmp(p[0], "0") == 0)
             s = hl_db_query(c, a, &q_list_task_desc_first, 2, (const char *[]){p[1], p[6]}, &r,
                             err);
         else
             s = hl_db_query(c, a, &q_list_task_desc_after, 4, pt, &r, err);
-    } else if (rq->descending && !rq->task_id && !rq->n_states && !rq->executor[0] &&
-               !rq->team[0] && !search[0]) { /* a time range alone */
+    } else if (rq->descending && set == F_RANGE) {
         const char *pr[5] = {rq->from_schedule_ms ? p[4] : "-Infinity",
                              rq->to_schedule_ms ? p[5] : "Infinity", p[6], p[0], p[8]};
         if (strcmp(p[0], "0") == 0)

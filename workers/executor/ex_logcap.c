@@ -192,13 +192,6 @@ static ssize_t read_piece(ex_logcap *c, char *buf)
     }
 }
 
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* The capture due first (dirty, not held back), or NULL with *wait_ms the
  * time until one may be: -1 (an event or a new capture will say), or the
  * nearest of a held-back capture, a polled one's next read and the sweep;
@@ -279,7 +272,7 @@ static void *follower(void *arg)
     static char buf[EX_LOGCAP_PIECE];
     pthread_mutex_lock(&g_fol.mu);
     for (;;) {
-        int64_t now = mono_ms();
+        int64_t now = ex_now_ms();
         if (g_fol.sweep_ms > 0 && now >= g_fol.sweep_at) { /* a missed event waits this long */
             for (ex_logcap *c = g_fol.head; c; c = c->next)
                 c->dirty = 1;
@@ -298,11 +291,11 @@ static void *follower(void *arg)
             if (n > 0) { /* read until a read finds the end */
                 c->dirty = 1;
                 if (n == EX_LOGCAP_PIECE) /* a fast writer: do not chase it */
-                    c->not_before = mono_ms() + EX_LOGCAP_PAUSE_MS;
+                    c->not_before = ex_now_ms() + EX_LOGCAP_PAUSE_MS;
             } else if (n < 0) {
                 c->dead = 1;
             } else if (c->wd < 0) {
-                c->not_before = mono_ms() + EX_LOGCAP_PAUSE_MS;
+                c->not_before = ex_now_ms() + EX_LOGCAP_PAUSE_MS;
             }
             if (unlink_capture(c)) /* finish may have taken it meanwhile */
                 append_capture(c);
@@ -368,8 +361,9 @@ void ex_logcap_tune(int sweep_ms, int watch)
     g_fol.sweep_ms = sweep_ms > 0 ? sweep_ms : 0;
     g_fol.sweep_at = 0;
     g_fol.watch = watch;
+    int started = g_fol.started;
     pthread_mutex_unlock(&g_fol.mu);
-    if (g_fol.started)
+    if (started)
         wake_follower();
 }
 
@@ -400,9 +394,7 @@ orr_status ex_logcap_start(const char *log_path, ex_logcap **out, orr_err *err)
      * watch for both) sees this one before it removes the watch. */
     if (g_fol.ino >= 0 && g_fol.watch)
         c->wd = inotify_add_watch(g_fol.ino, log_path, IN_MODIFY);
-    if (c->wd < 0) /* polled (no watches left): first read at once */
-        c->not_before = 0;
-    c->next = g_fol.head;
+    c->next = g_fol.head; /* polled (no watch): not_before 0, read at once */
     g_fol.head = c;
     pthread_mutex_unlock(&g_fol.mu);
     if (c->wd < 0) /* the follower's wait shortens */

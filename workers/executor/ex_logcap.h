@@ -5,8 +5,8 @@
  * (<instance>-<attempt>.log) as they always did: the task's write path is
  * untouched, so the log stays byte for byte what the task wrote and the task
  * goes no slower. One thread of executord follows every captured file as it
- * grows (woken by inotify), reads the new bytes and appends, for every line that
- * starts in them, a record to the line index (<instance>-<attempt>.idx,
+ * grows (woken by inotify), reads the new bytes and appends, for every line
+ * that starts in them, a record to the line index (<instance>-<attempt>.idx,
  * format in lib/orr_logidx.h): where the line starts and when executord read
  * its first byte (UTC, milliseconds). A last line without a newline and a
  * line of any length have one record each. The index file is made with the

@@ -12,21 +12,21 @@
  * Between fork and exec the child calls only async-signal-safe functions
  * (the daemon is multi-threaded); everything is prepared before fork.
  *
- * Spawning without a copy: when the backend's attach only records the
- * leader (the rlimit backend, ex_cgroup_ops.attach_after_exec), nothing has
- * to happen between the child's birth and its exec, so the child is started
+ * Spawning without a copy: when the backend's attach only records the leader
+ * (the rlimit backend, ex_cgroup_ops.attach_after_exec), nothing has to
+ * happen between the child's birth and its exec, so the child is started
  * with clone(CLONE_VM | CLONE_VFORK) on a small stack of its own (kept for
  * the next spawn) instead of fork(): it shares the daemon's memory until it
  * execs (the calling thread waits meanwhile), so the daemon's page tables
  * are not copied, its pages not write-protected, and the copy is not torn
  * down again at exec -- the largest part of a run's cost in a daemon with
- * many threads. The child
- * does the same steps (session, limits, user, folder, descriptors, exec)
- * with system calls only: the C library's set*id would switch every thread
- * of the daemon whose memory it shares, and its signal handlers must not
- * run in the child, so every signal is blocked across the clone and reset
- * to its default in the child before it is unblocked. An exec failure is
- * left in the shared memory (exec_errno), as the pipe does for fork.
+ * many threads. The child does the same steps (session, limits, user,
+ * folder, descriptors, exec) with system calls only: the C library's set*id
+ * would switch every thread of the daemon whose memory it shares, and its
+ * signal handlers must not run in the child, so every signal is blocked
+ * across the clone and reset to its default in the child before it is
+ * unblocked. An exec failure is left in the shared memory (exec_errno), as
+ * the pipe does for fork.
  *
  * Waiting uses a pidfd of the main process and an eventfd for cancel in one
  * poll(2) whose timeout is the deadline, so no thread ever sleeps blindly
