@@ -17,7 +17,7 @@ readonly ROOT_DIR
 readonly BUILD_TOOLS=(build-essential cmake pkg-config clang clang-format git)
 readonly DEV_LIBS=(libpq-dev libzookeeper-mt-dev libhiredis-dev libmariadb-dev liblzo2-dev
 	libgrpc-dev protobuf-c-compiler libprotobuf-c-dev libjansson-dev libjwt-dev libsodium-dev
-	libsnappy-dev libcurl4-openssl-dev librdkafka-dev libmicrohttpd-dev libcmocka-dev zlib1g-dev
+	libsnappy-dev liblz4-dev libcurl4-openssl-dev librdkafka-dev libmicrohttpd-dev libcmocka-dev zlib1g-dev
 	libarchive-dev libpcre2-dev libyaml-dev libsystemd-dev)
 readonly SERVERS_AND_TOOLS=(postgresql zookeeper default-jre-headless redis-server
 	mariadb-server mariadb-client postgresql-client nginx chromium lzop gzip time wrk pgloader

@@ -556,9 +556,9 @@ static orr_status spec__pg(sort_spec *s, const json_t *o, const char *path, orr_
 
 static orr_status spec__handoff(sort_spec *s, const json_t *o, const char *path, orr_err *err)
 {
-    static const char *const keys[] = {"key",       "address",   "streams",
-                                       "max_packs", "max_bytes", "flush_ms",
-                                       "pack_size", "partition", NULL};
+    static const char *const keys[] = {"key",        "address",  "streams",   "max_packs",
+                                       "max_bytes",  "flush_ms", "pack_size", "partition",
+                                       "pack_codec", NULL};
     char p[256];
     if (!json_is_object(o))
         return orr_err_set(err, ORR_EINVAL, path, "must be an object");
@@ -588,6 +588,13 @@ static orr_status spec__handoff(sort_spec *s, const json_t *o, const char *path,
     if (s->sinks.ho_partition >= 0 && strcmp(s->source.type, "kafka") == 0)
         return orr_err_set(err, ORR_EINVAL, orr_json_path(p, sizeof p, path, "partition"),
                            "not with a kafka source: packs carry the topic's partitions");
+    /* LZ4 unless the write stages are older than LZ4 packs (orr_pack.h). */
+    const char *codec = "lz4";
+    SPEC_TRY(spec__str(o, path, "pack_codec", 0, s->arena, &codec, err));
+    if (strcmp(codec, "lz4") != 0 && strcmp(codec, "snappy") != 0)
+        return orr_err_set(err, ORR_EINVAL, orr_json_path(p, sizeof p, path, "pack_codec"),
+                           "must be \"lz4\" or \"snappy\", not \"%.40s\"", codec);
+    s->sinks.ho_snappy = strcmp(codec, "snappy") == 0;
     s->sinks.handoff = 1;
     return ORR_OK;
 }

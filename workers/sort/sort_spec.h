@@ -144,6 +144,7 @@ typedef struct sort_spec {
         int64_t ho_flush_ms;    /* longest a routed record waits before it is sent */
         int64_t ho_pack_bytes;  /* a unit's pack is sent when it holds this much */
         int64_t ho_partition;   /* partition the packs carry; -1: the source's own */
+        int ho_snappy;          /* pack bodies in Snappy (older readers), not LZ4 */
     } sinks;
 
     /* A hand-off write stage (sort_spec_write_stage) owns the units whose

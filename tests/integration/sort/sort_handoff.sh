@@ -20,6 +20,8 @@
 # read by a parse stage, packs read by a write stage) while the last slice
 # is still held back (kill_mid_run checks it while the process is
 # stopped), and restarted.
+# The two parse stages send their packs in different codecs (LZ4 and
+# Snappy), so each write stage reads both from one stream.
 # At the end every record must have landed exactly once (count, unique ids,
 # id checksum, `lzop -t`), nothing may be pending on any stream, each
 # stream must be empty (landed packs are deleted), and every _CHECK must
@@ -86,9 +88,14 @@ cat >"$T/spec.json" <<JSON
                        "flush_ms": 50,
                        "pack_size": 16384}}}
 JSON
-sed -e "s/\"key\": \"$RAW\"/\"key\": \"$RAW2\"/" -e 's/"streams": 2,/"streams": 2, "partition": 1,/' \
+# The second parse stage sends Snappy packs, the first LZ4 (the default):
+# each write stage reads both codecs from one stream, as while parse stages
+# are upgraded one by one.
+sed -e "s/\"key\": \"$RAW\"/\"key\": \"$RAW2\"/" \
+    -e 's/"streams": 2,/"streams": 2, "partition": 1, "pack_codec": "snappy",/' \
     "$T/spec.json" >"$T/spec2.json"
-grep -q "$RAW2" "$T/spec2.json" && grep -q '"partition": 1' "$T/spec2.json" || fail "spec2 not made"
+grep -q "$RAW2" "$T/spec2.json" && grep -q '"partition": 1, "pack_codec": "snappy"' "$T/spec2.json" ||
+    fail "spec2 not made"
 export ORRERY_SORT_WORK_DIR=$T/work ORRERY_SORT_STATE_DIR=$T/state
 export ORRERY_SORT_BLOB_ROOT=file://$T/blob ORRERY_SORT_PACKS=8 ORRERY_LOG_LEVEL=info
 export ORRERY_SORT_REDIS=$ORRERY_REDIS # the hand-off streams (the spec names no address)

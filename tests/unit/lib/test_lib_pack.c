@@ -1,7 +1,9 @@
 /*
  * test_lib_pack.c - packs: round trips (empty, varint edges, 100k records),
  * CRC-32C check value, and every kind of damaged pack failing cleanly with
- * the field named; per-record times (ORR_PACK_F_TIMES).
+ * the field named; per-record times (ORR_PACK_F_TIMES). Every pack test runs
+ * twice, once per body codec (Snappy, then LZ4: the groups at the end); an
+ * LZ4 pack decodes to the same records as a Snappy one of the same builder.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -17,6 +19,24 @@
 #include "orr_pack.h"
 
 static const char unit_key[] = "biz42/if_click/2026113010";
+
+/* ORR_PACK_F_LZ4 in the "lz4" group, 0 in the "snappy" group: each test ORs
+ * it into its builders' flags. */
+static uint8_t codec;
+
+static int group_snappy(void **state)
+{
+    (void)state;
+    codec = 0;
+    return 0;
+}
+
+static int group_lz4(void **state)
+{
+    (void)state;
+    codec = ORR_PACK_F_LZ4;
+    return 0;
+}
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
 
@@ -88,6 +108,7 @@ static void test_roundtrip_edges(void **state)
     orr_pack_builder b;
     orr_err err;
     assert_int_equal(orr_pack_builder_init(&b, unit_key, strlen(unit_key), 7, &err), ORR_OK);
+    b.flags |= codec;
     uint8_t *recs[sizeof(lens) / sizeof(lens[0])];
     for (size_t i = 0; i < nrec; i++) {
         recs[i] = malloc(lens[i] + 1);
@@ -144,6 +165,7 @@ static void test_empty_pack(void **state)
     orr_pack_builder b;
     orr_err err;
     assert_int_equal(orr_pack_builder_init(&b, "u", 1, 0, &err), ORR_OK);
+    b.flags |= codec;
     /* an empty pack may still say which offsets it covers */
     b.first_offset = 40;
     b.last_offset = 90;
@@ -172,6 +194,7 @@ static void test_100k_records(void **state)
     orr_pack_builder b;
     orr_err err;
     assert_int_equal(orr_pack_builder_init(&b, unit_key, strlen(unit_key), 3, &err), ORR_OK);
+    b.flags |= codec;
     char line[400];
     rng_state = 12345;
     for (uint32_t i = 0; i < n; i++) {
@@ -226,6 +249,7 @@ static orr_buf small_pack(void)
     orr_pack_builder b;
     orr_err err;
     assert_int_equal(orr_pack_builder_init(&b, unit_key, strlen(unit_key), 2, &err), ORR_OK);
+    b.flags |= codec;
     assert_int_equal(orr_pack_add(&b, 10, "alpha|1", 7, &err), ORR_OK);
     assert_int_equal(orr_pack_add(&b, 11, "", 0, &err), ORR_OK);
     assert_int_equal(orr_pack_add(&b, 12, "gamma|333333333333333", 21, &err), ORR_OK);
@@ -303,7 +327,7 @@ static void test_bad_fields(void **state)
         if (strcmp(err.field, cases[i].field) != 0)
             fail_msg("case %zu: field %s, expected %s (%s)", i, err.field, cases[i].field, err.msg);
     }
-    /* a body that is not Snappy at all */
+    /* a body that is not Snappy (or LZ4) at all */
     memcpy(g, enc.data, enc.len);
     memset(g + ORR_PACK_HEAD_MIN + k, 0xff, enc.len - ORR_PACK_HEAD_MIN - k);
     reseal(g, enc.len);
@@ -363,7 +387,7 @@ static void test_times_roundtrip(void **state)
     orr_err err;
     orr_buf enc = ORR_BUF_INIT, scratch = ORR_BUF_INIT;
     assert_int_equal(orr_pack_builder_init(&b, "if_click@1764633600", 19, 7, &err), ORR_OK);
-    b.flags = ORR_PACK_F_OFFSETS | ORR_PACK_F_TIMES;
+    b.flags = ORR_PACK_F_OFFSETS | ORR_PACK_F_TIMES | codec;
     for (int round = 0; round < 2; round++) { /* the second after a reset: times restart */
         uint64_t off = 1000;
         for (size_t i = 0; i < nt; i++) {
@@ -374,11 +398,12 @@ static void test_times_roundtrip(void **state)
         }
         orr_buf_reset(&enc);
         assert_int_equal(orr_pack_encode(&b, &enc, &err), ORR_OK);
-        assert_int_equal(((const uint8_t *)enc.data)[5], ORR_PACK_F_OFFSETS | ORR_PACK_F_TIMES);
+        assert_int_equal(((const uint8_t *)enc.data)[5],
+                         ORR_PACK_F_OFFSETS | ORR_PACK_F_TIMES | codec);
         orr_pack_view v;
         assert_int_equal(orr_pack_decode(enc.data, enc.len, &scratch, &v, &err), ORR_OK);
         assert_int_equal(v.count, nt);
-        assert_int_equal(v.flags, ORR_PACK_F_OFFSETS | ORR_PACK_F_TIMES);
+        assert_int_equal(v.flags, ORR_PACK_F_OFFSETS | ORR_PACK_F_TIMES | codec);
         assert_int_equal(v.key_len, 19);
         assert_memory_equal(v.key, "if_click@1764633600", 19);
         orr_pack_iter it;
@@ -409,6 +434,7 @@ static void test_times_roundtrip(void **state)
     /* without the flag: time 0, and no time bytes in the body */
     orr_pack_builder c;
     assert_int_equal(orr_pack_builder_init(&c, "u", 1, 0, &err), ORR_OK);
+    c.flags |= codec;
     assert_int_equal(orr_pack_add_timed(&c, 5, 123456, "abc", 3, &err), ORR_OK);
     assert_int_equal(orr_pack_raw_len(&c), 4);
     orr_buf_reset(&enc);
@@ -427,7 +453,7 @@ static void test_times_roundtrip(void **state)
     /* a time delta cut short: the last byte of the body says "more" */
     orr_pack_builder_free(&c);
     assert_int_equal(orr_pack_builder_init(&c, "u", 1, 0, &err), ORR_OK);
-    c.flags = ORR_PACK_F_TIMES;
+    c.flags = ORR_PACK_F_TIMES | codec;
     assert_int_equal(orr_pack_add_timed(&c, 0, 1, "", 0, &err), ORR_OK);
     assert_int_equal(orr_pack_raw_len(&c), 2); /* time delta 2 (zigzag of 1), length 0 */
     c.body.data[0] = (char)0x82;               /* the time varint swallows the length */
@@ -440,7 +466,7 @@ static void test_times_roundtrip(void **state)
     c.body.data[0] = 0x02;
     assert_int_equal(orr_pack_encode(&c, &enc, &err), ORR_OK);
     assert_int_equal(orr_pack_decode(enc.data, enc.len, &scratch, &v, &err), ORR_OK);
-    ((uint8_t *)enc.data)[5] |= 0x08;
+    ((uint8_t *)enc.data)[5] |= 0x10;
     reseal((uint8_t *)enc.data, enc.len);
     assert_int_equal(orr_pack_decode(enc.data, enc.len, &scratch, &v, &err), ORR_EINVAL);
     assert_string_equal(err.field, "flags");
@@ -450,14 +476,111 @@ static void test_times_roundtrip(void **state)
     orr_buf_free(&scratch);
 }
 
+/* The same builder in both codecs: the same records come back; the LZ4
+ * pack says so in its flags. An LZ4 body that decodes to fewer or more
+ * bytes than the header's raw length, or that is longer than any LZ4 block
+ * of that raw length can be, fails naming "body". */
+static void test_lz4_against_snappy(void **state)
+{
+    (void)state;
+    orr_pack_builder b;
+    orr_err err;
+    assert_int_equal(orr_pack_builder_init(&b, unit_key, strlen(unit_key), 5, &err), ORR_OK);
+    b.flags = ORR_PACK_F_OFFSETS | ORR_PACK_F_TIMES;
+    char rec[256];
+    for (int i = 0; i < 2000; i++) {
+        int n = snprintf(rec, sizeof rec, "2026-12-01 10:%02d:%02d\tif_click\tuser%d\t%u",
+                         i / 60 % 60, i % 60, i % 97, (unsigned)(rng() % 100000));
+        assert_int_equal(
+            orr_pack_add_timed(&b, (uint64_t)i * 3, 1764583200000 + i, rec, (size_t)n, &err),
+            ORR_OK);
+    }
+    orr_buf sn = ORR_BUF_INIT, lz = ORR_BUF_INIT, s1 = ORR_BUF_INIT, s2 = ORR_BUF_INIT;
+    assert_int_equal(orr_pack_encode(&b, &sn, &err), ORR_OK);
+    b.flags |= ORR_PACK_F_LZ4;
+    assert_int_equal(orr_pack_encode(&b, &lz, &err), ORR_OK);
+    size_t hl = ORR_PACK_HEAD_MIN + strlen(unit_key);
+    assert_true(lz.len - hl < orr_pack_raw_len(&b) / 2); /* text compresses */
+    orr_pack_view a, c;
+    assert_int_equal(orr_pack_decode(sn.data, sn.len, &s1, &a, &err), ORR_OK);
+    assert_int_equal(orr_pack_decode(lz.data, lz.len, &s2, &c, &err), ORR_OK);
+    assert_int_equal(a.flags, ORR_PACK_F_OFFSETS | ORR_PACK_F_TIMES);
+    assert_int_equal(c.flags, ORR_PACK_F_OFFSETS | ORR_PACK_F_TIMES | ORR_PACK_F_LZ4);
+    assert_int_equal(a.body_len, c.body_len);
+    assert_memory_equal(a.body, c.body, a.body_len);
+    orr_pack_iter ia, ic;
+    orr_pack_iter_init(&ia, &a);
+    orr_pack_iter_init(&ic, &c);
+    uint64_t oa, oc;
+    int64_t ta, tc;
+    const void *ra, *rc;
+    size_t la, lc, n = 0;
+    while (orr_pack_next_timed(&ia, &oa, &ta, &ra, &la)) {
+        assert_true(orr_pack_next_timed(&ic, &oc, &tc, &rc, &lc));
+        assert_int_equal(oa, oc);
+        assert_true(ta == tc && ta == 1764583200000 + (int64_t)n);
+        assert_int_equal(la, lc);
+        assert_memory_equal(ra, rc, la);
+        n++;
+    }
+    assert_false(orr_pack_next_timed(&ic, &oc, &tc, &rc, &lc));
+    assert_int_equal(n, 2000);
+
+    size_t k = strlen(unit_key);
+    uint8_t *g = malloc(lz.len + 64);
+    uint32_t raw = (uint32_t)orr_pack_raw_len(&b);
+    /* raw length one more, and one less, than the block holds */
+    for (int d = -1; d <= 1; d += 2) {
+        memcpy(g, lz.data, lz.len);
+        put_be32(g + 32 + k, raw + (uint32_t)d);
+        reseal(g, lz.len);
+        assert_int_equal(orr_pack_decode(g, lz.len, &s2, &c, &err), ORR_EINVAL);
+        assert_string_equal(err.field, "body");
+    }
+    /* the block cut short (its length and checksum made to agree) */
+    memcpy(g, lz.data, lz.len);
+    put_be32(g + 36 + k, (uint32_t)(lz.len - hl - 7));
+    reseal(g, lz.len - 7);
+    assert_int_equal(orr_pack_decode(g, lz.len - 7, &s2, &c, &err), ORR_EINVAL);
+    assert_string_equal(err.field, "body");
+    /* trailing bytes after a whole block */
+    memcpy(g, lz.data, lz.len);
+    memset(g + lz.len, 0, 5);
+    put_be32(g + 36 + k, (uint32_t)(lz.len - hl + 5));
+    reseal(g, lz.len + 5);
+    assert_int_equal(orr_pack_decode(g, lz.len + 5, &s2, &c, &err), ORR_EINVAL);
+    assert_string_equal(err.field, "body");
+    /* a Snappy body under the LZ4 flag */
+    orr_buf t = ORR_BUF_INIT;
+    orr_buf_append(&t, sn.data, sn.len);
+    ((uint8_t *)t.data)[5] |= ORR_PACK_F_LZ4;
+    reseal((uint8_t *)t.data, t.len);
+    assert_int_equal(orr_pack_decode(t.data, t.len, &s2, &c, &err), ORR_EINVAL);
+    assert_string_equal(err.field, "body");
+    free(g);
+    orr_buf_free(&t);
+    orr_buf_free(&sn);
+    orr_buf_free(&lz);
+    orr_buf_free(&s1);
+    orr_buf_free(&s2);
+    orr_pack_builder_free(&b);
+}
+
 int main(void)
 {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_crc32c_check_value), cmocka_unit_test(test_crc32c_paths_agree),
-        cmocka_unit_test(test_roundtrip_edges),    cmocka_unit_test(test_empty_pack),
-        cmocka_unit_test(test_100k_records),       cmocka_unit_test(test_corrupt_bytes),
-        cmocka_unit_test(test_bad_fields),         cmocka_unit_test(test_builder_errors),
-        cmocka_unit_test(test_times_roundtrip),
+    const struct CMUnitTest common[] = {
+        cmocka_unit_test(test_crc32c_check_value),
+        cmocka_unit_test(test_crc32c_paths_agree),
+        cmocka_unit_test(test_builder_errors),
+        cmocka_unit_test(test_lz4_against_snappy),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    const struct CMUnitTest per_codec[] = {
+        cmocka_unit_test(test_roundtrip_edges), cmocka_unit_test(test_empty_pack),
+        cmocka_unit_test(test_100k_records),    cmocka_unit_test(test_corrupt_bytes),
+        cmocka_unit_test(test_bad_fields),      cmocka_unit_test(test_times_roundtrip),
+    };
+    int failed = cmocka_run_group_tests_name("pack", common, NULL, NULL);
+    failed += cmocka_run_group_tests_name("snappy", per_codec, group_snappy, NULL);
+    failed += cmocka_run_group_tests_name("lz4", per_codec, group_lz4, NULL);
+    return failed;
 }

@@ -322,9 +322,11 @@ orr_status sort_handoff_open(const sort_spec *spec, const char *default_addr,
         return rc;
     }
     ORR_INFO("hand-off to write stages",
-             "stream=%s redis=%s:%d key=%s streams=%zu max_packs=%" PRId64 " max_bytes=%" PRId64,
+             "stream=%s redis=%s:%d key=%s streams=%zu max_packs=%" PRId64 " max_bytes=%" PRId64
+             " pack_codec=%s",
              spec->name, h->host, h->port, spec->sinks.ho_key, h->nstreams,
-             spec->sinks.ho_max_packs, spec->sinks.ho_max_bytes);
+             spec->sinks.ho_max_packs, spec->sinks.ho_max_bytes,
+             spec->sinks.ho_snappy ? "snappy" : "lz4");
     *out = h;
     return ORR_OK;
 }
@@ -379,7 +381,8 @@ static ho_slot *ho_slot_of(sort_handoff *h, uint64_t hash, const char *iface, si
     }
     /* A unit's records are sparse in the partition; each carries its data
      * time, the key its unit: the write stage routes without parsing. */
-    b->flags = ORR_PACK_F_OFFSETS | ORR_PACK_F_TIMES;
+    b->flags =
+        ORR_PACK_F_OFFSETS | ORR_PACK_F_TIMES | (h->spec->sinks.ho_snappy ? 0 : ORR_PACK_F_LZ4);
     s->hash = hash;
     s->bucket = bucket;
     s->partition = partition;
