@@ -1,7 +1,8 @@
 /*
  * sort_sink_handoff.h - the parse stage's hand-off: parsed and routed
  * records leave this process as packs (lib/orr_pack.h: records of one unit,
- * Snappy-compressed, with their source offsets) on Redis streams, one per
+ * LZ4-compressed, or Snappy with "pack_codec": "snappy", with their source
+ * offsets and data times) on Redis streams, one per
  * write stage, for `sortd run --handoff-stream I` to land.
  *
  *   source -> parse + route -> [hand-off sink] --XADD--> "<key>.<i>"
