@@ -183,6 +183,15 @@ int sort_source_off64(const sort_source *s, sort_off off, uint64_t *out);
  * what it holds (src_redis.c). */
 #define SORT_HANDOFF_WAIT_SUFFIX ".wait"
 
+/* Appended to a hand-off stream's key, the key a write stage keeps set
+ * (expiring SORT_HANDOFF_LZ4_TTL_MS after its last renewal) to say it reads
+ * LZ4 packs (lib/orr_pack.h): a parse stage with "pack_codec": "auto" sends
+ * LZ4 to that stream only while the key is there, so a write stage older
+ * than LZ4 packs, which announces nothing, gets Snappy. */
+#define SORT_HANDOFF_LZ4_SUFFIX   ".lz4"
+#define SORT_HANDOFF_LZ4_TTL_MS   15000
+#define SORT_HANDOFF_LZ4_RENEW_MS 5000
+
 /* Every source struct starts with this. */
 struct sort_source {
     const sort_source_ops *ops;

@@ -588,13 +588,17 @@ static orr_status spec__handoff(sort_spec *s, const json_t *o, const char *path,
     if (s->sinks.ho_partition >= 0 && strcmp(s->source.type, "kafka") == 0)
         return orr_err_set(err, ORR_EINVAL, orr_json_path(p, sizeof p, path, "partition"),
                            "not with a kafka source: packs carry the topic's partitions");
-    /* LZ4 unless the write stages are older than LZ4 packs (orr_pack.h). */
-    const char *codec = "lz4";
+    const char *codec = "auto";
     SPEC_TRY(spec__str(o, path, "pack_codec", 0, s->arena, &codec, err));
-    if (strcmp(codec, "lz4") != 0 && strcmp(codec, "snappy") != 0)
+    if (strcmp(codec, "auto") == 0)
+        s->sinks.ho_codec = SORT_CODEC_AUTO;
+    else if (strcmp(codec, "lz4") == 0)
+        s->sinks.ho_codec = SORT_CODEC_LZ4;
+    else if (strcmp(codec, "snappy") == 0)
+        s->sinks.ho_codec = SORT_CODEC_SNAPPY;
+    else
         return orr_err_set(err, ORR_EINVAL, orr_json_path(p, sizeof p, path, "pack_codec"),
-                           "must be \"lz4\" or \"snappy\", not \"%.40s\"", codec);
-    s->sinks.ho_snappy = strcmp(codec, "snappy") == 0;
+                           "must be \"auto\", \"lz4\" or \"snappy\", not \"%.40s\"", codec);
     s->sinks.handoff = 1;
     return ORR_OK;
 }

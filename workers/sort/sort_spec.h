@@ -51,6 +51,10 @@ typedef struct sort_split_spec {
     uint32_t factor; /* 1..SORT_MAX_SPLIT */
 } sort_split_spec;
 
+/* sinks.handoff.pack_codec: LZ4 to each stream whose write stage announces
+ * it reads LZ4 (sort_source.h), else Snappy; or one of them always. */
+enum { SORT_CODEC_AUTO, SORT_CODEC_LZ4, SORT_CODEC_SNAPPY };
+
 typedef struct sort_spec {
     orr_arena *arena;
     const char *name;     /* stream name: [A-Za-z0-9_.-]+ */
@@ -144,7 +148,7 @@ typedef struct sort_spec {
         int64_t ho_flush_ms;    /* longest a routed record waits before it is sent */
         int64_t ho_pack_bytes;  /* a unit's pack is sent when it holds this much */
         int64_t ho_partition;   /* partition the packs carry; -1: the source's own */
-        int ho_snappy;          /* pack bodies in Snappy (older readers), not LZ4 */
+        int ho_codec;           /* SORT_CODEC_*: the pack bodies' codec */
     } sinks;
 
     /* A hand-off write stage (sort_spec_write_stage) owns the units whose

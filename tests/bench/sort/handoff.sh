@@ -61,7 +61,7 @@ pids=()
 cleanup() {
     for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
     rcli DEL "$RAW" >/dev/null 2>&1 || true
-    for i in $(seq 0 $((NS - 1))); do rcli DEL "$HK.$i" >/dev/null 2>&1 || true; done
+    for i in $(seq 0 $((NS - 1))); do rcli DEL "$HK.$i" "$HK.$i.lz4" >/dev/null 2>&1 || true; done
     if [ "${SORT_BENCH_KEEP_OUTPUT:-0}" = 1 ] && [ -d "$T" ]; then
         rm -rf "$T/in" # ten inodes
         { mkdir -p "$OLD_DIR" && mv "$T" "$OLD_DIR/run-$$"; } || echo "warning: could not keep $T" >&2
@@ -145,17 +145,24 @@ two_done() {
     for i in $(seq 0 $((NS - 1))); do [ "$(rcli XLEN "$HK.$i")" = 0 ] || return 1; done
     [ "$(landed "$T/blob.two")" -ge "$N" ]
 }
+# The write stages first, and (at most 5 s, untimed) until each says it
+# reads LZ4 packs ("<key>.<i>.lz4"), so the parse stage's "pack_codec":
+# "auto" picks LZ4 from its start; a build older than LZ4 packs says
+# nothing and its parse stage sends Snappy.
+for i in $(seq 0 $((NS - 1))); do run_sortd "write$i" two.json --handoff-stream "$i"; done
+said_lz4() { for i in $(seq 0 $((NS - 1))); do [ "$(rcli EXISTS "$HK.$i.lz4")" = 1 ] || return 1; done; }
+for _ in $(seq 1 50); do said_lz4 && break; sleep 0.1; done
 rc0=$(redis_cpu)
 t0=$(date +%s.%N)
 run_sortd parse two.json
-for i in $(seq 0 $((NS - 1))); do run_sortd "write$i" two.json --handoff-stream "$i"; done
 wait_until two_done
 t1=$(date +%s.%N)
 rc1=$(redis_cpu)
 rss2=""
 cpu2=""
 rq2=""
-for p in "${pids[@]}"; do
+# the parse stage (started last) first, then the write stages
+for p in "${pids[-1]}" "${pids[@]:0:${#pids[@]}-1}"; do
     rss2="$rss2 $(rss_of "$p")"
     cpu2="$cpu2 $(cpu_of "$p")"
     rq2="$rq2 $(rq_of "$p")"

@@ -59,7 +59,7 @@ cleanup() {
         kill -9 "${pid[$k]}" 2>/dev/null || true
         wait "${pid[$k]}" 2>/dev/null || true
     done
-    rcli DEL "$RAW" "$RAW2" "$HK.0" "$HK.1" >/dev/null 2>&1 || true
+    rcli DEL "$RAW" "$RAW2" "$HK.0" "$HK.1" "$HK.0.lz4" "$HK.1.lz4" >/dev/null 2>&1 || true
     [ -n "${SORT_KEEP:-}" ] && echo "kept $T" || rm -rf "$T"
 }
 trap cleanup EXIT
@@ -160,9 +160,14 @@ add_slice() {
         --records $((to - from)) --seconds 60 >/dev/null
     ADDED=$to # records of each half in its raw stream
 }
-start p
+# The write stages first: each says it reads LZ4 packs (its stream's
+# "<key>.lz4") as it opens, so parse stage p ("pack_codec": "auto") sends
+# both streams LZ4 from its start; p2 sends Snappy.
 start w0
 start w1
+for k in "$HK.0" "$HK.1"; do
+    [ "$(rcli EXISTS "$k.lz4")" = 1 ] || fail "the write stage of $k does not say it reads LZ4"
+done
 
 # Flow control: with write stage 1 paused, stream 1 fills up to about
 # max_packs (one flush may add a pack per unit it holds: 2 hours x 11
@@ -171,6 +176,9 @@ start w1
 # sends nothing, so write stage 0 drains stream 0 although the raw stream
 # still holds records the parse stage has not read; stream 1 stays put.
 kill -STOP "${pid[w1]}"
+start p
+grep 'msg="hand-off pack codec"' "$T/err.p.1" | grep -q "key=$HK.0 codec=lz4" ||
+    fail "parse stage p does not send LZ4 to a write stage that reads it: $(cat "$T/err.p.1")"
 # held KEY: what the bound counts on a hand-off stream (packs, or bytes of
 # Redis's memory; nil when the key is gone).
 held() {
@@ -195,6 +203,7 @@ echo "stream 1 held $peak then $peak2 $BOUND while its write stage was paused (b
 half_first() { [ "$(landed)" -ge $((FIRST / 2)) ]; }
 wait_until "$((FIRST / 2)) records to land" half_first
 start p2
+grep -q 'pack_codec=snappy' "$T/err.p2.1" || fail "p2 does not say it sends Snappy"
 
 # progress WHO: raw entries its group has read (parse stages), packs its
 # group has read (write stages); a stopped process cannot move it.

@@ -13,8 +13,11 @@
  *      is killed: the flush fails, the safe position stays where it was
  *      (the source replays from there: nothing is lost), and every later
  *      call refuses (nothing more becomes safe).
- *   4. a sink with "pack_codec": "snappy" sends packs without the LZ4 flag
- *      (part 2 checks that the default sends LZ4), holding the same records.
+ *   4. the pack codec: with "pack_codec": "auto" (the default) a sink sends
+ *      Snappy while no write stage says it reads LZ4 (part 2) and LZ4 once
+ *      the stream's LZ4 key is set, as a write stage sets it; "snappy" and
+ *      "lz4" send their codec whatever the key says. The records are the
+ *      same in either.
  */
 #include <hiredis/hiredis.h>
 #include <inttypes.h>
@@ -122,7 +125,7 @@ int main(void)
             continue;
         }
         CHECK(v.flags & ORR_PACK_F_TIMES, "a pack without times");
-        CHECK(v.flags & ORR_PACK_F_LZ4, "a pack not in LZ4, the default codec");
+        CHECK(!(v.flags & ORR_PACK_F_LZ4), "a pack in LZ4 with no write stage reading LZ4");
         orr_pack_iter it;
         orr_pack_iter_init(&it, &v);
         uint64_t off;
@@ -173,42 +176,62 @@ int main(void)
     sort_handoff_close(h);
     freeReplyObject(cmd(ctl, "DEL %s", stream));
 
-    /* 4. Snappy packs for write stages older than LZ4 packs */
-    spec->sinks.ho_snappy = 1;
-    sort_handoff *hs = NULL;
-    orr_err_clear(&err);
-    CHECK(sort_handoff_open(spec, NULL, &src, NULL, &hs, &err) == ORR_OK, "open: %s", err.msg);
-    size_t got = 0;
-    if (hs) {
-        for (int i = 0; i < PER; i++)
-            sort_handoff_add(hs, "if1", 3, HOUR_S, HOUR_S * 1000 + i, 0,
-                             (sort_off){0, 7 + (uint64_t)i}, "snappy-record", 13, &err);
-        sort_handoff_advance(hs, 0, (sort_off){0, 7 + PER});
-        CHECK(sort_handoff_flush(hs, &err) == ORR_OK, "flush: %s", err.msg);
-        redisReply *sp = cmd(ctl, "XRANGE %s - +", stream);
-        for (size_t e = 0; sp->type == REDIS_REPLY_ARRAY && e < sp->elements; e++) {
-            redisReply *fv = sp->element[e]->element[1];
-            orr_pack_view v;
-            if (orr_pack_decode(fv->element[1]->str, fv->element[1]->len, &scratch, &v, &err) !=
-                ORR_OK) {
-                CHECK(0, "snappy entry %zu: %s", e, err.msg);
-                continue;
+    /* 4. the codec each setting sends, with and without the LZ4 key */
+    char lzkey[200];
+    snprintf(lzkey, sizeof lzkey, "%s%s", stream, SORT_HANDOFF_LZ4_SUFFIX);
+    static const struct {
+        int codec, key, lz4;
+    } cases[] = {
+        {SORT_CODEC_AUTO, 1, 1},
+        {SORT_CODEC_AUTO, 0, 0},
+        {SORT_CODEC_SNAPPY, 1, 0},
+        {SORT_CODEC_LZ4, 0, 1},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        if (cases[k].key)
+            freeReplyObject(cmd(ctl, "SET %s 1 PX 60000", lzkey));
+        else
+            freeReplyObject(cmd(ctl, "DEL %s", lzkey));
+        spec->sinks.ho_codec = cases[k].codec;
+        sort_handoff *hs = NULL;
+        orr_err_clear(&err);
+        CHECK(sort_handoff_open(spec, NULL, &src, NULL, &hs, &err) == ORR_OK, "open: %s", err.msg);
+        size_t got = 0, packs = 0;
+        if (hs) {
+            for (int i = 0; i < PER; i++)
+                sort_handoff_add(hs, "if1", 3, HOUR_S, HOUR_S * 1000 + i, 0,
+                                 (sort_off){0, 7 + (uint64_t)i}, "codec-record", 12, &err);
+            sort_handoff_advance(hs, 0, (sort_off){0, 7 + PER});
+            CHECK(sort_handoff_flush(hs, &err) == ORR_OK, "flush: %s", err.msg);
+            redisReply *sp = cmd(ctl, "XRANGE %s - +", stream);
+            for (size_t e = 0; sp->type == REDIS_REPLY_ARRAY && e < sp->elements; e++) {
+                redisReply *fv = sp->element[e]->element[1];
+                orr_pack_view v;
+                if (orr_pack_decode(fv->element[1]->str, fv->element[1]->len, &scratch, &v, &err) !=
+                    ORR_OK) {
+                    CHECK(0, "case %zu, entry %zu: %s", k, e, err.msg);
+                    continue;
+                }
+                packs++;
+                CHECK(!(v.flags & ORR_PACK_F_LZ4) == !cases[k].lz4, "case %zu: a pack %s LZ4", k,
+                      cases[k].lz4 ? "not in" : "in");
+                orr_pack_iter it;
+                orr_pack_iter_init(&it, &v);
+                const void *rec;
+                size_t rl;
+                while (orr_pack_next(&it, &rec, &rl)) {
+                    CHECK(rl == 12 && memcmp(rec, "codec-record", 12) == 0, "record changed");
+                    got++;
+                }
             }
-            CHECK(!(v.flags & ORR_PACK_F_LZ4), "a pack in LZ4 with pack_codec snappy");
-            orr_pack_iter it;
-            orr_pack_iter_init(&it, &v);
-            const void *rec;
-            size_t rl;
-            while (orr_pack_next(&it, &rec, &rl)) {
-                CHECK(rl == 13 && memcmp(rec, "snappy-record", 13) == 0, "record changed");
-                got++;
-            }
+            freeReplyObject(sp);
+            sort_handoff_close(hs);
         }
-        freeReplyObject(sp);
-        sort_handoff_close(hs);
+        CHECK(packs > 0 && got == PER, "case %zu: %zu records in %zu packs, want %d", k, got, packs,
+              PER);
+        freeReplyObject(cmd(ctl, "DEL %s", stream));
     }
-    CHECK(got == PER, "%zu records in Snappy packs, want %d", got, PER);
-    freeReplyObject(cmd(ctl, "DEL %s", stream));
+    freeReplyObject(cmd(ctl, "DEL %s", lzkey));
     redisFree(ctl);
     orr_buf_free(&scratch);
     sort_spec_free(spec);

@@ -67,20 +67,26 @@ static void test_defaults(void **state)
     assert_int_equal(s->sinks.ho_flush_ms, 200);
     assert_int_equal(s->sinks.ho_pack_bytes, 256 << 10);
     assert_int_equal(s->stage_count, 0);
-    assert_int_equal(s->sinks.ho_partition, -1); /* the source's own */
-    assert_false(s->sinks.ho_snappy);            /* LZ4 packs */
+    assert_int_equal(s->sinks.ho_partition, -1);          /* the source's own */
+    assert_int_equal(s->sinks.ho_codec, SORT_CODEC_AUTO); /* LZ4 where the writer reads it */
     sort_spec_free(s);
     assert_int_equal(
         parse_sinks("{\"files\":false,\"handoff\":{\"streams\":3,\"pack_codec\":\"snappy\"}}", &s,
                     &err),
         ORR_OK);
-    assert_true(s->sinks.ho_snappy);
+    assert_int_equal(s->sinks.ho_codec, SORT_CODEC_SNAPPY);
     sort_spec_free(s);
     assert_int_equal(
         parse_sinks("{\"files\":false,\"handoff\":{\"streams\":3,\"pack_codec\":\"lz4\"}}", &s,
                     &err),
         ORR_OK);
-    assert_false(s->sinks.ho_snappy);
+    assert_int_equal(s->sinks.ho_codec, SORT_CODEC_LZ4);
+    sort_spec_free(s);
+    assert_int_equal(
+        parse_sinks("{\"files\":false,\"handoff\":{\"streams\":3,\"pack_codec\":\"auto\"}}", &s,
+                    &err),
+        ORR_OK);
+    assert_int_equal(s->sinks.ho_codec, SORT_CODEC_AUTO);
     sort_spec_free(s);
     assert_int_equal(
         parse_sinks("{\"files\":false,\"handoff\":{\"streams\":3,\"partition\":63}}", &s, &err),
@@ -111,7 +117,7 @@ static void test_refusals(void **state)
     refused("{\"files\":false,\"handoff\":{\"streams\":2,\"partition\":64}}",
             "spec.sinks.handoff.partition", NULL);
     refused("{\"files\":false,\"handoff\":{\"streams\":2,\"pack_codec\":\"zstd\"}}",
-            "spec.sinks.handoff.pack_codec", "one of: lz4, snappy");
+            "spec.sinks.handoff.pack_codec", "one of: auto, lz4, snappy");
     refused("{\"files\":false,\"handoff\":{\"streams\":2,\"pack_codec\":\"\"}}",
             "spec.sinks.handoff.pack_codec", NULL);
     refused("{\"files\":false,\"handoff\":{\"streams\":2,\"pack_codec\":4}}",

@@ -22,7 +22,8 @@
 #define HO_WAIT_TTL_MS 2000 /* a wait key outlives a dead waiter this long */
 #define HO_SPARE       4096 /* idle builders kept for reuse */
 #define HO_KEY_MAX     (SORT_NAME_MAX + 24)
-#define HO_MARKS       16 /* flushes whose replies are still in flight */
+#define HO_MARKS       16   /* flushes whose replies are still in flight */
+#define HO_CODEC_MS    1000 /* pack_codec auto: the write stages' LZ4 keys, looked at this often */
 
 /* A flush whose packs are sent but not all accepted yet: once the reply of
  * XADD number seq has been read, the positions upto become safe. */
@@ -47,8 +48,11 @@ struct sort_handoff {
     redisContext *c;
     char host[256];
     int port;
-    char **keys;  /* "<key>.<i>" */
-    char **wkeys; /* "<key>.<i>.wait": set while this process waits for room there */
+    char **keys;         /* "<key>.<i>" */
+    char **wkeys;        /* "<key>.<i>.wait": set while this process waits for room there */
+    char **lkeys;        /* "<key>.<i>.lz4": set while stream i's write stage reads LZ4 */
+    uint8_t *lz4;        /* per stream: its packs go in LZ4 */
+    int64_t lz4_checked; /* monotonic ms of the last look at the LZ4 keys */
     size_t nstreams;
 
     ho_slot *slots; /* open addressing, cap a power of two */
@@ -79,6 +83,7 @@ struct sort_handoff {
     int broken;           /* a pack may be lost: nothing may become safe any more */
     int stopped;          /* stopped while waiting for room: nothing may become safe */
     int wait_key_refused; /* a wait key was refused (logged once) */
+    int lz4_key_refused;  /* EXISTS on an LZ4 key was refused (logged once) */
     volatile sig_atomic_t *stop;
 };
 
@@ -241,15 +246,58 @@ static uint64_t ho_mem_of(const sort_handoff *h, size_t i, uint64_t bytes, uint6
     return bytes + bytes / 4 + n * per;
 }
 
+/* pack_codec auto: which streams' write stages read LZ4, from their LZ4
+ * keys (sort_source.h), pipelined once every XADD reply has been read, so
+ * the connection stays in step. A stream whose key is missing, or whose
+ * look was refused (an ACL: logged once), gets Snappy, which every write
+ * stage reads. */
+static orr_status ho_look_codecs(sort_handoff *h, orr_err *err)
+{
+    orr_status rc = ho_read_replies(h, err);
+    if (rc != ORR_OK)
+        return rc;
+    h->lz4_checked = orr_clock_ms(CLOCK_MONOTONIC);
+    for (size_t i = 0; i < h->nstreams; i++) {
+        const char *ex[2] = {"EXISTS", h->lkeys[i]};
+        if (redisAppendCommandArgv(h->c, 2, ex, NULL) != REDIS_OK)
+            return ho_lost(h, "EXISTS", err);
+    }
+    for (size_t i = 0; i < h->nstreams; i++) {
+        redisReply *r = NULL;
+        if (redisGetReply(h->c, (void **)&r) != REDIS_OK || !r)
+            return ho_lost(h, "EXISTS", err);
+        if (r->type == REDIS_REPLY_ERROR && !h->lz4_key_refused) {
+            h->lz4_key_refused = 1;
+            ORR_WARN("hand-off LZ4 key refused; packs go in Snappy", "stream=%s key=%s error=%s",
+                     h->spec->name, h->lkeys[i], orr_log_q(r->str));
+        }
+        uint8_t was = h->lz4[i];
+        h->lz4[i] = r->type == REDIS_REPLY_INTEGER && r->integer > 0;
+        if (h->lz4[i] != was)
+            ORR_INFO("hand-off pack codec", "stream=%s key=%s codec=%s", h->spec->name, h->keys[i],
+                     h->lz4[i] ? "lz4" : "snappy");
+        freeReplyObject(r);
+    }
+    return ORR_OK;
+}
+
 static orr_status ho_send(sort_handoff *h, ho_slot *s, orr_err *err)
 {
     orr_status rc = ho_connect(h, err);
     if (rc != ORR_OK)
         return rc;
+    size_t i = s->stream;
+    int codec = h->spec->sinks.ho_codec;
+    if (codec == SORT_CODEC_AUTO && orr_clock_ms(CLOCK_MONOTONIC) - h->lz4_checked >= HO_CODEC_MS &&
+        (rc = ho_look_codecs(h, err)) != ORR_OK)
+        return rc;
+    if (codec == SORT_CODEC_LZ4 || (codec == SORT_CODEC_AUTO && h->lz4[i]))
+        s->b->flags |= ORR_PACK_F_LZ4;
+    else
+        s->b->flags &= (uint8_t)~ORR_PACK_F_LZ4;
     orr_buf_reset(&h->enc);
     if ((rc = orr_pack_encode(s->b, &h->enc, err)) != ORR_OK)
         return rc;
-    size_t i = s->stream;
     if ((int64_t)(h->len[i] + h->added[i]) >= h->spec->sinks.ho_max_packs ||
         (int64_t)(h->mem[i] + ho_mem_of(h, i, h->added_b[i] + h->enc.len, h->added[i] + 1)) >
             h->spec->sinks.ho_max_bytes) {
@@ -302,12 +350,16 @@ orr_status sort_handoff_open(const sort_spec *spec, const char *default_addr,
     h->window = SORT_HANDOFF_WINDOW;
     h->low_bucket = INT64_MAX;
     h->wkeys = orr_xcalloc(h->nstreams, sizeof *h->wkeys);
+    h->lkeys = orr_xcalloc(h->nstreams, sizeof *h->lkeys);
+    h->lz4 = orr_xcalloc(h->nstreams, sizeof *h->lz4);
     for (size_t i = 0; i < h->nstreams; i++) {
         size_t n = strlen(spec->sinks.ho_key) + 32;
         h->keys[i] = orr_xmalloc(n);
         snprintf(h->keys[i], n, "%s.%zu", spec->sinks.ho_key, i);
         h->wkeys[i] = orr_xmalloc(n);
         snprintf(h->wkeys[i], n, "%s.%zu%s", spec->sinks.ho_key, i, SORT_HANDOFF_WAIT_SUFFIX);
+        h->lkeys[i] = orr_xmalloc(n);
+        snprintf(h->lkeys[i], n, "%s.%zu%s", spec->sinks.ho_key, i, SORT_HANDOFF_LZ4_SUFFIX);
     }
     h->dirty_since = -1;
     orr_status rc = ho_connect(h, err);
@@ -317,6 +369,8 @@ orr_status sort_handoff_open(const sort_spec *spec, const char *default_addr,
         memset(all, 1, sizeof all);
         rc = ho_measure(h, all, 0, &full, err);
     }
+    if (rc == ORR_OK && spec->sinks.ho_codec == SORT_CODEC_AUTO)
+        rc = ho_look_codecs(h, err);
     if (rc != ORR_OK) {
         sort_handoff_close(h);
         return rc;
@@ -326,7 +380,9 @@ orr_status sort_handoff_open(const sort_spec *spec, const char *default_addr,
              " pack_codec=%s",
              spec->name, h->host, h->port, spec->sinks.ho_key, h->nstreams,
              spec->sinks.ho_max_packs, spec->sinks.ho_max_bytes,
-             spec->sinks.ho_snappy ? "snappy" : "lz4");
+             spec->sinks.ho_codec == SORT_CODEC_AUTO  ? "auto"
+             : spec->sinks.ho_codec == SORT_CODEC_LZ4 ? "lz4"
+                                                      : "snappy");
     *out = h;
     return ORR_OK;
 }
@@ -381,8 +437,7 @@ static ho_slot *ho_slot_of(sort_handoff *h, uint64_t hash, const char *iface, si
     }
     /* A unit's records are sparse in the partition; each carries its data
      * time, the key its unit: the write stage routes without parsing. */
-    b->flags =
-        ORR_PACK_F_OFFSETS | ORR_PACK_F_TIMES | (h->spec->sinks.ho_snappy ? 0 : ORR_PACK_F_LZ4);
+    b->flags = ORR_PACK_F_OFFSETS | ORR_PACK_F_TIMES; /* and the codec's, at each send */
     s->hash = hash;
     s->bucket = bucket;
     s->partition = partition;
@@ -757,9 +812,13 @@ void sort_handoff_close(sort_handoff *h)
     for (size_t i = 0; i < h->nstreams && h->keys; i++) {
         free(h->keys[i]);
         free(h->wkeys[i]);
+        if (h->lkeys)
+            free(h->lkeys[i]);
     }
     free(h->keys);
     free(h->wkeys);
+    free(h->lkeys);
+    free(h->lz4);
     free(h->added);
     free(h->marked);
     free(h->mpart);

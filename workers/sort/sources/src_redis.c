@@ -84,6 +84,12 @@
  * measure here instead, from the packs' bytes, missed Redis's cost per
  * pending entry: small packs stalled until roll_age_ms.)
  *
+ * Codecs. A packs source reads LZ4 and Snappy packs, and says so: it keeps
+ * the key "<key>.lz4" set (SORT_HANDOFF_LZ4_TTL_MS, renewed every
+ * SORT_HANDOFF_LZ4_RENEW_MS after its reads, rd_say_lz4), from which a
+ * parse stage with "pack_codec": "auto" sends this stream LZ4 packs. A
+ * write stage older than LZ4 packs sets no such key and gets Snappy.
+ *
  * Replies. The reader builds reply objects in an arena of this source
  * (rd_reply_fns) instead of one malloc per entry, id and field: a read of
  * 5,000 one-record entries made about 25,000 allocations and as many frees.
@@ -180,6 +186,8 @@ typedef struct src_redis {
     int room;             /* the producer waits for room (its wait key is set) */
     int64_t room_checked; /* monotonic ms of the last look at the wait key */
     int wait_key_refused; /* EXISTS on it was refused (logged once) */
+    int64_t lz4_said;     /* monotonic ms the LZ4 key was last set (0: never) */
+    int lz4_key_refused;  /* SET of it was refused (logged once) */
     sort_off pcommitted[SORT_MAX_PARTITIONS];
     const char **ack_argv;
     size_t *ack_lens;
@@ -333,6 +341,8 @@ static orr_status rd_dial(const src_redis *r, long read_timeout_s, redisContext 
     return ORR_OK;
 }
 
+static void rd_say_lz4(src_redis *r);
+
 static orr_status rd_connect(src_redis *r, orr_err *err)
 {
     orr_status dc = rd_dial(r, (long)(r->spec->source.block_ms / 1000) + 10, &r->c, err);
@@ -449,6 +459,8 @@ static orr_status src_redis_open(const sort_spec *spec, const sort_source_env *e
         return rc;
     }
     r->pending_phase = !spec->source.commit_position;
+    if (spec->source.packs)
+        rd_say_lz4(r); /* before the first read: parse stages may send LZ4 from now */
     *out = &r->base;
     return ORR_OK;
 }
@@ -856,6 +868,32 @@ static void rd_look_for_wait(src_redis *r)
         freeReplyObject(rep);
 }
 
+/* Packs: set, or renew, the key saying this stage reads LZ4 packs (the
+ * codecs above), on the commit connection, at most every
+ * SORT_HANDOFF_LZ4_RENEW_MS. A refusal (an ACL) is logged once: the parse
+ * stages then send Snappy, which is read as well. */
+static void rd_say_lz4(src_redis *r)
+{
+    int64_t now = orr_clock_ms(CLOCK_MONOTONIC);
+    if (r->lz4_said && now - r->lz4_said < SORT_HANDOFF_LZ4_RENEW_MS)
+        return;
+    r->lz4_said = now;
+    char key[600], ttl[16];
+    snprintf(key, sizeof key, "%s%s", r->spec->source.key, SORT_HANDOFF_LZ4_SUFFIX);
+    snprintf(ttl, sizeof ttl, "%d", SORT_HANDOFF_LZ4_TTL_MS);
+    const char *argv[5] = {"SET", key, "1", "PX", ttl};
+    orr_err e;
+    orr_err_clear(&e);
+    redisReply *rep = rd_commit_cmd(r, 5, argv, NULL, &e);
+    if (rep && rep->type == REDIS_REPLY_ERROR && !r->lz4_key_refused) {
+        r->lz4_key_refused = 1;
+        ORR_WARN("hand-off LZ4 key refused; parse stages send Snappy", "stream=%s key=%s error=%s",
+                 r->spec->name, key, orr_log_q(rep->str));
+    }
+    if (rep)
+        freeReplyObject(rep);
+}
+
 /* Send XREADGROUP: from the pending list at r->pending_id, or (pending
  * NULL) new entries with BLOCK. The command is queued in the context's
  * output buffer; send_now: also written to the socket (a read in flight). */
@@ -1045,8 +1083,10 @@ static orr_status src_redis_next(sort_source *s, sort_batch *b, int wait_ms, orr
         r->pending_phase = 0;
         ORR_INFO("pending list replayed; reading new entries", "stream=%s", r->spec->name);
     }
-    if (r->spec->source.packs)
+    if (r->spec->source.packs) {
         rd_look_for_wait(r);
+        rd_say_lz4(r);
+    }
 done:
     rd_release(r);
     return rc;
