@@ -5,8 +5,9 @@
  * is read only after the remaining length was checked, the checksum is
  * verified before a codec sees the body, a Snappy stream's own length must
  * equal the header's raw length before the scratch buffer grows, an LZ4
- * block must decode to exactly the header's raw length within a buffer of
- * that size (LZ4_decompress_safe never writes past it), and the record
+ * block must be able to hold the header's raw length (at most about 255
+ * times its size) before the buffer grows and decode to exactly that length
+ * within a buffer of that size (LZ4_decompress_safe never writes past it), and the record
  * framing (count and varint lengths) must cover the raw body exactly.
  *
  * CRC-32C uses the CPU's crc32 instruction where there is one (x86-64 with
@@ -394,10 +395,15 @@ orr_status orr_pack_decode(const void *data, size_t len, orr_buf *scratch, orr_p
     const char *body = (const char *)p + hl;
     if (flags & ORR_PACK_F_LZ4) {
         /* An LZ4 block does not announce its length: the header's raw length
-         * (checked above) bounds the output, and the block must fill it. */
-        orr_buf_reserve(scratch, raw);
+         * (checked above) bounds the output, and the block must fill it. A
+         * block grows at most about 255-fold, so a few bytes claiming
+         * megabytes are refused before the scratch buffer grows. */
         if (clen > (uint32_t)LZ4_compressBound((int)raw) ||
-            LZ4_decompress_safe(body, scratch->data, (int)clen, (int)raw) != (int)raw)
+            (uint64_t)raw > (uint64_t)clen * 255 + 16)
+            return orr_err_set(err, ORR_EINVAL, "body",
+                               "LZ4 body of %u bytes cannot hold %u raw bytes", clen, raw);
+        orr_buf_reserve(scratch, raw);
+        if (LZ4_decompress_safe(body, scratch->data, (int)clen, (int)raw) != (int)raw)
             return orr_err_set(err, ORR_EINVAL, "body", "LZ4 body does not decode to %u raw bytes",
                                raw);
     } else {

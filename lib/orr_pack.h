@@ -44,7 +44,7 @@
  *
  * Body codec: with ORR_PACK_F_LZ4 the body is one LZ4 block (liblz4's
  * block format, no frame), else a Snappy stream as before the flag. On
- * the sort engine's records LZ4 compresses about 1.5x and decodes about 3x
+ * the sort engine's records LZ4 compresses about 1.3x and decodes about 3x
  * as fast as Snappy, to the same size (docs/benchmarks.md, "Packs in LZ4").
  * The sender chooses by setting the flag; every reader decodes both. A
  * reader older than the flag refuses an LZ4 pack naming "flags", so a

@@ -6,8 +6,9 @@
 # SORT_HANDOFF_STREAMS (default 1) Redis streams, and landed by as many
 # write stages (sortd --handoff-stream I) as lzop files (fsync on).
 #
-# The raw stream is filled first (pipelined XADD, not timed); the clock runs
-# from the stages' start until every raw entry is acknowledged, every hand-
+# The raw stream is filled first (pipelined XADD, not timed), the write
+# stages are started (untimed: they wait for packs); the clock runs from
+# the parse stage's start until every raw entry is acknowledged, every hand-
 # off stream is empty (each pack landed and deleted) and every record has
 # landed: records/s end to end across both stages. The same records are
 # then run through a single sortd (raw source -> files, the one-process

@@ -57,7 +57,7 @@ static int one_round(const char *in, size_t n, size_t pack_bytes, uint8_t codec,
     size_t *ends = NULL, npacks = 0, cap = 0;
     int rc = -1;
     if (orr_pack_builder_init(&b, "if_click@1764633600", 19, 0, &err) != ORR_OK)
-        goto out;
+        goto fail;
     b.flags = ORR_PACK_F_OFFSETS | ORR_PACK_F_TIMES | codec;
     double t0 = now_s();
     uint64_t off = 0;

@@ -15,6 +15,8 @@
 
 #include <cmocka.h>
 
+#include <lz4.h>
+
 #include "orr_buf.h"
 #include "orr_pack.h"
 
@@ -550,6 +552,28 @@ static void test_lz4_against_snappy(void **state)
     reseal(g, lz.len + 5);
     assert_int_equal(orr_pack_decode(g, lz.len + 5, &s2, &c, &err), ORR_EINVAL);
     assert_string_equal(err.field, "body");
+    /* a body longer than any LZ4 block of that raw length, and a tiny body
+     * claiming far more raw bytes than it can hold */
+    {
+        size_t bound = (size_t)LZ4_compressBound((int)raw) + 1;
+        uint8_t *pad = calloc(1, hl + bound);
+        memcpy(pad, lz.data, lz.len);
+        put_be32(pad + 36 + k, (uint32_t)bound);
+        reseal(pad, hl + bound);
+        assert_int_equal(orr_pack_decode(pad, hl + bound, &s2, &c, &err), ORR_EINVAL);
+        assert_string_equal(err.field, "body");
+        memcpy(pad, lz.data, hl);
+        memset(pad + hl, 0, 8);
+        put_be32(pad + 32 + k, 10000000);
+        put_be32(pad + 36 + k, 8);
+        reseal(pad, hl + 8);
+        orr_buf s3 = ORR_BUF_INIT;
+        assert_int_equal(orr_pack_decode(pad, hl + 8, &s3, &c, &err), ORR_EINVAL);
+        assert_string_equal(err.field, "body");
+        assert_true(s3.cap < 10000000); /* refused before the buffer grew */
+        orr_buf_free(&s3);
+        free(pad);
+    }
     /* a Snappy body under the LZ4 flag */
     orr_buf t = ORR_BUF_INIT;
     orr_buf_append(&t, sn.data, sn.len);

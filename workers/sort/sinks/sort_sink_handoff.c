@@ -46,6 +46,7 @@ struct sort_handoff {
     const sort_spec *spec;
     const sort_source *src;
     redisContext *c;
+    redisContext *look; /* pack_codec auto: the LZ4 keys are read here, not on c */
     char host[256];
     int port;
     char **keys;         /* "<key>.<i>" */
@@ -247,38 +248,47 @@ static uint64_t ho_mem_of(const sort_handoff *h, size_t i, uint64_t bytes, uint6
 }
 
 /* pack_codec auto: which streams' write stages read LZ4, from their LZ4
- * keys (sort_source.h), pipelined once every XADD reply has been read, so
- * the connection stays in step. A stream whose key is missing, or whose
- * look was refused (an ACL: logged once), gets Snappy, which every write
- * stage reads. */
-static orr_status ho_look_codecs(sort_handoff *h, orr_err *err)
+ * keys (sort_source.h), pipelined on a connection of their own (h->look),
+ * so the XADDs in flight on h->c are neither waited for nor out of step,
+ * and a Redis that holds back writes still answers. A stream whose key is
+ * missing, or whose look failed (refused: logged once; no connection: the
+ * look is dropped and made again next time), gets Snappy, which every
+ * write stage reads. Never an error of the stream. */
+static void ho_look_codecs(sort_handoff *h)
 {
-    orr_status rc = ho_read_replies(h, err);
-    if (rc != ORR_OK)
-        return rc;
     h->lz4_checked = orr_clock_ms(CLOCK_MONOTONIC);
-    for (size_t i = 0; i < h->nstreams; i++) {
+    if (!h->look) {
+        struct timeval tv = {2, 0};
+        h->look = redisConnectWithTimeout(h->host, h->port, tv);
+        if (h->look && !h->look->err)
+            redisSetTimeout(h->look, tv);
+    }
+    int ok = h->look && !h->look->err;
+    for (size_t i = 0; ok && i < h->nstreams; i++) {
         const char *ex[2] = {"EXISTS", h->lkeys[i]};
-        if (redisAppendCommandArgv(h->c, 2, ex, NULL) != REDIS_OK)
-            return ho_lost(h, "EXISTS", err);
+        ok = redisAppendCommandArgv(h->look, 2, ex, NULL) == REDIS_OK;
     }
     for (size_t i = 0; i < h->nstreams; i++) {
         redisReply *r = NULL;
-        if (redisGetReply(h->c, (void **)&r) != REDIS_OK || !r)
-            return ho_lost(h, "EXISTS", err);
-        if (r->type == REDIS_REPLY_ERROR && !h->lz4_key_refused) {
+        if (ok && (redisGetReply(h->look, (void **)&r) != REDIS_OK || !r))
+            ok = 0;
+        if (r && r->type == REDIS_REPLY_ERROR && !h->lz4_key_refused) {
             h->lz4_key_refused = 1;
             ORR_WARN("hand-off LZ4 key refused; packs go in Snappy", "stream=%s key=%s error=%s",
                      h->spec->name, h->lkeys[i], orr_log_q(r->str));
         }
         uint8_t was = h->lz4[i];
-        h->lz4[i] = r->type == REDIS_REPLY_INTEGER && r->integer > 0;
+        h->lz4[i] = ok && r->type == REDIS_REPLY_INTEGER && r->integer > 0;
         if (h->lz4[i] != was)
             ORR_INFO("hand-off pack codec", "stream=%s key=%s codec=%s", h->spec->name, h->keys[i],
                      h->lz4[i] ? "lz4" : "snappy");
-        freeReplyObject(r);
+        if (r)
+            freeReplyObject(r);
     }
-    return ORR_OK;
+    if (!ok && h->look) { /* dialled again at the next look */
+        redisFree(h->look);
+        h->look = NULL;
+    }
 }
 
 static orr_status ho_send(sort_handoff *h, ho_slot *s, orr_err *err)
@@ -288,9 +298,8 @@ static orr_status ho_send(sort_handoff *h, ho_slot *s, orr_err *err)
         return rc;
     size_t i = s->stream;
     int codec = h->spec->sinks.ho_codec;
-    if (codec == SORT_CODEC_AUTO && orr_clock_ms(CLOCK_MONOTONIC) - h->lz4_checked >= HO_CODEC_MS &&
-        (rc = ho_look_codecs(h, err)) != ORR_OK)
-        return rc;
+    if (codec == SORT_CODEC_AUTO && orr_clock_ms(CLOCK_MONOTONIC) - h->lz4_checked >= HO_CODEC_MS)
+        ho_look_codecs(h);
     if (codec == SORT_CODEC_LZ4 || (codec == SORT_CODEC_AUTO && h->lz4[i]))
         s->b->flags |= ORR_PACK_F_LZ4;
     else
@@ -370,7 +379,7 @@ orr_status sort_handoff_open(const sort_spec *spec, const char *default_addr,
         rc = ho_measure(h, all, 0, &full, err);
     }
     if (rc == ORR_OK && spec->sinks.ho_codec == SORT_CODEC_AUTO)
-        rc = ho_look_codecs(h, err);
+        ho_look_codecs(h);
     if (rc != ORR_OK) {
         sort_handoff_close(h);
         return rc;
@@ -800,6 +809,8 @@ void sort_handoff_close(sort_handoff *h)
         return;
     if (h->c)
         redisFree(h->c);
+    if (h->look)
+        redisFree(h->look);
     for (size_t i = 0; i < h->cap; i++)
         if (h->slots[i].b) {
             orr_pack_builder_free(h->slots[i].b);

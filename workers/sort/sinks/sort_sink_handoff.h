@@ -1,10 +1,10 @@
 /*
  * sort_sink_handoff.h - the parse stage's hand-off: parsed and routed
- * records leave this process as packs (lib/orr_pack.h: records of one unit,
- * LZ4-compressed where the stream's write stage reads LZ4, else Snappy:
- * "pack_codec", sort_source.h; with their source offsets and data times)
- * on Redis streams, one per
- * write stage, for `sortd run --handoff-stream I` to land.
+ * records leave this process as packs (lib/orr_pack.h: records of one unit
+ * with their source offsets and data times, in LZ4 where the stream's
+ * write stage reads LZ4, else Snappy: "pack_codec", sort_source.h) on
+ * Redis streams, one per write stage, for `sortd run --handoff-stream I`
+ * to land.
  *
  *   source -> parse + route -> [hand-off sink] --XADD--> "<key>.<i>"
  *                                      i = unit hash mod streams

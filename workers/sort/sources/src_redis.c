@@ -34,7 +34,7 @@
  * of its 2.5 CPU seconds per million one-record entries).
  *
  * Packs (spec.source.packs): each entry's field holds an orr_pack (many
- * records, Snappy-compressed, lib/orr_pack.h) written by a producer that
+ * records, LZ4- or Snappy-compressed, lib/orr_pack.h) written by a producer that
  * batches. A record's partition and offset are the pack's source partition
  * and the record's own source offset (hi = 0, lo = offset), not the entry
  * id, so a pack the producer sends again after a crash (a new entry with
@@ -87,8 +87,10 @@
  * Codecs. A packs source reads LZ4 and Snappy packs, and says so: it keeps
  * the key "<key>.lz4" set (SORT_HANDOFF_LZ4_TTL_MS, renewed every
  * SORT_HANDOFF_LZ4_RENEW_MS after its reads, rd_say_lz4), from which a
- * parse stage with "pack_codec": "auto" sends this stream LZ4 packs. A
- * write stage older than LZ4 packs sets no such key and gets Snappy.
+ * parse stage with "pack_codec": "auto" sends this stream LZ4 packs, and
+ * deletes it when it closes. A write stage older than LZ4 packs sets no
+ * such key and gets Snappy. (Any packs source sets it, a user's too: a
+ * key beside its stream that nothing else reads.)
  *
  * Replies. The reader builds reply objects in an arena of this source
  * (rd_reply_fns) instead of one malloc per entry, id and field: a read of
@@ -371,6 +373,13 @@ static void src_redis_close(sort_source *s)
     src_redis *r = (src_redis *)s;
     if (!r)
         return;
+    if (r->lz4_said && r->cc) { /* no longer reading: parse stages go back to Snappy */
+        char key[600];
+        snprintf(key, sizeof key, "%s%s", r->spec->source.key, SORT_HANDOFF_LZ4_SUFFIX);
+        redisReply *rep = redisCommand(r->cc, "DEL %s", key);
+        if (rep)
+            freeReplyObject(rep);
+    }
     if (r->c)
         redisFree(r->c);
     if (r->cc)
