@@ -6,9 +6,10 @@
  * verified before a codec sees the body, a Snappy stream's own length must
  * equal the header's raw length before the scratch buffer grows, an LZ4
  * block must be able to hold the header's raw length (at most about 255
- * times its size) before the buffer grows and decode to exactly that length
- * within a buffer of that size (LZ4_decompress_safe never writes past it), and the record
- * framing (count and varint lengths) must cover the raw body exactly.
+ * times its size) before the buffer grows and decode to exactly that
+ * length within a buffer of that size (LZ4_decompress_safe never writes
+ * past it), and the record framing (count and varint lengths) must cover
+ * the raw body exactly.
  *
  * CRC-32C uses the CPU's crc32 instruction where there is one (x86-64 with
  * SSE4.2, checked once at run time; 9.5 GB/s against the tables' 2.6 GB/s

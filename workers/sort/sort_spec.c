@@ -554,6 +554,8 @@ static orr_status spec__pg(sort_spec *s, const json_t *o, const char *path, orr_
     return ORR_OK;
 }
 
+const char *const sort_codec_names[3] = {"auto", "lz4", "snappy"};
+
 static orr_status spec__handoff(sort_spec *s, const json_t *o, const char *path, orr_err *err)
 {
     static const char *const keys[] = {"key",        "address",  "streams",   "max_packs",
@@ -588,15 +590,13 @@ static orr_status spec__handoff(sort_spec *s, const json_t *o, const char *path,
     if (s->sinks.ho_partition >= 0 && strcmp(s->source.type, "kafka") == 0)
         return orr_err_set(err, ORR_EINVAL, orr_json_path(p, sizeof p, path, "partition"),
                            "not with a kafka source: packs carry the topic's partitions");
-    const char *codec = "auto";
+    const char *codec = sort_codec_names[SORT_CODEC_AUTO];
     SPEC_TRY(spec__str(o, path, "pack_codec", 0, s->arena, &codec, err));
-    if (strcmp(codec, "auto") == 0)
-        s->sinks.ho_codec = SORT_CODEC_AUTO;
-    else if (strcmp(codec, "lz4") == 0)
-        s->sinks.ho_codec = SORT_CODEC_LZ4;
-    else if (strcmp(codec, "snappy") == 0)
-        s->sinks.ho_codec = SORT_CODEC_SNAPPY;
-    else
+    s->sinks.ho_codec = -1;
+    for (int c = SORT_CODEC_AUTO; c <= SORT_CODEC_SNAPPY; c++)
+        if (strcmp(codec, sort_codec_names[c]) == 0)
+            s->sinks.ho_codec = c;
+    if (s->sinks.ho_codec < 0)
         return orr_err_set(err, ORR_EINVAL, orr_json_path(p, sizeof p, path, "pack_codec"),
                            "must be \"auto\", \"lz4\" or \"snappy\", not \"%.40s\"", codec);
     s->sinks.handoff = 1;

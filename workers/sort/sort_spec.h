@@ -54,6 +54,7 @@ typedef struct sort_split_spec {
 /* sinks.handoff.pack_codec: LZ4 to each stream whose write stage announces
  * it reads LZ4 (sort_source.h), else Snappy; or one of them always. */
 enum { SORT_CODEC_AUTO, SORT_CODEC_LZ4, SORT_CODEC_SNAPPY };
+extern const char *const sort_codec_names[3]; /* "auto", "lz4", "snappy" */
 
 typedef struct sort_spec {
     orr_arena *arena;

@@ -389,9 +389,7 @@ orr_status sort_handoff_open(const sort_spec *spec, const char *default_addr,
              " pack_codec=%s",
              spec->name, h->host, h->port, spec->sinks.ho_key, h->nstreams,
              spec->sinks.ho_max_packs, spec->sinks.ho_max_bytes,
-             spec->sinks.ho_codec == SORT_CODEC_AUTO  ? "auto"
-             : spec->sinks.ho_codec == SORT_CODEC_LZ4 ? "lz4"
-                                                      : "snappy");
+             sort_codec_names[spec->sinks.ho_codec]);
     *out = h;
     return ORR_OK;
 }

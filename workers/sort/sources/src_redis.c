@@ -34,18 +34,18 @@
  * of its 2.5 CPU seconds per million one-record entries).
  *
  * Packs (spec.source.packs): each entry's field holds an orr_pack (many
- * records, LZ4- or Snappy-compressed, lib/orr_pack.h) written by a producer that
- * batches. A record's partition and offset are the pack's source partition
- * and the record's own source offset (hi = 0, lo = offset), not the entry
- * id, so a pack the producer sends again after a crash (a new entry with
- * the same records) is dropped by the write stage like any replay. Every
- * delivered entry is remembered (id, partition, last record offset) until
- * commit(partition, next) finds last < next: then it is acknowledged and
- * deleted (XACK and XDEL in one script, many ids per call), so the
- * stream's length is the number of packs not yet landed, which a hand-off
- * producer bounds. A pack that does not decode is one
- * `frame` reject (partition 0, offset 0), acknowledged with partition 0's
- * next commit, as is an empty pack with its partition's.
+ * records, LZ4- or Snappy-compressed, lib/orr_pack.h) written by a producer
+ * that batches. A record's partition and offset are the pack's source
+ * partition and the record's own source offset (hi = 0, lo = offset), not
+ * the entry id, so a pack the producer sends again after a crash (a new
+ * entry with the same records) is dropped by the write stage like any
+ * replay. Every delivered entry is remembered (id, partition, last record
+ * offset) until commit(partition, next) finds last < next: then it is
+ * acknowledged and deleted (XACK and XDEL in one script, many ids per call),
+ * so the stream's length is the number of packs not yet landed, which a
+ * hand-off producer bounds. A pack that does not decode is one `frame`
+ * reject (partition 0, offset 0), acknowledged with partition 0's next
+ * commit, as is an empty pack with its partition's.
  *
  * The producer must keep the records of one unit in offset order within a
  * partition (packs per unit, sent in order, do); packs of different units
@@ -188,6 +188,7 @@ typedef struct src_redis {
     int room;             /* the producer waits for room (its wait key is set) */
     int64_t room_checked; /* monotonic ms of the last look at the wait key */
     int wait_key_refused; /* EXISTS on it was refused (logged once) */
+    char lz4_key[600];    /* "<key>.lz4" (the codecs above) */
     int64_t lz4_said;     /* monotonic ms the LZ4 key was last set (0: never) */
     int lz4_key_refused;  /* SET of it was refused (logged once) */
     sort_off pcommitted[SORT_MAX_PARTITIONS];
@@ -374,9 +375,7 @@ static void src_redis_close(sort_source *s)
     if (!r)
         return;
     if (r->lz4_said && r->cc) { /* no longer reading: parse stages go back to Snappy */
-        char key[600];
-        snprintf(key, sizeof key, "%s%s", r->spec->source.key, SORT_HANDOFF_LZ4_SUFFIX);
-        redisReply *rep = redisCommand(r->cc, "DEL %s", key);
+        redisReply *rep = redisCommand(r->cc, "DEL %s", r->lz4_key);
         if (rep)
             freeReplyObject(rep);
     }
@@ -468,8 +467,10 @@ static orr_status src_redis_open(const sort_spec *spec, const sort_source_env *e
         return rc;
     }
     r->pending_phase = !spec->source.commit_position;
-    if (spec->source.packs)
-        rd_say_lz4(r); /* before the first read: parse stages may send LZ4 from now */
+    if (spec->source.packs) { /* before the first read: parse stages may send LZ4 from now */
+        snprintf(r->lz4_key, sizeof r->lz4_key, "%s%s", spec->source.key, SORT_HANDOFF_LZ4_SUFFIX);
+        rd_say_lz4(r);
+    }
     *out = &r->base;
     return ORR_OK;
 }
@@ -887,17 +888,16 @@ static void rd_say_lz4(src_redis *r)
     if (r->lz4_said && now - r->lz4_said < SORT_HANDOFF_LZ4_RENEW_MS)
         return;
     r->lz4_said = now;
-    char key[600], ttl[16];
-    snprintf(key, sizeof key, "%s%s", r->spec->source.key, SORT_HANDOFF_LZ4_SUFFIX);
+    char ttl[16];
     snprintf(ttl, sizeof ttl, "%d", SORT_HANDOFF_LZ4_TTL_MS);
-    const char *argv[5] = {"SET", key, "1", "PX", ttl};
+    const char *argv[5] = {"SET", r->lz4_key, "1", "PX", ttl};
     orr_err e;
     orr_err_clear(&e);
     redisReply *rep = rd_commit_cmd(r, 5, argv, NULL, &e);
     if (rep && rep->type == REDIS_REPLY_ERROR && !r->lz4_key_refused) {
         r->lz4_key_refused = 1;
         ORR_WARN("hand-off LZ4 key refused; parse stages send Snappy", "stream=%s key=%s error=%s",
-                 r->spec->name, key, orr_log_q(rep->str));
+                 r->spec->name, r->lz4_key, orr_log_q(rep->str));
     }
     if (rep)
         freeReplyObject(rep);
