@@ -18,12 +18,19 @@
  *      the stream's LZ4 key is set, as a write stage sets it; "snappy" and
  *      "lz4" send their codec whatever the key says. The records are the
  *      same in either.
+ *   5. while a sink runs with "auto": its stream's LZ4 key appears (a write
+ *      stage starts reading LZ4) and the sink's packs turn LZ4; the key
+ *      expires (a write stage stopped without a word) and they turn Snappy
+ *      again. Each turn is waited for pack by pack, up to a bound far above
+ *      the sink's once-a-second look; every record lands once, and the
+ *      stream holds Snappy, then LZ4, then Snappy, never mixed back.
  */
 #include <hiredis/hiredis.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "orr_pack.h"
 #include "sort_sink_handoff.h"
@@ -36,6 +43,52 @@
 #define HOUR_S 1764633600LL
 
 #define cmd sort_ho_it_cmd
+
+#define TURN_MS 30000 /* part 5: the longest wait for a codec to turn */
+
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Part 5: one record into hs and a flush, until the stream's newest pack is
+ * in LZ4 (want_lz4) or not, at most TURN_MS; *off counts the records sent.
+ * Returns whether the codec turned. */
+static int send_until_codec(sort_handoff *hs, redisContext *ctl, const char *stream,
+                            int want_lz4, uint64_t *off, orr_buf *scratch)
+{
+    int64_t end = mono_ms() + TURN_MS;
+    while (mono_ms() < end) {
+        orr_err err;
+        orr_err_clear(&err);
+        uint64_t o = (*off)++;
+        CHECK(sort_handoff_add(hs, "if2", 3, HOUR_S, HOUR_S * 1000, 0, (sort_off){0, o}, "turn",
+                               4, &err) == ORR_OK,
+              "add: %s", err.msg);
+        sort_handoff_advance(hs, 0, (sort_off){0, o + 1});
+        if (sort_handoff_flush(hs, &err) != ORR_OK) {
+            CHECK(0, "flush: %s", err.msg);
+            return 0;
+        }
+        redisReply *last = cmd(ctl, "XREVRANGE %s + - COUNT 1", stream);
+        int lz4 = -1;
+        if (last->type == REDIS_REPLY_ARRAY && last->elements == 1) {
+            redisReply *fv = last->element[0]->element[1];
+            orr_pack_view v;
+            if (orr_pack_decode(fv->element[1]->str, fv->element[1]->len, scratch, &v, &err) ==
+                ORR_OK)
+                lz4 = (v.flags & ORR_PACK_F_LZ4) != 0;
+        }
+        freeReplyObject(last);
+        CHECK(lz4 >= 0, "the newest pack of %s cannot be read", stream);
+        if (lz4 == want_lz4)
+            return 1;
+        nanosleep(&(struct timespec){0, 20 * 1000 * 1000}, NULL);
+    }
+    return 0;
+}
 
 /* The record of unit u, round r, number i: "id|ts|iface"; its offset. */
 static uint64_t rec_off(int r, int i, int u)
@@ -229,6 +282,58 @@ int main(void)
         }
         CHECK(packs > 0 && got == PER, "case %zu: %zu records in %zu packs, want %d", k, got, packs,
               PER);
+        freeReplyObject(cmd(ctl, "DEL %s", stream));
+    }
+
+    /* 5. the key appears and expires while the sink runs */
+    freeReplyObject(cmd(ctl, "DEL %s", lzkey));
+    spec->sinks.ho_codec = SORT_CODEC_AUTO;
+    sort_handoff *ht = NULL;
+    orr_err_clear(&err);
+    CHECK(sort_handoff_open(spec, NULL, &src, NULL, &ht, &err) == ORR_OK, "open: %s", err.msg);
+    if (ht) {
+        uint64_t off = 1000;
+        CHECK(send_until_codec(ht, ctl, stream, 0, &off, &scratch) && off == 1001,
+              "auto without a key: the first pack is not Snappy");
+        freeReplyObject(cmd(ctl, "SET %s 1", lzkey));
+        CHECK(send_until_codec(ht, ctl, stream, 1, &off, &scratch),
+              "the LZ4 key appeared and the packs stayed Snappy for %d ms", TURN_MS);
+        freeReplyObject(cmd(ctl, "PEXPIRE %s 1", lzkey));
+        CHECK(send_until_codec(ht, ctl, stream, 0, &off, &scratch),
+              "the LZ4 key expired and the packs stayed LZ4 for %d ms", TURN_MS);
+        sort_handoff_close(ht);
+        /* Snappy, then LZ4, then Snappy: three runs of one codec each */
+        redisReply *sp = cmd(ctl, "XRANGE %s - +", stream);
+        int runs = 0, prev = -1;
+        uint64_t next = 1000;
+        for (size_t e = 0; sp->type == REDIS_REPLY_ARRAY && e < sp->elements; e++) {
+            redisReply *fv = sp->element[e]->element[1];
+            orr_pack_view v;
+            if (orr_pack_decode(fv->element[1]->str, fv->element[1]->len, &scratch, &v, &err) !=
+                ORR_OK) {
+                CHECK(0, "part 5, entry %zu: %s", e, err.msg);
+                continue;
+            }
+            int lz4 = (v.flags & ORR_PACK_F_LZ4) != 0;
+            runs += lz4 != prev;
+            prev = lz4;
+            orr_pack_iter it;
+            orr_pack_iter_init(&it, &v);
+            uint64_t o;
+            int64_t t;
+            const void *rec;
+            size_t rl;
+            while (orr_pack_next_timed(&it, &o, &t, &rec, &rl)) {
+                CHECK(o == next && rl == 4 && memcmp(rec, "turn", 4) == 0,
+                      "part 5: record %" PRIu64 " where %" PRIu64 " was due", o, next);
+                next = o + 1;
+            }
+        }
+        freeReplyObject(sp);
+        CHECK(runs == 3 && prev == 0, "part 5: %d runs of one codec, want Snappy, LZ4, Snappy",
+              runs);
+        CHECK(next == off, "part 5: %" PRIu64 " records landed, %" PRIu64 " sent", next - 1000,
+              off - 1000);
         freeReplyObject(cmd(ctl, "DEL %s", stream));
     }
     freeReplyObject(cmd(ctl, "DEL %s", lzkey));
