@@ -122,6 +122,7 @@ typedef struct ex_daemon {
     pthread_cond_t read_cv;
     struct ex_read_item *read_queue;    /* oldest first */
     int read_busy;                      /* a read is in flight */
+    int read_queued;                    /* items in read_queue */
     atomic_llong read_alone_until;      /* ex_now_ms: halleyd had no GetInstances */
     atomic_ullong read_ids, read_calls; /* instances read, calls made (metrics) */
     /* spare outbox files (open, empty, in spare_dir), under rep_mu */

@@ -148,6 +148,7 @@ orr_status ex_read_instance(ex_daemon *d, int64_t id, HL(Instance) * *in, ex_rea
     while (*tail)
         tail = &(*tail)->next;
     *tail = &me;
+    d->read_queued++;
     while (!me.done && (me.taken || d->read_busy))
         pthread_cond_wait(&d->read_cv, &d->read_mu);
     if (me.done) {
@@ -169,6 +170,7 @@ orr_status ex_read_instance(ex_daemon *d, int64_t id, HL(Instance) * *in, ex_rea
             *pp = it->next;
             it->next = NULL;
             it->taken = 1;
+            d->read_queued--;
             batch[n++] = it;
         }
     d->read_busy = 1;

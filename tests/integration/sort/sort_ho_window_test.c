@@ -56,16 +56,16 @@ static int64_t mono_ms(void)
 /* Part 5: one record into hs and a flush, until the stream's newest pack is
  * in LZ4 (want_lz4) or not, at most TURN_MS; *off counts the records sent.
  * Returns whether the codec turned. */
-static int send_until_codec(sort_handoff *hs, redisContext *ctl, const char *stream,
-                            int want_lz4, uint64_t *off, orr_buf *scratch)
+static int send_until_codec(sort_handoff *hs, redisContext *ctl, const char *stream, int want_lz4,
+                            uint64_t *off, orr_buf *scratch)
 {
     int64_t end = mono_ms() + TURN_MS;
     while (mono_ms() < end) {
         orr_err err;
         orr_err_clear(&err);
         uint64_t o = (*off)++;
-        CHECK(sort_handoff_add(hs, "if2", 3, HOUR_S, HOUR_S * 1000, 0, (sort_off){0, o}, "turn",
-                               4, &err) == ORR_OK,
+        CHECK(sort_handoff_add(hs, "if2", 3, HOUR_S, HOUR_S * 1000, 0, (sort_off){0, o}, "turn", 4,
+                               &err) == ORR_OK,
               "add: %s", err.msg);
         sort_handoff_advance(hs, 0, (sort_off){0, o + 1});
         if (sort_handoff_flush(hs, &err) != ORR_OK) {
