@@ -644,6 +644,7 @@ static void test_list_times(hlt_db *db)
  * the SET made inside it. */
 static hl_stmt q_mode_list = HL_STMT_LIST("SELECT current_setting('plan_cache_mode'), $1::int8");
 static hl_stmt q_mode_plain = HL_STMT("SELECT current_setting('plan_cache_mode'), $1::int8");
+static hl_stmt q_jit = HL_STMT("SELECT current_setting('jit')");
 
 static void mode_is(hl_conn *c, orr_arena *a, hl_stmt *st, int custom, const char *want,
                     const char *step)
@@ -665,6 +666,13 @@ static void mode_is(hl_conn *c, orr_arena *a, hl_stmt *st, int custom, const cha
 
 static void test_plan_mode(const hlt_db *db)
 {
+    char set_jit[128];
+    snprintf(set_jit, sizeof set_jit, "ALTER DATABASE \"%s\" SET jit = on", db->name);
+    PGconn *pg = PQconnectdb(db->dsn);
+    PGresult *sr = PQexec(pg, set_jit);
+    HLT_CHECK(PQresultStatus(sr) == PGRES_COMMAND_OK, "%s: %s", set_jit, PQerrorMessage(pg));
+    PQclear(sr);
+    PQfinish(pg);
     hl_db_opts o = {.dsn = db->dsn, .size = 1};
     hl_db *pool = NULL;
     orr_err e;
@@ -698,6 +706,13 @@ static void test_plan_mode(const hlt_db *db)
     HLT_CHECK(hl_db_cmd(c, "SELECT 1 / 0", &e) != ORR_OK, "the failing statement fails");
     (void)hl_db_commit(c, &e);
     mode_is(c, a, &q_mode_list, 0, "force_generic_plan", "list after the failed commit");
+    /* No JIT in halleyd's sessions, though the database asks for it. */
+    PGresult *r = NULL;
+    orr_err_clear(&e);
+    HLT_CHECK(hl_db_query(c, a, &q_jit, 0, NULL, &r, &e) == ORR_OK && PQntuples(r) == 1 &&
+                  strcmp(hl_val(r, 0, 0), "off") == 0,
+              "jit in halleyd's session: %s %s", r && PQntuples(r) == 1 ? hl_val(r, 0, 0) : "-",
+              e.msg);
     orr_arena_destroy(a);
     hl_db_put(pool, c);
     hl_db_destroy(pool);
