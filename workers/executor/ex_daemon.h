@@ -7,8 +7,10 @@
  * finished jobs), the event thread (WatchEvents), the job threads (one per
  * running job; an idle one waits for the next job instead of ending), and
  * the log server's connection threads. d->mu guards the job list, the job
- * queue and threads, and used_slots; everything else in ex_daemon is set before threads start and
- * read-only afterwards.
+ * queue and threads, and used_slots; the reports, the reads and the
+ * guardian have locks of their own (rep_mu, read_mu, guard_mu), named with
+ * what they guard; atomics are marked so. Everything else in ex_daemon is
+ * set before threads start and read-only afterwards.
  */
 #ifndef EX_DAEMON_H
 #define EX_DAEMON_H
@@ -122,7 +124,7 @@ typedef struct ex_daemon {
     pthread_cond_t read_cv;
     struct ex_read_item *read_queue;    /* oldest first */
     int read_busy;                      /* a read is in flight */
-    int read_queued;                    /* items in read_queue */
+    int read_queued;                    /* items in read_queue (under read_mu) */
     atomic_llong read_alone_until;      /* ex_now_ms: halleyd had no GetInstances */
     atomic_ullong read_ids, read_calls; /* instances read, calls made (metrics) */
     /* spare outbox files (open, empty, in spare_dir), under rep_mu */

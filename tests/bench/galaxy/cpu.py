@@ -265,10 +265,12 @@ def main():
                 FROM generate_series(1, {big}) g,
                      (SELECT task_version FROM instances WHERE task_id = {tid} LIMIT 1) i;
                 INSERT INTO attempts (instance_id, attempt, executor, state, exit_code, reason,
-                                      finished_at)
+                                      started_at, finished_at, task_version)
                 SELECT id, attempt, 'bench-executor', state,
-                       CASE WHEN state = 'success' THEN 0 ELSE 1 END, '', schedule_time
-                FROM instances WHERE state IN ('success', 'failed');
+                       CASE WHEN state = 'success' THEN 0 ELSE 1 END, '', schedule_time,
+                       schedule_time + interval '1 minute', task_version
+                FROM instances WHERE task_id = {tid} AND state IN ('success', 'failed')
+                ON CONFLICT DO NOTHING;
                 ANALYZE instances;
                 ANALYZE attempts;""")
             print(f"\nwith {big:,} more instances:")

@@ -641,7 +641,8 @@ static void test_list_times(hlt_db *db)
 /* HL_STMT_LIST statements run under force_generic_plan and every other one
  * under the configured mode, however they alternate on one connection,
  * including after a rollback, or a COMMIT of a failed transaction, undid
- * the SET made inside it. */
+ * the SET made inside it. And hl_db's sessions run without JIT, though the
+ * database asks for it. */
 static hl_stmt q_mode_list = HL_STMT_LIST("SELECT current_setting('plan_cache_mode'), $1::int8");
 static hl_stmt q_mode_plain = HL_STMT("SELECT current_setting('plan_cache_mode'), $1::int8");
 static hl_stmt q_jit = HL_STMT("SELECT current_setting('jit')");
@@ -668,11 +669,7 @@ static void test_plan_mode(const hlt_db *db)
 {
     char set_jit[128];
     snprintf(set_jit, sizeof set_jit, "ALTER DATABASE \"%s\" SET jit = on", db->name);
-    PGconn *pg = PQconnectdb(db->dsn);
-    PGresult *sr = PQexec(pg, set_jit);
-    HLT_CHECK(PQresultStatus(sr) == PGRES_COMMAND_OK, "%s: %s", set_jit, PQerrorMessage(pg));
-    PQclear(sr);
-    PQfinish(pg);
+    PQclear(hlt_sql(db, set_jit));
     hl_db_opts o = {.dsn = db->dsn, .size = 1};
     hl_db *pool = NULL;
     orr_err e;
@@ -706,7 +703,7 @@ static void test_plan_mode(const hlt_db *db)
     HLT_CHECK(hl_db_cmd(c, "SELECT 1 / 0", &e) != ORR_OK, "the failing statement fails");
     (void)hl_db_commit(c, &e);
     mode_is(c, a, &q_mode_list, 0, "force_generic_plan", "list after the failed commit");
-    /* No JIT in halleyd's sessions, though the database asks for it. */
+    /* No JIT in hl_db's sessions, though the database asks for it. */
     PGresult *r = NULL;
     orr_err_clear(&e);
     HLT_CHECK(hl_db_query(c, a, &q_jit, 0, NULL, &r, &e) == ORR_OK && PQntuples(r) == 1 &&

@@ -6,7 +6,8 @@
  *     queued, so the calls carry 1 and then 4 ids by construction, and each
  *     reader gets its own row;
  *   - an unknown id is NOT_FOUND for its reader alone; a failed call fails
- *     every reader of its batch with the call's error;
+ *     every reader of its batch (two, queued behind a held call) with the
+ *     call's error;
  *   - a halleyd without GetInstances (UNIMPLEMENTED, from the handler or
  *     from a server that has no such method at all) is read with one
  *     GetInstance per run, is not asked again while the window lasts, and
@@ -17,6 +18,8 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -36,7 +39,7 @@ typedef struct fake {
     int gate_closed; /* GetInstances waits while set */
     int waiting;     /* GetInstances calls at the gate */
     int no_batch;    /* GetInstances answers UNIMPLEMENTED */
-    int fail;        /* GetInstances fails (UNAVAILABLE) */
+    int fail_multi;  /* GetInstances of more than one id fails (UNAVAILABLE) */
     int batch_calls, each_calls;
     size_t ids[16]; /* ids in each GetInstances call */
 } fake;
@@ -64,7 +67,7 @@ static orr_status fake_get_instances(orr_rpc_call *call, const ProtobufCMessage 
     while (f->gate_closed)
         pthread_cond_wait(&f->cv, &f->mu);
     f->waiting--;
-    int no_batch = f->no_batch, fail = f->fail;
+    int no_batch = f->no_batch, fail = f->fail_multi && rq->n_ids > 1;
     pthread_mutex_unlock(&f->mu);
     if (no_batch)
         return orr_err_set(err, ORR_EUNIMPL, NULL, "no GetInstances here");
@@ -138,7 +141,7 @@ static world *world_new(int with_batch)
     w->d = calloc(1, sizeof *w->d);
     assert_non_null(w->d);
     w->d->halley = w->cli;
-    w->d->rpc_timeout_ms = 10000;
+    w->d->rpc_timeout_ms = 60000; /* beyond the longest wait of a held call */
     pthread_mutex_init(&w->d->read_mu, NULL);
     pthread_cond_init(&w->d->read_cv, NULL);
     return w;
@@ -190,20 +193,6 @@ static int queued(ex_daemon *d)
     return n;
 }
 
-static void nap_ms(int ms)
-{
-    nanosleep(&(struct timespec){ms / 1000, (long)(ms % 1000) * 1000000L}, NULL);
-}
-
-/* Wait until expr holds, at most 30 s; the test fails otherwise. */
-#define WAIT_FOR(expr)                                                                             \
-    do {                                                                                           \
-        int i_;                                                                                    \
-        for (i_ = 0; i_ < 3000 && !(expr); i_++)                                                   \
-            nap_ms(10);                                                                            \
-        assert_true(expr);                                                                         \
-    } while (0)
-
 static int at_gate(fake *f)
 {
     pthread_mutex_lock(&f->mu);
@@ -212,12 +201,47 @@ static int at_gate(fake *f)
     return n;
 }
 
-static void open_gate(fake *f)
+/* Set one of f's switches (the handlers read them under f->mu). */
+static void fake_set(fake *f, int *sw, int v)
 {
     pthread_mutex_lock(&f->mu);
-    f->gate_closed = 0;
+    *sw = v;
     pthread_cond_broadcast(&f->cv);
     pthread_mutex_unlock(&f->mu);
+}
+
+/* Waits until the first GetInstances is at the gate (want_gate) or until
+ * want_queued readers have queued: 1, or 0 after 30 s. */
+static int wait_for(world *w, int want_gate, int want_queued)
+{
+    struct timespec pause = {0, 5 * 1000 * 1000};
+    int64_t end = ex_now_ms() + 30000;
+    while (ex_now_ms() < end) {
+        if (want_gate ? at_gate(&w->f) == 1 : queued(w->d) == want_queued)
+            return 1;
+        nanosleep(&pause, NULL);
+    }
+    return 0;
+}
+
+/* Reader 0's call is held at the gate; readers 1..n-1 queue behind it; the
+ * gate opens and every reader is joined. 1 when all of that happened as
+ * built: the first call held alone and the others queued meanwhile. */
+static int held_then_batch(world *w, reader *r, int n)
+{
+    fake_set(&w->f, &w->f.gate_closed, 1);
+    int started = 0, ok = pthread_create(&r[0].t, NULL, read_one, &r[0]) == 0;
+    started += ok;
+    ok = ok && wait_for(w, 1, 0);
+    for (int i = 1; ok && i < n; i++) {
+        ok = pthread_create(&r[i].t, NULL, read_one, &r[i]) == 0;
+        started += ok;
+    }
+    ok = ok && wait_for(w, 0, n - 1) && at_gate(&w->f) == 1; /* nobody else called */
+    fake_set(&w->f, &w->f.gate_closed, 0);
+    for (int i = 0; i < started; i++)
+        pthread_join(r[i].t, NULL);
+    return ok;
 }
 
 /* The first reader's call is held; the others queue behind it and go
@@ -226,70 +250,61 @@ static void test_reads_combine(void **state)
 {
     (void)state;
     world *w = world_new(1);
-    w->f.gate_closed = 1;
     reader r[READERS];
     for (int i = 0; i < READERS; i++)
         r[i] = (reader){.d = w->d, .id = 10 + i};
-    assert_int_equal(pthread_create(&r[0].t, NULL, read_one, &r[0]), 0);
-    WAIT_FOR(at_gate(&w->f) == 1);
-    for (int i = 1; i < READERS; i++)
-        assert_int_equal(pthread_create(&r[i].t, NULL, read_one, &r[i]), 0);
-    WAIT_FOR(queued(w->d) == READERS - 1);
-    assert_int_equal(at_gate(&w->f), 1); /* nobody else called meanwhile */
-    open_gate(&w->f);
+    int built = held_then_batch(w, r, READERS);
+    int calls = w->f.batch_calls;
+    size_t ids0 = w->f.ids[0], ids1 = w->f.ids[1];
+    int each = w->f.each_calls, left = queued(w->d);
+    unsigned long long rc = atomic_load(&w->d->read_calls), ri = atomic_load(&w->d->read_ids);
+    world_free(w);
+    assert_true(built);
     for (int i = 0; i < READERS; i++) {
-        pthread_join(r[i].t, NULL);
         assert_int_equal(r[i].s, ORR_OK);
         assert_int_equal(r[i].got_id, r[i].id);
         assert_int_equal(r[i].got_attempt, r[i].id % 7 + 1);
     }
-    assert_int_equal(w->f.batch_calls, 2);
-    assert_int_equal(w->f.ids[0], 1);
-    assert_int_equal(w->f.ids[1], READERS - 1);
-    assert_int_equal(w->f.each_calls, 0);
-    assert_int_equal(queued(w->d), 0);
-    assert_int_equal(atomic_load(&w->d->read_calls), 2);
-    assert_int_equal(atomic_load(&w->d->read_ids), READERS);
-    world_free(w);
+    assert_int_equal(calls, 2);
+    assert_int_equal(ids0, 1);
+    assert_int_equal(ids1, READERS - 1);
+    assert_int_equal(each, 0);
+    assert_int_equal(left, 0);
+    assert_int_equal(rc, 2);
+    assert_int_equal(ri, READERS);
 }
 
-/* An unknown id fails its own reader only; a failed call fails its batch. */
+/* An unknown id fails its own reader only; a failed call fails its batch:
+ * both readers queued behind the held call get its error. */
 static void test_unknown_and_failed(void **state)
 {
     (void)state;
     world *w = world_new(1);
-    w->f.gate_closed = 1;
     reader r[3] = {{.d = w->d, .id = 1}, {.d = w->d, .id = 2}, {.d = w->d, .id = UNKNOWN_ID + 5}};
-    assert_int_equal(pthread_create(&r[0].t, NULL, read_one, &r[0]), 0);
-    WAIT_FOR(at_gate(&w->f) == 1);
-    for (int i = 1; i < 3; i++)
-        assert_int_equal(pthread_create(&r[i].t, NULL, read_one, &r[i]), 0);
-    WAIT_FOR(queued(w->d) == 2);
-    open_gate(&w->f);
-    for (int i = 0; i < 3; i++)
-        pthread_join(r[i].t, NULL);
+    int built1 = held_then_batch(w, r, 3);
+    reader f[3] = {{.d = w->d, .id = 3}, {.d = w->d, .id = 4}, {.d = w->d, .id = 5}};
+    fake_set(&w->f, &w->f.fail_multi, 1);
+    int built2 = held_then_batch(w, f, 3);
+    int calls = w->f.batch_calls, each = w->f.each_calls;
+    size_t ids3 = w->f.ids[3];
+    world_free(w);
+
+    assert_true(built1);
     assert_int_equal(r[0].s, ORR_OK);
     assert_int_equal(r[1].s, ORR_OK);
     assert_int_equal(r[1].got_id, 2);
     assert_int_equal(r[2].s, ORR_ENOTFOUND);
     assert_string_equal(r[2].err.field, "id");
-    assert_int_equal(w->f.batch_calls, 2);
 
-    w->f.fail = 1;
-    w->f.gate_closed = 1;
-    assert_int_equal(pthread_create(&r[0].t, NULL, read_one, &r[0]), 0);
-    WAIT_FOR(at_gate(&w->f) == 1);
-    assert_int_equal(pthread_create(&r[1].t, NULL, read_one, &r[1]), 0);
-    WAIT_FOR(queued(w->d) == 1);
-    open_gate(&w->f);
-    for (int i = 0; i < 2; i++) {
-        pthread_join(r[i].t, NULL);
-        assert_int_equal(r[i].s, ORR_EUNAVAIL);
-        assert_non_null(strstr(r[i].err.msg, "the stand-in is down"));
+    assert_true(built2);
+    assert_int_equal(f[0].s, ORR_OK); /* the held call, of one id */
+    for (int i = 1; i < 3; i++) {
+        assert_int_equal(f[i].s, ORR_EUNAVAIL);
+        assert_non_null(strstr(f[i].err.msg, "the stand-in is down"));
     }
-    assert_int_equal(w->f.batch_calls, 4);
-    assert_int_equal(w->f.each_calls, 0);
-    world_free(w);
+    assert_int_equal(calls, 4);
+    assert_int_equal(ids3, 2);
+    assert_int_equal(each, 0);
 }
 
 /* UNIMPLEMENTED from the handler: one GetInstance per run, GetInstances not
@@ -298,7 +313,7 @@ static void test_unimplemented_window(void **state)
 {
     (void)state;
     world *w = world_new(1);
-    w->f.no_batch = 1;
+    fake_set(&w->f, &w->f.no_batch, 1);
     reader r = {.d = w->d, .id = 3};
     read_one(&r);
     assert_int_equal(r.s, ORR_OK);
@@ -317,7 +332,7 @@ static void test_unimplemented_window(void **state)
     assert_int_equal(w->f.batch_calls, 1); /* not asked inside the window */
     assert_int_equal(w->f.each_calls, 3);
 
-    w->f.no_batch = 0; /* upgraded meanwhile; the window passes */
+    fake_set(&w->f, &w->f.no_batch, 0); /* upgraded meanwhile; the window passes */
     atomic_store(&w->d->read_alone_until, ex_now_ms() - 1);
     r = (reader){.d = w->d, .id = 5};
     read_one(&r);
