@@ -171,9 +171,6 @@ static int hl_cmd_serve(orr_daemon *d, int argc, char **argv)
                         &err) != ORR_OK)
         goto fail;
     hc.evwin = hl_evwin_create(HL_EVWIN_EVENTS);
-    const char *ml = orr_config_str(cfg, "halley", "metrics_listen");
-    if (ml && *ml && hl_metrics_start(ml, &hc, &metrics, &err) != ORR_OK)
-        goto fail;
     orr_rpc_server_opts so = {
         .listen = orr_config_str(cfg, "halley", "listen"),
         .threads = (int)orr_config_int(cfg, "halley", "threads"),
@@ -186,11 +183,17 @@ static int hl_cmd_serve(orr_daemon *d, int argc, char **argv)
                               &hc, &so, &srv, &err) != ORR_OK ||
         orr_rpc_server_add_health(srv, hl_health_probe, &hc, 500, &err) != ORR_OK ||
         orr_rpc_server_add_reflection(srv, orr_rpc_halley_descriptors,
-                                      orr_rpc_halley_descriptors_len, &err) != ORR_OK ||
-        orr_rpc_server_start(srv) != ORR_OK)
+                                      orr_rpc_halley_descriptors_len, &err) != ORR_OK)
+        goto fail;
+    /* /metrics serves once the method table is whole, so every scrape
+     * has the RPC families (the port already takes connections). */
+    const char *ml = orr_config_str(cfg, "halley", "metrics_listen");
+    if (ml && *ml && hl_metrics_start(ml, &hc, &metrics, &err) != ORR_OK)
         goto fail;
     if (metrics)
         hl_metrics_set_server(metrics, srv);
+    if (orr_rpc_server_start(srv) != ORR_OK)
+        goto fail;
     int port = orr_rpc_server_port(srv), mport = metrics ? hl_metrics_port(metrics) : 0;
     if (orr_daemon_port_file(d, &err, "grpc=%d metrics=%d\n", port, mport) != ORR_OK)
         goto fail;
@@ -212,9 +215,9 @@ fail:
 out:
     if (hc.events)
         hl_events_wake(hc.events);
+    hl_metrics_stop(metrics); /* no scrape reads the server's stats from here on */
     if (srv)
         orr_rpc_server_destroy(srv);
-    hl_metrics_stop(metrics);
     hl_events_stop(hc.events);
     hl_evwin_free(hc.evwin);
     hl_db_destroy(hc.db);
