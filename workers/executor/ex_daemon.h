@@ -124,7 +124,6 @@ typedef struct ex_daemon {
     pthread_cond_t read_cv;
     struct ex_read_item *read_queue;    /* oldest first */
     int read_busy;                      /* a read is in flight */
-    int read_queued;                    /* items in read_queue (under read_mu) */
     atomic_llong read_alone_until;      /* ex_now_ms: halleyd had no GetInstances */
     atomic_ullong read_ids, read_calls; /* instances read, calls made (metrics) */
     /* spare outbox files (open, empty, in spare_dir), under rep_mu */
@@ -229,6 +228,8 @@ orr_status ex_read_instance(ex_daemon *d, int64_t id, HL(Instance) * *in, ex_rea
                             orr_err *err);
 /* Done with an answer of ex_read_instance; NULL is a no-op. */
 void ex_read_put(ex_read_ans *ans);
+/* Reads queued behind the call in flight, not yet taken by a leader. */
+int ex_read_queued(ex_daemon *d);
 
 /* -------------------------------------------------------------- ex_xfer.c */
 

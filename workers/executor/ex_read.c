@@ -148,7 +148,6 @@ orr_status ex_read_instance(ex_daemon *d, int64_t id, HL(Instance) * *in, ex_rea
     while (*tail)
         tail = &(*tail)->next;
     *tail = &me;
-    d->read_queued++;
     while (!me.done && (me.taken || d->read_busy))
         pthread_cond_wait(&d->read_cv, &d->read_mu);
     if (me.done) {
@@ -170,7 +169,6 @@ orr_status ex_read_instance(ex_daemon *d, int64_t id, HL(Instance) * *in, ex_rea
             *pp = it->next;
             it->next = NULL;
             it->taken = 1;
-            d->read_queued--;
             batch[n++] = it;
         }
     d->read_busy = 1;
@@ -187,4 +185,14 @@ orr_status ex_read_instance(ex_daemon *d, int64_t id, HL(Instance) * *in, ex_rea
     *in = me.in;
     *ans = me.ans;
     return me.s;
+}
+
+int ex_read_queued(ex_daemon *d)
+{
+    int n = 0;
+    pthread_mutex_lock(&d->read_mu);
+    for (ex_read_item *it = d->read_queue; it; it = it->next)
+        n++;
+    pthread_mutex_unlock(&d->read_mu);
+    return n;
 }

@@ -184,15 +184,6 @@ static void *read_one(void *arg)
     return NULL;
 }
 
-/* Readers queued behind the call in flight (ex_daemon.read_queued). */
-static int queued(ex_daemon *d)
-{
-    pthread_mutex_lock(&d->read_mu);
-    int n = d->read_queued;
-    pthread_mutex_unlock(&d->read_mu);
-    return n;
-}
-
 static int at_gate(fake *f)
 {
     pthread_mutex_lock(&f->mu);
@@ -217,7 +208,7 @@ static int wait_for(world *w, int want_gate, int want_queued)
     struct timespec pause = {0, 5 * 1000 * 1000};
     int64_t end = ex_now_ms() + 30000;
     while (ex_now_ms() < end) {
-        if (want_gate ? at_gate(&w->f) == 1 : queued(w->d) == want_queued)
+        if (want_gate ? at_gate(&w->f) == 1 : ex_read_queued(w->d) == want_queued)
             return 1;
         nanosleep(&pause, NULL);
     }
@@ -256,7 +247,7 @@ static void test_reads_combine(void **state)
     int built = held_then_batch(w, r, READERS);
     int calls = w->f.batch_calls;
     size_t ids0 = w->f.ids[0], ids1 = w->f.ids[1];
-    int each = w->f.each_calls, left = queued(w->d);
+    int each = w->f.each_calls, left = ex_read_queued(w->d);
     unsigned long long rc = atomic_load(&w->d->read_calls), ri = atomic_load(&w->d->read_ids);
     world_free(w);
     assert_true(built);
