@@ -24,12 +24,20 @@
  *      again. Each turn is waited for pack by pack, up to a bound far above
  *      the sink's once-a-second look; every record lands once, and the
  *      stream holds Snappy, then LZ4, then Snappy, never mixed back.
+ *   6. EXISTS refused: Redis's default user (the sink's) loses EXISTS, so
+ *      every look at the LZ4 key is refused while the key is there. The
+ *      packs stay Snappy and every record lands while Redis's ACL log
+ *      counts at least two refused looks (the one at open and a later one);
+ *      once EXISTS is allowed again the packs turn LZ4 on the same
+ *      connection. `sort_ho_window_test --restore-acl` gives the default
+ *      user EXISTS back (a ctest cleanup, run even if this test crashed).
  */
 #include <hiredis/hiredis.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include "orr_clock.h"
@@ -86,6 +94,40 @@ static int send_until_codec(sort_handoff *hs, redisContext *ctl, const char *str
     return 0;
 }
 
+/* Part 6: how many EXISTS Redis's ACL log holds as refused (the sum of its
+ * entries' counts), or -1 when the log cannot be read. */
+static long long acl_exists_refusals(redisContext *ctl)
+{
+    redisReply *log = cmd(ctl, "ACL LOG", NULL);
+    long long n = log->type == REDIS_REPLY_ARRAY ? 0 : -1;
+    for (size_t e = 0; n >= 0 && e < log->elements; e++) {
+        redisReply *en = log->element[e];
+        long long count = 0;
+        int exists = 0;
+        for (size_t f = 0; en->type == REDIS_REPLY_ARRAY && f + 1 < en->elements; f += 2) {
+            const char *name = en->element[f]->str, *val = en->element[f + 1]->str;
+            if (!name)
+                continue;
+            if (strcmp(name, "count") == 0 && en->element[f + 1]->type == REDIS_REPLY_INTEGER)
+                count = en->element[f + 1]->integer;
+            else if (strcmp(name, "object") == 0 && val && strcasecmp(val, "exists") == 0)
+                exists = 1;
+        }
+        n += exists ? count : 0;
+    }
+    freeReplyObject(log);
+    return n;
+}
+
+/* The default user gets EXISTS back; 0 when Redis said OK. */
+static int restore_acl(redisContext *ctl)
+{
+    redisReply *r = cmd(ctl, "ACL SETUSER default +exists", NULL);
+    int ok = r->type == REDIS_REPLY_STATUS && strcmp(r->str, "OK") == 0;
+    freeReplyObject(r);
+    return ok ? 0 : 1;
+}
+
 /* The record of unit u, round r, number i: "id|ts|iface"; its offset. */
 static uint64_t rec_off(int r, int i, int u)
 {
@@ -115,12 +157,20 @@ static void add_round(sort_handoff *h, int r)
         }
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     const char *addr = getenv("ORRERY_REDIS");
     if (!addr || !strchr(addr, ':')) {
         fprintf(stderr, "FAIL: ORRERY_REDIS is not set\n");
         return 1;
+    }
+    if (argc == 2 && strcmp(argv[1], "--restore-acl") == 0) {
+        redisContext *c = sort_ho_it_connect(addr);
+        int rc = restore_acl(c);
+        redisFree(c);
+        if (rc)
+            fprintf(stderr, "FAIL: ACL SETUSER default +exists was refused\n");
+        return rc;
     }
     char key[128], stream[160];
     snprintf(key, sizeof key, "orr-it-howin-%d", (int)getpid());
@@ -331,6 +381,64 @@ int main(void)
         CHECK(next == off, "part 5: %" PRIu64 " records landed, %" PRIu64 " sent", next - 1000,
               off - 1000);
         freeReplyObject(cmd(ctl, "DEL %s", stream));
+    }
+
+    /* 6. EXISTS refused while the key is there: Snappy, until it is allowed */
+    freeReplyObject(cmd(ctl, "SET %s 1 PX 60000", lzkey));
+    freeReplyObject(cmd(ctl, "ACL LOG RESET", NULL));
+    redisReply *deny = cmd(ctl, "ACL SETUSER default -exists", NULL);
+    CHECK(deny->type == REDIS_REPLY_STATUS, "ACL SETUSER default -exists: %s", deny->str);
+    freeReplyObject(deny);
+    sort_handoff *ha = NULL;
+    orr_err_clear(&err);
+    CHECK(sort_handoff_open(spec, NULL, &src, NULL, &ha, &err) == ORR_OK, "open: %s", err.msg);
+    if (ha) {
+        uint64_t off = 2000;
+        long long refused = 0;
+        int64_t end = orr_clock_ms(CLOCK_MONOTONIC) + TURN_MS;
+        while ((refused = acl_exists_refusals(ctl)) < 2 && orr_clock_ms(CLOCK_MONOTONIC) < end)
+            if (!send_until_codec(ha, ctl, stream, 0, &off, &scratch))
+                break;
+        CHECK(refused >= 2, "part 6: %lld refused EXISTS in the ACL log after %d ms, want 2",
+              refused, TURN_MS);
+        CHECK(restore_acl(ctl) == 0, "ACL SETUSER default +exists was refused");
+        CHECK(send_until_codec(ha, ctl, stream, 1, &off, &scratch),
+              "EXISTS allowed again and the packs stayed Snappy for %d ms", TURN_MS);
+        sort_handoff_close(ha);
+        /* Snappy while refused, then LZ4: two runs of one codec each */
+        redisReply *sp = cmd(ctl, "XRANGE %s - +", stream);
+        int runs = 0, prev = -1;
+        uint64_t next = 2000;
+        for (size_t e = 0; sp->type == REDIS_REPLY_ARRAY && e < sp->elements; e++) {
+            redisReply *fv = sp->element[e]->element[1];
+            orr_pack_view v;
+            if (orr_pack_decode(fv->element[1]->str, fv->element[1]->len, &scratch, &v, &err) !=
+                ORR_OK) {
+                CHECK(0, "part 6, entry %zu: %s", e, err.msg);
+                continue;
+            }
+            int lz4 = (v.flags & ORR_PACK_F_LZ4) != 0;
+            CHECK(e > 0 || !lz4, "part 6: the first pack is LZ4 while EXISTS was refused");
+            runs += lz4 != prev;
+            prev = lz4;
+            orr_pack_iter it;
+            orr_pack_iter_init(&it, &v);
+            uint64_t o;
+            int64_t t;
+            const void *rec;
+            size_t rl;
+            while (orr_pack_next_timed(&it, &o, &t, &rec, &rl)) {
+                CHECK(o == next, "part 6: record %" PRIu64 " where %" PRIu64 " was due", o, next);
+                next = o + 1;
+            }
+        }
+        freeReplyObject(sp);
+        CHECK(runs == 2 && prev == 1, "part 6: %d runs of one codec, want Snappy, LZ4", runs);
+        CHECK(next == off, "part 6: %" PRIu64 " records landed, %" PRIu64 " sent", next - 2000,
+              off - 2000);
+        freeReplyObject(cmd(ctl, "DEL %s", stream));
+    } else {
+        restore_acl(ctl);
     }
     freeReplyObject(cmd(ctl, "DEL %s", lzkey));
     redisFree(ctl);
