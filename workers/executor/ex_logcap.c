@@ -72,16 +72,18 @@ struct ex_logcap {
 /* The one follower of the process: its thread, inotify and eventfd. */
 static struct {
     pthread_mutex_t mu;
-    pthread_cond_t idle; /* busy changed */
-    int started;         /* the thread runs (a failed start is tried again) */
-    int ino_tried;       /* inotify_init1 was called; ino its descriptor or -1 */
-    int ino;             /* inotify, or -1: every capture polled */
-    int wake;            /* eventfd: a polled capture came */
-    ex_logcap *head;     /* the live captures, the one read last at the end */
-    ex_logcap *busy;     /* read by the thread outside mu */
-    int64_t sweep_at;    /* monotonic ms: every capture is read again */
-    int sweep_ms;        /* its period; 0: none (ex_logcap_tune) */
-    int watch;           /* 0: new captures are polled (ex_logcap_tune) */
+    pthread_cond_t idle;         /* busy changed */
+    int started;                 /* the thread runs (a failed start is tried again) */
+    int ino_tried;               /* inotify_init1 was called; ino its descriptor or -1 */
+    int ino;                     /* inotify, or -1: every capture polled */
+    int wake;                    /* eventfd: a polled capture came */
+    ex_logcap *head;             /* the live captures, the one read last at the end */
+    ex_logcap *busy;             /* read by the thread outside mu */
+    int64_t sweep_at;            /* monotonic ms: every capture is read again */
+    int sweep_ms;                /* its period; 0: none (ex_logcap_tune) */
+    int watch;                   /* 0: new captures are polled (ex_logcap_tune) */
+    ex_logcap_piece_fn on_piece; /* for tests (ex_logcap_observe), or NULL */
+    void *on_piece_arg;
 } g_fol = {.mu = PTHREAD_MUTEX_INITIALIZER,
            .idle = PTHREAD_COND_INITIALIZER,
            .ino = -1,
@@ -283,8 +285,12 @@ static void *follower(void *arg)
         if (c) {
             c->dirty = 0; /* an event from now on marks it again */
             g_fol.busy = c;
+            ex_logcap_piece_fn on_piece = g_fol.on_piece;
+            void *on_piece_arg = g_fol.on_piece_arg;
             pthread_mutex_unlock(&g_fol.mu);
             ssize_t n = read_piece(c, buf);
+            if (on_piece)
+                on_piece(c->path, n, on_piece_arg);
             pthread_mutex_lock(&g_fol.mu);
             g_fol.busy = NULL;
             pthread_cond_broadcast(&g_fol.idle);
@@ -365,6 +371,14 @@ void ex_logcap_tune(int sweep_ms, int watch)
     pthread_mutex_unlock(&g_fol.mu);
     if (started)
         wake_follower();
+}
+
+void ex_logcap_observe(ex_logcap_piece_fn fn, void *arg)
+{
+    pthread_mutex_lock(&g_fol.mu);
+    g_fol.on_piece = fn;
+    g_fol.on_piece_arg = arg;
+    pthread_mutex_unlock(&g_fol.mu);
 }
 
 orr_status ex_logcap_start(const char *log_path, ex_logcap **out, orr_err *err)

@@ -23,6 +23,7 @@
 #define EX_LOGCAP_H
 
 #include <stddef.h>
+#include <sys/types.h>
 
 #include "orr_status.h"
 
@@ -47,6 +48,13 @@ void ex_logcap_finish(ex_logcap *c);
  * events said (default 1,000 ms; 0: none), and whether new captures are
  * watched with inotify (1, the default) or read every 20 ms (0). */
 void ex_logcap_tune(int sweep_ms, int watch);
+
+/* For tests: fn(path, n, arg) is called by the follower's thread after each
+ * piece it read of a live log (n its length, 0 at the end, -1 on an error),
+ * outside the follower's lock and before the log takes its place at the end
+ * of the turns; NULL: none (the default). */
+typedef void (*ex_logcap_piece_fn)(const char *path, ssize_t n, void *arg);
+void ex_logcap_observe(ex_logcap_piece_fn fn, void *arg);
 
 /* Append text (executord's own words) to the log and its index, stamped
  * now. Failures are only logged. Not while a capture of the same log runs. */

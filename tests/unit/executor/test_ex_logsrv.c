@@ -3,7 +3,7 @@
  * path validation, offsets, following a growing log until its attempt ends;
  * POST /v1/<op> handed whole to the mounted handler (token, 404 unmounted,
  * 413 past the limit); and the capture (ex_logcap.h) whose line index
- * /lines serves.
+ * /lines serves, with the turns its follower gives logs due at once.
  * (The copy of a finished log to the blob store is lib/orr_blob's put_file:
  * tests/unit/lib/test_lib_blob.c.)
  */
@@ -404,6 +404,115 @@ static void test_captures_without_a_watch_are_polled(void **state)
     follow_together(0);
 }
 
+/* The turns of logs that are due at once (observed through
+ * ex_logcap_observe). Each piece the follower reads of a log with turns
+ * left makes that log due again at once: the observer appends the log's
+ * next line before the follower goes on, so every log always has bytes
+ * waiting and only the order of turns decides which is read next. */
+enum { TURN_LOGS = 3, TURN_PIECES = 20 };
+static struct {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    char path[TURN_LOGS][300];
+    int fd[TURN_LOGS];
+    int gate;    /* 1: the first piece waits here until the test opens it */
+    int at_gate; /* a piece waits at the gate */
+    int pieces[TURN_LOGS];
+    int order_ok;    /* no log got a turn more than one ahead of another */
+    char order[256]; /* the logs' letters in the order their pieces came */
+    size_t norder;
+} g_turns = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+
+static void on_turn(const char *path, ssize_t n, void *arg)
+{
+    (void)arg;
+    int k = 0;
+    while (k < TURN_LOGS && strcmp(path, g_turns.path[k]) != 0)
+        k++;
+    if (k == TURN_LOGS || n <= 0)
+        return;
+    pthread_mutex_lock(&g_turns.mu);
+    g_turns.at_gate = g_turns.gate;
+    pthread_cond_broadcast(&g_turns.cv);
+    while (g_turns.gate)
+        pthread_cond_wait(&g_turns.cv, &g_turns.mu);
+    int got = ++g_turns.pieces[k];
+    for (int o = 0; o < TURN_LOGS; o++)
+        if (g_turns.pieces[o] < got - 1)
+            g_turns.order_ok = 0;
+    if (g_turns.norder + 1 < sizeof g_turns.order)
+        g_turns.order[g_turns.norder++] = (char)('A' + k);
+    pthread_cond_broadcast(&g_turns.cv);
+    pthread_mutex_unlock(&g_turns.mu);
+    if (got < TURN_PIECES) {
+        char text[32];
+        int len = snprintf(text, sizeof text, "%c line %d\n", 'A' + k, got + 1);
+        if (write(g_turns.fd[k], text, (size_t)len) != len)
+            g_turns.order_ok = 0;
+    }
+}
+
+/* Logs due at once take turns, a piece each: while three logs always have
+ * bytes waiting, none is read twice before each other has been read once.
+ * The first piece (of A) is held at a gate until B and C have lines too. */
+static void test_due_logs_take_turns(void **state)
+{
+    (void)state;
+    orr_err err;
+    ex_logcap *cap[TURN_LOGS];
+    char idx[TURN_LOGS][320];
+    ex_logcap_tune(0, 1);
+    g_turns.gate = 1;
+    g_turns.order_ok = 1;
+    for (int k = 0; k < TURN_LOGS; k++) {
+        ex_log_path(g_turns.path[k], sizeof g_turns.path[k], g_dir, 40 + k, 1);
+        ex_log_index_path(idx[k], sizeof idx[k], g_turns.path[k]);
+        assert_int_equal(ex_logcap_start(g_turns.path[k], &cap[k], &err), ORR_OK);
+        g_turns.fd[k] = open(g_turns.path[k], O_WRONLY | O_APPEND);
+        assert_true(g_turns.fd[k] >= 0);
+    }
+    ex_logcap_observe(on_turn, NULL);
+    assert_int_equal(write(g_turns.fd[0], "A line 1\n", 9), 9);
+    struct timespec limit;
+    clock_gettime(CLOCK_REALTIME, &limit);
+    limit.tv_sec += 30;
+    pthread_mutex_lock(&g_turns.mu);
+    while (!g_turns.at_gate && pthread_cond_timedwait(&g_turns.cv, &g_turns.mu, &limit) == 0) {
+    }
+    int reached = g_turns.at_gate;
+    pthread_mutex_unlock(&g_turns.mu);
+    for (int k = 1; reached && k < TURN_LOGS; k++) {
+        char text[16];
+        int len = snprintf(text, sizeof text, "%c line 1\n", 'A' + k);
+        assert_int_equal(write(g_turns.fd[k], text, (size_t)len), len);
+    }
+    pthread_mutex_lock(&g_turns.mu);
+    g_turns.gate = 0;
+    pthread_cond_broadcast(&g_turns.cv);
+    int done = 0;
+    while (reached && !done) {
+        done = 1;
+        for (int k = 0; k < TURN_LOGS; k++)
+            done &= g_turns.pieces[k] >= TURN_PIECES;
+        if (!done && pthread_cond_timedwait(&g_turns.cv, &g_turns.mu, &limit) != 0)
+            break;
+    }
+    int ok = g_turns.order_ok;
+    g_turns.order[g_turns.norder] = 0;
+    pthread_mutex_unlock(&g_turns.mu);
+    ex_logcap_observe(NULL, NULL);
+    for (int k = 0; k < TURN_LOGS; k++) {
+        close(g_turns.fd[k]);
+        ex_logcap_finish(cap[k]);
+    }
+    ex_logcap_tune(1000, 1);
+    if (!reached || !done || !ok)
+        fail_msg("reached the gate %d, every log read %d times %d, in turns %d: %s", reached,
+                 TURN_PIECES, done, ok, g_turns.order);
+    for (int k = 0; k < TURN_LOGS; k++)
+        assert_int_equal(idx_records(idx[k]), TURN_PIECES);
+}
+
 static int setup_all(void **state)
 {
     (void)state;
@@ -435,6 +544,7 @@ int main(void)
         cmocka_unit_test(test_silent_run_makes_no_index),
         cmocka_unit_test(test_captures_are_followed_live_together),
         cmocka_unit_test(test_captures_without_a_watch_are_polled),
+        cmocka_unit_test(test_due_logs_take_turns),
         cmocka_unit_test(test_start_refuses_bad_options),
         cmocka_unit_test(test_post_goes_to_the_mounted_handler),
     };
