@@ -172,8 +172,9 @@ static hl_stmt q_list_instances_desc = HL_STMT_LIST(
 /* The same lists with no filter at all (the console's first page and the
  * pages after it): prepared and run with their generic plan (HL_STMT_LIST),
  * which walks the order's index.
- * With a filter the statements above run unprepared (hl_db_query_custom):
- * planned for the values given, PostgreSQL drops the filters left empty and
+ * With a filter the statements above are planned anew at each call
+ * (hl_db_query_custom; prepared, so parsed once per connection): planned
+ * for the values given, PostgreSQL drops the filters left empty and
  * picks the index of those set, where one generic plan for every filter
  * read, joined and sorted every instance (14 ms for 2,000). Ascending, the
  * exit code comes from a join, not HL_EXIT_COL's subquery run once a row (a

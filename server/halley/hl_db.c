@@ -22,17 +22,20 @@
 #include "orr_clock.h"
 #include "orr_log.h"
 
+/* A session's plan_cache_mode: the configured one, force_generic_plan
+ * (HL_STMT_LIST statements), force_custom_plan (hl_db_query_custom). */
+enum { HL_PLAN_CONFIGURED = 0, HL_PLAN_GENERIC = 1, HL_PLAN_CUSTOM = 2 };
+
 struct hl_conn {
     PGconn *pg;
     int broken;
     int64_t last_try_ms; /* last (re)connect attempt */
     char sqlstate[6];
     unsigned char prepared[HL_DB_MAX_STMTS];
-    /* The session's plan_cache_mode as set from here: 0 the configured one,
-     * 1 force_generic_plan (while HL_STMT_LIST statements run), -1 not
-     * known (the transaction a SET was made in has ended: a rollback, or a
-     * COMMIT that rolled back, undoes it). */
-    signed char generic;
+    /* The session's plan_cache_mode as set from here (HL_PLAN_*), or -1:
+     * not known (the transaction a SET was made in has ended: a rollback,
+     * or a COMMIT that rolled back, undoes it). */
+    signed char plan;
     unsigned char mode_in_tx; /* a SET of the mode was made in the open transaction */
     hl_conn *next_free;
 };
@@ -67,7 +70,7 @@ static void hl__close(hl_conn *c)
     c->pg = NULL;
     c->broken = 1;
     memset(c->prepared, 0, sizeof c->prepared);
-    c->generic = 0;
+    c->plan = HL_PLAN_CONFIGURED;
     c->mode_in_tx = 0;
 }
 
@@ -290,17 +293,23 @@ orr_status hl_db_query_once(hl_db *db, orr_arena *a, hl_stmt *st, int n, const c
     return s;
 }
 
-/* Bring the session's plan_cache_mode to what the next statement wants
- * (generic: force_generic_plan; else the configured mode). A SET costs a
- * round trip, paid only when the mode changes between two statements. */
-static orr_status hl__plan_mode(hl_conn *c, int generic, orr_err *err)
+/* The SET that brings the session to each HL_PLAN_*. */
+static const char *const hl__plan_sql[] = {
+    [HL_PLAN_CONFIGURED] = "RESET plan_cache_mode",
+    [HL_PLAN_GENERIC] = "SET plan_cache_mode = force_generic_plan",
+    [HL_PLAN_CUSTOM] = "SET plan_cache_mode = force_custom_plan",
+};
+
+/* Bring the session's plan_cache_mode to what the next statement wants. A
+ * SET costs a round trip, paid only when the mode changes between two
+ * statements. */
+static orr_status hl__plan_mode(hl_conn *c, int plan, orr_err *err)
 {
-    if (c->generic == generic)
+    if (c->plan == plan)
         return ORR_OK;
-    orr_status s = hl_db_cmd(
-        c, generic ? "SET plan_cache_mode = force_generic_plan" : "RESET plan_cache_mode", err);
+    orr_status s = hl_db_cmd(c, hl__plan_sql[plan], err);
     if (s == ORR_OK) {
-        c->generic = (signed char)generic;
+        c->plan = (signed char)plan;
         if (PQtransactionStatus(c->pg) != PQTRANS_IDLE)
             c->mode_in_tx = 1;
     }
@@ -308,17 +317,18 @@ static orr_status hl__plan_mode(hl_conn *c, int generic, orr_err *err)
 }
 
 /* Before a statement: a live connection, in the plan mode it wants. */
-static orr_status hl__ready(hl_conn *c, int generic, orr_err *err)
+static orr_status hl__ready(hl_conn *c, int plan, orr_err *err)
 {
     if (c->broken || !c->pg)
         return orr_err_set(err, ORR_EUNAVAIL, NULL, "PostgreSQL unavailable");
-    return hl__plan_mode(c, generic, err);
+    return hl__plan_mode(c, plan, err);
 }
 
-orr_status hl_db_query(hl_conn *c, orr_arena *a, hl_stmt *st, int n, const char *const *params,
-                       PGresult **res, orr_err *err)
+/* st prepared on c (once per connection) and run in plan mode plan. */
+static orr_status hl__exec(hl_conn *c, orr_arena *a, hl_stmt *st, int plan, int n,
+                           const char *const *params, PGresult **res, orr_err *err)
 {
-    orr_status ms = hl__ready(c, st->generic, err);
+    orr_status ms = hl__ready(c, plan, err);
     if (ms != ORR_OK)
         return ms;
     int id = atomic_load(&st->id);
@@ -346,15 +356,17 @@ orr_status hl_db_query(hl_conn *c, orr_arena *a, hl_stmt *st, int n, const char 
                       err);
 }
 
-orr_status hl_db_query_custom(hl_conn *c, orr_arena *a, const hl_stmt *st, int n,
+orr_status hl_db_query(hl_conn *c, orr_arena *a, hl_stmt *st, int n, const char *const *params,
+                       PGresult **res, orr_err *err)
+{
+    return hl__exec(c, a, st, st->generic ? HL_PLAN_GENERIC : HL_PLAN_CONFIGURED, n, params, res,
+                    err);
+}
+
+orr_status hl_db_query_custom(hl_conn *c, orr_arena *a, hl_stmt *st, int n,
                               const char *const *params, PGresult **res, orr_err *err)
 {
-    /* force_generic_plan would apply to this unnamed statement too. */
-    orr_status ms = hl__ready(c, 0, err);
-    if (ms != ORR_OK)
-        return ms;
-    return hl__result(c, a, PQexecParams(c->pg, st->sql, n, NULL, params, NULL, NULL, st->binary),
-                      res, err);
+    return hl__exec(c, a, st, HL_PLAN_CUSTOM, n, params, res, err);
 }
 
 orr_status hl_db_cmd(hl_conn *c, const char *sql, orr_err *err)
@@ -380,7 +392,7 @@ orr_status hl_db_begin(hl_conn *c, orr_err *err)
 static void hl__tx_ended(hl_conn *c)
 {
     if (c->mode_in_tx)
-        c->generic = -1;
+        c->plan = -1;
     c->mode_in_tx = 0;
 }
 

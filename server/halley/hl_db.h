@@ -47,7 +47,7 @@ typedef struct hl_stmt {
  * generic plan's estimate (a LIMIT of unknown size) came out above the
  * custom plans' one: the planning was 40 % of the statement's CPU. Only for
  * statements whose generic plan is the plan wanted (one index walked in
- * the list's order): hl_db_query_custom, for filters, always plans anew. */
+ * the list's order); hl_db_query_custom, for filters, plans anew at each call. */
 #define HL_STMT_LIST(sql_text)                                                                     \
     {                                                                                              \
         (sql_text), 0, 1, 1                                                                        \
@@ -91,11 +91,13 @@ orr_status hl_db_query(hl_conn *c, orr_arena *a, hl_stmt *st, int n, const char 
  * for the many calls that need no transaction. Same errors as both. */
 orr_status hl_db_query_once(hl_db *db, orr_arena *a, hl_stmt *st, int n, const char *const *params,
                             PGresult **res, orr_err *err);
-/* Run st's text unprepared (one round trip, planned for these very
- * parameters): for a statement whose best plan depends on which optional
- * filters are set, where a cached generic plan would read every row. Uses
- * no prepared-statement slot. Same results and errors as hl_db_query. */
-orr_status hl_db_query_custom(hl_conn *c, orr_arena *a, const hl_stmt *st, int n,
+/* Run st prepared, but planned anew for these very parameters
+ * (plan_cache_mode = force_custom_plan while it runs): for a statement
+ * whose best plan depends on which optional filters are set, where a
+ * cached generic plan would read every row. Prepared, it is parsed once
+ * per connection: for the lists' filtered statement, parsing at each call
+ * cost as much as the planning. Same results and errors as hl_db_query. */
+orr_status hl_db_query_custom(hl_conn *c, orr_arena *a, hl_stmt *st, int n,
                               const char *const *params, PGresult **res, orr_err *err);
 /* Run a fixed command without parameters ("BEGIN", "COMMIT"). Same errors. */
 orr_status hl_db_cmd(hl_conn *c, const char *sql, orr_err *err);

@@ -638,14 +638,30 @@ static void test_list_times(hlt_db *db)
 
 /* ------------------------------------------- the lists' plan mode (hl_db) */
 
-/* HL_STMT_LIST statements run under force_generic_plan and every other one
- * under the configured mode, however they alternate on one connection,
- * including after a rollback, or a COMMIT of a failed transaction, undid
- * the SET made inside it. And hl_db's sessions run without JIT, though the
- * database asks for it. */
+/* HL_STMT_LIST statements run under force_generic_plan, those run by
+ * hl_db_query_custom under force_custom_plan, prepared (parsed once), and
+ * every other one under the configured mode, however they alternate on one
+ * connection, including after a rollback, or a COMMIT of a failed
+ * transaction, undid the SET made inside it. And hl_db's sessions run
+ * without JIT, though the database asks for it. */
 static hl_stmt q_mode_list = HL_STMT_LIST("SELECT current_setting('plan_cache_mode'), $1::int8");
 static hl_stmt q_mode_plain = HL_STMT("SELECT current_setting('plan_cache_mode'), $1::int8");
 static hl_stmt q_jit = HL_STMT("SELECT current_setting('jit')");
+static hl_stmt q_mode_filtered =
+    HL_STMT_LIST("SELECT current_setting('plan_cache_mode'), $1::int8 /* filtered */");
+static hl_stmt q_prepared = HL_STMT("SELECT count(*) FROM pg_prepared_statements"
+                                    " WHERE statement LIKE '%/* filtered */'");
+
+/* How many of the session's prepared statements are q_mode_filtered. */
+static long prepared_filtered(hl_conn *c, orr_arena *a)
+{
+    orr_err e;
+    orr_err_clear(&e);
+    PGresult *r = NULL;
+    if (hl_db_query(c, a, &q_prepared, 0, NULL, &r, &e) != ORR_OK || PQntuples(r) != 1)
+        return -1;
+    return (long)hl_val_i64(r, 0, 0);
+}
 
 static void mode_is(hl_conn *c, orr_arena *a, hl_stmt *st, int custom, const char *want,
                     const char *step)
@@ -685,8 +701,15 @@ static void test_plan_mode(const hlt_db *db)
     mode_is(c, a, &q_mode_plain, 0, "auto", "plain first");
     mode_is(c, a, &q_mode_list, 0, "force_generic_plan", "list");
     mode_is(c, a, &q_mode_list, 0, "force_generic_plan", "list again");
-    mode_is(c, a, &q_mode_list, 1, "auto", "list's text unprepared (planned anew)");
-    mode_is(c, a, &q_mode_list, 0, "force_generic_plan", "list after unprepared");
+    HLT_CHECK(prepared_filtered(c, a) == 0, "a filtered list prepared before it ran");
+    mode_is(c, a, &q_mode_filtered, 1, "force_custom_plan", "filtered list (planned anew)");
+    HLT_CHECK(prepared_filtered(c, a) == 1, "the filtered list is not prepared");
+    mode_is(c, a, &q_mode_filtered, 1, "force_custom_plan", "filtered list again");
+    HLT_CHECK(prepared_filtered(c, a) == 1, "the filtered list prepared twice");
+    mode_is(c, a, &q_mode_list, 0, "force_generic_plan", "list after a filtered one");
+    mode_is(c, a, &q_mode_plain, 0, "auto", "plain after a list");
+    mode_is(c, a, &q_mode_filtered, 1, "force_custom_plan", "filtered after plain");
+    mode_is(c, a, &q_mode_plain, 0, "auto", "plain after a filtered list");
     mode_is(c, a, &q_mode_plain, 0, "auto", "plain after list");
     HLT_CHECK(hl_db_begin(c, &e) == ORR_OK, "begin: %s", e.msg);
     mode_is(c, a, &q_mode_list, 0, "force_generic_plan", "list in a transaction");
