@@ -94,6 +94,48 @@ static int send_until_codec(sort_handoff *hs, redisContext *ctl, const char *str
     return 0;
 }
 
+/* Parts 5 and 6: the stream holds the records first..sent-1 ("turn"), each
+ * once and in order, in want_runs runs of packs of one codec, the last run
+ * LZ4 (want_last 1) or Snappy (0). */
+static void check_turns(redisContext *ctl, const char *stream, uint64_t first, uint64_t sent,
+                        int want_runs, int want_last, orr_buf *scratch, const char *part)
+{
+    redisReply *sp = cmd(ctl, "XRANGE %s - +", stream);
+    int runs = 0, prev = -1;
+    uint64_t next = first;
+    for (size_t e = 0; sp->type == REDIS_REPLY_ARRAY && e < sp->elements; e++) {
+        redisReply *fv = sp->element[e]->element[1];
+        orr_pack_view v;
+        orr_err err;
+        orr_err_clear(&err);
+        if (orr_pack_decode(fv->element[1]->str, fv->element[1]->len, scratch, &v, &err) !=
+            ORR_OK) {
+            CHECK(0, "%s, entry %zu: %s", part, e, err.msg);
+            continue;
+        }
+        int lz4 = (v.flags & ORR_PACK_F_LZ4) != 0;
+        runs += lz4 != prev;
+        prev = lz4;
+        orr_pack_iter it;
+        orr_pack_iter_init(&it, &v);
+        uint64_t o;
+        int64_t t;
+        const void *rec;
+        size_t rl;
+        while (orr_pack_next_timed(&it, &o, &t, &rec, &rl)) {
+            CHECK(o == next && rl == 4 && memcmp(rec, "turn", 4) == 0,
+                  "%s: record %" PRIu64 " where %" PRIu64 " was due", part, o, next);
+            next = o + 1;
+        }
+    }
+    freeReplyObject(sp);
+    CHECK(runs == want_runs && prev == want_last,
+          "%s: %d runs of one codec ending in %s, want %d ending in %s", part, runs,
+          prev ? "LZ4" : "Snappy", want_runs, want_last ? "LZ4" : "Snappy");
+    CHECK(next == sent, "%s: %" PRIu64 " records landed, %" PRIu64 " sent", part, next - first,
+          sent - first);
+}
+
 /* Part 6: how many EXISTS Redis's ACL log holds as refused (the sum of its
  * entries' counts), or -1 when the log cannot be read. */
 static long long acl_exists_refusals(redisContext *ctl)
@@ -349,37 +391,7 @@ int main(int argc, char **argv)
               "the LZ4 key expired and the packs stayed LZ4 for %d ms", TURN_MS);
         sort_handoff_close(ht);
         /* Snappy, then LZ4, then Snappy: three runs of one codec each */
-        redisReply *sp = cmd(ctl, "XRANGE %s - +", stream);
-        int runs = 0, prev = -1;
-        uint64_t next = 1000;
-        for (size_t e = 0; sp->type == REDIS_REPLY_ARRAY && e < sp->elements; e++) {
-            redisReply *fv = sp->element[e]->element[1];
-            orr_pack_view v;
-            if (orr_pack_decode(fv->element[1]->str, fv->element[1]->len, &scratch, &v, &err) !=
-                ORR_OK) {
-                CHECK(0, "part 5, entry %zu: %s", e, err.msg);
-                continue;
-            }
-            int lz4 = (v.flags & ORR_PACK_F_LZ4) != 0;
-            runs += lz4 != prev;
-            prev = lz4;
-            orr_pack_iter it;
-            orr_pack_iter_init(&it, &v);
-            uint64_t o;
-            int64_t t;
-            const void *rec;
-            size_t rl;
-            while (orr_pack_next_timed(&it, &o, &t, &rec, &rl)) {
-                CHECK(o == next && rl == 4 && memcmp(rec, "turn", 4) == 0,
-                      "part 5: record %" PRIu64 " where %" PRIu64 " was due", o, next);
-                next = o + 1;
-            }
-        }
-        freeReplyObject(sp);
-        CHECK(runs == 3 && prev == 0, "part 5: %d runs of one codec, want Snappy, LZ4, Snappy",
-              runs);
-        CHECK(next == off, "part 5: %" PRIu64 " records landed, %" PRIu64 " sent", next - 1000,
-              off - 1000);
+        check_turns(ctl, stream, 1000, off, 3, 0, &scratch, "part 5");
         freeReplyObject(cmd(ctl, "DEL %s", stream));
     }
 
@@ -406,36 +418,7 @@ int main(int argc, char **argv)
               "EXISTS allowed again and the packs stayed Snappy for %d ms", TURN_MS);
         sort_handoff_close(ha);
         /* Snappy while refused, then LZ4: two runs of one codec each */
-        redisReply *sp = cmd(ctl, "XRANGE %s - +", stream);
-        int runs = 0, prev = -1;
-        uint64_t next = 2000;
-        for (size_t e = 0; sp->type == REDIS_REPLY_ARRAY && e < sp->elements; e++) {
-            redisReply *fv = sp->element[e]->element[1];
-            orr_pack_view v;
-            if (orr_pack_decode(fv->element[1]->str, fv->element[1]->len, &scratch, &v, &err) !=
-                ORR_OK) {
-                CHECK(0, "part 6, entry %zu: %s", e, err.msg);
-                continue;
-            }
-            int lz4 = (v.flags & ORR_PACK_F_LZ4) != 0;
-            CHECK(e > 0 || !lz4, "part 6: the first pack is LZ4 while EXISTS was refused");
-            runs += lz4 != prev;
-            prev = lz4;
-            orr_pack_iter it;
-            orr_pack_iter_init(&it, &v);
-            uint64_t o;
-            int64_t t;
-            const void *rec;
-            size_t rl;
-            while (orr_pack_next_timed(&it, &o, &t, &rec, &rl)) {
-                CHECK(o == next, "part 6: record %" PRIu64 " where %" PRIu64 " was due", o, next);
-                next = o + 1;
-            }
-        }
-        freeReplyObject(sp);
-        CHECK(runs == 2 && prev == 1, "part 6: %d runs of one codec, want Snappy, LZ4", runs);
-        CHECK(next == off, "part 6: %" PRIu64 " records landed, %" PRIu64 " sent", next - 2000,
-              off - 2000);
+        check_turns(ctl, stream, 2000, off, 2, 1, &scratch, "part 6");
         freeReplyObject(cmd(ctl, "DEL %s", stream));
     } else {
         restore_acl(ctl);
