@@ -26,7 +26,9 @@
 #include "orr_arena.h"
 #include "orr_status.h"
 
-#define HL_DB_MAX_STMTS 256
+/* Statements a process can prepare (each connection keeps a byte per
+ * slot). halleyd declares 212; a statement past the last slot aborts. */
+#define HL_DB_MAX_STMTS 512
 
 /* A statement. Declare with static storage: static hl_stmt q = HL_STMT("..."). */
 typedef struct hl_stmt {
