@@ -27,7 +27,8 @@
 #include "orr_status.h"
 
 /* Statements a process can prepare (each connection keeps a byte per
- * slot). halleyd declares 212; a statement past the last slot aborts. */
+ * slot). halleyd declared 212 when this was set; a statement past the last
+ * slot aborts. */
 #define HL_DB_MAX_STMTS 512
 
 /* A statement. Declare with static storage: static hl_stmt q = HL_STMT("..."). */
