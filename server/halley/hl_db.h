@@ -50,7 +50,9 @@ typedef struct hl_stmt {
  * generic plan's estimate (a LIMIT of unknown size) came out above the
  * custom plans' one: the planning was 40 % of the statement's CPU. Only for
  * statements whose generic plan is the plan wanted (one index walked in
- * the list's order); hl_db_query_custom, for filters, plans anew at each call. */
+ * the list's order). A filtered list's statement is declared with it too,
+ * for its binary results, but runs through hl_db_query_custom, which plans
+ * it anew at each call whatever its generic flag says. */
 #define HL_STMT_LIST(sql_text)                                                                     \
     {                                                                                              \
         (sql_text), 0, 1, 1                                                                        \
