@@ -378,6 +378,8 @@ void ex_logcap_observe(ex_logcap_piece_fn fn, void *arg)
     pthread_mutex_lock(&g_fol.mu);
     g_fol.on_piece = fn;
     g_fol.on_piece_arg = arg;
+    while (g_fol.busy) /* a call of the one before may run (outside mu) */
+        pthread_cond_wait(&g_fol.idle, &g_fol.mu);
     pthread_mutex_unlock(&g_fol.mu);
 }
 

@@ -52,7 +52,8 @@ void ex_logcap_tune(int sweep_ms, int watch);
 /* For tests: fn(path, n, arg) is called by the follower's thread after each
  * piece it read of a live log (n its length, 0 at the end, -1 on an error),
  * outside the follower's lock and before the log takes its place at the end
- * of the turns; NULL: none (the default). */
+ * of the turns; NULL: none (the default). Returns once no call of the fn
+ * before runs any more, so not from within fn. */
 typedef void (*ex_logcap_piece_fn)(const char *path, ssize_t n, void *arg);
 void ex_logcap_observe(ex_logcap_piece_fn fn, void *arg);
 

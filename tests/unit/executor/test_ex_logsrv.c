@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/inotify.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -432,65 +433,89 @@ static void on_turn(const char *path, ssize_t n, void *arg)
     if (k == TURN_LOGS || n <= 0)
         return;
     pthread_mutex_lock(&g_turns.mu);
-    g_turns.at_gate = g_turns.gate;
-    pthread_cond_broadcast(&g_turns.cv);
-    while (g_turns.gate)
-        pthread_cond_wait(&g_turns.cv, &g_turns.mu);
+    if (g_turns.gate) {
+        g_turns.at_gate = 1;
+        pthread_cond_broadcast(&g_turns.cv);
+        while (g_turns.gate)
+            pthread_cond_wait(&g_turns.cv, &g_turns.mu);
+    }
     int got = ++g_turns.pieces[k];
     for (int o = 0; o < TURN_LOGS; o++)
         if (g_turns.pieces[o] < got - 1)
             g_turns.order_ok = 0;
     if (g_turns.norder + 1 < sizeof g_turns.order)
         g_turns.order[g_turns.norder++] = (char)('A' + k);
+    char text[32];
+    int len = snprintf(text, sizeof text, "%c line %d\n", 'A' + k, got + 1);
+    if (got < TURN_PIECES && write(g_turns.fd[k], text, (size_t)len) != len)
+        g_turns.order_ok = 0;
     pthread_cond_broadcast(&g_turns.cv);
     pthread_mutex_unlock(&g_turns.mu);
-    if (got < TURN_PIECES) {
-        char text[32];
-        int len = snprintf(text, sizeof text, "%c line %d\n", 'A' + k, got + 1);
-        if (write(g_turns.fd[k], text, (size_t)len) != len)
-            g_turns.order_ok = 0;
-    }
+}
+
+/* Whether this process can watch a file with inotify (the follower's
+ * turns are only in a known order when its logs are watched: a polled log
+ * is due 20 ms after a read that found nothing). */
+static int inotify_works(void)
+{
+    int fd = inotify_init1(IN_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    int wd = inotify_add_watch(fd, g_dir, IN_MODIFY);
+    close(fd);
+    return wd >= 0;
 }
 
 /* Logs due at once take turns, a piece each: while three logs always have
  * bytes waiting, none is read twice before each other has been read once.
- * The first piece (of A) is held at a gate until B and C have lines too. */
+ * The first piece (of A) is held at a gate until B and C have lines too.
+ * No check stops the test while the follower waits at the gate: each
+ * failure is noted, the gate opened and the captures finished first. */
 static void test_due_logs_take_turns(void **state)
 {
     (void)state;
+    if (!inotify_works())
+        skip(); /* polled logs' turns depend on the 20 ms between reads */
     orr_err err;
-    ex_logcap *cap[TURN_LOGS];
+    ex_logcap *cap[TURN_LOGS] = {0};
     char idx[TURN_LOGS][320];
+    int started = 0, wrote = 1;
     ex_logcap_tune(0, 1);
     g_turns.gate = 1;
     g_turns.order_ok = 1;
     for (int k = 0; k < TURN_LOGS; k++) {
         ex_log_path(g_turns.path[k], sizeof g_turns.path[k], g_dir, 40 + k, 1);
         ex_log_index_path(idx[k], sizeof idx[k], g_turns.path[k]);
-        assert_int_equal(ex_logcap_start(g_turns.path[k], &cap[k], &err), ORR_OK);
+        g_turns.fd[k] = -1;
+        if (ex_logcap_start(g_turns.path[k], &cap[k], &err) != ORR_OK)
+            break;
+        started++;
         g_turns.fd[k] = open(g_turns.path[k], O_WRONLY | O_APPEND);
-        assert_true(g_turns.fd[k] >= 0);
     }
+    int ready = started == TURN_LOGS;
+    for (int k = 0; k < TURN_LOGS; k++)
+        ready &= g_turns.fd[k] >= 0;
     ex_logcap_observe(on_turn, NULL);
-    assert_int_equal(write(g_turns.fd[0], "A line 1\n", 9), 9);
     struct timespec limit;
     clock_gettime(CLOCK_REALTIME, &limit);
     limit.tv_sec += 30;
-    pthread_mutex_lock(&g_turns.mu);
-    while (!g_turns.at_gate && pthread_cond_timedwait(&g_turns.cv, &g_turns.mu, &limit) == 0) {
+    int reached = 0, done = 0;
+    if (ready && write(g_turns.fd[0], "A line 1\n", 9) == 9) {
+        pthread_mutex_lock(&g_turns.mu);
+        while (!g_turns.at_gate && pthread_cond_timedwait(&g_turns.cv, &g_turns.mu, &limit) == 0) {
+        }
+        reached = g_turns.at_gate;
+        pthread_mutex_unlock(&g_turns.mu);
     }
-    int reached = g_turns.at_gate;
-    pthread_mutex_unlock(&g_turns.mu);
     for (int k = 1; reached && k < TURN_LOGS; k++) {
         char text[16];
         int len = snprintf(text, sizeof text, "%c line 1\n", 'A' + k);
-        assert_int_equal(write(g_turns.fd[k], text, (size_t)len), len);
+        wrote &= write(g_turns.fd[k], text, (size_t)len) == len;
     }
     pthread_mutex_lock(&g_turns.mu);
     g_turns.gate = 0;
     pthread_cond_broadcast(&g_turns.cv);
-    int done = 0;
-    while (reached && !done) {
+    while (reached && wrote && !done) {
         done = 1;
         for (int k = 0; k < TURN_LOGS; k++)
             done &= g_turns.pieces[k] >= TURN_PIECES;
@@ -500,15 +525,17 @@ static void test_due_logs_take_turns(void **state)
     int ok = g_turns.order_ok;
     g_turns.order[g_turns.norder] = 0;
     pthread_mutex_unlock(&g_turns.mu);
-    ex_logcap_observe(NULL, NULL);
+    ex_logcap_observe(NULL, NULL); /* returns once no call of on_turn runs */
     for (int k = 0; k < TURN_LOGS; k++) {
-        close(g_turns.fd[k]);
         ex_logcap_finish(cap[k]);
+        if (g_turns.fd[k] >= 0)
+            close(g_turns.fd[k]);
     }
     ex_logcap_tune(1000, 1);
-    if (!reached || !done || !ok)
-        fail_msg("reached the gate %d, every log read %d times %d, in turns %d: %s", reached,
-                 TURN_PIECES, done, ok, g_turns.order);
+    if (!ready || !reached || !wrote || !done || !ok)
+        fail_msg("captures ready %d, the first piece at the gate %d, lines written %d, every log "
+                 "read %d times %d, in turns %d: %s",
+                 ready, reached, wrote, TURN_PIECES, done, ok, g_turns.order);
     for (int k = 0; k < TURN_LOGS; k++)
         assert_int_equal(idx_records(idx[k]), TURN_PIECES);
 }
