@@ -171,24 +171,20 @@ static int restore_acl(redisContext *ctl)
 }
 
 /* Part 6 at exit (an exit from sort_ho_it_cmd on a lost connection, run
- * outside ctest's cleanup): the default user gets EXISTS back if part 6
- * took it and has not given it back. */
-static const char *g_acl_addr;
+ * outside ctest's cleanup): the default user gets EXISTS back, on a
+ * connection of its own made before EXISTS was taken, if part 6 took it
+ * and has not given it back. */
+static redisContext *g_acl_ctl;
 static int g_acl_taken;
 static void restore_acl_at_exit(void)
 {
-    const char *colon = g_acl_addr ? strrchr(g_acl_addr, ':') : NULL;
-    if (!g_acl_taken || !colon)
-        return;
-    g_acl_taken = 0;
-    char host[256];
-    snprintf(host, sizeof host, "%.*s", (int)(colon - g_acl_addr), g_acl_addr);
-    redisContext *c = redisConnect(host, atoi(colon + 1));
-    redisReply *r = c && !c->err ? redisCommand(c, "ACL SETUSER default +exists") : NULL;
-    if (!r)
-        fprintf(stderr, "FAIL: the default user's EXISTS could not be given back\n");
-    freeReplyObject(r);
-    redisFree(c);
+    if (g_acl_taken) {
+        redisReply *r = redisCommand(g_acl_ctl, "ACL SETUSER default +exists");
+        if (!r)
+            fprintf(stderr, "FAIL: the default user's EXISTS could not be given back\n");
+        freeReplyObject(r);
+    }
+    redisFree(g_acl_ctl);
 }
 
 /* The record of unit u, round r, number i: "id|ts|iface"; its offset. */
@@ -419,7 +415,7 @@ int main(int argc, char **argv)
     /* 6. EXISTS refused while the key is there: Snappy, until it is allowed */
     freeReplyObject(cmd(ctl, "SET %s 1 PX 60000", lzkey));
     freeReplyObject(cmd(ctl, "ACL LOG RESET", NULL));
-    g_acl_addr = addr;
+    g_acl_ctl = sort_ho_it_connect(addr);
     g_acl_taken = 1;
     atexit(restore_acl_at_exit);
     redisReply *deny = cmd(ctl, "ACL SETUSER default -exists", NULL);
