@@ -3,8 +3,9 @@
 
 Starts halleyd + one galaxyd with the response cache off on a fresh database
 of the stack (ORRERY_PG_DSN from `eval "$(deploy/stack.sh env)"`), makes a
-task with 2,000 hourly instances (backfill) and ANALYZEs, then for each list a console
-can ask for (the default page, a task's newest, a state filter, a text
+task with 2,000 hourly instances (backfill; one in a hundred then made failed) and
+ANALYZEs, then for each list a console can ask for (the default page, a task's
+newest, a state filter in both orders, the dashboard's failures, a text
 search, the second page by token, a time range) runs wrk for SECONDS and
 reports requests/s and the CPU each process spent per request: galaxyd,
 halleyd and PostgreSQL's backends (utime + stime from /proc, so the figure
@@ -208,6 +209,9 @@ def main():
                     break
                 time.sleep(1)
             assert r.status == 200, r
+        # One instance in a hundred failed, for the dashboard's failures.
+        orrery_it.psql(p.dsn, "UPDATE instances SET state = 'failed', reason = 'exit 1'"
+                              " WHERE id % 100 = 0")
         # Current planner statistics, as on a database autovacuum keeps
         # (without them a filtered list is planned for an empty table).
         orrery_it.psql(p.dsn, "ANALYZE")
@@ -216,6 +220,8 @@ def main():
             "default": "/api/v1/instances?limit=50",
             "task desc": f"/api/v1/instances?task_id={tid}&order=desc&limit=50",
             "state": "/api/v1/instances?state=waiting,failed&limit=50",
+            "state desc": "/api/v1/instances?state=waiting,failed&order=desc&limit=50",
+            "failures": "/api/v1/instances?state=failed,timed_out&order=desc&limit=8",
             "search": "/api/v1/instances?q=hourly&limit=50",
             "page 2": "/api/v1/instances?limit=50&page_token="
                       + urllib.parse.quote(p1["next_page_token"]),

@@ -422,6 +422,55 @@ static void test_range_desc(void)
     }
 }
 
+/* A state set alone (the dashboard's failures, the console's state
+ * filter), both orders, page by page: a page ends between inst_b and
+ * inst_a[2], which share T0+2h, so the keyset must go on from the tie; a
+ * state asked twice lists its instances once; a finished instance's exit
+ * code comes with it. Newest first runs statements of its own, one walk
+ * per state (q_list_states_desc_*). */
+static void test_states_alone(void)
+{
+    Orrery__Halley__V1__ListInstancesRequest lr = ORRERY__HALLEY__V1__LIST_INSTANCES_REQUEST__INIT;
+    lr.page_size = 2;
+    Orrery__Halley__V1__InstanceState st[3];
+    lr.states = st;
+    struct {
+        int desc, n_states, states[3], n;
+        int64_t want[6];
+        const char *what;
+    } cases[] = {
+        {1, 2, {W, RUN}, 3, {inst_a[4], inst_b, inst_a[2]}, "waiting, running, newest first"},
+        {0, 2, {W, RUN}, 3, {inst_a[2], inst_a[4], inst_b}, "waiting, running, by id"},
+        {1, 3, {KILL, R, W}, 4, {inst_a[4], inst_a[3], inst_b, inst_a[1]}, "three states"},
+        {1, 3, {RUN, W, RUN}, 3, {inst_a[4], inst_b, inst_a[2]}, "a state asked twice, once"},
+        {0, 3, {RUN, W, RUN}, 3, {inst_a[2], inst_a[4], inst_b}, "asked twice, by id"},
+        {1, 1, {FAIL}, 0, {0}, "a state no instance is in"},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        lr.descending = cases[c].desc;
+        lr.n_states = (size_t)cases[c].n_states;
+        for (int i = 0; i < cases[c].n_states; i++)
+            st[i] = cases[c].states[i];
+        int64_t got[8];
+        int n = list_pages(&lr, got, 8);
+        int same = n == cases[c].n;
+        for (int i = 0; same && i < n; i++)
+            same = got[i] == cases[c].want[i];
+        HLT_CHECK(same, "states alone, %s: %d rows in order (want %d)", cases[c].what, n,
+                  cases[c].n);
+    }
+    lr.descending = 1;
+    lr.n_states = 1;
+    st[0] = OK;
+    Orrery__Halley__V1__ListInstancesResponse *r = NULL;
+    HLT_CHECK(hlt_call(cl, "ListInstances", &lr, &r, &err) == ORR_OK && r->n_instances == 1 &&
+                  r->instances[0]->id == inst_a[0] && r->instances[0]->has_exit_code &&
+                  r->instances[0]->exit_code == 0 && r->instances[0]->attempt == 2,
+              "states alone: the succeeded instance with its exit code");
+    if (r)
+        FREE(r);
+}
+
 static void test_last_run(void)
 {
     int64_t t_c = save_task(0, "r_c_never_run", "bi", NULL, ORR_OK, NULL);
@@ -760,6 +809,7 @@ int main(void)
     test_users();
     test_instances();
     test_range_desc();
+    test_states_alone();
     test_last_run();
     test_stats(&db);
     test_list_times(&db);

@@ -1,0 +1,16 @@
+-- 0019_state_time_index.sql - a state's instances, newest first, by index.
+--
+-- ListInstances with a state set alone, newest first (the dashboard's
+-- failures, the console's state filter) walks this index backwards once per
+-- state and merges the walks: a plan that suits a rare state and a common
+-- one alike, so the statement keeps one generic plan instead of being
+-- planned anew at every call (the planning was most of its cost).
+-- instances_state_idx cannot serve it: priority sits between the state and
+-- the schedule time, for the ready queue's order.
+--
+-- Every transition changes the state, so it already writes a new entry in
+-- each of instances' indexes (no HOT update); this adds one more.
+-- CREATE INDEX blocks writes to instances while it builds: on a large
+-- table, build it first with CREATE INDEX CONCURRENTLY under this name, and
+-- this migration finds it (docs/deploy.md, "Upgrades").
+CREATE INDEX IF NOT EXISTS instances_state_time_idx ON instances (state, schedule_time, id);
