@@ -1,10 +1,11 @@
 -- 0019_state_time_index.sql - a state's instances, newest first, by index.
 --
--- ListInstances with a state set alone, newest first (the dashboard's
--- failures, the console's state filter) walks this index backwards once per
--- state and merges the walks: a plan that suits a rare state and a common
--- one alike, so the statement keeps one generic plan instead of being
--- planned anew at every call (the planning was most of its cost).
+-- The first page of ListInstances with a state set alone, newest first
+-- (the dashboard's failures, the console's state filter) walks this index
+-- backwards once per state and merges the walks: a plan that suits a rare
+-- state and a common one alike, so the statement keeps one generic plan
+-- instead of being planned anew at every call (the planning was most of
+-- its cost).
 -- instances_state_idx cannot serve it: priority sits between the state and
 -- the schedule time, for the ready queue's order.
 --

@@ -231,25 +231,25 @@ static hl_stmt q_list_range_desc_after = HL_STMT_LIST(
                   " AND (i.schedule_time, i.id) < (to_timestamp($5::int8 / 1000.0), $4::int8)"
                   " ORDER BY i.schedule_time DESC, i.id DESC LIMIT $3::int");
 
-/* A state set alone, newest first (the dashboard's failures, the
- * console's state filter): prepared with its generic plan like the lists
- * above, as one plan suits every state set: for each state (unnest) a
- * backward walk of instances_state_time_idx that stops at the page, then
- * the walks' rows sorted and cut to the page. A rare state reads its few
- * rows, a common one a page of them; planned for the values at each call,
- * PostgreSQL spent most of the statement's CPU on the planning. The states
- * come without repeats (a repeat would list its rows twice). $1 the
- * states, $2 the limit; after a row: $3 its ms, $4 its id. */
-#define HL_LIST_STATES_DESC(after)                                                                 \
-    "SELECT " HL_LIST_COLS ", " HL_EXIT_COL " FROM (SELECT x.*, t.name AS hl_task_name"            \
-    " FROM unnest($1::text[]) s(st) CROSS JOIN LATERAL (SELECT * FROM instances i"                 \
-    " WHERE i.state = s.st" after " ORDER BY i.schedule_time DESC, i.id DESC LIMIT $2::int) x"     \
-    " JOIN tasks t ON t.id = x.task_id ORDER BY x.schedule_time DESC, x.id DESC LIMIT $2::int) i," \
-    " LATERAL (SELECT i.hl_task_name AS name) t ORDER BY i.schedule_time DESC, i.id DESC"
-static hl_stmt q_list_states_desc_first = HL_STMT_LIST(HL_LIST_STATES_DESC(""));
-static hl_stmt q_list_states_desc_after = HL_STMT_LIST(HL_LIST_STATES_DESC(
-    " AND i.schedule_time <= to_timestamp($3::int8 / 1000.0)"
-    " AND (i.schedule_time, i.id) < (to_timestamp($3::int8 / 1000.0), $4::int8)"));
+/* The first page of a state set alone, newest first (the dashboard's
+ * failures, the console's state filter): prepared with its generic plan
+ * like the lists above, as one plan suits every state set: for each state
+ * (unnest) a backward walk of instances_state_time_idx that stops at the
+ * page, then the walks' rows sorted and cut to the page. A rare state reads
+ * its few rows, a common one a page of them; planned for the values at
+ * each call, PostgreSQL spent most of the statement's CPU on the planning.
+ * The states come without repeats (a repeat would list its rows twice).
+ * $1 the states, $2 the limit. The pages after it run the filtered
+ * statement: with a row's keyset the generic plan walked
+ * instances_schedule_idx instead, testing each row's state, which PostgreSQL
+ * cannot tell apart from a walk of a few rows (390 ms for the second page
+ * of a state no instance is in, among 1.5 million). */
+static hl_stmt q_list_states_desc_first = HL_STMT_LIST(
+    "SELECT " HL_LIST_COLS ", " HL_EXIT_COL " FROM (SELECT x.*, t.name AS hl_task_name"
+    " FROM unnest($1::text[]) s(st) CROSS JOIN LATERAL (SELECT * FROM instances i"
+    " WHERE i.state = s.st ORDER BY i.schedule_time DESC, i.id DESC LIMIT $2::int) x"
+    " JOIN tasks t ON t.id = x.task_id ORDER BY x.schedule_time DESC, x.id DESC LIMIT $2::int) i,"
+    " LATERAL (SELECT i.hl_task_name AS name) t ORDER BY i.schedule_time DESC, i.id DESC");
 
 static hl_stmt q_list_ready = HL_STMT(
     "SELECT " HL_INSTANCE_COLS ", " HL_EXIT_COL " FROM instances i JOIN tasks t ON t.id = i.task_id"
@@ -855,13 +855,8 @@ HL_UNARY(hl_api_list_instances)
             s = hl_db_query(c, a, &q_list_range_desc_first, 3, pr, &r, err);
         else
             s = hl_db_query(c, a, &q_list_range_desc_after, 5, pr, &r, err);
-    } else if (rq->descending && set == F_STATES) {
-        if (strcmp(p[0], "0") == 0)
-            s = hl_db_query(c, a, &q_list_states_desc_first, 2, (const char *[]){p[2], p[6]}, &r,
-                            err);
-        else
-            s = hl_db_query(c, a, &q_list_states_desc_after, 4,
-                            (const char *[]){p[2], p[6], p[8], p[0]}, &r, err);
+    } else if (rq->descending && set == F_STATES && strcmp(p[0], "0") == 0) {
+        s = hl_db_query(c, a, &q_list_states_desc_first, 2, (const char *[]){p[2], p[6]}, &r, err);
     } else if (rq->descending) {
         s = hl_db_query_custom(c, a, &q_list_instances_desc, 10, p, &r, err);
     } else {

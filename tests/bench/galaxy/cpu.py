@@ -6,7 +6,7 @@ of the stack (ORRERY_PG_DSN from `eval "$(deploy/stack.sh env)"`), makes a
 task with 2,000 hourly instances (backfill; one in a hundred then made failed) and
 ANALYZEs, then for each list a console can ask for (the default page, a task's
 newest, a state filter in both orders, the dashboard's failures, a text
-search, the second page by token, a time range) runs wrk for SECONDS and
+search in both orders, the second page by token, a time range) runs wrk for SECONDS and
 reports requests/s and the CPU each process spent per request: galaxyd,
 halleyd and PostgreSQL's backends (utime + stime from /proc, so the figure
 holds whatever else the machine runs; wrk's own CPU is left out), and the
@@ -223,6 +223,7 @@ def main():
             "state desc": "/api/v1/instances?state=waiting,failed&order=desc&limit=50",
             "failures": "/api/v1/instances?state=failed,timed_out&order=desc&limit=8",
             "search": "/api/v1/instances?q=hourly&limit=50",
+            "search desc": "/api/v1/instances?q=hourly&order=desc&limit=50",
             "page 2": "/api/v1/instances?limit=50&page_token="
                       + urllib.parse.quote(p1["next_page_token"]),
             "range desc": "/api/v1/instances?from=2026-01-20T00:00:00Z&to=2026-02-01T00:00:00Z"

@@ -423,31 +423,32 @@ static void test_range_desc(void)
 }
 
 /* A state set alone (the dashboard's failures, the console's state
- * filter), both orders, page by page: a page ends between inst_b and
- * inst_a[2], which share T0+2h, so the keyset must go on from the tie; a
- * state asked twice lists its instances once; a finished instance's exit
- * code comes with it. Newest first runs statements of its own, one walk
- * per state (q_list_states_desc_*). */
+ * filter), both orders: page by page, where a page ends between inst_b and
+ * inst_a[2], which share T0+2h, so the keyset must go on from the tie; and
+ * in one page, where a state asked twice must list its instances once
+ * (the first page newest first has a statement of its own, one walk per
+ * state); a finished instance's exit code comes with it. */
 static void test_states_alone(void)
 {
     Orrery__Halley__V1__ListInstancesRequest lr = ORRERY__HALLEY__V1__LIST_INSTANCES_REQUEST__INIT;
-    lr.page_size = 2;
     Orrery__Halley__V1__InstanceState st[3];
     lr.states = st;
     struct {
-        int desc, n_states, states[3], n;
+        int desc, size, n_states, states[3], n;
         int64_t want[6];
         const char *what;
     } cases[] = {
-        {1, 2, {W, RUN}, 3, {inst_a[4], inst_b, inst_a[2]}, "waiting, running, newest first"},
-        {0, 2, {W, RUN}, 3, {inst_a[2], inst_a[4], inst_b}, "waiting, running, by id"},
-        {1, 3, {KILL, R, W}, 4, {inst_a[4], inst_a[3], inst_b, inst_a[1]}, "three states"},
-        {1, 3, {RUN, W, RUN}, 3, {inst_a[4], inst_b, inst_a[2]}, "a state asked twice, once"},
-        {0, 3, {RUN, W, RUN}, 3, {inst_a[2], inst_a[4], inst_b}, "asked twice, by id"},
-        {1, 1, {FAIL}, 0, {0}, "a state no instance is in"},
+        {1, 2, 2, {W, RUN}, 3, {inst_a[4], inst_b, inst_a[2]}, "waiting, running, newest first"},
+        {0, 2, 2, {W, RUN}, 3, {inst_a[2], inst_a[4], inst_b}, "waiting, running, by id"},
+        {1, 2, 3, {KILL, R, W}, 4, {inst_a[4], inst_a[3], inst_b, inst_a[1]}, "three states"},
+        {1, 10, 3, {RUN, W, RUN}, 3, {inst_a[4], inst_b, inst_a[2]}, "a state asked twice, once"},
+        {1, 2, 3, {RUN, W, RUN}, 3, {inst_a[4], inst_b, inst_a[2]}, "asked twice, by pages"},
+        {0, 10, 3, {RUN, W, RUN}, 3, {inst_a[2], inst_a[4], inst_b}, "asked twice, by id"},
+        {1, 2, 1, {FAIL}, 0, {0}, "a state no instance is in"},
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         lr.descending = cases[c].desc;
+        lr.page_size = cases[c].size;
         lr.n_states = (size_t)cases[c].n_states;
         for (int i = 0; i < cases[c].n_states; i++)
             st[i] = cases[c].states[i];
@@ -469,6 +470,41 @@ static void test_states_alone(void)
               "states alone: the succeeded instance with its exit code");
     if (r)
         FREE(r);
+}
+
+/* The text search alone, both orders, page by page: each of the four
+ * things it matches (the task name, the reason, the executor, the id), and
+ * nothing. */
+static void test_search_alone(void)
+{
+    Orrery__Halley__V1__ListInstancesRequest lr = ORRERY__HALLEY__V1__LIST_INSTANCES_REQUEST__INIT;
+    lr.page_size = 1;
+    char id[32];
+    snprintf(id, sizeof id, "%lld", (long long)inst_a[3]);
+    struct {
+        const char *q;
+        int n;
+        int64_t want[2]; /* newest first */
+        const char *what;
+    } cases[] = {
+        {"R_B", 1, {inst_b}, "the task's name, any case"},
+        {"sto", 1, {inst_a[1]}, "a part of the reason"},
+        {"exec-1", 2, {inst_a[2], inst_a[0]}, "the executor"},
+        {id, 1, {inst_a[3]}, "the id"},
+        {"no such", 0, {0}, "nothing"},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
+        for (int desc = 0; desc < 2; desc++) {
+            lr.query = (char *)cases[c].q;
+            lr.descending = desc;
+            int64_t got[4];
+            int n = list_pages(&lr, got, 4);
+            int same = n == cases[c].n;
+            for (int i = 0; same && i < n; i++)
+                same = got[i] == cases[c].want[desc ? i : n - 1 - i];
+            HLT_CHECK(same, "search alone, %s, %s: %d rows in order (want %d)", cases[c].what,
+                      desc ? "newest first" : "by id", n, cases[c].n);
+        }
 }
 
 static void test_last_run(void)
@@ -810,6 +846,7 @@ int main(void)
     test_instances();
     test_range_desc();
     test_states_alone();
+    test_search_alone();
     test_last_run();
     test_stats(&db);
     test_list_times(&db);
