@@ -444,6 +444,7 @@ static void test_states_alone(void)
         {1, 10, 3, {RUN, W, RUN}, 3, {inst_a[4], inst_b, inst_a[2]}, "a state asked twice, once"},
         {1, 2, 3, {RUN, W, RUN}, 3, {inst_a[4], inst_b, inst_a[2]}, "asked twice, by pages"},
         {0, 10, 3, {RUN, W, RUN}, 3, {inst_a[2], inst_a[4], inst_b}, "asked twice, by id"},
+        {1, 1, 1, {W}, 2, {inst_a[4], inst_b}, "one state over two pages"},
         {1, 2, 1, {FAIL}, 0, {0}, "a state no instance is in"},
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
@@ -466,10 +467,26 @@ static void test_states_alone(void)
     Orrery__Halley__V1__ListInstancesResponse *r = NULL;
     HLT_CHECK(hlt_call(cl, "ListInstances", &lr, &r, &err) == ORR_OK && r->n_instances == 1 &&
                   r->instances[0]->id == inst_a[0] && r->instances[0]->has_exit_code &&
-                  r->instances[0]->exit_code == 0 && r->instances[0]->attempt == 2,
-              "states alone: the succeeded instance with its exit code");
+                  r->instances[0]->exit_code == 0 && r->instances[0]->attempt == 2 &&
+                  strcmp(r->instances[0]->task_name, "r_a") == 0 &&
+                  r->instances[0]->schedule_time_ms == T0,
+              "states alone: the succeeded instance with its task, time and exit code");
     if (r)
         FREE(r);
+    /* An unknown state is refused by its index, after a repeat too. */
+    Orrery__Halley__V1__InstanceState bad[2][3] = {{0}, {W, W, 99}};
+    size_t nbad[2] = {1, 3};
+    const char *field[2] = {"states[0]", "states[2]"};
+    for (int b = 0; b < 2; b++) {
+        lr.states = bad[b];
+        lr.n_states = nbad[b];
+        r = NULL;
+        HLT_CHECK(hlt_call(cl, "ListInstances", &lr, &r, &err) == ORR_EINVAL &&
+                      strcmp(err.field, field[b]) == 0,
+                  "states alone: unknown state refused as %s (%s)", field[b], err.field);
+        if (r)
+            FREE(r);
+    }
 }
 
 /* The text search alone, both orders, page by page: each of the four
