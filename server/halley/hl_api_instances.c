@@ -146,10 +146,10 @@ static hl_stmt q_dep_span = HL_STMT("SELECT id, " HL_MS(
 /* The filtered lists pick the page's rows first (the instance's columns and
  * its task's name, in a subquery with the LIMIT) and compute the answer's
  * columns (the exit code's subquery) for those rows only: a filter
- * PostgreSQL cannot walk an index for (the text search, a state set) makes
- * it sort every match before the LIMIT, and it computed every match's
- * columns before that sort (2,000 exit-code subqueries for a
- * page of 50 in a search matching every row). Outside, the subquery is "i"
+ * PostgreSQL cannot walk an index for (the text search, states with
+ * another filter) makes it sort every match before the LIMIT, and it
+ * computed every match's columns before that sort (2,000 exit-code
+ * subqueries for a page of 50 in a search matching every row). Outside, the subquery is "i"
  * and its task name "t.name", so HL_LIST_COLS reads it unchanged. */
 #define HL_LIST_PAGE_OF(inner)                                                                     \
     "SELECT " HL_LIST_COLS ", " HL_EXIT_COL " FROM (SELECT i.*, t.name AS hl_task_name"            \
@@ -231,26 +231,41 @@ static hl_stmt q_list_range_desc_after = HL_STMT_LIST(
                   " AND (i.schedule_time, i.id) < (to_timestamp($5::int8 / 1000.0), $4::int8)"
                   " ORDER BY i.schedule_time DESC, i.id DESC LIMIT $3::int");
 
-/* The first page of a state set alone, newest first (the dashboard's
- * failures, the console's state filter): prepared with its generic plan
- * like the lists above, as one plan suits every state set: for each state
- * (unnest) a backward walk of instances_state_time_idx that stops at the
- * page, then the walks' rows sorted and cut to the page. A rare state reads
- * its few rows, a common one a page of them; planned for the values at
- * each call, PostgreSQL spent most of the statement's CPU on the planning.
+/* A state set alone (the dashboard's failures, the console's and the REST
+ * API's state filter), every page, in both orders: prepared with its
+ * generic plan like the lists above, as one plan suits every state set.
+ * For each state (unnest) a walk of an index that starts at the page's
+ * keyset and stops at the page, then the walks' rows sorted and cut to the
+ * page. A rare state reads its few rows, a common one a page of them;
+ * planned for the values at each call, PostgreSQL spent most of the
+ * statement's CPU on the planning.
+ * The walk's order names the state first and its bounds are a range, not
+ * "state = s.st": with an equality PostgreSQL takes the state for a
+ * constant and drops it from the order, and the generic plan then walked
+ * the order's index over every state, testing each row (390 ms for the
+ * second page of failed,timed_out among 1.5 million instances, nearly all
+ * of it the walk for timed_out, which no instance was in). Only the
+ * state's index gives the rows in that order, so no plan picks another.
+ * The range's other end is in the row comparison, which also carries the
+ * keyset.
  * The states come without repeats (a repeat would list its rows twice).
- * $1 the states, $2 the limit. The pages after it run the filtered
- * statement: with a row's keyset the generic plan walked
- * instances_schedule_idx instead, testing each row's state, which PostgreSQL
- * cannot tell apart from a walk of a few rows (390 ms for the second page
- * of failed,timed_out among 1.5 million instances, nearly all of it the
- * walk for timed_out, which no instance was in). */
-static hl_stmt q_list_states_desc_first = HL_STMT_LIST(
-    "SELECT " HL_LIST_COLS ", " HL_EXIT_COL " FROM (SELECT x.*, t.name AS hl_task_name"
-    " FROM unnest($1::text[]) s(st) CROSS JOIN LATERAL (SELECT * FROM instances i"
-    " WHERE i.state = s.st ORDER BY i.schedule_time DESC, i.id DESC LIMIT $2::int) x"
-    " JOIN tasks t ON t.id = x.task_id ORDER BY x.schedule_time DESC, x.id DESC LIMIT $2::int) i,"
-    " LATERAL (SELECT i.hl_task_name AS name) t ORDER BY i.schedule_time DESC, i.id DESC");
+ * Newest first: instances_state_time_idx backwards; $1 the states, $2 the
+ * limit, $3 and $4 the id and ms of the last row seen (0 and Infinity, a
+ * float8, on the first page). */
+#define HL_LIST_STATES(walk, order)                                                                \
+    "SELECT " HL_LIST_COLS ", " HL_EXIT_COL " FROM (SELECT i.*, t.name AS hl_task_name"            \
+    " FROM unnest($1::text[]) s(st) CROSS JOIN LATERAL (SELECT * FROM instances i"                 \
+    " WHERE " walk " LIMIT $2::int) i"                                                             \
+    " JOIN tasks t ON t.id = i.task_id ORDER BY " order " LIMIT $2::int) i,"                       \
+    " LATERAL (SELECT i.hl_task_name AS name) t ORDER BY " order
+static hl_stmt q_list_states_desc = HL_STMT_LIST(HL_LIST_STATES(
+    "i.state >= s.st AND (i.state, i.schedule_time, i.id) < (s.st, to_timestamp($4::float8 / 1000),"
+    " $3::int8) ORDER BY i.state DESC, i.schedule_time DESC, i.id DESC",
+    "i.schedule_time DESC, i.id DESC"));
+/* In id order: instances_state_id_idx forwards; $3 the last id seen (0 on
+ * the first page). */
+static hl_stmt q_list_states_asc = HL_STMT_LIST(HL_LIST_STATES(
+    "i.state <= s.st AND (i.state, i.id) > (s.st, $3::int8) ORDER BY i.state, i.id", "i.id"));
 
 static hl_stmt q_list_ready = HL_STMT(
     "SELECT " HL_INSTANCE_COLS ", " HL_EXIT_COL " FROM instances i JOIN tasks t ON t.id = i.task_id"
@@ -857,8 +872,11 @@ HL_UNARY(hl_api_list_instances)
             s = hl_db_query(c, a, &q_list_range_desc_first, 3, pr, &r, err);
         else
             s = hl_db_query(c, a, &q_list_range_desc_after, 5, pr, &r, err);
-    } else if (rq->descending && set == F_STATES && strcmp(p[0], "0") == 0) {
-        s = hl_db_query(c, a, &q_list_states_desc_first, 2, (const char *[]){p[2], p[6]}, &r, err);
+    } else if (set == F_STATES) {
+        const char *ms = strcmp(p[0], "0") == 0 ? "Infinity" : p[8]; /* newest first */
+        const char *ps[4] = {p[2], p[6], p[0], ms};
+        s = hl_db_query(c, a, rq->descending ? &q_list_states_desc : &q_list_states_asc,
+                        rq->descending ? 4 : 3, ps, &r, err);
     } else if (rq->descending) {
         s = hl_db_query_custom(c, a, &q_list_instances_desc, 10, p, &r, err);
     } else {

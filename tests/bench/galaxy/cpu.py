@@ -5,9 +5,9 @@ Starts halleyd + one galaxyd with the response cache off on a fresh database
 of the stack (ORRERY_PG_DSN from `eval "$(deploy/stack.sh env)"`), makes a
 task with 2,000 hourly instances (backfill; one in a hundred then made failed) and
 ANALYZEs, then for each list a console can ask for (the default page, a task's
-newest, a state filter in both orders, the dashboard's failures, a text
-search in both orders, the second page by token, a time range) runs wrk for SECONDS and
-reports requests/s and the CPU each process spent per request: galaxyd,
+newest, a state filter in both orders and its second pages, the dashboard's
+failures, a text search in both orders, the second page by token, a time
+range) runs wrk for SECONDS and reports requests/s and the CPU each process spent per request: galaxyd,
 halleyd and PostgreSQL's backends (utime + stime from /proc, so the figure
 holds whatever else the machine runs; wrk's own CPU is left out), and the
 context switches each made per request (voluntary and involuntary, summed
@@ -216,6 +216,8 @@ def main():
         # (without them a filtered list is planned for an empty table).
         orrery_it.psql(p.dsn, "ANALYZE")
         p1 = p.http("GET", "/api/v1/instances?limit=50", token=tok).json()
+        st = "/api/v1/instances?state=waiting,failed&limit=50"
+        s1, s1d = (p.http("GET", st + o, token=tok).json() for o in ("", "&order=desc"))
         paths = {
             "default": "/api/v1/instances?limit=50",
             "task desc": f"/api/v1/instances?task_id={tid}&order=desc&limit=50",
@@ -226,6 +228,9 @@ def main():
             "search desc": "/api/v1/instances?q=hourly&order=desc&limit=50",
             "page 2": "/api/v1/instances?limit=50&page_token="
                       + urllib.parse.quote(p1["next_page_token"]),
+            "state p2": st + "&page_token=" + urllib.parse.quote(s1["next_page_token"]),
+            "state desc p2": st + "&order=desc&page_token="
+                             + urllib.parse.quote(s1d["next_page_token"]),
             "range desc": "/api/v1/instances?from=2026-01-20T00:00:00Z&to=2026-02-01T00:00:00Z"
                           "&order=desc&limit=50",
         }
@@ -235,7 +240,7 @@ def main():
         base = f"http://127.0.0.1:{p.galaxy_ports[0]}"
         print(f"wrk -t1 -c{conns} -d{seconds}s; cache off; 2,000 instances; "
               f"load {os.getloadavg()[0]:.1f}")
-        print(f"  {'list':11s} {'req/s':>8s} {'p99 ms':>7s}  CPU us/request: "
+        print(f"  {'list':13s} {'req/s':>8s} {'p99 ms':>7s}  CPU us/request: "
               f"{'galaxyd':>8s} {'halleyd':>8s} {'postgres':>8s} {'total':>8s}")
         for name, path in paths.items():
             assert p.http("GET", path, token=tok).status == 200, path
@@ -252,7 +257,7 @@ def main():
             sw = [(b - a) / max(n, 1) for a, b in zip(s0, s1)]
             if name == "default":
                 default_rps = rps
-            print(f"  {name:11s} {rps:8.0f} {p99:7.1f}  {'':15s} {us[0]:8.0f} {us[1]:8.0f} "
+            print(f"  {name:13s} {rps:8.0f} {p99:7.1f}  {'':15s} {us[0]:8.0f} {us[1]:8.0f} "
                   f"{us[2]:8.0f} {sum(us):8.0f}  switches/request {sw[0]:.1f} {sw[1]:.1f} "
                   f"{sw[2]:.1f}  non-2xx {bad}  load {os.getloadavg()[0]:.1f}",
                   flush=True)
@@ -288,7 +293,7 @@ def main():
                     r = p.http("GET", path, token=tok)
                     took.append((time.time() - t0) * 1000)
                 took.sort()
-                print(f"  {name:11s} median {took[2]:8.1f} ms  max {took[-1]:8.1f} ms  "
+                print(f"  {name:13s} median {took[2]:8.1f} ms  max {took[-1]:8.1f} ms  "
                       f"status {r.status}  load {os.getloadavg()[0]:.1f}", flush=True)
 
 

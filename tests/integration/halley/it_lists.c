@@ -426,8 +426,9 @@ static void test_range_desc(void)
  * filter), both orders: page by page, where a page ends between inst_b and
  * inst_a[2], which share T0+2h, so the keyset must go on from the tie; and
  * in one page, where a state asked twice must list its instances once
- * (the first page newest first has a statement of its own, one walk per
- * state); a finished instance's exit code comes with it. */
+ * (a state set alone has statements of its own, one index walk per state
+ * from the page's keyset, bounded to the state by a range); a finished
+ * instance's exit code comes with it, in both orders. */
 static void test_states_alone(void)
 {
     Orrery__Halley__V1__ListInstancesRequest lr = ORRERY__HALLEY__V1__LIST_INSTANCES_REQUEST__INIT;
@@ -445,7 +446,10 @@ static void test_states_alone(void)
         {1, 2, 3, {RUN, W, RUN}, 3, {inst_a[4], inst_b, inst_a[2]}, "asked twice, by pages"},
         {0, 10, 3, {RUN, W, RUN}, 3, {inst_a[2], inst_a[4], inst_b}, "asked twice, by id"},
         {1, 1, 1, {W}, 2, {inst_a[4], inst_b}, "one state over two pages"},
+        {0, 1, 3, {KILL, R, W}, 4, {inst_a[1], inst_a[3], inst_a[4], inst_b}, "three, by id"},
+        {0, 1, 1, {W}, 2, {inst_a[4], inst_b}, "one state by id over two pages"},
         {1, 2, 1, {FAIL}, 0, {0}, "a state no instance is in"},
+        {0, 2, 1, {FAIL}, 0, {0}, "a state no instance is in, by id"},
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         lr.descending = cases[c].desc;
@@ -461,18 +465,22 @@ static void test_states_alone(void)
         HLT_CHECK(same, "states alone, %s: %d rows in order (want %d)", cases[c].what, n,
                   cases[c].n);
     }
-    lr.descending = 1;
     lr.n_states = 1;
     st[0] = OK;
     Orrery__Halley__V1__ListInstancesResponse *r = NULL;
-    HLT_CHECK(hlt_call(cl, "ListInstances", &lr, &r, &err) == ORR_OK && r->n_instances == 1 &&
-                  r->instances[0]->id == inst_a[0] && r->instances[0]->has_exit_code &&
-                  r->instances[0]->exit_code == 0 && r->instances[0]->attempt == 2 &&
-                  strcmp(r->instances[0]->task_name, "r_a") == 0 &&
-                  r->instances[0]->schedule_time_ms == T0,
-              "states alone: the succeeded instance with its task, time and exit code");
-    if (r)
-        FREE(r);
+    for (int desc = 0; desc < 2; desc++) {
+        lr.descending = desc;
+        r = NULL;
+        HLT_CHECK(hlt_call(cl, "ListInstances", &lr, &r, &err) == ORR_OK && r->n_instances == 1 &&
+                      r->instances[0]->id == inst_a[0] && r->instances[0]->has_exit_code &&
+                      r->instances[0]->exit_code == 0 && r->instances[0]->attempt == 2 &&
+                      strcmp(r->instances[0]->task_name, "r_a") == 0 &&
+                      r->instances[0]->schedule_time_ms == T0,
+                  "states alone, %s: the succeeded instance with its task, time and exit code",
+                  desc ? "newest first" : "by id");
+        if (r)
+            FREE(r);
+    }
     /* An unknown state is refused by its index, after a repeat too. */
     Orrery__Halley__V1__InstanceState bad[2][3] = {{0}, {W, W, 99}};
     size_t nbad[2] = {1, 3};

@@ -1,0 +1,16 @@
+-- 0020_state_id_index.sql - a state's instances in id order, by index.
+--
+-- ListInstances with a state set alone in its default order (ascending
+-- id, what the REST API lists) walks this index forwards once per state,
+-- from the page's last id, and merges the walks, as the newest-first order
+-- walks instances_state_time_idx (0019): one plan suits a rare state and a
+-- common one alike, so the statement keeps one generic plan instead of
+-- being planned anew at every call. Neither the primary key nor
+-- instances_state_idx gives a state's rows in id order.
+--
+-- Every transition changes the state, so it already writes a new entry in
+-- each of instances' indexes (no HOT update); this adds one more.
+-- CREATE INDEX blocks writes to instances while it builds: on a large
+-- table, build it first with CREATE INDEX CONCURRENTLY under this name, and
+-- this migration finds it (docs/deploy.md, "Upgrades").
+CREATE INDEX IF NOT EXISTS instances_state_id_idx ON instances (state, id);
