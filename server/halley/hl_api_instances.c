@@ -149,8 +149,9 @@ static hl_stmt q_dep_span = HL_STMT("SELECT id, " HL_MS(
  * PostgreSQL cannot walk an index for (the text search, states with
  * another filter) makes it sort every match before the LIMIT, and it
  * computed every match's columns before that sort (2,000 exit-code
- * subqueries for a page of 50 in a search matching every row). Outside, the subquery is "i"
- * and its task name "t.name", so HL_LIST_COLS reads it unchanged. */
+ * subqueries for a page of 50 in a search matching every row). Outside,
+ * the subquery is "i" and its task name "t.name", so HL_LIST_COLS reads it
+ * unchanged. */
 #define HL_LIST_PAGE_OF(inner)                                                                     \
     "SELECT " HL_LIST_COLS ", " HL_EXIT_COL " FROM (SELECT i.*, t.name AS hl_task_name"            \
     " FROM instances i JOIN tasks t ON t.id = i.task_id WHERE " inner                              \
@@ -244,8 +245,8 @@ static hl_stmt q_list_range_desc_after = HL_STMT_LIST(
  * constant and drops it from the order, and the generic plan then walked
  * the order's index over every state, testing each row (390 ms for the
  * second page of failed,timed_out among 1.5 million instances, nearly all
- * of it the walk for timed_out, which no instance was in). Only the
- * state's index gives the rows in that order, so no plan picks another.
+ * of it the walk for timed_out, which no instance was in). No other index
+ * gives the rows in that order without a sort of every row it reads.
  * The range's other end is in the row comparison, which also carries the
  * keyset.
  * The states come without repeats (a repeat would list its rows twice).
@@ -873,7 +874,7 @@ HL_UNARY(hl_api_list_instances)
         else
             s = hl_db_query(c, a, &q_list_range_desc_after, 5, pr, &r, err);
     } else if (set == F_STATES) {
-        const char *ms = strcmp(p[0], "0") == 0 ? "Infinity" : p[8]; /* newest first */
+        const char *ms = strcmp(p[0], "0") == 0 ? "Infinity" : p[8]; /* desc only */
         const char *ps[4] = {p[2], p[6], p[0], ms};
         s = hl_db_query(c, a, rq->descending ? &q_list_states_desc : &q_list_states_asc,
                         rq->descending ? 4 : 3, ps, &r, err);

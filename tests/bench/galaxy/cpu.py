@@ -3,18 +3,19 @@
 
 Starts halleyd + one galaxyd with the response cache off on a fresh database
 of the stack (ORRERY_PG_DSN from `eval "$(deploy/stack.sh env)"`), makes a
-task with 2,000 hourly instances (backfill; one in a hundred then made failed) and
-ANALYZEs, then for each list a console can ask for (the default page, a task's
-newest, a state filter in both orders and its second pages, the dashboard's
-failures, a text search in both orders, the second page by token, a time
-range) runs wrk for SECONDS and reports requests/s and the CPU each process spent per request: galaxyd,
-halleyd and PostgreSQL's backends (utime + stime from /proc, so the figure
-holds whatever else the machine runs; wrk's own CPU is left out), and the
-context switches each made per request (voluntary and involuntary, summed
-over its threads from /proc/PID/task/*/status). With
-BIG > 0 it then adds BIG more instances of the task straight in SQL, each
-finished one (four in five) with its attempt row, as a busy task's history
-has them, and times each list (median of 5 requests) at that size.
+task with 2,000 hourly instances (backfill; one in a hundred then made
+failed) and ANALYZEs, then for each list a console can ask for (the default
+page, a task's newest, a state filter in both orders and its second pages,
+the dashboard's failures, a text search in both orders, the second page by
+token, a time range) runs wrk for SECONDS and reports requests/s and the
+CPU each process spent per request: galaxyd, halleyd and PostgreSQL's
+backends (utime + stime from /proc, so the figure holds whatever else the
+machine runs; wrk's own CPU is left out), and the context switches each
+made per request (voluntary and involuntary, summed over its threads from
+/proc/PID/task/*/status). With BIG > 0 it then adds BIG more instances of
+the task straight in SQL, each finished one (four in five) with its attempt
+row, as a busy task's history has them, and times each list (median of 5
+requests) at that size.
 
 With GX_BENCH_PERF=DIR it also records `perf record -g` of galaxyd, halleyd
 and PostgreSQL during the default page's run into DIR/{galaxyd,halleyd,
@@ -217,7 +218,7 @@ def main():
         orrery_it.psql(p.dsn, "ANALYZE")
         p1 = p.http("GET", "/api/v1/instances?limit=50", token=tok).json()
         st = "/api/v1/instances?state=waiting,failed&limit=50"
-        s1, s1d = (p.http("GET", st + o, token=tok).json() for o in ("", "&order=desc"))
+        st1, st1d = (p.http("GET", st + o, token=tok).json() for o in ("", "&order=desc"))
         paths = {
             "default": "/api/v1/instances?limit=50",
             "task desc": f"/api/v1/instances?task_id={tid}&order=desc&limit=50",
@@ -228,9 +229,9 @@ def main():
             "search desc": "/api/v1/instances?q=hourly&order=desc&limit=50",
             "page 2": "/api/v1/instances?limit=50&page_token="
                       + urllib.parse.quote(p1["next_page_token"]),
-            "state p2": st + "&page_token=" + urllib.parse.quote(s1["next_page_token"]),
+            "state p2": st + "&page_token=" + urllib.parse.quote(st1["next_page_token"]),
             "state desc p2": st + "&order=desc&page_token="
-                             + urllib.parse.quote(s1d["next_page_token"]),
+                             + urllib.parse.quote(st1d["next_page_token"]),
             "range desc": "/api/v1/instances?from=2026-01-20T00:00:00Z&to=2026-02-01T00:00:00Z"
                           "&order=desc&limit=50",
         }
