@@ -392,6 +392,19 @@ static int list_pages(Orrery__Halley__V1__ListInstancesRequest *lr, int64_t *ids
     return n;
 }
 
+/* list_pages, then whether it listed exactly want[0..nwant) in order; *n
+ * what it listed (-1: a call failed). */
+static int pages_are(Orrery__Halley__V1__ListInstancesRequest *lr, const int64_t *want, int nwant,
+                     int *n)
+{
+    int64_t got[8];
+    *n = list_pages(lr, got, 8);
+    int same = *n == nwant;
+    for (int i = 0; same && i < *n; i++)
+        same = got[i] == want[i];
+    return same;
+}
+
 /* A time range alone, newest first (its own prepared statements), page by
  * page: both bounds, the start alone, the end alone. */
 static void test_range_desc(void)
@@ -413,11 +426,8 @@ static void test_range_desc(void)
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         lr.from_schedule_ms = cases[c].from;
         lr.to_schedule_ms = cases[c].to;
-        int64_t got[8];
-        int n = list_pages(&lr, got, 8);
-        int same = n == cases[c].n;
-        for (int i = 0; same && i < n; i++)
-            same = got[i] == cases[c].want[i];
+        int n;
+        int same = pages_are(&lr, cases[c].want, cases[c].n, &n);
         HLT_CHECK(same, "range desc, %s: %d rows in order (want %d)", cases[c].what, n, cases[c].n);
     }
 }
@@ -457,11 +467,8 @@ static void test_states_alone(void)
         lr.n_states = (size_t)cases[c].n_states;
         for (int i = 0; i < cases[c].n_states; i++)
             st[i] = cases[c].states[i];
-        int64_t got[8];
-        int n = list_pages(&lr, got, 8);
-        int same = n == cases[c].n;
-        for (int i = 0; same && i < n; i++)
-            same = got[i] == cases[c].want[i];
+        int n;
+        int same = pages_are(&lr, cases[c].want, cases[c].n, &n);
         HLT_CHECK(same, "states alone, %s: %d rows in order (want %d)", cases[c].what, n,
                   cases[c].n);
     }
@@ -495,11 +502,8 @@ static void test_states_alone(void)
             st[i] = ranged[c].states[i];
         lr.from_schedule_ms = ranged[c].from;
         lr.to_schedule_ms = ranged[c].to;
-        int64_t got[8];
-        int n = list_pages(&lr, got, 8);
-        int same = n == ranged[c].n;
-        for (int i = 0; same && i < n; i++)
-            same = got[i] == ranged[c].want[i];
+        int n;
+        int same = pages_are(&lr, ranged[c].want, ranged[c].n, &n);
         HLT_CHECK(same, "states and a range, %s: %d rows in order (want %d)", ranged[c].what, n,
                   ranged[c].n);
     }
