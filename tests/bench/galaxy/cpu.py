@@ -222,8 +222,8 @@ def main():
         paths = {
             "default": "/api/v1/instances?limit=50",
             "task desc": f"/api/v1/instances?task_id={tid}&order=desc&limit=50",
-            "state": "/api/v1/instances?state=waiting,failed&limit=50",
-            "state desc": "/api/v1/instances?state=waiting,failed&order=desc&limit=50",
+            "state": st,
+            "state desc": st + "&order=desc",
             "failures": "/api/v1/instances?state=failed,timed_out&order=desc&limit=8",
             "search": "/api/v1/instances?q=hourly&limit=50",
             "search desc": "/api/v1/instances?q=hourly&order=desc&limit=50",
