@@ -268,25 +268,27 @@ static hl_stmt q_list_states_desc = HL_STMT_LIST(HL_LIST_STATES(
 static hl_stmt q_list_states_asc = HL_STMT_LIST(HL_LIST_STATES(
     "i.state <= s.st AND (i.state, i.id) > (s.st, $3::int8) ORDER BY i.state, i.id", "i.id"));
 
-/* A text search alone, every page, in both orders: prepared with its
- * generic plan too. No index serves "contains", so whatever the words the
- * plan is the one PostgreSQL picked for each when planned at every call: a
- * walk of the order's index from the page's keyset, testing each row, that
- * stops at the page (checked with EXPLAIN ANALYZE among 1.5 million
- * instances for words every row, a fifth of the rows, eleven tasks' rows
- * and no row matched: the same walk in both, which the planning had cost
- * 0.5-0.8 ms more). $1 the words (HL_LIST_SEARCH), $2 the limit, $3 the
- * last id seen (0 on the first page); newest first, $4 its ms (Infinity, a
- * float8, on the first page). */
-#define HL_LIST_SEARCH_ALONE(keyset, order)                                                        \
-    "SELECT " HL_LIST_COLS ", " HL_EXIT_COL " FROM (SELECT i.*, t.name AS hl_task_name"            \
-    " FROM instances i JOIN tasks t ON t.id = i.task_id WHERE " keyset HL_LIST_SEARCH(             \
-        "$1") " ORDER BY " order " LIMIT $2::int) i, LATERAL (SELECT i.hl_task_name AS name) t"    \
-              " ORDER BY " order
-static hl_stmt q_list_search_desc = HL_STMT_LIST(
-    HL_LIST_SEARCH_ALONE("(i.schedule_time, i.id) < (to_timestamp($4::float8 / 1000), $3::int8)",
-                         "i.schedule_time DESC, i.id DESC"));
-static hl_stmt q_list_search_asc = HL_STMT_LIST(HL_LIST_SEARCH_ALONE("i.id > $3::int8", "i.id"));
+const char *hl_list_sql(const char *name)
+{
+    static const struct {
+        const char *name;
+        const hl_stmt *st;
+    } lists[] = {
+        {"all", &q_list_instances_all},
+        {"desc_first", &q_list_instances_desc_first},
+        {"desc_after", &q_list_instances_desc_after},
+        {"task_desc_first", &q_list_task_desc_first},
+        {"task_desc_after", &q_list_task_desc_after},
+        {"range_desc_first", &q_list_range_desc_first},
+        {"range_desc_after", &q_list_range_desc_after},
+        {"states_desc", &q_list_states_desc},
+        {"states_asc", &q_list_states_asc},
+    };
+    for (size_t i = 0; i < sizeof lists / sizeof lists[0]; i++)
+        if (strcmp(lists[i].name, name) == 0)
+            return lists[i].st->sql;
+    return NULL;
+}
 
 static hl_stmt q_list_ready = HL_STMT(
     "SELECT " HL_INSTANCE_COLS ", " HL_EXIT_COL " FROM instances i JOIN tasks t ON t.id = i.task_id"
@@ -867,11 +869,10 @@ HL_UNARY(hl_api_list_instances)
     PGresult *r;
     /* Which filters are set: the lists with a statement of their own are
      * picked by it. */
-    enum { F_TASK = 1, F_RANGE = 2, F_STATES = 4, F_SEARCH = 8, F_OTHER = 16 };
-    unsigned set = (rq->task_id ? F_TASK : 0) |
-                   (rq->from_schedule_ms || rq->to_schedule_ms ? F_RANGE : 0) |
-                   (rq->n_states ? F_STATES : 0) | (search[0] ? F_SEARCH : 0) |
-                   (rq->executor[0] || rq->team[0] ? F_OTHER : 0);
+    enum { F_TASK = 1, F_RANGE = 2, F_STATES = 4, F_OTHER = 8 };
+    unsigned set =
+        (rq->task_id ? F_TASK : 0) | (rq->from_schedule_ms || rq->to_schedule_ms ? F_RANGE : 0) |
+        (rq->n_states ? F_STATES : 0) | (rq->executor[0] || rq->team[0] || search[0] ? F_OTHER : 0);
     if (!set) {
         const char *pa[3] = {p[0], p[6], p[8]};
         if (!rq->descending)
@@ -894,12 +895,11 @@ HL_UNARY(hl_api_list_instances)
             s = hl_db_query(c, a, &q_list_range_desc_first, 3, pr, &r, err);
         else
             s = hl_db_query(c, a, &q_list_range_desc_after, 5, pr, &r, err);
-    } else if (set == F_STATES || set == F_SEARCH) {
+    } else if (set == F_STATES) {
         const char *ms = strcmp(p[0], "0") == 0 ? "Infinity" : p[8]; /* desc only */
-        const char *ps[4] = {set == F_STATES ? p[2] : search, p[6], p[0], ms};
-        hl_stmt *q = set == F_STATES ? (rq->descending ? &q_list_states_desc : &q_list_states_asc)
-                                     : (rq->descending ? &q_list_search_desc : &q_list_search_asc);
-        s = hl_db_query(c, a, q, rq->descending ? 4 : 3, ps, &r, err);
+        const char *ps[4] = {p[2], p[6], p[0], ms};
+        s = hl_db_query(c, a, rq->descending ? &q_list_states_desc : &q_list_states_asc,
+                        rq->descending ? 4 : 3, ps, &r, err);
     } else if (rq->descending) {
         s = hl_db_query_custom(c, a, &q_list_instances_desc, 10, p, &r, err);
     } else {

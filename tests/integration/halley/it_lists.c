@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hl_api.h"
 #include "hl_db.h"
 #include "hlt.h"
 
@@ -903,6 +904,115 @@ static void test_plan_mode(const hlt_db *db)
     hl_db_destroy(pool);
 }
 
+/* What the generic plan of list statement `name` did for these arguments
+ * (EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) of the top node, which counts
+ * its children's): the rows it returned and the shared buffers it touched
+ * (hit + read). 0 on success, -1 when the statement is unknown or a
+ * figure was missing from the plan. */
+static int walk_cost(const hlt_db *db, const char *name, const char *args, long *rows,
+                     long *buffers)
+{
+    const char *sql = hl_list_sql(name);
+    if (!sql)
+        return -1;
+    const char *fmt = "SET jit = off; SET plan_cache_mode = force_generic_plan;"
+                      " PREPARE w AS %s; EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) EXECUTE w(%s)";
+    size_t n = strlen(fmt) + strlen(sql) + strlen(args) + 1;
+    char *q = malloc(n);
+    if (!q)
+        return -1;
+    snprintf(q, n, fmt, sql, args);
+    PGresult *r = hlt_sql(db, q);
+    free(q);
+    const char *plan = PQntuples(r) == 1 ? PQgetvalue(r, 0, 0) : "";
+    const char *keys[3] = {
+        "\"Actual Rows\": ", "\"Shared Hit Blocks\": ", "\"Shared Read Blocks\": "};
+    long v[3];
+    int ok = 1;
+    for (int k = 0; k < 3; k++) {
+        const char *at = strstr(plan, keys[k]);
+        ok = ok && at;
+        v[k] = at ? strtol(at + strlen(keys[k]), NULL, 10) : 0;
+    }
+    PQclear(r);
+    *rows = v[0];
+    *buffers = v[1] + v[2];
+    return ok ? 0 : -1;
+}
+
+/* The lists that run under one generic plan walk an index in the list's
+ * order and stop at the page: among 60,000 instances of one task (one in
+ * ten failed), the page of 5 after the middle row, and a state no instance
+ * is in, each touch a few dozen buffers, where a walk of the wrong index,
+ * or a sort of every match, touches the table's (its heap alone is about a
+ * thousand). The statistics are read from every row (a sample could tip a
+ * plan), and the plans the statements would get are checked, not the
+ * timings. */
+static void test_list_walks(hlt_db *db)
+{
+    enum { N = 60000 };
+    int64_t t = save_task(0, "plan_walks", "ops", NULL, ORR_OK, NULL);
+    char sql[1024];
+    snprintf(sql, sizeof sql,
+             "INSERT INTO instances (task_id, task_version, schedule_time, state, executor)"
+             " SELECT %lld, 1, timestamptz '2020-01-01 00:00+00' + g * interval '1 hour',"
+             " CASE WHEN g %% 10 = 0 THEN 'failed' ELSE 'success' END, 'exec-w'"
+             " FROM generate_series(1, %d) g",
+             (long long)t, N);
+    PQclear(hlt_sql(db, sql));
+    PQclear(hlt_sql(db, "SET default_statistics_target = 1000; ANALYZE instances"));
+    snprintf(sql, sizeof sql,
+             "SELECT id, (extract(epoch from schedule_time) * 1000)::int8 FROM instances"
+             " WHERE task_id = %lld ORDER BY schedule_time OFFSET %d LIMIT 1",
+             (long long)t, N / 2);
+    PGresult *r = hlt_sql(db, sql);
+    if (PQntuples(r) != 1) {
+        HLT_CHECK(0, "the middle row of plan_walks");
+        PQclear(r);
+        return;
+    }
+    char from[32];
+    snprintf(from, sizeof from, "%lld", atoll(PQgetvalue(r, 0, 1)) - 1000LL * 3600 * (N / 4));
+    const char *mid_id = PQgetvalue(r, 0, 0), *mid_ms = PQgetvalue(r, 0, 1);
+    char args[12][160];
+    struct {
+        const char *name;
+        const char *args;
+        long rows;
+    } cases[12];
+    int nc = 0;
+#define WALK(nm, want, ...)                                                                        \
+    do {                                                                                           \
+        snprintf(args[nc], sizeof args[nc], __VA_ARGS__);                                          \
+        cases[nc].name = (nm);                                                                     \
+        cases[nc].args = args[nc];                                                                 \
+        cases[nc].rows = (want);                                                                   \
+        nc++;                                                                                      \
+    } while (0)
+    WALK("all", 6, "%s, 6", mid_id);
+    WALK("desc_first", 6, "6");
+    WALK("desc_after", 6, "%s, 6, %s", mid_id, mid_ms);
+    WALK("task_desc_first", 6, "%lld, 6", (long long)t);
+    WALK("task_desc_after", 6, "%s, %lld, %s, 6", mid_id, (long long)t, mid_ms);
+    WALK("range_desc_first", 6, "'%s', '%s', 6", from, mid_ms);
+    WALK("range_desc_after", 6, "'%s', 'Infinity', 6, %s, %s", from, mid_id, mid_ms);
+    WALK("states_desc", 6, "'{failed,timed_out}', 6, %s, '%s'", mid_id, mid_ms);
+    WALK("states_desc", 0, "'{timed_out}', 6, %s, '%s'", mid_id, mid_ms);
+    WALK("states_asc", 6, "'{failed,timed_out}', 6, %s", mid_id);
+    WALK("states_asc", 0, "'{timed_out}', 6, %s", mid_id);
+#undef WALK
+    for (int c = 0; c < nc; c++) {
+        long rows = -1, buffers = -1;
+        int ok = walk_cost(db, cases[c].name, cases[c].args, &rows, &buffers);
+        HLT_CHECK(ok == 0 && rows == cases[c].rows && buffers < 150,
+                  "%s(%s): %ld rows (want %ld), %ld buffers (want < 150)", cases[c].name,
+                  cases[c].args, rows, cases[c].rows, buffers);
+        fprintf(stderr, "walk %s(%s): %ld rows, %ld buffers\n", cases[c].name, cases[c].args, rows,
+                buffers);
+    }
+    PQclear(r);
+}
+
 int main(void)
 {
     hlt_db db;
@@ -924,6 +1034,7 @@ int main(void)
     test_stats(&db);
     test_list_times(&db);
     test_plan_mode(&db);
+    test_list_walks(&db);
     orr_rpc_client_destroy(cl);
     HLT_CHECK(hlt_stop(&s) == 0, "halleyd exits 0 on SIGTERM");
     hlt_db_drop(&db);
