@@ -355,7 +355,8 @@ void hl_fill_instance_bin(const PGresult *r, int row, hl_pb_instance *out);
 /* The text of a list statement that runs under its generic plan, by name
  * ("all", "desc_first", "desc_after", "task_desc_first",
  * "task_desc_after", "range_desc_first", "range_desc_after",
- * "states_desc", "states_asc"; NULL for another): for the test that
+ * "states_desc", "states_asc", "search_desc", "search_asc"; NULL for
+ * another): for the test that
  * checks each walk stops at its page (it_lists.c). */
 const char *hl_list_sql(const char *name);
 /* Exit code of the current attempt of instance alias i (column HL_INSTANCE_NCOLS of a

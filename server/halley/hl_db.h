@@ -51,9 +51,10 @@ typedef struct hl_stmt {
  * custom plans' one: the planning was 40 % of the statement's CPU. Only for
  * statements whose generic plan is the plan wanted whatever the values (one
  * index walked in the list's order, or, for a state set alone, one walk
- * per state). A filtered list's statement is declared with it too,
- * for its binary results, but runs through hl_db_query_custom, which plans
- * it anew at each call whatever its generic flag says. */
+ * per state; it_lists.c checks that each stops at its page). A filtered
+ * list's statement is declared with it too, for its binary results, but
+ * runs through hl_db_query_custom, which plans it anew at each call
+ * whatever its generic flag says. */
 #define HL_STMT_LIST(sql_text)                                                                     \
     {                                                                                              \
         (sql_text), 0, 1, 1                                                                        \

@@ -974,12 +974,13 @@ static void test_list_walks(hlt_db *db)
     char from[32];
     snprintf(from, sizeof from, "%lld", atoll(PQgetvalue(r, 0, 1)) - 1000LL * 3600 * (N / 4));
     const char *mid_id = PQgetvalue(r, 0, 0), *mid_ms = PQgetvalue(r, 0, 1);
-    char args[12][160];
+#define INT64_MAX_S "9223372036854775807"
+    char args[16][160];
     struct {
         const char *name;
         const char *args;
         long rows;
-    } cases[12];
+    } cases[16];
     int nc = 0;
 #define WALK(nm, want, ...)                                                                        \
     do {                                                                                           \
@@ -1000,7 +1001,11 @@ static void test_list_walks(hlt_db *db)
     WALK("states_desc", 0, "'{timed_out}', 6, %s, '%s'", mid_id, mid_ms);
     WALK("states_asc", 6, "'{failed,timed_out}', 6, %s", mid_id);
     WALK("states_asc", 0, "'{timed_out}', 6, %s", mid_id);
+    WALK("search_desc", 6, "'walks', 6, " INT64_MAX_S ", 0, 'Infinity'");
+    WALK("search_desc", 6, "'walks', 6, " INT64_MAX_S ", %s, '%s'", mid_id, mid_ms);
+    WALK("search_asc", 6, "'walks', 6, " INT64_MAX_S ", %s", mid_id);
 #undef WALK
+#undef INT64_MAX_S
     for (int c = 0; c < nc; c++) {
         long rows = -1, buffers = -1;
         int ok = walk_cost(db, cases[c].name, cases[c].args, &rows, &buffers);
