@@ -359,6 +359,9 @@ void hl_fill_instance_bin(const PGresult *r, int row, hl_pb_instance *out);
  * another): for the test that
  * checks each walk stops at its page (it_lists.c). */
 const char *hl_list_sql(const char *name);
+/* The bound a text search's walk is given: none (INT64_MAX), a parameter
+ * only so that PostgreSQL cannot see it (q_list_search_*). */
+#define HL_SEARCH_NO_BOUND "9223372036854775807"
 /* Exit code of the current attempt of instance alias i (column HL_INSTANCE_NCOLS of a
  * read). */
 #define HL_EXIT_COL                                                                                \

@@ -278,8 +278,9 @@ static hl_stmt q_list_states_asc = HL_STMT_LIST(HL_LIST_STATES(
  * read 626 buffers for a page of a search that 15,000 rows matched, where
  * the walk read 19. So the walk is a subquery of its own with a LIMIT ($3,
  * passed as no bound at all): PostgreSQL keeps the search's test out of a
- * subquery with a LIMIT, and plans a walk whose LIMIT it cannot see for a
- * part of its rows, which only the walk in the list's order does well. The
+ * subquery with a LIMIT, and plans a walk whose LIMIT it cannot see (a
+ * parameter, in a generic plan) for a tenth of its rows, which only the
+ * walk in the list's order does well. The
  * search then stops pulling rows at the page. $1 the words
  * (HL_LIST_SEARCH), $2 the limit, $3 the walk's bound, $4 the last id seen
  * (0 on the first page); newest first, $5 its ms (Infinity, a float8, on
@@ -293,8 +294,6 @@ static hl_stmt q_list_search_desc = HL_STMT_LIST(
     HL_LIST_SEARCH_WALK("(i.schedule_time, i.id) < (to_timestamp($5::float8 / 1000), $4::int8)",
                         "i.schedule_time DESC, i.id DESC"));
 static hl_stmt q_list_search_asc = HL_STMT_LIST(HL_LIST_SEARCH_WALK("i.id > $4::int8", "i.id"));
-/* The walk's bound: none (INT64_MAX). */
-#define HL_SEARCH_NO_BOUND "9223372036854775807"
 
 const char *hl_list_sql(const char *name)
 {
