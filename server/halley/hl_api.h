@@ -356,8 +356,8 @@ void hl_fill_instance_bin(const PGresult *r, int row, hl_pb_instance *out);
  * ("all", "desc_first", "desc_after", "task_desc_first",
  * "task_desc_after", "range_desc_first", "range_desc_after",
  * "states_desc", "states_asc", "search_desc", "search_asc"; NULL for
- * another): for the test that
- * checks each walk stops at its page (it_lists.c). */
+ * another): for the test that checks each walk stops at its page
+ * (it_lists.c). */
 const char *hl_list_sql(const char *name);
 /* The bound a text search's walk is given: none (INT64_MAX), a parameter
  * only so that PostgreSQL cannot see it (q_list_search_*). */

@@ -280,11 +280,11 @@ static hl_stmt q_list_states_asc = HL_STMT_LIST(HL_LIST_STATES(
  * passed as no bound at all): PostgreSQL keeps the search's test out of a
  * subquery with a LIMIT, and plans a walk whose LIMIT it cannot see (a
  * parameter, in a generic plan) for a tenth of its rows, which only the
- * walk in the list's order does well. The
- * search then stops pulling rows at the page. $1 the words
- * (HL_LIST_SEARCH), $2 the limit, $3 the walk's bound, $4 the last id seen
- * (0 on the first page); newest first, $5 its ms (Infinity, a float8, on
- * the first page). it_lists.c checks the plans' reads. */
+ * walk in the list's order does well. The search then stops pulling rows
+ * at the page. $1 the words (HL_LIST_SEARCH), $2 the limit, $3 the walk's
+ * bound (HL_SEARCH_NO_BOUND), $4 the last id seen (0 on the first page);
+ * newest first, $5 its ms (Infinity, a float8, on the first page).
+ * it_lists.c checks the plans' reads. */
 #define HL_LIST_SEARCH_WALK(keyset, order)                                                         \
     "SELECT " HL_LIST_COLS ", " HL_EXIT_COL " FROM (SELECT * FROM (SELECT * FROM instances i"      \
     " WHERE " keyset " ORDER BY " order " LIMIT $3::int8) i WHERE TRUE" HL_LIST_SEARCH(            \
