@@ -4,6 +4,7 @@
  * ListInstances in descending order and by team, ListTasks with the last
  * run, and InstanceStats.
  */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -940,6 +941,25 @@ static int walk_cost(const hlt_db *db, const char *name, const char *args, long 
     return ok ? 0 : -1;
 }
 
+/* Statement `name`, run with the arguments fmt makes, returns want rows
+ * and touches fewer than WALK_MAX_BUFFERS buffers (walk_cost). */
+#define WALK_MAX_BUFFERS 150
+__attribute__((format(printf, 4, 5))) static void walk_is(const hlt_db *db, const char *name,
+                                                          long want, const char *fmt, ...)
+{
+    char args[160];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(args, sizeof args, fmt, ap);
+    va_end(ap);
+    long rows = -1, buffers = -1;
+    int ok = walk_cost(db, name, args, &rows, &buffers);
+    HLT_CHECK(ok == 0 && rows == want && buffers < WALK_MAX_BUFFERS,
+              "%s(%s): %ld rows (want %ld), %ld buffers (want < %d)", name, args, rows, want,
+              buffers, WALK_MAX_BUFFERS);
+    fprintf(stderr, "walk %s(%s): %ld rows, %ld buffers\n", name, args, rows, buffers);
+}
+
 /* The lists that run under one generic plan walk an index in the list's
  * order and stop at the page: among 60,000 instances of one task (one in
  * ten failed), the first page, the page of 5 after the middle row, a state
@@ -977,47 +997,22 @@ static void test_list_walks(hlt_db *db)
     char from[32];
     snprintf(from, sizeof from, "%lld", atoll(PQgetvalue(r, 0, 1)) - 1000LL * 3600 * (N / 4));
     const char *mid_id = PQgetvalue(r, 0, 0), *mid_ms = PQgetvalue(r, 0, 1);
-    char args[20][160];
-    struct {
-        const char *name;
-        const char *args;
-        long rows;
-    } cases[20];
-    int nc = 0;
-#define WALK(nm, want, ...)                                                                        \
-    do {                                                                                           \
-        snprintf(args[nc], sizeof args[nc], __VA_ARGS__);                                          \
-        cases[nc].name = (nm);                                                                     \
-        cases[nc].args = args[nc];                                                                 \
-        cases[nc].rows = (want);                                                                   \
-        nc++;                                                                                      \
-    } while (0)
-    WALK("all", 6, "0, 6");
-    WALK("all", 6, "%s, 6", mid_id);
-    WALK("desc_first", 6, "6");
-    WALK("desc_after", 6, "%s, 6, %s", mid_id, mid_ms);
-    WALK("task_desc_first", 6, "%lld, 6", (long long)t);
-    WALK("task_desc_after", 6, "%s, %lld, %s, 6", mid_id, (long long)t, mid_ms);
-    WALK("range_desc_first", 6, "'%s', '%s', 6", from, mid_ms);
-    WALK("range_desc_after", 6, "'%s', 'Infinity', 6, %s, %s", from, mid_id, mid_ms);
-    WALK("states_desc", 6, "'{failed,timed_out}', 6, %s, '%s'", mid_id, mid_ms);
-    WALK("states_desc", 0, "'{timed_out}', 6, %s, '%s'", mid_id, mid_ms);
-    WALK("states_asc", 6, "'{failed,timed_out}', 6, %s", mid_id);
-    WALK("states_asc", 0, "'{timed_out}', 6, %s", mid_id);
-    WALK("search_desc", 6, "'walks', 6, " HL_SEARCH_NO_BOUND ", 0, 'Infinity'");
-    WALK("search_desc", 6, "'walks', 6, " HL_SEARCH_NO_BOUND ", %s, '%s'", mid_id, mid_ms);
-    WALK("search_asc", 6, "'walks', 6, " HL_SEARCH_NO_BOUND ", 0");
-    WALK("search_asc", 6, "'walks', 6, " HL_SEARCH_NO_BOUND ", %s", mid_id);
-#undef WALK
-    for (int c = 0; c < nc; c++) {
-        long rows = -1, buffers = -1;
-        int ok = walk_cost(db, cases[c].name, cases[c].args, &rows, &buffers);
-        HLT_CHECK(ok == 0 && rows == cases[c].rows && buffers < 150,
-                  "%s(%s): %ld rows (want %ld), %ld buffers (want < 150)", cases[c].name,
-                  cases[c].args, rows, cases[c].rows, buffers);
-        fprintf(stderr, "walk %s(%s): %ld rows, %ld buffers\n", cases[c].name, cases[c].args, rows,
-                buffers);
-    }
+    walk_is(db, "all", 6, "0, 6");
+    walk_is(db, "all", 6, "%s, 6", mid_id);
+    walk_is(db, "desc_first", 6, "6");
+    walk_is(db, "desc_after", 6, "%s, 6, %s", mid_id, mid_ms);
+    walk_is(db, "task_desc_first", 6, "%lld, 6", (long long)t);
+    walk_is(db, "task_desc_after", 6, "%s, %lld, %s, 6", mid_id, (long long)t, mid_ms);
+    walk_is(db, "range_desc_first", 6, "'%s', '%s', 6", from, mid_ms);
+    walk_is(db, "range_desc_after", 6, "'%s', 'Infinity', 6, %s, %s", from, mid_id, mid_ms);
+    walk_is(db, "states_desc", 6, "'{failed,timed_out}', 6, %s, '%s'", mid_id, mid_ms);
+    walk_is(db, "states_desc", 0, "'{timed_out}', 6, %s, '%s'", mid_id, mid_ms);
+    walk_is(db, "states_asc", 6, "'{failed,timed_out}', 6, %s", mid_id);
+    walk_is(db, "states_asc", 0, "'{timed_out}', 6, %s", mid_id);
+    walk_is(db, "search_desc", 6, "'walks', 6, " HL_SEARCH_NO_BOUND ", 0, 'Infinity'");
+    walk_is(db, "search_desc", 6, "'walks', 6, " HL_SEARCH_NO_BOUND ", %s, '%s'", mid_id, mid_ms);
+    walk_is(db, "search_asc", 6, "'walks', 6, " HL_SEARCH_NO_BOUND ", 0");
+    walk_is(db, "search_asc", 6, "'walks', 6, " HL_SEARCH_NO_BOUND ", %s", mid_id);
     PQclear(r);
 }
 
