@@ -4,6 +4,7 @@
  */
 #include "orr_alloc.h"
 
+#include <malloc.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -84,4 +85,11 @@ void *orr_xcheck(void *p)
     if (!p)
         orr_oom(0);
     return p;
+}
+
+void orr_alloc_keep_heap(size_t mmap_bytes, size_t trim_bytes)
+{
+    /* Setting either turns off glibc's own adjustment of both. */
+    mallopt(M_MMAP_THRESHOLD, (int)mmap_bytes);
+    mallopt(M_TRIM_THRESHOLD, (int)trim_bytes);
 }

@@ -54,6 +54,19 @@ void *orr_xcheck(void *p);
  * whose own allocator (an arena, a buffer) found it cannot go on. */
 _Noreturn void orr_oom(size_t bytes);
 
+/* Keep freed memory in the process's heap, for a daemon whose units of
+ * work allocate and free the same large buffers over and over (a stream's
+ * packs, a page of a thousand rows): a block smaller than mmap_bytes comes
+ * from the heap, and up to trim_bytes of free space at the top of each of
+ * the allocator's heaps is kept instead of being given back. By default
+ * glibc maps a block of 128 KiB or more on its own and unmaps it when freed,
+ * and hands back a heap's free top past 128 KiB (both limits grow only
+ * with the blocks the program frees), so the next unit of work faults the
+ * same pages in again one by one: on a virtual machine the largest cost of
+ * a large answer. The price is memory: each heap may keep up to trim_bytes
+ * free. Call it first thing in main(), before any thread starts. */
+void orr_alloc_keep_heap(size_t mmap_bytes, size_t trim_bytes);
+
 /* Fault injection for tests: after n further successful orr_x* calls (all
  * threads together), the next one fails as if the system had no memory.
  * n < 0 (the default) turns it off; it turns itself off after the one failure.

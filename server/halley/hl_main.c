@@ -21,6 +21,7 @@
 #include "hl_migrate.h"
 #include "hl_spec.h"
 #include "hl_tcomb.h"
+#include "orr_alloc.h"
 #include "orr_config.h"
 #include "orr_daemon.h"
 #include "orr_log.h"
@@ -261,5 +262,10 @@ static const orr_daemon_def hl_daemon = {
 
 int main(int argc, char **argv)
 {
+    /* A page of up to HL_PAGE_MAX rows is a PGresult, its messages in the
+     * call's arena and its packed answer, each allocated and freed at every
+     * call: kept in the heap, a page of 1,000 rows costs halleyd about 0.6
+     * of the CPU it did (docs/benchmarks.md, "Large pages: ..."). */
+    orr_alloc_keep_heap(8 << 20, 32 << 20);
     return orr_daemon_main(&hl_daemon, argc, argv);
 }

@@ -38,7 +38,6 @@
  */
 #include <errno.h>
 #include <inttypes.h>
-#include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -48,6 +47,7 @@
 
 #include <hiredis/hiredis.h>
 
+#include "orr_alloc.h"
 #include "orr_clock.h"
 #include "orr_config.h"
 #include "orr_daemon.h"
@@ -601,10 +601,8 @@ int main(int argc, char **argv)
 {
     /* A stream's buffers (packs of up to pack_size, unit files'
      * blocks, batches) are allocated, freed and allocated again all day:
-     * keep them in the heap. glibc otherwise maps every buffer of 128 KiB or
-     * more on its own and unmaps it when freed, so each one is faulted in
-     * again page by page, and each unmap is a TLB shootdown on every core. */
-    mallopt(M_MMAP_THRESHOLD, 32 << 20);
-    mallopt(M_TRIM_THRESHOLD, 256 << 20);
+     * keep them in the heap (each unmap would also be a TLB shootdown on
+     * every core). */
+    orr_alloc_keep_heap(32 << 20, 256 << 20);
     return orr_daemon_main(&sortd_daemon, argc, argv);
 }

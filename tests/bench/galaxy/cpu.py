@@ -7,19 +7,24 @@ task with 2,000 hourly instances (backfill; one in a hundred then made
 failed) and ANALYZEs, then for each list a console can ask for (the default
 page, a task's newest, a state filter in both orders and its second pages,
 the dashboard's failures, a text search in both orders, the second page by
-token, a time range) runs wrk for SECONDS and reports requests/s and the
-CPU each process spent per request: galaxyd, halleyd and PostgreSQL's
+token, a time range, and the console's instance page: 1,000 rows newest
+first, which it asks for again every 5 s) runs wrk for SECONDS and reports
+requests/s and the CPU each process spent per request: galaxyd, halleyd
+and PostgreSQL's
 backends (utime + stime from /proc, so the figure holds whatever else the
 machine runs; wrk's own CPU is left out), and the context switches each
 made per request (voluntary and involuntary, summed over its threads from
-/proc/PID/task/*/status). With BIG > 0 it then adds BIG more instances of
+/proc/PID/task/*/status); then galaxyd's and halleyd's peak RSS. With
+GX_BENCH_LISTS=NAME,NAME only those lists run (and the default page, the
+rates' reference). With BIG > 0 it then adds BIG more instances of
 the task straight in SQL, each finished one (four in five) with its attempt
 row, as a busy task's history has them, and times each list (median of 5
 requests) at that size.
 
 With GX_BENCH_PERF=DIR it also records `perf record -g` of galaxyd, halleyd
 and PostgreSQL during the default page's run into DIR/{galaxyd,halleyd,
-postgres}.data (read them with `perf report -i ... --no-children`).
+postgres}.data (read them with `perf report -i ... --no-children`);
+GX_BENCH_PERF_LIST=NAME records another list's run instead.
 
 usage: cpu.py BUILD_DIR [SECONDS] [CONNECTIONS] [BIG]   (defaults 5, 4, 0)
 Traffic stays on loopback; every run is bounded.
@@ -49,6 +54,12 @@ def cpu_s(pids):
         except OSError:
             pass
     return t / TICK
+
+
+def peak_mb(pid):
+    with open(f"/proc/{pid}/status") as f:
+        kb = next(int(x.split()[1]) for x in f if x.startswith("VmHWM:"))
+    return kb // 1024
 
 
 def switches(pids):
@@ -234,7 +245,13 @@ def main():
                              + urllib.parse.quote(st1d["next_page_token"]),
             "range desc": "/api/v1/instances?from=2026-01-20T00:00:00Z&to=2026-02-01T00:00:00Z"
                           "&order=desc&limit=50",
+            # The console's instance page: pages of 1,000, newest first,
+            # asked again every 5 s while it is open.
+            "console 1000": "/api/v1/instances?order=desc&limit=1000",
         }
+        only = [x for x in os.environ.get("GX_BENCH_LISTS", "").split(",") if x]
+        if only:
+            paths = {k: v for k, v in paths.items() if k in only or k == "default"}
         gx = [p.galaxy_procs[0].pid]
         hl = [p.procs[0].pid]
         pg = pg_backends(pg_port)
@@ -246,7 +263,8 @@ def main():
         for name, path in paths.items():
             assert p.http("GET", path, token=tok).status == 200, path
             wrk(base + path, tok, 1, conns)  # warm-up
-            rec = perf_start(gx, hl, pg_backends(pg_port), seconds) if name == "default" else []
+            rec = (perf_start(gx, hl, pg_backends(pg_port), seconds)
+                   if name == os.environ.get("GX_BENCH_PERF_LIST", "default") else [])
             s0 = [switches(gx), switches(hl), switches(pg_backends(pg_port))]
             c0 = [cpu_s(gx), cpu_s(hl), cpu_s(pg_backends(pg_port))]
             n, rps, p99, bad = wrk(base + path, tok, seconds, conns)
@@ -262,6 +280,7 @@ def main():
                   f"{us[2]:8.0f} {sum(us):8.0f}  switches/request {sw[0]:.1f} {sw[1]:.1f} "
                   f"{sw[2]:.1f}  non-2xx {bad}  load {os.getloadavg()[0]:.1f}",
                   flush=True)
+        print(f"  peak RSS (VmHWM), MB: galaxyd {peak_mb(gx[0])}, halleyd {peak_mb(hl[0])}")
         del pg
         # The floor: the default page's SQL alone through pgbench.
         tps, pg_us, pb_us = pgbench_floor(
