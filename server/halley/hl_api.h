@@ -363,11 +363,10 @@ const char *hl_list_sql(const char *name);
  * only so that PostgreSQL cannot see it (q_list_search_*). */
 #define HL_SEARCH_NO_BOUND "9223372036854775807"
 /* Exit code of the current attempt of instance alias i (column HL_INSTANCE_NCOLS of a
- * read). */
-#define HL_EXIT_COL                                                                                \
-    "(SELECT xa.exit_code FROM attempts xa WHERE xa.instance_id = i.id AND xa.attempt = "          \
-    "i.attempt)"
-#define HL_MS(x) "(extract(epoch from " x ") * 1000)::int8"
+ * read): kept on the instance's row by the transition statements
+ * (migrations/0021_instance_exit_code.sql), not looked up in attempts. */
+#define HL_EXIT_COL "i.exit_code"
+#define HL_MS(x)    "(extract(epoch from " x ") * 1000)::int8"
 /* clang-format off */
 #define HL_INSTANCE_COLS                                                                           \
     "i.id, i.task_id, t.name, i.task_version, " HL_MS("i.schedule_time") ", i.state, i.attempt, "  \

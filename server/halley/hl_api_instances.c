@@ -145,11 +145,11 @@ static hl_stmt q_dep_span = HL_STMT("SELECT id, " HL_MS(
 
 /* The filtered lists pick the page's rows first (the instance's columns and
  * its task's name, in a subquery with the LIMIT) and compute the answer's
- * columns (the exit code's subquery) for those rows only: a filter
- * PostgreSQL cannot walk an index for (the text search, states with
- * another filter) makes it sort every match before the LIMIT, and it
- * computed every match's columns before that sort (2,000 exit-code
- * subqueries for a page of 50 in a search matching every row). Outside,
+ * columns for those rows only: a filter PostgreSQL cannot walk an index
+ * for (the text search, states with another filter) makes it sort every
+ * match before the LIMIT, and while the exit code was a subquery on
+ * attempts it ran for every match before that sort (2,000 times for a page
+ * of 50 in a search matching every row). Outside,
  * the subquery is "i" and its task name "t.name", so HL_LIST_COLS reads it
  * unchanged. */
 #define HL_LIST_PAGE_OF(inner)                                                                     \
@@ -177,15 +177,9 @@ static hl_stmt q_list_instances_desc = HL_STMT_LIST(
  * (hl_db_query_custom; prepared, so parsed once per connection): planned
  * for the values given, PostgreSQL drops the filters left empty and
  * picks the index of those set, where one generic plan for every filter
- * read, joined and sorted every instance (14 ms for 2,000). Ascending, the
- * exit code comes from a join, not HL_EXIT_COL's subquery run once a row (a
- * quarter of the page's cost): both sides walk their primary key in id
- * order (a merge join), and the bound on attempts starts that walk at the
- * page, not at the first instance. */
+ * read, joined and sorted every instance (14 ms for 2,000). */
 static hl_stmt q_list_instances_all = HL_STMT_LIST(
-    "SELECT " HL_LIST_COLS ", xa.exit_code FROM instances i JOIN tasks t ON t.id = i.task_id"
-    " LEFT JOIN attempts xa ON xa.instance_id = i.id AND xa.attempt = i.attempt"
-    " AND xa.instance_id > $1::int8"
+    "SELECT " HL_LIST_COLS ", " HL_EXIT_COL " FROM instances i JOIN tasks t ON t.id = i.task_id"
     " WHERE i.id > $1::int8 ORDER BY i.id LIMIT $2::int");
 /* Descending, unfiltered: the first page ($1 the limit), then the pages
  * after the row ($3 ms, $1 id), each a walk of instances_schedule_idx
@@ -335,7 +329,10 @@ static hl_stmt q_transition = HL_STMT(
     "    least('epoch'::timestamptz + $12::int8 * interval '1 ms', now()))"
     "   WHEN $3 = 'waiting' THEN NULL ELSE started_at END,"
     "  finished_at = CASE WHEN $9::bool THEN now() WHEN $3 = 'waiting' THEN NULL"
-    "   ELSE finished_at END"
+    "   ELSE finished_at END,"
+    /* as att leaves attempts (hl_tcomb.c says the same) */
+    "  exit_code = CASE WHEN $8::int <> 0 THEN CASE WHEN $11::bool THEN $10::int END"
+    "   WHEN $11::bool THEN coalesce($10::int, exit_code) ELSE exit_code END"
     " WHERE id = $1::int8 AND state = $2 AND ($7::int = 0 OR attempt = $7::int)"
     " RETURNING *),"
     /* A run that ended before it was recorded running ($12 > 0): two rows,
@@ -360,8 +357,7 @@ static hl_stmt q_transition = HL_STMT(
     "  SELECT 'instance.transition', task_id, id, executor, jsonb_build_object('from', $2::text,"
     "  'to', $3::text, 'attempt', attempt, 'actor', $4::text, 'reason', $5::text) FROM u"
     "  RETURNING id, task_id) "
-    "SELECT " HL_INSTANCE_COLS ", CASE WHEN $11::bool THEN coalesce($10::int, " HL_EXIT_COL ")"
-    " ELSE " HL_EXIT_COL " END, ev.id"
+    "SELECT " HL_INSTANCE_COLS ", " HL_EXIT_COL ", ev.id"
     " FROM u i JOIN ev ON true JOIN tasks t ON t.id = i.task_id");
 
 static hl_stmt q_instance_state =

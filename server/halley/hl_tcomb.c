@@ -108,7 +108,12 @@ static hl_stmt q_transition_many = HL_STMT(
     "    least('epoch'::timestamptz + x.xstart * interval '1 ms', now()))"
     "   WHEN x.xnew = 'waiting' THEN NULL ELSE i.started_at END,"
     "  finished_at = CASE WHEN x.xfin THEN now() WHEN x.xnew = 'waiting' THEN NULL"
-    "   ELSE i.finished_at END"
+    "   ELSE i.finished_at END,"
+    /* The current attempt's exit code, as att leaves it in attempts
+     * (migrations/0021_instance_exit_code.sql): a new attempt starts with
+     * the exit code it is recorded with, if any. */
+    "  exit_code = CASE WHEN x.xinc <> 0 THEN CASE WHEN x.xrec THEN x.xexit END"
+    "   WHEN x.xrec THEN coalesce(x.xexit, i.exit_code) ELSE i.exit_code END"
     " FROM x WHERE i.id = x.xid AND i.state = x.xexp AND (x.xatt = 0 OR i.attempt = x.xatt)"
     " RETURNING i.*, x.xexp, x.xactor, x.xreason, x.xfin, x.xexit, x.xrec, x.xstart, x.xord),"
     /* xstart > 0: dispatched -> running at the run's start, then the end
@@ -133,8 +138,7 @@ static hl_stmt q_transition_many = HL_STMT(
     "  SELECT 'instance.transition', task_id, id, executor, jsonb_build_object('from', xexp,"
     "  'to', state, 'attempt', attempt, 'actor', xactor, 'reason', xreason) FROM u ORDER BY xord"
     "  RETURNING id, instance_id) "
-    "SELECT " HL_INSTANCE_COLS ", CASE WHEN i.xrec THEN coalesce(i.xexit, " HL_EXIT_COL ")"
-    " ELSE " HL_EXIT_COL " END, ev.id, i.xord"
+    "SELECT " HL_INSTANCE_COLS ", " HL_EXIT_COL ", ev.id, i.xord"
     " FROM u i JOIN ev ON ev.instance_id = i.id JOIN tasks t ON t.id = i.task_id");
 
 /* Append s as a quoted element of a PostgreSQL array literal. */

@@ -19,7 +19,8 @@ GX_BENCH_LISTS=NAME,NAME only those lists run (and the default page, the
 rates' reference). With BIG > 0 it then adds BIG more instances of
 the task straight in SQL, each finished one (four in five) with its attempt
 row, as a busy task's history has them, and times each list (median of 5
-requests) at that size.
+requests) at that size; with GX_BENCH_BIG_FIRST=1 it adds them before the
+runs instead, so that every figure is measured at that size.
 
 With GX_BENCH_PERF=DIR it also records `perf record -g` of galaxyd, halleyd
 and PostgreSQL during the default page's run into DIR/{galaxyd,halleyd,
@@ -194,6 +195,44 @@ def perf_start(gx, hl, pg, seconds):
     return recs
 
 
+def add_big(p, tid, big):
+    """BIG more instances of task tid, four in five finished with an attempt."""
+    # Each instance's exit code on its row too where the schema has
+    # it (0021), as the transitions keep it: written with the row,
+    # so that the tables of both schemas are laid out alike.
+    orrery_it.psql(p.dsn, f"""
+        DO $$ BEGIN
+        IF EXISTS (SELECT 1 FROM information_schema.columns
+                   WHERE table_name = 'instances' AND column_name = 'exit_code') THEN
+            INSERT INTO instances (task_id, task_version, schedule_time, state, reason,
+                                   exit_code)
+            SELECT {tid}, i.task_version, to_timestamp(1767225600 - g * 60.0), s.st,
+                   CASE WHEN g % 97 = 0 THEN 'exit 1' ELSE '' END,
+                   CASE s.st WHEN 'success' THEN 0 WHEN 'failed' THEN 1 END
+            FROM generate_series(1, {big}) g,
+                 LATERAL (SELECT (ARRAY['success','success','success','failed',
+                                        'waiting'])[1 + g % 5] AS st) s,
+                 (SELECT task_version FROM instances WHERE task_id = {tid} LIMIT 1) i;
+        ELSE
+            INSERT INTO instances (task_id, task_version, schedule_time, state, reason)
+            SELECT {tid}, i.task_version, to_timestamp(1767225600 - g * 60.0),
+                   (ARRAY['success','success','success','failed','waiting'])[1 + g % 5],
+                   CASE WHEN g % 97 = 0 THEN 'exit 1' ELSE '' END
+            FROM generate_series(1, {big}) g,
+                 (SELECT task_version FROM instances WHERE task_id = {tid} LIMIT 1) i;
+        END IF;
+        END $$;
+        INSERT INTO attempts (instance_id, attempt, executor, state, exit_code, reason,
+                              started_at, finished_at, task_version)
+        SELECT id, attempt, 'bench-executor', state,
+               CASE WHEN state = 'success' THEN 0 ELSE 1 END, '', schedule_time,
+               schedule_time + interval '1 minute', task_version
+        FROM instances WHERE task_id = {tid} AND state IN ('success', 'failed')
+        ON CONFLICT DO NOTHING;
+        ANALYZE instances;
+        ANALYZE attempts;""")
+
+
 def main():
     build = sys.argv[1]
     seconds = int(sys.argv[2]) if len(sys.argv) > 2 else 5
@@ -227,6 +266,9 @@ def main():
         # Current planner statistics, as on a database autovacuum keeps
         # (without them a filtered list is planned for an empty table).
         orrery_it.psql(p.dsn, "ANALYZE")
+        big_first = os.environ.get("GX_BENCH_BIG_FIRST") == "1"
+        if big and big_first:
+            add_big(p, tid, big)
         p1 = p.http("GET", "/api/v1/instances?limit=50", token=tok).json()
         st = "/api/v1/instances?state=waiting,failed&limit=50"
         st1, st1d = (p.http("GET", st + o, token=tok).json() for o in ("", "&order=desc"))
@@ -256,7 +298,8 @@ def main():
         hl = [p.procs[0].pid]
         pg = pg_backends(pg_port)
         base = f"http://127.0.0.1:{p.galaxy_ports[0]}"
-        print(f"wrk -t1 -c{conns} -d{seconds}s; cache off; 2,000 instances; "
+        print(f"wrk -t1 -c{conns} -d{seconds}s; cache off; "
+              f"{2000 + (big if big_first else 0):,} instances; "
               f"load {os.getloadavg()[0]:.1f}")
         print(f"  {'list':13s} {'req/s':>8s} {'p99 ms':>7s}  CPU us/request: "
               f"{'galaxyd':>8s} {'halleyd':>8s} {'postgres':>8s} {'total':>8s}")
@@ -288,23 +331,8 @@ def main():
         print(f"  pgbench, the default page's SQL alone (-M prepared, 8 clients): {tps:.0f} tps, "
               f"CPU us/query: postgres {pg_us:.0f}, pgbench {pb_us:.0f}; galaxyd's default page "
               f"above / pgbench: {default_rps / tps:.2f}  load {os.getloadavg()[0]:.1f}", flush=True)
-        if big:
-            orrery_it.psql(p.dsn, f"""
-                INSERT INTO instances (task_id, task_version, schedule_time, state, reason)
-                SELECT {tid}, i.task_version, to_timestamp(1767225600 - g * 60.0),
-                       (ARRAY['success','success','success','failed','waiting'])[1 + g % 5],
-                       CASE WHEN g % 97 = 0 THEN 'exit 1' ELSE '' END
-                FROM generate_series(1, {big}) g,
-                     (SELECT task_version FROM instances WHERE task_id = {tid} LIMIT 1) i;
-                INSERT INTO attempts (instance_id, attempt, executor, state, exit_code, reason,
-                                      started_at, finished_at, task_version)
-                SELECT id, attempt, 'bench-executor', state,
-                       CASE WHEN state = 'success' THEN 0 ELSE 1 END, '', schedule_time,
-                       schedule_time + interval '1 minute', task_version
-                FROM instances WHERE task_id = {tid} AND state IN ('success', 'failed')
-                ON CONFLICT DO NOTHING;
-                ANALYZE instances;
-                ANALYZE attempts;""")
+        if big and not big_first:
+            add_big(p, tid, big)
             print(f"\nwith {big:,} more instances:")
             for name, path in paths.items():
                 took = []

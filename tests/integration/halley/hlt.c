@@ -186,6 +186,16 @@ PGresult *hlt_sql(const hlt_db *db, const char *sql)
     return r;
 }
 
+long hlt_exit_code_drift(const hlt_db *db)
+{
+    PGresult *r = hlt_sql(db, "SELECT count(*) FROM instances i LEFT JOIN attempts a"
+                              " ON a.instance_id = i.id AND a.attempt = i.attempt"
+                              " WHERE i.exit_code IS DISTINCT FROM a.exit_code");
+    long n = atol(PQgetvalue(r, 0, 0));
+    PQclear(r);
+    return n;
+}
+
 static const char *hlt__key = "0707070707070707070707070707070707070707070707070707070707070707";
 
 static pid_t hlt__spawn(const char *cmd, const char *dsn, const char *port_file,

@@ -57,6 +57,11 @@ void hlt_db_drop(hlt_db *db);
 /* Run SQL on the test database; returns the result (PQclear it) or exits. */
 PGresult *hlt_sql(const hlt_db *db, const char *sql);
 
+/* How many instances carry an exit_code other than their current attempt's
+ * in attempts (NULL when that row has none or is missing): 0 while the
+ * transition statements keep the copy (migrations/0021_instance_exit_code.sql). */
+long hlt_exit_code_drift(const hlt_db *db);
+
 /* Run `halleyd migrate` on dsn; returns its exit code. */
 int hlt_migrate(const char *dsn);
 /* Start `halleyd serve` on dsn with extra "KEY=VALUE" environment entries

@@ -39,6 +39,38 @@ static void test_migrations(hlt_db *db)
     PQclear(r);
 }
 
+/* 0021 copies each instance's current attempt's exit code onto its row:
+ * rows written as an older halleyd left them (no copy) get it when the
+ * migration runs. */
+static void test_exit_code_migration(void)
+{
+    hlt_db old;
+    hlt_db_create(&old);
+    HLT_CHECK(hlt_migrate(old.dsn) == 0, "migrate");
+    PQclear(hlt_sql(&old,
+                    "INSERT INTO teams (id, name) VALUES (1, 'm');"
+                    "INSERT INTO tasks (id, name, team_id, type) VALUES (1, 'm.t', 1, 'shell');"
+                    "INSERT INTO task_versions (task_id, version, spec) VALUES (1, 1, '{}');"
+                    "INSERT INTO instances (id, task_id, task_version, schedule_time, state,"
+                    " attempt) VALUES (1, 1, 1, now(), 'success', 2),"
+                    " (2, 1, 1, now() - interval '1 hour', 'running', 1),"
+                    " (3, 1, 1, now() - interval '2 hours', 'waiting', 1);"
+                    "INSERT INTO attempts (instance_id, attempt, state, exit_code, task_version)"
+                    " VALUES (1, 1, 'failed', 3, 1), (1, 2, 'success', 7, 1),"
+                    " (2, 1, 'running', NULL, 1);"
+                    "UPDATE instances SET exit_code = NULL;"
+                    "DELETE FROM schema_migrations WHERE version = 21"));
+    HLT_CHECK(hlt_exit_code_drift(&old) == 1, "instance 1 lacks its copy before 0021");
+    HLT_CHECK(hlt_migrate(old.dsn) == 0, "0021 again");
+    PGresult *r = hlt_sql(&old, "SELECT coalesce(string_agg(id || '=' || coalesce(exit_code::text,"
+                                " '-'), ',' ORDER BY id), '') FROM instances");
+    HLT_CHECK(strcmp(PQgetvalue(r, 0, 0), "1=7,2=-,3=-") == 0,
+              "0021 copies the current attempt's exit code (%s)", PQgetvalue(r, 0, 0));
+    PQclear(r);
+    HLT_CHECK(hlt_exit_code_drift(&old) == 0, "every copy agrees after 0021");
+    hlt_db_drop(&old);
+}
+
 static void test_schema_guard(void)
 {
     hlt_db other;
@@ -854,6 +886,7 @@ int main(void)
     hlt_db db;
     hlt_db_create(&db);
     test_migrations(&db);
+    test_exit_code_migration();
     test_schema_guard();
     hlt_server s;
     if (hlt_start(&s, db.dsn, NULL, NULL) != 0) {
@@ -867,6 +900,7 @@ int main(void)
     test_instances(&db);
     test_through_running(&db);
     test_users(&db);
+    HLT_CHECK(hlt_exit_code_drift(&db) == 0, "each instance's exit code is its attempt's");
     orr_rpc_client_destroy(cl);
     HLT_CHECK(hlt_stop(&s) == 0, "halleyd exits 0 on SIGTERM");
     hlt_db_drop(&db);

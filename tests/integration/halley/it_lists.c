@@ -1038,6 +1038,7 @@ int main(void)
     test_list_times(&db);
     test_plan_mode(&db);
     test_list_walks(&db);
+    HLT_CHECK(hlt_exit_code_drift(&db) == 0, "each instance's exit code is its attempt's");
     orr_rpc_client_destroy(cl);
     HLT_CHECK(hlt_stop(&s) == 0, "halleyd exits 0 on SIGTERM");
     hlt_db_drop(&db);

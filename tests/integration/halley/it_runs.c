@@ -255,6 +255,7 @@ int main(void)
     test_run_now();
     test_rerun();
     test_backfill();
+    HLT_CHECK(hlt_exit_code_drift(&db) == 0, "each instance's exit code is its attempt's");
     orr_rpc_client_destroy(cl);
     HLT_CHECK(hlt_stop(&s) == 0, "halleyd exits 0 on SIGTERM");
     hlt_db_drop(&db);
