@@ -64,7 +64,9 @@ _Noreturn void orr_oom(size_t bytes);
  * with the blocks the program frees), so the next unit of work faults the
  * same pages in again one by one: on a virtual machine the largest cost of
  * a large answer. The price is memory: each heap may keep up to trim_bytes
- * free. Call it first thing in main(), before any thread starts. */
+ * free. glibc ignores an mmap_bytes above 32 MiB (on 64-bit) and keeps its
+ * default; both must fit an int. Call it first thing in main(), before any
+ * thread starts. */
 void orr_alloc_keep_heap(size_t mmap_bytes, size_t trim_bytes);
 
 /* Fault injection for tests: after n further successful orr_x* calls (all

@@ -228,6 +228,7 @@ def add_big(p, tid, big):
                CASE WHEN state = 'success' THEN 0 ELSE 1 END, '', schedule_time,
                schedule_time + interval '1 minute', task_version
         FROM instances WHERE task_id = {tid} AND state IN ('success', 'failed')
+          AND schedule_time < to_timestamp(1767225600)
         ON CONFLICT DO NOTHING;
         ANALYZE instances;
         ANALYZE attempts;""")
@@ -292,6 +293,10 @@ def main():
             "console 1000": "/api/v1/instances?order=desc&limit=1000",
         }
         only = [x for x in os.environ.get("GX_BENCH_LISTS", "").split(",") if x]
+        perf_list = os.environ.get("GX_BENCH_PERF_LIST", "default")
+        for name in only + [perf_list]:
+            if name not in paths:
+                sys.exit(f"cpu.py: no list {name!r}; the lists: {', '.join(paths)}")
         if only:
             paths = {k: v for k, v in paths.items() if k in only or k == "default"}
         gx = [p.galaxy_procs[0].pid]
@@ -306,8 +311,7 @@ def main():
         for name, path in paths.items():
             assert p.http("GET", path, token=tok).status == 200, path
             wrk(base + path, tok, 1, conns)  # warm-up
-            rec = (perf_start(gx, hl, pg_backends(pg_port), seconds)
-                   if name == os.environ.get("GX_BENCH_PERF_LIST", "default") else [])
+            rec = perf_start(gx, hl, pg_backends(pg_port), seconds) if name == perf_list else []
             s0 = [switches(gx), switches(hl), switches(pg_backends(pg_port))]
             c0 = [cpu_s(gx), cpu_s(hl), cpu_s(pg_backends(pg_port))]
             n, rps, p99, bad = wrk(base + path, tok, seconds, conns)

@@ -61,8 +61,10 @@ INSERT INTO instances (task_id, task_version, schedule_time, state)
 SQL
 FIRST=$(psql -XqAt "$DSN" -c 'SELECT min(id) FROM instances')
 
-# The statement of hl_tcomb.c (q_transition_many), with its arrays built from
-# the client's instance ids instead of bound parameters.
+# The statement of hl_tcomb.c (q_transition_many) as it stood when these
+# floors were measured (before a run's start rows and the exit code's copy
+# on the instance, migrations/0021), with its arrays built from the
+# client's instance ids instead of bound parameters.
 stmt() { # FROM TO
 	local n=':bs::int'
 	cat <<SQL
