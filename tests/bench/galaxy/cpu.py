@@ -10,9 +10,9 @@ the dashboard's failures, a text search in both orders, the second page by
 token, a time range, and the console's instance page: 1,000 rows newest
 first, which it asks for again every 5 s) runs wrk for SECONDS and reports
 requests/s and the CPU each process spent per request: galaxyd, halleyd
-and PostgreSQL's
-backends (utime + stime from /proc, so the figure holds whatever else the
-machine runs; wrk's own CPU is left out), and the context switches each
+and PostgreSQL's backends (utime + stime from /proc, so the figure holds
+whatever else the machine runs; wrk's own CPU is left out), and the
+context switches each
 made per request (voluntary and involuntary, summed over its threads from
 /proc/PID/task/*/status); then galaxyd's and halleyd's peak RSS. With
 GX_BENCH_LISTS=NAME,NAME only those lists run (and the default page, the
@@ -197,31 +197,23 @@ def perf_start(gx, hl, pg, seconds):
 
 def add_big(p, tid, big):
     """BIG more instances of task tid, four in five finished with an attempt."""
-    # Each instance's exit code on its row too where the schema has
-    # it (0021), as the transitions keep it: written with the row,
-    # so that the tables of both schemas are laid out alike.
+    # Each instance's exit code on its row too where the schema has it
+    # (0021), as the transitions keep it: written with the row, so that the
+    # tables of both schemas are laid out alike.
+    has_exit = subprocess.run(
+        ["psql", p.dsn, "-qAtc", "SELECT count(*) FROM information_schema.columns"
+         " WHERE table_name = 'instances' AND column_name = 'exit_code'"],
+        check=True, capture_output=True, text=True).stdout.strip() == "1"
+    col = ", exit_code" if has_exit else ""
+    val = ", CASE s.st WHEN 'success' THEN 0 WHEN 'failed' THEN 1 END" if has_exit else ""
     orrery_it.psql(p.dsn, f"""
-        DO $$ BEGIN
-        IF EXISTS (SELECT 1 FROM information_schema.columns
-                   WHERE table_name = 'instances' AND column_name = 'exit_code') THEN
-            INSERT INTO instances (task_id, task_version, schedule_time, state, reason,
-                                   exit_code)
-            SELECT {tid}, i.task_version, to_timestamp(1767225600 - g * 60.0), s.st,
-                   CASE WHEN g % 97 = 0 THEN 'exit 1' ELSE '' END,
-                   CASE s.st WHEN 'success' THEN 0 WHEN 'failed' THEN 1 END
-            FROM generate_series(1, {big}) g,
-                 LATERAL (SELECT (ARRAY['success','success','success','failed',
-                                        'waiting'])[1 + g % 5] AS st) s,
-                 (SELECT task_version FROM instances WHERE task_id = {tid} LIMIT 1) i;
-        ELSE
-            INSERT INTO instances (task_id, task_version, schedule_time, state, reason)
-            SELECT {tid}, i.task_version, to_timestamp(1767225600 - g * 60.0),
-                   (ARRAY['success','success','success','failed','waiting'])[1 + g % 5],
-                   CASE WHEN g % 97 = 0 THEN 'exit 1' ELSE '' END
-            FROM generate_series(1, {big}) g,
-                 (SELECT task_version FROM instances WHERE task_id = {tid} LIMIT 1) i;
-        END IF;
-        END $$;
+        INSERT INTO instances (task_id, task_version, schedule_time, state, reason{col})
+        SELECT {tid}, i.task_version, to_timestamp(1767225600 - g * 60.0), s.st,
+               CASE WHEN g % 97 = 0 THEN 'exit 1' ELSE '' END{val}
+        FROM generate_series(1, {big}) g,
+             LATERAL (SELECT (ARRAY['success','success','success','failed',
+                                    'waiting'])[1 + g % 5] AS st) s,
+             (SELECT task_version FROM instances WHERE task_id = {tid} LIMIT 1) i;
         INSERT INTO attempts (instance_id, attempt, executor, state, exit_code, reason,
                               started_at, finished_at, task_version)
         SELECT id, attempt, 'bench-executor', state,

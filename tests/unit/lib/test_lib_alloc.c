@@ -145,10 +145,6 @@ static void test_injection_turns_itself_off(void **state)
         free(orr_xmalloc(1));
 }
 
-/* A block of 4 MiB in a fresh process: mapped on its own by default
- * (exit 0), from the heap once orr_alloc_keep_heap raised the limit, and
- * the freed block then kept at the heap's top (exit 0); 1-3 name what was
- * not so. */
 #define HEAP_PROBE (4u << 20)
 
 /* Writes the block and keeps the compiler from dropping it, and the malloc
@@ -159,6 +155,11 @@ static char *touch(char *p)
     __asm__ volatile("" : : "r"(p) : "memory");
     return p;
 }
+
+/* A block of 4 MiB in a fresh process: mapped on its own by default
+ * (exit 0), from the heap once orr_alloc_keep_heap raised the limit, and
+ * the freed block then kept at the heap's top (exit 0); 1-3 name what was
+ * not so. */
 static void child_default_heap(void)
 {
     char *p = touch(malloc(HEAP_PROBE));
