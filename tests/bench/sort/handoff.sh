@@ -23,6 +23,12 @@
 # so are records that reached a write stage after their hour had closed
 # there. The run-queue wait (schedstat, threads summed) is time a sortd was
 # runnable but had no CPU: on a loaded machine most of the wall time.
+# The forks Redis made in each path (its persistence: RDB saves and AOF
+# rewrites under deploy/stack.sh's durable settings) are counted with their
+# CPU, which Redis's own used_cpu_* does not include; each path starts once
+# no such child runs (the fill's rewrite took a core from the first path,
+# unseen). The end of each path
+# is watched by one sort_xadd --wait on one connection (lag, pending, XLEN).
 # Last, the floor both paths share: the same raw entries read alone through
 # a third consumer group (sort_xadd --read: XREADGROUP of 5,000 and XACK,
 # or XREAD of 5,000 with SORT_BENCH_REDIS_COMMIT=position; nothing parsed
@@ -98,10 +104,6 @@ rcli XGROUP CREATE "$RAW" two 0 >/dev/null
 rcli XGROUP CREATE "$RAW" one 0 >/dev/null
 rcli XGROUP CREATE "$RAW" bare 0 >/dev/null
 
-ginfo() { # ginfo KEY GROUP FIELD
-    rcli XINFO GROUPS "$1" 2>/dev/null |
-        awk -v g="$2" -v k="$3" '$0 == "name" { getline; cur = $0 } cur == g && prev == k { print; exit } { prev = $0 }'
-}
 landed() {
     find "$1" -name 'part-*.lzo' 2>/dev/null | sed 's/.*-n\([0-9]*\)\.lzo$/\1/' |
         awk '{ s += $1 } END { print s + 0 }'
@@ -113,6 +115,15 @@ run_sortd() { # run_sortd TAG SPEC [ARGS...]
         ORRERY_SORT_REDIS=$ORRERY_REDIS ORRERY_LOG_LEVEL=warn \
         "$SORTD" run --stream "$T/$spec" "$@" >"$T/$tag.out" 2>"$T/$tag.err" &
     pids+=($!)
+}
+# drained GROUP [--empty KEY]...: the raw stream's GROUP has read and
+# acknowledged every entry and each KEY is empty. One process polls on one
+# connection for up to a second (a redis-cli per check cost the run being
+# timed about 20 ms of CPU each on a 2-core guest).
+drained() {
+    local group=$1
+    shift
+    "$XADD" --redis "$ORRERY_REDIS" --key "$RAW" --wait "$group" "$@" --seconds 1
 }
 wait_until() { # wait_until CMD...: poll, bounded; a sortd that exits ends it
     local deadline=$(($(date +%s) + LIMIT_S)) p
@@ -135,6 +146,38 @@ rq_of() { # rq_of PID: seconds its threads waited for a CPU (run queue, schedsta
 redis_cpu() {
     rcli INFO cpu | tr -d '\r' | awk -F: '/^used_cpu_(user|sys):/ { s += $2 } END { printf "%.2f", s }'
 }
+# redis_kids: "FORKS CPU" - forks Redis made so far (RDB saves, AOF
+# rewrites, as its persistence settings ask) and the CPU seconds of the
+# children it has reaped: work the run caused that INFO's used_cpu_* misses.
+redis_kids() {
+    { rcli INFO stats; rcli INFO cpu; } | tr -d '\r' |
+        awk -F: '/^total_forks:/ { f = $2 } /^used_cpu_(user|sys)_children:/ { s += $2 } END { printf "%d %.2f", f, s }'
+}
+# redis_settled: with the append-only file on, rewrite it now (the fill made
+# it several times the data set: a rewrite was due in whichever path ran
+# next, by where the fill's last one fell); with snapshots on (save rules),
+# take one now (the next is due a minute later at the earliest, after
+# either path has ended). Then wait (bounded) until Redis has no
+# persistence child running or scheduled, so that none started before takes
+# a core from the path timed next. Forks in a path are still counted.
+redis_settled() {
+    if rcli INFO persistence | tr -d '\r' | grep -q '^aof_enabled:1'; then
+        rcli BGREWRITEAOF >/dev/null 2>&1 || true # refused only while one runs; then scheduled
+    fi
+    if [ -n "$(rcli CONFIG GET save | sed -n 2p)" ]; then
+        settle_wait # one child at a time
+        rcli BGSAVE >/dev/null
+    fi
+    settle_wait
+}
+settle_wait() {
+    local deadline=$(($(date +%s) + LIMIT_S))
+    while rcli INFO persistence | tr -d '\r' |
+        grep -Eq '^(rdb_bgsave_in_progress|aof_rewrite_in_progress|aof_rewrite_scheduled):1'; do
+        [ "$(date +%s)" -lt "$deadline" ] || { echo "FAIL: Redis still persisting after ${LIMIT_S}s" >&2; exit 1; }
+        sleep 0.2
+    done
+}
 stop_all() {
     for p in "${pids[@]}"; do kill -TERM "$p"; done
     for p in "${pids[@]}"; do wait "$p" || { echo "FAIL: a sortd exited with an error" >&2; exit 1; }; done
@@ -142,8 +185,9 @@ stop_all() {
 }
 
 two_done() {
-    [ "$(ginfo "$RAW" two lag)" = 0 ] && [ "$(ginfo "$RAW" two pending)" = 0 ] || return 1
-    for i in $(seq 0 $((NS - 1))); do [ "$(rcli XLEN "$HK.$i")" = 0 ] || return 1; done
+    local empties=() i
+    for i in $(seq 0 $((NS - 1))); do empties+=(--empty "$HK.$i"); done
+    drained two "${empties[@]}" || return 1
     [ "$(landed "$T/blob.two")" -ge "$N" ]
 }
 # The write stages first, and (at most 5 s, untimed) until each says it
@@ -153,12 +197,15 @@ two_done() {
 for i in $(seq 0 $((NS - 1))); do run_sortd "write$i" two.json --handoff-stream "$i"; done
 said_lz4() { for i in $(seq 0 $((NS - 1))); do [ "$(rcli EXISTS "$HK.$i.lz4")" = 1 ] || return 1; done; }
 for _ in $(seq 1 50); do said_lz4 && break; sleep 0.1; done
+redis_settled
 rc0=$(redis_cpu)
+rk0=$(redis_kids)
 t0=$(date +%s.%N)
 run_sortd parse two.json
 wait_until two_done
 t1=$(date +%s.%N)
 rc1=$(redis_cpu)
+rk1=$(redis_kids)
 rss2=""
 cpu2=""
 rq2=""
@@ -171,15 +218,16 @@ done
 stop_all
 [ "$(landed "$T/blob.two")" = "$N" ] || { echo "FAIL: two stages landed $(landed "$T/blob.two") of $N" >&2; exit 1; }
 
-one_done() {
-    [ "$(ginfo "$RAW" one lag)" = 0 ] && [ "$(ginfo "$RAW" one pending)" = 0 ]
-}
+one_done() { drained one; }
+redis_settled
 rc2=$(redis_cpu)
+rk2=$(redis_kids)
 t2=$(date +%s.%N)
 run_sortd single one.json
 wait_until one_done
 t3=$(date +%s.%N)
 rc3=$(redis_cpu)
+rk3=$(redis_kids)
 rss1=$(rss_of "${pids[0]}")
 cpu1=$(cpu_of "${pids[0]}")
 rq1=$(rq_of "${pids[0]}")
@@ -187,6 +235,7 @@ stop_all
 [ "$(landed "$T/blob.one")" = "$N" ] || { echo "FAIL: one process landed $(landed "$T/blob.one") of $N" >&2; exit 1; }
 # the floor: Redis delivering and acknowledging each entry (with commit
 # "position": delivering it to XREAD), nothing else
+redis_settled
 rc4=$(redis_cpu)
 READ_MODE=group
 [ "${SORT_BENCH_REDIS_COMMIT:-}" = position ] && READ_MODE=xread
@@ -220,6 +269,10 @@ echo "late records         write stage(s):$late2; one process: $(stat_of single 
 echo "parse stage paused   $(stat_of parse handoff_waits) times for room (a stream held max_packs packs or max_bytes not yet landed${BOUNDS:+; set:$BOUNDS})"
 echo "run-queue wait (s)   two stages:$rq2; one process: $rq1 (threads summed: time runnable but not running)"
 echo "files landed         write stage(s):$files2; one process: $(stat_of single files)"
+kids() { # kids "F0 C0" "F1 C1": forks between, and their children's CPU reaped between
+    awk -v a="$1" -v b="$2" 'BEGIN { split(a, x, " "); split(b, y, " "); printf "%d (children CPU %.2f s)", y[1] - x[1], y[2] - x[2] }'
+}
+echo "redis forks          two stages: $(kids "$rk0" "$rk1"); one process: $(kids "$rk2" "$rk3") (persistence; a child still running at the end is counted later)"
 rolls_of() { # rolls_of TAG: size/age/lru/close/room
     echo "$(stat_of "$1" rolls_size)/$(stat_of "$1" rolls_age)/$(stat_of "$1" rolls_lru)/$(stat_of "$1" rolls_close)/$(stat_of "$1" rolls_room)"
 }
