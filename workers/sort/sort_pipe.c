@@ -213,7 +213,7 @@ static void pipe_route_batch(sort_pipeline *p, sort_batch *b)
         for (int k = 0; k < p->nsinks; k++) {
             const sort_sink_ops *o = p->sinks[k].ops;
             if (o->advance)
-                o->advance(p->sinks[k].state, e->partition, e->next);
+                o->advance(p->sinks[k].state, e->partition, &e->next);
             have[k] = o->has && o->has(p->sinks[k].state, e->partition, e->off);
             nhave += have[k];
         }

@@ -79,7 +79,7 @@ typedef struct sort_sink_ops {
      * flight from now on). */
     void (*batch_begin)(void *state, uint64_t seq, const sort_batch *b);
     /* Every record in order, rejects included: the partition moved to next. */
-    void (*advance)(void *state, uint32_t partition, sort_off next);
+    void (*advance)(void *state, uint32_t partition, const sort_off *next);
     /* 1 when the record at off is durable in this sink already (an earlier
      * run); a record every sink has is dropped as a replay. */
     int (*has)(void *state, uint32_t partition, sort_off off);

@@ -867,10 +867,10 @@ static orr_status ho__open(sort_sink_env *env, void **state, orr_err *err)
     return ORR_OK;
 }
 
-static void ho__advance(void *state, uint32_t partition, sort_off next)
+static void ho__advance(void *state, uint32_t partition, const sort_off *next)
 {
     ho_sink *k = state;
-    sort_handoff_advance(k->h, partition, next);
+    sort_handoff_advance(k->h, partition, *next);
 }
 
 /* Send the packs when due (or forced). Stopping while the write stages are

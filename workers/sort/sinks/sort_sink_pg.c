@@ -596,9 +596,9 @@ static orr_status pg__open(sort_sink_env *env, void **state, orr_err *err)
     return ORR_OK;
 }
 
-static void pg__advance(void *state, uint32_t partition, sort_off next)
+static void pg__advance(void *state, uint32_t partition, const sort_off *next)
 {
-    sort_sink_pg_advance(state, partition, next);
+    sort_sink_pg_advance(state, partition, *next);
 }
 
 static int pg__has(void *state, uint32_t partition, sort_off off)

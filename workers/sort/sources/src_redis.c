@@ -129,11 +129,13 @@
  * reader: every reader of a position sees every entry. Besides XREAD this
  * mode needs XINFO, XPENDING and XGROUP (SETID, CREATE, DELCONSUMER).
  */
+#include <errno.h>
 #include <hiredis/hiredis.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "orr_alloc.h"
 #include "orr_arena.h"
@@ -143,10 +145,11 @@
 #include "sort_preroute.h"
 #include "sort_source.h"
 
-#define RD_ACK_CHUNK      1000 /* ids per XACK */
-#define RD_ACK_WINDOW     8    /* XACKs of one-record entries in flight */
-#define RD_PACK_BATCH_MAX 64   /* pack entries per XREADGROUP, whatever spec.source.batch says */
-#define RD_ROOM_CHECK_MS  20   /* packs: the producer's wait key, looked at most this often */
+#define RD_ACK_CHUNK      1000         /* ids per XACK */
+#define RD_ACK_WINDOW     8            /* XACKs of one-record entries in flight */
+#define RD_READ_BYTES     (256u << 10) /* one read(2) of replies (rd_get_reply) */
+#define RD_PACK_BATCH_MAX 64 /* pack entries per XREADGROUP, whatever spec.source.batch says */
+#define RD_ROOM_CHECK_MS  20 /* packs: the producer's wait key, looked at most this often */
 #define RD_ARENA_BLOCK    (4u << 20) /* holds a read of 5,000 entries of ~200 bytes */
 
 /* A delivered pack entry not yet acknowledged. */
@@ -180,6 +183,7 @@ typedef struct src_redis {
     size_t n_pel_owners;
     sort_off pel_max;
     redisReply *kept;   /* that reply, read before another command */
+    char *rbuf;         /* RD_READ_BYTES: one read(2) of the reading connection */
     orr_arena *replies; /* every reply object (rd_reply_fns) */
     /* packs */
     orr_buf scratch;
@@ -296,6 +300,45 @@ static orr_status rd_lost(src_redis *r, const char *cmd, orr_err *err)
     return rc;
 }
 
+/* redisGetReply on the reading connection, reading RD_READ_BYTES a call
+ * where hiredis reads 16 KiB: a read of 5,000 one-record entries is about
+ * 1 MB, which hiredis takes in some 64 read(2)s. Queued commands are
+ * written first, as redisGetReply does, and a failure sets c->err and
+ * c->errstr as hiredis does. */
+static int rd_get_reply(src_redis *r, redisReply **out)
+{
+    redisContext *c = r->c;
+    void *rep = NULL;
+    *out = NULL;
+    if (redisGetReplyFromReader(c, &rep) != REDIS_OK)
+        return REDIS_ERR;
+    int done = rep != NULL;
+    while (!done)
+        if (redisBufferWrite(c, &done) != REDIS_OK)
+            return REDIS_ERR;
+    while (!rep) {
+        ssize_t n = read(c->fd, r->rbuf, RD_READ_BYTES);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            c->err = n == 0 ? REDIS_ERR_EOF : REDIS_ERR_IO;
+            snprintf(c->errstr, sizeof c->errstr, "%s",
+                     n == 0 ? "Server closed the connection" : strerror(errno));
+            return REDIS_ERR;
+        }
+        if (redisReaderFeed(c->reader, r->rbuf, (size_t)n) != REDIS_OK ||
+            redisGetReplyFromReader(c, &rep) != REDIS_OK) {
+            if (!c->err) {
+                c->err = c->reader->err ? c->reader->err : REDIS_ERR_PROTOCOL;
+                snprintf(c->errstr, sizeof c->errstr, "%s", c->reader->errstr);
+            }
+            return REDIS_ERR;
+        }
+    }
+    *out = rep;
+    return REDIS_OK;
+}
+
 /* Read the reply of the read in flight, if any, into r->kept so that
  * another command can use the connection. ORR_EUNAVAIL when it is lost. */
 static orr_status rd_settle(src_redis *r, orr_err *err)
@@ -304,9 +347,8 @@ static orr_status rd_settle(src_redis *r, orr_err *err)
         return ORR_OK;
     redisReply *rep = NULL;
     r->inflight = 0;
-    if (redisGetReply(r->c, (void **)&rep) != REDIS_OK || !rep) {
+    if (rd_get_reply(r, &rep) != REDIS_OK)
         return rd_lost(r, rd_read_cmd(r), err);
-    }
     r->kept = rep;
     return ORR_OK;
 }
@@ -353,8 +395,7 @@ static orr_status rd_connect(src_redis *r, orr_err *err)
         return dc;
     r->c->reader->fn = &rd_reply_fns;
     r->c->reader->privdata = r;
-    if (r->spec->source.packs)
-        r->c->reader->maxbuf = 0; /* keep the read buffer: replies of packs are large */
+    r->c->reader->maxbuf = 0; /* keep the read buffer: replies are large, fed 256 KiB a time */
     const char *argv[] = {"XGROUP", "CREATE",  r->spec->source.key, r->spec->source.group,
                           "0",      "MKSTREAM"};
     redisReply *rep = rd_cmd(r, 6, argv, err);
@@ -385,6 +426,7 @@ static void src_redis_close(sort_source *s)
         redisFree(r->cc);
     orr_arena_destroy(r->replies);
     orr_buf_free(&r->scratch);
+    free(r->rbuf);
     free(r->pend);
     free(r->ack_argv);
     free(r->ack_lens);
@@ -444,6 +486,7 @@ static orr_status src_redis_open(const sort_spec *spec, const sort_source_env *e
     r->base.ops = &sort_src_redis;
     r->spec = spec;
     r->replies = orr_arena_create(RD_ARENA_BLOCK);
+    r->rbuf = orr_xmalloc(RD_READ_BYTES);
     r->ack_argv = orr_xcalloc(5 + RD_ACK_CHUNK, sizeof *r->ack_argv);
     r->ack_lens = orr_xcalloc(5 + RD_ACK_CHUNK, sizeof *r->ack_lens);
     r->ack_ids = orr_xcalloc(RD_ACK_CHUNK, sizeof *r->ack_ids);
@@ -961,7 +1004,7 @@ static redisReply *rd_read(src_redis *r, orr_err *err)
     if (!r->inflight && rd_send_read(r, 0, err) != ORR_OK)
         return NULL;
     r->inflight = 0;
-    if (redisGetReply(r->c, (void **)&rep) != REDIS_OK || !rep) {
+    if (rd_get_reply(r, &rep) != REDIS_OK) {
         (void)rd_lost(r, rd_read_cmd(r), err);
         return NULL;
     }
