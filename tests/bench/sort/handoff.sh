@@ -27,8 +27,9 @@
 # rewrites under deploy/stack.sh's durable settings) are counted with their
 # CPU, which Redis's own used_cpu_* does not include; each path starts once
 # no such child runs (the fill's rewrite took a core from the first path,
-# unseen). The end of each path
-# is watched by one sort_xadd --wait on one connection (lag, pending, XLEN).
+# unseen). The end of each path is watched by one sort_xadd --wait on one
+# connection (lag, pending, XLEN): BUILD's, or this tree's build/ when
+# BUILD's is older than --wait.
 # Last, the floor both paths share: the same raw entries read alone through
 # a third consumer group (sort_xadd --read: XREADGROUP of 5,000 and XACK,
 # or XREAD of 5,000 with SORT_BENCH_REDIS_COMMIT=position; nothing parsed
@@ -58,6 +59,8 @@ XADD=$BUILD/bin/sort_xadd
 for b in "$SORTD" "$GEN" "$XADD"; do
     [ -x "$b" ] || { echo "build sortd, sort_gen and sort_xadd in $BUILD first" >&2; exit 2; }
 done
+. "$ROOT/tests/bench/sort/waiter.sh"
+WAITER=$(pick_waiter "$XADD" "$ROOT/build/bin/sort_xadd") || exit 2
 [ -n "${ORRERY_REDIS:-}" ] || { echo "ORRERY_REDIS is not set (deploy/stack.sh start redis)" >&2; exit 2; }
 HOST=${ORRERY_REDIS%:*}
 PORT=${ORRERY_REDIS##*:}
@@ -121,9 +124,14 @@ run_sortd() { # run_sortd TAG SPEC [ARGS...]
 # connection for up to a second (a redis-cli per check cost the run being
 # timed about 20 ms of CPU each on a 2-core guest).
 drained() {
-    local group=$1
+    local group=$1 rc=0
     shift
-    "$XADD" --redis "$ORRERY_REDIS" --key "$RAW" --wait "$group" "$@" --seconds 1
+    "$WAITER" --redis "$ORRERY_REDIS" --key "$RAW" --wait "$group" "$@" --seconds 1 || rc=$?
+    case $rc in
+    0) return 0 ;;
+    3) return 1 ;; # not yet
+    *) echo "FAIL: sort_xadd --wait: status $rc" >&2; exit 1 ;;
+    esac
 }
 wait_until() { # wait_until CMD...: poll, bounded; a sortd that exits ends it
     local deadline=$(($(date +%s) + LIMIT_S)) p
@@ -157,24 +165,41 @@ redis_kids() {
 # it several times the data set: a rewrite was due in whichever path ran
 # next, by where the fill's last one fell); with snapshots on (save rules),
 # take one now (the next is due a minute later at the earliest, after
-# either path has ended). Then wait (bounded) until Redis has no
-# persistence child running or scheduled, so that none started before takes
-# a core from the path timed next. Forks in a path are still counted.
+# either path has ended). Each is asked again until Redis starts it (it
+# refuses a rewrite while one runs, and a snapshot while any child runs).
+# Then wait (bounded) until Redis has had no persistence child running or
+# scheduled at two looks half a second apart (its cron may start a rewrite
+# just after a child ends), so that none started before takes a core from
+# the path timed next. Forks in a path are still counted.
 redis_settled() {
-    if rcli INFO persistence | tr -d '\r' | grep -q '^aof_enabled:1'; then
-        rcli BGREWRITEAOF >/dev/null 2>&1 || true # refused only while one runs; then scheduled
+    local deadline=$(($(date +%s) + LIMIT_S))
+    if persisting '^aof_enabled:1'; then
+        ask_redis "$deadline" 'rewriting (started|scheduled)' BGREWRITEAOF
     fi
     if [ -n "$(rcli CONFIG GET save | sed -n 2p)" ]; then
-        settle_wait # one child at a time
-        rcli BGSAVE >/dev/null
+        ask_redis "$deadline" 'saving started' BGSAVE
     fi
-    settle_wait
+    settle_wait "$deadline"
+    sleep 0.5
+    settle_wait "$deadline"
 }
-settle_wait() {
-    local deadline=$(($(date +%s) + LIMIT_S))
-    while rcli INFO persistence | tr -d '\r' |
-        grep -Eq '^(rdb_bgsave_in_progress|aof_rewrite_in_progress|aof_rewrite_scheduled):1'; do
-        [ "$(date +%s)" -lt "$deadline" ] || { echo "FAIL: Redis still persisting after ${LIMIT_S}s" >&2; exit 1; }
+ask_redis() { # ask_redis DEADLINE REGEX CMD...: CMD again, once no child runs, until its reply matches
+    local deadline=$1 re=$2 reply
+    shift 2
+    while reply=$(rcli "$@"); ! [[ $reply =~ $re ]]; do
+        [ "$(date +%s)" -lt "$deadline" ] || { echo "FAIL: Redis refused $*: $reply" >&2; exit 1; }
+        settle_wait "$deadline"
+        sleep 0.2
+    done
+}
+persisting() { # persisting REGEX: a line of INFO persistence matches
+    local info
+    info=$(rcli INFO persistence | tr -d '\r')
+    grep -Eq "$1" <<<"$info"
+}
+settle_wait() { # settle_wait DEADLINE
+    while persisting '^(rdb_bgsave_in_progress|aof_rewrite_in_progress|aof_rewrite_scheduled):1'; do
+        [ "$(date +%s)" -lt "$1" ] || { echo "FAIL: Redis still persisting after ${LIMIT_S}s" >&2; exit 1; }
         sleep 0.2
     done
 }

@@ -28,6 +28,8 @@ XADD=$BUILD/bin/sort_xadd
 for b in "$SORTD" "$GEN" "$XADD"; do
     [ -x "$b" ] || { echo "build sortd, sort_gen and sort_xadd in $BUILD first" >&2; exit 2; }
 done
+. "$ROOT/tests/bench/sort/waiter.sh"
+WAITER=$(pick_waiter "$XADD" "$ROOT/build/bin/sort_xadd") || exit 2
 [ -n "${ORRERY_REDIS:-}" ] || { echo "ORRERY_REDIS is not set (deploy/stack.sh start redis)" >&2; exit 2; }
 HOST=${ORRERY_REDIS%:*}
 PORT=${ORRERY_REDIS##*:}
@@ -96,7 +98,7 @@ ADDED=$(awk '{ print $2 }' "$T/xadd.out")
 # Done when the group has been given every entry (lag 0) and none is
 # pending: one sort_xadd polls on one connection (redis-cli calls in a loop
 # cost the run being timed about 20 ms of CPU each on a 2-core guest).
-"$XADD" --redis "$ORRERY_REDIS" --key "$KEY" --wait g --seconds $((2 * LIMIT_S)) ||
+"$WAITER" --redis "$ORRERY_REDIS" --key "$KEY" --wait g --seconds $((2 * LIMIT_S)) ||
     { echo "FAIL: not drained in $((2 * LIMIT_S))s: $(rcli XINFO GROUPS "$KEY" | tr '\n' ' ')" >&2; exit 1; }
 t1=$(date +%s.%N)
 RSS=$(awk '/VmHWM/ { printf "%.0f", $2 / 1024 }' "/proc/$pid/status")

@@ -9,14 +9,18 @@
 # few per cent must beat.
 #
 # RECORDS (default 2,000,000) raw records from sort_gen are added once to a
-# Redis stream (untimed). Each round runs, for each path, build A then
-# build B, each reading the whole stream through a consumer group of its
-# own from the start (commit "position", batch 5,000, as handoff.sh), and
-# prints its wall time (start to the group's last entry read; the parse
-# stage's packs sent) and its CPU seconds per 1M records (user + system,
-# /proc). ROUNDS defaults to 5. The end of each run is watched by one
-# sort_xadd --wait. Needs ORRERY_REDIS=host:port (deploy/stack.sh env);
-# each wait gives up after SORT_STAGE_SECONDS (default 120).
+# Redis stream (untimed). Each round runs, for each path, both builds, A
+# first in odd rounds and B first in even ones (so that what one run leaves
+# behind, in Redis's allocator or the page cache, does not always favour
+# the same build), each reading the whole stream through a consumer group
+# of its own from the start (commit "position", batch 5,000, as
+# handoff.sh), and prints its wall time (from its start until the group's
+# position is past the last entry: the one process's records landed, the
+# parse stage's packs accepted by Redis) and its CPU seconds per 1M records
+# (user + system, /proc). ROUNDS defaults to 5. The end of each run is
+# watched by one sort_xadd --wait (A's or B's, whichever has it). Needs
+# ORRERY_REDIS=host:port (deploy/stack.sh env); each wait gives up after
+# SORT_STAGE_SECONDS (default 120).
 set -euo pipefail
 [ $# -ge 2 ] || { echo "usage: $0 BUILD_A BUILD_B [ROUNDS] [RECORDS]" >&2; exit 2; }
 A=$1
@@ -30,6 +34,8 @@ done
 for t in sort_gen sort_xadd; do
     [ -x "$A/bin/$t" ] || { echo "build $t in $A first" >&2; exit 2; }
 done
+. "$(dirname "$0")/waiter.sh"
+WAITER=$(pick_waiter "$A/bin/sort_xadd" "$B/bin/sort_xadd") || exit 2
 [ -n "${ORRERY_REDIS:-}" ] || { echo "ORRERY_REDIS is not set (deploy/stack.sh start redis)" >&2; exit 2; }
 HOST=${ORRERY_REDIS%:*}
 PORT=${ORRERY_REDIS##*:}
@@ -49,6 +55,8 @@ trap cleanup EXIT
 "$A/bin/sort_gen" --out "$T/in" --records "$N" --files 10 --ifaces 250 --span 14400 >/dev/null
 "$A/bin/sort_xadd" --redis "$ORRERY_REDIS" --key "$RAW" --in "$T/in" --records "$N" --seconds 300 >/dev/null
 rm -rf "$T/in"
+LEN=$(rcli XLEN "$RAW")
+[ "$LEN" = "$N" ] || { echo "FAIL: the stream holds $LEN entries, not $N" >&2; exit 1; }
 HZ=$(getconf CLK_TCK)
 spec() { # spec GROUP SINKS
     cat <<JSON
@@ -69,8 +77,10 @@ JSON
 HO=", \"sinks\": {\"files\": false, \"handoff\": {\"key\": \"$HK\", \"streams\": 1,
     \"max_packs\": 100000, \"max_bytes\": 8589934592, \"pack_codec\": \"lz4\"}}"
 for r in $(seq 1 "$ROUNDS"); do
+    order="A B"
+    [ $((r % 2)) = 0 ] && order="B A"
     for path in parse one; do
-        for side in A B; do
+        for side in $order; do
             bd=$A
             [ "$side" = B ] && bd=$B
             g="g$r$path$side"
@@ -84,7 +94,7 @@ for r in $(seq 1 "$ROUNDS"); do
                 ORRERY_SORT_REDIS=$ORRERY_REDIS ORRERY_LOG_LEVEL=warn \
                 "$bd/bin/sortd" run --stream "$T/spec.json" >"$T/out" 2>"$T/err" &
             pid=$!
-            "$A/bin/sort_xadd" --redis "$ORRERY_REDIS" --key "$RAW" --wait "$g" --seconds "$LIMIT_S" ||
+            "$WAITER" --redis "$ORRERY_REDIS" --key "$RAW" --wait "$g" --seconds "$LIMIT_S" ||
                 { echo "FAIL: $path $side round $r: not drained: $(tail -3 "$T/err")" >&2; exit 1; }
             t1=$(date +%s.%N)
             cpu=$(awk -v hz="$HZ" '{ sub(/^.*\) /, ""); print ($12 + $13) / hz }' "/proc/$pid/stat")
