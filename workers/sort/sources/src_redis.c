@@ -304,7 +304,9 @@ static orr_status rd_lost(src_redis *r, const char *cmd, orr_err *err)
  * where hiredis reads 16 KiB: a read of 5,000 one-record entries is about
  * 1 MB, which hiredis takes in some 64 read(2)s. Queued commands are
  * written first, as redisGetReply does, and a failure sets c->err and
- * c->errstr as hiredis does. */
+ * c->errstr as hiredis does. The socket is read directly: hiredis 0.14
+ * speaks plain TCP only (a TLS context of a later hiredis would need its
+ * read hook here). */
 static int rd_get_reply(src_redis *r, redisReply **out)
 {
     redisContext *c = r->c;
