@@ -59,7 +59,7 @@ XADD=$BUILD/bin/sort_xadd
 for b in "$SORTD" "$GEN" "$XADD"; do
     [ -x "$b" ] || { echo "build sortd, sort_gen and sort_xadd in $BUILD first" >&2; exit 2; }
 done
-. "$ROOT/tests/bench/sort/waiter.sh"
+. "$ROOT/tests/bench/sort/redis_lib.sh"
 WAITER=$(pick_waiter "$XADD" "$ROOT/build/bin/sort_xadd") || exit 2
 [ -n "${ORRERY_REDIS:-}" ] || { echo "ORRERY_REDIS is not set (deploy/stack.sh start redis)" >&2; exit 2; }
 HOST=${ORRERY_REDIS%:*}
@@ -86,20 +86,7 @@ trap cleanup EXIT
 
 "$GEN" --out "$T/in" --records "$N" --files 10 --ifaces 250 --span 14400 >/dev/null
 RAWB=$(cat "$T"/in/* | wc -c)
-spec() { # spec NAME GROUP SINKS
-    cat <<JSON
-{"name": "$1", "business": "$1",
- "source": {"type": "redis", "address": "$ORRERY_REDIS", "key": "$RAW", "group": "$2",
-            "consumer": "c1", "batch": 5000, "block_ms": 50$COMMIT},
- "format": {"type": "delimited", "delimiter": "|",
-            "fields": ["id", "ts", "iface", "user", "h", "m", "path", "st", "n", "ua"]},
- "interface": {"field": "iface"},
- "time": {"field": "ts", "format": "epoch_s"},
- "bucket": "hour",
- "output": {"roll_size": 268435456, "roll_age_ms": 1000, "fsync": true},
- "check": {"clock": "data", "grace_ms": 0}$3}
-JSON
-}
+spec() { raw_spec "$1" "$RAW" "$2" "$COMMIT" "$3"; } # spec NAME GROUP SINKS
 spec hob two ", \"sinks\": {\"files\": false, \"handoff\": {\"key\": \"$HK\", \"streams\": $NS$BOUNDS}}" >"$T/two.json"
 spec hos one "" >"$T/one.json"
 "$XADD" --redis "$ORRERY_REDIS" --key "$RAW" --in "$T/in" --records "$N" --seconds "$LIMIT_S" >/dev/null

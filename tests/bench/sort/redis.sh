@@ -28,7 +28,7 @@ XADD=$BUILD/bin/sort_xadd
 for b in "$SORTD" "$GEN" "$XADD"; do
     [ -x "$b" ] || { echo "build sortd, sort_gen and sort_xadd in $BUILD first" >&2; exit 2; }
 done
-. "$ROOT/tests/bench/sort/waiter.sh"
+. "$ROOT/tests/bench/sort/redis_lib.sh"
 WAITER=$(pick_waiter "$XADD" "$ROOT/build/bin/sort_xadd") || exit 2
 [ -n "${ORRERY_REDIS:-}" ] || { echo "ORRERY_REDIS is not set (deploy/stack.sh start redis)" >&2; exit 2; }
 HOST=${ORRERY_REDIS%:*}

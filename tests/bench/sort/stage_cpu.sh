@@ -34,7 +34,7 @@ done
 for t in sort_gen sort_xadd; do
     [ -x "$A/bin/$t" ] || { echo "build $t in $A first" >&2; exit 2; }
 done
-. "$(dirname "$0")/waiter.sh"
+. "$(dirname "$0")/redis_lib.sh"
 WAITER=$(pick_waiter "$A/bin/sort_xadd" "$B/bin/sort_xadd") || exit 2
 [ -n "${ORRERY_REDIS:-}" ] || { echo "ORRERY_REDIS is not set (deploy/stack.sh start redis)" >&2; exit 2; }
 HOST=${ORRERY_REDIS%:*}
@@ -58,20 +58,6 @@ rm -rf "$T/in"
 LEN=$(rcli XLEN "$RAW")
 [ "$LEN" = "$N" ] || { echo "FAIL: the stream holds $LEN entries, not $N" >&2; exit 1; }
 HZ=$(getconf CLK_TCK)
-spec() { # spec GROUP SINKS
-    cat <<JSON
-{"name": "stagecpu", "business": "stagecpu",
- "source": {"type": "redis", "address": "$ORRERY_REDIS", "key": "$RAW", "group": "$1",
-            "consumer": "c1", "batch": 5000, "block_ms": 50, "commit": "position"},
- "format": {"type": "delimited", "delimiter": "|",
-            "fields": ["id", "ts", "iface", "user", "h", "m", "path", "st", "n", "ua"]},
- "interface": {"field": "iface"},
- "time": {"field": "ts", "format": "epoch_s"},
- "bucket": "hour",
- "output": {"roll_size": 268435456, "roll_age_ms": 1000, "fsync": true},
- "check": {"clock": "data", "grace_ms": 0}$2}
-JSON
-}
 # The parse stage's packs stay in Redis: bounds high enough that it never
 # waits for room (RECORDS / ~550 packs).
 HO=", \"sinks\": {\"files\": false, \"handoff\": {\"key\": \"$HK\", \"streams\": 1,
@@ -87,7 +73,7 @@ for r in $(seq 1 "$ROUNDS"); do
             rcli XGROUP CREATE "$RAW" "$g" 0 >/dev/null
             sinks=""
             [ "$path" = parse ] && sinks=$HO
-            spec "$g" "$sinks" >"$T/spec.json"
+            raw_spec stagecpu "$RAW" "$g" ', "commit": "position"' "$sinks" >"$T/spec.json"
             rm -rf "$T/work" "$T/state" "$T/blob"
             t0=$(date +%s.%N)
             ORRERY_SORT_WORK_DIR=$T/work ORRERY_SORT_STATE_DIR=$T/state ORRERY_SORT_BLOB_ROOT=file://$T/blob \
