@@ -244,6 +244,21 @@ static int xadd_read(redisContext *c, const char *key, const char *group, uint64
     return rc;
 }
 
+/* A connection to addr ("host:port", colon at its last ':'); NULL, said on
+ * stderr, when there is none. */
+static redisContext *xadd_connect(const char *addr, const char *colon)
+{
+    char host[256];
+    snprintf(host, sizeof host, "%.*s", (int)(colon - addr), addr);
+    redisContext *c = redisConnect(host, atoi(colon + 1));
+    if (!c || c->err) {
+        fprintf(stderr, "sort_xadd: cannot connect to %s: %s\n", addr, c ? c->errstr : "no memory");
+        redisFree(c);
+        return NULL;
+    }
+    return c;
+}
+
 /* One integer field of GROUP in an XINFO GROUPS reply: -1 when the group
  * or the field is missing, or the value is nil (lag not known). */
 static long long xadd_group_field(const redisReply *groups, const char *group, const char *field)
@@ -358,14 +373,9 @@ int main(int argc, char **argv)
     if (pipeline == 0)
         pipeline = pack ? 16 : 1000;
     if (colon && key && wait_group && !read_group && !in && seconds > 0) {
-        char rhost[256];
-        snprintf(rhost, sizeof rhost, "%.*s", (int)(colon - addr), addr);
-        redisContext *rc = redisConnect(rhost, atoi(colon + 1));
-        if (!rc || rc->err) {
-            fprintf(stderr, "sort_xadd: cannot connect to %s\n", addr);
-            redisFree(rc);
+        redisContext *rc = xadd_connect(addr, colon);
+        if (!rc)
             return 1;
-        }
         struct timeval rt = {5, 0}; /* a stalled Redis ends the wait too */
         redisSetTimeout(rc, rt);
         int st = xadd_wait(rc, key, wait_group, empty, n_empty, seconds);
@@ -373,13 +383,9 @@ int main(int argc, char **argv)
         return st;
     }
     if (colon && key && read_group && seconds > 0 && count > 0 && count <= 100000) {
-        char rhost[256];
-        snprintf(rhost, sizeof rhost, "%.*s", (int)(colon - addr), addr);
-        redisContext *rc = redisConnect(rhost, atoi(colon + 1));
-        if (!rc || rc->err) {
-            fprintf(stderr, "sort_xadd: cannot connect to %s\n", addr);
+        redisContext *rc = xadd_connect(addr, colon);
+        if (!rc)
             return 1;
-        }
         int st = xadd_read(rc, key, read_group, limit, seconds, count, plain);
         redisFree(rc);
         return st;
@@ -410,13 +416,9 @@ int main(int argc, char **argv)
                 pk->b[i].flags = ORR_PACK_F_OFFSETS;
         }
     }
-    char host[256];
-    snprintf(host, sizeof host, "%.*s", (int)(colon - addr), addr);
-    redisContext *c = redisConnect(host, atoi(colon + 1));
-    if (!c || c->err) {
-        fprintf(stderr, "sort_xadd: cannot connect to %s: %s\n", addr, c ? c->errstr : "no memory");
+    redisContext *c = xadd_connect(addr, colon);
+    if (!c)
         return 1;
-    }
     DIR *d = opendir(in);
     if (!d) {
         perror(in);
