@@ -52,18 +52,7 @@ trap cleanup EXIT
 
 "$GEN" --out "$T/in" --records "$N" --files 10 --ifaces 250 --span 14400
 MB=$(du -cb "$T"/in/* | tail -1 | awk '{ printf "%.1f", $1 / 1048576 }')
-cat >"$T/spec.json" <<JSON
-{"name": "rbench", "business": "rbench",
- "source": {"type": "redis", "address": "$ORRERY_REDIS", "key": "$KEY", "group": "g",
-            "consumer": "c1", "batch": $BATCH, "block_ms": 50$SRC_EXTRA},
- "format": {"type": "delimited", "delimiter": "|",
-            "fields": ["id", "ts", "iface", "user", "h", "m", "path", "st", "n", "ua"]},
- "interface": {"field": "iface"},
- "time": {"field": "ts", "format": "epoch_s"},
- "bucket": "hour",
- "output": {"roll_size": 268435456, "roll_age_ms": 5000, "fsync": true},
- "check": {"clock": "data", "grace_ms": 0}}
-JSON
+raw_spec rbench "$KEY" g "$SRC_EXTRA" "" "$BATCH" 5000 >"$T/spec.json"
 rcli XGROUP CREATE "$KEY" g 0 MKSTREAM >/dev/null
 start_sortd() {
     ORRERY_SORT_WORK_DIR=$T/work ORRERY_SORT_STATE_DIR=$T/state ORRERY_SORT_BLOB_ROOT=file://$T/blob \

@@ -17,22 +17,23 @@ pick_waiter() {
     return 1
 }
 
-# raw_spec NAME KEY GROUP SOURCE_EXTRA SINKS: the stream spec of these
-# benchmarks, sort_gen's records read from stream KEY through GROUP (batch
-# 5,000), hourly units rolled each second, fsync on. SOURCE_EXTRA and SINKS
-# are JSON members with a leading comma (or empty): ', "commit": "position"',
+# raw_spec NAME KEY GROUP SOURCE_EXTRA SINKS [BATCH] [ROLL_AGE_MS]: the
+# stream spec of these benchmarks, sort_gen's records read from stream KEY
+# through GROUP (batch BATCH, default 5,000), hourly units rolled every
+# ROLL_AGE_MS (default 1,000), fsync on. SOURCE_EXTRA and SINKS are JSON
+# members with a leading comma (or empty): ', "commit": "position"',
 # ', "sinks": {...}'. Needs ORRERY_REDIS.
 raw_spec() {
     cat <<JSON
 {"name": "$1", "business": "$1",
  "source": {"type": "redis", "address": "$ORRERY_REDIS", "key": "$2", "group": "$3",
-            "consumer": "c1", "batch": 5000, "block_ms": 50$4},
+            "consumer": "c1", "batch": ${6:-5000}, "block_ms": 50$4},
  "format": {"type": "delimited", "delimiter": "|",
             "fields": ["id", "ts", "iface", "user", "h", "m", "path", "st", "n", "ua"]},
  "interface": {"field": "iface"},
  "time": {"field": "ts", "format": "epoch_s"},
  "bucket": "hour",
- "output": {"roll_size": 268435456, "roll_age_ms": 1000, "fsync": true},
+ "output": {"roll_size": 268435456, "roll_age_ms": ${7:-1000}, "fsync": true},
  "check": {"clock": "data", "grace_ms": 0}$5}
 JSON
 }
