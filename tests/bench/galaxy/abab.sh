@@ -17,7 +17,7 @@ for r in $(seq 1 "$rounds"); do
         [ "$side" = after ] && build=$after
         if [ "$what" != http ]; then
             echo "=== cpu.py $side #$r $(date -u +%T) load $(cut -d' ' -f1 /proc/loadavg)"
-            timeout 600 /usr/bin/python3 "$here/cpu.py" "$build" 5 4 0 | tail -n 8
+            timeout 600 /usr/bin/python3 "$here/cpu.py" "$build" 5 4 0 | sed -n "/^  list /,\$p"
         fi
         if [ "$what" != cpu ]; then
             echo "=== run.py $side #$r $(date -u +%T) load $(cut -d' ' -f1 /proc/loadavg)"

@@ -8,13 +8,19 @@ failed) and ANALYZEs, then for each list a console can ask for (the default
 page, a task's newest, a state filter in both orders and its second pages,
 the dashboard's failures, a text search in both orders, the second page by
 token, a time range, and the console's instance page: 1,000 rows newest
-first, which it asks for again every 5 s) runs wrk for SECONDS and reports
+first, which it asks for again every 5 s; and two floors: a page of one row,
+and a task read from halleyd's cache, which reaches no statement) runs wrk
+for SECONDS and reports
 requests/s and the CPU each process spent per request: galaxyd, halleyd
 and PostgreSQL's backends (utime + stime from /proc, so the figure holds
 whatever else the machine runs; wrk's own CPU is left out), and the
 context switches each
 made per request (voluntary and involuntary, summed over its threads from
-/proc/PID/task/*/status); then galaxyd's and halleyd's peak RSS. With
+/proc/PID/task/*/status); then wrk's own CPU per request (its rusage as a
+child) and the rate all four allow when they keep busy every core this
+script may run on ("bound": cores / CPU per request of the four); then galaxyd's and
+halleyd's peak RSS. GX_BENCH_THREADS=N runs galaxyd with N HTTP threads
+(default 4). With
 GX_BENCH_LISTS=NAME,NAME only those lists run (and the default page, the
 rates' reference). With BIG > 0 it then adds BIG more instances of
 the task straight in SQL, each finished one (four in five) with its attempt
@@ -233,9 +239,19 @@ def main():
     big = int(sys.argv[4]) if len(sys.argv) > 4 else 0
     if not (1 <= seconds <= 60 and 1 <= conns <= 64 and 0 <= big <= 1000000):
         sys.exit("cpu.py: SECONDS 1..60, CONNECTIONS 1..64, BIG 0..1000000")
+    threads = int(os.environ.get("GX_BENCH_THREADS", "4"))
+    if not 1 <= threads <= 64:
+        sys.exit("cpu.py: GX_BENCH_THREADS 1..64")
     os.environ["ORRERY_GALAXY_CACHE_TTL"] = "0s"
     pg_port = urllib.parse.urlsplit(os.environ["ORRERY_PG_DSN"]).port
-    with orrery_it.Platform(build, galaxies=1) as p:
+
+    class BenchPlatform(orrery_it.Platform):
+        def start_galaxy(self, extra_env=None):
+            env = dict(extra_env or {})
+            env["ORRERY_GALAXY_THREADS"] = str(threads)
+            return super().start_galaxy(env)
+
+    with BenchPlatform(build, galaxies=1) as p:
         p.add_user("owner", "owner-password-1", "admin", teams=["bench"])
         tok = p.login("owner", "owner-password-1")
         r = p.http("POST", "/api/v1/tasks", {"name": "bench.hourly", "team": "bench",
@@ -283,6 +299,10 @@ def main():
             # The console's instance page: pages of 1,000, newest first,
             # asked again every 5 s while it is open.
             "console 1000": "/api/v1/instances?order=desc&limit=1000",
+            # Floors: the same call and statement for one row, and a call
+            # that halleyd answers from its task cache (no statement).
+            "1 row": "/api/v1/instances?limit=1",
+            "a task": f"/api/v1/tasks/{tid}",
         }
         only = [x for x in os.environ.get("GX_BENCH_LISTS", "").split(",") if x]
         perf_list = os.environ.get("GX_BENCH_PERF_LIST", "default")
@@ -295,28 +315,35 @@ def main():
         hl = [p.procs[0].pid]
         pg = pg_backends(pg_port)
         base = f"http://127.0.0.1:{p.galaxy_ports[0]}"
-        print(f"wrk -t1 -c{conns} -d{seconds}s; cache off; "
+        cores = len(os.sched_getaffinity(0))
+        print(f"wrk -t1 -c{conns} -d{seconds}s; cache off; galaxyd {threads} HTTP threads; "
               f"{2000 + (big if big_first else 0):,} instances; "
               f"load {os.getloadavg()[0]:.1f}")
         print(f"  {'list':13s} {'req/s':>8s} {'p99 ms':>7s}  CPU us/request: "
-              f"{'galaxyd':>8s} {'halleyd':>8s} {'postgres':>8s} {'total':>8s}")
+              f"{'galaxyd':>8s} {'halleyd':>8s} {'postgres':>8s} {'total':>8s}  "
+              f"(+ wrk's own; the rate the four allow on {cores} cores)")
         for name, path in paths.items():
             assert p.http("GET", path, token=tok).status == 200, path
             wrk(base + path, tok, 1, conns)  # warm-up
             rec = perf_start(gx, hl, pg_backends(pg_port), seconds) if name == perf_list else []
             s0 = [switches(gx), switches(hl), switches(pg_backends(pg_port))]
             c0 = [cpu_s(gx), cpu_s(hl), cpu_s(pg_backends(pg_port))]
+            w0 = resource.getrusage(resource.RUSAGE_CHILDREN)
             n, rps, p99, bad = wrk(base + path, tok, seconds, conns)
+            w1 = resource.getrusage(resource.RUSAGE_CHILDREN)
             c1 = [cpu_s(gx), cpu_s(hl), cpu_s(pg_backends(pg_port))]
             s1 = [switches(gx), switches(hl), switches(pg_backends(pg_port))]
             for r in rec:
                 r.wait(timeout=seconds + 60)
             us = [(b - a) * 1e6 / max(n, 1) for a, b in zip(c0, c1)]
             sw = [(b - a) / max(n, 1) for a, b in zip(s0, s1)]
+            wrk_us = ((w1.ru_utime + w1.ru_stime) - (w0.ru_utime + w0.ru_stime)) * 1e6 / max(n, 1)
+            bound = cores * 1e6 / max(sum(us) + wrk_us, 1)
             if name == "default":
                 default_rps = rps
             print(f"  {name:13s} {rps:8.0f} {p99:7.1f}  {'':15s} {us[0]:8.0f} {us[1]:8.0f} "
-                  f"{us[2]:8.0f} {sum(us):8.0f}  switches/request {sw[0]:.1f} {sw[1]:.1f} "
+                  f"{us[2]:8.0f} {sum(us):8.0f}  wrk {wrk_us:4.0f}  bound {bound:6.0f}/s  "
+                  f"switches/request {sw[0]:.1f} {sw[1]:.1f} "
                   f"{sw[2]:.1f}  non-2xx {bad}  load {os.getloadavg()[0]:.1f}",
                   flush=True)
         print(f"  peak RSS (VmHWM), MB: galaxyd {peak_mb(gx[0])}, halleyd {peak_mb(hl[0])}")
