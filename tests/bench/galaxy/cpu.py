@@ -13,7 +13,7 @@ and a task read from halleyd's cache, which reaches no statement) runs wrk
 for SECONDS and reports
 requests/s and the CPU each process spent per request: galaxyd, halleyd
 and PostgreSQL's backends (utime + stime from /proc, so the figure holds
-whatever else the machine runs; wrk's own CPU is left out), and the
+whatever else the machine runs; wrk's own CPU is left out of the total), and the
 context switches each
 made per request (voluntary and involuntary, summed over its threads from
 /proc/PID/task/*/status); then wrk's own CPU per request (its rusage as a
