@@ -10,17 +10,16 @@ the dashboard's failures, a text search in both orders, the second page by
 token, a time range, and the console's instance page: 1,000 rows newest
 first, which it asks for again every 5 s; and two floors: a page of one row,
 and a task read from halleyd's cache, which reaches no statement) runs wrk
-for SECONDS and reports
-requests/s and the CPU each process spent per request: galaxyd, halleyd
-and PostgreSQL's backends (utime + stime from /proc, so the figure holds
-whatever else the machine runs; wrk's own CPU is left out of the total), and the
-context switches each
-made per request (voluntary and involuntary, summed over its threads from
+for SECONDS and reports requests/s and the CPU each process spent per
+request: galaxyd, halleyd and PostgreSQL's backends (utime + stime from
+/proc, so the figure holds whatever else the machine runs; wrk's own CPU is
+left out of the total), and the context switches each made per request
+(voluntary and involuntary, summed over its threads from
 /proc/PID/task/*/status); then wrk's own CPU per request (its rusage as a
 child) and the rate all four allow when they keep busy every core this
-script may run on ("bound": cores / CPU per request of the four); then galaxyd's and
-halleyd's peak RSS. GX_BENCH_THREADS=N runs galaxyd with N HTTP threads
-(default 4). With
+script may run on ("bound": cores / CPU per request of the four); then
+galaxyd's and halleyd's peak RSS. GX_BENCH_THREADS=N runs galaxyd with N
+HTTP threads (default 4). With
 GX_BENCH_LISTS=NAME,NAME only those lists run (and the default page, the
 rates' reference). With BIG > 0 it then adds BIG more instances of
 the task straight in SQL, each finished one (four in five) with its attempt
