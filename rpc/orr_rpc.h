@@ -248,6 +248,14 @@ orr_status orr_rpc_client_create(const ProtobufCServiceDescriptor *svc, const ch
                                  const char *token, orr_rpc_client **out, orr_err *err);
 void orr_rpc_client_destroy(orr_rpc_client *c);
 
+/* Drive c's unary calls and streams from the process's one driver thread
+ * (started with the first driven client, stopped with the last): callers
+ * then wait on a futex, not in gRPC, so only the driver waits in gRPC's
+ * poller and no call hands the polling to another thread. For a process
+ * with many threads calling at once; call it before c's first call. A
+ * failure to start the thread: ORR_EINTERNAL, c stays undriven and usable. */
+orr_status orr_rpc_client_drive(orr_rpc_client *c, orr_err *err);
+
 /* The TLS every client created afterwards in this process uses (copied;
  * NULL = plaintext again, the default). A daemon calls it once at start,
  * before it makes its clients: all of them talk to halleyd. A TLS failure

@@ -24,21 +24,46 @@
  * message batch reports no message and the status has arrived (in either
  * order). Close cancels if needed and drains every pending batch before the
  * CQ is destroyed.
+ *
+ * The driver (orr_rpc_client_drive): one thread of the process waits on one
+ * `next` CQ for every driven client's unary calls and streams, and hands
+ * each completion to the thread that waits for it through a futex (a call)
+ * or the stream's own mailbox. gRPC's epoll poller lets one thread at a time
+ * wait in epoll for the whole process; a thread that wakes from it with
+ * work first hands the waiting to another thread waiting on any CQ, which
+ * costs a wake-up and its context switches, often several per call when
+ * many threads call at once and stream threads wait beside them. With the
+ * driver the only thread waiting in gRPC is the driver, so a call costs one
+ * wake-up of the driver (from epoll) and one of the caller (its futex).
+ * Worth it in a process with many calling threads (galaxyd); a process with
+ * one caller waits in gRPC itself as before. Call sets keep their own CQ
+ * either way.
  */
 #include "orr_alloc.h"
 #include "orr_rpc.h"
 #include "orr_rpc_codec.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <grpc/grpc.h>
 #include <grpc/grpc_security.h>
 #include <grpc/support/time.h>
+#include <linux/futex.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
 
 #define CLI_MAX_RECV (64 * 1024 * 1024)
+
+/* A completion the driver hands on: done runs on the driver's thread. */
+struct drv_tag {
+    void (*done)(struct drv_tag *t, int ok);
+};
 
 struct cli_method {
     const ProtobufCMethodDescriptor *md;
@@ -61,6 +86,24 @@ struct orr_rpc_client {
     size_t n_methods;
     pthread_mutex_t mu;
     struct cli_cq *free_cqs;
+    grpc_completion_queue *drv_cq; /* the driver's, once driven; else NULL */
+};
+
+/* A driven stream's completions as the driver hands them on, in order. */
+struct stream_box {
+    pthread_mutex_t mu;
+    pthread_cond_t cv; /* on CLOCK_MONOTONIC */
+    void *tags[4];     /* at most three batches are ever pending */
+    int oks[4];
+    int head, n;
+};
+
+/* One of a driven stream's three batches: its driver tag and the tag
+ * orr_rpc_stream_next() knows it by. */
+struct stream_dtag {
+    struct drv_tag base;
+    struct orr_rpc_stream *st;
+    void *tag;
 };
 
 struct orr_rpc_stream {
@@ -79,6 +122,9 @@ struct orr_rpc_stream {
     int eof, status_done, finished;
     orr_err final; /* valid once finished */
     char tag_start, tag_msg, tag_status;
+    /* driven (cq NULL): the batches' driver tags and the mailbox */
+    struct stream_dtag dt_start, dt_msg, dt_status;
+    struct stream_box box;
 };
 
 /* ------------------------------------------------------------ helpers */
@@ -186,6 +232,98 @@ static orr_status cli_status(orr_rpc_client *c, grpc_status_code code, grpc_slic
     if (ml == 0)
         return orr_err_set(err, st, field, "%s", orr_status_msg(st));
     return orr_err_set(err, st, field, "%.*s", (int)(ml > 380 ? 380 : ml), msg);
+}
+
+/* ------------------------------------------------------------ the driver */
+
+/* The process's driver: its CQ and thread, shared by every driven client
+ * (refs), started by the first and stopped with the last. */
+static pthread_mutex_t drv_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+    int refs;
+    grpc_completion_queue *cq;
+    pthread_t thread;
+} drv;
+
+static void *drv_main(void *arg)
+{
+    grpc_completion_queue *cq = arg;
+    for (;;) {
+        grpc_event ev = grpc_completion_queue_next(cq, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL);
+        if (ev.type == GRPC_QUEUE_SHUTDOWN)
+            return NULL;
+        if (ev.type == GRPC_OP_COMPLETE) {
+            struct drv_tag *t = ev.tag;
+            t->done(t, ev.success);
+        }
+    }
+}
+
+orr_status orr_rpc_client_drive(orr_rpc_client *c, orr_err *err)
+{
+    if (c->drv_cq)
+        return ORR_OK;
+    pthread_mutex_lock(&drv_mu);
+    if (drv.refs == 0) {
+        grpc_completion_queue *cq = grpc_completion_queue_create_for_next(NULL);
+        int rc = pthread_create(&drv.thread, NULL, drv_main, cq);
+        if (rc != 0) {
+            pthread_mutex_unlock(&drv_mu);
+            grpc_completion_queue_shutdown(cq);
+            grpc_completion_queue_destroy(cq);
+            return orr_err_set(err, ORR_EINTERNAL, NULL, "cannot start the RPC driver: %s",
+                               strerror(rc));
+        }
+        pthread_setname_np(drv.thread, "orr-rpc-driver"); /* named before anyone looks */
+        drv.cq = cq;
+    }
+    drv.refs++;
+    c->drv_cq = drv.cq;
+    pthread_mutex_unlock(&drv_mu);
+    return ORR_OK;
+}
+
+/* A driven client goes: the last one stops the driver. Every call and
+ * stream of the client has ended, so nothing of it is pending. */
+static void drv_release(orr_rpc_client *c)
+{
+    if (!c->drv_cq)
+        return;
+    c->drv_cq = NULL;
+    pthread_mutex_lock(&drv_mu);
+    if (--drv.refs == 0) {
+        grpc_completion_queue_shutdown(drv.cq);
+        pthread_join(drv.thread, NULL);
+        grpc_completion_queue_destroy(drv.cq);
+        drv.cq = NULL;
+    }
+    pthread_mutex_unlock(&drv_mu);
+}
+
+/* A driven unary call's wait: the caller sleeps on state, the driver sets
+ * it to 1 (ok) or 2 (failed) and wakes it. A futex wake may reach the word
+ * after the caller went on (it saw the state without sleeping): the word
+ * is on the caller's stack, still mapped, and a futex waiter that wakes
+ * early sees its own word unchanged and waits again, so that is harmless. */
+struct cli_wait {
+    struct drv_tag base;
+    _Atomic uint32_t state;
+};
+
+static void cli_wait_done(struct drv_tag *t, int ok)
+{
+    struct cli_wait *w = (struct cli_wait *)t;
+    atomic_store_explicit(&w->state, ok ? 1u : 2u, memory_order_release);
+    syscall(SYS_futex, &w->state, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
+/* The call's end: 1 when its batch succeeded. */
+static int cli_wait_end(struct cli_wait *w)
+{
+    uint32_t v;
+    while ((v = atomic_load_explicit(&w->state, memory_order_acquire)) == 0)
+        syscall(SYS_futex, &w->state, FUTEX_WAIT_PRIVATE, 0, NULL, NULL, 0);
+    return v == 1;
 }
 
 /* ------------------------------------------------------------ client */
@@ -402,6 +540,7 @@ void orr_rpc_client_destroy(orr_rpc_client *c)
         grpc_completion_queue_destroy(n->cq);
         free(n);
     }
+    drv_release(c);
     if (c->ch) {
         grpc_channel_destroy(c->ch);
         grpc_shutdown();
@@ -433,7 +572,7 @@ struct cli_unary {
  * failure nothing is left to release. */
 static orr_status cli_unary_start(orr_rpc_client *c, const struct cli_method *m,
                                   const ProtobufCMessage *req, grpc_completion_queue *cq,
-                                  int timeout_ms, struct cli_unary *u, orr_err *err)
+                                  int timeout_ms, struct cli_unary *u, void *tag, orr_err *err)
 {
     u->m = m;
     u->send_bb = NULL;
@@ -463,7 +602,7 @@ static orr_status cli_unary_start(orr_rpc_client *c, const struct cli_method *m,
     ops[5].data.recv_status_on_client.status = &u->status;
     ops[5].data.recv_status_on_client.status_details = &u->details;
 
-    grpc_call_error ce = grpc_call_start_batch(u->call, ops, 6, u, NULL);
+    grpc_call_error ce = grpc_call_start_batch(u->call, ops, 6, tag, NULL);
     if (ce == GRPC_CALL_OK)
         return ORR_OK;
     grpc_byte_buffer_destroy(u->send_bb);
@@ -523,9 +662,16 @@ orr_status orr_rpc_call_unary_in(orr_rpc_client *c, const char *method, const Pr
     const struct cli_method *m = cli_method(c, method, err);
     if (!m)
         return ORR_EINVAL;
-    grpc_completion_queue *cq = cli_cq_get(c);
     struct cli_unary u;
-    orr_status st = cli_unary_start(c, m, req, cq, timeout_ms, &u, err);
+    if (c->drv_cq) {
+        struct cli_wait w = {.base.done = cli_wait_done, .state = 0};
+        orr_status st = cli_unary_start(c, m, req, c->drv_cq, timeout_ms, &u, &w.base, err);
+        if (st == ORR_OK)
+            st = cli_unary_end(c, &u, cli_wait_end(&w), arena, resp, err);
+        return st;
+    }
+    grpc_completion_queue *cq = cli_cq_get(c);
+    orr_status st = cli_unary_start(c, m, req, cq, timeout_ms, &u, &u, err);
     if (st == ORR_OK) {
         grpc_event ev =
             grpc_completion_queue_pluck(cq, &u, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL);
@@ -565,7 +711,7 @@ orr_status orr_rpc_set_start(orr_rpc_set *s, const char *method, const ProtobufC
         s->free = u->next;
     else
         u = orr_xcalloc(1, sizeof(*u));
-    orr_status st = cli_unary_start(s->c, m, req, s->cq, timeout_ms, u, err);
+    orr_status st = cli_unary_start(s->c, m, req, s->cq, timeout_ms, u, u, err);
     if (st != ORR_OK) {
         u->next = s->free;
         s->free = u;
@@ -648,6 +794,55 @@ void orr_rpc_set_destroy(orr_rpc_set *s)
 
 /* ------------------------------------------------------------ streams */
 
+/* The driver's hand-off of a driven stream's batch (see the top). */
+static void stream_dtag_done(struct drv_tag *t, int ok)
+{
+    struct stream_dtag *d = (struct stream_dtag *)t;
+    struct stream_box *b = &d->st->box;
+    pthread_mutex_lock(&b->mu);
+    int i = (b->head + b->n) % 4;
+    b->tags[i] = d->tag;
+    b->oks[i] = ok;
+    b->n++;
+    pthread_cond_signal(&b->cv);
+    pthread_mutex_unlock(&b->mu);
+}
+
+static void stream_dtag_init(orr_rpc_stream *st, struct stream_dtag *d, void *tag)
+{
+    d->base.done = stream_dtag_done;
+    d->st = st;
+    d->tag = tag;
+}
+
+/* The stream's next completion, from its CQ or (driven) its mailbox; a
+ * GRPC_QUEUE_TIMEOUT event past until (its CQ) or dl (the mailbox, on
+ * CLOCK_MONOTONIC; NULL: no limit). */
+static grpc_event stream_wait(orr_rpc_stream *st, gpr_timespec until, const struct timespec *dl)
+{
+    if (st->cq)
+        return grpc_completion_queue_next(st->cq, until, NULL);
+    struct stream_box *b = &st->box;
+    grpc_event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.type = GRPC_QUEUE_TIMEOUT;
+    pthread_mutex_lock(&b->mu);
+    while (b->n == 0) {
+        if (!dl)
+            pthread_cond_wait(&b->cv, &b->mu);
+        else if (pthread_cond_timedwait(&b->cv, &b->mu, dl) == ETIMEDOUT && b->n == 0)
+            goto out;
+    }
+    ev.type = GRPC_OP_COMPLETE;
+    ev.tag = b->tags[b->head];
+    ev.success = b->oks[b->head];
+    b->head = (b->head + 1) % 4;
+    b->n--;
+out:
+    pthread_mutex_unlock(&b->mu);
+    return ev;
+}
+
 orr_status orr_rpc_stream_open(orr_rpc_client *c, const char *method, const ProtobufCMessage *req,
                                int timeout_ms, orr_rpc_stream **out, orr_err *err)
 {
@@ -667,9 +862,25 @@ orr_status orr_rpc_stream_open(orr_rpc_client *c, const char *method, const Prot
     st->details = grpc_empty_slice();
     grpc_metadata_array_init(&st->init_md);
     grpc_metadata_array_init(&st->trail_md);
-    st->cq = grpc_completion_queue_create_for_next(NULL);
-    st->call = grpc_channel_create_registered_call(c->ch, NULL, GRPC_PROPAGATE_DEFAULTS, st->cq,
-                                                   m->reg, cli_deadline(timeout_ms), NULL);
+    void *tag_start = &st->tag_start, *tag_status = &st->tag_status;
+    if (c->drv_cq) {
+        pthread_mutex_init(&st->box.mu, NULL);
+        pthread_condattr_t ca;
+        pthread_condattr_init(&ca);
+        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+        pthread_cond_init(&st->box.cv, &ca);
+        pthread_condattr_destroy(&ca);
+        stream_dtag_init(st, &st->dt_start, &st->tag_start);
+        stream_dtag_init(st, &st->dt_msg, &st->tag_msg);
+        stream_dtag_init(st, &st->dt_status, &st->tag_status);
+        tag_start = &st->dt_start.base;
+        tag_status = &st->dt_status.base;
+    } else {
+        st->cq = grpc_completion_queue_create_for_next(NULL);
+    }
+    st->call = grpc_channel_create_registered_call(c->ch, NULL, GRPC_PROPAGATE_DEFAULTS,
+                                                   st->cq ? st->cq : c->drv_cq, m->reg,
+                                                   cli_deadline(timeout_ms), NULL);
 
     grpc_op ops[4];
     memset(ops, 0, sizeof(ops));
@@ -679,7 +890,7 @@ orr_status orr_rpc_stream_open(orr_rpc_client *c, const char *method, const Prot
     ops[2].op = GRPC_OP_SEND_CLOSE_FROM_CLIENT;
     ops[3].op = GRPC_OP_RECV_INITIAL_METADATA;
     ops[3].data.recv_initial_metadata.recv_initial_metadata = &st->init_md;
-    if (grpc_call_start_batch(st->call, ops, 4, &st->tag_start, NULL) == GRPC_CALL_OK)
+    if (grpc_call_start_batch(st->call, ops, 4, tag_start, NULL) == GRPC_CALL_OK)
         st->start_pending = 1;
     grpc_op sop;
     memset(&sop, 0, sizeof(sop));
@@ -687,7 +898,7 @@ orr_status orr_rpc_stream_open(orr_rpc_client *c, const char *method, const Prot
     sop.data.recv_status_on_client.trailing_metadata = &st->trail_md;
     sop.data.recv_status_on_client.status = &st->status;
     sop.data.recv_status_on_client.status_details = &st->details;
-    if (grpc_call_start_batch(st->call, &sop, 1, &st->tag_status, NULL) == GRPC_CALL_OK)
+    if (grpc_call_start_batch(st->call, &sop, 1, tag_status, NULL) == GRPC_CALL_OK)
         st->status_pending = 1;
     if (!st->start_pending || !st->status_pending) {
         orr_rpc_stream_close(st);
@@ -718,15 +929,26 @@ orr_status orr_rpc_stream_next(orr_rpc_stream *st, ProtobufCMessage **msg, int w
         memset(&op, 0, sizeof(op));
         op.op = GRPC_OP_RECV_MESSAGE;
         op.data.recv_message.recv_message = &st->recv_bb;
-        if (grpc_call_start_batch(st->call, &op, 1, &st->tag_msg, NULL) != GRPC_CALL_OK)
+        void *tag = st->cq ? (void *)&st->tag_msg : (void *)&st->dt_msg.base;
+        if (grpc_call_start_batch(st->call, &op, 1, tag, NULL) != GRPC_CALL_OK)
             return orr_err_set(err, ORR_EINTERNAL, NULL, "cannot read from the stream");
         st->msg_pending = 1;
     }
     gpr_timespec until = wait_ms < 0 ? gpr_inf_future(GPR_CLOCK_MONOTONIC) : cli_deadline(wait_ms);
     if (wait_ms == 0)
         until = gpr_now(GPR_CLOCK_MONOTONIC);
+    struct timespec dl;
+    clock_gettime(CLOCK_MONOTONIC, &dl);
+    if (wait_ms > 0) {
+        dl.tv_sec += wait_ms / 1000;
+        dl.tv_nsec += (long)(wait_ms % 1000) * 1000000L;
+        if (dl.tv_nsec >= 1000000000L) {
+            dl.tv_sec++;
+            dl.tv_nsec -= 1000000000L;
+        }
+    }
     for (;;) {
-        grpc_event ev = grpc_completion_queue_next(st->cq, until, NULL);
+        grpc_event ev = stream_wait(st, until, wait_ms < 0 ? NULL : &dl);
         if (ev.type == GRPC_QUEUE_TIMEOUT)
             return orr_err_set(err, ORR_ETIMEOUT, NULL, "no message within %d ms", wait_ms);
         if (ev.type != GRPC_OP_COMPLETE)
@@ -773,8 +995,7 @@ void orr_rpc_stream_close(orr_rpc_stream *st)
     if (st->start_pending || st->msg_pending || st->status_pending)
         grpc_call_cancel(st->call, NULL);
     while (st->start_pending || st->msg_pending || st->status_pending) {
-        grpc_event ev =
-            grpc_completion_queue_next(st->cq, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL);
+        grpc_event ev = stream_wait(st, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL);
         if (ev.type != GRPC_OP_COMPLETE)
             break;
         if (ev.tag == &st->tag_start)
@@ -787,11 +1008,16 @@ void orr_rpc_stream_close(orr_rpc_stream *st)
     if (st->recv_bb)
         grpc_byte_buffer_destroy(st->recv_bb);
     grpc_call_unref(st->call);
-    grpc_completion_queue_shutdown(st->cq);
-    while (grpc_completion_queue_next(st->cq, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL).type !=
-           GRPC_QUEUE_SHUTDOWN)
-        ;
-    grpc_completion_queue_destroy(st->cq);
+    if (st->cq) {
+        grpc_completion_queue_shutdown(st->cq);
+        while (grpc_completion_queue_next(st->cq, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL).type !=
+               GRPC_QUEUE_SHUTDOWN)
+            ;
+        grpc_completion_queue_destroy(st->cq);
+    } else {
+        pthread_mutex_destroy(&st->box.mu);
+        pthread_cond_destroy(&st->box.cv);
+    }
     grpc_byte_buffer_destroy(st->send_bb);
     grpc_slice_unref(st->details);
     grpc_metadata_array_destroy(&st->init_md);

@@ -59,6 +59,9 @@ static const orr_cfg_key gx_schema[] = {
      "the [halley] worker token, to read data-source secrets for connection tests "
      "(unset = tests answer 503)"},
     {"galaxy", "rpc_timeout", ORR_CFG_DURATION, "5s", 0, 100, 60000, "deadline of halleyd calls"},
+    {"galaxy", "rpc_driver", ORR_CFG_BOOL, "true", 0, 0, 0,
+     "one thread waits for the answers of every halleyd call and wakes each caller (false: each "
+     "HTTP thread waits in gRPC itself, handing the waiting to the others)"},
     {"galaxy", "login_free_failures", ORR_CFG_INT, "3", 0, 1, 1000,
      "failed logins of one account from one client before each further one waits "
      "(login_delay, doubling); a client gets 4x as many across accounts, an account 4x as many "
@@ -178,6 +181,14 @@ static int gx_cmd_serve(orr_daemon *d, int argc, char **argv)
         orr_rpc_client_create(&orrery__halley__v1__halley__descriptor,
                               orr_config_str(cfg, "galaxy", "halley"), dstok, &app.halley_worker,
                               &e) != ORR_OK) {
+        fprintf(stderr, "galaxyd: %s\n", e.msg);
+        goto out;
+    }
+    /* Many HTTP threads call at once: one driver thread waits for the
+     * answers (orr_rpc_client_drive), before the event streams open. */
+    if (orr_config_bool(cfg, "galaxy", "rpc_driver") &&
+        ((orr_rpc_client_drive(app.halley, &e)) != ORR_OK ||
+         (app.halley_worker && orr_rpc_client_drive(app.halley_worker, &e) != ORR_OK))) {
         fprintf(stderr, "galaxyd: %s\n", e.msg);
         goto out;
     }

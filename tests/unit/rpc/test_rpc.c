@@ -17,6 +17,7 @@
 #include <grpc/grpc.h>
 #include <grpc/grpc_security.h>
 #include <grpc/support/time.h>
+#include <dirent.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -71,6 +72,10 @@ static orr_rpc_server *start_server(const char *listen, echo_state *st, size_t m
     return s;
 }
 
+/* Set for the second run of the tests: every client is driven
+ * (orr_rpc_client_drive), so each test checks the driver's hand-off too. */
+static int g_driven;
+
 static orr_rpc_client *make_client(int port, const char *token)
 {
     char target[64];
@@ -78,6 +83,8 @@ static orr_rpc_client *make_client(int port, const char *token)
     orr_rpc_client *c = NULL;
     orr_err err;
     assert_int_equal(orr_rpc_client_create(SVC, target, token, &c, &err), ORR_OK);
+    if (g_driven)
+        assert_int_equal(orr_rpc_client_drive(c, &err), ORR_OK);
     return c;
 }
 
@@ -195,7 +202,15 @@ static int group_setup(void **state)
     if (orr_rpc_server_start(g_srv) != ORR_OK)
         return -1;
     snprintf(g_target, sizeof(g_target), "127.0.0.1:%d", orr_rpc_server_port(g_srv));
-    return orr_rpc_client_create(SVC, g_target, TOKEN, &g_cli, &err) == ORR_OK ? 0 : -1;
+    if (orr_rpc_client_create(SVC, g_target, TOKEN, &g_cli, &err) != ORR_OK)
+        return -1;
+    return g_driven && orr_rpc_client_drive(g_cli, &err) != ORR_OK ? -1 : 0;
+}
+
+static int group_setup_driven(void **state)
+{
+    g_driven = 1;
+    return group_setup(state);
 }
 
 static int group_teardown(void **state)
@@ -936,6 +951,75 @@ static void test_call_set(void **state)
     assert_int_equal(say(g_cli, "after the set", 0, 0, 5000, NULL, &err), ORR_OK);
 }
 
+/* Threads of this process named as the driver's. */
+static int driver_threads(void)
+{
+    DIR *d = opendir("/proc/self/task");
+    assert_non_null(d);
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.')
+            continue;
+        char path[300], comm[32] = "";
+        snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            continue; /* the thread ended meanwhile */
+        if (fgets(comm, sizeof comm, f) && strcmp(comm, "orr-rpc-driver\n") == 0)
+            n++;
+        fclose(f);
+    }
+    closedir(d);
+    return n;
+}
+
+/* Driven clients share the process's one driver: started by the first,
+ * kept while any is left, stopped with the last; a client's calls and
+ * streams go on while another driven client comes and goes. */
+static void test_driver_shared(void **state)
+{
+    (void)state;
+    int base = driver_threads();
+    assert_int_equal(base, g_driven); /* the group's own client, when driven */
+    orr_rpc_client *c1 = make_client(orr_rpc_server_port(g_srv), TOKEN);
+    orr_rpc_client *c2 = make_client(orr_rpc_server_port(g_srv), TOKEN);
+    orr_err err;
+    assert_int_equal(orr_rpc_client_drive(c1, &err), ORR_OK);
+    assert_int_equal(orr_rpc_client_drive(c1, &err), ORR_OK); /* once is enough */
+    assert_int_equal(orr_rpc_client_drive(c2, &err), ORR_OK);
+    assert_int_equal(driver_threads(), 1);
+
+    Orrery__Test__V1__CountRequest req = ORRERY__TEST__V1__COUNT_REQUEST__INIT;
+    req.n = 3;
+    orr_rpc_stream *st = NULL;
+    assert_int_equal(orr_rpc_stream_open(c2, "Count", &req.base, 5000, &st, &err), ORR_OK);
+    ProtobufCMessage *m = NULL;
+    assert_int_equal(orr_rpc_stream_next(st, &m, 3000, &err), ORR_OK);
+    protobuf_c_message_free_unpacked(m, NULL);
+    assert_int_equal(say(c1, "one", 0, 0, 2000, NULL, &err), ORR_OK);
+    orr_rpc_client_destroy(c1);
+    assert_int_equal(driver_threads(), 1);
+    /* c2's stream and calls go on through the same driver */
+    for (uint32_t i = 1; i < 3; i++) {
+        assert_int_equal(orr_rpc_stream_next(st, &m, 3000, &err), ORR_OK);
+        assert_int_equal(((Orrery__Test__V1__CountReply *)m)->i, i);
+        protobuf_c_message_free_unpacked(m, NULL);
+    }
+    assert_int_equal(orr_rpc_stream_next(st, &m, 3000, &err), ORR_EOF);
+    orr_rpc_stream_close(st);
+    assert_int_equal(say(c2, "two", 0, 0, 2000, NULL, &err), ORR_OK);
+    orr_rpc_client_destroy(c2);
+    /* joined before destroy returned; its /proc entry may outlive the join
+     * by a moment */
+    long t0 = now_ms();
+    while (driver_threads() != base && now_ms() - t0 < 5000)
+        sleep_ms(5);
+    assert_int_equal(driver_threads(), base);
+    if (g_driven)
+        assert_int_equal(say(g_cli, "still driven", 0, 0, 2000, NULL, &err), ORR_OK);
+}
+
 static void test_create_errors(void **state)
 {
     (void)state;
@@ -1507,6 +1591,11 @@ int main(void)
         cmocka_unit_test(test_bidi_server_ends_first),
         cmocka_unit_test(test_bidi_cancel_and_bad_bytes),
         cmocka_unit_test(test_recv_unary_and_services),
+        cmocka_unit_test(test_driver_shared),
     };
-    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+    /* twice: each caller waiting in gRPC itself, then every client driven */
+    int failed =
+        cmocka_run_group_tests_name("callers wait in gRPC", tests, group_setup, group_teardown);
+    return failed +
+           cmocka_run_group_tests_name("clients driven", tests, group_setup_driven, group_teardown);
 }
