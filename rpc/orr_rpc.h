@@ -252,8 +252,11 @@ void orr_rpc_client_destroy(orr_rpc_client *c);
  * (started with the first driven client, stopped with the last): callers
  * then wait on a futex, not in gRPC, so only the driver waits in gRPC's
  * poller and no call hands the polling to another thread. For a process
- * with many threads calling at once; call it before c's first call. A
- * failure to start the thread: ORR_EINTERNAL, c stays undriven and usable. */
+ * with many threads calling at once; call it from the thread that created
+ * c, before c's first call. A failure to start the thread: ORR_EINTERNAL,
+ * c stays undriven and usable. Close every stream of every driven client
+ * before the last driven client is destroyed: the driver stops only when
+ * nothing driven is pending, and that destroy waits for it. */
 orr_status orr_rpc_client_drive(orr_rpc_client *c, orr_err *err);
 
 /* The TLS every client created afterwards in this process uses (copied;

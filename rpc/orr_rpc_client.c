@@ -283,8 +283,10 @@ orr_status orr_rpc_client_drive(orr_rpc_client *c, orr_err *err)
     return ORR_OK;
 }
 
-/* A driven client goes: the last one stops the driver. Every call and
- * stream of the client has ended, so nothing of it is pending. */
+/* A driven client goes: the last one stops the driver. The driver stops
+ * only once nothing driven is pending, so every driven stream must be
+ * closed and every call ended before the last driven client goes
+ * (orr_rpc.h); galaxyd stops its watches before it destroys its clients. */
 static void drv_release(orr_rpc_client *c)
 {
     if (!c->drv_cq)
@@ -301,10 +303,12 @@ static void drv_release(orr_rpc_client *c)
 }
 
 /* A driven unary call's wait: the caller sleeps on state, the driver sets
- * it to 1 (ok) or 2 (failed) and wakes it. A futex wake may reach the word
- * after the caller went on (it saw the state without sleeping): the word
- * is on the caller's stack, still mapped, and a futex waiter that wakes
- * early sees its own word unchanged and waits again, so that is harmless. */
+ * it to 1 (ok) or 2 (failed) and wakes it. The wake may come after the
+ * caller went on (it saw the state without sleeping) and its stack word
+ * was reused or unmapped. That is harmless: FUTEX_WAKE never reads the
+ * word, and whatever it wakes by mistake (a later call's wait at the same
+ * address, a lock or condition variable) checks its own word and waits
+ * again. */
 struct cli_wait {
     struct drv_tag base;
     _Atomic uint32_t state;

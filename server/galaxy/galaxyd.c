@@ -185,13 +185,13 @@ static int gx_cmd_serve(orr_daemon *d, int argc, char **argv)
         goto out;
     }
     /* Many HTTP threads call at once: one driver thread waits for the
-     * answers (orr_rpc_client_drive), before the event streams open. */
+     * answers (orr_rpc_client_drive), before the event streams open. A
+     * client the driver could not take goes on undriven. */
     if (orr_config_bool(cfg, "galaxy", "rpc_driver") &&
         ((orr_rpc_client_drive(app.halley, &e)) != ORR_OK ||
-         (app.halley_worker && orr_rpc_client_drive(app.halley_worker, &e) != ORR_OK))) {
-        fprintf(stderr, "galaxyd: %s\n", e.msg);
-        goto out;
-    }
+         (app.halley_worker && orr_rpc_client_drive(app.halley_worker, &e) != ORR_OK)))
+        ORR_WARN("halleyd calls not driven: each HTTP thread waits in gRPC itself", "msg=%s",
+                 orr_log_q(e.msg));
     /* Ended sessions, kept current from halleyd's events (a thread of its
      * own; the stop signals are blocked since orr_daemon_main, so it
      * inherits the mask and the main thread alone waits for them). */

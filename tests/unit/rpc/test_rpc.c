@@ -625,6 +625,32 @@ static void test_stream_error_and_wait(void **state)
     orr_rpc_client_destroy(c);
 }
 
+/* A wait of 0 ms takes what has arrived and never blocks; a wait of
+ * < 0 ms waits as long as it takes. The stream sends its first message at
+ * once and then nothing until it is cancelled (its handler waits up to a
+ * minute between messages, and wakes at the cancel). */
+static void test_stream_wait_zero_and_forever(void **state)
+{
+    (void)state;
+    Orrery__Test__V1__CountRequest req = ORRERY__TEST__V1__COUNT_REQUEST__INIT;
+    req.until_cancelled = 1;
+    req.interval_ms = 60000;
+    orr_rpc_stream *st = NULL;
+    orr_err err;
+    ProtobufCMessage *m = NULL;
+    assert_int_equal(orr_rpc_stream_open(g_cli, "Count", &req.base, 0, &st, &err), ORR_OK);
+    assert_int_equal(orr_rpc_stream_next(st, &m, -1, &err), ORR_OK);
+    assert_int_equal(((Orrery__Test__V1__CountReply *)m)->i, 0);
+    protobuf_c_message_free_unpacked(m, NULL);
+    m = NULL;
+    long t0 = now_ms();
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(orr_rpc_stream_next(st, &m, 0, &err), ORR_ETIMEOUT);
+    assert_null(m);
+    assert_true(now_ms() - t0 < 30000); /* far below the minute the next message is away */
+    orr_rpc_stream_close(st);
+}
+
 static void test_stream_cancel(void **state)
 {
     (void)state;
@@ -742,6 +768,8 @@ static void test_address_list_failover(void **state)
     orr_rpc_client *c = NULL;
     orr_err err;
     assert_int_equal(orr_rpc_client_create(SVC, target, TOKEN, &c, &err), ORR_OK);
+    if (g_driven)
+        assert_int_equal(orr_rpc_client_drive(c, &err), ORR_OK);
     for (int i = 0; i < 3; i++)
         assert_int_equal(say(c, "to a", 0, 0, 5000, NULL, &err), ORR_OK);
     assert_int_equal(atomic_load(&ea.say_calls), 3);
@@ -756,6 +784,8 @@ static void test_address_list_failover(void **state)
     /* the first address has nobody listening (a's old port) */
     snprintf(target, sizeof(target), "127.0.0.1:%d,127.0.0.1:%d", port_a, orr_rpc_server_port(b));
     assert_int_equal(orr_rpc_client_create(SVC, target, TOKEN, &c, &err), ORR_OK);
+    if (g_driven)
+        assert_int_equal(orr_rpc_client_drive(c, &err), ORR_OK);
     assert_int_equal(say(c, "first is gone", 0, 0, 5000, NULL, &err), ORR_OK);
     assert_int_equal(atomic_load(&eb.say_calls), 4);
     orr_rpc_client_destroy(c);
@@ -1579,6 +1609,7 @@ int main(void)
         cmocka_unit_test(test_deadline),
         cmocka_unit_test(test_stream_count),
         cmocka_unit_test(test_stream_error_and_wait),
+        cmocka_unit_test(test_stream_wait_zero_and_forever),
         cmocka_unit_test(test_stream_cancel),
         cmocka_unit_test(test_max_streams),
         cmocka_unit_test(test_reconnect),
