@@ -648,7 +648,14 @@ static void test_stream_wait_zero_and_forever(void **state)
         assert_int_equal(orr_rpc_stream_next(st, &m, 0, &err), ORR_ETIMEOUT);
     assert_null(m);
     assert_true(now_ms() - t0 < 30000); /* far below the minute the next message is away */
+    unsigned long before = atomic_load(&g_state.streams_cancelled);
     orr_rpc_stream_close(st);
+    /* the close reached the handler, which counts it before this test ends
+     * (the next test counts cancels too) */
+    t0 = now_ms();
+    while (atomic_load(&g_state.streams_cancelled) == before && now_ms() - t0 < 10000)
+        sleep_ms(5);
+    assert_int_equal(atomic_load(&g_state.streams_cancelled), before + 1);
 }
 
 static void test_stream_cancel(void **state)
