@@ -40,6 +40,7 @@
  * either way.
  */
 #include "orr_alloc.h"
+#include "orr_clock.h"
 #include "orr_rpc.h"
 #include "orr_rpc_codec.h"
 
@@ -941,16 +942,9 @@ orr_status orr_rpc_stream_next(orr_rpc_stream *st, ProtobufCMessage **msg, int w
     gpr_timespec until = wait_ms < 0 ? gpr_inf_future(GPR_CLOCK_MONOTONIC) : cli_deadline(wait_ms);
     if (wait_ms == 0)
         until = gpr_now(GPR_CLOCK_MONOTONIC);
-    struct timespec dl;
-    clock_gettime(CLOCK_MONOTONIC, &dl);
-    if (wait_ms > 0) {
-        dl.tv_sec += wait_ms / 1000;
-        dl.tv_nsec += (long)(wait_ms % 1000) * 1000000L;
-        if (dl.tv_nsec >= 1000000000L) {
-            dl.tv_sec++;
-            dl.tv_nsec -= 1000000000L;
-        }
-    }
+    struct timespec dl = {0, 0}; /* a driven stream's deadline */
+    if (!st->cq && wait_ms >= 0)
+        dl = orr_clock_after(CLOCK_MONOTONIC, wait_ms);
     for (;;) {
         grpc_event ev = stream_wait(st, until, wait_ms < 0 ? NULL : &dl);
         if (ev.type == GRPC_QUEUE_TIMEOUT)

@@ -188,7 +188,7 @@ static int gx_cmd_serve(orr_daemon *d, int argc, char **argv)
      * answers (orr_rpc_client_drive), before the event streams open. A
      * client the driver could not take goes on undriven. */
     if (orr_config_bool(cfg, "galaxy", "rpc_driver") &&
-        ((orr_rpc_client_drive(app.halley, &e)) != ORR_OK ||
+        (orr_rpc_client_drive(app.halley, &e) != ORR_OK ||
          (app.halley_worker && orr_rpc_client_drive(app.halley_worker, &e) != ORR_OK)))
         ORR_WARN("halleyd calls not driven: each HTTP thread waits in gRPC itself", "msg=%s",
                  orr_log_q(e.msg));
