@@ -107,6 +107,12 @@ typedef struct orr_rpc_server_opts {
                              (default 1, at most threads). More queues mean
                              fewer thread hand-offs, but a call waits behind
                              slow handlers of its own queue's workers. */
+    int handoff_us;       /* > 0: one worker of a queue at a time waits for
+                             events and handles what it takes itself; another
+                             is let in once none has waited for handoff_us
+                             (a slow handler). Spares gRPC's hand-off of the
+                             waiting at each event. 0 = every idle worker
+                             waits at once (the default). */
     /* NULL-terminated names of methods the runtime lets through without the
        service token (may be NULL): their handler checks the caller itself,
        with orr_rpc_call_bearer. A name that is no method is ORR_EINVAL. */
@@ -187,6 +193,12 @@ orr_arena *orr_rpc_call_arena(orr_rpc_call *call);
 const char *orr_rpc_call_method(const orr_rpc_call *call); /* "GetTask" */
 const char *orr_rpc_call_peer(const orr_rpc_call *call);
 int orr_rpc_call_cancelled(orr_rpc_call *call);
+
+/* The handler is about to wait long (for other calls, or a commit): if its
+ * worker held its queue's turn to wait for events (handoff_us), another
+ * worker is let in now instead of after handoff_us. Cheap when it is not
+ * needed; a no-op on servers without the gate and on streaming calls. */
+void orr_rpc_call_blocking(orr_rpc_call *call);
 /* The token of the call's `authorization: Bearer <token>` header, in the
  * call's arena; "" when the header is missing or not a bearer token. */
 const char *orr_rpc_call_bearer(orr_rpc_call *call);

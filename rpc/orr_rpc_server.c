@@ -14,6 +14,21 @@
  *   RESOURCE_EXHAUSTED); their batch completions still arrive on the shared
  *   CQ and a worker hands them over through the call's mutex/condvar.
  *
+ * The gate (opts->handoff_us > 0)
+ *   gRPC's epoll1 poller lets one thread at a time wait in epoll; when it
+ *   wakes with an event it first wakes another waiting thread to take over
+ *   the waiting, then returns. With many workers on a CQ that is a wake-up
+ *   of a second thread per event, on top of the one the event needs. The
+ *   gate lets one worker of a CQ (the poller) wait in
+ *   grpc_completion_queue_next; it handles what it takes itself and goes
+ *   back to waiting, and the other workers sleep on a futex of the gate. A
+ *   watchdog thread lets one of them in once no worker of the CQ has waited
+ *   for handoff_us (the poller is busy with a slow handler). A worker that
+ *   finds another one polling when it is done goes to sleep. So calls that
+ *   are quick cost no hand-off, and a slow one holds the others back by
+ *   handoff_us at most. The watchdog sleeps without a timer while every CQ
+ *   has its poller waiting; the first event taken wakes it.
+ *
  * Per-call state machine (every arrow is one CQ event, tags in `struct
  * srv_tag`):
  *
@@ -77,12 +92,15 @@
 #include <grpc/support/alloc.h>
 #include <grpc/support/time.h>
 #include <limits.h>
+#include <linux/futex.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "orr_hash.h"
 #include "orr_log.h"
@@ -165,6 +183,14 @@ struct orr_rpc_call {
     int msg_eof; /* the client half-closed (or the read failed): no more reads */
 };
 
+/* One gate per CQ (see "The gate" above). */
+struct srv_gate {
+    atomic_uint polling; /* 1 while a worker holds the right to wait on the CQ */
+    atomic_uint taken;   /* events taken by the CQ's pollers */
+    atomic_uint seq;     /* futex word the other workers sleep on */
+    atomic_int parked;   /* workers asleep (or about to be) on seq */
+};
+
 struct orr_rpc_server {
     grpc_server *server;
     grpc_completion_queue **cqs;
@@ -183,6 +209,12 @@ struct orr_rpc_server {
     size_t n_slots;
     pthread_t *workers;
     int n_workers;
+    struct srv_gate *gates; /* one per CQ; NULL = no gate */
+    int handoff_us;
+    pthread_t watchdog;
+    int has_watchdog;
+    atomic_uint watch_word;  /* futex word the watchdog sleeps on */
+    atomic_int watch_asleep; /* it sleeps until the next event taken */
     int started;
     atomic_int stopping;
     struct srv_tag t_shutdown;
@@ -732,20 +764,130 @@ static void srv_on_close(orr_rpc_call *c)
     pthread_mutex_unlock(&c->mu);
 }
 
+/* ------------------------------------------------------------ the gate */
+
+static void srv_futex_wait(atomic_uint *word, unsigned seen, const struct timespec *rel)
+{
+    syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, seen, rel, NULL, 0);
+}
+
+static void srv_futex_wake(atomic_uint *word, int n)
+{
+    syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);
+}
+
+/* Wait until this worker may wait on the CQ of g: at once if nobody else
+ * may, else asleep until the watchdog (or the server's stop) lets it in. */
+static void srv_gate_enter(orr_rpc_server *s, struct srv_gate *g)
+{
+    for (;;) {
+        unsigned seen = atomic_load(&g->seq);
+        if (atomic_load(&s->stopping))
+            return; /* the gate stays open while the server drains */
+        unsigned idle = 0;
+        if (atomic_compare_exchange_strong(&g->polling, &idle, 1))
+            return;
+        atomic_fetch_add(&g->parked, 1);
+        srv_futex_wait(&g->seq, seen, NULL);
+        atomic_fetch_sub(&g->parked, 1);
+    }
+}
+
+/* The poller took an event: nobody waits on the CQ until it is back or the
+ * watchdog lets another worker in. Wakes the watchdog if it sleeps untimed. */
+static void srv_gate_took(orr_rpc_server *s, struct srv_gate *g)
+{
+    atomic_store(&g->polling, 0);
+    atomic_fetch_add(&g->taken, 1);
+    if (atomic_load(&s->watch_asleep) && atomic_exchange(&s->watch_asleep, 0)) {
+        atomic_fetch_add(&s->watch_word, 1);
+        srv_futex_wake(&s->watch_word, 1);
+    }
+}
+
+/* Let one sleeping worker in, if nobody waits on the CQ of g. */
+static void srv_gate_let_in(struct srv_gate *g)
+{
+    if (!atomic_load(&g->polling) && atomic_load(&g->parked) > 0) {
+        atomic_fetch_add(&g->seq, 1);
+        srv_futex_wake(&g->seq, 1);
+    }
+}
+
+/* Let every sleeping worker in: the server stops. */
+static void srv_gate_open(orr_rpc_server *s)
+{
+    for (int q = 0; s->gates && q < s->n_cqs; q++) {
+        atomic_fetch_add(&s->gates[q].seq, 1);
+        srv_futex_wake(&s->gates[q].seq, INT_MAX);
+    }
+    atomic_fetch_add(&s->watch_word, 1);
+    srv_futex_wake(&s->watch_word, 1);
+}
+
+static int srv_gates_all_polling(orr_rpc_server *s)
+{
+    for (int q = 0; q < s->n_cqs; q++)
+        if (!atomic_load(&s->gates[q].polling))
+            return 0;
+    return 1;
+}
+
+/* Every handoff_us: a CQ whose poller took an event at least one period ago
+ * and has not been back since gets a sleeping worker let in. */
+static void *srv_watchdog(void *arg)
+{
+    orr_rpc_server *s = arg;
+    pthread_setname_np(pthread_self(), "orr-rpc-watch");
+    unsigned *last = orr_xcalloc((size_t)s->n_cqs, sizeof(*last));
+    struct timespec period = {s->handoff_us / 1000000, (long)(s->handoff_us % 1000000) * 1000};
+    while (!atomic_load(&s->stopping)) {
+        if (srv_gates_all_polling(s)) {
+            /* idle, or every poller back in time: sleep until an event */
+            unsigned w = atomic_load(&s->watch_word);
+            atomic_store(&s->watch_asleep, 1);
+            if (srv_gates_all_polling(s) && !atomic_load(&s->stopping))
+                srv_futex_wait(&s->watch_word, w, NULL);
+            atomic_store(&s->watch_asleep, 0);
+            for (int q = 0; q < s->n_cqs; q++)
+                last[q] = atomic_load(&s->gates[q].taken);
+        }
+        unsigned w = atomic_load(&s->watch_word);
+        if (!atomic_load(&s->stopping))
+            srv_futex_wait(&s->watch_word, w, &period);
+        for (int q = 0; q < s->n_cqs; q++) {
+            struct srv_gate *g = &s->gates[q];
+            unsigned t = atomic_load(&g->taken);
+            /* polling can only fall to 0 with taken rising: unchanged taken
+             * and no poller mean nobody waited for the whole period */
+            if (t == last[q])
+                srv_gate_let_in(g);
+            last[q] = t;
+        }
+    }
+    free(last);
+    return NULL;
+}
+
 struct srv_worker_arg {
     orr_rpc_server *s;
-    grpc_completion_queue *cq;
+    int q; /* the worker's CQ */
 };
 
 static void *srv_worker(void *arg)
 {
     struct srv_worker_arg *wa = arg;
     orr_rpc_server *s = wa->s;
-    grpc_completion_queue *cq = wa->cq;
+    grpc_completion_queue *cq = s->cqs[wa->q];
+    struct srv_gate *g = s->gates ? &s->gates[wa->q] : NULL;
     free(wa);
     pthread_setname_np(pthread_self(), "orr-rpc-worker");
     for (;;) {
+        if (g)
+            srv_gate_enter(s, g);
         grpc_event ev = grpc_completion_queue_next(cq, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL);
+        if (g)
+            srv_gate_took(s, g);
         if (ev.type == GRPC_QUEUE_SHUTDOWN)
             break;
         if (ev.type != GRPC_OP_COMPLETE)
@@ -859,6 +1001,7 @@ static void srv_free(orr_rpc_server *s)
         srv_ctx_free(c);
     }
     free(s->workers);
+    free(s->gates);
     free(s->cqs);
     free(s->auth);
     for (int i = s->n_owned - 1; i >= 0; i--)
@@ -902,6 +1045,10 @@ orr_status orr_rpc_server_create(const ProtobufCServiceDescriptor *svc,
     if (s->n_cqs > s->n_threads)
         s->n_cqs = s->n_threads;
     int per_cq = s->n_threads / s->n_cqs;
+    if (opts->handoff_us > 0 && per_cq > 1) {
+        s->handoff_us = opts->handoff_us;
+        s->gates = orr_xcalloc((size_t)s->n_cqs, sizeof(*s->gates));
+    }
     s->n_armed = per_cq < 4 ? 4 : per_cq > 16 ? 16 : per_cq;
     s->t_shutdown = (struct srv_tag){TAG_SHUTDOWN, NULL};
     if (opts->token && opts->token[0]) {
@@ -1036,7 +1183,7 @@ orr_status orr_rpc_server_start(orr_rpc_server *s)
         struct srv_worker_arg *wa = malloc(sizeof(*wa));
         int rc = wa ? 0 : ENOMEM;
         if (wa) {
-            *wa = (struct srv_worker_arg){s, s->cqs[i % s->n_cqs]};
+            *wa = (struct srv_worker_arg){s, i % s->n_cqs};
             rc = pthread_create(&s->workers[i], NULL, srv_worker, wa);
             if (rc != 0)
                 free(wa);
@@ -1049,8 +1196,18 @@ orr_status orr_rpc_server_start(orr_rpc_server *s)
         }
         s->n_workers++;
     }
-    ORR_INFO("rpc server listening", "port=%d threads=%d queues=%d", s->port, s->n_workers,
-             s->n_cqs);
+    if (s->gates) {
+        int rc = pthread_create(&s->watchdog, NULL, srv_watchdog, s);
+        if (rc != 0) {
+            /* without it a slow handler would hold every call of its CQ */
+            fprintf(stderr, "level=fatal msg=\"cannot start rpc watchdog thread\" error=\"%s\"\n",
+                    strerror(rc));
+            abort();
+        }
+        s->has_watchdog = 1;
+    }
+    ORR_INFO("rpc server listening", "port=%d threads=%d queues=%d handoff_us=%d", s->port,
+             s->n_workers, s->n_cqs, s->handoff_us);
     return ORR_OK;
 }
 
@@ -1093,6 +1250,9 @@ void orr_rpc_server_destroy(orr_rpc_server *s)
         return;
     if (s->server) {
         atomic_store(&s->stopping, 1);
+        srv_gate_open(s);
+        if (s->has_watchdog)
+            pthread_join(s->watchdog, NULL);
         grpc_server_shutdown_and_notify(s->server, s->cqs[0], &s->t_shutdown);
         grpc_server_cancel_all_calls(s->server);
         if (s->n_workers > 0) {
@@ -1161,6 +1321,13 @@ const char *orr_rpc_call_peer(const orr_rpc_call *call)
         gpr_free(p);
     }
     return c->peer;
+}
+
+void orr_rpc_call_blocking(orr_rpc_call *call)
+{
+    orr_rpc_server *s = call->srv;
+    if (s->gates && !call->is_stream)
+        srv_gate_let_in(&s->gates[call->cqi]);
 }
 
 static int srv_deadline_passed(const orr_rpc_call *c)

@@ -1053,6 +1053,7 @@ HL_UNARY(hl_api_transition_instance)
         return s;
     hl_pb_transition_res *o = orr_arena_alloc(a, sizeof *o);
     orrery__halley__v1__transition_result__init(o);
+    orr_rpc_call_blocking(call); /* it waits for its batch's commit */
     s = hl_tcomb_transition(hc, a, rq, o, err); /* reports its events itself */
     if (s == ORR_OK)
         *resp = &o->base;
@@ -1075,6 +1076,7 @@ HL_UNARY(hl_api_transition_instances)
         orrery__halley__v1__transition_result__init(o->results[i]);
     }
     /* Combined statements; reports the committed events itself. */
+    orr_rpc_call_blocking(call);
     orr_status s = hl_tcomb_transition_batch(hc, a, rq->items, rq->n_items, o->results, st, errs);
     if (s != ORR_OK) { /* the database went away: the whole call fails */
         *err = errs[0];

@@ -48,6 +48,9 @@ static const orr_cfg_key hl_cfg_schema[] = {
     {"halley", "event_grace", ORR_CFG_DURATION, "5s", 0, 100, 600000,
      "how long a watcher waits on a missing event id before treating it as rolled back"},
     {"halley", "threads", ORR_CFG_INT, "32", 0, 1, 256, "RPC worker threads"},
+    {"halley", "rpc_handoff_us", ORR_CFG_INT, "300", 0, 0, 1000000,
+     "one RPC worker waits for calls and runs the quick ones itself; another is let in "
+     "after this long on one call (0 = all idle workers wait)"},
     {"halley", "transition_leaders", ORR_CFG_INT, "3", 0, 1, 64,
      "combined TransitionInstance statements running at once"},
     {"halley", "transition_min_batch", ORR_CFG_INT, "8", 0, 1, 64,
@@ -175,6 +178,7 @@ static int hl_cmd_serve(orr_daemon *d, int argc, char **argv)
     orr_rpc_server_opts so = {
         .listen = orr_config_str(cfg, "halley", "listen"),
         .threads = (int)orr_config_int(cfg, "halley", "threads"),
+        .handoff_us = (int)orr_config_int(cfg, "halley", "rpc_handoff_us"),
         .max_streams = (int)orr_config_int(cfg, "halley", "max_streams"),
         .token = orr_config_str(cfg, "halley", "token"),
         .handler_auth = hl_worker_methods,

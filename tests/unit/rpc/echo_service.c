@@ -1,13 +1,16 @@
 /*
  * echo_service.c - handlers of orrery.test.v1.Echo (see echo_service.h).
  *
- * Say echoes the text (empty text = INVALID_ARGUMENT naming "text"), Count
+ * Say echoes the text (empty text = INVALID_ARGUMENT naming "text"; "hold"
+ * waits while echo_state.hold is set), Count
  * streams numbers, Fail returns whatever status the request asks for.
  * Responses live in the call arena.
  */
 #include "echo_service.h"
 
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #define ECHO_MAX_SLEEP_MS  10000
 #define ECHO_MAX_STREAM_MS 60000
@@ -17,9 +20,13 @@ static orr_status echo_say(orr_rpc_call *call, const ProtobufCMessage *req_msg,
 {
     echo_state *es = ctx;
     const Orrery__Test__V1__SayRequest *req = (const Orrery__Test__V1__SayRequest *)req_msg;
+    atomic_store(&es->say_tid, (long)syscall(SYS_gettid));
     unsigned long n = atomic_fetch_add(&es->say_calls, 1) + 1;
     if (!req->text || !req->text[0])
         return orr_err_set(err, ORR_EINVAL, "text", "must not be empty");
+    while (strcmp(req->text, "hold") == 0 && atomic_load(&es->hold))
+        if (orr_rpc_call_wait_cancelled(call, 1))
+            return orr_err_set(err, ORR_ECANCELLED, NULL, "cancelled while held");
     int ms = req->sleep_ms > ECHO_MAX_SLEEP_MS ? ECHO_MAX_SLEEP_MS : (int)req->sleep_ms;
     if (ms && orr_rpc_call_wait_cancelled(call, ms))
         return orr_err_set(err, ORR_ECANCELLED, NULL, "cancelled while sleeping");

@@ -17,6 +17,8 @@ typedef struct echo_state {
     atomic_ulong count_calls;
     atomic_ulong streams_cancelled; /* Count saw orr_rpc_call_cancelled() */
     atomic_ulong streams_finished;  /* Count handler returned */
+    atomic_long say_tid;            /* thread that ran the last Say */
+    atomic_int hold;                /* while set, Say "hold" does not return */
 } echo_state;
 
 /* Say, Count and Fail (Unserved is left out on purpose). ctx: echo_state *. */

@@ -52,6 +52,10 @@ static void sleep_ms(int ms)
     nanosleep(&t, NULL);
 }
 
+/* Set for the third run: servers made by the fixtures keep their workers
+ * behind the gate (orr_rpc_server_opts.handoff_us). */
+static int g_handoff_us;
+
 static orr_rpc_server *start_server(const char *listen, echo_state *st, size_t max_msg,
                                     int max_streams, int queues)
 {
@@ -60,7 +64,8 @@ static orr_rpc_server *start_server(const char *listen, echo_state *st, size_t m
                              .token = TOKEN,
                              .max_msg_bytes = max_msg,
                              .max_streams = max_streams,
-                             .queues = queues};
+                             .queues = queues,
+                             .handoff_us = g_handoff_us};
     orr_rpc_server *s = NULL;
     orr_err err;
     orr_status rc = orr_rpc_server_create(SVC, echo_methods, 3, st, &o, &s, &err);
@@ -195,7 +200,8 @@ static void raw_call(int port, const char *path, const void *bytes, size_t n, co
 static int group_setup(void **state)
 {
     (void)state;
-    orr_rpc_server_opts o = {.listen = "127.0.0.1:0", .threads = 4, .token = TOKEN};
+    orr_rpc_server_opts o = {
+        .listen = "127.0.0.1:0", .threads = 4, .token = TOKEN, .handoff_us = g_handoff_us};
     orr_err err;
     if (orr_rpc_server_create(SVC, echo_methods, 3, &g_state, &o, &g_srv, &err) != ORR_OK)
         return -1;
@@ -210,6 +216,13 @@ static int group_setup(void **state)
 static int group_setup_driven(void **state)
 {
     g_driven = 1;
+    return group_setup(state);
+}
+
+static int group_setup_gated(void **state)
+{
+    g_driven = 1;
+    g_handoff_us = 500;
     return group_setup(state);
 }
 
@@ -1597,6 +1610,99 @@ static void test_recv_unary_and_services(void **state)
     orr_rpc_server_destroy(s);
 }
 
+/* Behind the gate, one worker waits for calls and runs the quick ones
+ * itself: calls made one after another all run on that one thread while no
+ * call lasts the (long) hand-off time. Streams still flow. */
+static void test_gate_one_worker(void **state)
+{
+    (void)state;
+    echo_state es;
+    memset(&es, 0, sizeof(es));
+    orr_rpc_server_opts o = {
+        .listen = "127.0.0.1:0", .threads = 4, .token = TOKEN, .handoff_us = 60 * 1000 * 1000};
+    orr_rpc_server *s = NULL;
+    orr_err err;
+    assert_int_equal(orr_rpc_server_create(SVC, echo_methods, 3, &es, &o, &s, &err), ORR_OK);
+    assert_int_equal(orr_rpc_server_start(s), ORR_OK);
+    orr_rpc_client *c = make_client(orr_rpc_server_port(s), TOKEN);
+    long first = 0;
+    int changes = 0;
+    for (int i = 0; i < 200; i++) {
+        assert_int_equal(say(c, "one", 0, 0, 5000, NULL, &err), ORR_OK);
+        long tid = atomic_load(&es.say_tid);
+        if (i == 0)
+            first = tid;
+        changes += tid != first;
+    }
+    assert_int_equal(atomic_load(&es.say_calls), 200);
+    assert_int_equal(changes, 0);
+
+    Orrery__Test__V1__CountRequest req = ORRERY__TEST__V1__COUNT_REQUEST__INIT;
+    req.n = 10;
+    orr_rpc_stream *st = NULL;
+    assert_int_equal(orr_rpc_stream_open(c, "Count", &req.base, 5000, &st, &err), ORR_OK);
+    for (uint32_t i = 0; i < 10; i++) {
+        ProtobufCMessage *m = NULL;
+        assert_int_equal(orr_rpc_stream_next(st, &m, 5000, &err), ORR_OK);
+        assert_int_equal(((Orrery__Test__V1__CountReply *)m)->i, i);
+        protobuf_c_message_free_unpacked(m, NULL);
+    }
+    orr_rpc_stream_close(st);
+    orr_rpc_client_destroy(c);
+    orr_rpc_server_destroy(s);
+}
+
+struct held_call {
+    int port;
+    orr_status rc;
+};
+
+static void *held_call_main(void *arg)
+{
+    struct held_call *h = arg;
+    orr_rpc_client *c = make_client(h->port, TOKEN);
+    orr_err err;
+    h->rc = say(c, "hold", 0, 0, 60000, NULL, &err);
+    orr_rpc_client_destroy(c);
+    return NULL;
+}
+
+/* A handler that does not return until told holds the worker that waited
+ * for its call: the watchdog lets another worker in, so the next calls are
+ * served. Then the held call is let go and ends well. */
+static void test_gate_lets_in(void **state)
+{
+    (void)state;
+    echo_state es;
+    memset(&es, 0, sizeof(es));
+    orr_rpc_server_opts o = {
+        .listen = "127.0.0.1:0", .threads = 2, .token = TOKEN, .handoff_us = 1000};
+    orr_rpc_server *s = NULL;
+    orr_err err;
+    assert_int_equal(orr_rpc_server_create(SVC, echo_methods, 3, &es, &o, &s, &err), ORR_OK);
+    assert_int_equal(orr_rpc_server_start(s), ORR_OK);
+    atomic_store(&es.hold, 1);
+    struct held_call h = {.port = orr_rpc_server_port(s), .rc = ORR_EINTERNAL};
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, held_call_main, &h), 0);
+    long t0 = now_ms();
+    while (atomic_load(&es.say_calls) < 1 && now_ms() - t0 < 20000)
+        sleep_ms(1);
+    assert_int_equal(atomic_load(&es.say_calls), 1); /* the held call is in its handler */
+    long held_tid = atomic_load(&es.say_tid);
+
+    orr_rpc_client *c = make_client(orr_rpc_server_port(s), TOKEN);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(say(c, "next", 0, 0, 30000, NULL, &err), ORR_OK);
+    assert_int_equal(atomic_load(&es.say_calls), 4);
+    assert_true(atomic_load(&es.say_tid) != held_tid);
+    atomic_store(&es.hold, 0);
+    pthread_join(t, NULL);
+    assert_int_equal(h.rc, ORR_OK);
+    orr_rpc_client_destroy(c);
+    orr_rpc_server_destroy(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1630,10 +1736,15 @@ int main(void)
         cmocka_unit_test(test_bidi_cancel_and_bad_bytes),
         cmocka_unit_test(test_recv_unary_and_services),
         cmocka_unit_test(test_driver_shared),
+        cmocka_unit_test(test_gate_one_worker),
+        cmocka_unit_test(test_gate_lets_in),
     };
-    /* twice: each caller waiting in gRPC itself, then every client driven */
+    /* three times: each caller waiting in gRPC itself, then every client
+     * driven, then driven clients and the fixtures' servers behind the gate */
     int failed =
         cmocka_run_group_tests_name("callers wait in gRPC", tests, group_setup, group_teardown);
-    return failed +
-           cmocka_run_group_tests_name("clients driven", tests, group_setup_driven, group_teardown);
+    failed +=
+        cmocka_run_group_tests_name("clients driven", tests, group_setup_driven, group_teardown);
+    return failed + cmocka_run_group_tests_name("servers gated", tests, group_setup_gated,
+                                                group_teardown);
 }
