@@ -109,10 +109,11 @@ typedef struct orr_rpc_server_opts {
                              slow handlers of its own queue's workers. */
     int handoff_us;       /* > 0: one worker of a queue at a time waits for
                              events and handles what it takes itself; another
-                             is let in once none has waited for handoff_us
-                             (a slow handler). Spares gRPC's hand-off of the
-                             waiting at each event. 0 = every idle worker
-                             waits at once (the default). */
+                             is let in once none has waited for a whole
+                             period of handoff_us (at least 50; a slow
+                             handler waits one to two periods). Spares gRPC's
+                             hand-off of the waiting at each event. 0 = every
+                             idle worker waits at once (the default). */
     /* NULL-terminated names of methods the runtime lets through without the
        service token (may be NULL): their handler checks the caller itself,
        with orr_rpc_call_bearer. A name that is no method is ORR_EINVAL. */

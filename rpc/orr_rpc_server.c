@@ -4,7 +4,8 @@
  * Threads and queues
  *   One completion queue (CQ) is shared by `threads` worker threads, each
  *   looping on grpc_completion_queue_next(). A slow unary handler therefore
- *   holds only its own worker: events of other calls go to the others. Every
+ *   holds only its own worker: events of other calls go to the others (with
+ *   the gate below, after one to two periods of handoff_us). Every
  *   method of the table is registered with gRPC (payload read with the call,
  *   which saves one CQ round trip per call) and keeps a few
  *   grpc_server_request_registered_call() slots armed; a few generic
@@ -72,7 +73,8 @@
  *     only complete batches: they flip flags under the call's mutex.
  *   - Every call context comes from s->pool and goes back exactly once;
  *     s->live counts those out of the pool (armed slots included).
- *   - Destroy: stop flag, grpc_server_shutdown_and_notify, cancel all calls;
+ *   - Destroy: stop flag, the gates opened (every sleeping worker let in,
+ *     the watchdog joined), grpc_server_shutdown_and_notify, cancel all calls;
  *     workers keep draining until the shutdown tag arrived and live == 0;
  *     stream threads are joined; then the CQ is shut down and the workers
  *     joined. Nothing is left behind for the leak checker.
@@ -111,6 +113,7 @@
 #define SRV_POOL_KEEP           512 /* idle contexts kept for reuse */
 #define SRV_N_BUCKETS           12
 #define SRV_GENERIC_SLOTS       4 /* armed slots for unregistered paths */
+#define SRV_MIN_HANDOFF_US      50
 
 const uint64_t orr_rpc_latency_bounds_us[SRV_N_BUCKETS] = {
     100, 250, 500, 1000, 2500, 5000, 10000, 25000, 50000, 100000, 250000, 1000000,
@@ -797,8 +800,8 @@ static void srv_gate_enter(orr_rpc_server *s, struct srv_gate *g)
  * watchdog lets another worker in. Wakes the watchdog if it sleeps untimed. */
 static void srv_gate_took(orr_rpc_server *s, struct srv_gate *g)
 {
+    atomic_fetch_add(&g->taken, 1); /* before polling falls: see the watchdog */
     atomic_store(&g->polling, 0);
-    atomic_fetch_add(&g->taken, 1);
     if (atomic_load(&s->watch_asleep) && atomic_exchange(&s->watch_asleep, 0)) {
         atomic_fetch_add(&s->watch_word, 1);
         srv_futex_wake(&s->watch_word, 1);
@@ -833,6 +836,27 @@ static int srv_gates_all_polling(orr_rpc_server *s)
     return 1;
 }
 
+/* Sleep one whole period (woken early only by the server's stop). */
+static void srv_watch_period(orr_rpc_server *s)
+{
+    struct timespec end, now;
+    clock_gettime(CLOCK_MONOTONIC, &end);
+    long ns = end.tv_nsec + (long)s->handoff_us * 1000;
+    end.tv_sec += ns / 1000000000L;
+    end.tv_nsec = ns % 1000000000L;
+    for (;;) {
+        unsigned w = atomic_load(&s->watch_word);
+        if (atomic_load(&s->stopping))
+            return;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        long left = (end.tv_sec - now.tv_sec) * 1000000000L + (end.tv_nsec - now.tv_nsec);
+        if (left <= 0)
+            return;
+        struct timespec rel = {left / 1000000000L, left % 1000000000L};
+        srv_futex_wait(&s->watch_word, w, &rel);
+    }
+}
+
 /* Every handoff_us: a CQ whose poller took an event at least one period ago
  * and has not been back since gets a sleeping worker let in. */
 static void *srv_watchdog(void *arg)
@@ -840,7 +864,6 @@ static void *srv_watchdog(void *arg)
     orr_rpc_server *s = arg;
     pthread_setname_np(pthread_self(), "orr-rpc-watch");
     unsigned *last = orr_xcalloc((size_t)s->n_cqs, sizeof(*last));
-    struct timespec period = {s->handoff_us / 1000000, (long)(s->handoff_us % 1000000) * 1000};
     while (!atomic_load(&s->stopping)) {
         if (srv_gates_all_polling(s)) {
             /* idle, or every poller back in time: sleep until an event */
@@ -852,15 +875,15 @@ static void *srv_watchdog(void *arg)
             for (int q = 0; q < s->n_cqs; q++)
                 last[q] = atomic_load(&s->gates[q].taken);
         }
-        unsigned w = atomic_load(&s->watch_word);
-        if (!atomic_load(&s->stopping))
-            srv_futex_wait(&s->watch_word, w, &period);
+        srv_watch_period(s);
         for (int q = 0; q < s->n_cqs; q++) {
             struct srv_gate *g = &s->gates[q];
+            /* polling falls to 0 only after taken rose (srv_gate_took): no
+             * poller now and taken unchanged since the last look mean
+             * nobody waited for the whole period */
+            int idle = !atomic_load(&g->polling);
             unsigned t = atomic_load(&g->taken);
-            /* polling can only fall to 0 with taken rising: unchanged taken
-             * and no poller mean nobody waited for the whole period */
-            if (t == last[q])
+            if (idle && t == last[q])
                 srv_gate_let_in(g);
             last[q] = t;
         }
@@ -1046,7 +1069,9 @@ orr_status orr_rpc_server_create(const ProtobufCServiceDescriptor *svc,
         s->n_cqs = s->n_threads;
     int per_cq = s->n_threads / s->n_cqs;
     if (opts->handoff_us > 0 && per_cq > 1) {
-        s->handoff_us = opts->handoff_us;
+        /* a shorter period would keep the watchdog awake for little */
+        s->handoff_us =
+            opts->handoff_us < SRV_MIN_HANDOFF_US ? SRV_MIN_HANDOFF_US : opts->handoff_us;
         s->gates = orr_xcalloc((size_t)s->n_cqs, sizeof(*s->gates));
     }
     s->n_armed = per_cq < 4 ? 4 : per_cq > 16 ? 16 : per_cq;

@@ -1053,7 +1053,7 @@ HL_UNARY(hl_api_transition_instance)
         return s;
     hl_pb_transition_res *o = orr_arena_alloc(a, sizeof *o);
     orrery__halley__v1__transition_result__init(o);
-    orr_rpc_call_blocking(call); /* it waits for its batch's commit */
+    orr_rpc_call_blocking(call);                /* it waits for its batch's commit */
     s = hl_tcomb_transition(hc, a, rq, o, err); /* reports its events itself */
     if (s == ORR_OK)
         *resp = &o->base;

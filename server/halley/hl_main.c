@@ -50,7 +50,7 @@ static const orr_cfg_key hl_cfg_schema[] = {
     {"halley", "threads", ORR_CFG_INT, "32", 0, 1, 256, "RPC worker threads"},
     {"halley", "rpc_handoff_us", ORR_CFG_INT, "300", 0, 0, 1000000,
      "one RPC worker waits for calls and runs the quick ones itself; another is let in "
-     "after this long on one call (0 = all idle workers wait)"},
+     "once none has waited for this long, at least 50 (0 = all idle workers wait)"},
     {"halley", "transition_leaders", ORR_CFG_INT, "3", 0, 1, 64,
      "combined TransitionInstance statements running at once"},
     {"halley", "transition_min_batch", ORR_CFG_INT, "8", 0, 1, 64,

@@ -1611,8 +1611,11 @@ static void test_recv_unary_and_services(void **state)
 }
 
 /* Behind the gate, one worker waits for calls and runs the quick ones
- * itself: calls made one after another all run on that one thread while no
- * call lasts the (long) hand-off time. Streams still flow. */
+ * itself: calls made one after another run on that one thread while no
+ * call lasts the (long) hand-off time. A worker that reaches the gate for
+ * the first time while the waiter runs a call may take over, once each, so
+ * up to threads - 1 changes of thread are allowed (without the gate about
+ * two in three calls change). Streams still flow. */
 static void test_gate_one_worker(void **state)
 {
     (void)state;
@@ -1625,17 +1628,16 @@ static void test_gate_one_worker(void **state)
     assert_int_equal(orr_rpc_server_create(SVC, echo_methods, 3, &es, &o, &s, &err), ORR_OK);
     assert_int_equal(orr_rpc_server_start(s), ORR_OK);
     orr_rpc_client *c = make_client(orr_rpc_server_port(s), TOKEN);
-    long first = 0;
+    long prev = 0;
     int changes = 0;
     for (int i = 0; i < 200; i++) {
         assert_int_equal(say(c, "one", 0, 0, 5000, NULL, &err), ORR_OK);
         long tid = atomic_load(&es.say_tid);
-        if (i == 0)
-            first = tid;
-        changes += tid != first;
+        changes += i > 0 && tid != prev;
+        prev = tid;
     }
     assert_int_equal(atomic_load(&es.say_calls), 200);
-    assert_int_equal(changes, 0);
+    assert_true(changes <= o.threads - 1);
 
     Orrery__Test__V1__CountRequest req = ORRERY__TEST__V1__COUNT_REQUEST__INIT;
     req.n = 10;
@@ -1688,19 +1690,32 @@ static void test_gate_lets_in(void **state)
     long t0 = now_ms();
     while (atomic_load(&es.say_calls) < 1 && now_ms() - t0 < 20000)
         sleep_ms(1);
-    assert_int_equal(atomic_load(&es.say_calls), 1); /* the held call is in its handler */
+    /* the held call is in its handler (a progress counter, read first) */
+    if (atomic_load(&es.say_calls) != 1) {
+        atomic_store(&es.hold, 0);
+        pthread_join(t, NULL);
+        orr_rpc_server_destroy(s);
+        fail_msg("the held call never reached its handler");
+    }
     long held_tid = atomic_load(&es.say_tid);
 
+    /* the results are checked after the held call is let go, so a failure
+     * leaves no thread behind */
     orr_rpc_client *c = make_client(orr_rpc_server_port(s), TOKEN);
+    orr_status next[3];
     for (int i = 0; i < 3; i++)
-        assert_int_equal(say(c, "next", 0, 0, 30000, NULL, &err), ORR_OK);
-    assert_int_equal(atomic_load(&es.say_calls), 4);
-    assert_true(atomic_load(&es.say_tid) != held_tid);
+        next[i] = say(c, "next", 0, 0, 30000, NULL, &err);
+    unsigned long calls = atomic_load(&es.say_calls);
+    long next_tid = atomic_load(&es.say_tid);
     atomic_store(&es.hold, 0);
     pthread_join(t, NULL);
-    assert_int_equal(h.rc, ORR_OK);
     orr_rpc_client_destroy(c);
     orr_rpc_server_destroy(s);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(next[i], ORR_OK);
+    assert_int_equal(calls, 4);
+    assert_true(next_tid != held_tid);
+    assert_int_equal(h.rc, ORR_OK);
 }
 
 int main(void)
@@ -1745,6 +1760,6 @@ int main(void)
         cmocka_run_group_tests_name("callers wait in gRPC", tests, group_setup, group_teardown);
     failed +=
         cmocka_run_group_tests_name("clients driven", tests, group_setup_driven, group_teardown);
-    return failed + cmocka_run_group_tests_name("servers gated", tests, group_setup_gated,
-                                                group_teardown);
+    return failed +
+           cmocka_run_group_tests_name("servers gated", tests, group_setup_gated, group_teardown);
 }
