@@ -18,6 +18,9 @@ struct timespec orr_clock_after(clockid_t clk, int64_t ms);
 /* t plus ms (ms <= 0: t), nanoseconds kept below one second. */
 struct timespec orr_clock_add(struct timespec t, int64_t ms);
 
+/* The same in microseconds (us <= 0: t), for periods below a millisecond. */
+struct timespec orr_clock_add_us(struct timespec t, int64_t us);
+
 /* Now on clk in whole milliseconds. */
 int64_t orr_clock_ms(clockid_t clk);
 

@@ -41,6 +41,7 @@
  */
 #include "orr_alloc.h"
 #include "orr_clock.h"
+#include "orr_futex.h"
 #include "orr_rpc.h"
 #include "orr_rpc_codec.h"
 
@@ -49,15 +50,12 @@
 #include <grpc/grpc.h>
 #include <grpc/grpc_security.h>
 #include <grpc/support/time.h>
-#include <linux/futex.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <time.h>
-#include <unistd.h>
 
 #define CLI_MAX_RECV (64 * 1024 * 1024)
 
@@ -319,7 +317,7 @@ static void cli_wait_done(struct drv_tag *t, int ok)
 {
     struct cli_wait *w = (struct cli_wait *)t;
     atomic_store_explicit(&w->state, ok ? 1u : 2u, memory_order_release);
-    syscall(SYS_futex, &w->state, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+    orr_futex_wake(&w->state, 1);
 }
 
 /* The call's end: 1 when its batch succeeded. */
@@ -327,7 +325,7 @@ static int cli_wait_end(struct cli_wait *w)
 {
     uint32_t v;
     while ((v = atomic_load_explicit(&w->state, memory_order_acquire)) == 0)
-        syscall(SYS_futex, &w->state, FUTEX_WAIT_PRIVATE, 0, NULL, NULL, 0);
+        orr_futex_wait(&w->state, 0, NULL);
     return v == 1;
 }
 

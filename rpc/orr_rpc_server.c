@@ -85,6 +85,7 @@
  */
 #include "orr_alloc.h"
 #include "orr_clock.h"
+#include "orr_futex.h"
 #include "orr_rpc.h"
 #include "orr_rpc_codec.h"
 
@@ -94,15 +95,12 @@
 #include <grpc/support/alloc.h>
 #include <grpc/support/time.h>
 #include <limits.h>
-#include <linux/futex.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "orr_hash.h"
 #include "orr_log.h"
@@ -188,10 +186,10 @@ struct orr_rpc_call {
 
 /* One gate per CQ (see "The gate" above). */
 struct srv_gate {
-    atomic_uint polling; /* 1 while a worker holds the right to wait on the CQ */
-    atomic_uint taken;   /* events taken by the CQ's pollers */
-    atomic_uint seq;     /* futex word the other workers sleep on */
-    atomic_int parked;   /* workers asleep (or about to be) on seq */
+    atomic_uint polling;  /* 1 while a worker holds the right to wait on the CQ */
+    atomic_uint taken;    /* events taken by the CQ's pollers */
+    _Atomic uint32_t seq; /* futex word the other workers sleep on */
+    atomic_int parked;    /* workers asleep (or about to be) on seq */
 };
 
 struct orr_rpc_server {
@@ -216,8 +214,8 @@ struct orr_rpc_server {
     int handoff_us;
     pthread_t watchdog;
     int has_watchdog;
-    atomic_uint watch_word;  /* futex word the watchdog sleeps on */
-    atomic_int watch_asleep; /* it sleeps until the next event taken */
+    _Atomic uint32_t watch_word; /* futex word the watchdog sleeps on */
+    atomic_int watch_asleep;     /* it sleeps until the next event taken */
     int started;
     atomic_int stopping;
     struct srv_tag t_shutdown;
@@ -769,29 +767,19 @@ static void srv_on_close(orr_rpc_call *c)
 
 /* ------------------------------------------------------------ the gate */
 
-static void srv_futex_wait(atomic_uint *word, unsigned seen, const struct timespec *rel)
-{
-    syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, seen, rel, NULL, 0);
-}
-
-static void srv_futex_wake(atomic_uint *word, int n)
-{
-    syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);
-}
-
 /* Wait until this worker may wait on the CQ of g: at once if nobody else
  * may, else asleep until the watchdog (or the server's stop) lets it in. */
 static void srv_gate_enter(orr_rpc_server *s, struct srv_gate *g)
 {
     for (;;) {
-        unsigned seen = atomic_load(&g->seq);
+        uint32_t seen = atomic_load(&g->seq);
         if (atomic_load(&s->stopping))
             return; /* the gate stays open while the server drains */
         unsigned idle = 0;
         if (atomic_compare_exchange_strong(&g->polling, &idle, 1))
             return;
         atomic_fetch_add(&g->parked, 1);
-        srv_futex_wait(&g->seq, seen, NULL);
+        orr_futex_wait(&g->seq, seen, NULL);
         atomic_fetch_sub(&g->parked, 1);
     }
 }
@@ -804,7 +792,7 @@ static void srv_gate_took(orr_rpc_server *s, struct srv_gate *g)
     atomic_store(&g->polling, 0);
     if (atomic_load(&s->watch_asleep) && atomic_exchange(&s->watch_asleep, 0)) {
         atomic_fetch_add(&s->watch_word, 1);
-        srv_futex_wake(&s->watch_word, 1);
+        orr_futex_wake(&s->watch_word, 1);
     }
 }
 
@@ -813,7 +801,7 @@ static void srv_gate_let_in(struct srv_gate *g)
 {
     if (!atomic_load(&g->polling) && atomic_load(&g->parked) > 0) {
         atomic_fetch_add(&g->seq, 1);
-        srv_futex_wake(&g->seq, 1);
+        orr_futex_wake(&g->seq, 1);
     }
 }
 
@@ -822,10 +810,10 @@ static void srv_gate_open(orr_rpc_server *s)
 {
     for (int q = 0; s->gates && q < s->n_cqs; q++) {
         atomic_fetch_add(&s->gates[q].seq, 1);
-        srv_futex_wake(&s->gates[q].seq, INT_MAX);
+        orr_futex_wake(&s->gates[q].seq, INT_MAX);
     }
     atomic_fetch_add(&s->watch_word, 1);
-    srv_futex_wake(&s->watch_word, 1);
+    orr_futex_wake(&s->watch_word, 1);
 }
 
 static int srv_gates_all_polling(orr_rpc_server *s)
@@ -839,13 +827,11 @@ static int srv_gates_all_polling(orr_rpc_server *s)
 /* Sleep one whole period (woken early only by the server's stop). */
 static void srv_watch_period(orr_rpc_server *s)
 {
-    struct timespec end, now;
-    clock_gettime(CLOCK_MONOTONIC, &end);
-    long ns = end.tv_nsec + (long)s->handoff_us * 1000;
-    end.tv_sec += ns / 1000000000L;
-    end.tv_nsec = ns % 1000000000L;
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    struct timespec end = orr_clock_add_us(now, s->handoff_us);
     for (;;) {
-        unsigned w = atomic_load(&s->watch_word);
+        uint32_t w = atomic_load(&s->watch_word);
         if (atomic_load(&s->stopping))
             return;
         clock_gettime(CLOCK_MONOTONIC, &now);
@@ -853,7 +839,7 @@ static void srv_watch_period(orr_rpc_server *s)
         if (left <= 0)
             return;
         struct timespec rel = {left / 1000000000L, left % 1000000000L};
-        srv_futex_wait(&s->watch_word, w, &rel);
+        orr_futex_wait(&s->watch_word, w, &rel);
     }
 }
 
@@ -867,10 +853,10 @@ static void *srv_watchdog(void *arg)
     while (!atomic_load(&s->stopping)) {
         if (srv_gates_all_polling(s)) {
             /* idle, or every poller back in time: sleep until an event */
-            unsigned w = atomic_load(&s->watch_word);
+            uint32_t w = atomic_load(&s->watch_word);
             atomic_store(&s->watch_asleep, 1);
             if (srv_gates_all_polling(s) && !atomic_load(&s->stopping))
-                srv_futex_wait(&s->watch_word, w, NULL);
+                orr_futex_wait(&s->watch_word, w, NULL);
             atomic_store(&s->watch_asleep, 0);
             for (int q = 0; q < s->n_cqs; q++)
                 last[q] = atomic_load(&s->gates[q].taken);

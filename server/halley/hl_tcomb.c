@@ -48,14 +48,12 @@
  */
 #include "hl_tcomb.h"
 
-#include <linux/futex.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <string.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #include "orr_buf.h"
+#include "orr_futex.h"
 
 #define HL_TCOMB_MAX 64
 
@@ -71,16 +69,6 @@ typedef struct hl_titem {
 
 #define HL_TW_DONE 1u /* a leader has answered the item */
 #define HL_TW_LEAD 2u /* the owner may lead now: check hl__may_lead */
-
-static void hl__futex_wait(_Atomic uint32_t *w, uint32_t v)
-{
-    syscall(SYS_futex, (uint32_t *)w, FUTEX_WAIT_PRIVATE, v, NULL, NULL, 0);
-}
-
-static void hl__futex_wake(_Atomic uint32_t *w)
-{
-    syscall(SYS_futex, (uint32_t *)w, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
-}
 
 /* One combiner per process (halleyd serves one hl_ctx). */
 static pthread_mutex_t hl_tc_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -317,7 +305,7 @@ orr_status hl_tcomb_transition(hl_ctx *hc, orr_arena *a, const hl_pb_transition_
             pthread_mutex_unlock(&hl_tc_mu);
             uint32_t w;
             while ((w = atomic_load_explicit(&self.word, memory_order_acquire)) == 0)
-                hl__futex_wait(&self.word, 0);
+                orr_futex_wait(&self.word, 0, NULL);
             if (w & HL_TW_DONE)
                 break;
             pthread_mutex_lock(&hl_tc_mu);
@@ -338,7 +326,7 @@ orr_status hl_tcomb_transition(hl_ctx *hc, orr_arena *a, const hl_pb_transition_
         }
         pthread_mutex_unlock(&hl_tc_mu);
         if (next)
-            hl__futex_wake(&next->word);
+            orr_futex_wake(&next->word, 1);
         hl__run_batch(hc, batch, n);
         pthread_mutex_lock(&hl_tc_mu);
         hl_tc_leaders--;
@@ -349,7 +337,7 @@ orr_status hl_tcomb_transition(hl_ctx *hc, orr_arena *a, const hl_pb_transition_
             atomic_fetch_or(&next->word, HL_TW_LEAD);
         pthread_mutex_unlock(&hl_tc_mu);
         if (next)
-            hl__futex_wake(&next->word);
+            orr_futex_wake(&next->word, 1);
         int mine = 0;
         for (size_t i = 0; i < n; i++) {
             if (batch[i] == &self) {
@@ -358,7 +346,7 @@ orr_status hl_tcomb_transition(hl_ctx *hc, orr_arena *a, const hl_pb_transition_
             }
             _Atomic uint32_t *w = &batch[i]->word;
             atomic_fetch_or_explicit(w, HL_TW_DONE, memory_order_release);
-            hl__futex_wake(w); /* the owner may have gone: see the invariants */
+            orr_futex_wake(w, 1); /* the owner may have gone: see the invariants */
         }
         /* The batch may have left this caller's own item queued (a second
          * item for an instance already in it, or beyond HL_TCOMB_MAX). */

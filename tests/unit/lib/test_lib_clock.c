@@ -1,4 +1,4 @@
-/* test_lib_clock.c - absolute deadlines: the carry into seconds, zero and
+/* test_lib_clock.c - absolute deadlines: the carry into seconds (in ms and µs), zero and
  * negative waits, long waits, and "after" against the clock itself; now in
  * milliseconds. */
 #include <setjmp.h>
@@ -42,6 +42,24 @@ static void test_add(void **state)
     }
 }
 
+static void test_add_us(void **state)
+{
+    (void)state;
+    struct timespec t = {100, 999999000L}, r;
+    r = orr_clock_add_us(t, 1); /* the carry */
+    assert_int_equal(r.tv_sec, 101);
+    assert_int_equal(r.tv_nsec, 0);
+    r = orr_clock_add_us(t, 0);
+    assert_true(ns_of(r) == ns_of(t));
+    r = orr_clock_add_us(t, -300);
+    assert_true(ns_of(r) == ns_of(t));
+    for (int64_t us = 0; us < 3000000; us += 7919) {
+        r = orr_clock_add_us(t, us);
+        assert_true(r.tv_nsec >= 0 && r.tv_nsec < 1000000000L);
+        assert_true(ns_of(r) == ns_of(t) + us * 1000LL);
+    }
+}
+
 static void test_after(void **state)
 {
     (void)state;
@@ -76,6 +94,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_add),
+        cmocka_unit_test(test_add_us),
         cmocka_unit_test(test_after),
         cmocka_unit_test(test_ms),
     };
