@@ -246,6 +246,23 @@ extern const uint64_t orr_rpc_latency_bounds_us[12];
 /* Copy up to n method stats into out; returns the number of methods. */
 size_t orr_rpc_server_stats(orr_rpc_server *s, orr_rpc_method_stats *out, size_t n);
 
+/* What the workers did, since the server started: the events they took
+ * from their queues, the time they spent handling them (summed over the
+ * workers: from the event's return out of the wait to the next wait, a
+ * handler's waits for its database included), and the workers let in past
+ * a queue's gate (by the watchdog, or at once by orr_rpc_call_blocking).
+ * With the gate (handoff_us), a queue's busy time growing as fast as the
+ * wall clock means its one waiting worker is never back in time: calls
+ * queue behind it, and the let-ins show how often another had to step in. */
+typedef struct orr_rpc_worker_stats {
+    uint64_t events;
+    double busy_s;
+    uint64_t let_ins;
+    int queues; /* completion queues */
+    int gated;  /* 1 with the gate */
+} orr_rpc_worker_stats;
+void orr_rpc_server_worker_stats(orr_rpc_server *s, orr_rpc_worker_stats *out);
+
 /* ---------------------------------------------------------------- client */
 
 typedef struct orr_rpc_client orr_rpc_client;

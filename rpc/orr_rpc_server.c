@@ -216,6 +216,9 @@ struct orr_rpc_server {
     int has_watchdog;
     _Atomic uint32_t watch_word; /* futex word the watchdog sleeps on */
     atomic_int watch_asleep;     /* it sleeps until the next event taken */
+    /* orr_rpc_server_worker_stats: events the workers took, the time they
+     * spent on them, and the workers let in past a gate */
+    atomic_uint_fast64_t ev_taken, busy_ns, let_ins;
     int started;
     atomic_int stopping;
     struct srv_tag t_shutdown;
@@ -797,11 +800,12 @@ static void srv_gate_took(orr_rpc_server *s, struct srv_gate *g)
 }
 
 /* Let one sleeping worker in, if nobody waits on the CQ of g. */
-static void srv_gate_let_in(struct srv_gate *g)
+static void srv_gate_let_in(orr_rpc_server *s, struct srv_gate *g)
 {
     if (!atomic_load(&g->polling) && atomic_load(&g->parked) > 0) {
         atomic_fetch_add(&g->seq, 1);
         orr_futex_wake(&g->seq, 1);
+        atomic_fetch_add_explicit(&s->let_ins, 1, memory_order_relaxed);
     }
 }
 
@@ -870,7 +874,7 @@ static void *srv_watchdog(void *arg)
             int idle = !atomic_load(&g->polling);
             unsigned t = atomic_load(&g->taken);
             if (idle && t == last[q])
-                srv_gate_let_in(g);
+                srv_gate_let_in(s, g);
             last[q] = t;
         }
     }
@@ -882,6 +886,39 @@ struct srv_worker_arg {
     orr_rpc_server *s;
     int q; /* the worker's CQ */
 };
+
+/* Handle one event a worker took from its CQ. */
+static void srv_handle(orr_rpc_server *s, const grpc_event *ev)
+{
+    struct srv_tag *t = ev->tag;
+    switch (t->kind) {
+    case TAG_NEW:
+        srv_on_new(s, t->call, ev->success);
+        break;
+    case TAG_RECV:
+        srv_on_recv(s, t->call, ev->success);
+        break;
+    case TAG_FINISH:
+        srv_stats_record(t->call);
+        srv_ctx_put(s, t->call);
+        break;
+    case TAG_SEND:
+        srv_on_send(t->call, ev->success);
+        break;
+    case TAG_CLOSE:
+        srv_on_close(t->call);
+        break;
+    case TAG_MSG:
+        srv_on_msg(t->call, ev->success);
+        break;
+    case TAG_SHUTDOWN:
+        pthread_mutex_lock(&s->mu);
+        s->shutdown_done = 1;
+        pthread_cond_broadcast(&s->cv);
+        pthread_mutex_unlock(&s->mu);
+        break;
+    }
+}
 
 static void *srv_worker(void *arg)
 {
@@ -901,34 +938,11 @@ static void *srv_worker(void *arg)
             break;
         if (ev.type != GRPC_OP_COMPLETE)
             continue;
-        struct srv_tag *t = ev.tag;
-        switch (t->kind) {
-        case TAG_NEW:
-            srv_on_new(s, t->call, ev.success);
-            break;
-        case TAG_RECV:
-            srv_on_recv(s, t->call, ev.success);
-            break;
-        case TAG_FINISH:
-            srv_stats_record(t->call);
-            srv_ctx_put(s, t->call);
-            break;
-        case TAG_SEND:
-            srv_on_send(t->call, ev.success);
-            break;
-        case TAG_CLOSE:
-            srv_on_close(t->call);
-            break;
-        case TAG_MSG:
-            srv_on_msg(t->call, ev.success);
-            break;
-        case TAG_SHUTDOWN:
-            pthread_mutex_lock(&s->mu);
-            s->shutdown_done = 1;
-            pthread_cond_broadcast(&s->cv);
-            pthread_mutex_unlock(&s->mu);
-            break;
-        }
+        struct timespec took;
+        clock_gettime(CLOCK_MONOTONIC, &took);
+        srv_handle(s, &ev);
+        atomic_fetch_add_explicit(&s->ev_taken, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&s->busy_ns, srv_elapsed_ns(&took), memory_order_relaxed);
     }
     return NULL;
 }
@@ -1338,7 +1352,7 @@ void orr_rpc_call_blocking(orr_rpc_call *call)
 {
     orr_rpc_server *s = call->srv;
     if (s->gates && !call->is_stream)
-        srv_gate_let_in(&s->gates[call->cqi]);
+        srv_gate_let_in(s, &s->gates[call->cqi]);
 }
 
 static int srv_deadline_passed(const orr_rpc_call *c)
@@ -1478,6 +1492,15 @@ orr_status orr_rpc_stream_recv(orr_rpc_call *call, ProtobufCMessage **msg, int w
     orr_status st = orr_rpc_decode_bb(call->m->md->input, bb, call->srv->max_msg, NULL, msg, err);
     grpc_byte_buffer_destroy(bb);
     return st;
+}
+
+void orr_rpc_server_worker_stats(orr_rpc_server *s, orr_rpc_worker_stats *out)
+{
+    out->events = atomic_load_explicit(&s->ev_taken, memory_order_relaxed);
+    out->busy_s = (double)atomic_load_explicit(&s->busy_ns, memory_order_relaxed) / 1e9;
+    out->let_ins = atomic_load_explicit(&s->let_ins, memory_order_relaxed);
+    out->queues = s->n_cqs;
+    out->gated = s->gates != NULL;
 }
 
 size_t orr_rpc_server_stats(orr_rpc_server *s, orr_rpc_method_stats *out, size_t n)

@@ -58,6 +58,22 @@ static void hl__rpc_families(orr_metrics_writer *w, orr_rpc_server *srv)
         orr_metrics_histogram_sample(w, (const char *const[]){"method", st[i].name, NULL}, bounds,
                                      counts, 12, st[i].latency_sum_s);
     }
+    orr_rpc_worker_stats ws;
+    orr_rpc_server_worker_stats(srv, &ws);
+    orr_metrics_family(w, "halley_rpc_worker_events_total", ORR_METRIC_COUNTER,
+                       "Events the RPC workers took from their queues.");
+    orr_metrics_sample(w, NULL, (double)ws.events);
+    orr_metrics_family(w, "halley_rpc_worker_busy_seconds_total", ORR_METRIC_COUNTER,
+                       "Time the RPC workers spent handling events, summed over workers; "
+                       "with the gate, a rate near halley_rpc_queues means calls wait for "
+                       "the one worker of each queue.");
+    orr_metrics_sample(w, NULL, ws.busy_s);
+    orr_metrics_family(w, "halley_rpc_worker_let_ins_total", ORR_METRIC_COUNTER,
+                       "Workers let in past a queue's gate because its waiting worker was busy.");
+    orr_metrics_sample(w, NULL, (double)ws.let_ins);
+    orr_metrics_family(w, "halley_rpc_queues", ORR_METRIC_GAUGE,
+                       "Completion queues of the RPC server.");
+    orr_metrics_sample(w, NULL, (double)ws.queues);
 }
 
 /* Every live state in one row each (zero when none), so a rule on a state

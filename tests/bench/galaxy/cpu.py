@@ -15,7 +15,10 @@ request: galaxyd, halleyd and PostgreSQL's backends (utime + stime from
 /proc, so the figure holds whatever else the machine runs; wrk's own CPU is
 left out of the total), and the context switches each made per request
 (voluntary and involuntary, summed over its threads from
-/proc/PID/task/*/status); then wrk's own CPU per request (its rusage as a
+/proc/PID/task/*/status), and from halleyd's /metrics the share of the run
+its RPC workers were busy (per completion queue: near 1.00 behind the gate,
+calls wait for the one worker that waits for events) and the workers let
+in past the gate a request; then wrk's own CPU per request (its rusage as a
 child) and the rate all four allow when they keep busy every core this
 script may run on ("bound": cores / CPU per request of the four); then
 galaxyd's and halleyd's peak RSS. GX_BENCH_THREADS=N runs galaxyd with N
@@ -185,6 +188,18 @@ def pgbench_floor(p, pg_port, poke, seconds, clients=8):
     return tps, (c1 - c0) * 1e6 / max(n, 1), own * 1e6 / max(n, 1)
 
 
+def rpc_workers(port):
+    """halleyd's RPC workers from its /metrics: (busy seconds, let-ins, queues)."""
+    text = orrery_it.http(f"http://127.0.0.1:{port}", "GET", "/metrics").body.decode()
+    v = {}
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) == 2 and parts[0].startswith("halley_rpc_"):
+            v[parts[0]] = float(parts[1])
+    return (v["halley_rpc_worker_busy_seconds_total"], v["halley_rpc_worker_let_ins_total"],
+            v["halley_rpc_queues"])
+
+
 def perf_start(gx, hl, pg, seconds):
     """perf record -g of each process for the run's length (GX_BENCH_PERF=DIR)."""
     out = os.environ.get("GX_BENCH_PERF")
@@ -327,9 +342,13 @@ def main():
             rec = perf_start(gx, hl, pg_backends(pg_port), seconds) if name == perf_list else []
             s0 = [switches(gx), switches(hl), switches(pg_backends(pg_port))]
             c0 = [cpu_s(gx), cpu_s(hl), cpu_s(pg_backends(pg_port))]
+            r0 = rpc_workers(p.halley_metrics_port)
+            t0 = time.monotonic()
             w0 = resource.getrusage(resource.RUSAGE_CHILDREN)
             n, rps, p99, bad = wrk(base + path, tok, seconds, conns)
             w1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+            wall = time.monotonic() - t0
+            r1 = rpc_workers(p.halley_metrics_port)
             c1 = [cpu_s(gx), cpu_s(hl), cpu_s(pg_backends(pg_port))]
             s1 = [switches(gx), switches(hl), switches(pg_backends(pg_port))]
             for r in rec:
@@ -338,12 +357,18 @@ def main():
             sw = [(b - a) / max(n, 1) for a, b in zip(s0, s1)]
             wrk_us = ((w1.ru_utime + w1.ru_stime) - (w0.ru_utime + w0.ru_stime)) * 1e6 / max(n, 1)
             bound = cores * 1e6 / max(sum(us) + wrk_us, 1)
+            # halleyd's workers: the share of the run each queue's workers
+            # were handling events (1.00: with the gate, its one waiting
+            # worker never waited), and the let-ins past the gate a request
+            busy = (r1[0] - r0[0]) / max(wall * r1[2], 1e-9)
+            lets = (r1[1] - r0[1]) / max(n, 1)
             if name == "default":
                 default_rps = rps
             print(f"  {name:13s} {rps:8.0f} {p99:7.1f}  {'':15s} {us[0]:8.0f} {us[1]:8.0f} "
                   f"{us[2]:8.0f} {sum(us):8.0f}  wrk {wrk_us:4.0f}  bound {bound:6.0f}/s  "
                   f"switches/request {sw[0]:.1f} {sw[1]:.1f} "
-                  f"{sw[2]:.1f}  non-2xx {bad}  load {os.getloadavg()[0]:.1f}",
+                  f"{sw[2]:.1f}  halleyd workers busy {busy:.2f}, let-ins/request {lets:.3f}  "
+                  f"non-2xx {bad}  load {os.getloadavg()[0]:.1f}",
                   flush=True)
         print(f"  peak RSS (VmHWM), MB: galaxyd {peak_mb(gx[0])}, halleyd {peak_mb(hl[0])}")
         del pg

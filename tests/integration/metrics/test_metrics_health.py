@@ -127,9 +127,16 @@ def main():
                           and r[1].get("status") == "ok")(health(hport)),
                  "halleyd: /healthz 200, the database up, once PostgreSQL answers")
         p.http("GET", "/api/v1/me")  # one RPC through galaxyd, so the RPC families have rows
-        check_metrics("halleyd", hport, ["halley_db_pool_size", "halley_db_connected",
+        htext = check_metrics("halleyd", hport, ["halley_db_pool_size", "halley_db_connected",
                                          "halley_event_listener_up", "halley_task_cache_entries",
-                                         "halley_rpc_calls_total", "halley_rpc_latency_seconds"])
+                                         "halley_rpc_calls_total", "halley_rpc_latency_seconds",
+                                         "halley_rpc_worker_busy_seconds_total",
+                                         "halley_rpc_worker_let_ins_total"])
+        # the call above was events the workers took, and time they spent
+        ev, busy = (sample(htext, f) for f in ("halley_rpc_worker_events_total",
+                                                "halley_rpc_worker_busy_seconds_total"))
+        check(ev is not None and ev >= 1 and busy is not None and busy > 0,
+              f"halleyd: its RPC workers took events ({ev}) and spent time on them ({busy} s)")
 
         # ---- galaxyd: /metrics and /healthz on its own port
         # (its answer asks halleyd's Health within 1 s: a loaded machine can

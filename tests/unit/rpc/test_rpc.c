@@ -1638,6 +1638,14 @@ static void test_gate_one_worker(void **state)
     }
     assert_int_equal(atomic_load(&es.say_calls), 200);
     assert_true(changes <= o.threads - 1);
+    /* each call's arrival was an event taken and handled; nobody was let in */
+    orr_rpc_worker_stats ws;
+    orr_rpc_server_worker_stats(s, &ws);
+    assert_true(ws.events >= 200);
+    assert_true(ws.busy_s > 0);
+    assert_int_equal(ws.let_ins, 0);
+    assert_int_equal(ws.queues, 1);
+    assert_int_equal(ws.gated, 1);
 
     Orrery__Test__V1__CountRequest req = ORRERY__TEST__V1__COUNT_REQUEST__INIT;
     req.n = 10;
@@ -1698,6 +1706,7 @@ static void test_gate_lets_in(void **state)
         fail_msg("the held call never reached its handler");
     }
     long held_tid = atomic_load(&es.say_tid);
+    long held_from = now_ms();
 
     /* the results are checked after the held call is let go, so a failure
      * leaves no thread behind */
@@ -1707,8 +1716,17 @@ static void test_gate_lets_in(void **state)
         next[i] = say(c, "next", 0, 0, 30000, NULL, &err);
     unsigned long calls = atomic_load(&es.say_calls);
     long next_tid = atomic_load(&es.say_tid);
+    long held_ms = now_ms() - held_from; /* at least this, less 1 ms of rounding */
     atomic_store(&es.hold, 0);
     pthread_join(t, NULL);
+    /* the worker that held the call counted the whole hold as busy once it
+     * was back from the handler (a counter read until it shows, bounded) */
+    orr_rpc_worker_stats ws;
+    for (long t1 = now_ms();; sleep_ms(1)) {
+        orr_rpc_server_worker_stats(s, &ws);
+        if (ws.busy_s * 1000 >= (double)(held_ms - 1) || now_ms() - t1 >= 20000)
+            break;
+    }
     orr_rpc_client_destroy(c);
     orr_rpc_server_destroy(s);
     for (int i = 0; i < 3; i++)
@@ -1716,6 +1734,8 @@ static void test_gate_lets_in(void **state)
     assert_int_equal(calls, 4);
     assert_true(next_tid != held_tid);
     assert_int_equal(h.rc, ORR_OK);
+    assert_true(ws.busy_s * 1000 >= (double)(held_ms - 1));
+    assert_true(ws.events >= 4);
 }
 
 int main(void)
