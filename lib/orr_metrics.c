@@ -219,6 +219,13 @@ void orr_metrics_sample(orr_metrics_writer *w, const char *const *labels, double
     orr_buf_free(&lb);
 }
 
+void orr_metrics_single(orr_metrics_writer *w, const char *name, orr_metric_type type,
+                        const char *help, double v)
+{
+    orr_metrics_family(w, name, type, help);
+    orr_metrics_sample(w, NULL, v);
+}
+
 /* One histogram series from already escaped labels. */
 static void met__histogram(orr_metrics_writer *w, const char *labels, const double *bounds,
                            const uint64_t *counts, size_t n, double sum)

@@ -115,6 +115,9 @@ void orr_metrics_family(orr_metrics_writer *w, const char *name, orr_metric_type
 /* One sample of the open counter or gauge family: name{labels} v. labels
  * as for the registry (NULL-terminated pairs, or NULL). */
 void orr_metrics_sample(orr_metrics_writer *w, const char *const *labels, double v);
+/* A counter or gauge family of one sample without labels. */
+void orr_metrics_single(orr_metrics_writer *w, const char *name, orr_metric_type type,
+                        const char *help, double v);
 /* One series of the open histogram family from per-bucket (not cumulative)
  * counts: counts[0..n] where counts[n] is the +Inf bucket; writes _bucket
  * (cumulative, le as the bound), _sum and _count. */

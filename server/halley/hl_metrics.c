@@ -60,20 +60,18 @@ static void hl__rpc_families(orr_metrics_writer *w, orr_rpc_server *srv)
     }
     orr_rpc_worker_stats ws;
     orr_rpc_server_worker_stats(srv, &ws);
-    orr_metrics_family(w, "halley_rpc_worker_events_total", ORR_METRIC_COUNTER,
-                       "Events the RPC workers took from their queues.");
-    orr_metrics_sample(w, NULL, (double)ws.events);
-    orr_metrics_family(w, "halley_rpc_worker_busy_seconds_total", ORR_METRIC_COUNTER,
+    orr_metrics_single(w, "halley_rpc_worker_events_total", ORR_METRIC_COUNTER,
+                       "Events the RPC workers took from their queues.", (double)ws.events);
+    orr_metrics_single(w, "halley_rpc_worker_busy_seconds_total", ORR_METRIC_COUNTER,
                        "Time the RPC workers spent handling events, summed over workers; "
                        "with the gate, a rate near halley_rpc_queues means calls wait for "
-                       "the one worker of each queue.");
-    orr_metrics_sample(w, NULL, ws.busy_s);
-    orr_metrics_family(w, "halley_rpc_worker_let_ins_total", ORR_METRIC_COUNTER,
-                       "Workers let in past a queue's gate because its waiting worker was busy.");
-    orr_metrics_sample(w, NULL, (double)ws.let_ins);
-    orr_metrics_family(w, "halley_rpc_queues", ORR_METRIC_GAUGE,
-                       "Completion queues of the RPC server.");
-    orr_metrics_sample(w, NULL, (double)ws.queues);
+                       "the one worker of each queue.",
+                       ws.busy_s);
+    orr_metrics_single(w, "halley_rpc_worker_let_ins_total", ORR_METRIC_COUNTER,
+                       "Workers let in past a queue's gate because its waiting worker was busy.",
+                       (double)ws.let_ins);
+    orr_metrics_single(w, "halley_rpc_queues", ORR_METRIC_GAUGE,
+                       "Completion queues of the RPC server.", (double)ws.queues);
 }
 
 /* Every live state in one row each (zero when none), so a rule on a state
@@ -128,51 +126,42 @@ static void hl__write(hl_ctx *hc, orr_rpc_server *srv, orr_metrics_writer *w)
     hl_db_get_stats(hc->db, &ds);
     hl_cache_stats cs;
     hl_cache_get_stats(hc->cache, &cs);
-    orr_metrics_family(w, "halley_db_pool_size", ORR_METRIC_GAUGE,
-                       "PostgreSQL connections the pool may hold.");
-    orr_metrics_sample(w, NULL, ds.size);
-    orr_metrics_family(w, "halley_db_pool_idle", ORR_METRIC_GAUGE,
-                       "PostgreSQL connections idle in the pool.");
-    orr_metrics_sample(w, NULL, ds.idle);
-    orr_metrics_family(w, "halley_db_connected", ORR_METRIC_GAUGE,
-                       "PostgreSQL connections open and usable.");
-    orr_metrics_sample(w, NULL, ds.connected);
-    orr_metrics_family(w, "halley_db_unavailable_total", ORR_METRIC_COUNTER,
-                       "Calls answered UNAVAILABLE because PostgreSQL could not be reached.");
-    orr_metrics_sample(w, NULL, (double)ds.unavailable);
-    orr_metrics_family(w, "halley_event_listener_up", ORR_METRIC_GAUGE,
-                       "1 while the LISTEN connection for events is in place.");
-    orr_metrics_sample(w, NULL, hl_events_listening(hc->events));
-    orr_metrics_family(w, "halley_task_cache_hits_total", ORR_METRIC_COUNTER,
-                       "Task reads answered from the cache.");
-    orr_metrics_sample(w, NULL, (double)cs.hits);
-    orr_metrics_family(w, "halley_task_cache_misses_total", ORR_METRIC_COUNTER,
-                       "Task reads that went to PostgreSQL.");
-    orr_metrics_sample(w, NULL, (double)cs.misses);
-    orr_metrics_family(w, "halley_task_cache_entries", ORR_METRIC_GAUGE,
-                       "Task versions held in the cache.");
-    orr_metrics_sample(w, NULL, (double)cs.entries);
+    orr_metrics_single(w, "halley_db_pool_size", ORR_METRIC_GAUGE,
+                       "PostgreSQL connections the pool may hold.", ds.size);
+    orr_metrics_single(w, "halley_db_pool_idle", ORR_METRIC_GAUGE,
+                       "PostgreSQL connections idle in the pool.", ds.idle);
+    orr_metrics_single(w, "halley_db_connected", ORR_METRIC_GAUGE,
+                       "PostgreSQL connections open and usable.", ds.connected);
+    orr_metrics_single(w, "halley_db_unavailable_total", ORR_METRIC_COUNTER,
+                       "Calls answered UNAVAILABLE because PostgreSQL could not be reached.",
+                       (double)ds.unavailable);
+    orr_metrics_single(w, "halley_event_listener_up", ORR_METRIC_GAUGE,
+                       "1 while the LISTEN connection for events is in place.",
+                       hl_events_listening(hc->events));
+    orr_metrics_single(w, "halley_task_cache_hits_total", ORR_METRIC_COUNTER,
+                       "Task reads answered from the cache.", (double)cs.hits);
+    orr_metrics_single(w, "halley_task_cache_misses_total", ORR_METRIC_COUNTER,
+                       "Task reads that went to PostgreSQL.", (double)cs.misses);
+    orr_metrics_single(w, "halley_task_cache_entries", ORR_METRIC_GAUGE,
+                       "Task versions held in the cache.", (double)cs.entries);
     uint64_t tb, ti;
     hl_tcomb_stats(&tb, &ti);
-    orr_metrics_family(w, "halley_transition_batches_total", ORR_METRIC_COUNTER,
-                       "Combined statements run for TransitionInstance calls.");
-    orr_metrics_sample(w, NULL, (double)tb);
-    orr_metrics_family(w, "halley_transition_batch_items_total", ORR_METRIC_COUNTER,
-                       "TransitionInstance calls run in those statements.");
-    orr_metrics_sample(w, NULL, (double)ti);
+    orr_metrics_single(w, "halley_transition_batches_total", ORR_METRIC_COUNTER,
+                       "Combined statements run for TransitionInstance calls.", (double)tb);
+    orr_metrics_single(w, "halley_transition_batch_items_total", ORR_METRIC_COUNTER,
+                       "TransitionInstance calls run in those statements.", (double)ti);
     uint64_t wr, wg;
     hl_watch_stats(&wr, &wg);
-    orr_metrics_family(w, "halley_watch_reads_total", ORR_METRIC_COUNTER,
-                       "Reads of the events table by WatchEvents streams.");
-    orr_metrics_sample(w, NULL, (double)wr);
-    orr_metrics_family(w, "halley_watch_gap_reads_total", ORR_METRIC_COUNTER,
+    orr_metrics_single(w, "halley_watch_reads_total", ORR_METRIC_COUNTER,
+                       "Reads of the events table by WatchEvents streams.", (double)wr);
+    orr_metrics_single(w, "halley_watch_gap_reads_total", ORR_METRIC_COUNTER,
                        "Of those, reads that first read the oldest open writer to judge a gap"
-                       " in the event ids.");
-    orr_metrics_sample(w, NULL, (double)wg);
-    orr_metrics_family(w, "halley_watch_window_events_total", ORR_METRIC_COUNTER,
+                       " in the event ids.",
+                       (double)wg);
+    orr_metrics_single(w, "halley_watch_window_events_total", ORR_METRIC_COUNTER,
                        "Events WatchEvents streams took from the window another stream's read"
-                       " filled, instead of reading the table.");
-    orr_metrics_sample(w, NULL, hc->evwin ? (double)hl_evwin_taken(hc->evwin) : 0);
+                       " filled, instead of reading the table.",
+                       hc->evwin ? (double)hl_evwin_taken(hc->evwin) : 0);
     if (hc->db)
         hl__instance_families(hc, w);
 }

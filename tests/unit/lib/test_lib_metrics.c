@@ -31,8 +31,7 @@ static void collect(void *ctx, orr_metrics_writer *w)
 {
     int *calls = ctx;
     (*calls)++;
-    orr_metrics_family(w, "t_pool_size", ORR_METRIC_GAUGE, "Connections in the pool.");
-    orr_metrics_sample(w, NULL, 8);
+    orr_metrics_single(w, "t_pool_size", ORR_METRIC_GAUGE, "Connections in the pool.", 8);
     orr_metrics_family(w, "t_rpc_seconds", ORR_METRIC_HISTOGRAM, "RPC latency.");
     static const uint64_t counts[] = {1, 0, 2, 0, 0, 1};
     orr_metrics_histogram_sample(w, (const char *const[]){"method", "GetTask", NULL}, bounds,
