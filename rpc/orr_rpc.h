@@ -249,11 +249,12 @@ size_t orr_rpc_server_stats(orr_rpc_server *s, orr_rpc_method_stats *out, size_t
 /* What the workers did, since the server started: the events they took
  * from their queues, the time they spent handling them (summed over the
  * workers: from the event's return out of the wait to the next wait, a
- * handler's waits for its database included), and the workers let in past
- * a queue's gate (by the watchdog, or at once by orr_rpc_call_blocking).
- * With the gate (handoff_us), a queue's busy time growing as fast as the
- * wall clock means its one waiting worker is never back in time: calls
- * queue behind it, and the let-ins show how often another had to step in. */
+ * handler's waits for its database included), and the sleeping workers
+ * woken past a queue's gate (by the watchdog, or at once by
+ * orr_rpc_call_blocking; a woken worker that finds another waiting sleeps
+ * again). With the gate (handoff_us), busy time growing about as fast as
+ * the wall clock per queue means its one waiting worker is seldom back to
+ * wait: calls queue behind it. Above that, let-in workers ran beside it. */
 typedef struct orr_rpc_worker_stats {
     uint64_t events;
     double busy_s;

@@ -68,7 +68,9 @@ static void hl__rpc_families(orr_metrics_writer *w, orr_rpc_server *srv)
                        "the one worker of each queue.",
                        ws.busy_s);
     orr_metrics_single(w, "halley_rpc_worker_let_ins_total", ORR_METRIC_COUNTER,
-                       "Workers let in past a queue's gate because its waiting worker was busy.",
+                       "Sleeping RPC workers woken past a queue's gate: by the watchdog when the "
+                       "waiting worker stayed away a whole hand-off period, or by a handler that "
+                       "will wait long.",
                        (double)ws.let_ins);
     orr_metrics_single(w, "halley_rpc_queues", ORR_METRIC_GAUGE,
                        "Completion queues of the RPC server.", (double)ws.queues);

@@ -15,10 +15,11 @@ request: galaxyd, halleyd and PostgreSQL's backends (utime + stime from
 /proc, so the figure holds whatever else the machine runs; wrk's own CPU is
 left out of the total), and the context switches each made per request
 (voluntary and involuntary, summed over its threads from
-/proc/PID/task/*/status), and from halleyd's /metrics the share of the run
-its RPC workers were busy (per completion queue: near 1.00 behind the gate,
-calls wait for the one worker that waits for events) and the workers let
-in past the gate a request; then wrk's own CPU per request (its rusage as a
+/proc/PID/task/*/status), and from halleyd's /metrics its RPC workers'
+busy seconds per second of the run and completion queue (behind the gate,
+about 1.00 means calls waited for the one worker that waits for events;
+above it, let-in workers ran beside it) and the wake-ups past the gate a
+request; then wrk's own CPU per request (its rusage as a
 child) and the rate all four allow when they keep busy every core this
 script may run on ("bound": cores / CPU per request of the four); then
 galaxyd's and halleyd's peak RSS. GX_BENCH_THREADS=N runs galaxyd with N
@@ -190,7 +191,9 @@ def pgbench_floor(p, pg_port, poke, seconds, clients=8):
 
 def rpc_workers(port):
     """halleyd's RPC workers from its /metrics: (busy seconds, let-ins, queues)."""
-    text = orrery_it.http(f"http://127.0.0.1:{port}", "GET", "/metrics").body.decode()
+    r = orrery_it.http(f"http://127.0.0.1:{port}", "GET", "/metrics")
+    assert r.status == 200, f"halleyd's /metrics: {r.status}"
+    text = r.body.decode()
     v = {}
     for line in text.splitlines():
         parts = line.split()
@@ -340,27 +343,29 @@ def main():
             assert p.http("GET", path, token=tok).status == 200, path
             wrk(base + path, tok, 1, conns)  # warm-up
             rec = perf_start(gx, hl, pg_backends(pg_port), seconds) if name == perf_list else []
+            # the scrapes (two statements each) stay out of the CPU and
+            # switches counted for the run
+            r0 = rpc_workers(p.halley_metrics_port)
             s0 = [switches(gx), switches(hl), switches(pg_backends(pg_port))]
             c0 = [cpu_s(gx), cpu_s(hl), cpu_s(pg_backends(pg_port))]
-            r0 = rpc_workers(p.halley_metrics_port)
-            t0 = time.monotonic()
             w0 = resource.getrusage(resource.RUSAGE_CHILDREN)
             n, rps, p99, bad = wrk(base + path, tok, seconds, conns)
             w1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-            wall = time.monotonic() - t0
-            r1 = rpc_workers(p.halley_metrics_port)
             c1 = [cpu_s(gx), cpu_s(hl), cpu_s(pg_backends(pg_port))]
             s1 = [switches(gx), switches(hl), switches(pg_backends(pg_port))]
+            r1 = rpc_workers(p.halley_metrics_port)
             for r in rec:
                 r.wait(timeout=seconds + 60)
             us = [(b - a) * 1e6 / max(n, 1) for a, b in zip(c0, c1)]
             sw = [(b - a) / max(n, 1) for a, b in zip(s0, s1)]
             wrk_us = ((w1.ru_utime + w1.ru_stime) - (w0.ru_utime + w0.ru_stime)) * 1e6 / max(n, 1)
             bound = cores * 1e6 / max(sum(us) + wrk_us, 1)
-            # halleyd's workers: the share of the run each queue's workers
-            # were handling events (1.00: with the gate, its one waiting
-            # worker never waited), and the let-ins past the gate a request
-            busy = (r1[0] - r0[0]) / max(wall * r1[2], 1e-9)
+            # halleyd's workers: their busy seconds per second of the run
+            # (wrk's requests over its rate) and queue; behind the gate
+            # about 1.00 means the waiting worker was seldom back to wait,
+            # above it let-in workers ran beside it; and the wake-ups past
+            # the gate a request
+            busy = (r1[0] - r0[0]) / max(n / max(rps, 1e-9) * r1[2], 1e-9)
             lets = (r1[1] - r0[1]) / max(n, 1)
             if name == "default":
                 default_rps = rps

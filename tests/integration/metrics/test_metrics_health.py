@@ -130,8 +130,9 @@ def main():
         check_metrics("halleyd", hport, ["halley_db_pool_size", "halley_db_connected",
                                          "halley_event_listener_up", "halley_task_cache_entries",
                                          "halley_rpc_calls_total", "halley_rpc_latency_seconds",
+                                         "halley_rpc_worker_events_total",
                                          "halley_rpc_worker_busy_seconds_total",
-                                         "halley_rpc_worker_let_ins_total"])
+                                         "halley_rpc_worker_let_ins_total", "halley_rpc_queues"])
         # A login is one Authenticate call to halleyd: events its workers
         # took and time they spent, counted once the worker is back from it.
         p.add_user("metrics-owner", "metrics-password-1", "admin")
