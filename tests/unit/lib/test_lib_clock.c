@@ -16,6 +16,23 @@ static int64_t ns_of(struct timespec t)
     return (int64_t)t.tv_sec * 1000000000LL + t.tv_nsec;
 }
 
+typedef struct timespec (*add_fn)(struct timespec t, int64_t n);
+
+/* What both sums promise, for units of unit_ns: 0 and a negative n (neg)
+ * leave t, and every n in [0, below) by step gives a sum that stays
+ * normalised and exact. */
+static void check_sums(add_fn add, int64_t unit_ns, struct timespec t, int64_t neg, int64_t below,
+                       int64_t step)
+{
+    assert_true(ns_of(add(t, 0)) == ns_of(t));
+    assert_true(ns_of(add(t, neg)) == ns_of(t));
+    for (int64_t n = 0; n < below; n += step) {
+        struct timespec r = add(t, n);
+        assert_true(r.tv_nsec >= 0 && r.tv_nsec < 1000000000L);
+        assert_true(ns_of(r) == ns_of(t) + n * unit_ns);
+    }
+}
+
 static void test_add(void **state)
 {
     (void)state;
@@ -29,17 +46,9 @@ static void test_add(void **state)
     r = orr_clock_add((struct timespec){7, 0}, 999);
     assert_int_equal(r.tv_sec, 7);
     assert_int_equal(r.tv_nsec, 999000000L);
-    r = orr_clock_add(t, 0);
-    assert_true(ns_of(r) == ns_of(t));
-    r = orr_clock_add(t, -5000);
-    assert_true(ns_of(r) == ns_of(t));
     r = orr_clock_add((struct timespec){0, 0}, 86400LL * 1000 * 365 * 100); /* a century */
     assert_true(r.tv_sec == (time_t)86400 * 365 * 100 && r.tv_nsec == 0);
-    for (int64_t ms = 0; ms < 3000; ms += 7) { /* every sum stays normalised and exact */
-        r = orr_clock_add(t, ms);
-        assert_true(r.tv_nsec >= 0 && r.tv_nsec < 1000000000L);
-        assert_true(ns_of(r) == ns_of(t) + ms * 1000000LL);
-    }
+    check_sums(orr_clock_add, 1000000LL, t, -5000, 3000, 7);
 }
 
 static void test_add_us(void **state)
@@ -49,15 +58,7 @@ static void test_add_us(void **state)
     r = orr_clock_add_us(t, 1); /* the carry */
     assert_int_equal(r.tv_sec, 101);
     assert_int_equal(r.tv_nsec, 0);
-    r = orr_clock_add_us(t, 0);
-    assert_true(ns_of(r) == ns_of(t));
-    r = orr_clock_add_us(t, -300);
-    assert_true(ns_of(r) == ns_of(t));
-    for (int64_t us = 0; us < 3000000; us += 7919) {
-        r = orr_clock_add_us(t, us);
-        assert_true(r.tv_nsec >= 0 && r.tv_nsec < 1000000000L);
-        assert_true(ns_of(r) == ns_of(t) + us * 1000LL);
-    }
+    check_sums(orr_clock_add_us, 1000LL, t, -300, 3000000, 7919);
 }
 
 static void test_after(void **state)
